@@ -1,0 +1,368 @@
+"""The splitter engine: events in, owners and records out. It does no I/O.
+
+Theory of operation
+-------------------
+A Kineto file is a concatenation of sorted sections (each thread's CPU ops, then the GPU
+activity block with runtime calls and kernels, then GPU annotations, then metadata), so an
+event can arrive long after later-stamped ones. The engine therefore never orders events by
+time. Instead:
+
+1. Structural CPU ops (``cpu_op``, ``user_annotation``) go through the per-thread stacks to the
+   detector, which answers with boundaries as soon as they are certain.
+2. A CPU-side event (any thread: ops, runtime calls, Python frames, instants, CPU flows) is
+   owned by the window that holds it (``Windows``). Its owner is decidable once a boundary at or
+   after its end is known, or at ``close()``; until then it waits in the pending list.
+3. GPU work (kernels, memcpy, memset) and ``ac2g`` flows are owned by correlation id: the owner
+   of the runtime call with the same id (``MonotonicOwnerMap``). Work that arrives before its
+   launch waits for it; work whose launch never comes goes to ``OUTSIDE`` at close.
+   ``gpu_user_annotation`` follows the CPU annotation with the same External id.
+4. Metadata is owned by ``METADATA`` (the writer copies it into every piece).
+
+What the engine keeps: the open-op stacks, the window starts and per-iteration numbers (a few
+hundred bytes per iteration), the id-range maps (a few entries per iteration) and the pending
+events (about one iteration's CPU events; beyond ``pending_limit`` they go to the injected
+``spill`` store). Nothing grows with the number of events.
+
+Callers drive it h11-style: ``feed(event)`` for each event, ``close()`` at the end, and drain
+``pop_assigned()`` (owner, event) pairs and ``pop_records()`` (Boundary, IterationRecord).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stream_split.core.detect import StepAnnotationDetector, FoundBoundary
+from stream_split.core.owners import MonotonicOwnerMap, Windows
+from stream_split.core.records import (
+    Boundary, IterationRecord, KIND_IDLE, KIND_ITERATION, METADATA, OUTSIDE)
+from stream_split.core.stack import ThreadStacks
+from stream_split.trace_format import (
+    GPU_ANNOTATION_CAT, GPU_WORK_CATS, KERNEL_CATS, LAUNCH_FLOW_CAT, LAUNCH_NAMES,
+    METADATA_PHASE, STRUCTURE_CATS)
+
+
+class TraceEventError(ValueError):
+    """An event lacks a field every trace event must have; the message is one line."""
+
+
+DEFAULT_PENDING_LIMIT = 250_000
+
+
+@dataclass(slots=True)
+class SplitOptions:
+    """How to split. One object, passed from the adapters to the engine unchanged."""
+    #: "auto" (structure, with annotations as evidence), "steps" (ProfilerStep#N only) or
+    #: "structure" (ignore step annotations entirely).
+    detector: str = "auto"
+    #: Split at another level of the repeating structure (0 = the iteration; 1 = the unit
+    #: one level below, e.g. micro-batches or layers). None = the default level.
+    level: int | None = None
+    #: Hand every event back through ``pop_assigned`` (split, tag); False only counts them
+    #: (boundaries, summaries).
+    keep_events: bool = True
+    #: Ops that outlive their parent by more than this are siblings, not children (µs).
+    stack_tolerance_us: float = 1.0
+    #: Undecided events held in memory before they go to the spill store.
+    pending_limit: int = DEFAULT_PENDING_LIMIT
+
+
+class _InMemorySpill:
+    """Default spill store: a list (the CLI injects a temporary-file store)."""
+
+    def __init__(self):
+        self._items = []
+
+    def __len__(self):
+        return len(self._items)
+
+    def put(self, items):
+        self._items.extend(items)
+
+    def take_all(self):
+        items, self._items = self._items, []
+        return items
+
+
+def make_detector(options: SplitOptions):
+    if options.detector == "steps" or not _HAVE_STRUCTURE:
+        return StepAnnotationDetector()
+    from stream_split.core.structure import StructureDetector
+    return StructureDetector(use_annotations=options.detector == "auto", level=options.level)
+
+
+try:
+    import stream_split.core.structure  # noqa: F401
+    _HAVE_STRUCTURE = True
+except ImportError:  # pragma: no cover - during bring-up
+    _HAVE_STRUCTURE = False
+
+
+class Splitter:
+    """One trace's splitting state. Not thread-safe; one instance per trace."""
+
+    def __init__(self, options: SplitOptions | None = None, *, spill=None, detector=None):
+        self.options = options or SplitOptions()
+        self._detector = detector if detector is not None else make_detector(self.options)
+        self._stacks = ThreadStacks(self.options.stack_tolerance_us)
+        self._windows = Windows()
+        self._correlations = MonotonicOwnerMap()
+        self._annotations = MonotonicOwnerMap()
+        self._pending: list = []  # (end, start, event) of CPU-side events not yet decidable
+        self._spill = spill if spill is not None else _InMemorySpill()
+        self._waiting_gpu: dict = {}  # correlation id -> [event] that arrived before its launch
+        self._waiting_annotations: dict = {}  # External id -> [gpu_user_annotation event]
+        self._iterations: list[IterationRecord] = []
+        self._stream_end: dict = {}  # (pid, tid) of a GPU stream -> end of its last work
+        self._assigned: list = []
+        self._records: list = []
+        #: Records not yet popped (a cheap truthiness check for drivers).
+        self.ready_records = self._records
+        self._keep = self.options.keep_events
+        self.events_in = 0
+        self.metadata_events = 0
+        self.outside_events = 0
+        self.outside_kernels = 0
+        self.max_pending = 0
+        self.closed = False
+        self.evidence: dict = {}
+
+    # -- input -------------------------------------------------------------------------
+
+    def feed(self, event: dict) -> None:
+        self.events_in += 1
+        ph = event.get("ph")
+        if ph == METADATA_PHASE:
+            self.metadata_events += 1
+            if self._keep:
+                self._assigned.append((METADATA, event))
+            return
+        if ph is None:
+            self._reject('has no "ph" field')
+        ts = event.get("ts")
+        if ts.__class__ is not float and ts.__class__ is not int:
+            if ts is None:
+                self._reject(f'(ph {ph!r}) has no "ts" field')
+            if isinstance(ts, bool) or not isinstance(ts, (int, float)):
+                self._reject(f'has a non-numeric "ts": {ts!r}')
+        cat = event.get("cat")
+        if cat in GPU_WORK_CATS:
+            args = event.get("args")
+            self._route_linked(event, args.get("correlation") if args else None, True)
+            return
+        if cat == LAUNCH_FLOW_CAT and ph in ("s", "f", "t"):
+            self._route_linked(event, event.get("id"), False)
+            return
+        if cat == GPU_ANNOTATION_CAT:
+            args = event.get("args")
+            self._route_annotation(event, args.get("External id") if args else None)
+            return
+        end = ts
+        if ph == "X":
+            dur = event.get("dur")
+            if dur:
+                end = ts + dur
+            if cat in STRUCTURE_CATS:
+                thread = (event.get("pid"), event.get("tid"))
+                name = event.get("name") or ""
+                stack = self._stacks.push(thread, name, ts, end)
+                found = self._detector.observe(thread, stack, ts, end, name, cat)
+                if found:
+                    for boundary in found:
+                        self._add_boundary(boundary)
+        windows = self._windows
+        if windows.closed or (windows.starts and end <= windows.starts[-1]):
+            self._own_cpu(windows.owner(ts, end), event, end)
+        else:
+            self._pending.append((end, ts, event))
+            if len(self._pending) > self.options.pending_limit:
+                self._spill.put(self._pending)
+                self._pending = []
+            n = len(self._pending) + len(self._spill)
+            if n > self.max_pending:
+                self.max_pending = n
+
+    def close(self) -> None:
+        """End of input: decide everything still pending and emit the iteration records."""
+        if self.closed:
+            return
+        result = self._detector.close()
+        for boundary in result.boundaries:
+            self._add_boundary(boundary)
+        self._windows.close(result.last_end)
+        self.closed = True
+        self._resolve_pending(float("inf"))
+        for key, events in self._waiting_gpu.items():
+            owner = self._correlations.lookup(key) if key is not None else None
+            for event in events:
+                self._own_linked(OUTSIDE if owner is None else owner, event)
+        self._waiting_gpu.clear()
+        for key, events in self._waiting_annotations.items():
+            owner = self._annotations.lookup(key) if key is not None else None
+            for event in events:
+                self._own_simple(OUTSIDE if owner is None else owner, event)
+        self._waiting_annotations.clear()
+        self._finish_records(result)
+
+    # -- output ------------------------------------------------------------------------
+
+    def pop_assigned(self) -> list:
+        """(owner, event) pairs decided since the last call; owner is an iteration index,
+        ``OUTSIDE`` or ``METADATA``. Empty unless ``keep_events``."""
+        out, self._assigned = self._assigned, []
+        return out
+
+    def pop_records(self) -> list:
+        """Boundary and IterationRecord records decided since the last call, in order."""
+        out, self._records = self._records, []
+        self.ready_records = self._records
+        return out
+
+    @property
+    def iterations(self) -> list[IterationRecord]:
+        return self._iterations
+
+    @property
+    def events_out(self) -> int:
+        """Non-metadata events assigned so far (to an iteration or to outside)."""
+        return sum(r.events for r in self._iterations) + self.outside_events
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _reject(self, problem: str):
+        """Refuse an event: it is not counted as read, so the counts still balance."""
+        self.events_in -= 1
+        raise TraceEventError(f"event #{self.events_in + 1} {problem}")
+
+    def _add_boundary(self, found: FoundBoundary) -> None:
+        windows = self._windows
+        if windows.starts and found.start_ts <= windows.starts[-1]:
+            return  # a detector may only move forward
+        index = windows.add(found.start_ts)
+        pid, tid = found.thread
+        self._iterations.append(IterationRecord(index=index, start_ts=found.start_ts,
+                                                first_op=found.first_op))
+        self._records.append(Boundary(index, found.start_ts, str(pid), str(tid), found.first_op))
+        self._resolve_pending(found.start_ts)
+
+    def _resolve_pending(self, until: float) -> None:
+        pending = self._pending
+        if len(self._spill):
+            pending = self._spill.take_all() + pending
+        if not pending:
+            return
+        keep = []
+        owner_of = self._windows.owner
+        own = self._own_cpu
+        for item in pending:
+            end, start, event = item
+            if end <= until:
+                own(owner_of(start, end), event, end)
+            else:
+                keep.append(item)
+        self._pending = keep
+
+    def _own_cpu(self, owner: int, event: dict, end: float) -> None:
+        if self._keep:
+            self._assigned.append((owner, event))
+        args = event.get("args")
+        if owner == OUTSIDE:
+            self.outside_events += 1
+        else:
+            record = self._iterations[owner]
+            record.events += 1
+            cat = event.get("cat")
+            if cat == "cpu_op":
+                record.cpu_ops += 1
+            elif args and event.get("name") in LAUNCH_NAMES:
+                record.launches += 1
+            if end > record.end_ts:
+                record.end_ts = end
+        if args:
+            corr = args.get("correlation")
+            if corr is not None and event.get("ph") == "X":
+                self._correlations.add(corr, owner)
+                waiting = self._waiting_gpu.pop(corr, None)
+                if waiting:
+                    for gpu_event in waiting:
+                        self._own_linked(owner, gpu_event)
+            if event.get("cat") == "user_annotation":
+                ext = args.get("External id")
+                if ext is not None:
+                    self._annotations.add(ext, owner)
+                    waiting = self._waiting_annotations.pop(ext, None)
+                    if waiting:
+                        for gpu_event in waiting:
+                            self._own_simple(owner, gpu_event)
+
+    def _route_linked(self, event: dict, key, is_work: bool) -> None:
+        owner = self._correlations.lookup(key) if key is not None else None
+        if owner is None:
+            self._waiting_gpu.setdefault(key, []).append(event)
+        else:
+            self._own_linked(owner, event)
+
+    def _own_linked(self, owner: int, event: dict) -> None:
+        if event.get("cat") not in GPU_WORK_CATS:  # a flow: counted, no GPU numbers
+            self._own_simple(owner, event)
+            return
+        if self._keep:
+            self._assigned.append((owner, event))
+        kernel = event.get("cat") in KERNEL_CATS
+        if owner == OUTSIDE:
+            self.outside_events += 1
+            self.outside_kernels += kernel
+            return
+        record = self._iterations[owner]
+        record.events += 1
+        record.gpu_events += 1
+        record.kernels += kernel
+        start = event["ts"]
+        end = start + (event.get("dur") or 0)
+        stream = (event.get("pid"), event.get("tid"))
+        last = self._stream_end.get(stream)
+        # Busy time is the union of work per stream (same-stream overlaps are jitter),
+        # summed over streams.
+        record.gpu_busy_us += max(0.0, end - max(start, last)) if last is not None else end - start
+        if last is None or end > last:
+            self._stream_end[stream] = end
+        if record.gpu_start_ts is None or start < record.gpu_start_ts:
+            record.gpu_start_ts = start
+        if record.gpu_end_ts is None or end > record.gpu_end_ts:
+            record.gpu_end_ts = end
+
+    def _route_annotation(self, event: dict, ext) -> None:
+        owner = self._annotations.lookup(ext) if ext is not None else None
+        if owner is None:
+            self._waiting_annotations.setdefault(ext, []).append(event)
+        else:
+            self._own_simple(owner, event)
+
+    def _own_simple(self, owner: int, event: dict) -> None:
+        if self._keep:
+            self._assigned.append((owner, event))
+        if owner == OUTSIDE:
+            self.outside_events += 1
+        else:
+            self._iterations[owner].events += 1
+
+    def _finish_records(self, result) -> None:
+        starts = self._windows.starts
+        last_end = self._windows.last_end
+        any_gpu_work = any(r.kernels for r in self._iterations)
+        for i, record in enumerate(self._iterations):
+            if i + 1 < len(starts):
+                record.end_ts = starts[i + 1]
+            elif last_end is not None and last_end != float("inf"):
+                record.end_ts = last_end
+            elif record.end_ts < record.start_ts:
+                record.end_ts = record.start_ts
+            variant = result.variant[i] if i < len(result.variant) else False
+            # A cycle that deviates from the unit and does no GPU work in a trace that does
+            # GPU work is an idle cycle (failure mode 2), reported but not an iteration.
+            idle = variant and record.kernels == 0 and any_gpu_work
+            record.kind = KIND_IDLE if idle else KIND_ITERATION
+        self.evidence = dict(result.evidence)
+        self.evidence["correlation_ranges"] = len(self._correlations)
+        self.evidence["correlation_order_breaks"] = self._correlations.order_breaks
+        self.evidence["max_pending_events"] = self.max_pending
+        self.evidence["stack_unsorted_ops"] = self._stacks.unsorted
+        self._records.extend(self._iterations)

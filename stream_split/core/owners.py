@@ -1,0 +1,109 @@
+"""Assign stage: who owns an event, decided from boundaries and launch links, not from time.
+
+- ``Windows``: the CPU windows ``[b_i, b_{i+1})`` (the last one ends where the detector says the
+  last iteration ended). An op belongs to the window holding its start; an op that crosses one
+  window edge belongs to the side holding most of it (jitter, Python frames opened just before
+  the first op); an op that crosses two or more edges spans several iterations and belongs to
+  none.
+- ``MonotonicOwnerMap``: correlation id (or External id) -> owner. Ids grow with launch order,
+  so the map is a short list of id ranges, one per run of launches with the same owner: its
+  size follows the number of iterations, not the number of launches. Ids that break the order
+  split a range and are counted.
+"""
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+
+from stream_split.core.records import OUTSIDE
+
+
+class Windows:
+    __slots__ = ("starts", "last_end", "closed", "_edges")
+
+    def __init__(self):
+        self.starts: list[float] = []
+        self.last_end: float | None = None
+        self.closed = False
+        self._edges = self.starts
+
+    def add(self, ts: float) -> int:
+        self.starts.append(ts)
+        return len(self.starts) - 1
+
+    def close(self, last_end: float | None) -> None:
+        self.closed = True
+        if self.starts:
+            self.last_end = last_end if last_end is not None else float("inf")
+            self._edges = self.starts + [self.last_end]
+
+    def decidable(self, end: float) -> bool:
+        return self.closed or (bool(self.starts) and end <= self.starts[-1])
+
+    def owner(self, start: float, end: float) -> int:
+        """Owner of an op spanning [start, end]; call only when ``decidable(end)``."""
+        edges = self._edges
+        if not edges:
+            return OUTSIDE
+        n_iter = len(self.starts)
+        seg_s = bisect_right(edges, start) - 1
+        seg_e = bisect_left(edges, end) - 1 if end > start else seg_s
+        if seg_e == seg_s:
+            return seg_s if 0 <= seg_s < n_iter else OUTSIDE
+        if seg_e - seg_s >= 2:
+            return OUTSIDE
+        edge = edges[seg_s + 1]
+        seg = seg_s if (edge - start) >= (end - edge) else seg_e
+        return seg if 0 <= seg < n_iter else OUTSIDE
+
+
+class MonotonicOwnerMap:
+    __slots__ = ("_los", "_his", "_owners", "order_breaks")
+
+    def __init__(self):
+        self._los: list[int] = []
+        self._his: list[int] = []
+        self._owners: list[int] = []
+        self.order_breaks = 0
+
+    def __len__(self) -> int:
+        return len(self._los)
+
+    def add(self, key: int, owner: int) -> None:
+        los, his, owners = self._los, self._his, self._owners
+        if not los or key > his[-1]:
+            if los and owners[-1] == owner:
+                his[-1] = key
+            else:
+                los.append(key)
+                his.append(key)
+                owners.append(owner)
+            return
+        i = bisect_right(los, key) - 1
+        if i >= 0 and key <= his[i]:
+            if owners[i] != owner:  # out of order: split the range around this key
+                self.order_breaks += 1
+                lo, hi, own = los[i], his[i], owners[i]
+                parts = [(lo, key - 1, own), (key, key, owner), (key + 1, hi, own)]
+                parts = [p for p in parts if p[0] <= p[1]]
+                los[i:i + 1] = [p[0] for p in parts]
+                his[i:i + 1] = [p[1] for p in parts]
+                owners[i:i + 1] = [p[2] for p in parts]
+            return
+        # In a gap between ranges (or before the first): grow a neighbour or insert.
+        self.order_breaks += 1
+        if i >= 0 and owners[i] == owner:
+            his[i] = key
+        elif i + 1 < len(los) and owners[i + 1] == owner:
+            los[i + 1] = key
+        else:
+            los.insert(i + 1, key)
+            his.insert(i + 1, key)
+            owners.insert(i + 1, owner)
+
+    def lookup(self, key: int) -> int | None:
+        """The owner of ``key``, or None while no launch with that id has been seen."""
+        los = self._los
+        i = bisect_right(los, key) - 1
+        if i >= 0 and key <= self._his[i]:
+            return self._owners[i]
+        return None

@@ -1,0 +1,355 @@
+"""Read stage: bytes in, trace events out, never holding the whole file.
+
+What this module owns:
+- opening a source (a path, ``-`` for stdin, a growing file through ``stream_split.follow``)
+  and undoing its compression (gzip, zstd when ``zstandard`` is installed), detected from the
+  bytes, not the file name;
+- telling the three shapes apart: the object form ``{"traceEvents": [...], ...}`` (header keys
+  before *and after* the array), the array form ``[...]`` (closing ``]`` optional) and JSON
+  Lines (one event per line);
+- parsing events incrementally with ijson's C backend (``use_float=True``);
+- keeping the header keys, which are complete only at the end of the object form;
+- telling a truncated input (a killed writer: everything complete is yielded, ``complete`` is
+  False) from a broken one (``TraceInputError`` with a one-line message).
+
+Two legal things that yajl refuses are mended on the byte stream before it sees them:
+integers beyond 64 bits (quoted with a marker, restored as Python ints in the events) and
+invalid UTF-8 (replaced by U+FFFD, which is all JSON can carry).
+It never decides anything about iterations.
+"""
+from __future__ import annotations
+
+import codecs
+import gzip
+import io
+import json
+import re
+import sys
+import zlib
+from typing import BinaryIO, Iterator
+
+import ijson
+
+from stream_split.trace_format import EVENTS_KEY
+
+CHUNK = 256 * 1024
+_HEAD_LIMIT = 16 * 1024 * 1024
+_TAIL_WINDOW = 2 * CHUNK
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+# A run of 19+ digits in number position; values beyond int64 break yajl ("integer overflow").
+_LONG_INT = re.compile(rb"(?<=[:\[,\s])(-?\d{19,})(?=[\s,\]}])")
+_BIGINT_MARK = "\x00stream-split-bigint:"
+_BIGINT_MARK_JSON = b'"\\u0000stream-split-bigint:'
+_INT64_MAX = 2 ** 63 - 1
+
+
+class TraceInputError(Exception):
+    """The input cannot be read as a trace; the message is one line for the user."""
+
+
+def require_backend() -> None:
+    if ijson.backend != "yajl2_c":  # pragma: no cover - depends on the installation
+        raise TraceInputError(
+            f"ijson's C backend (yajl2_c) is required for speed, found {ijson.backend!r}")
+
+
+def open_source(source: str | BinaryIO) -> tuple[BinaryIO, str]:
+    """Open a path, ``-`` (stdin) or a binary stream; returns (stream, display name)."""
+    if hasattr(source, "read"):
+        return source, getattr(source, "name", "<stream>")
+    if source == "-":
+        return sys.stdin.buffer, "<stdin>"
+    try:
+        return open(source, "rb"), str(source)
+    except FileNotFoundError:
+        raise TraceInputError(f"no such file: {source}") from None
+    except IsADirectoryError:
+        raise TraceInputError(f"is a directory, not a trace: {source}") from None
+    except PermissionError:
+        raise TraceInputError(f"permission denied: {source}") from None
+
+
+class _Decompressed(io.RawIOBase):
+    """Undo gzip (possibly multi-member) or zstd on the fly; remembers a cut-off stream."""
+
+    def __init__(self, raw: BinaryIO, kind: str):
+        self._raw = raw
+        self.truncated = False
+        if kind == "gzip":
+            self._inner = gzip.GzipFile(fileobj=raw, mode="rb")
+            # read1: one decompression step at a time, so a cut-off stream loses no bytes
+            # that were already decompressed.
+            self._read = self._inner.read1
+        else:
+            try:
+                import zstandard
+            except ImportError:
+                raise TraceInputError(
+                    "zstd input needs the 'zstandard' package (pip install zstandard)") from None
+            self._inner = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+            self._read = self._inner.read
+        self._kind = kind
+
+    def readable(self):
+        return True
+
+    def read(self, n=-1):
+        if self.truncated:
+            return b""
+        try:
+            return self._read(n)
+        except EOFError:  # gzip: "Compressed file ended before the end-of-stream marker"
+            self.truncated = True
+            return b""
+        except (gzip.BadGzipFile, zlib.error, OSError) as e:
+            raise TraceInputError(f"corrupt {self._kind} stream: {e}") from None
+        except Exception as e:
+            if type(e).__name__ == "ZstdError":
+                raise TraceInputError(f"corrupt zstd stream: {e}") from None
+            raise
+
+
+class _Peekable:
+    """A byte stream with a replayable prefix (to sniff compression and shape)."""
+
+    def __init__(self, raw: BinaryIO):
+        self._raw = raw
+        self._buf = b""
+
+    def peek(self, n: int) -> bytes:
+        while len(self._buf) < n:
+            more = self._raw.read(max(n - len(self._buf), CHUNK))
+            if not more:
+                break
+            self._buf += more
+        return self._buf[:n]
+
+    def peek_line(self, limit: int) -> bytes:
+        """Bytes up to and including the first newline, or up to ``limit`` bytes."""
+        while b"\n" not in self._buf and len(self._buf) < limit:
+            more = self._raw.read(CHUNK)
+            if not more:
+                break
+            self._buf += more
+        i = self._buf.find(b"\n")
+        return self._buf[: i + 1] if i >= 0 else self._buf[:limit]
+
+    def read(self, n: int = -1) -> bytes:
+        if self._buf:
+            if n < 0:
+                out, self._buf = self._buf + self._raw.read(), b""
+                return out
+            out, self._buf = self._buf[:n], self._buf[n:]
+            return out
+        return self._raw.read(n)
+
+    @property
+    def truncated(self) -> bool:
+        return getattr(self._raw, "truncated", False)
+
+
+class _FeedFilter:
+    """What ijson reads from: mends legal input yajl refuses, keeps the head and the tail."""
+
+    def __init__(self, inner, keep_head: bool):
+        self._inner = inner
+        self._keep_head = keep_head
+        self.head = bytearray()
+        self._tail = [b"", b""]
+        self._carry = b""
+        self._utf8 = None
+        self.bigints = 0
+        self.bytes_read = 0
+        self.eof = False
+
+    def read(self, n: int = CHUNK) -> bytes:
+        chunk = self._inner.read(n)
+        if not chunk:
+            self.eof = True
+            out, self._carry = self._carry, b""
+            return self._finish(out, final=True)
+        self.bytes_read += len(chunk)
+        return self._finish(self._carry + chunk, final=False)
+
+    def _finish(self, data: bytes, final: bool) -> bytes:
+        if not final:
+            # Hold back a trailing digit run: a big integer may continue in the next chunk.
+            stripped = data.rstrip(b"-0123456789")
+            if len(stripped) < len(data) and len(data) - len(stripped) < 4096:
+                data, self._carry = stripped, data[len(stripped):]
+            else:
+                self._carry = b""
+        if self._utf8 is not None or not data.isascii():
+            data = self._sanitize_utf8(data, final)
+        if b"0000000000" in data or _LONG_INT.search(data) is not None:
+            data = _LONG_INT.sub(self._quote_bigint, data)
+        if self._keep_head and len(self.head) < _HEAD_LIMIT:
+            self.head += data[: _HEAD_LIMIT - len(self.head)]
+        self._tail = [self._tail[1], data]
+        return data
+
+    def _sanitize_utf8(self, data: bytes, final: bool) -> bytes:
+        if self._utf8 is None:
+            self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        return self._utf8.decode(data, final).encode("utf-8")
+
+    def _quote_bigint(self, m: re.Match) -> bytes:
+        digits = m.group(1)
+        if abs(int(digits)) <= _INT64_MAX:
+            return digits
+        self.bigints += 1
+        return _BIGINT_MARK_JSON + digits + b'"'
+
+    @property
+    def tail(self) -> bytes:
+        return self._tail[0] + self._tail[1]
+
+
+def _restore_bigints(value) -> int:
+    """Turn marked strings back into the integers they were (in place); returns how many."""
+    found = 0
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    for k, v in list(items):
+        if isinstance(v, (dict, list)):
+            found += _restore_bigints(v)
+        elif isinstance(v, str) and v.startswith(_BIGINT_MARK):
+            value[k] = int(v[len(_BIGINT_MARK):])
+            found += 1
+    return found
+
+
+def _header_before(head: bytes) -> dict | None:
+    """Header keys written before ``"traceEvents"``; None if the key is not in ``head``."""
+    i = head.find(b'"' + EVENTS_KEY.encode() + b'"')
+    if i < 0:
+        return None
+    text = head[:i].strip()
+    if not text.startswith(b"{"):
+        return {}
+    body = text[1:].strip().rstrip(b",")
+    if not body:
+        return {}
+    try:
+        value = json.loads(b"{" + body + b"}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _header_after(tail: bytes) -> dict:
+    """Header keys written after the events array, found in the last bytes of the document."""
+    for m in re.finditer(rb"\]", tail):
+        rest = tail[m.end():].strip()
+        if rest == b"}":
+            return {}
+        if rest.startswith(b",") and rest.endswith(b"}"):
+            try:
+                value = json.loads(b"{" + rest[1:])
+            except ValueError:
+                continue
+            if isinstance(value, dict) and EVENTS_KEY not in value:  # not a `]` before the events
+                return value
+    return {}
+
+
+class TraceReader:
+    """Incremental reader of one trace. Iterate it for events (dicts, in file order).
+
+    After (or during) iteration: ``form``, ``header_before``, ``header_after``, ``complete``,
+    ``stop_reason`` (why it ended early, or None) and ``bytes_read``.
+    """
+
+    def __init__(self, source: str | BinaryIO, *, name: str | None = None):
+        require_backend()
+        raw, display = open_source(source)
+        self.name = name or display
+        self.header_before: dict = {}
+        self.header_after: dict = {}
+        self.complete = False
+        self.stop_reason: str | None = None
+        stream = _Peekable(raw)
+        magic = stream.peek(4)
+        if magic[:2] == _GZIP_MAGIC:
+            stream = _Peekable(_Decompressed(stream, "gzip"))
+        elif magic == _ZSTD_MAGIC:
+            stream = _Peekable(_Decompressed(stream, "zstd"))
+        self._stream = stream
+        self.form = self._sniff_form(stream)
+        self._filter = _FeedFilter(stream, keep_head=self.form == "object")
+
+    def _sniff_form(self, stream: _Peekable) -> str:
+        start = stream.peek(64 * 1024).lstrip()
+        if not start:
+            if stream.truncated:
+                raise TraceInputError("corrupt or empty compressed stream")
+            raise TraceInputError("empty input")
+        if start[:1] == b"[":
+            return "array"
+        if start[:1] != b"{":
+            raise TraceInputError("not JSON: input starts with "
+                                  f"{start[:12].decode('utf-8', 'replace')!r}")
+        line = stream.peek_line(1 << 20).strip()
+        if line.endswith(b"}") or line.endswith(b"},"):
+            try:
+                first = json.loads(line.rstrip(b","))
+            except ValueError:
+                return "object"
+            if isinstance(first, dict) and "ph" in first and EVENTS_KEY not in first:
+                return "jsonl"
+        return "object"
+
+    @property
+    def bytes_read(self) -> int:
+        return self._filter.bytes_read
+
+    def __iter__(self) -> Iterator[dict]:
+        prefix, multiple = {"object": (EVENTS_KEY + ".item", False),
+                            "array": ("item", False),
+                            "jsonl": ("", True)}[self.form]
+        events = ijson.items(self._filter, prefix, use_float=True, multiple_values=multiple)
+        filt = self._filter
+        restored = 0
+        try:
+            for event in events:
+                if type(event) is not dict:
+                    raise TraceInputError(
+                        f"not a trace: an element of the events array is {type(event).__name__}")
+                if restored < filt.bigints:  # a quoted big integer is in flight
+                    restored += _restore_bigints(event)
+                yield event
+        except ijson.JSONError as e:
+            message = str(e).splitlines()[0] if str(e) else type(e).__name__
+            if isinstance(message, bytes):
+                message = message.decode("utf-8", "replace")
+            if "premature EOF" in message or self._stream.truncated:
+                self.complete = False
+                self.stop_reason = ("input ended before the end of the JSON document "
+                                    f"(after {filt.bytes_read} bytes)")
+                self._finish_header(complete_document=False)
+                return
+            raise TraceInputError(f"not valid JSON: {message.strip()} "
+                                  f"(near byte {filt.bytes_read})") from None
+        if self._stream.truncated:
+            self.complete = False
+            self.stop_reason = "compressed stream ended before its end-of-stream marker"
+            self._finish_header(complete_document=False)
+            return
+        self.complete = True
+        self._finish_header(complete_document=True)
+
+    def _finish_header(self, complete_document: bool) -> None:
+        if self.form != "object":
+            return
+        before = _header_before(bytes(self._filter.head))
+        if before is None:
+            if complete_document or self._filter.bytes_read > 0 and not self._filter.head:
+                raise TraceInputError(f"not a trace: JSON object without \"{EVENTS_KEY}\"")
+            raise TraceInputError(f"not a trace: no \"{EVENTS_KEY}\" before the input ended")
+        _restore_bigints(before)
+        self.header_before = before
+        if complete_document:
+            self.header_after = _header_after(self._filter.tail)
+            _restore_bigints(self.header_after)

@@ -1,0 +1,83 @@
+"""The one loop that drives the core: reader events in, decisions out to the caller's sinks.
+
+Every adapter (CLI commands, the library, ``--follow``, Beam) runs a trace through ``drive``;
+none of them repeats its logic. ``drive`` never raises for bad input: the error is returned
+(one line) after the splitter has been closed, so whatever was decided before it is written.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stream_split.core import Splitter, SplitOptions, TraceEventError
+from stream_split.read import TraceInputError, TraceReader
+from stream_split.spill import TempFileSpill
+
+
+@dataclass(slots=True)
+class RunOutcome:
+    reader_info: dict
+    error: str | None
+
+
+def reader_info(reader: TraceReader | None) -> dict:
+    if reader is None:
+        return {"complete": False, "stop_reason": None, "form": None, "bytes_read": 0}
+    return {"complete": reader.complete, "stop_reason": reader.stop_reason,
+            "form": reader.form, "bytes_read": reader.bytes_read}
+
+
+def new_splitter(options: SplitOptions, spill_dir: str | None = None) -> Splitter:
+    return Splitter(options, spill=TempFileSpill(spill_dir))
+
+
+def drive(reader: TraceReader, splitter: Splitter, *, on_pairs=None, on_record=None,
+          batch: int = 4096) -> RunOutcome:
+    """Feed all of ``reader`` to ``splitter``; close it; hand out every decision."""
+    error = None
+    interrupted = False
+    feed = splitter.feed
+    pop_records = splitter.pop_records
+    pop_assigned = splitter.pop_assigned
+    waiting = splitter.ready_records  # the list the engine appends records to
+    n = 0
+    try:
+        for event in reader:
+            feed(event)
+            if waiting:
+                for record in pop_records():
+                    if on_record is not None:
+                        on_record(record)
+                waiting = splitter.ready_records
+            n += 1
+            if n >= batch:
+                n = 0
+                pairs = pop_assigned()
+                if on_pairs is not None and pairs:
+                    on_pairs(pairs)
+    except (TraceInputError, TraceEventError) as e:
+        error = str(e)
+    except KeyboardInterrupt:  # SIGINT/SIGTERM: stop reading, keep what was decided
+        interrupted = True
+    splitter.close()
+    pairs = pop_assigned()
+    if on_pairs is not None and pairs:
+        on_pairs(pairs)
+    for record in pop_records():
+        if on_record is not None:
+            on_record(record)
+    info = reader_info(reader)
+    if interrupted:
+        info.update(complete=False, stop_reason="interrupted before the end of the input")
+    return RunOutcome(info, error)
+
+
+def scan_records(source, options: SplitOptions):
+    """Boundary and IterationRecord records of one trace (library use; raises on bad input)."""
+    from dataclasses import replace
+    reader = TraceReader(source)
+    splitter = new_splitter(replace(options, keep_events=False))
+    records = []
+    outcome = drive(reader, splitter, on_record=records.append)
+    if outcome.error:
+        raise TraceInputError(outcome.error)
+    return records

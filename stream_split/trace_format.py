@@ -1,0 +1,45 @@
+"""Facts about Chrome / Kineto trace events: the one place that names categories and APIs.
+
+Everything that decides "what kind of event is this" reads the sets below; no other module
+spells a category or a launch API name. See ../shared/docs/FORMAT.md for where they come from.
+"""
+
+#: Phases of events that carry no work and are copied into every output piece.
+METADATA_PHASE = "M"
+
+#: Flow phases (start, step, finish).
+FLOW_PHASES = frozenset({"s", "t", "f"})
+
+#: Categories of CPU-side ops that form the call structure the detector reads.
+STRUCTURE_CATS = frozenset({"cpu_op", "user_annotation"})
+
+#: GPU work, owned through ``args.correlation`` by the runtime call that launched it.
+GPU_WORK_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"})
+
+#: GPU work that counts as a kernel in the per-iteration numbers.
+KERNEL_CATS = frozenset({"kernel", "Kernel"})
+
+#: GPU-side mirror of a CPU ``user_annotation``, owned through ``args["External id"]``.
+GPU_ANNOTATION_CAT = "gpu_user_annotation"
+
+#: Flow category linking a launch to its GPU work (``id`` == correlation id).
+LAUNCH_FLOW_CAT = "ac2g"
+
+#: Runtime / driver call categories (on CPU threads, in Kineto's GPU activity block).
+RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "cuda", "hip_runtime", "hip_api",
+                          "runtime", "driver"})
+
+#: Runtime calls that launch GPU work (kernel, copy, memset or a whole graph).
+LAUNCH_NAMES = frozenset({
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
+    "cudaMemcpyAsync", "cudaMemsetAsync", "cudaMemcpy", "cudaMemset", "cudaGraphLaunch",
+    "cudaLaunchCooperativeKernel", "cuGraphLaunch",
+    "hipLaunchKernel", "hipExtModuleLaunchKernel", "hipModuleLaunchKernel", "hipExtLaunchKernel",
+    "hipMemcpyAsync", "hipMemcpyWithStream", "hipMemsetAsync", "hipGraphLaunch",
+})
+
+#: Step annotations written by ``torch.profiler.profile.step()``.
+PROFILER_STEP_PREFIX = "ProfilerStep#"
+
+#: Header key that holds the events in the object form.
+EVENTS_KEY = "traceEvents"

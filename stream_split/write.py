@@ -1,0 +1,246 @@
+"""Write stage: per-iteration pieces, the manifest, and record streams.
+
+What this module owns: how an event, a record and a piece look on disk or on a pipe.
+- ``event_json``: one event back to JSON bytes (orjson; the stdlib for what orjson refuses,
+  e.g. integers beyond 64 bits), so untouched content goes out as it came in.
+- ``PieceWriter``: events arrive in file order, not piece order (a piece's GPU work comes at
+  the end of a Kineto file, metadata and trailing header keys may come last of all), so each
+  piece's events are spooled to a temporary file as they are decided, and every piece is
+  assembled into a complete Chrome trace (header keys, all metadata, its events) at the end.
+  At most ``max_open`` spool files are open at once: memory does not grow with the number
+  of pieces.
+- ``build_manifest``: the manifest schema, in one place.
+- ``JsonlRecordSink`` / ``ProtobufRecordSink``: boundary and iteration records as lines or as
+  varint-length-delimited protobuf messages.
+It decides nothing about owners; it writes what the core decided.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+from collections import OrderedDict
+
+import orjson
+
+from stream_split.core.records import Boundary, IterationRecord, METADATA, OUTSIDE
+
+MANIFEST_FORMAT = "stream-split/manifest"
+MANIFEST_VERSION = 1
+OUTSIDE_NAME = "outside"
+_OPT = orjson.OPT_SERIALIZE_NUMPY
+
+
+def event_json(event) -> bytes:
+    """JSON bytes of one event (or any JSON value), preserving what the reader produced."""
+    try:
+        return orjson.dumps(event)
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def piece_name(index: int) -> str:
+    return f"iteration_{index:05d}"
+
+
+class PieceWriter:
+    """Spools events per owner and assembles one Chrome-trace file per piece at ``finish``."""
+
+    def __init__(self, out_dir: str, *, compress: bool = True, compresslevel: int = 1,
+                 select=None, max_open: int = 16):
+        self.out_dir = out_dir
+        self.compress = compress
+        self.compresslevel = compresslevel
+        self._select = select  # callable(index) -> bool, or None for all
+        self._max_open = max_open
+        self._spool_dir = os.path.join(out_dir, ".spool")
+        os.makedirs(self._spool_dir, exist_ok=True)
+        self._open: OrderedDict = OrderedDict()
+        self._counts: dict = {}
+        self.metadata: list[bytes] = []
+        self.suffix = ".json.gz" if compress else ".json"
+
+    def file_for(self, owner: int) -> str:
+        return (OUTSIDE_NAME if owner == OUTSIDE else piece_name(owner)) + self.suffix
+
+    def wants(self, owner: int) -> bool:
+        return owner == OUTSIDE or self._select is None or self._select(owner)
+
+    def add(self, owner: int, event: dict) -> None:
+        if owner == METADATA:
+            self.metadata.append(event_json(event))
+            return
+        self._counts[owner] = self._counts.get(owner, 0) + 1
+        if not self.wants(owner):
+            return
+        handle = self._open.get(owner)
+        if handle is None:
+            handle = self._open_spool(owner)
+        else:
+            self._open.move_to_end(owner)
+        handle.write(event_json(event))
+        handle.write(b",\n")
+
+    def add_many(self, pairs) -> None:
+        add = self.add
+        for owner, event in pairs:
+            add(owner, event)
+
+    def count(self, owner: int) -> int:
+        return self._counts.get(owner, 0)
+
+    def _spool_path(self, owner: int) -> str:
+        return os.path.join(self._spool_dir, f"{owner}.part")
+
+    def _open_spool(self, owner: int):
+        if len(self._open) >= self._max_open:
+            _, old = self._open.popitem(last=False)
+            old.close()
+        handle = open(self._spool_path(owner), "ab", buffering=64 * 1024)
+        self._open[owner] = handle
+        return handle
+
+    def finish(self, owners, header_before: dict, header_after: dict) -> dict:
+        """Assemble every piece of ``owners`` (plus outside); returns {owner: file name}."""
+        for handle in self._open.values():
+            handle.close()
+        self._open.clear()
+        files = {}
+        for owner in list(owners) + [OUTSIDE]:
+            if not self.wants(owner):
+                continue
+            name = self.file_for(owner)
+            self._assemble(owner, os.path.join(self.out_dir, name), header_before, header_after)
+            files[owner] = name
+        shutil.rmtree(self._spool_dir, ignore_errors=True)
+        return files
+
+    def _assemble(self, owner, path, header_before, header_after) -> None:
+        tmp = path + ".tmp"
+        opener = (lambda p: gzip.open(p, "wb", compresslevel=self.compresslevel)) \
+            if self.compress else (lambda p: open(p, "wb"))
+        with opener(tmp) as out:
+            out.write(b"{")
+            for key, value in header_before.items():
+                out.write(event_json(key) + b":" + event_json(value) + b",\n")
+            out.write(b'"traceEvents":[\n')
+            first = True
+            for meta in self.metadata:
+                if not first:
+                    out.write(b",\n")
+                out.write(meta)
+                first = False
+            spool = self._spool_path(owner)
+            if os.path.exists(spool):
+                with open(spool, "rb") as src:
+                    pending = b""
+                    while True:
+                        chunk = src.read(1 << 20)
+                        if not chunk:
+                            break
+                        if pending:
+                            out.write(pending)
+                        elif not first:
+                            out.write(b",\n")
+                        first = False
+                        pending = chunk
+                    if pending:
+                        out.write(pending[:-2] if pending.endswith(b",\n") else pending)
+            out.write(b"\n]")
+            for key, value in header_after.items():
+                if key in header_before:
+                    continue
+                out.write(b",\n" + event_json(key) + b":" + event_json(value))
+            out.write(b"}\n")
+        os.replace(tmp, path)
+
+
+def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | None,
+                   error: str | None = None) -> dict:
+    """The manifest: what was read, how it was split, and the counts that prove conservation."""
+    files = files or {}
+    iterations = []
+    for record in splitter.iterations:
+        entry = record.to_dict()
+        entry.pop("type")
+        entry["file"] = files.get(record.index)
+        iterations.append(entry)
+    events_in = splitter.events_in
+    metadata = splitter.metadata_events
+    in_pieces = sum(r.events for r in splitter.iterations)
+    out_total = in_pieces + splitter.outside_events
+    return {
+        "format": MANIFEST_FORMAT,
+        "version": MANIFEST_VERSION,
+        "input": source,
+        "complete": bool(reader_info.get("complete")) and error is None,
+        "stop_reason": error or reader_info.get("stop_reason"),
+        "form": reader_info.get("form"),
+        "bytes_read": reader_info.get("bytes_read"),
+        "detection": splitter.evidence,
+        "counts": {
+            "events_in": events_in,
+            "metadata_events": metadata,
+            "non_metadata_in": events_in - metadata,
+            "events_in_iterations": in_pieces,
+            "events_outside": splitter.outside_events,
+            "events_out": out_total,
+            "conserved": out_total == events_in - metadata,
+            "metadata_copied_per_piece": metadata,
+        },
+        "iterations": iterations,
+        "outside": {"file": files.get(OUTSIDE), "events": splitter.outside_events,
+                    "kernels": splitter.outside_kernels},
+    }
+
+
+def write_json_atomic(path: str, value) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(value, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+class JsonlRecordSink:
+    """Records as JSON Lines, flushed one by one (a reader may be waiting on them)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, record) -> None:
+        self._stream.write(orjson.dumps(record.to_dict()) + b"\n")
+        self._stream.flush()
+
+    def close(self) -> None:
+        self._stream.flush()
+
+
+class ProtobufRecordSink:
+    """Records as varint-length-delimited ``stream_split.v1.Record`` messages."""
+
+    def __init__(self, stream, trace: str = ""):
+        from stream_split import schema
+        self._schema = schema
+        self._stream = stream
+        self._trace = trace
+
+    def write(self, record) -> None:
+        message = self._schema.record_message(record, trace=self._trace)
+        self._stream.write(self._schema.length_prefixed(message))
+        self._stream.flush()
+
+    def close(self) -> None:
+        self._stream.flush()
+
+
+def record_sink(fmt: str, stream, trace: str = ""):
+    if fmt == "protobuf":
+        return ProtobufRecordSink(stream, trace)
+    return JsonlRecordSink(stream)
+
+
+__all__ = ["event_json", "PieceWriter", "build_manifest", "write_json_atomic",
+           "JsonlRecordSink", "ProtobufRecordSink", "record_sink", "Boundary",
+           "IterationRecord"]

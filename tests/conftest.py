@@ -1,0 +1,58 @@
+"""Shared fixtures: the project's generated traces, and the real traces in ../shared (if any)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("STREAM_SPLIT_SHARED", REPO.parent / "shared"))
+SHARED_TRACES = SHARED / "traces"
+
+
+def shared_trace_paths():
+    if not SHARED_TRACES.is_dir():
+        return []
+    return sorted(str(p) for p in SHARED_TRACES.rglob("*.json.gz"))
+
+
+needs_shared = pytest.mark.skipif(not SHARED_TRACES.is_dir(),
+                                  reason="../shared/traces is absent (a user's clone has none)")
+
+
+def run_cli(*args, input_bytes=None, check=True, timeout=120):
+    """Run the real `stream-split` entry point in a subprocess."""
+    proc = subprocess.run([sys.executable, "-m", "stream_split.cli", *map(str, args)],
+                          input=input_bytes, capture_output=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"stream-split {args} failed ({proc.returncode}): "
+                             f"{proc.stderr.decode(errors='replace')}")
+    return proc
+
+
+def load_piece(path):
+    import gzip
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rb") as f:
+        return json.load(f)
+
+
+def owners_of(events, splitter_options=None, feed_order=None):
+    """Run events through the core; return owners parallel to ``events`` (None = metadata)."""
+    from stream_split.core import Splitter, SplitOptions, METADATA
+    splitter = Splitter(splitter_options or SplitOptions())
+    index = {id(e): i for i, e in enumerate(events)}
+    for e in (feed_order or events):
+        splitter.feed(e)
+    splitter.close()
+    got = [0] * len(events)
+    seen = 0
+    for owner, e in splitter.pop_assigned():
+        got[index[id(e)]] = None if owner == METADATA else owner
+        seen += 1
+    assert seen == len(events), "every event is assigned exactly once"
+    return got, splitter
