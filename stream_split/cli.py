@@ -121,6 +121,10 @@ def cmd_split(args) -> int:
     except TraceInputError as e:  # nothing could be read at all
         splitter.close()
         error, info = str(e), {"complete": False, "stop_reason": None, "form": None}
+    except KeyboardInterrupt:  # a signal before the first event: still leave a manifest
+        splitter.close()
+        error, info = None, {"complete": False, "form": None,
+                             "stop_reason": "interrupted before the end of the input"}
     files = writer.finish(range(len(splitter.iterations)),
                           reader.header_before if reader else {},
                           reader.header_after if reader else {})

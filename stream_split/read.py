@@ -61,7 +61,11 @@ def open_source(source: str | BinaryIO) -> tuple[BinaryIO, str]:
     if hasattr(source, "read"):
         return source, getattr(source, "name", "<stream>")
     if source == "-":
-        return sys.stdin.buffer, "<stdin>"
+        from stream_split.follow import enlarge_pipe
+        enlarge_pipe(sys.stdin.fileno())
+        # The unbuffered file: read(n) returns what the pipe holds now instead of waiting for
+        # n bytes, so a live writer's events are parsed as they come.
+        return sys.stdin.buffer.raw, "<stdin>"
     try:
         return open(source, "rb"), str(source)
     except FileNotFoundError:
@@ -90,7 +94,7 @@ class _Decompressed(io.RawIOBase):
                 raise TraceInputError(
                     "zstd input needs the 'zstandard' package (pip install zstandard)") from None
             self._inner = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-            self._read = self._inner.read
+            self._read = self._inner.read1 if hasattr(self._inner, "read1") else self._inner.read
         self._kind = kind
 
     def readable(self):
@@ -126,6 +130,16 @@ class _Peekable:
                 break
             self._buf += more
         return self._buf[:n]
+
+    def peek_start(self, limit: int) -> bytes:
+        """The buffered bytes once they hold a non-blank byte (or at EOF, or ``limit``): reads
+        no more than that, so a growing file or a live pipe is not waited on."""
+        while not self._buf.lstrip() and len(self._buf) < limit:
+            more = self._raw.read(CHUNK)
+            if not more:
+                break
+            self._buf += more
+        return self._buf[:limit]
 
     def peek_line(self, limit: int) -> bytes:
         """Bytes up to and including the first newline, or up to ``limit`` bytes."""
@@ -281,7 +295,7 @@ class TraceReader:
         self._filter = _FeedFilter(stream, keep_head=self.form == "object")
 
     def _sniff_form(self, stream: _Peekable) -> str:
-        start = stream.peek(64 * 1024).lstrip()
+        start = stream.peek_start(64 * 1024).lstrip()
         if not start:
             if stream.truncated:
                 raise TraceInputError("corrupt or empty compressed stream")

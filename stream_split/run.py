@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stream_split.core import Splitter, SplitOptions, TraceEventError
+from stream_split.core import IterationRecord, Splitter, SplitOptions, TraceEventError
 from stream_split.read import TraceInputError, TraceReader
 from stream_split.spill import TempFileSpill
 
@@ -59,15 +59,20 @@ def drive(reader: TraceReader, splitter: Splitter, *, on_pairs=None, on_record=N
     except KeyboardInterrupt:  # SIGINT/SIGTERM: stop reading, keep what was decided
         interrupted = True
     splitter.close()
-    pairs = pop_assigned()
-    if on_pairs is not None and pairs:
-        on_pairs(pairs)
-    for record in pop_records():
-        if on_record is not None:
-            on_record(record)
     info = reader_info(reader)
     if interrupted:
         info.update(complete=False, stop_reason="interrupted before the end of the input")
+    pairs = pop_assigned()
+    if on_pairs is not None and pairs:
+        on_pairs(pairs)
+    # A cut-short input may have lost any iteration's GPU work (it comes last in Kineto's
+    # layout): no record of it is complete.
+    cut_short = error is not None or not info["complete"]
+    for record in pop_records():
+        if cut_short and isinstance(record, IterationRecord):
+            record.complete = False
+        if on_record is not None:
+            on_record(record)
     return RunOutcome(info, error)
 
 

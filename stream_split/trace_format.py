@@ -10,6 +10,9 @@ METADATA_PHASE = "M"
 #: Flow phases (start, step, finish).
 FLOW_PHASES = frozenset({"s", "t", "f"})
 
+#: Python frames (with_stack); `nn.Module: X` frames are evidence of model vs layer.
+PYTHON_FRAME_CAT = "python_function"
+
 #: Categories of CPU-side ops that form the call structure the detector reads.
 STRUCTURE_CATS = frozenset({"cpu_op", "user_annotation"})
 
@@ -37,6 +40,9 @@ LAUNCH_NAMES = frozenset({
     "hipLaunchKernel", "hipExtModuleLaunchKernel", "hipModuleLaunchKernel", "hipExtLaunchKernel",
     "hipMemcpyAsync", "hipMemcpyWithStream", "hipMemsetAsync", "hipGraphLaunch",
 })
+
+#: Launches of a whole captured graph: one correlation id, many kernels.
+GRAPH_LAUNCH_NAMES = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch"})
 
 #: Step annotations written by ``torch.profiler.profile.step()``.
 PROFILER_STEP_PREFIX = "ProfilerStep#"

@@ -57,6 +57,15 @@ class StepAnnotationDetector:
         self.last_end = end if self.last_end is None else max(end, self.last_end)
         return (FoundBoundary(start, thread, name),)
 
+    def observe_frame(self, thread, start, end, name) -> None:
+        """Python frames are no evidence for step annotations."""
+
+    def observe_launch(self, thread, ts, correlation, graph) -> None:
+        """Nor is GPU work."""
+
+    def observe_gpu_work(self, correlation) -> None:
+        """Nor is GPU work."""
+
     def close(self) -> DetectorResult:
         return DetectorResult(
             last_end=self.last_end, variant=[False] * self.count,

@@ -36,8 +36,8 @@ from stream_split.core.records import (
     Boundary, IterationRecord, KIND_IDLE, KIND_ITERATION, METADATA, OUTSIDE)
 from stream_split.core.stack import ThreadStacks
 from stream_split.trace_format import (
-    GPU_ANNOTATION_CAT, GPU_WORK_CATS, KERNEL_CATS, LAUNCH_FLOW_CAT, LAUNCH_NAMES,
-    METADATA_PHASE, STRUCTURE_CATS)
+    GPU_ANNOTATION_CAT, GPU_WORK_CATS, GRAPH_LAUNCH_NAMES, KERNEL_CATS, LAUNCH_FLOW_CAT, LAUNCH_NAMES,
+    METADATA_PHASE, PYTHON_FRAME_CAT, STRUCTURE_CATS)
 
 
 class TraceEventError(ValueError):
@@ -146,7 +146,9 @@ class Splitter:
         cat = event.get("cat")
         if cat in GPU_WORK_CATS:
             args = event.get("args")
-            self._route_linked(event, args.get("correlation") if args else None, True)
+            corr = args.get("correlation") if args else None
+            self._detector.observe_gpu_work(corr)
+            self._route_linked(event, corr, True)
             return
         if cat == LAUNCH_FLOW_CAT and ph in ("s", "f", "t"):
             self._route_linked(event, event.get("id"), False)
@@ -168,6 +170,17 @@ class Splitter:
                 if found:
                     for boundary in found:
                         self._add_boundary(boundary)
+            else:
+                name = event.get("name")
+                if name in LAUNCH_NAMES:
+                    args = event.get("args")
+                    if args and "correlation" in args:
+                        self._detector.observe_launch(
+                            (event.get("pid"), event.get("tid")), ts, args["correlation"],
+                            name in GRAPH_LAUNCH_NAMES)
+                elif cat == PYTHON_FRAME_CAT:
+                    self._detector.observe_frame((event.get("pid"), event.get("tid")), ts,
+                                                 end, name or "")
         windows = self._windows
         if windows.closed or (windows.starts and end <= windows.starts[-1]):
             self._own_cpu(windows.owner(ts, end), event, end)
@@ -347,7 +360,9 @@ class Splitter:
     def _finish_records(self, result) -> None:
         starts = self._windows.starts
         last_end = self._windows.last_end
-        any_gpu_work = any(r.kernels for r in self._iterations)
+        regular = sorted(r.kernels for i, r in enumerate(self._iterations)
+                         if not (result.variant[i] if i < len(result.variant) else False))
+        typical_kernels = regular[len(regular) // 2] if regular else 0
         for i, record in enumerate(self._iterations):
             if i + 1 < len(starts):
                 record.end_ts = starts[i + 1]
@@ -356,9 +371,9 @@ class Splitter:
             elif record.end_ts < record.start_ts:
                 record.end_ts = record.start_ts
             variant = result.variant[i] if i < len(result.variant) else False
-            # A cycle that deviates from the unit and does no GPU work in a trace that does
-            # GPU work is an idle cycle (failure mode 2), reported but not an iteration.
-            idle = variant and record.kernels == 0 and any_gpu_work
+            # A cycle that deviates from the unit and does (almost) none of the unit's GPU
+            # work is an idle cycle (failure mode 2): reported, not counted as an iteration.
+            idle = variant and record.kernels < 0.25 * typical_kernels
             record.kind = KIND_IDLE if idle else KIND_ITERATION
         self.evidence = dict(result.evidence)
         self.evidence["correlation_ranges"] = len(self._correlations)

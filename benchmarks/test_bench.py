@@ -1,0 +1,78 @@
+"""Checks of the benchmark harness's bookkeeping: it runs, it counts, it judges thresholds.
+
+Never asserts on time. Run with ``python -m pytest benchmarks/test_bench.py``.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+spec = importlib.util.spec_from_file_location("bench", HERE / "bench.py")
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+SAMPLE = HERE.parent / "stream_split" / "data"
+
+
+def _summary(copies, rss, ratio_b=1.0, ratio_s=1.0):
+    row = lambda r, ratio: {"rss_mb": r, "ratio": ratio, "wall_s": 1.0}  # noqa: E731
+    return {"tile": f"x{copies}", "events": 10, "json_mb": 1, "gz_mb": 1,
+            "commands": {"ijson": row(20, 1.0), "boundaries": row(rss, ratio_b),
+                         "split": row(rss, ratio_s), "tag": row(rss, 1.0)}}
+
+
+def test_checks_pass_and_fail():
+    good = bench.evaluate_checks({1: _summary(1, 80), 10: _summary(10, 90, 0.7, 0.5),
+                                  40: _summary(40, 100)}, None)
+    assert {c["status"] for c in good} == {"PASS"}
+    bad = bench.evaluate_checks({1: _summary(1, 80), 10: _summary(10, 90, 0.5, 0.3),
+                                 40: _summary(40, 210)}, None)
+    assert [c["status"] for c in bad] == ["FAIL", "FAIL", "FAIL", "FAIL"]
+    missing = bench.evaluate_checks({10: _summary(10, 90)}, None)
+    assert [c["status"] for c in missing] == ["n/a", "n/a", "PASS", "PASS"]
+
+
+def test_scale_checks():
+    checks = bench.evaluate_checks({}, {"small": _summary(2, 100), "large": _summary(180, 140)})
+    scale = [c for c in checks if "~10M" in c["check"]]
+    assert len(scale) == 6
+    assert [c["status"] for c in scale if "/" in c["check"]] == ["FAIL"] * 3  # 1.4x
+    assert [c["status"] for c in scale if "at ~10M" in c["check"]] == ["PASS"] * 3
+
+
+def test_ratio_is_per_repeat():
+    runs = {"ijson": [{"repeat": 0, "rc": 0, "wall_s": 1.0, "rss_mb": 20},
+                      {"repeat": 1, "rc": 0, "wall_s": 2.0, "rss_mb": 20}],
+            "split": [{"repeat": 0, "rc": 0, "wall_s": 2.0, "rss_mb": 80},
+                      {"repeat": 1, "rc": 0, "wall_s": 4.0, "rss_mb": 82}]}
+    s = bench.summarize_tile("t", {"json_bytes": 10**6, "gz_bytes": 10**5},
+                             {"runs": runs, "events": 1000})
+    assert s["commands"]["split"]["ratios"] == [0.5, 0.5]
+    assert s["commands"]["split"]["ratio"] == 0.5
+    assert s["commands"]["split"]["rss_mb"] == 81
+
+
+@pytest.mark.slow
+def test_harness_end_to_end(tmp_path):
+    samples = sorted(SAMPLE.glob("*.json.gz"))
+    if not samples or not bench.DEFAULT_TILER.exists():
+        pytest.skip("no sample trace or no tiler")
+    out = tmp_path / "r.json"
+    rc = bench.main(["--base", str(samples[0]), "--copies", "1", "--repeat", "1",
+                     "--work-dir", str(tmp_path / "w"), "--commands", "boundaries",
+                     "--json", str(out)])
+    assert rc == 0
+    doc = json.loads(out.read_text())
+    (summary,) = doc["summaries"]
+    assert summary["events"] > 0
+    assert summary["commands"]["boundaries"]["failed"] == 0
+    assert summary["commands"]["boundaries"]["rss_mb"] > 0
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))

@@ -1,0 +1,1 @@
+"""Ready-to-run Beam pipelines built on ``stream_split.beam`` (``python -m pipelines.NAME``)."""

@@ -1,0 +1,1 @@
+"""Generated protobuf code (``python scripts/gen_proto.py``); do not edit."""

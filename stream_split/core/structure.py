@@ -1,0 +1,560 @@
+"""Detect stage, by structure: find the repeating unit of work without trusting annotations.
+
+Theory of operation
+-------------------
+Each CPU op becomes a symbol (its name with digits folded, so ``layer_3`` and ``layer_7`` are
+one family). Per thread we keep a skeleton of the call tree (symbol, start, end, children), and
+ask, at a level of the tree (the thread's top level, or the children of a container op), which
+*anchor* cuts the sequence of sibling symbols into instances of one unit:
+
+- every symbol that occurs at least twice is a candidate anchor; its occurrences cut the level
+  into segments; the most common segment is the unit (its *mode*);
+- a candidate qualifies when at least two instances (and half of them) match the mode exactly,
+  few segments are fragments (the anchor also occurring *inside* the unit: an ``eval`` pass that
+  starts with the same op as the step), and the instances cover at least half of the level's
+  time (not of its ops: a loop of four heavy denoising steps beats twenty light encoder layers);
+- the *outermost* unit wins: the qualifying candidate with the fewest instances, unless a finer
+  one matches clearly more instances exactly (an ``idle_step`` cycle is one insertion among
+  regular cycles, not a reason to double the period);
+- the anchor is extended to the left while every instance is preceded by the same op, so the
+  boundary falls on the first op of the unit (``randn`` before ``randint``; a ``scheduler_step``
+  preamble before the first launch);
+- the top level is tried first ("repeats at a thread's top level are iterations"); if a single
+  container op dominates it (one ``ProfilerStep``, one ``execute_diffusion`` request, a
+  ``serve_forever`` wrapper), its children are tried, descending through wrapper chains. A unit
+  found inside a container is an iteration only if it is not a layer: it recurs outside the
+  container (failure mode 3: minor roots at the top level), or no single ``nn.Module`` frame
+  holds all its instances (when Python frames were recorded), or one instance itself contains a
+  repeated sub-unit (a model with layers, not a layer). Otherwise the container is one iteration.
+- instances that differ from the mode are *variants*; the engine reports a variant without GPU
+  work as an ``idle`` cycle.
+
+``ProfilerStep#N`` spans are evidence like any other annotation: repeated at the top level they
+are the unit (and are emitted online from the second step on); a single one is a container.
+With ``use_annotations=False`` they are transparent (their children are read in their place).
+
+Memory: the skeleton is capped at ``max_nodes`` ops (beyond it only top-level ops are kept), so
+it is bounded whatever the trace length; everything the engine waits on meanwhile is spilled.
+"""
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections import Counter
+
+from stream_split.core.detect import DetectorResult, FoundBoundary
+from stream_split.trace_format import PROFILER_STEP_PREFIX
+
+_DIGITS = re.compile(r"\d+")
+MODULE_FRAME_PREFIX = "nn.Module: "
+#: A unit must be seen this often before it is believed (two look alike by chance: the
+#: text encoders run twice in a diffusion request).
+MIN_INSTANCES = 3
+
+
+class _Node:
+    __slots__ = ("sym", "start", "end", "kids", "depth", "gpu")
+
+    def __init__(self, sym: int, start: float, end: float, depth: int):
+        self.sym = sym
+        self.start = start
+        self.end = end
+        self.kids = None
+        self.depth = depth
+        self.gpu = 0  # kernels launched from this op's subtree (known once launches arrive)
+
+
+_SKIPPED = _Node(-1, 0.0, 0.0, 0)
+
+
+class _Thread:
+    __slots__ = ("key", "roots", "stack", "modules", "steps")
+
+    def __init__(self, key):
+        self.key = key
+        self.roots: list[_Node] = []
+        self.stack: list = []  # parallel to the engine's stack: _Node or None (transparent)
+        self.modules: list = []  # outermost nn.Module frames: [start, end]
+        self.steps: list = []  # top-level ProfilerStep spans: (start, end, name)
+
+
+def _start(node: _Node) -> float:
+    return node.start
+
+
+class _Unit:
+    """A qualifying anchor at one level of the tree."""
+    __slots__ = ("positions", "width", "mode", "n", "exact", "fragments", "coverage",
+                 "variant", "first")
+
+    def __init__(self, positions, mode, exact, fragments, coverage, variant):
+        self.positions = positions
+        self.width = 1
+        self.mode = mode
+        self.n = len(positions)
+        self.exact = exact
+        self.fragments = fragments
+        self.coverage = coverage
+        self.variant = variant
+        self.first = positions[0]
+
+
+def find_unit(level: list, *, min_exact: int = 2) -> _Unit | None:
+    """The outermost repeating unit of a sequence of sibling ops, or None."""
+    m = len(level)
+    if m < 2:
+        return None
+    syms = [node.sym for node in level]
+    positions: dict = {}
+    for i, s in enumerate(syms):
+        positions.setdefault(s, []).append(i)
+    best = None
+    seen = set()
+    for pos in positions.values():
+        if len(pos) < 2:
+            continue
+        key = tuple(pos)
+        if key in seen:
+            continue
+        seen.add(key)
+        unit = _evaluate(pos, syms, level)
+        if unit.n < MIN_INSTANCES or unit.exact < min_exact or unit.exact < 0.5 * unit.n \
+                or unit.fragments > 0.25 * unit.n or unit.coverage < 0.5:
+            continue
+        if best is None or _better(unit, best):
+            best = unit
+    if best is None:
+        return None
+    shift = _left_extension(best.positions, syms, len(best.mode))
+    if shift:
+        extended = _evaluate([p - shift for p in best.positions], syms, level)
+        extended.width = shift + 1
+        return extended
+    return best
+
+
+def _evaluate(pos: list, syms: list, level: list) -> _Unit:
+    """Cut ``level`` at ``pos``; the most common segment is the unit (ties: the shortest,
+    since insertions only ever lengthen a segment)."""
+    n = len(pos)
+    m = len(level)
+    segments = [tuple(syms[pos[k]:pos[k + 1]]) for k in range(n - 1)]
+    if segments:
+        counts = Counter(segments)
+        mode = min(counts, key=lambda seg: (-counts[seg], len(seg)))
+    else:
+        mode = tuple(syms[pos[0]:])
+    width = len(mode)
+    segments.append(tuple(syms[pos[-1]:pos[-1] + width]))
+    variant = [seg != mode for seg in segments]
+    fragments = sum(1 for seg in segments[:-1] if len(seg) < 0.5 * width)
+    # Instances of about the unit's length (exact ones, or with small insertions).
+    spans = [(pos[k], pos[k + 1]) for k in range(n - 1)
+             if 0.5 * width <= len(segments[k]) <= 2 * width]
+    # The last instance runs into whatever follows the loop: it counts for as far as it
+    # agrees with the unit, if that is most of it.
+    agree = 0
+    for a, b in zip(segments[-1], mode):
+        if a != b:
+            break
+        agree += 1
+    if agree >= 0.5 * width:
+        spans.append((pos[-1], pos[-1] + agree))
+    gpu_total = sum(node.gpu for node in level)
+    if gpu_total > 0:  # GPU work decides where it is known (kernels launched per op)
+        covered = sum(level[i].gpu for a, b in spans for i in range(a, b))
+        coverage = covered / gpu_total
+    else:
+        # CPU time of the instances' windows (start to next start: idle gaps belong to the
+        # iteration), each capped at 10x the median one, so that a single blocking sync
+        # cannot make a unit of a few tiny instances look like it covers the trace.
+        total = max(node.end for node in level) - level[0].start
+        times = sorted((level[b].start if b < m else max(level[i].end for i in range(a, b)))
+                       - level[a].start for a, b in spans)
+        cap = 10 * times[len(times) // 2] if times else 0.0
+        coverage = sum(min(t, cap) for t in times) / total if total > 0 else 0.0
+    return _Unit(list(pos), mode, n - sum(variant), fragments, coverage, variant)
+
+
+def _better(a: _Unit, b: _Unit) -> bool:
+    """Is ``a`` the better iteration candidate than ``b``? Coarser wins, unless the finer
+    one matches clearly more instances exactly."""
+    if a.n == b.n:
+        return (a.exact, -a.first) > (b.exact, -b.first)
+    coarse, fine = (a, b) if a.n < b.n else (b, a)
+    winner = fine if (coarse.n > 0.75 * fine.n and fine.exact > coarse.exact) else coarse
+    return winner is a
+
+
+def _left_extension(pos: list, syms: list, period: int) -> int:
+    """How far the anchor moves left: while every instance is preceded by the same op."""
+    shift = 0
+    while shift + 1 < period:
+        k = shift + 1
+        if pos[0] - k < 0:
+            break
+        before = syms[pos[0] - k]
+        if any(p - k < 0 or syms[p - k] != before or (i and p - k <= pos[i - 1])
+               for i, p in enumerate(pos)):
+            break
+        shift = k
+    return shift
+
+
+def _flatten(node: _Node, out: list, limit: int) -> None:
+    stack = [node]
+    while stack and len(out) < limit:
+        n = stack.pop()
+        out.append(n)
+        if n.kids:
+            stack.extend(reversed(n.kids))
+
+
+class StructureDetector:
+    """Finds iterations from the call structure; see the module docstring."""
+
+    name = "structure"
+
+    def __init__(self, use_annotations: bool = True, level: int | None = None,
+                 max_nodes: int = 400_000, max_depth: int = 8):
+        self._use_annotations = use_annotations
+        self._level = level or 0
+        self._max_nodes = max_nodes
+        self._max_depth = max_depth
+        self._threads: dict = {}
+        self._symbols: dict = {}
+        self._names: list = []
+        self._nodes = 0
+        self._step_symbol = None
+        # Online mode: once ProfilerStep#N repeats at the top of a thread, each new one is a
+        # boundary the moment it is read.
+        self._online_thread = None
+        self._online_last_end = None
+        self._online_count = 0
+        self._graph_launches: dict = {}  # correlation -> ops around a graph launch
+
+    # -- streaming input ---------------------------------------------------------------
+
+    def _symbol(self, name: str) -> int:
+        sym = self._symbols.get(name)
+        if sym is None:
+            family = _DIGITS.sub("N", name)
+            sym = self._symbols.get("\x00" + family)
+            if sym is None:
+                sym = len(self._names)
+                self._names.append(family)
+                self._symbols["\x00" + family] = sym
+            self._symbols[name] = sym
+        return sym
+
+    def observe(self, thread, stack: list, start: float, end: float, name: str, cat: str):
+        state = self._threads.get(thread)
+        if state is None:
+            state = self._threads[thread] = _Thread(thread)
+        depth = len(stack) - 1
+        mine = state.stack
+        del mine[depth:]
+        is_step = name.startswith(PROFILER_STEP_PREFIX)
+        parent = None
+        for node in reversed(mine):
+            if node is not None:
+                parent = node
+                break
+        if parent is _SKIPPED:
+            mine.append(_SKIPPED)
+            return ()
+        if is_step and not self._use_annotations:
+            mine.append(None)  # transparent: its children take its place
+            return ()
+        if is_step and parent is None:
+            found = self._observe_step(state, start, end, name)
+        else:
+            found = ()
+        if parent is None:
+            node = _Node(self._symbol(name), start, end, 0)
+            state.roots.append(node)
+            self._nodes += 1
+        elif parent.depth + 1 < self._max_depth and self._nodes < self._max_nodes:
+            node = _Node(self._symbol(name), start, end, parent.depth + 1)
+            if parent.kids is None:
+                parent.kids = []
+            parent.kids.append(node)
+            self._nodes += 1
+        else:
+            node = _SKIPPED  # beyond the skeleton's depth or size: not kept, nor its children
+        mine.append(node)
+        return found
+
+    def _observe_step(self, state: _Thread, start, end, name):
+        state.steps.append((start, end, name))
+        if self._online_thread is None:
+            if len(state.steps) < 2:
+                return ()
+            self._online_thread = state.key
+            self._online_count = len(state.steps)
+            self._online_last_end = max(s[1] for s in state.steps)
+            return tuple(FoundBoundary(s, state.key, n) for s, _, n in state.steps)
+        if state.key != self._online_thread:
+            return ()
+        self._online_count += 1
+        self._online_last_end = max(self._online_last_end, end)
+        return (FoundBoundary(start, state.key, name),)
+
+    def observe_launch(self, thread, ts: float, correlation, graph: bool) -> None:
+        """A runtime call that launches GPU work: credit the ops around it with a kernel
+        (a graph launch is credited per kernel as its kernels arrive)."""
+        if self._online_thread is not None:
+            return
+        state = self._threads.get(thread)
+        if state is None:
+            return
+        path = []
+        level = state.roots
+        while level:
+            i = bisect_right(level, ts, key=_start) - 1
+            if i < 0 or level[i].end < ts:
+                break
+            path.append(level[i])
+            level = level[i].kids
+        if not path:
+            return
+        if graph:
+            self._graph_launches[correlation] = path
+        for node in path:
+            node.gpu += 1
+
+    def observe_gpu_work(self, correlation) -> None:
+        """A kernel: one more for the ops of its graph launch, if it came from one."""
+        path = self._graph_launches.get(correlation)
+        if path is not None:
+            for node in path:
+                node.gpu += 1
+
+    def observe_frame(self, thread, start: float, end: float, name: str) -> None:
+        """A Python frame; only outermost ``nn.Module`` calls are kept (layer evidence)."""
+        if not name.startswith(MODULE_FRAME_PREFIX):
+            return
+        state = self._threads.get(thread)
+        if state is None:
+            state = self._threads[thread] = _Thread(thread)
+        modules = state.modules
+        if modules and start < modules[-1][1]:
+            return  # nested in the previous outermost module call
+        modules.append((start, end))
+
+    # -- decision at the end -----------------------------------------------------------
+
+    def close(self) -> DetectorResult:
+        if self._online_thread is not None:
+            return DetectorResult(
+                last_end=self._online_last_end, variant=[False] * self._online_count,
+                evidence={"detector": self.name, "decided": "online",
+                          "loop_thread": list(self._online_thread),
+                          "unit": [PROFILER_STEP_PREFIX + "N"], "level": "top",
+                          "instances": self._online_count, "confidence": 0.95,
+                          "why": "ProfilerStep#N spans repeat at the top of the loop thread"})
+        thread = self._loop_thread()
+        if thread is None:
+            return DetectorResult(evidence={"detector": self.name, "decided": "at close",
+                                            "why": "no CPU ops: nothing drives a loop",
+                                            "instances": 0, "confidence": 1.0})
+        return self._decide(thread)
+
+    def _loop_thread(self):
+        candidates = [t for t in self._threads.values() if t.roots]
+        if not candidates:
+            return None
+
+        def rank(t: _Thread):
+            pid, tid = t.key
+            busy = sum(n.end - n.start for n in t.roots)
+            return (pid == tid, bool(t.steps) and self._use_annotations, busy)
+        return max(candidates, key=rank)
+
+    def _decide(self, thread: _Thread) -> DetectorResult:
+        names = self._names
+        evidence = {"detector": self.name, "decided": "at close",
+                    "loop_thread": list(thread.key), "levels": []}
+        level, path = thread.roots, []
+        chosen = None
+        while level:
+            unit = find_unit(level)
+            entry = {"container": [names[p.sym] for p in path] or ["<thread top level>"],
+                     "ops": len(level)}
+            if unit is not None:
+                entry.update(unit=[names[s] for s in unit.mode[:unit.width]],
+                             period_ops=len(unit.mode), instances=unit.n, exact=unit.exact,
+                             time_coverage=round(unit.coverage, 3))
+            evidence["levels"].append(entry)
+            if unit is not None:
+                if not path:
+                    held = self._module_holding_several(thread, level, unit)
+                    if held:
+                        entry["iteration_test"] = held
+                        evidence["why"] = ("the repeating unit is a layer (" + held
+                                           + "): the trace is one unit of work")
+                        break
+                    chosen = (level, unit, "repeats at the top of the loop thread")
+                    break
+                verdict = self._not_a_layer(thread, level, unit, path)
+                entry["iteration_test"] = verdict[1]
+                if verdict[0]:
+                    chosen = (level, unit, verdict[1])
+                else:
+                    chosen = None
+                    evidence["why"] = ("the unit inside the container is a layer ("
+                                       + verdict[1] + "): the container is one iteration")
+                break
+            container = self._dominant(level)
+            if container is None or not container.kids:
+                break
+            path.append(container)
+            level = container.kids
+        if chosen is None:
+            return self._single(thread, path, evidence)
+        level, unit, why = chosen
+        if self._level:
+            level, unit = self._lower_level(level, unit, evidence)
+        return self._result(thread, level, unit, path, why, evidence)
+
+    @staticmethod
+    def _dominant(level: list) -> _Node | None:
+        """The op that holds most of a level's time (a wrapper to look inside), if any."""
+        span = max(n.end for n in level) - level[0].start
+        top = max(level, key=lambda n: n.end - n.start)
+        if span > 0 and (top.end - top.start) >= 0.5 * span:
+            return top
+        return None
+
+    def _not_a_layer(self, thread: _Thread, level, unit: _Unit, path) -> tuple[bool, str]:
+        anchor = self._anchor(level, unit)
+        outer_levels = [thread.roots] + [p.kids for p in path[:-1]]
+        if any(self._matches(lv, anchor) for lv in outer_levels):
+            return True, "the unit also recurs outside its container (minor roots)"
+        if thread.modules:
+            held = self._module_holding_several(thread, level, unit)
+            if held:
+                return False, held
+            return True, "no nn.Module call holds two instances"
+        first = level[unit.positions[0]:unit.positions[0] + len(unit.mode)]
+        flat: list = []
+        for node in first:
+            _flatten(node, flat, 50_000)
+        inner = find_unit(flat, min_exact=4)
+        if inner is not None:
+            return True, (f"an instance contains a repeated sub-unit "
+                          f"({inner.exact} x {len(inner.mode)} ops)")
+        return False, "an instance contains no repeated sub-unit"
+
+    @staticmethod
+    def _module_holding_several(thread: _Thread, level, unit: _Unit) -> str | None:
+        """Layers of one model: a single outermost nn.Module call holds several instances."""
+        starts = [level[p].start for p in unit.positions]
+        for m_start, m_end in thread.modules:
+            if sum(1 for s in starts if m_start <= s < m_end) >= 2:
+                return "one nn.Module call holds several instances"
+        return None
+
+    def _anchor(self, level, unit: _Unit) -> tuple:
+        p = unit.positions[0]
+        return tuple(n.sym for n in level[p:p + unit.width])
+
+    @staticmethod
+    def _matches(level: list, anchor: tuple) -> list:
+        w = len(anchor)
+        syms = [n.sym for n in level]
+        return [i for i in range(len(syms) - w + 1) if tuple(syms[i:i + w]) == anchor]
+
+    def _lower_level(self, level, unit: _Unit, evidence):
+        """--level N: the unit N levels below (repeats inside one instance), if any."""
+        for _ in range(self._level):
+            p = unit.positions[0]
+            inner_level = level[p:p + len(unit.mode)]
+            if len(inner_level) == 1 and inner_level[0].kids:
+                inner_level = inner_level[0].kids
+            flat = inner_level
+            inner = find_unit(flat)
+            if inner is None:
+                evidence["level_note"] = "no repeating unit below the chosen one"
+                break
+            # Apply the inner unit to the whole level: every instance's sub-units.
+            anchor = tuple(n.sym for n in flat[inner.positions[0]:inner.positions[0]
+                                                + inner.width])
+            positions = self._matches(level, anchor)
+            if len(positions) < 2:
+                kids = [k for n in level for k in (n.kids or [])]
+                positions = self._matches(kids, anchor)
+                level = kids
+            if len(positions) < 2:
+                break
+            mode = tuple(n.sym for n in level[positions[0]:positions[1]])
+            new = _Unit(positions, mode, len(positions), 0, inner.coverage,
+                        [False] * len(positions))
+            new.width = inner.width
+            unit = new
+            evidence["level"] = self._level
+        return level, unit
+
+    def _result(self, thread, level, unit: _Unit, path, why, evidence) -> DetectorResult:
+        names = self._names
+        anchor = self._anchor(level, unit)
+        starts = []
+        for i, p in enumerate(unit.positions):
+            starts.append((level[p].start, level[p].sym, unit.variant[i] if i < len(
+                unit.variant) else False, level, p))
+        # Instances at shallower levels (failure mode 3), outside every container instance.
+        for outer in [thread.roots] + [c.kids for c in path[:-1]]:
+            if outer is level:
+                continue
+            for p in self._matches(outer, anchor):
+                node = outer[p]
+                if any(c is node for c in path):
+                    continue
+                segment = tuple(n.sym for n in outer[p:p + len(unit.mode)])
+                starts.append((node.start, node.sym, segment != unit.mode, outer, p))
+        starts.sort(key=lambda s: s[0])
+        boundaries, variants = [], []
+        for start, sym, variant, _, _ in starts:
+            if boundaries and start <= boundaries[-1].start_ts:
+                continue
+            boundaries.append(FoundBoundary(start, thread.key, names[sym]))
+            variants.append(variant)
+        _, _, last_variant, last_level, last_p = starts[-1]
+        width = len(unit.mode)
+        last_end = self._last_end(level, unit, last_level, last_p, last_variant)
+        evidence.update(unit=[names[s] for s in anchor], period_ops=width,
+                        instances=len(boundaries), exact=unit.exact,
+                        variants=sum(variants), time_coverage=round(unit.coverage, 3),
+                        why=why, confidence=round(self._confidence(unit), 3))
+        return DetectorResult(boundaries=boundaries, last_end=last_end, variant=variants,
+                              evidence=evidence)
+
+    @staticmethod
+    def _last_end(level, unit: _Unit, last_level, last_p: int, last_variant: bool) -> float:
+        """Where the last instance ends: its unit's ops, then trailing ops of kinds already seen
+        inside earlier instances (an eval pass after the last step); a new kind of op starts
+        the epilogue (``save_checkpoint``)."""
+        width = len(unit.mode)
+        seen = {n.sym for n in level[unit.positions[0]:unit.positions[-1]]}
+        i = min(last_p + width, len(last_level)) if not last_variant else last_p + 1
+        end = max(n.end for n in last_level[last_p:i])
+        while i < len(last_level) and last_level[i].sym in seen:
+            end = max(end, last_level[i].end)
+            i += 1
+        return end
+
+    @staticmethod
+    def _confidence(unit: _Unit) -> float:
+        return min(1.0, unit.coverage) * (unit.exact / unit.n) * min(1.0, unit.n / 3)
+
+    def _single(self, thread: _Thread, path, evidence) -> DetectorResult:
+        """No repeating unit: the loop thread's work is one iteration."""
+        roots = thread.roots
+        span_owner = path[0] if path else None
+        start = span_owner.start if span_owner else roots[0].start
+        end = span_owner.end if span_owner else max(n.end for n in roots)
+        name = self._names[span_owner.sym] if span_owner else self._names[roots[0].sym]
+        evidence.setdefault("why", "no op sequence repeats: the trace is one unit of work")
+        evidence.update(unit=[name], instances=1, confidence=0.6)
+        return DetectorResult(boundaries=[FoundBoundary(start, thread.key, name)],
+                              last_end=end, variant=[False], evidence=evidence)

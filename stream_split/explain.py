@@ -1,0 +1,45 @@
+"""`stream-split explain`: a person's account of how the iteration was found.
+
+Reads only the evidence the detector left in ``Splitter.evidence`` (the same evidence the
+manifest carries under ``detection``); it never re-derives anything.
+"""
+from __future__ import annotations
+
+
+def render(splitter) -> str:
+    ev = splitter.evidence
+    iterations = splitter.iterations
+    kinds = {}
+    for it in iterations:
+        kinds[it.kind] = kinds.get(it.kind, 0) + 1
+    lines = [f"detector: {ev.get('detector', '?')} (decided {ev.get('decided', 'online')})"]
+    if ev.get("loop_thread"):
+        pid, tid = ev["loop_thread"]
+        lines.append(f"loop thread: pid {pid} tid {tid}")
+    for level in ev.get("levels", []):
+        where = " > ".join(level["container"])
+        if "unit" in level:
+            lines.append(
+                f"  level {where} ({level['ops']} ops): unit starting with "
+                f"{' + '.join(level['unit'])}, period {level['period_ops']} ops, "
+                f"{level['instances']} instances ({level['exact']} exact), covering "
+                f"{100 * level['time_coverage']:.0f}% of the level's time"
+                + (f"; {level['iteration_test']}" if level.get("iteration_test") else ""))
+        else:
+            lines.append(f"  level {where} ({level['ops']} ops): no repeating unit")
+    unit = " + ".join(ev.get("unit") or []) or "-"
+    lines.append(f"chosen unit: {unit}")
+    lines.append(f"why: {ev.get('why', '-')}")
+    if "confidence" in ev:
+        lines.append(f"confidence: {ev['confidence']}")
+    summary = ", ".join(f"{n} {k}" for k, n in kinds.items()) or "none"
+    lines.append(f"iterations: {summary}")
+    durations = sorted(it.duration_us for it in iterations if it.kind == "iteration")
+    if durations:
+        mid = durations[len(durations) // 2]
+        lines.append(f"iteration time: median {mid / 1000:.3f} ms, "
+                     f"min {durations[0] / 1000:.3f} ms, max {durations[-1] / 1000:.3f} ms")
+    lines.append(f"outside: {splitter.outside_events} events "
+                 f"({splitter.outside_kernels} kernels with no launch in the trace or "
+                 f"launched outside every iteration)")
+    return "\n".join(lines)

@@ -1,0 +1,103 @@
+"""Protobuf form of records and manifests (``proto/stream_split/v1/records.proto``).
+
+Converts ``Boundary`` / ``IterationRecord`` and the summary and manifest dicts to the
+generated messages, and frames messages as varint-length-prefixed bytes for record streams.
+Message fields carry the same names as the dict keys; ``None`` leaves a field unset.
+"""
+from __future__ import annotations
+
+import io
+import json
+from typing import BinaryIO, Iterator
+
+from stream_split._proto.stream_split.v1 import records_pb2 as pb
+from stream_split.core.records import Boundary, IterationRecord
+
+try:
+    from google.protobuf import proto as _proto
+except ImportError:  # protobuf < 5.27
+    _proto = None
+_serialize_length_prefixed = getattr(_proto, "serialize_length_prefixed", None)
+_parse_length_prefixed = getattr(_proto, "parse_length_prefixed", None)
+
+Record = pb.Record
+Manifest = pb.Manifest
+
+
+def _scalars(message_class, fields: dict):
+    """``message_class`` from the entries of ``fields`` named like its non-message fields."""
+    names = [f.name for f in message_class.DESCRIPTOR.fields if f.message_type is None]
+    return message_class(**{name: fields[name] for name in names
+                            if fields.get(name) is not None})
+
+
+def record_message(record: Boundary | IterationRecord, trace: str = "") -> pb.Record:
+    """The ``Record`` of a boundary or an iteration (fields from ``record.to_dict()``)."""
+    if isinstance(record, Boundary):
+        return pb.Record(trace=trace, boundary=_scalars(pb.Boundary, record.to_dict()))
+    if isinstance(record, IterationRecord):
+        return pb.Record(trace=trace, iteration=_scalars(pb.Iteration, record.to_dict()))
+    raise TypeError(f"not a record: {type(record).__name__}")
+
+
+def summary_message(summary: dict) -> pb.Record:
+    """The ``Record`` carrying a trace summary (keys as in ``TraceSummary``)."""
+    return pb.Record(trace=summary.get("trace") or "",
+                     summary=_scalars(pb.TraceSummary, summary))
+
+
+def manifest_message(manifest: dict) -> pb.Manifest:
+    """The ``Manifest`` of a ``write.build_manifest`` dict."""
+    message = _scalars(pb.Manifest, manifest)
+    # Through JSON, as `explain --json` prints it: Struct takes only JSON types.
+    message.detection.update(json.loads(json.dumps(manifest.get("detection") or {},
+                                                   default=str)))
+    message.counts.CopyFrom(_scalars(pb.Manifest.Counts, manifest.get("counts") or {}))
+    message.iterations.extend(_scalars(pb.Iteration, entry)
+                              for entry in manifest.get("iterations") or ())
+    message.outside.CopyFrom(_scalars(pb.Manifest.Outside, manifest.get("outside") or {}))
+    return message
+
+
+def length_prefixed(message) -> bytes:
+    """``message`` serialized, preceded by its length as a varint."""
+    if _serialize_length_prefixed is None:
+        from google.protobuf.internal.encoder import _VarintBytes  # private: older protobuf only
+        return _VarintBytes(message.ByteSize()) + message.SerializeToString()
+    out = io.BytesIO()
+    _serialize_length_prefixed(message, out)
+    return out.getvalue()
+
+
+def read_length_prefixed(stream: BinaryIO) -> Iterator[pb.Record]:
+    """The ``Record`` messages of a length-prefixed stream, until its end."""
+    while True:
+        if _parse_length_prefixed is not None:
+            message = _parse_length_prefixed(pb.Record, stream)
+        else:
+            message = _parse_one(stream)
+        if message is None:
+            return
+        yield message
+
+
+def _parse_one(stream: BinaryIO) -> pb.Record | None:
+    size = shift = 0
+    while True:
+        byte = stream.read(1)
+        if not byte:
+            if shift:
+                raise ValueError("stream ends inside a length prefix")
+            return None
+        size |= (byte[0] & 0x7F) << shift
+        shift += 7
+        if byte[0] < 0x80:
+            break
+    data = stream.read(size)
+    if len(data) != size:
+        raise ValueError(f"stream ends inside a message: {len(data)} of {size} bytes")
+    return pb.Record.FromString(data)
+
+
+__all__ = ["Record", "Manifest", "record_message", "summary_message", "manifest_message",
+           "length_prefixed", "read_length_prefixed"]

@@ -1,0 +1,250 @@
+"""Tests of the Beam adapter (``stream_split.beam``) and of ``pipelines.split_archive``.
+
+The records a pipeline emits must be exactly those of ``stream-split boundaries`` on the same
+file, plus the trace path; unreadable files go to the dead letters; truncated ones do not.
+Only the DirectRunner is exercised (in-process, and with two worker processes).
+"""
+from __future__ import annotations
+
+import contextlib
+import glob
+import gzip
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+beam = pytest.importorskip("apache_beam")
+
+from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline  # noqa: E402
+from apache_beam.testing.util import assert_that, equal_to  # noqa: E402
+
+from stream_split import cli  # noqa: E402
+from stream_split import generate as g  # noqa: E402
+from stream_split.beam import (  # noqa: E402
+    SplitTraces, SummarizeGroups, iteration_parquet_schema)
+from stream_split.core import IterationRecord, SplitOptions  # noqa: E402
+
+pytestmark = pytest.mark.beam
+
+REPO = Path(__file__).resolve().parents[1]
+STEPS = SplitOptions(detector="steps")  # the structural detector is being rewritten
+
+
+def _shared() -> Path | None:
+    for candidate in (Path("/work/shared"), Path(__file__).resolve().parents[2] / "shared"):
+        if (candidate / "traces").is_dir():
+            return candidate
+    return None
+
+
+def cli_records(path: str) -> tuple[list[dict], bool]:
+    """Iteration records of ``stream-split boundaries PATH --detector steps``; and whether
+    the CLI found the input complete."""
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    err = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli.main(["boundaries", path, "--detector", "steps"])
+    out.flush()
+    assert rc == 0, err.getvalue()
+    lines = out.buffer.getvalue().decode("utf-8").splitlines()
+    records = [r for r in map(json.loads, lines) if r["type"] == "iteration"]
+    return records, "incomplete input" not in err.getvalue()
+
+
+def expected_beam_records(paths) -> list[dict]:
+    expected = []
+    for path in paths:
+        records, complete = cli_records(path)
+        for r in records:
+            expected.append({**r, "trace": path, "complete": r["complete"] and complete})
+    return expected
+
+
+def run_split(paths_or_patterns, options=STEPS):
+    """Run ``SplitTraces``; returns (pipeline, outputs) to attach assertions to."""
+    p = BeamTestPipeline()
+    out = (p | "Patterns" >> beam.Create(list(paths_or_patterns))
+           | "SplitTraces" >> SplitTraces(options))
+    return p, out
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> list[str]:
+    """Generated traces in several shapes: object / array / JSON Lines, both file layouts."""
+    root = tmp_path_factory.mktemp("generated")
+    cases = [("training", {}, "object", ".json.gz"),
+             ("training", {"layout": "time", "steps": 5}, "array", ".json"),
+             ("sample", {}, "jsonl", ".jsonl"),
+             ("single_forward", {}, "object", ".json.gz"),
+             ("serving", {"steps": 6}, "object", ".json.gz")]  # no ProfilerStep: 0 records
+    paths = []
+    for i, (scenario, params, form, suffix) in enumerate(cases):
+        path = str(root / f"{i}_{scenario}{suffix}")
+        g.write_trace(g.generate(scenario, seed=i, **params), path, form=form)
+        paths.append(path)
+    return paths
+
+
+def test_records_equal_those_of_the_cli_on_generated_traces(generated):
+    expected = expected_beam_records(generated)
+    assert len(expected) >= 8 + 5 + 8 + 1
+    p, out = run_split(generated)
+    assert_that(out.iterations, equal_to(expected), label="Records")
+    assert_that(out.dead_letters, equal_to([]), label="NoDeadLetters")
+    assert_that(out.summaries | beam.Map(lambda s: (s["trace"], s["iterations"], s["complete"],
+                                                    s["events_out"] > 0)),
+                equal_to([(t, sum(r["trace"] == t for r in expected), True, True)
+                          for t in generated]), label="Summaries")
+    p.run().wait_until_finish()
+
+
+def test_patterns_and_matched_files_are_both_accepted(generated):
+    from apache_beam.io.filesystems import FileSystems
+    pattern = os.path.join(os.path.dirname(generated[0]), "*.json.gz")
+    metadata = FileSystems.match([generated[2]])[0].metadata_list
+    expected = expected_beam_records(sorted(glob.glob(pattern)) + [generated[2]])
+    p, out = run_split([pattern, *metadata])
+    assert_that(out.iterations, equal_to(expected))
+    p.run().wait_until_finish()
+
+
+def test_summary_numbers(generated):
+    records, _ = cli_records(generated[0])
+    its = [IterationRecord(**{k: v for k, v in r.items()
+                              if k not in ("type", "duration_us")}) for r in records]
+    durations = sorted(r.duration_us for r in its)
+    from stream_split.beam import trace_summary
+    s = trace_summary("t", its, info={"complete": True}, error=None)
+    assert s["iterations"] == len(its) == 8
+    assert s["median_iteration_us"] == pytest.approx((durations[3] + durations[4]) / 2, abs=1e-3)
+    assert durations[6] <= s["p90_iteration_us"] <= durations[7]
+    assert s["gpu_busy_share"] == pytest.approx(
+        sum(r.gpu_busy_us for r in its) / sum(durations), abs=1e-6)
+
+
+@pytest.mark.shared
+def test_records_equal_those_of_the_cli_on_real_traces():
+    shared = _shared()
+    if shared is None:
+        pytest.skip("../shared is absent")
+    paths = sorted(glob.glob(str(shared / "traces/torch_cpu/*.json.gz")))
+    paths.append(str(shared / "traces/tracelens/mi300/resnet_act_checkpoint.json.gz"))
+    expected = expected_beam_records(paths)
+    p, out = run_split(paths)
+    assert_that(out.iterations, equal_to(expected), label="Records")
+    assert_that(out.dead_letters, equal_to([]), label="NoDeadLetters")
+    truncated = [q for q in paths if "s7_truncated" in q]
+    assert_that(out.summaries | beam.Filter(lambda s: not s["complete"])
+                | beam.Map(lambda s: s["trace"]), equal_to(truncated), label="Incomplete")
+    p.run().wait_until_finish()
+
+
+def test_group_summary_is_per_parent_directory():
+    summaries = [
+        {"trace": "/a/x/1.json", "iterations": 3, "median_iteration_us": 10.0, "error": None},
+        {"trace": "/a/x/2.json", "iterations": 5, "median_iteration_us": 30.0, "error": None},
+        {"trace": "/a/x/3.json", "iterations": 0, "median_iteration_us": None, "error": "bad"},
+        {"trace": "/a/y/1.json", "iterations": 2, "median_iteration_us": 7.0, "error": None},
+    ]
+    with BeamTestPipeline() as p:
+        groups = p | beam.Create(summaries) | SummarizeGroups()
+        assert_that(groups, equal_to([
+            {"group": "/a/x", "traces": 3, "failed_traces": 1, "iterations": 8,
+             "median_of_median_iteration_us": 20.0},
+            {"group": "/a/y", "traces": 1, "failed_traces": 0, "iterations": 2,
+             "median_of_median_iteration_us": 7.0}]))
+
+
+def test_parquet_schema_has_every_record_field():
+    fields = set(IterationRecord(index=0).to_dict()) | {"trace"}
+    assert fields == set(iteration_parquet_schema().names)
+
+
+def test_import_without_beam_says_how_to_install(monkeypatch):
+    import importlib
+    monkeypatch.setitem(sys.modules, "apache_beam", None)
+    monkeypatch.delitem(sys.modules, "stream_split.beam")
+    with pytest.raises(ImportError, match=r"stream-split\[beam\]"):
+        importlib.import_module("stream_split.beam")
+
+
+# -- the archive pipeline, end to end, with two worker processes ---------------------------
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory, generated) -> Path:
+    root = tmp_path_factory.mktemp("archive")
+    (root / "job1").mkdir()
+    (root / "job2").mkdir()
+    g.write_trace(g.generate("training", seed=1), str(root / "job1/rank0.json.gz"))
+    g.write_trace(g.generate("training", seed=2, steps=6), str(root / "job1/rank1.json.gz"))
+    # A killed writer: gzip stream and JSON both cut off two thirds of the way in.
+    whole = gzip.compress(g.render(g.generate("training", seed=3), "object", True).encode())
+    (root / "job2/cut.json.gz").write_bytes(whole[: len(whole) * 2 // 3])
+    (root / "job2/x.json.gz").write_bytes(bytes(range(256)) * 8)  # garbage
+    return root
+
+
+@pytest.mark.slow
+def test_archive_pipeline_with_two_worker_processes(archive, tmp_path):
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "pipelines.split_archive",
+           "--input", str(archive / "**" / "*.json.gz"), "--output", str(out),
+           "--detector", "steps", "--pieces",
+           "--direct_running_mode=multi_processing", "--direct_num_workers=2"]
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    traces = {name: str(archive / name) for name in
+              ("job1/rank0.json.gz", "job1/rank1.json.gz", "job2/cut.json.gz",
+               "job2/x.json.gz")}
+    lines = (out / "iterations.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    by_trace = {t: sorted((r for r in records if r["trace"] == t), key=lambda r: r["index"])
+                for t in traces.values()}
+    assert [len(by_trace[t]) for t in traces.values()] == [8, 6, 8, 0]
+
+    # Same records as the CLI, except the piece file names (the CLI writes none).
+    def without_file(rs):
+        return [{k: v for k, v in r.items() if k != "file"} for r in rs]
+    for name in ("job1/rank0.json.gz", "job2/cut.json.gz"):
+        assert without_file(by_trace[traces[name]]) == without_file(
+            expected_beam_records([traces[name]]))
+    assert all(not r["complete"] for r in by_trace[traces["job2/cut.json.gz"]])
+    for r in records:  # every piece was copied out, and is a loadable Chrome trace
+        with gzip.open(r["file"], "rt") as f:
+            assert len(json.load(f)["traceEvents"]) >= r["events"]
+
+    import pyarrow.parquet as pq
+    table = pq.read_table(out / "iterations.parquet")
+    assert table.num_rows == len(records)
+    assert sorted(table.column("trace").to_pylist()) == sorted(r["trace"] for r in records)
+
+    summaries = {s["trace"]: s for s in map(json.loads,
+                                            (out / "summaries.jsonl").read_text().splitlines())}
+    assert set(summaries) == set(traces.values())
+    assert summaries[traces["job1/rank0.json.gz"]]["complete"] is True
+    assert summaries[traces["job2/cut.json.gz"]]["complete"] is False
+    assert summaries[traces["job2/cut.json.gz"]]["error"] is None
+    assert summaries[traces["job2/x.json.gz"]]["error"]
+    for s in summaries.values():
+        assert s["events_out"] == s["events_in"] - s["metadata_events"]
+
+    dead = [json.loads(line) for line in (out / "dead_letters.jsonl").read_text().splitlines()]
+    assert [d["trace"] for d in dead] == [traces["job2/x.json.gz"]]
+    assert dead[0]["error"].startswith("not JSON") and "\n" not in dead[0]["error"]
+
+    groups = {d["group"]: d for d in map(json.loads,
+                                         (out / "groups.jsonl").read_text().splitlines())}
+    job1 = summaries[traces["job1/rank0.json.gz"]], summaries[traces["job1/rank1.json.gz"]]
+    assert groups[str(archive / "job1")] == {
+        "group": str(archive / "job1"), "traces": 2, "failed_traces": 0, "iterations": 14,
+        "median_of_median_iteration_us": round(
+            (job1[0]["median_iteration_us"] + job1[1]["median_iteration_us"]) / 2, 3)}
+    assert groups[str(archive / "job2")]["traces"] == 2
+    assert groups[str(archive / "job2")]["failed_traces"] == 1
