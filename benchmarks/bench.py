@@ -386,6 +386,21 @@ def report_from_log(a) -> int:
     return 1 if a.check and any(c["status"] == "FAIL" for c in checks) else 0
 
 
+def code_fingerprint() -> dict:
+    """Which code is measured: HEAD, and a hash of the package's sources as they are on disk
+    (an editable install runs the working tree, which others may be editing meanwhile)."""
+    import hashlib
+    h = hashlib.sha1()
+    for path in sorted((REPO / "stream_split").rglob("*.py")):
+        h.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "stream_split"],
+                           capture_output=True, text=True).stdout.split("\n")
+    return {"head": head or None, "sources_sha1": h.hexdigest()[:12],
+            "modified": sorted(line[3:] for line in dirty if line.strip())}
+
+
 def default_cli(python: str) -> list:
     beside = Path(python).parent / "stream-split"
     if beside.exists():
@@ -445,7 +460,8 @@ def main(argv=None) -> int:
 
     env = {"python": sys.version.split()[0], "cpus": os.cpu_count(), "ijson_backend": backend,
            "cli": cli, "detector": a.detector, "repeat": a.repeat, "base": str(a.base),
-           "strip_steps": a.strip_steps, "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+           "strip_steps": a.strip_steps, "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+           "code": code_fingerprint()}
     print(f"# {env}", file=sys.stderr, flush=True)
 
     summaries, by_copies, scale = [], {}, {}
@@ -480,6 +496,13 @@ def main(argv=None) -> int:
         print("tiles have no ProfilerStep#N: the steps detector finds 0 iterations "
               "(all events go to 'outside'); still a valid throughput/memory measurement")
     print_table(summaries, a.commands)
+    code_end = code_fingerprint()
+    env["code_at_end"] = code_end
+    print(f"code: HEAD {env['code']['head']}, sources {env['code']['sources_sha1']}"
+          + (f", modified: {' '.join(env['code']['modified'])}" if env["code"]["modified"] else ""))
+    if code_end["sources_sha1"] != env["code"]["sources_sha1"]:
+        print(f"WARNING: stream_split sources changed during the run ({env['code']['sources_sha1']}"
+              f" -> {code_end['sources_sha1']}): the runs measured different code")
     checks = evaluate_checks(by_copies, scale or None)
     print_checks(checks)
     if a.json:

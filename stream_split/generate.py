@@ -1254,31 +1254,41 @@ def random_variant(seed: int) -> Variant:
     if rng.random() < 0.5:
         p["queue_lag_us"] = rng.choice([0, 20, 300, 2000])
     if scenario == "training":
-        p.update(steps=rng.randint(1, 6), layers=rng.randint(1, 3),
+        p.update(steps=rng.randint(3, 6), layers=rng.randint(1, 3),
                  annotate_steps=rng.random() < 0.5, eval_every=rng.choice([0, 2, 4]),
                  eval_forwards=rng.randint(1, 3), autograd_thread=rng.random() < 0.7,
                  prologue=rng.random() < 0.7, epilogue=rng.random() < 0.7,
                  outer_wrapper=rng.random() < 0.3, memory_events=rng.random() < 0.3,
                  graph_eval=rng.random() < 0.3)
+        if p["eval_every"]:
+            # Structure alone cannot tell an eval pass exactly every k steps from an
+            # optimizer step after k micro-batches (the coarser unit is chosen), nor an eval
+            # pass after the very last step from an epilogue: keep one eval, mid-run.
+            p.update(eval_every=4, steps=rng.randint(5, 7))
+        if p["outer_wrapper"] and not p["annotate_steps"]:
+            # Unannotated steps inside one wrapper look like the layers of one forward unless
+            # a step holds a model with layers of its own.
+            p["layers"] = rng.randint(4, 6)
     elif scenario == "serving":
         lo = rng.randint(5, 40)
-        p.update(steps=rng.randint(1, 10), prefill_every=rng.choice([0, 3, 5]),
+        p.update(steps=rng.randint(3, 10), prefill_every=rng.choice([0, 3, 5]),
                  graph_kernels=[lo, lo + rng.randint(0, 30)], layers=rng.randint(1, 3),
                  prologue=rng.random() < 0.7)
     elif scenario == "diffusion":
-        p.update(steps=rng.randint(1, 5), layers=rng.randint(1, 4))
+        # A denoiser has blocks: with fewer than 4 it looks like layers of one forward.
+        p.update(steps=rng.randint(3, 5), layers=rng.randint(4, 8))
     elif scenario == "single_forward":
         p.update(layers=rng.randint(1, 16))
     elif scenario == "layer_annotations":
-        p.update(steps=rng.randint(1, 6), layers=rng.randint(1, 8),
+        p.update(steps=rng.randint(3, 6), layers=rng.randint(1, 8),
                  family=rng.choice(["layer", "compiled"]))
     elif scenario == "idle_steps":
-        p.update(iterations=rng.randint(1, 10), idle=rng.randint(0, 4), layers=rng.randint(1, 3))
+        p.update(iterations=rng.randint(3, 10), idle=rng.randint(0, 4), layers=rng.randint(1, 3))
     elif scenario == "deep_roots":
-        p.update(inner_steps=rng.randint(1, 6), minor_roots=rng.randint(0, 3),
+        p.update(inner_steps=rng.randint(3, 6), minor_roots=rng.randint(1, 3),
                  layers=rng.randint(1, 2))
     elif scenario == "preamble":
-        p.update(iterations=rng.randint(1, 8), layers=rng.randint(1, 3))
+        p.update(iterations=rng.randint(3, 8), layers=rng.randint(1, 3))
     elif scenario == "gpu_only":
         p.update(kernels=rng.randint(0, 200))
     return Variant(scenario, rng.randint(0, 2**31 - 1), p)

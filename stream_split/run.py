@@ -39,6 +39,11 @@ def drive(reader: TraceReader, splitter: Splitter, *, on_pairs=None, on_record=N
     pop_records = splitter.pop_records
     pop_assigned = splitter.pop_assigned
     waiting = splitter.ready_records  # the list the engine appends records to
+    def flush_pairs():
+        pairs = pop_assigned()
+        if on_pairs is not None and pairs:
+            on_pairs(pairs)
+
     n = 0
     try:
         for event in reader:
@@ -49,22 +54,23 @@ def drive(reader: TraceReader, splitter: Splitter, *, on_pairs=None, on_record=N
                         on_record(record)
                 waiting = splitter.ready_records
             n += 1
-            if n >= batch:
+            if n >= batch or splitter.needs_drain:
                 n = 0
-                pairs = pop_assigned()
-                if on_pairs is not None and pairs:
-                    on_pairs(pairs)
+                flush_pairs()
+                while splitter.drain():  # a late decision: held events, a batch at a time
+                    flush_pairs()
     except (TraceInputError, TraceEventError) as e:
         error = str(e)
     except KeyboardInterrupt:  # SIGINT/SIGTERM: stop reading, keep what was decided
         interrupted = True
-    splitter.close()
+    flush_pairs()
+    splitter.begin_close()
+    while splitter.drain():
+        flush_pairs()
     info = reader_info(reader)
     if interrupted:
         info.update(complete=False, stop_reason="interrupted before the end of the input")
-    pairs = pop_assigned()
-    if on_pairs is not None and pairs:
-        on_pairs(pairs)
+    flush_pairs()
     # A cut-short input may have lost any iteration's GPU work (it comes last in Kineto's
     # layout): no record of it is complete.
     cut_short = error is not None or not info["complete"]

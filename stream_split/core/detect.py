@@ -29,7 +29,9 @@ class DetectorResult:
     """What a detector knows at the end of the input."""
     boundaries: list = field(default_factory=list)  # FoundBoundary not yet reported
     last_end: float | None = None  # end of the last iteration (None: no epilogue cut)
-    variant: list = field(default_factory=list)  # per iteration: True if it deviates from the unit
+    #: Per iteration, a hashable "shape" (equal shapes = the same kind of cycle); empty when
+    #: every iteration has the same shape.
+    shapes: list = field(default_factory=list)
     evidence: dict = field(default_factory=dict)  # for the manifest and `explain`
 
 
@@ -68,7 +70,7 @@ class StepAnnotationDetector:
 
     def close(self) -> DetectorResult:
         return DetectorResult(
-            last_end=self.last_end, variant=[False] * self.count,
+            last_end=self.last_end,
             evidence={"detector": self.name, "loop_thread": list(self.loop_thread or ()),
                       "unit": PROFILER_STEP_PREFIX + "N", "instances": self.count,
                       "confidence": 1.0 if self.count else 0.0})

@@ -44,7 +44,7 @@ class TraceEventError(ValueError):
     """An event lacks a field every trace event must have; the message is one line."""
 
 
-DEFAULT_PENDING_LIMIT = 250_000
+DEFAULT_PENDING_LIMIT = 20_000
 
 
 @dataclass(slots=True)
@@ -66,20 +66,55 @@ class SplitOptions:
 
 
 class _InMemorySpill:
-    """Default spill store: a list (the CLI injects a temporary-file store)."""
+    """Default spill store: FIFO batches in a list (the CLI injects a temporary-file store)."""
 
     def __init__(self):
-        self._items = []
+        self._batches = []
+        self._count = 0
 
     def __len__(self):
-        return len(self._items)
+        return self._count
 
     def put(self, items):
-        self._items.extend(items)
+        self._batches.append(list(items))
+        self._count += len(items)
 
-    def take_all(self):
-        items, self._items = self._items, []
-        return items
+    def take_batch(self):
+        if not self._batches:
+            return []
+        batch = self._batches.pop(0)
+        self._count -= len(batch)
+        return batch
+
+
+_SLIM_KEYS = ("ph", "cat", "name", "ts", "dur", "pid", "tid", "id")
+_SLIM_ARGS = ("correlation", "External id")
+
+
+def _slim(event: dict) -> dict:
+    """What the engine still needs of an event it only counts (boundaries, summaries)."""
+    slim = {k: event[k] for k in _SLIM_KEYS if k in event}
+    args = event.get("args")
+    if args:
+        slim["args"] = {k: args[k] for k in _SLIM_ARGS if k in args}
+    return slim
+
+
+def _cycle_kinds(shapes: list, records: list) -> list:
+    """Kind of each cycle: a shape of cycle that does (almost) none of the GPU work of the
+    busiest shape is ``idle`` (failure mode 2: reported, never splitting an iteration)."""
+    kinds = [KIND_ITERATION] * len(records)
+    if len(shapes) != len(records) or len(set(shapes)) < 2:
+        return kinds
+    by_shape: dict = {}
+    for shape, record in zip(shapes, records):
+        by_shape.setdefault(shape, []).append(record.kernels)
+    median = {shape: sorted(k)[len(k) // 2] for shape, k in by_shape.items()}
+    busiest = max(median.values())
+    for i, shape in enumerate(shapes):
+        if busiest > 0 and median[shape] < 0.25 * busiest:
+            kinds[i] = KIND_IDLE
+    return kinds
 
 
 def make_detector(options: SplitOptions):
@@ -106,8 +141,14 @@ class Splitter:
         self._windows = Windows()
         self._correlations = MonotonicOwnerMap()
         self._annotations = MonotonicOwnerMap()
-        self._pending: list = []  # (end, start, event) of CPU-side events not yet decidable
+        # Undecided events as (end, start, event, link): link is None for a CPU-side event
+        # waiting for a window, or the id of the launch / annotation a GPU event waits for
+        # while no iteration is known yet. Beyond ``pending_limit`` they go to ``_spill``.
+        self._pending: list = []
         self._spill = spill if spill is not None else _InMemorySpill()
+        self._backlog = False  # spilled events may have become decidable: drain() them
+        self._respill: list = []
+        self._result = None
         self._waiting_gpu: dict = {}  # correlation id -> [event] that arrived before its launch
         self._waiting_annotations: dict = {}  # External id -> [gpu_user_annotation event]
         self._iterations: list[IterationRecord] = []
@@ -185,24 +226,55 @@ class Splitter:
         if windows.closed or (windows.starts and end <= windows.starts[-1]):
             self._own_cpu(windows.owner(ts, end), event, end)
         else:
-            self._pending.append((end, ts, event))
-            if len(self._pending) > self.options.pending_limit:
-                self._spill.put(self._pending)
-                self._pending = []
-            n = len(self._pending) + len(self._spill)
-            if n > self.max_pending:
-                self.max_pending = n
+            self._hold(end, ts, event, None)
 
     def close(self) -> None:
-        """End of input: decide everything still pending and emit the iteration records."""
+        """End of input: decide everything still pending and emit the iteration records.
+
+        Holds every pair decided at once in memory; drivers that care about memory call
+        ``begin_close()`` and then ``drain()`` until it returns False, popping in between."""
+        self.begin_close()
+        while self.drain():
+            pass
+
+    def begin_close(self) -> None:
         if self.closed:
             return
-        result = self._detector.close()
-        for boundary in result.boundaries:
+        self._result = self._detector.close()
+        for boundary in self._result.boundaries:
             self._add_boundary(boundary)
-        self._windows.close(result.last_end)
+        self._windows.close(self._result.last_end)
         self.closed = True
-        self._resolve_pending(float("inf"))
+        self._backlog = True
+
+    @property
+    def needs_drain(self) -> bool:
+        """Spilled events may be decidable now: call ``drain()`` (and pop) until False."""
+        return self._backlog
+
+    def drain(self, budget: int = 20_000) -> bool:
+        """Decide up to about ``budget`` held events; True while more work remains."""
+        if not self._backlog:
+            return False
+        if len(self._spill):
+            batch = self._spill.take_batch()
+            kept = [item for item in batch if not self._resolve(item)]
+            if kept:
+                self._respill.append(kept)
+            if len(self._spill):
+                return True
+        for kept in self._respill:
+            self._spill.put(kept)
+        self._respill = []
+        if self.closed:
+            pending, self._pending = self._pending, []
+            for item in pending:
+                self._resolve(item)
+            self._finish()
+        self._backlog = False
+        return False
+
+    def _finish(self) -> None:
         for key, events in self._waiting_gpu.items():
             owner = self._correlations.lookup(key) if key is not None else None
             for event in events:
@@ -213,7 +285,7 @@ class Splitter:
             for event in events:
                 self._own_simple(OUTSIDE if owner is None else owner, event)
         self._waiting_annotations.clear()
-        self._finish_records(result)
+        self._finish_records(self._result)
 
     # -- output ------------------------------------------------------------------------
 
@@ -256,22 +328,49 @@ class Splitter:
         self._records.append(Boundary(index, found.start_ts, str(pid), str(tid), found.first_op))
         self._resolve_pending(found.start_ts)
 
+    def _hold(self, end, start, event: dict, link) -> None:
+        if not self._keep:
+            event = _slim(event)
+        self._pending.append((end, start, event, link))
+        if len(self._pending) >= self.options.pending_limit:
+            self._spill.put(self._pending)
+            self._pending = []
+        n = len(self._pending) + len(self._spill)
+        if n > self.max_pending:
+            self.max_pending = n
+
+    def _resolve(self, item) -> bool:
+        """Decide one held event if its owner is known now; True if decided."""
+        end, start, event, link = item
+        if link is None:
+            if self.closed or end <= self._windows.starts[-1]:
+                self._own_cpu(self._windows.owner(start, end), event, end)
+                return True
+            return False
+        kind, key = link
+        owners = self._correlations if kind == "corr" else self._annotations
+        owner = owners.lookup(key) if key is not None else None
+        if owner is None:
+            if not self.closed:
+                return False
+            waiting = self._waiting_gpu if kind == "corr" else self._waiting_annotations
+            waiting.setdefault(key, []).append(event)  # its launch may still come
+            return True
+        if kind == "corr":
+            self._own_linked(owner, event)
+        else:
+            self._own_simple(owner, event)
+        return True
+
     def _resolve_pending(self, until: float) -> None:
-        pending = self._pending
+        """A boundary at ``until``: decide the in-memory held events it decides; spilled
+        ones are left to ``drain()`` so that one call never loads the whole spill."""
         if len(self._spill):
-            pending = self._spill.take_all() + pending
-        if not pending:
+            self._backlog = True
+        if not self._pending:
             return
-        keep = []
-        owner_of = self._windows.owner
-        own = self._own_cpu
-        for item in pending:
-            end, start, event = item
-            if end <= until:
-                own(owner_of(start, end), event, end)
-            else:
-                keep.append(item)
-        self._pending = keep
+        resolve = self._resolve
+        self._pending = [item for item in self._pending if not resolve(item)]
 
     def _own_cpu(self, owner: int, event: dict, end: float) -> None:
         if self._keep:
@@ -308,10 +407,12 @@ class Splitter:
 
     def _route_linked(self, event: dict, key, is_work: bool) -> None:
         owner = self._correlations.lookup(key) if key is not None else None
-        if owner is None:
-            self._waiting_gpu.setdefault(key, []).append(event)
-        else:
+        if owner is not None:
             self._own_linked(owner, event)
+        elif not self._windows.starts and not self.closed:
+            self._hold(None, None, event, ("corr", key))  # no iteration yet: spillable
+        else:
+            self._waiting_gpu.setdefault(key, []).append(event)
 
     def _own_linked(self, owner: int, event: dict) -> None:
         if event.get("cat") not in GPU_WORK_CATS:  # a flow: counted, no GPU numbers
@@ -344,10 +445,12 @@ class Splitter:
 
     def _route_annotation(self, event: dict, ext) -> None:
         owner = self._annotations.lookup(ext) if ext is not None else None
-        if owner is None:
-            self._waiting_annotations.setdefault(ext, []).append(event)
-        else:
+        if owner is not None:
             self._own_simple(owner, event)
+        elif not self._windows.starts and not self.closed:
+            self._hold(None, None, event, ("ext", ext))
+        else:
+            self._waiting_annotations.setdefault(ext, []).append(event)
 
     def _own_simple(self, owner: int, event: dict) -> None:
         if self._keep:
@@ -360,9 +463,7 @@ class Splitter:
     def _finish_records(self, result) -> None:
         starts = self._windows.starts
         last_end = self._windows.last_end
-        regular = sorted(r.kernels for i, r in enumerate(self._iterations)
-                         if not (result.variant[i] if i < len(result.variant) else False))
-        typical_kernels = regular[len(regular) // 2] if regular else 0
+        kinds = _cycle_kinds(result.shapes, self._iterations)
         for i, record in enumerate(self._iterations):
             if i + 1 < len(starts):
                 record.end_ts = starts[i + 1]
@@ -370,11 +471,7 @@ class Splitter:
                 record.end_ts = last_end
             elif record.end_ts < record.start_ts:
                 record.end_ts = record.start_ts
-            variant = result.variant[i] if i < len(result.variant) else False
-            # A cycle that deviates from the unit and does (almost) none of the unit's GPU
-            # work is an idle cycle (failure mode 2): reported, not counted as an iteration.
-            idle = variant and record.kernels < 0.25 * typical_kernels
-            record.kind = KIND_IDLE if idle else KIND_ITERATION
+            record.kind = kinds[i]
         self.evidence = dict(result.evidence)
         self.evidence["correlation_ranges"] = len(self._correlations)
         self.evidence["correlation_order_breaks"] = self._correlations.order_breaks

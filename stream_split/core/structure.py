@@ -26,8 +26,9 @@ ask, at a level of the tree (the thread's top level, or the children of a contai
   container (failure mode 3: minor roots at the top level), or no single ``nn.Module`` frame
   holds all its instances (when Python frames were recorded), or one instance itself contains a
   repeated sub-unit (a model with layers, not a layer). Otherwise the container is one iteration.
-- instances that differ from the mode are *variants*; the engine reports a variant without GPU
-  work as an ``idle`` cycle.
+- instances that differ from the mode are *variants*; each instance's shape (its op sequence)
+  goes to the engine, which reports cycles of a shape that does almost none of the GPU work
+  of the busiest shape as ``idle`` cycles.
 
 ``ProfilerStep#N`` spans are evidence like any other annotation: repeated at the top level they
 are the unit (and are emitted online from the second step on); a single one is a container.
@@ -85,9 +86,9 @@ def _start(node: _Node) -> float:
 class _Unit:
     """A qualifying anchor at one level of the tree."""
     __slots__ = ("positions", "width", "mode", "n", "exact", "fragments", "coverage",
-                 "variant", "first")
+                 "variant", "first", "shapes")
 
-    def __init__(self, positions, mode, exact, fragments, coverage, variant):
+    def __init__(self, positions, mode, exact, fragments, coverage, variant, shapes=None):
         self.positions = positions
         self.width = 1
         self.mode = mode
@@ -96,11 +97,14 @@ class _Unit:
         self.fragments = fragments
         self.coverage = coverage
         self.variant = variant
+        self.shapes = shapes or [mode] * len(positions)  # each instance's op sequence
         self.first = positions[0]
 
 
-def find_unit(level: list, *, min_exact: int = 2) -> _Unit | None:
-    """The outermost repeating unit of a sequence of sibling ops, or None."""
+def find_unit(level: list, *, min_exact: int = 2, weigh: bool = True) -> _Unit | None:
+    """The outermost repeating unit of a sequence of sibling ops, or None. ``weigh=False``
+    measures coverage in ops (for sequences that are not siblings, e.g. a flattened
+    subtree, where time and GPU work would be counted at several depths)."""
     m = len(level)
     if m < 2:
         return None
@@ -117,7 +121,7 @@ def find_unit(level: list, *, min_exact: int = 2) -> _Unit | None:
         if key in seen:
             continue
         seen.add(key)
-        unit = _evaluate(pos, syms, level)
+        unit = _evaluate(pos, syms, level, weigh)
         if unit.n < MIN_INSTANCES or unit.exact < min_exact or unit.exact < 0.5 * unit.n \
                 or unit.fragments > 0.25 * unit.n or unit.coverage < 0.5:
             continue
@@ -126,14 +130,34 @@ def find_unit(level: list, *, min_exact: int = 2) -> _Unit | None:
     if best is None:
         return None
     shift = _left_extension(best.positions, syms, len(best.mode))
-    if shift:
-        extended = _evaluate([p - shift for p in best.positions], syms, level)
-        extended.width = shift + 1
-        return extended
-    return best
+    if not shift:
+        return best
+    extended = _evaluate([p - shift for p in best.positions], syms, level, weigh)
+    extended.width = shift + 1
+    head = _cycles_of_one_shape(positions[syms[extended.positions[0]]], syms, level, extended,
+                                weigh)
+    return head or extended
 
 
-def _evaluate(pos: list, syms: list, level: list) -> _Unit:
+def _cycles_of_one_shape(pos: list, syms: list, level: list, unit: _Unit,
+                         weigh: bool) -> _Unit | None:
+    """The unit's first op alone, if it starts cycles that all have the unit's shape: the
+    loop head of a loop whose cycles take one of several paths (``get_next_batch`` then
+    ``run_batch``, or then ``idle_step``). Each such cycle is its own record, not an insertion
+    into the previous iteration."""
+    if len(pos) <= unit.n:
+        return None
+    head = _evaluate(pos, syms, level, weigh)
+    width = len(head.mode)
+    lengths = [pos[k + 1] - pos[k] for k in range(len(pos) - 1)]
+    lengths.append(min(width, len(level) - pos[-1]))  # a lone head at the end is no cycle
+    if head.exact < unit.exact or head.coverage < 0.5 or \
+            any(not (0.5 * width <= n <= 1.5 * width) for n in lengths):
+        return None
+    return head
+
+
+def _evaluate(pos: list, syms: list, level: list, weigh: bool = True) -> _Unit:
     """Cut ``level`` at ``pos``; the most common segment is the unit (ties: the shortest,
     since insertions only ever lengthen a segment)."""
     n = len(pos)
@@ -150,7 +174,7 @@ def _evaluate(pos: list, syms: list, level: list) -> _Unit:
     fragments = sum(1 for seg in segments[:-1] if len(seg) < 0.5 * width)
     # Instances of about the unit's length (exact ones, or with small insertions).
     spans = [(pos[k], pos[k + 1]) for k in range(n - 1)
-             if 0.5 * width <= len(segments[k]) <= 2 * width]
+             if 0.5 * width <= len(segments[k]) <= 4 * width]
     # The last instance runs into whatever follows the loop: it counts for as far as it
     # agrees with the unit, if that is most of it.
     agree = 0
@@ -160,8 +184,10 @@ def _evaluate(pos: list, syms: list, level: list) -> _Unit:
         agree += 1
     if agree >= 0.5 * width:
         spans.append((pos[-1], pos[-1] + agree))
-    gpu_total = sum(node.gpu for node in level)
-    if gpu_total > 0:  # GPU work decides where it is known (kernels launched per op)
+    gpu_total = sum(node.gpu for node in level) if weigh else 0
+    if not weigh:
+        coverage = sum(b - a for a, b in spans) / m
+    elif gpu_total > 0:  # GPU work decides where it is known (kernels launched per op)
         covered = sum(level[i].gpu for a, b in spans for i in range(a, b))
         coverage = covered / gpu_total
     else:
@@ -173,7 +199,7 @@ def _evaluate(pos: list, syms: list, level: list) -> _Unit:
                        - level[a].start for a, b in spans)
         cap = 10 * times[len(times) // 2] if times else 0.0
         coverage = sum(min(t, cap) for t in times) / total if total > 0 else 0.0
-    return _Unit(list(pos), mode, n - sum(variant), fragments, coverage, variant)
+    return _Unit(list(pos), mode, n - sum(variant), fragments, coverage, variant, segments)
 
 
 def _better(a: _Unit, b: _Unit) -> bool:
@@ -216,7 +242,7 @@ class StructureDetector:
     name = "structure"
 
     def __init__(self, use_annotations: bool = True, level: int | None = None,
-                 max_nodes: int = 400_000, max_depth: int = 8):
+                 max_nodes: int = 200_000, max_depth: int = 8):
         self._use_annotations = use_annotations
         self._level = level or 0
         self._max_nodes = max_nodes
@@ -248,6 +274,10 @@ class StructureDetector:
         return sym
 
     def observe(self, thread, stack: list, start: float, end: float, name: str, cat: str):
+        if self._online_thread is not None:  # decided: only step annotations matter now
+            if name.startswith(PROFILER_STEP_PREFIX) and thread == self._online_thread:
+                return self._observe_step(self._threads[thread], start, end, name)
+            return ()
         state = self._threads.get(thread)
         if state is None:
             state = self._threads[thread] = _Thread(thread)
@@ -266,10 +296,7 @@ class StructureDetector:
         if is_step and not self._use_annotations:
             mine.append(None)  # transparent: its children take its place
             return ()
-        if is_step and parent is None:
-            found = self._observe_step(state, start, end, name)
-        else:
-            found = ()
+        found = self._observe_step(state, start, end, name) if is_step else ()
         if parent is None:
             node = _Node(self._symbol(name), start, end, 0)
             state.roots.append(node)
@@ -286,11 +313,15 @@ class StructureDetector:
         return found
 
     def _observe_step(self, state: _Thread, start, end, name):
+        if state.steps and start < state.steps[-1][1]:
+            return ()  # nested in (or overlapping) the previous step: not a new step
         state.steps.append((start, end, name))
         if self._online_thread is None:
             if len(state.steps) < 2:
                 return ()
             self._online_thread = state.key
+            self._threads = {state.key: state}  # the skeleton is no longer needed
+            state.roots = []
             self._online_count = len(state.steps)
             self._online_last_end = max(s[1] for s in state.steps)
             return tuple(FoundBoundary(s, state.key, n) for s, _, n in state.steps)
@@ -332,7 +363,7 @@ class StructureDetector:
 
     def observe_frame(self, thread, start: float, end: float, name: str) -> None:
         """A Python frame; only outermost ``nn.Module`` calls are kept (layer evidence)."""
-        if not name.startswith(MODULE_FRAME_PREFIX):
+        if self._online_thread is not None or not name.startswith(MODULE_FRAME_PREFIX):
             return
         state = self._threads.get(thread)
         if state is None:
@@ -347,7 +378,7 @@ class StructureDetector:
     def close(self) -> DetectorResult:
         if self._online_thread is not None:
             return DetectorResult(
-                last_end=self._online_last_end, variant=[False] * self._online_count,
+                last_end=self._online_last_end,
                 evidence={"detector": self.name, "decided": "online",
                           "loop_thread": list(self._online_thread),
                           "unit": [PROFILER_STEP_PREFIX + "N"], "level": "top",
@@ -440,7 +471,7 @@ class StructureDetector:
         flat: list = []
         for node in first:
             _flatten(node, flat, 50_000)
-        inner = find_unit(flat, min_exact=4)
+        inner = find_unit(flat, min_exact=4, weigh=False)
         if inner is not None:
             return True, (f"an instance contains a repeated sub-unit "
                           f"({inner.exact} x {len(inner.mode)} ops)")
@@ -500,8 +531,7 @@ class StructureDetector:
         anchor = self._anchor(level, unit)
         starts = []
         for i, p in enumerate(unit.positions):
-            starts.append((level[p].start, level[p].sym, unit.variant[i] if i < len(
-                unit.variant) else False, level, p))
+            starts.append((level[p].start, level[p].sym, unit.shapes[i], level, p))
         # Instances at shallower levels (failure mode 3), outside every container instance.
         for outer in [thread.roots] + [c.kids for c in path[:-1]]:
             if outer is level:
@@ -511,22 +541,24 @@ class StructureDetector:
                 if any(c is node for c in path):
                     continue
                 segment = tuple(n.sym for n in outer[p:p + len(unit.mode)])
-                starts.append((node.start, node.sym, segment != unit.mode, outer, p))
+                starts.append((node.start, node.sym, segment, outer, p))
         starts.sort(key=lambda s: s[0])
-        boundaries, variants = [], []
-        for start, sym, variant, _, _ in starts:
+        boundaries, shapes = [], []
+        for start, sym, shape, _, _ in starts:
             if boundaries and start <= boundaries[-1].start_ts:
                 continue
             boundaries.append(FoundBoundary(start, thread.key, names[sym]))
-            variants.append(variant)
-        _, _, last_variant, last_level, last_p = starts[-1]
+            shapes.append(shape)
+        _, _, last_shape, last_level, last_p = starts[-1]
+        last_variant = last_shape != unit.mode
         width = len(unit.mode)
         last_end = self._last_end(level, unit, last_level, last_p, last_variant)
         evidence.update(unit=[names[s] for s in anchor], period_ops=width,
                         instances=len(boundaries), exact=unit.exact,
-                        variants=sum(variants), time_coverage=round(unit.coverage, 3),
+                        variants=sum(shape != unit.mode for shape in shapes),
+                        time_coverage=round(unit.coverage, 3),
                         why=why, confidence=round(self._confidence(unit), 3))
-        return DetectorResult(boundaries=boundaries, last_end=last_end, variant=variants,
+        return DetectorResult(boundaries=boundaries, last_end=last_end, shapes=shapes,
                               evidence=evidence)
 
     @staticmethod
@@ -536,7 +568,7 @@ class StructureDetector:
         the epilogue (``save_checkpoint``)."""
         width = len(unit.mode)
         seen = {n.sym for n in level[unit.positions[0]:unit.positions[-1]]}
-        i = min(last_p + width, len(last_level)) if not last_variant else last_p + 1
+        i = min(last_p + width, len(last_level))
         end = max(n.end for n in last_level[last_p:i])
         while i < len(last_level) and last_level[i].sym in seen:
             end = max(end, last_level[i].end)
@@ -557,4 +589,4 @@ class StructureDetector:
         evidence.setdefault("why", "no op sequence repeats: the trace is one unit of work")
         evidence.update(unit=[name], instances=1, confidence=0.6)
         return DetectorResult(boundaries=[FoundBoundary(start, thread.key, name)],
-                              last_end=end, variant=[False], evidence=evidence)
+                              last_end=end, evidence=evidence)

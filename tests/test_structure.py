@@ -1,0 +1,128 @@
+"""The structural detector: the four failure modes of PRODUCT.md, training and serving loops,
+diffusion, single forwards, no CPU side; each against generated ground truth, and varied by
+property tests. The core is fed event lists directly."""
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import owners_of
+from stream_split.core import KIND_IDLE, KIND_ITERATION, SplitOptions
+from stream_split.generate import generate
+
+AUTO = SplitOptions(detector="auto")
+STRUCTURE = SplitOptions(detector="structure")
+
+
+def assert_split_exactly(trace, options=AUTO):
+    got, splitter = owners_of(trace.events, options)
+    assert [(it.start_ts, it.kind) for it in splitter.iterations] == \
+        [(it["start_ts"], it["kind"]) for it in trace.truth.iterations]
+    wrong = [(e.get("cat"), e.get("name"), o, t)
+             for e, o, t in zip(trace.events, got, trace.truth.owners) if o != t]
+    assert not wrong, f"{len(wrong)} events in the wrong piece, e.g. {wrong[:3]}"
+    return splitter
+
+
+@pytest.mark.parametrize("layout", ["kineto", "time"])
+def test_annotation_family_per_layer_is_a_lower_level_than_the_step(layout):
+    # Failure mode 1: `layer_N` annotations repeat inside each unannotated step.
+    splitter = assert_split_exactly(generate("layer_annotations", seed=2, layout=layout))
+    assert "layer" not in " ".join(splitter.evidence["unit"])
+
+
+@pytest.mark.parametrize("family", ["layer", "compiled"])
+def test_compiled_region_family_is_not_the_iteration(family):
+    assert_split_exactly(generate("layer_annotations", seed=3, family=family))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_idle_step_does_not_break_the_pattern(seed):
+    # Failure mode 2: get_next_batch/run_batch cycles with idle_step cycles inserted.
+    splitter = assert_split_exactly(generate("idle_steps", seed=seed))
+    kinds = [it.kind for it in splitter.iterations]
+    assert kinds.count(KIND_IDLE) == 3 and kinds.count(KIND_ITERATION) == 10
+    busiest = max(it.kernels for it in splitter.iterations)
+    assert all(it.kernels < 0.25 * busiest for it in splitter.iterations if it.kind == KIND_IDLE)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_minor_roots_are_the_same_unit_as_the_one_deep_in_the_major_root(seed):
+    # Failure mode 3: `step` under serve_forever > engine_loop > run_engine, and two `step`
+    # roots at the top level.
+    splitter = assert_split_exactly(generate("deep_roots", seed=seed))
+    assert splitter.evidence["unit"] == ["step"]
+
+
+@pytest.mark.parametrize("layout", ["kineto", "time"])
+def test_window_never_takes_the_next_iterations_preamble(layout):
+    # Failure mode 4: scheduler_step + prepare_input (CPU only) before the first launch; the
+    # GPU tail of iteration i overlaps them and is attached by correlation instead.
+    trace = generate("preamble", seed=1, layout=layout)
+    splitter = assert_split_exactly(trace)
+    assert splitter.evidence["unit"][0] == "scheduler_step"
+    starts = [it.start_ts for it in splitter.iterations]
+    tail = [e for e, o in zip(trace.events, trace.truth.owners)
+            if e.get("cat") == "kernel" and o is not None and 0 <= o < len(starts) - 1
+            and e["ts"] > starts[o + 1]]
+    assert tail, "the scenario must have GPU work running into the next preamble"
+
+
+@pytest.mark.parametrize("scenario", ["training", "serving", "diffusion", "single_forward",
+                                      "sample", "gpu_only"])
+@pytest.mark.parametrize("layout", ["kineto", "time"])
+def test_scenarios_are_split_exactly(scenario, layout):
+    assert_split_exactly(generate(scenario, seed=5, layout=layout))
+
+
+def test_unannotated_training_steps_are_found_by_structure():
+    trace = generate("training", seed=4, annotate_steps=False)
+    splitter = assert_split_exactly(trace, STRUCTURE)
+    assert len(splitter.iterations) == 8
+
+
+def test_diffusion_denoising_steps_inside_one_annotation_are_the_iterations():
+    splitter = assert_split_exactly(generate("diffusion", seed=1, steps=5))
+    assert len(splitter.iterations) == 5
+    assert splitter.evidence["levels"][-1]["container"] == ["execute_diffusion_N_NxN"]
+
+
+def test_single_forward_is_one_iteration_not_its_layers():
+    splitter = assert_split_exactly(generate("single_forward", seed=0, layers=16))
+    assert len(splitter.iterations) == 1
+    assert "layer" in splitter.evidence["why"]
+
+
+def test_serving_loop_with_graph_decode_and_eager_prefill():
+    trace = generate("serving", seed=2, steps=15, prefill_every=4)
+    splitter = assert_split_exactly(trace)
+    kernels = [it.kernels for it in splitter.iterations]
+    assert len(set(kernels)) > 1  # prefill steps differ from graph decode steps
+
+
+def test_explain_evidence_names_levels_units_and_confidence():
+    _, splitter = owners_of(generate("deep_roots", seed=0).events, AUTO)
+    ev = splitter.evidence
+    assert ev["levels"] and ev["unit"] == ["step"] and 0 < ev["confidence"] <= 1
+    assert "recurs outside" in ev["why"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(variant=st.integers(0, 100_000))
+def test_random_variants_are_split_exactly(variant):
+    from stream_split.generate import random_variant
+    v = random_variant(variant)
+    assert_split_exactly(v.generate())
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), iterations=st.integers(4, 14), idle=st.integers(1, 3),
+       layout=st.sampled_from(["kineto", "time"]))
+def test_idle_cycles_anywhere_never_split_an_iteration(seed, iterations, idle, layout):
+    assert_split_exactly(generate("idle_steps", seed=seed, iterations=iterations, idle=idle,
+                                  layout=layout))
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), inner=st.integers(3, 9), minor=st.integers(1, 3))
+def test_deep_and_minor_roots_in_any_number(seed, inner, minor):
+    assert_split_exactly(generate("deep_roots", seed=seed, inner_steps=inner,
+                                  minor_roots=minor))
