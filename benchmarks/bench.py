@@ -17,8 +17,8 @@ What it does
    - ``boundaries``: ``stream-split boundaries TILE --detector steps > /dev/null``;
    - ``split``: ``stream-split split TILE -o DIR --detector steps`` (DIR emptied before each run);
    - ``tag``: ``stream-split tag TILE --detector steps > /dev/null``.
-   Wall time is taken around the child; peak RSS is the child's ``ru_maxrss`` from
-   ``os.wait4`` (the whole process, interpreter included). After a warm-up parse, the commands
+   Wall time is taken around the child; peak RSS is the command's own peak (the whole
+   process, interpreter included), from ``/usr/bin/time -f %M`` (see ``run_once``). After a warm-up parse, the commands
    are interleaved across repeats (ijson, A, B, C, then C, B, A, ijson, ...) so that drift of the
    machine's speed hits all of them alike.
 3. Speed is a ratio within one repeat: ``ratio = t_ijson / t_command`` (events/s of the command
@@ -154,18 +154,37 @@ def command_argv(command: str, tile: Path, *, python: str, cli: list, detector: 
     return argv
 
 
+GNU_TIME = "/usr/bin/time"
+
+
 def run_once(argv: list, *, capture: bool) -> dict:
-    """Run one child; wall seconds, peak RSS (MiB) of that process, exit status, stdout."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    """Run one child; wall seconds, peak RSS (MiB) of that process, exit status, stdout.
+
+    Peak RSS: Linux folds the memory high-water mark of the process that exec'd the command
+    into its ``ru_maxrss``; Python starts children by vfork/fork + exec, so ``os.wait4`` would
+    report at least this (Python) process's peak. The command is therefore started through
+    ``/usr/bin/time -f %M`` (a small C process, ~1 MB floor), which reports the command's own
+    peak; ``os.wait4`` is the fallback where it is missing.
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile(mode="r", suffix=".rss") as rss_file:
+        wrapped = ([GNU_TIME, "-f", "%M", "-o", rss_file.name] + argv
+                   if os.access(GNU_TIME, os.X_OK) else argv)
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=out if capture else subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(wrapped, stdout=out if capture else subprocess.DEVNULL,
+                                stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)  # reaps it: rusage of this child alone
         wall = time.perf_counter() - t0
         proc.returncode = rc = os.waitstatus_to_exitcode(status)
+        rss_kib = usage.ru_maxrss  # KiB on Linux
+        if wrapped is not argv:
+            lines = [ln for ln in rss_file.read().split() if ln.strip().isdigit()]
+            if lines:
+                rss_kib = int(lines[-1])
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read(), err.read()
-    return {"wall_s": wall, "rss_mb": usage.ru_maxrss / 1024.0,  # ru_maxrss is KiB on Linux
+    return {"wall_s": wall, "rss_mb": rss_kib / 1024.0,
             "user_s": usage.ru_utime, "sys_s": usage.ru_stime, "rc": rc,
             "stdout": stdout.decode("utf-8", "replace"),
             "stderr": stderr.decode("utf-8", "replace")[-2000:]}

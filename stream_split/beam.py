@@ -144,7 +144,7 @@ class SplitTraceFn(beam.DoFn):
 
     def _split_one(self, path: str, scratch: str):
         writing = self._pieces_prefix is not None
-        options = replace(self._options, keep_events=writing)
+        options = replace(self._options, keep_events=writing, hold_serialized=writing)
         splitter = new_splitter(options, spill_dir=scratch)
         pieces_local = os.path.join(scratch, "pieces")
         writer = None

@@ -19,8 +19,9 @@ from stream_split.core.engine import DEFAULT_PENDING_LIMIT
 from stream_split.core.records import METADATA, OUTSIDE, Boundary
 from stream_split.read import TraceInputError, TraceReader
 from stream_split.run import drive, new_splitter
+from stream_split.serialize import event_json
 from stream_split.write import (
-    PieceWriter, build_manifest, event_json, piece_name, record_sink, write_json_atomic,
+    PieceWriter, build_manifest, piece_name, record_sink, write_json_atomic,
     OUTSIDE_NAME)
 
 EXIT_BAD_INPUT = 2
@@ -96,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _options(args, keep_events: bool) -> SplitOptions:
     return SplitOptions(detector=args.detector, level=args.level, keep_events=keep_events,
-                        pending_limit=args.pending_limit)
+                        pending_limit=args.pending_limit, hold_serialized=keep_events)
 
 
 def _open_reader(args) -> TraceReader:

@@ -44,6 +44,9 @@ _LONG_INT = re.compile(rb"(?<=[:\[,\s])(-?\d{19,})(?=[\s,\]}])")
 _BIGINT_MARK = "\x00stream-split-bigint:"
 _BIGINT_MARK_JSON = b'"\\u0000stream-split-bigint:'
 _INT64_MAX = 2 ** 63 - 1
+_DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x2e for b in range(256))  # digit->"0"
+_DIGIT_RUN = b"0" * 19
+_EVENTS_KEY_BYTES = b'"' + EVENTS_KEY.encode() + b'"'
 
 
 class TraceInputError(Exception):
@@ -198,10 +201,13 @@ class _FeedFilter:
                 self._carry = b""
         if self._utf8 is not None or not data.isascii():
             data = self._sanitize_utf8(data, final)
-        if b"0000000000" in data or _LONG_INT.search(data) is not None:
+        # A 19-digit run is rare: find one at C speed before running the regex at all.
+        if _DIGIT_RUN in data.translate(_DIGITS_ONLY):
             data = _LONG_INT.sub(self._quote_bigint, data)
-        if self._keep_head and len(self.head) < _HEAD_LIMIT:
+        if self._keep_head:
             self.head += data[: _HEAD_LIMIT - len(self.head)]
+            if _EVENTS_KEY_BYTES in self.head or len(self.head) >= _HEAD_LIMIT:
+                self._keep_head = False  # the header keys before the events are all here
         self._tail = [self._tail[1], data]
         return data
 

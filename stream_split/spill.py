@@ -2,8 +2,9 @@
 
 The engine hands it batches of held events when more than ``pending_limit`` are undecided
 (e.g. everything read before an unannotated loop's structure is decided, or a thread written
-before the loop thread) and takes them back one batch at a time, oldest first, when they may
-be decidable. Pickle is only ever read back by the process that wrote it.
+before the loop thread) and takes back, one batch at a time, only the batches that a new
+boundary may decide: each batch remembers the earliest end among its events. Pickle is only
+ever read back by the process that wrote it.
 """
 from __future__ import annotations
 
@@ -12,35 +13,68 @@ import pickle
 import tempfile
 
 
-class TempFileSpill:
-    def __init__(self, directory: str | None = None):
-        self._file = tempfile.TemporaryFile(dir=directory, prefix="stream-split-spill-")
+def batch_key(items) -> float:
+    """The earliest end in a batch. Events waiting for a launch (end None) are not decided by
+    boundaries: a batch holding them is due only at the end (their launch may come later in
+    the file, or never: GPU work launched before the trace)."""
+    ends = [item[0] for item in items]
+    return float("inf") if any(e is None for e in ends) else min(ends)
+
+
+class MemorySpill:
+    """Batches kept in memory (library default; no file)."""
+
+    def __init__(self):
+        self._batches: dict = {}
+        self._next = 0
         self._count = 0
-        self._read_at = 0
-        self.spilled_total = 0
 
     def __len__(self) -> int:
         return self._count
 
     def put(self, items) -> None:
+        items = list(items)
+        self._batches[self._next] = (batch_key(items), items)
+        self._next += 1
+        self._count += len(items)
+
+    def due(self, until: float) -> list:
+        """Handles of the batches holding an event that ends by ``until``, oldest first."""
+        return [h for h, (key, _) in self._batches.items() if key <= until]
+
+    def take(self, handle) -> list:
+        _, items = self._batches.pop(handle)
+        self._count -= len(items)
+        return items
+
+
+class TempFileSpill(MemorySpill):
+    """Batches pickled to an unnamed temporary file; only their keys stay in memory."""
+
+    def __init__(self, directory: str | None = None):
+        super().__init__()
+        self._file = tempfile.TemporaryFile(dir=directory, prefix="stream-split-spill-")
+        self.spilled_total = 0
+
+    def put(self, items) -> None:
+        items = list(items)
         self._file.seek(0, os.SEEK_END)
-        pickle.dump(list(items), self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        offset = self._file.tell()
+        pickle.dump(items, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._batches[self._next] = (batch_key(items), (offset, len(items)))
+        self._next += 1
         self._count += len(items)
         self.spilled_total += len(items)
 
-    def take_batch(self) -> list:
-        """The oldest batch still stored (FIFO), or [] when empty."""
-        if not self._count:
-            return []
-        self._file.seek(self._read_at)
-        batch = pickle.load(self._file)
-        self._read_at = self._file.tell()
-        self._count -= len(batch)
-        if not self._count:  # empty: reuse the file from the start
+    def take(self, handle) -> list:
+        _, (offset, n) = self._batches.pop(handle)
+        self._file.seek(offset)
+        items = pickle.load(self._file)
+        self._count -= n
+        if not self._batches:  # empty: reuse the file from the start
             self._file.seek(0)
             self._file.truncate()
-            self._read_at = 0
-        return batch
+        return items
 
     def close(self) -> None:
         self._file.close()

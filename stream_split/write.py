@@ -1,8 +1,6 @@
 """Write stage: per-iteration pieces, the manifest, and record streams.
 
 What this module owns: how an event, a record and a piece look on disk or on a pipe.
-- ``event_json``: one event back to JSON bytes (orjson; the stdlib for what orjson refuses,
-  e.g. integers beyond 64 bits), so untouched content goes out as it came in.
 - ``PieceWriter``: events arrive in file order, not piece order (a piece's GPU work comes at
   the end of a Kineto file, metadata and trailing header keys may come last of all), so each
   piece's events are spooled to a temporary file as they are decided, and every piece is
@@ -24,20 +22,12 @@ from collections import OrderedDict
 
 import orjson
 
+from stream_split.serialize import event_json
 from stream_split.core.records import Boundary, IterationRecord, METADATA, OUTSIDE
 
 MANIFEST_FORMAT = "stream-split/manifest"
 MANIFEST_VERSION = 1
 OUTSIDE_NAME = "outside"
-_OPT = orjson.OPT_SERIALIZE_NUMPY
-
-
-def event_json(event) -> bytes:
-    """JSON bytes of one event (or any JSON value), preserving what the reader produced."""
-    try:
-        return orjson.dumps(event)
-    except (TypeError, orjson.JSONEncodeError):
-        return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def piece_name(index: int) -> str:
@@ -83,9 +73,27 @@ class PieceWriter:
         handle.write(b",\n")
 
     def add_many(self, pairs) -> None:
-        add = self.add
+        """A batch of decided events: one write per piece, not one per event."""
+        by_owner: dict = {}
         for owner, event in pairs:
-            add(owner, event)
+            chunk = by_owner.get(owner)
+            if chunk is None:
+                chunk = by_owner[owner] = []
+            chunk.append(event_json(event))
+        for owner, chunk in by_owner.items():
+            if owner == METADATA:
+                self.metadata.extend(chunk)
+                continue
+            self._counts[owner] = self._counts.get(owner, 0) + len(chunk)
+            if not self.wants(owner):
+                continue
+            handle = self._open.get(owner)
+            if handle is None:
+                handle = self._open_spool(owner)
+            else:
+                self._open.move_to_end(owner)
+            chunk.append(b"")
+            handle.write(b",\n".join(chunk))
 
     def count(self, owner: int) -> int:
         return self._counts.get(owner, 0)

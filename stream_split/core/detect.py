@@ -39,6 +39,8 @@ class StepAnnotationDetector:
     """Boundaries at ``ProfilerStep#N`` spans: each one is an iteration, known at once."""
 
     name = "profiler_step"
+    #: Whether the engine should report launches, GPU work and Python frames.
+    wants_evidence = False
 
     def __init__(self):
         self.loop_thread = None

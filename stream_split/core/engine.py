@@ -35,6 +35,8 @@ from stream_split.core.owners import MonotonicOwnerMap, Windows
 from stream_split.core.records import (
     Boundary, IterationRecord, KIND_IDLE, KIND_ITERATION, METADATA, OUTSIDE)
 from stream_split.core.stack import ThreadStacks
+from stream_split.serialize import RawEvent, event_json
+from stream_split.spill import MemorySpill
 from stream_split.trace_format import (
     GPU_ANNOTATION_CAT, GPU_WORK_CATS, GRAPH_LAUNCH_NAMES, KERNEL_CATS, LAUNCH_FLOW_CAT, LAUNCH_NAMES,
     METADATA_PHASE, PYTHON_FRAME_CAT, STRUCTURE_CATS)
@@ -63,28 +65,17 @@ class SplitOptions:
     stack_tolerance_us: float = 1.0
     #: Undecided events held in memory before they go to the spill store.
     pending_limit: int = DEFAULT_PENDING_LIMIT
+    #: Hold undecided events as JSON bytes (``RawEvent``) and hand them back in that form:
+    #: a fraction of a dict's memory, and cheap to spill. For writers (split, tag).
+    hold_serialized: bool = False
 
 
-class _InMemorySpill:
-    """Default spill store: FIFO batches in a list (the CLI injects a temporary-file store)."""
+_SPILL_BATCH = 4096
+_WAITING_IN_MEMORY = 4096
 
-    def __init__(self):
-        self._batches = []
-        self._count = 0
 
-    def __len__(self):
-        return self._count
-
-    def put(self, items):
-        self._batches.append(list(items))
-        self._count += len(items)
-
-    def take_batch(self):
-        if not self._batches:
-            return []
-        batch = self._batches.pop(0)
-        self._count -= len(batch)
-        return batch
+def _held_end(item) -> float:
+    return float("-inf") if item[0] is None else item[0]
 
 
 _SLIM_KEYS = ("ph", "cat", "name", "ts", "dur", "pid", "tid", "id")
@@ -145,11 +136,14 @@ class Splitter:
         # waiting for a window, or the id of the launch / annotation a GPU event waits for
         # while no iteration is known yet. Beyond ``pending_limit`` they go to ``_spill``.
         self._pending: list = []
-        self._spill = spill if spill is not None else _InMemorySpill()
-        self._backlog = False  # spilled events may have become decidable: drain() them
-        self._respill: list = []
+        self._spill = spill if spill is not None else MemorySpill()
+        #: Spilled events may be decidable now: call ``drain()`` (and pop) until it is False.
+        self.needs_drain = False
+        self._due = None  # handles of spilled batches this drain pass still has to look at
+        self._final_pass = False  # closing: every launch is known, waiting GPU work decides
         self._result = None
         self._waiting_gpu: dict = {}  # correlation id -> [event] that arrived before its launch
+        self._waiting_count = 0
         self._waiting_annotations: dict = {}  # External id -> [gpu_user_annotation event]
         self._iterations: list[IterationRecord] = []
         self._stream_end: dict = {}  # (pid, tid) of a GPU stream -> end of its last work
@@ -188,7 +182,8 @@ class Splitter:
         if cat in GPU_WORK_CATS:
             args = event.get("args")
             corr = args.get("correlation") if args else None
-            self._detector.observe_gpu_work(corr)
+            if self._detector.wants_evidence:
+                self._detector.observe_gpu_work(corr)
             self._route_linked(event, corr, True)
             return
         if cat == LAUNCH_FLOW_CAT and ph in ("s", "f", "t"):
@@ -211,7 +206,7 @@ class Splitter:
                 if found:
                     for boundary in found:
                         self._add_boundary(boundary)
-            else:
+            elif self._detector.wants_evidence:
                 name = event.get("name")
                 if name in LAUNCH_NAMES:
                     args = event.get("args")
@@ -224,7 +219,7 @@ class Splitter:
                                                  end, name or "")
         windows = self._windows
         if windows.closed or (windows.starts and end <= windows.starts[-1]):
-            self._own_cpu(windows.owner(ts, end), event, end)
+            self._own_cpu(windows.owner(ts, end), event, end, None, cat)
         else:
             self._hold(end, ts, event, None)
 
@@ -245,45 +240,46 @@ class Splitter:
             self._add_boundary(boundary)
         self._windows.close(self._result.last_end)
         self.closed = True
-        self._backlog = True
+        self.needs_drain = True
 
-    @property
-    def needs_drain(self) -> bool:
-        """Spilled events may be decidable now: call ``drain()`` (and pop) until False."""
-        return self._backlog
+    def drain(self) -> bool:
+        """Decide one spilled batch that may be decidable now; True while more work remains.
 
-    def drain(self, budget: int = 20_000) -> bool:
-        """Decide up to about ``budget`` held events; True while more work remains."""
-        if not self._backlog:
+        After ``begin_close()`` it runs two passes: CPU-side events first (so that every
+        launch is known), then the GPU work that waited for its launch; the last call emits
+        the iteration records."""
+        if not self.needs_drain:
             return False
-        if len(self._spill):
-            batch = self._spill.take_batch()
+        if self._due is None:
+            self._due = self._spill.due(float("inf") if self.closed
+                                        else self._windows.starts[-1])
+        if self._due:
+            batch = self._spill.take(self._due.pop(0))
             kept = [item for item in batch if not self._resolve(item)]
             if kept:
-                self._respill.append(kept)
-            if len(self._spill):
-                return True
-        for kept in self._respill:
-            self._spill.put(kept)
-        self._respill = []
+                self._spill.put(kept)
+            return True
+        self._due = None
         if self.closed:
-            pending, self._pending = self._pending, []
-            for item in pending:
-                self._resolve(item)
+            resolve = self._resolve
+            self._pending = [item for item in self._pending if not resolve(item)]
+            if not self._final_pass:
+                self._final_pass = True
+                return True
             self._finish()
-        self._backlog = False
+        self.needs_drain = False
         return False
 
     def _finish(self) -> None:
         for key, events in self._waiting_gpu.items():
             owner = self._correlations.lookup(key) if key is not None else None
-            for event in events:
-                self._own_linked(OUTSIDE if owner is None else owner, event)
+            for event, raw in events:
+                self._own_linked(OUTSIDE if owner is None else owner, event, raw)
         self._waiting_gpu.clear()
         for key, events in self._waiting_annotations.items():
             owner = self._annotations.lookup(key) if key is not None else None
-            for event in events:
-                self._own_simple(OUTSIDE if owner is None else owner, event)
+            for event, raw in events:
+                self._own_simple(OUTSIDE if owner is None else owner, event, raw)
         self._waiting_annotations.clear()
         self._finish_records(self._result)
 
@@ -329,11 +325,19 @@ class Splitter:
         self._resolve_pending(found.start_ts)
 
     def _hold(self, end, start, event: dict, link) -> None:
+        raw = None
         if not self._keep:
             event = _slim(event)
-        self._pending.append((end, start, event, link))
+        elif self.options.hold_serialized:
+            raw = RawEvent(event_json(event))
+            event = _slim(event)
+        self._pending.append((end, start, event, link, raw))
         if len(self._pending) >= self.options.pending_limit:
-            self._spill.put(self._pending)
+            # Spill in small batches sorted by end, so that a boundary re-reads at most one
+            # batch it only partly decides.
+            held = sorted(self._pending, key=_held_end)
+            for i in range(0, len(held), _SPILL_BATCH):
+                self._spill.put(held[i:i + _SPILL_BATCH])
             self._pending = []
         n = len(self._pending) + len(self._spill)
         if n > self.max_pending:
@@ -341,47 +345,46 @@ class Splitter:
 
     def _resolve(self, item) -> bool:
         """Decide one held event if its owner is known now; True if decided."""
-        end, start, event, link = item
+        end, start, event, link, raw = item
         if link is None:
             if self.closed or end <= self._windows.starts[-1]:
-                self._own_cpu(self._windows.owner(start, end), event, end)
+                self._own_cpu(self._windows.owner(start, end), event, end, raw)
                 return True
             return False
         kind, key = link
         owners = self._correlations if kind == "corr" else self._annotations
         owner = owners.lookup(key) if key is not None else None
         if owner is None:
-            if not self.closed:
-                return False
-            waiting = self._waiting_gpu if kind == "corr" else self._waiting_annotations
-            waiting.setdefault(key, []).append(event)  # its launch may still come
-            return True
+            if not self._final_pass:
+                return False  # its launch may still come
+            owner = OUTSIDE  # launched before the trace began
         if kind == "corr":
-            self._own_linked(owner, event)
+            self._own_linked(owner, event, raw)
         else:
-            self._own_simple(owner, event)
+            self._own_simple(owner, event, raw)
         return True
 
     def _resolve_pending(self, until: float) -> None:
         """A boundary at ``until``: decide the in-memory held events it decides; spilled
         ones are left to ``drain()`` so that one call never loads the whole spill."""
         if len(self._spill):
-            self._backlog = True
+            self.needs_drain = True
         if not self._pending:
             return
         resolve = self._resolve
         self._pending = [item for item in self._pending if not resolve(item)]
 
-    def _own_cpu(self, owner: int, event: dict, end: float) -> None:
+    def _own_cpu(self, owner: int, event: dict, end: float, raw=None, cat=False) -> None:
         if self._keep:
-            self._assigned.append((owner, event))
+            self._assigned.append((owner, event if raw is None else raw))
         args = event.get("args")
+        if cat is False:
+            cat = event.get("cat")
         if owner == OUTSIDE:
             self.outside_events += 1
         else:
             record = self._iterations[owner]
             record.events += 1
-            cat = event.get("cat")
             if cat == "cpu_op":
                 record.cpu_ops += 1
             elif args and event.get("name") in LAUNCH_NAMES:
@@ -394,32 +397,37 @@ class Splitter:
                 self._correlations.add(corr, owner)
                 waiting = self._waiting_gpu.pop(corr, None)
                 if waiting:
-                    for gpu_event in waiting:
-                        self._own_linked(owner, gpu_event)
-            if event.get("cat") == "user_annotation":
+                    self._waiting_count -= len(waiting)
+                    for gpu_event, gpu_raw in waiting:
+                        self._own_linked(owner, gpu_event, gpu_raw)
+            if cat == "user_annotation":
                 ext = args.get("External id")
                 if ext is not None:
                     self._annotations.add(ext, owner)
                     waiting = self._waiting_annotations.pop(ext, None)
                     if waiting:
-                        for gpu_event in waiting:
-                            self._own_simple(owner, gpu_event)
+                        for gpu_event, gpu_raw in waiting:
+                            self._own_simple(owner, gpu_event, gpu_raw)
 
     def _route_linked(self, event: dict, key, is_work: bool) -> None:
         owner = self._correlations.lookup(key) if key is not None else None
         if owner is not None:
             self._own_linked(owner, event)
-        elif not self._windows.starts and not self.closed:
-            self._hold(None, None, event, ("corr", key))  # no iteration yet: spillable
+        elif self._waiting_count >= _WAITING_IN_MEMORY or (
+                not self._windows.starts and not self.closed):
+            # No iteration yet, or many waiting (GPU work launched before the trace): held
+            # like any undecided event, so the spill bounds the memory.
+            self._hold(None, None, event, ("corr", key))
         else:
-            self._waiting_gpu.setdefault(key, []).append(event)
+            self._waiting_count += 1
+            self._waiting_gpu.setdefault(key, []).append((event, None))
 
-    def _own_linked(self, owner: int, event: dict) -> None:
+    def _own_linked(self, owner: int, event: dict, raw=None) -> None:
         if event.get("cat") not in GPU_WORK_CATS:  # a flow: counted, no GPU numbers
-            self._own_simple(owner, event)
+            self._own_simple(owner, event, raw)
             return
         if self._keep:
-            self._assigned.append((owner, event))
+            self._assigned.append((owner, event if raw is None else raw))
         kernel = event.get("cat") in KERNEL_CATS
         if owner == OUTSIDE:
             self.outside_events += 1
@@ -450,11 +458,11 @@ class Splitter:
         elif not self._windows.starts and not self.closed:
             self._hold(None, None, event, ("ext", ext))
         else:
-            self._waiting_annotations.setdefault(ext, []).append(event)
+            self._waiting_annotations.setdefault(ext, []).append((event, None))
 
-    def _own_simple(self, owner: int, event: dict) -> None:
+    def _own_simple(self, owner: int, event: dict, raw=None) -> None:
         if self._keep:
-            self._assigned.append((owner, event))
+            self._assigned.append((owner, event if raw is None else raw))
         if owner == OUTSIDE:
             self.outside_events += 1
         else:

@@ -18,16 +18,22 @@ from stream_split.core.records import OUTSIDE
 
 
 class Windows:
-    __slots__ = ("starts", "last_end", "closed", "_edges")
+    __slots__ = ("starts", "last_end", "closed", "_edges", "_lo", "_hi", "_seg")
 
     def __init__(self):
         self.starts: list[float] = []
         self.last_end: float | None = None
         self.closed = False
         self._edges = self.starts
+        self._forget()
+
+    def _forget(self) -> None:
+        """Drop the cached window (the edges changed)."""
+        self._lo, self._hi, self._seg = 1.0, 0.0, OUTSIDE
 
     def add(self, ts: float) -> int:
         self.starts.append(ts)
+        self._forget()
         return len(self.starts) - 1
 
     def close(self, last_end: float | None) -> None:
@@ -35,12 +41,15 @@ class Windows:
         if self.starts:
             self.last_end = last_end if last_end is not None else float("inf")
             self._edges = self.starts + [self.last_end]
+        self._forget()
 
     def decidable(self, end: float) -> bool:
         return self.closed or (bool(self.starts) and end <= self.starts[-1])
 
     def owner(self, start: float, end: float) -> int:
         """Owner of an op spanning [start, end]; call only when ``decidable(end)``."""
+        if self._lo <= start and end <= self._hi:  # most ops fall in the window of the last
+            return self._seg
         edges = self._edges
         if not edges:
             return OUTSIDE
@@ -48,7 +57,10 @@ class Windows:
         seg_s = bisect_right(edges, start) - 1
         seg_e = bisect_left(edges, end) - 1 if end > start else seg_s
         if seg_e == seg_s:
-            return seg_s if 0 <= seg_s < n_iter else OUTSIDE
+            owner = seg_s if 0 <= seg_s < n_iter else OUTSIDE
+            if 0 <= seg_s < len(edges) - 1:
+                self._lo, self._hi, self._seg = edges[seg_s], edges[seg_s + 1], owner
+            return owner
         if seg_e - seg_s >= 2:
             return OUTSIDE
         edge = edges[seg_s + 1]

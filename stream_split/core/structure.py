@@ -255,6 +255,8 @@ class StructureDetector:
         # Online mode: once ProfilerStep#N repeats at the top of a thread, each new one is a
         # boundary the moment it is read.
         self._online_thread = None
+        #: Launches, GPU work and Python frames are evidence until the unit is decided.
+        self.wants_evidence = True
         self._online_last_end = None
         self._online_count = 0
         self._graph_launches: dict = {}  # correlation -> ops around a graph launch
@@ -320,6 +322,7 @@ class StructureDetector:
             if len(state.steps) < 2:
                 return ()
             self._online_thread = state.key
+            self.wants_evidence = False
             self._threads = {state.key: state}  # the skeleton is no longer needed
             state.roots = []
             self._online_count = len(state.steps)
