@@ -169,7 +169,7 @@ def cmd_tag(args) -> int:
         out.flush()
     splitter = new_splitter(_options(args, keep_events=True))
     reader = _open_reader(args)
-    outcome = drive(reader, splitter, on_pairs=emit, batch=1 if args.follow else 4096)
+    outcome = drive(reader, splitter, on_pairs=emit, batch=1 if args.follow else 256)
     return _finish(outcome.error, outcome.reader_info)
 
 

@@ -334,11 +334,11 @@ class TraceReader:
         restored = 0
         try:
             for event in events:
-                if type(event) is not dict:
-                    raise TraceInputError(
-                        f"not a trace: an element of the events array is {type(event).__name__}")
-                if restored < filt.bigints:  # a quoted big integer is in flight
-                    restored += _restore_bigints(event)
+                if filt.bigints > restored or type(event) is not dict:
+                    if type(event) is not dict:
+                        raise TraceInputError("not a trace: an element of the events array "
+                                              f"is {type(event).__name__}")
+                    restored += _restore_bigints(event)  # a quoted big integer is in flight
                 yield event
         except ijson.JSONError as e:
             message = str(e).splitlines()[0] if str(e) else type(e).__name__

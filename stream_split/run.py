@@ -31,7 +31,7 @@ def new_splitter(options: SplitOptions, spill_dir: str | None = None) -> Splitte
 
 
 def drive(reader: TraceReader, splitter: Splitter, *, on_pairs=None, on_record=None,
-          batch: int = 4096) -> RunOutcome:
+          batch: int = 256) -> RunOutcome:
     """Feed all of ``reader`` to ``splitter``; close it; hand out every decision."""
     error = None
     interrupted = False
@@ -48,17 +48,17 @@ def drive(reader: TraceReader, splitter: Splitter, *, on_pairs=None, on_record=N
     try:
         for event in reader:
             feed(event)
-            if waiting:
+            if waiting:  # records come with boundaries, and so does spilled work to drain
                 for record in pop_records():
                     if on_record is not None:
                         on_record(record)
                 waiting = splitter.ready_records
-            n += 1
-            if n >= batch or splitter.needs_drain:
-                n = 0
-                flush_pairs()
                 while splitter.drain():  # a late decision: held events, a batch at a time
                     flush_pairs()
+            n += 1
+            if n >= batch:
+                n = 0
+                flush_pairs()
     except (TraceInputError, TraceEventError) as e:
         error = str(e)
     except KeyboardInterrupt:  # SIGINT/SIGTERM: stop reading, keep what was decided

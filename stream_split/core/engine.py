@@ -29,6 +29,7 @@ Callers drive it h11-style: ``feed(event)`` for each event, ``close()`` at the e
 from __future__ import annotations
 
 from dataclasses import dataclass
+from heapq import heappop, heappush
 
 from stream_split.core.detect import StepAnnotationDetector, FoundBoundary
 from stream_split.core.owners import MonotonicOwnerMap, Windows
@@ -39,7 +40,7 @@ from stream_split.serialize import RawEvent, event_json
 from stream_split.spill import MemorySpill
 from stream_split.trace_format import (
     GPU_ANNOTATION_CAT, GPU_WORK_CATS, GRAPH_LAUNCH_NAMES, KERNEL_CATS, LAUNCH_FLOW_CAT, LAUNCH_NAMES,
-    METADATA_PHASE, PYTHON_FRAME_CAT, STRUCTURE_CATS)
+    FLOW_PHASES as _FLOW_PHASES, METADATA_PHASE, PYTHON_FRAME_CAT, STRUCTURE_CATS)
 
 
 class TraceEventError(ValueError):
@@ -70,12 +71,18 @@ class SplitOptions:
     hold_serialized: bool = False
 
 
+# How an event's category routes it (absent: a CPU-side event, owned by its window).
+_BY_CORRELATION, _BY_FLOW_ID, _BY_EXTERNAL_ID, _STRUCTURE = range(4)
+_ROUTE = {**{cat: _BY_CORRELATION for cat in GPU_WORK_CATS},
+          LAUNCH_FLOW_CAT: _BY_FLOW_ID, GPU_ANNOTATION_CAT: _BY_EXTERNAL_ID,
+          **{cat: _STRUCTURE for cat in STRUCTURE_CATS}}
+
 _SPILL_BATCH = 4096
+
+
+def _arrival(item) -> int:
+    return item[1]
 _WAITING_IN_MEMORY = 4096
-
-
-def _held_end(item) -> float:
-    return float("-inf") if item[0] is None else item[0]
 
 
 _SLIM_KEYS = ("ph", "cat", "name", "ts", "dur", "pid", "tid", "id")
@@ -132,10 +139,13 @@ class Splitter:
         self._windows = Windows()
         self._correlations = MonotonicOwnerMap()
         self._annotations = MonotonicOwnerMap()
-        # Undecided events as (end, start, event, link): link is None for a CPU-side event
-        # waiting for a window, or the id of the launch / annotation a GPU event waits for
-        # while no iteration is known yet. Beyond ``pending_limit`` they go to ``_spill``.
-        self._pending: list = []
+        # Undecided events as (end, seq, start, event, link, raw): link is None for a
+        # CPU-side event waiting for a window, or the ("corr"|"ext", id) a GPU event waits
+        # for; raw is the event's JSON bytes when held serialized. Beyond ``pending_limit``
+        # they go to ``_spill``.
+        self._pending: list = []  # heap of CPU-side events waiting for a window
+        self._pending_links: list = []  # GPU events waiting for their launch (no window yet)
+        self._seq = 0
         self._spill = spill if spill is not None else MemorySpill()
         #: Spilled events may be decidable now: call ``drain()`` (and pop) until it is False.
         self.needs_drain = False
@@ -179,26 +189,29 @@ class Splitter:
             if isinstance(ts, bool) or not isinstance(ts, (int, float)):
                 self._reject(f'has a non-numeric "ts": {ts!r}')
         cat = event.get("cat")
-        if cat in GPU_WORK_CATS:
-            args = event.get("args")
-            corr = args.get("correlation") if args else None
-            if self._detector.wants_evidence:
-                self._detector.observe_gpu_work(corr)
-            self._route_linked(event, corr, True)
-            return
-        if cat == LAUNCH_FLOW_CAT and ph in ("s", "f", "t"):
-            self._route_linked(event, event.get("id"), False)
-            return
-        if cat == GPU_ANNOTATION_CAT:
-            args = event.get("args")
-            self._route_annotation(event, args.get("External id") if args else None)
-            return
+        route = _ROUTE.get(cat)
+        if route is not None:
+            if route == _BY_CORRELATION:
+                args = event.get("args")
+                corr = args.get("correlation") if args else None
+                if self._detector.wants_evidence:
+                    self._detector.observe_gpu_work(corr)
+                self._route_linked(event, corr, True)
+                return
+            if route == _BY_FLOW_ID:
+                if ph in _FLOW_PHASES:
+                    self._route_linked(event, event.get("id"), False)
+                    return
+            elif route == _BY_EXTERNAL_ID:
+                args = event.get("args")
+                self._route_annotation(event, args.get("External id") if args else None)
+                return
         end = ts
         if ph == "X":
             dur = event.get("dur")
             if dur:
                 end = ts + dur
-            if cat in STRUCTURE_CATS:
+            if route == _STRUCTURE:
                 thread = (event.get("pid"), event.get("tid"))
                 name = event.get("name") or ""
                 stack = self._stacks.push(thread, name, ts, end)
@@ -218,7 +231,9 @@ class Splitter:
                     self._detector.observe_frame((event.get("pid"), event.get("tid")), ts,
                                                  end, name or "")
         windows = self._windows
-        if windows.closed or (windows.starts and end <= windows.starts[-1]):
+        if windows.cached_lo <= ts and end <= windows.cached_hi:  # the common case, inline
+            self._own_cpu(windows.cached_owner, event, end, None, cat)
+        elif windows.closed or (windows.starts and end <= windows.starts[-1]):
             self._own_cpu(windows.owner(ts, end), event, end, None, cat)
         else:
             self._hold(end, ts, event, None)
@@ -262,7 +277,11 @@ class Splitter:
         self._due = None
         if self.closed:
             resolve = self._resolve
-            self._pending = [item for item in self._pending if not resolve(item)]
+            pending, self._pending = self._pending, []
+            pending.sort(key=_arrival)
+            for item in pending:
+                resolve(item)
+            self._pending_links = [item for item in self._pending_links if not resolve(item)]
             if not self._final_pass:
                 self._final_pass = True
                 return True
@@ -331,21 +350,25 @@ class Splitter:
         elif self.options.hold_serialized:
             raw = RawEvent(event_json(event))
             event = _slim(event)
-        self._pending.append((end, start, event, link, raw))
-        if len(self._pending) >= self.options.pending_limit:
+        self._seq += 1
+        if link is None:  # decided by a boundary at or after its end: a heap on the end
+            heappush(self._pending, (end, self._seq, start, event, link, raw))
+        else:  # decided when its launch (or annotation) is seen
+            self._pending_links.append((end, self._seq, start, event, link, raw))
+        if len(self._pending) + len(self._pending_links) >= self.options.pending_limit:
             # Spill in small batches sorted by end, so that a boundary re-reads at most one
             # batch it only partly decides.
-            held = sorted(self._pending, key=_held_end)
+            held = sorted(self._pending) + self._pending_links
             for i in range(0, len(held), _SPILL_BATCH):
                 self._spill.put(held[i:i + _SPILL_BATCH])
-            self._pending = []
-        n = len(self._pending) + len(self._spill)
+            self._pending, self._pending_links = [], []
+        n = len(self._pending) + len(self._pending_links) + len(self._spill)
         if n > self.max_pending:
             self.max_pending = n
 
     def _resolve(self, item) -> bool:
         """Decide one held event if its owner is known now; True if decided."""
-        end, start, event, link, raw = item
+        end, _, start, event, link, raw = item
         if link is None:
             if self.closed or end <= self._windows.starts[-1]:
                 self._own_cpu(self._windows.owner(start, end), event, end, raw)
@@ -369,15 +392,20 @@ class Splitter:
         ones are left to ``drain()`` so that one call never loads the whole spill."""
         if len(self._spill):
             self.needs_drain = True
-        if not self._pending:
-            return
-        resolve = self._resolve
-        self._pending = [item for item in self._pending if not resolve(item)]
+        pending = self._pending
+        decided = []
+        while pending and pending[0][0] <= until:
+            decided.append(heappop(pending))
+        decided.sort(key=_arrival)  # hand events out in the order they came
+        for item in decided:
+            self._resolve(item)
+        if self._pending_links:
+            resolve = self._resolve
+            self._pending_links = [item for item in self._pending_links if not resolve(item)]
 
     def _own_cpu(self, owner: int, event: dict, end: float, raw=None, cat=False) -> None:
         if self._keep:
             self._assigned.append((owner, event if raw is None else raw))
-        args = event.get("args")
         if cat is False:
             cat = event.get("cat")
         if owner == OUTSIDE:
@@ -387,20 +415,14 @@ class Splitter:
             record.events += 1
             if cat == "cpu_op":
                 record.cpu_ops += 1
-            elif args and event.get("name") in LAUNCH_NAMES:
-                record.launches += 1
             if end > record.end_ts:
                 record.end_ts = end
+        args = event.get("args")
         if args:
             corr = args.get("correlation")
-            if corr is not None and event.get("ph") == "X":
-                self._correlations.add(corr, owner)
-                waiting = self._waiting_gpu.pop(corr, None)
-                if waiting:
-                    self._waiting_count -= len(waiting)
-                    for gpu_event, gpu_raw in waiting:
-                        self._own_linked(owner, gpu_event, gpu_raw)
-            if cat == "user_annotation":
+            if corr is not None and event.get("ph") == "X":  # a runtime call
+                self._own_launch(owner, corr, event.get("name"))
+            elif cat == "user_annotation":
                 ext = args.get("External id")
                 if ext is not None:
                     self._annotations.add(ext, owner)
@@ -408,6 +430,17 @@ class Splitter:
                     if waiting:
                         for gpu_event, gpu_raw in waiting:
                             self._own_simple(owner, gpu_event, gpu_raw)
+
+    def _own_launch(self, owner: int, corr, name) -> None:
+        """A runtime call's owner is its GPU work's owner, now and for what waited for it."""
+        if owner != OUTSIDE and name in LAUNCH_NAMES:
+            self._iterations[owner].launches += 1
+        self._correlations.add(corr, owner)
+        waiting = self._waiting_gpu.pop(corr, None)
+        if waiting:
+            self._waiting_count -= len(waiting)
+            for gpu_event, gpu_raw in waiting:
+                self._own_linked(owner, gpu_event, gpu_raw)
 
     def _route_linked(self, event: dict, key, is_work: bool) -> None:
         owner = self._correlations.lookup(key) if key is not None else None

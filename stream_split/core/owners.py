@@ -18,7 +18,8 @@ from stream_split.core.records import OUTSIDE
 
 
 class Windows:
-    __slots__ = ("starts", "last_end", "closed", "_edges", "_lo", "_hi", "_seg")
+    __slots__ = ("starts", "last_end", "closed", "_edges", "cached_lo", "cached_hi",
+                 "cached_owner")
 
     def __init__(self):
         self.starts: list[float] = []
@@ -28,8 +29,9 @@ class Windows:
         self._forget()
 
     def _forget(self) -> None:
-        """Drop the cached window (the edges changed)."""
-        self._lo, self._hi, self._seg = 1.0, 0.0, OUTSIDE
+        """Drop the cached window (the edges changed). The cache is the last window an op
+        fell in whole: [cached_lo, cached_hi] -> cached_owner (callers may test it inline)."""
+        self.cached_lo, self.cached_hi, self.cached_owner = 1.0, 0.0, OUTSIDE
 
     def add(self, ts: float) -> int:
         self.starts.append(ts)
@@ -48,8 +50,8 @@ class Windows:
 
     def owner(self, start: float, end: float) -> int:
         """Owner of an op spanning [start, end]; call only when ``decidable(end)``."""
-        if self._lo <= start and end <= self._hi:  # most ops fall in the window of the last
-            return self._seg
+        if self.cached_lo <= start and end <= self.cached_hi:  # most ops: the last window
+            return self.cached_owner
         edges = self._edges
         if not edges:
             return OUTSIDE
@@ -59,7 +61,8 @@ class Windows:
         if seg_e == seg_s:
             owner = seg_s if 0 <= seg_s < n_iter else OUTSIDE
             if 0 <= seg_s < len(edges) - 1:
-                self._lo, self._hi, self._seg = edges[seg_s], edges[seg_s + 1], owner
+                self.cached_lo, self.cached_hi = edges[seg_s], edges[seg_s + 1]
+                self.cached_owner = owner
             return owner
         if seg_e - seg_s >= 2:
             return OUTSIDE
