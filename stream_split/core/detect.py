@@ -1,7 +1,9 @@
 """Detect stage: where iterations begin, decided from the CPU call structure as it streams.
 
 A detector sees every structural CPU op (``cpu_op`` / ``user_annotation``) once, in file order,
-with its thread's stack of open ops, and answers with the boundaries that became certain. It
+with its thread's stack of open ops and the thread's section (a new one each time the thread's
+ops go back in time: Kineto writes a thread's annotations and its ops as separate sorted
+runs), and answers with the boundaries that became certain. It
 never sees GPU events and never looks back at events: what it needs to remember it keeps in
 bounded summaries. ``close()`` returns the boundaries still undecided at the end of the input
 and where the last iteration ends.
@@ -48,7 +50,7 @@ class StepAnnotationDetector:
         self.last_end = None
         self._last_start = None
 
-    def observe(self, thread, stack: list, start: float, end: float, name: str, cat: str):
+    def observe(self, thread, stack: list, start: float, end: float, name: str, section: int):
         if not name.startswith(PROFILER_STEP_PREFIX):
             return ()
         if self.loop_thread is None:

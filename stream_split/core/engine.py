@@ -214,8 +214,10 @@ class Splitter:
             if route == _STRUCTURE:
                 thread = (event.get("pid"), event.get("tid"))
                 name = event.get("name") or ""
-                stack = self._stacks.push(thread, name, ts, end)
-                found = self._detector.observe(thread, stack, ts, end, name, cat)
+                stacks = self._stacks
+                stack = stacks.push(thread, name, ts, end)
+                found = self._detector.observe(thread, stack, ts, end, name,
+                                               stacks.section(thread))
                 if found:
                     for boundary in found:
                         self._add_boundary(boundary)

@@ -10,29 +10,42 @@ from __future__ import annotations
 
 
 class ThreadStacks:
-    __slots__ = ("_stacks", "_tolerance", "unsorted")
+    __slots__ = ("_stacks", "_tolerance", "_last_start", "_sections", "unsorted")
 
     def __init__(self, tolerance_us: float = 1.0):
         self._stacks: dict = {}
         self._tolerance = tolerance_us
-        self.unsorted = 0  # ops that started before their predecessor on the same thread
+        self._last_start: dict = {}
+        self._sections: dict = {}
+        self.unsorted = 0  # times a thread's ops went back in time (a new section began)
 
     def push(self, thread, name: str, start: float, end: float) -> list:
-        """Open an op; returns the thread's stack *including* it: [(end, name, start), ...]."""
+        """Open an op; returns the thread's stack *including* it: [(end, name, start), ...].
+
+        Kineto sorts each (thread, category) stream, not each thread: a thread's
+        ``user_annotation`` spans may all come before its ``cpu_op`` events. An op that
+        starts before the previous one of its thread begins a new *section*: the stack is
+        cleared rather than nesting ops under spans they cannot be inside."""
         stack = self._stacks.get(thread)
         if stack is None:
             stack = self._stacks[thread] = []
+            self._sections[thread] = 0
+        last = self._last_start.get(thread)
+        if last is not None and start < last:
+            stack.clear()
+            self._sections[thread] += 1
+            self.unsorted += 1
+        self._last_start[thread] = start
         tol = self._tolerance
         while stack:
             top_end, _, top_start = stack[-1]
             if start >= top_end or end > top_end + tol:
                 stack.pop()  # finished before this op, or partially overlapping: a sibling
-                if start < top_start:
-                    self.unsorted += 1
             else:
                 break
         stack.append((end, name, start))
         return stack
 
-    def threads(self):
-        return self._stacks.keys()
+    def section(self, thread) -> int:
+        """How many times this thread's ops went back in time so far."""
+        return self._sections.get(thread, 0)

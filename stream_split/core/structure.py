@@ -51,6 +51,8 @@ MODULE_FRAME_PREFIX = "nn.Module: "
 #: A unit must be seen this often before it is believed (two look alike by chance: the
 #: text encoders run twice in a diffusion request).
 MIN_INSTANCES = 3
+#: Ops kept of one instance while matching online (a bound, not a limit on instance size).
+_MAX_INSTANCE_OPS = 100_000
 
 
 class _Node:
@@ -69,14 +71,15 @@ _SKIPPED = _Node(-1, 0.0, 0.0, 0)
 
 
 class _Thread:
-    __slots__ = ("key", "roots", "stack", "modules", "steps")
+    """The skeleton of one section of one thread (key: its (pid, tid))."""
+    __slots__ = ("key", "roots", "stack", "steps", "next_try")
 
     def __init__(self, key):
         self.key = key
         self.roots: list[_Node] = []
         self.stack: list = []  # parallel to the engine's stack: _Node or None (transparent)
-        self.modules: list = []  # outermost nn.Module frames: [start, end]
         self.steps: list = []  # top-level ProfilerStep spans: (start, end, name)
+        self.next_try = 4 * MIN_INSTANCES  # top-level ops before the next online attempt
 
 
 def _start(node: _Node) -> float:
@@ -101,10 +104,12 @@ class _Unit:
         self.first = positions[0]
 
 
-def find_unit(level: list, *, min_exact: int = 2, weigh: bool = True) -> _Unit | None:
+def find_unit(level: list, *, min_exact: int = 2, weigh: bool = True,
+              min_share: float = 0.5, min_coverage: float = 0.5) -> _Unit | None:
     """The outermost repeating unit of a sequence of sibling ops, or None. ``weigh=False``
     measures coverage in ops (for sequences that are not siblings, e.g. a flattened
-    subtree, where time and GPU work would be counted at several depths)."""
+    subtree, where time and GPU work would be counted at several depths). ``min_share``:
+    the part of the instances that must match the unit exactly."""
     m = len(level)
     if m < 2:
         return None
@@ -122,8 +127,9 @@ def find_unit(level: list, *, min_exact: int = 2, weigh: bool = True) -> _Unit |
             continue
         seen.add(key)
         unit = _evaluate(pos, syms, level, weigh)
-        if unit.n < MIN_INSTANCES or unit.exact < min_exact or unit.exact < 0.5 * unit.n \
-                or unit.fragments > 0.25 * unit.n or unit.coverage < 0.5:
+        if unit.n < MIN_INSTANCES or unit.exact < min_exact or \
+                unit.exact < min_share * unit.n or unit.fragments > (1 - min_share) / 2 * unit.n \
+                or unit.coverage < min_coverage:
             continue
         if best is None or _better(unit, best):
             best = unit
@@ -236,6 +242,59 @@ def _flatten(node: _Node, out: list, limit: int) -> None:
             stack.extend(reversed(n.kids))
 
 
+class _RootMatcher:
+    """After the unit is confirmed at the top of the loop thread: every new top-level op is
+    checked against the unit's first ops, and a match is a boundary at once. Keeps the ops of
+    the current instance only (its shape), so memory does not grow with the trace."""
+
+    def __init__(self, thread_key, level: list, unit: _Unit, names: list):
+        self.thread = thread_key
+        self.names = names
+        self.mode = unit.mode
+        self.anchor = tuple(n.sym for n in level[unit.positions[0]:
+                                                 unit.positions[0] + unit.width])
+        pos = unit.positions
+        self.seen = {n.sym for n in level[pos[0]:pos[-1]]}
+        self.shape_ids: dict = {}
+        self.shapes = [self._shape_id(tuple(n.sym for n in level[a:b]))
+                       for a, b in zip(pos, pos[1:])]
+        self.current = list(level[pos[-1]:])
+        self.starts = [level[p] for p in pos]
+
+    def _shape_id(self, shape: tuple) -> int:
+        return self.shape_ids.setdefault(shape, len(self.shape_ids))
+
+    def found(self) -> list:
+        return [FoundBoundary(n.start, self.thread, self.names[n.sym]) for n in self.starts]
+
+    def push(self, node: _Node):
+        current = self.current
+        current.append(node)
+        w = len(self.anchor)
+        if len(current) <= w or tuple(n.sym for n in current[-w:]) != self.anchor:
+            if len(current) > _MAX_INSTANCE_OPS:  # a runaway instance: keep its tail only
+                del current[:len(current) - _MAX_INSTANCE_OPS]
+            return None
+        instance = current[:-w]
+        self.seen.update(n.sym for n in instance)
+        self.shapes.append(self._shape_id(tuple(n.sym for n in instance)))
+        self.current = current[-w:]
+        first = self.current[0]
+        return FoundBoundary(first.start, self.thread, self.names[first.sym])
+
+    def finish(self) -> tuple[list, float]:
+        """Shapes of every instance and where the last one ends (see ``_last_end``)."""
+        last = self.current
+        width = len(self.mode)
+        self.shapes.append(self._shape_id(tuple(n.sym for n in last[:width])))
+        i = min(width, len(last))
+        end = max(n.end for n in last[:i])
+        while i < len(last) and last[i].sym in self.seen:
+            end = max(end, last[i].end)
+            i += 1
+        return self.shapes, end
+
+
 class StructureDetector:
     """Finds iterations from the call structure; see the module docstring."""
 
@@ -260,6 +319,11 @@ class StructureDetector:
         self._online_last_end = None
         self._online_count = 0
         self._graph_launches: dict = {}  # correlation -> ops around a graph launch
+        self._matcher: _RootMatcher | None = None
+        self._matcher_key = None
+        self._online_state = None
+        self._modules: dict = {}  # thread -> its outermost nn.Module frames [(start, end)]
+        self._online_evidence: dict = {}
 
     # -- streaming input ---------------------------------------------------------------
 
@@ -275,14 +339,16 @@ class StructureDetector:
             self._symbols[name] = sym
         return sym
 
-    def observe(self, thread, stack: list, start: float, end: float, name: str, cat: str):
+    def observe(self, thread, stack: list, start: float, end: float, name: str, section: int):
         if self._online_thread is not None:  # decided: only step annotations matter now
             if name.startswith(PROFILER_STEP_PREFIX) and thread == self._online_thread:
-                return self._observe_step(self._threads[thread], start, end, name)
+                return self._observe_step(self._online_state, start, end, name)
             return ()
-        state = self._threads.get(thread)
+        if self._matcher is not None:
+            return self._observe_matching((thread, section), stack, start, end, name)
+        state = self._threads.get((thread, section))
         if state is None:
-            state = self._threads[thread] = _Thread(thread)
+            state = self._threads[(thread, section)] = _Thread(thread)
         depth = len(stack) - 1
         mine = state.stack
         del mine[depth:]
@@ -303,6 +369,9 @@ class StructureDetector:
             node = _Node(self._symbol(name), start, end, 0)
             state.roots.append(node)
             self._nodes += 1
+            if len(state.roots) >= state.next_try and not found and self._online_allowed(state):
+                mine.append(node)
+                return self._try_online(state)
         elif parent.depth + 1 < self._max_depth and self._nodes < self._max_nodes:
             node = _Node(self._symbol(name), start, end, parent.depth + 1)
             if parent.kids is None:
@@ -314,6 +383,61 @@ class StructureDetector:
         mine.append(node)
         return found
 
+    def _online_allowed(self, state: _Thread) -> bool:
+        pid, tid = state.key
+        return pid == tid and not self._level and self._online_thread is None
+
+    def _try_online(self, state: _Thread):
+        """Confirm the unit at the top of the main thread as soon as it is certain: at least
+        three exact instances, each a whole piece of work (it contains a repeated sub-unit,
+        e.g. a model's layers), not a layer itself. Then boundaries stream."""
+        roots = state.roots
+        state.next_try = max(len(roots) + 8, int(len(roots) * 1.25))
+        unit = find_unit(roots)
+        if unit is None or unit.exact < MIN_INSTANCES or \
+                self._module_holding_several(state, roots, unit):
+            return ()
+        verdict, why = self._inner_repeat(roots, unit)
+        if not verdict:
+            return ()
+        self._matcher = _RootMatcher(state.key, roots, unit, self._names)
+        self._online_evidence = {
+            "detector": self.name, "decided": f"online, after {unit.n} instances",
+            "loop_thread": list(state.key),
+            "levels": [{"container": ["<thread top level>"], "ops": len(roots),
+                        "unit": [self._names[s] for s in self._matcher.anchor],
+                        "period_ops": len(unit.mode), "instances": unit.n,
+                        "exact": unit.exact, "time_coverage": round(unit.coverage, 3),
+                        "iteration_test": why}],
+            "unit": [self._names[s] for s in self._matcher.anchor],
+            "period_ops": len(unit.mode), "time_coverage": round(unit.coverage, 3),
+            "why": "repeats at the top of the loop thread; " + why,
+            "confidence": round(self._confidence(unit), 3)}
+        self.wants_evidence = False
+        self._matcher_key = next(k for k, v in self._threads.items() if v is state)
+        self._threads = {self._matcher_key: state}  # the skeleton is no longer needed
+        state.roots = []
+        return tuple(self._matcher.found())
+
+    def _observe_matching(self, key, stack, start, end, name):
+        if key != self._matcher_key:
+            return ()
+        state = self._threads[key]
+        depth = len(stack) - 1
+        mine = state.stack
+        del mine[depth:]
+        is_step = name.startswith(PROFILER_STEP_PREFIX)
+        if any(node is not None for node in mine):  # not a top-level op
+            mine.append(_SKIPPED)
+            return ()
+        if is_step and not self._use_annotations:
+            mine.append(None)
+            return ()
+        node = _Node(self._symbol(name), start, end, 0)
+        mine.append(node)
+        boundary = self._matcher.push(node)
+        return (boundary,) if boundary is not None else ()
+
     def _observe_step(self, state: _Thread, start, end, name):
         if state.steps and start < state.steps[-1][1]:
             return ()  # nested in (or overlapping) the previous step: not a new step
@@ -322,8 +446,9 @@ class StructureDetector:
             if len(state.steps) < 2:
                 return ()
             self._online_thread = state.key
+            self._online_state = state
             self.wants_evidence = False
-            self._threads = {state.key: state}  # the skeleton is no longer needed
+            self._threads = {}  # the skeleton is no longer needed
             state.roots = []
             self._online_count = len(state.steps)
             self._online_last_end = max(s[1] for s in state.steps)
@@ -339,17 +464,17 @@ class StructureDetector:
         (a graph launch is credited per kernel as its kernels arrive)."""
         if self._online_thread is not None:
             return
-        state = self._threads.get(thread)
-        if state is None:
-            return
         path = []
-        level = state.roots
-        while level:
-            i = bisect_right(level, ts, key=_start) - 1
-            if i < 0 or level[i].end < ts:
-                break
-            path.append(level[i])
-            level = level[i].kids
+        for state in self._threads.values():  # each section of the thread
+            if state.key != thread:
+                continue
+            level = state.roots
+            while level:
+                i = bisect_right(level, ts, key=_start) - 1
+                if i < 0 or level[i].end < ts:
+                    break
+                path.append(level[i])
+                level = level[i].kids
         if not path:
             return
         if graph:
@@ -368,10 +493,7 @@ class StructureDetector:
         """A Python frame; only outermost ``nn.Module`` calls are kept (layer evidence)."""
         if self._online_thread is not None or not name.startswith(MODULE_FRAME_PREFIX):
             return
-        state = self._threads.get(thread)
-        if state is None:
-            state = self._threads[thread] = _Thread(thread)
-        modules = state.modules
+        modules = self._modules.setdefault(thread, [])
         if modules and start < modules[-1][1]:
             return  # nested in the previous outermost module call
         modules.append((start, end))
@@ -387,6 +509,11 @@ class StructureDetector:
                           "unit": [PROFILER_STEP_PREFIX + "N"], "level": "top",
                           "instances": self._online_count, "confidence": 0.95,
                           "why": "ProfilerStep#N spans repeat at the top of the loop thread"})
+        if self._matcher is not None:
+            shapes, last_end = self._matcher.finish()
+            evidence = dict(self._online_evidence, instances=len(shapes),
+                            variants=sum(1 for sh in shapes if sh != shapes[0]))
+            return DetectorResult(last_end=last_end, shapes=shapes, evidence=evidence)
         thread = self._loop_thread()
         if thread is None:
             return DetectorResult(evidence={"detector": self.name, "decided": "at close",
@@ -453,10 +580,11 @@ class StructureDetector:
 
     @staticmethod
     def _dominant(level: list) -> _Node | None:
-        """The op that holds most of a level's time (a wrapper to look inside), if any."""
+        """The longest op, if it holds a good part (a third) of the level's time: a wrapper
+        to look inside."""
         span = max(n.end for n in level) - level[0].start
         top = max(level, key=lambda n: n.end - n.start)
-        if span > 0 and (top.end - top.start) >= 0.5 * span:
+        if span > 0 and (top.end - top.start) >= span / 3:
             return top
         return None
 
@@ -465,26 +593,33 @@ class StructureDetector:
         outer_levels = [thread.roots] + [p.kids for p in path[:-1]]
         if any(self._matches(lv, anchor) for lv in outer_levels):
             return True, "the unit also recurs outside its container (minor roots)"
-        if thread.modules:
+        if self._modules.get(thread.key):
             held = self._module_holding_several(thread, level, unit)
             if held:
                 return False, held
             return True, "no nn.Module call holds two instances"
+        return self._inner_repeat(level, unit)
+
+    @staticmethod
+    def _inner_repeat(level, unit: _Unit) -> tuple[bool, str]:
+        """Is one instance a whole piece of work (it repeats a sub-unit inside: a model's
+        layers) rather than a layer?"""
         first = level[unit.positions[0]:unit.positions[0] + len(unit.mode)]
         flat: list = []
         for node in first:
             _flatten(node, flat, 50_000)
-        inner = find_unit(flat, min_exact=4, weigh=False)
+        # Blocks of a real model differ a little (a downsampling block, a checkpointed
+        # one): a quarter of them alike, covering a third of the ops, is a model.
+        inner = find_unit(flat, min_exact=4, weigh=False, min_share=0.25, min_coverage=0.3)
         if inner is not None:
             return True, (f"an instance contains a repeated sub-unit "
                           f"({inner.exact} x {len(inner.mode)} ops)")
         return False, "an instance contains no repeated sub-unit"
 
-    @staticmethod
-    def _module_holding_several(thread: _Thread, level, unit: _Unit) -> str | None:
+    def _module_holding_several(self, thread: _Thread, level, unit: _Unit) -> str | None:
         """Layers of one model: a single outermost nn.Module call holds several instances."""
         starts = [level[p].start for p in unit.positions]
-        for m_start, m_end in thread.modules:
+        for m_start, m_end in self._modules.get(thread.key, ()):
             if sum(1 for s in starts if m_start <= s < m_end) >= 2:
                 return "one nn.Module call holds several instances"
         return None
