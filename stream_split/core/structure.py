@@ -72,10 +72,13 @@ _SKIPPED = _Node(-1, 0.0, 0.0, 0)
 
 class _Thread:
     """The skeleton of one section of one thread (key: its (pid, tid))."""
-    __slots__ = ("key", "roots", "stack", "steps", "next_try")
+    __slots__ = ("key", "main", "roots", "stack", "steps", "next_try")
 
     def __init__(self, key):
         self.key = key
+        # The skeleton keeps depth only for a process's main thread (pid == tid): the one
+        # that drives a loop; other threads (autograd, data loading) keep their top level.
+        self.main = key[0] == key[1]
         self.roots: list[_Node] = []
         self.stack: list = []  # parallel to the engine's stack: _Node or None (transparent)
         self.steps: list = []  # top-level ProfilerStep spans: (start, end, name)
@@ -301,7 +304,7 @@ class StructureDetector:
     name = "structure"
 
     def __init__(self, use_annotations: bool = True, level: int | None = None,
-                 max_nodes: int = 200_000, max_depth: int = 8):
+                 max_nodes: int = 100_000, max_depth: int = 8):
         self._use_annotations = use_annotations
         self._level = level or 0
         self._max_nodes = max_nodes
@@ -372,7 +375,8 @@ class StructureDetector:
             if len(state.roots) >= state.next_try and not found and self._online_allowed(state):
                 mine.append(node)
                 return self._try_online(state)
-        elif parent.depth + 1 < self._max_depth and self._nodes < self._max_nodes:
+        elif state.main and parent.depth + 1 < self._max_depth and \
+                self._nodes < self._max_nodes:
             node = _Node(self._symbol(name), start, end, parent.depth + 1)
             if parent.kids is None:
                 parent.kids = []
