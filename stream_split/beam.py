@@ -31,7 +31,7 @@ from dataclasses import replace
 from stream_split.core import IterationRecord, KIND_IDLE, KIND_ITERATION, SplitOptions
 from stream_split.read import TraceInputError, TraceReader, require_backend
 from stream_split.run import drive, new_splitter, reader_info
-from stream_split.write import PieceWriter, build_manifest, write_json_atomic
+from stream_split.write import PieceWriter, finish_split
 
 __all__ = ["SplitTraces", "SplitTraceFn", "SummarizeGroups", "ITERATIONS", "SUMMARIES",
            "DEAD_LETTERS", "METRICS_NAMESPACE", "trace_summary", "trace_group",
@@ -167,12 +167,9 @@ class SplitTraceFn(beam.DoFn):
         records = splitter.iterations
         pieces_dir = files = None
         if writer is not None and reader is not None:  # nothing to write for an unreadable file
-            files = writer.finish(range(len(records)),
-                                  reader.header_before if reader else {},
-                                  reader.header_after if reader else {})
-            manifest = build_manifest(source=path, splitter=splitter, reader_info=info,
-                                      files=files, error=error)
-            write_json_atomic(os.path.join(pieces_local, "manifest.json"), manifest)
+            manifest = finish_split(writer, splitter, reader, source=path, reader_info=info,
+                                    error=error)
+            files = {it["index"]: it["file"] for it in manifest["iterations"] if it["file"]}
             pieces_dir = FileSystems.join(self._pieces_prefix, _pieces_dir_name(path))
             _copy_out(pieces_local, pieces_dir)
 
@@ -189,10 +186,6 @@ class SplitTraceFn(beam.DoFn):
             out["trace"] = path
             if files is not None:
                 out["file"] = FileSystems.join(pieces_dir, files[record.index])
-            if not complete:
-                # A Kineto file holds the CPU sections first and the GPU block after them, so
-                # a cut-off file can miss GPU work of any iteration, not only of the last one.
-                out["complete"] = False
             if record.kind == KIND_ITERATION:
                 self._iterations.inc()
             yield out

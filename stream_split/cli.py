@@ -21,8 +21,7 @@ from stream_split.read import TraceInputError, TraceReader
 from stream_split.run import drive, new_splitter
 from stream_split.serialize import event_json
 from stream_split.write import (
-    PieceWriter, build_manifest, piece_name, record_sink, write_json_atomic,
-    OUTSIDE_NAME)
+    PieceWriter, finish_split, piece_name, record_sink, OUTSIDE_NAME)
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -126,12 +125,8 @@ def cmd_split(args) -> int:
         splitter.close()
         error, info = None, {"complete": False, "form": None,
                              "stop_reason": "interrupted before the end of the input"}
-    files = writer.finish(range(len(splitter.iterations)),
-                          reader.header_before if reader else {},
-                          reader.header_after if reader else {})
-    manifest = build_manifest(source=args.trace, splitter=splitter, reader_info=info,
-                              files=files, error=error)
-    write_json_atomic(os.path.join(args.output, "manifest.json"), manifest)
+    manifest = finish_split(writer, splitter, reader, source=args.trace, reader_info=info,
+                            error=error)
     kinds = {}
     for it in manifest["iterations"]:
         kinds[it["kind"]] = kinds.get(it["kind"], 0) + 1

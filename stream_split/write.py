@@ -58,21 +58,6 @@ class PieceWriter:
     def wants(self, owner: int) -> bool:
         return owner == OUTSIDE or self._select is None or self._select(owner)
 
-    def add(self, owner: int, event: dict) -> None:
-        if owner == METADATA:
-            self.metadata.append(event_json(event))
-            return
-        self._counts[owner] = self._counts.get(owner, 0) + 1
-        if not self.wants(owner):
-            return
-        handle = self._open.get(owner)
-        if handle is None:
-            handle = self._open_spool(owner)
-        else:
-            self._open.move_to_end(owner)
-        handle.write(event_json(event))
-        handle.write(b",\n")
-
     def add_many(self, pairs) -> None:
         """A batch of decided events: one write per piece, not one per event."""
         by_owner: dict = {}
@@ -204,6 +189,19 @@ def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | No
     }
 
 
+def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_info: dict,
+                 error: str | None) -> dict:
+    """Assemble the pieces and write ``manifest.json`` beside them; returns the manifest.
+    The end of every `split` (the CLI's and the Beam transform's)."""
+    files = writer.finish(range(len(splitter.iterations)),
+                          reader.header_before if reader is not None else {},
+                          reader.header_after if reader is not None else {})
+    manifest = build_manifest(source=source, splitter=splitter, reader_info=reader_info,
+                              files=files, error=error)
+    write_json_atomic(os.path.join(writer.out_dir, "manifest.json"), manifest)
+    return manifest
+
+
 def write_json_atomic(path: str, value) -> None:
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
@@ -250,6 +248,6 @@ def record_sink(fmt: str, stream, trace: str = ""):
     return JsonlRecordSink(stream)
 
 
-__all__ = ["event_json", "PieceWriter", "build_manifest", "write_json_atomic",
+__all__ = ["event_json", "PieceWriter", "build_manifest", "finish_split", "write_json_atomic",
            "JsonlRecordSink", "ProtobufRecordSink", "record_sink", "Boundary",
            "IterationRecord"]
