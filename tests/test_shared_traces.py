@@ -11,7 +11,7 @@ pytestmark = [needs_shared, pytest.mark.shared]
 
 @pytest.mark.parametrize("trace", shared_trace_paths(), ids=lambda p: Path(p).name)
 def test_every_event_in_exactly_one_piece(trace, tmp_path):
-    run_cli("split", trace, "-o", tmp_path, "--detector", "steps")
+    run_cli("split", trace, "-o", tmp_path)
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     counts = manifest["counts"]
     assert counts["conserved"]
@@ -52,3 +52,56 @@ def test_profiler_steps_split_with_kernels_in_their_launching_step(name, steps, 
                     late_kernels += 1
     if "resnet" in name:
         assert late_kernels > 0  # kernels running after the next step's CPU ops began
+
+
+def _owners_by_identity(events, order):
+    from stream_split.core import METADATA, SplitOptions, Splitter
+    splitter = Splitter(SplitOptions())
+    for e in order:
+        splitter.feed(e)
+    splitter.close()
+    return {id(e): o for o, e in splitter.pop_assigned() if o != METADATA}, splitter
+
+
+def _sorted_like_kineto(events):
+    """The same events with the out-of-order parts put in order: the GPU activity block sorted
+    by time, and a CPU event that breaks its (pid, tid, cat) stream's order moved back to
+    where that stream's order puts it."""
+    cpu_cats = ("cpu_op", "user_annotation", "python_function")
+    last_ts: dict = {}
+    ordered, late = [], []
+    for e in events:
+        key = (e.get("pid"), e.get("tid"), e.get("cat"))
+        if e.get("cat") in cpu_cats:
+            if e["ts"] < last_ts.get(key, float("-inf")):
+                late.append(e)
+                continue
+            last_ts[key] = e["ts"]
+        ordered.append(e)
+    for e in late:
+        key = (e.get("pid"), e.get("tid"), e.get("cat"))
+        at = max(i for i, o in enumerate(ordered)
+                 if (o.get("pid"), o.get("tid"), o.get("cat")) == key and o["ts"] <= e["ts"])
+        ordered.insert(at + 1, e)
+    gpu = [i for i, e in enumerate(ordered) if e.get("cat") not in cpu_cats
+           and e.get("ph") != "M" and e.get("cat") != "gpu_user_annotation" and "ts" in e
+           and i > len(ordered) // 3 and e.get("cat") not in ("cpu_instant_event", "Trace")]
+    block = sorted((ordered[i] for i in gpu), key=lambda e: e["ts"])
+    for i, e in zip(gpu, block):
+        ordered[i] = e
+    return ordered
+
+
+@pytest.mark.parametrize("name", [
+    "tracelens/h100/google_owlv2-large-patch14-ensemble__1016001.json.gz",  # GPU newest-first
+    "tracelens/inference/xdit_sd_3.5/profile_trace_rank_0.json.gz",  # annotation appended last
+])
+def test_out_of_order_traces_split_as_after_sorting(name):
+    from stream_split.read import TraceReader
+    events = list(TraceReader(str(SHARED_TRACES / name)))
+    ordered = _sorted_like_kineto(events)
+    assert ordered != events  # the trace really is out of order
+    as_read, split_read = _owners_by_identity(events, events)
+    as_sorted, split_sorted = _owners_by_identity(events, ordered)
+    assert len(split_read.iterations) == len(split_sorted.iterations) >= 4
+    assert as_read == as_sorted

@@ -126,3 +126,10 @@ def test_idle_cycles_anywhere_never_split_an_iteration(seed, iterations, idle, l
 def test_deep_and_minor_roots_in_any_number(seed, inner, minor):
     assert_split_exactly(generate("deep_roots", seed=seed, inner_steps=inner,
                                   minor_roots=minor))
+
+
+def test_level_one_splits_at_the_unit_below_the_iteration():
+    trace = generate("layer_annotations", seed=1, steps=6, layers=8)
+    _, splitter = owners_of(trace.events, SplitOptions(level=1))
+    assert len(splitter.iterations) == 6 * 8
+    assert splitter.evidence["level"] == 1
