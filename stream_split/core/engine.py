@@ -234,7 +234,19 @@ class Splitter:
                                                  end, name or "")
         windows = self._windows
         if windows.cached_lo <= ts and end <= windows.cached_hi:  # the common case, inline
-            self._own_cpu(windows.cached_owner, event, end, None, cat)
+            owner = windows.cached_owner
+            if not self._keep and owner >= 0:
+                args = event.get("args")
+                if not args or ("correlation" not in args and cat != "user_annotation"):
+                    # Counted only, links nothing: the fast path of _own_cpu.
+                    record = self._iterations[owner]
+                    record.events += 1
+                    if cat == "cpu_op":
+                        record.cpu_ops += 1
+                    if end > record.end_ts:
+                        record.end_ts = end
+                    return
+            self._own_cpu(owner, event, end, None, cat)
         elif windows.closed or (windows.starts and end <= windows.starts[-1]):
             self._own_cpu(windows.owner(ts, end), event, end, None, cat)
         else:
