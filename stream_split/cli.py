@@ -11,12 +11,11 @@ import argparse
 import os
 import signal
 import sys
-from dataclasses import replace
 
 from stream_split import __version__
 from stream_split.core import SplitOptions
 from stream_split.core.engine import DEFAULT_PENDING_LIMIT
-from stream_split.core.records import METADATA, OUTSIDE, Boundary
+from stream_split.core.records import METADATA, OUTSIDE
 from stream_split.read import TraceInputError, TraceReader
 from stream_split.run import drive, new_splitter
 from stream_split.serialize import event_json

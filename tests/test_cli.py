@@ -1,5 +1,4 @@
 """The command line: the output contract of split / boundaries / tag, and bad input."""
-import gzip
 import json
 
 import pytest

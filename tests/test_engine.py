@@ -1,6 +1,5 @@
 """The core engine: ownership by window and by correlation, with step annotations as the
 detector (the structural detector has its own tests). Fed event lists directly, no I/O."""
-import random
 
 import pytest
 from hypothesis import given, settings, strategies as st

@@ -36,6 +36,7 @@ from stream_split.core.owners import MonotonicOwnerMap, Windows
 from stream_split.core.records import (
     Boundary, IterationRecord, KIND_IDLE, KIND_ITERATION, METADATA, OUTSIDE)
 from stream_split.core.stack import ThreadStacks
+from stream_split.core.structure import StructureDetector
 from stream_split.serialize import RawEvent, event_json
 from stream_split.spill import MemorySpill
 from stream_split.trace_format import (
@@ -116,17 +117,9 @@ def _cycle_kinds(shapes: list, records: list) -> list:
 
 
 def make_detector(options: SplitOptions):
-    if options.detector == "steps" or not _HAVE_STRUCTURE:
+    if options.detector == "steps":
         return StepAnnotationDetector()
-    from stream_split.core.structure import StructureDetector
     return StructureDetector(use_annotations=options.detector == "auto", level=options.level)
-
-
-try:
-    import stream_split.core.structure  # noqa: F401
-    _HAVE_STRUCTURE = True
-except ImportError:  # pragma: no cover - during bring-up
-    _HAVE_STRUCTURE = False
 
 
 class Splitter:
