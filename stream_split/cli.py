@@ -132,7 +132,7 @@ def cmd_split(args) -> int:
     summary = ", ".join(f"{n} {k}" + ("s" if n != 1 and k == "iteration" else "")
                         for k, n in kinds.items()) or "0 iterations"
     print(f"{summary}; {manifest['counts']['events_out']} events "
-          f"({manifest['outside']['events']} outside) -> {args.output}/manifest.json"
+          f"({manifest['outside']['events']} outside) -> {os.path.join(args.output, 'manifest.json')}"
           + ("" if manifest["complete"] else "  [input incomplete]"))
     return _finish(error, info)
 

@@ -134,3 +134,31 @@ def test_memory_state_does_not_grow_with_iterations_per_launch():
     _, splitter = owners_of(trace.events, STEPS)
     # One correlation range per run of launches with the same owner, not one per launch.
     assert splitter.evidence["correlation_ranges"] <= 3 * len(splitter.iterations) + 3
+
+
+@pytest.mark.parametrize("detector", ["steps", "auto"])
+@pytest.mark.parametrize("scenario", ["training", "serving", "idle_steps"])
+def test_spilling_undecided_events_changes_no_owner(scenario, detector):
+    # A tiny pending limit forces every undecided event through the spill and the two-pass
+    # close; owners must be the same as when nothing is spilled.
+    trace = generate(scenario, seed=7, pre_trace_kernels=5)
+    spilled, splitter = owners_of(trace.events, SplitOptions(detector=detector, pending_limit=7))
+    kept, _ = owners_of(trace.events, SplitOptions(detector=detector))
+    assert spilled == kept
+    if detector == "auto" or scenario == "training":  # the others have no ProfilerStep
+        assert kept == trace.truth.owners
+    assert splitter.max_pending > 7
+
+
+def test_held_events_come_back_as_the_same_json_bytes():
+    from stream_split.serialize import RawEvent, event_json
+    trace = generate("training", seed=3, annotate_steps=False)
+    splitter = Splitter(SplitOptions(hold_serialized=True, pending_limit=11))
+    for e in trace.events:
+        splitter.feed(e)
+    splitter.close()
+    out = splitter.pop_assigned()
+    raw = [e for _, e in out if type(e) is RawEvent]
+    assert raw, "events decided late are handed back serialized"
+    expected = sorted(event_json(e) for e in trace.events)
+    assert sorted(event_json(e) for _, e in out) == expected
