@@ -51,6 +51,8 @@ MODULE_FRAME_PREFIX = "nn.Module: "
 #: A unit must be seen this often before it is believed (two look alike by chance: the
 #: text encoders run twice in a diffusion request).
 MIN_INSTANCES = 3
+#: A unit found inside a container must hold at least this many ops (with its children).
+MIN_UNIT_OPS = 8
 #: Ops kept of one instance while matching online (a bound, not a limit on instance size).
 _MAX_INSTANCE_OPS = 100_000
 
@@ -593,6 +595,12 @@ class StructureDetector:
         return None
 
     def _not_a_layer(self, thread: _Thread, level, unit: _Unit, path) -> tuple[bool, str]:
+        first = level[unit.positions[0]:unit.positions[0] + len(unit.mode)]
+        size: list = []
+        for node in first:
+            _flatten(node, size, MIN_UNIT_OPS)
+        if len(size) < MIN_UNIT_OPS:  # a repeated aten::slice is no unit of work
+            return False, f"an instance has fewer than {MIN_UNIT_OPS} ops"
         anchor = self._anchor(level, unit)
         outer_levels = [thread.roots] + [p.kids for p in path[:-1]]
         if any(self._matches(lv, anchor) for lv in outer_levels):
@@ -615,7 +623,9 @@ class StructureDetector:
         # Blocks of a real model differ a little (a downsampling block, a checkpointed
         # one): a quarter of them alike, covering a third of the ops, is a model.
         inner = find_unit(flat, min_exact=4, weigh=False, min_share=0.25, min_coverage=0.3)
-        if inner is not None:
+        # ... and the repeated sub-unit is a block of work, not the q/k/v/o projections of
+        # one attention layer.
+        if inner is not None and len(inner.mode) >= MIN_UNIT_OPS:
             return True, (f"an instance contains a repeated sub-unit "
                           f"({inner.exact} x {len(inner.mode)} ops)")
         return False, "an instance contains no repeated sub-unit"
