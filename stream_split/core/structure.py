@@ -34,8 +34,11 @@ ask, at a level of the tree (the thread's top level, or the children of a contai
 are the unit (and are emitted online from the second step on); a single one is a container.
 With ``use_annotations=False`` they are transparent (their children are read in their place).
 
-Memory: the skeleton is capped at ``max_nodes`` ops (beyond it only top-level ops are kept), so
-it is bounded whatever the trace length; everything the engine waits on meanwhile is spilled.
+Memory: below the top level the skeleton is capped at ``max_nodes`` ops, and kept only for
+main threads (pid == tid); a side thread keeps at most 10 000 top-level ops. Once the unit
+is confirmed online the skeleton is dropped. A loop that is never confirmed online keeps its
+main thread's top level (about 100 bytes per top-level op) until the end: that part grows with
+the trace. Everything the engine waits on meanwhile is spilled.
 """
 from __future__ import annotations
 
@@ -51,6 +54,8 @@ MODULE_FRAME_PREFIX = "nn.Module: "
 #: A unit must be seen this often before it is believed (two look alike by chance: the
 #: text encoders run twice in a diffusion request).
 MIN_INSTANCES = 3
+#: Top-level ops kept of a side thread (pid != tid): enough to rank it as a loop thread.
+_SIDE_THREAD_ROOTS = 10_000
 #: A unit found inside a container must hold at least this many ops (with its children).
 MIN_UNIT_OPS = 8
 #: Ops kept of one instance while matching online (a bound, not a limit on instance size).
@@ -372,8 +377,10 @@ class StructureDetector:
         found = self._observe_step(state, start, end, name) if is_step else ()
         if parent is None:
             node = _Node(self._symbol(name), start, end, 0)
+            if not state.main and len(state.roots) >= _SIDE_THREAD_ROOTS:
+                mine.append(_SKIPPED)  # a side thread's top level: enough to rank it
+                return found
             state.roots.append(node)
-            self._nodes += 1
             if len(state.roots) >= state.next_try and not found and self._online_allowed(state):
                 mine.append(node)
                 return self._try_online(state)
