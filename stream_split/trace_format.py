@@ -28,10 +28,6 @@ GPU_ANNOTATION_CAT = "gpu_user_annotation"
 #: Flow category linking a launch to its GPU work (``id`` == correlation id).
 LAUNCH_FLOW_CAT = "ac2g"
 
-#: Runtime / driver call categories (on CPU threads, in Kineto's GPU activity block).
-RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "cuda", "hip_runtime", "hip_api",
-                          "runtime", "driver"})
-
 #: Runtime calls that launch GPU work (kernel, copy, memset or a whole graph).
 LAUNCH_NAMES = frozenset({
     "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",

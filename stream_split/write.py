@@ -48,7 +48,6 @@ class PieceWriter:
         self._spool_dir = os.path.join(out_dir, ".spool")
         os.makedirs(self._spool_dir, exist_ok=True)
         self._open: OrderedDict = OrderedDict()
-        self._counts: dict = {}
         self.metadata: list[bytes] = []
         self.suffix = ".json.gz" if compress else ".json"
 
@@ -70,7 +69,6 @@ class PieceWriter:
             if owner == METADATA:
                 self.metadata.extend(chunk)
                 continue
-            self._counts[owner] = self._counts.get(owner, 0) + len(chunk)
             if not self.wants(owner):
                 continue
             handle = self._open.get(owner)
@@ -80,9 +78,6 @@ class PieceWriter:
                 self._open.move_to_end(owner)
             chunk.append(b"")
             handle.write(b",\n".join(chunk))
-
-    def count(self, owner: int) -> int:
-        return self._counts.get(owner, 0)
 
     def _spool_path(self, owner: int) -> str:
         return os.path.join(self._spool_dir, f"{owner}.part")

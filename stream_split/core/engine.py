@@ -189,11 +189,11 @@ class Splitter:
                 corr = args.get("correlation") if args else None
                 if self._detector.wants_evidence:
                     self._detector.observe_gpu_work(corr)
-                self._route_linked(event, corr, True)
+                self._route_linked(event, corr)
                 return
             if route == _BY_FLOW_ID:
                 if ph in _FLOW_PHASES:
-                    self._route_linked(event, event.get("id"), False)
+                    self._route_linked(event, event.get("id"))
                     return
             elif route == _BY_EXTERNAL_ID:
                 args = event.get("args")
@@ -240,7 +240,7 @@ class Splitter:
                         record.end_ts = end
                     return
             self._own_cpu(owner, event, end, None, cat)
-        elif windows.closed or (windows.starts and end <= windows.starts[-1]):
+        elif windows.decidable(end):
             self._own_cpu(windows.owner(ts, end), event, end, None, cat)
         else:
             self._hold(end, ts, event, None)
@@ -377,7 +377,7 @@ class Splitter:
         """Decide one held event if its owner is known now; True if decided."""
         end, _, start, event, link, raw = item
         if link is None:
-            if self.closed or end <= self._windows.starts[-1]:
+            if self._windows.decidable(end):
                 self._own_cpu(self._windows.owner(start, end), event, end, raw)
                 return True
             return False
@@ -449,7 +449,7 @@ class Splitter:
             for gpu_event, gpu_raw in waiting:
                 self._own_linked(owner, gpu_event, gpu_raw)
 
-    def _route_linked(self, event: dict, key, is_work: bool) -> None:
+    def _route_linked(self, event: dict, key) -> None:
         owner = self._correlations.lookup(key) if key is not None else None
         if owner is not None:
             self._own_linked(owner, event)
@@ -524,5 +524,5 @@ class Splitter:
         self.evidence["correlation_ranges"] = len(self._correlations)
         self.evidence["correlation_order_breaks"] = self._correlations.order_breaks
         self.evidence["max_pending_events"] = self.max_pending
-        self.evidence["stack_unsorted_ops"] = self._stacks.unsorted
+        self.evidence["thread_sections"] = self._stacks.sections_started
         self._records.extend(self._iterations)

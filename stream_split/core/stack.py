@@ -10,14 +10,14 @@ from __future__ import annotations
 
 
 class ThreadStacks:
-    __slots__ = ("_stacks", "_tolerance", "_last_start", "_sections", "unsorted")
+    __slots__ = ("_stacks", "_tolerance", "_last_start", "_sections", "sections_started")
 
     def __init__(self, tolerance_us: float = 1.0):
         self._stacks: dict = {}
         self._tolerance = tolerance_us
         self._last_start: dict = {}
         self._sections: dict = {}
-        self.unsorted = 0  # times a thread's ops went back in time (a new section began)
+        self.sections_started = 0  # times a thread's ops went back in time
 
     def push(self, thread, name: str, start: float, end: float) -> list:
         """Open an op; returns the thread's stack *including* it: [(end, name, start), ...].
@@ -34,7 +34,7 @@ class ThreadStacks:
         if last is not None and start < last:
             stack.clear()
             self._sections[thread] += 1
-            self.unsorted += 1
+            self.sections_started += 1
         self._last_start[thread] = start
         tol = self._tolerance
         while stack:
