@@ -17,7 +17,7 @@ from stream_split.core import SplitOptions
 from stream_split.core.engine import DEFAULT_PENDING_LIMIT
 from stream_split.core.records import METADATA, OUTSIDE
 from stream_split.read import TraceInputError, TraceReader
-from stream_split.run import drive, new_splitter
+from stream_split.run import StopRequest, drive, new_splitter
 from stream_split.serialize import event_json
 from stream_split.write import (
     PieceWriter, finish_split, piece_name, record_sink, OUTSIDE_NAME)
@@ -101,8 +101,9 @@ def _options(args, keep_events: bool) -> SplitOptions:
 def _open_reader(args) -> TraceReader:
     if args.follow:
         from stream_split.follow import FollowedFile
-        return TraceReader(FollowedFile(args.trace, idle_timeout=args.idle_timeout),
-                           name=args.trace)
+        followed = FollowedFile(args.trace, idle_timeout=args.idle_timeout)
+        args.stop.watch(followed)
+        return TraceReader(followed, name=args.trace)
     return TraceReader(args.trace)
 
 
@@ -115,7 +116,7 @@ def cmd_split(args) -> int:
     reader = None
     try:
         reader = _open_reader(args)
-        outcome = drive(reader, splitter, on_pairs=writer.add_many)
+        outcome = drive(reader, splitter, on_pairs=writer.add_many, stop=args.stop)
         error, info = outcome.error, outcome.reader_info
     except TraceInputError as e:  # nothing could be read at all
         splitter.close()
@@ -141,7 +142,7 @@ def cmd_boundaries(args) -> int:
     sink = record_sink(args.format, sys.stdout.buffer, trace=args.trace)
     splitter = new_splitter(_options(args, keep_events=False))
     reader = _open_reader(args)
-    outcome = drive(reader, splitter, on_record=sink.write)
+    outcome = drive(reader, splitter, on_record=sink.write, stop=args.stop)
     sink.close()
     return _finish(outcome.error, outcome.reader_info)
 
@@ -163,7 +164,8 @@ def cmd_tag(args) -> int:
         out.flush()
     splitter = new_splitter(_options(args, keep_events=True))
     reader = _open_reader(args)
-    outcome = drive(reader, splitter, on_pairs=emit, batch=1 if args.follow else 256)
+    outcome = drive(reader, splitter, on_pairs=emit, batch=1 if args.follow else 256,
+                    stop=args.stop)
     return _finish(outcome.error, outcome.reader_info)
 
 
@@ -172,7 +174,7 @@ def cmd_explain(args) -> int:
     from stream_split.explain import render
     splitter = new_splitter(_options(args, keep_events=False))
     reader = _open_reader(args)
-    outcome = drive(reader, splitter)
+    outcome = drive(reader, splitter, stop=args.stop)
     if args.json:
         print(json.dumps(splitter.evidence, indent=1, default=str))
     else:
@@ -196,7 +198,10 @@ COMMANDS = {"split": cmd_split, "boundaries": cmd_boundaries, "tag": cmd_tag,
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    # SIGINT/SIGTERM: finish cleanly between two events, leaving complete outputs.
+    args.stop = StopRequest()
+    signal.signal(signal.SIGTERM, args.stop.request)
+    signal.signal(signal.SIGINT, args.stop.request)
     try:
         return COMMANDS[args.command](args)
     except TraceInputError as e:
@@ -211,10 +216,6 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("stream-split: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-
-
-def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -13,6 +13,28 @@ from stream_split.read import TraceInputError, TraceReader
 from stream_split.spill import TempFileSpill
 
 
+class StopRequest:
+    """A request to stop reading (from a signal handler). ``drive`` honours it between two
+    events, never inside the engine, so what was decided stays consistent; a followed file
+    being waited on is told to stop waiting. A second request raises KeyboardInterrupt (for a
+    read that blocks on a silent pipe)."""
+
+    def __init__(self):
+        self.requested = False
+        self._sources: list = []
+
+    def watch(self, source) -> None:
+        """A source with ``stop()`` (``FollowedFile``) to release when a stop is requested."""
+        self._sources.append(source)
+
+    def request(self, *_signal_args) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        for source in self._sources:
+            source.stop()
+
+
 @dataclass(slots=True)
 class RunOutcome:
     reader_info: dict
@@ -31,8 +53,9 @@ def new_splitter(options: SplitOptions, spill_dir: str | None = None) -> Splitte
 
 
 def drive(reader: TraceReader, splitter: Splitter, *, on_pairs=None, on_record=None,
-          batch: int = 256) -> RunOutcome:
-    """Feed all of ``reader`` to ``splitter``; close it; hand out every decision."""
+          batch: int = 256, stop: StopRequest | None = None) -> RunOutcome:
+    """Feed all of ``reader`` to ``splitter`` (until ``stop`` is requested); close it; hand
+    out every decision."""
     error = None
     interrupted = False
     feed = splitter.feed
@@ -59,6 +82,8 @@ def drive(reader: TraceReader, splitter: Splitter, *, on_pairs=None, on_record=N
             if n >= batch:
                 n = 0
                 flush_pairs()
+                if stop is not None and stop.requested:
+                    break
     except (TraceInputError, TraceEventError) as e:
         error = str(e)
     except KeyboardInterrupt:  # SIGINT/SIGTERM: stop reading, keep what was decided
@@ -68,7 +93,7 @@ def drive(reader: TraceReader, splitter: Splitter, *, on_pairs=None, on_record=N
     while splitter.drain():
         flush_pairs()
     info = reader_info(reader)
-    if interrupted:
+    if interrupted or (stop is not None and stop.requested):
         info.update(complete=False, stop_reason="interrupted before the end of the input")
     flush_pairs()
     # A cut-short input may have lost any iteration's GPU work (it comes last in Kineto's
