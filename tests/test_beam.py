@@ -24,7 +24,7 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline  
 from apache_beam.testing.util import assert_that, equal_to  # noqa: E402
 
 from stream_split import cli  # noqa: E402
-from stream_split import generate as g  # noqa: E402
+from stream_split.testing import generate as g  # noqa: E402
 from stream_split.beam import (  # noqa: E402
     SplitTraces, SummarizeGroups, iteration_parquet_schema)
 from stream_split.core import IterationRecord, SplitOptions  # noqa: E402

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from conftest import load_piece, run_cli
-from stream_split.generate import generate, write_trace
+from stream_split.testing.generate import generate, write_trace
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import owners_of
 from stream_split.core import OUTSIDE, SplitOptions, Splitter, TraceEventError
-from stream_split.generate import generate
+from stream_split.testing.generate import generate
 
 STEPS = SplitOptions(detector="steps")
 

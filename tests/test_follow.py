@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from stream_split.follow import FollowedFile, _DocumentEnd, enlarge_pipe
-from stream_split.generate import generate, render
+from stream_split.testing.generate import generate, render
 from stream_split.read import TraceInputError, TraceReader, _Peekable
 
 PY = sys.executable

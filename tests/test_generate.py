@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from stream_split import generate as g
+from stream_split.testing import generate as g
 
 LAYOUTS = ("kineto", "time")
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")

@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from stream_split.generate import generate, render
+from stream_split.testing.generate import generate, render
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None or shutil.which("zcat") is None,
                                 reason="needs bash and zcat")

@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import owners_of
 from stream_split.core import KIND_IDLE, KIND_ITERATION, SplitOptions
-from stream_split.generate import generate
+from stream_split.testing.generate import generate
 
 AUTO = SplitOptions(detector="auto")
 STRUCTURE = SplitOptions(detector="structure")
@@ -108,7 +108,7 @@ def test_explain_evidence_names_levels_units_and_confidence():
 @settings(max_examples=30, deadline=None)
 @given(variant=st.integers(0, 100_000))
 def test_random_variants_are_split_exactly(variant):
-    from stream_split.generate import random_variant
+    from stream_split.testing.generate import random_variant
     v = random_variant(variant)
     assert_split_exactly(v.generate())
 

@@ -1,0 +1,4 @@
+"""Test tooling, not product: the workloads with ground truth that the tests, the accuracy
+harness and the shipped sample trace are made from (``generate``), noisy variants of real
+traces (``noise``) and the accuracy harness (``accuracy``). Nothing in ``stream_split`` outside
+this package imports it, except the CLI's ``--sample`` path, which only reads its output."""

@@ -1,0 +1,186 @@
+"""Accuracy harness: how right is the structural detector?
+
+    python -m stream_split.accuracy                      # generated scenarios (ground truth)
+    python -m stream_split.accuracy --shared ../shared/traces [--json report.json]
+
+Two kinds of reference, the method TraceLens's maintainers used (strip the annotations,
+compare with the annotated answer):
+- generated traces (``stream_split.testing.generate``): their ground truth, owner by owner;
+- real traces with ``ProfilerStep#N`` spans: the split by those spans is the reference; the
+  detector runs with the spans made invisible (``--detector structure``);
+- real traces whose answer is known only as a count (``KNOWN_COUNTS``, from the corpus README).
+
+Per trace it reports iterations expected / found / exactly right (same CPU ops and kernels as
+a reference iteration) and the share of CPU ops and kernels placed in the right iteration.
+This is a measuring tool, not a test: tests assert on the generated scenarios separately.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from dataclasses import dataclass, asdict
+from pathlib import Path
+
+from stream_split.core import METADATA, OUTSIDE, SplitOptions, Splitter
+from stream_split.read import TraceReader
+from stream_split.trace_format import KERNEL_CATS
+
+#: Iteration counts known for real traces of ../shared/traces (from its README).
+KNOWN_COUNTS = {
+    "tracelens/mi300/resnet_act_checkpoint.json.gz": 3,
+    "tracelens/h100/google_owlv2-large-patch14-ensemble__1016001.json.gz": 5,
+    "tracelens/mi300/google_owlv2-large-patch14-ensemble__1016001.json.gz": 5,
+    "tracelens/inference/xdit_sd_3.5/profile_trace_rank_0.json.gz": 4,
+    "tracelens/inference/xdit_flux.1_aiter_sage/profile_trace_rank_0.json.gz": 4,
+    **{f"tracelens/{gpu}/{name}": 1 for gpu in ("h100", "mi300") for name in (
+        "gaunernst_bert-small-uncased__1016001.json.gz",
+        "Falconsai_nsfw_image_detection__1016002.json.gz",
+        "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+        "facebook_timesformer-base-finetuned-k400__1016002.json.gz")},
+    "torch_cpu/s1_schedule_step.json.gz": 6,
+    "torch_cpu/s2_no_schedule.json.gz": 8,
+    "torch_cpu/s3_repeat_cycle1.pt.trace.json.gz": 3,
+    "torch_cpu/s3_repeat_cycle2.pt.trace.json.gz": 3,
+    "torch_cpu/s4_stack_shapes.json.gz": 4,
+    "torch_cpu/s5b_two_threads_all.json.gz": 6,
+    "torch_cpu/s6_varlen_unannotated.json.gz": 10,
+    "torch_cpu/s8_python_export.json.gz": 6,
+}
+
+
+@dataclass
+class Score:
+    trace: str
+    reference: str
+    expected: int
+    found: int
+    exactly_right: int | None = None
+    cpu_ops_right: float | None = None
+    kernels_right: float | None = None
+    unit: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.expected == self.found and (self.exactly_right is None
+                                                or self.exactly_right >= self.expected)
+
+
+def _is_scored(event: dict) -> str | None:
+    cat = event.get("cat")
+    if cat == "cpu_op":
+        return "cpu"
+    if cat in KERNEL_CATS:
+        return "kernel"
+    return None
+
+
+def compare(events: list, reference: list, found: list) -> dict:
+    """Owners of the same events under a reference and under the detector -> scores."""
+    ref_iters = {o for o in reference if o is not None and o >= 0}
+    overlap = Counter((f, r) for f, r, e in zip(found, reference, events) if _is_scored(e))
+    best_ref = {}
+    for (f, r), n in sorted(overlap.items(), key=lambda kv: -kv[1]):
+        if f is not None and f >= 0 and f not in best_ref:
+            best_ref[f] = r
+    right = {"cpu": [0, 0], "kernel": [0, 0]}
+    members: dict = {}
+    for f, r, e in zip(found, reference, events):
+        kind = _is_scored(e)
+        if kind is None:
+            continue
+        mapped = best_ref.get(f, OUTSIDE) if f is not None and f >= 0 else OUTSIDE
+        right[kind][0] += mapped == r
+        right[kind][1] += 1
+        members.setdefault(r, set()).add(f)
+        members.setdefault(("found", f), set()).add(r)
+    exact = sum(1 for r in ref_iters
+                if len(members.get(r, ())) == 1
+                and members.get(("found", next(iter(members[r]))), set()) == {r})
+    share = {k: (v[0] / v[1] if v[1] else None) for k, v in right.items()}
+    return {"exactly_right": exact, "cpu_ops_right": share["cpu"],
+            "kernels_right": share["kernel"]}
+
+
+def owners(events: list, options: SplitOptions) -> tuple[list, Splitter]:
+    splitter = Splitter(options)
+    index = {id(e): i for i, e in enumerate(events)}
+    for e in events:
+        splitter.feed(e)
+    splitter.close()
+    out: list = [None] * len(events)
+    for owner, e in splitter.pop_assigned():
+        out[index[id(e)]] = None if owner == METADATA else owner
+    return out, splitter
+
+
+def score_generated(scenarios=None, seeds=range(3), detector: str = "auto") -> list[Score]:
+    from stream_split.testing.generate import SCENARIOS, generate
+    scores = []
+    for name in scenarios or sorted(SCENARIOS):
+        for seed in seeds:
+            trace = generate(name, seed=seed)
+            got, splitter = owners(trace.events, SplitOptions(detector=detector))
+            expected = sum(1 for it in trace.truth.iterations if it["kind"] == "iteration")
+            found = sum(1 for it in splitter.iterations if it.kind == "iteration")
+            scores.append(Score(f"{name}#{seed}", "ground truth", expected, found,
+                                unit=" ".join(splitter.evidence.get("unit") or []),
+                                **compare(trace.events, trace.truth.owners, got)))
+    return scores
+
+
+def score_real(path: Path, root: Path) -> Score:
+    rel = str(path.relative_to(root))
+    reader = TraceReader(str(path))
+    events = []
+    try:
+        events.extend(reader)
+    except Exception:  # noqa: BLE001 - a broken corpus file is reported, not fatal
+        pass
+    unit = lambda sp: " ".join(sp.evidence.get("unit") or [])
+    ref, ref_splitter = owners(events, SplitOptions(detector="steps"))
+    if len(ref_splitter.iterations) >= 2:  # annotated loop: strip the steps, compare
+        got, splitter = owners(events, SplitOptions(detector="structure"))
+        found = sum(1 for it in splitter.iterations if it.kind == "iteration")
+        return Score(rel, "ProfilerStep#N (stripped)", len(ref_splitter.iterations), found,
+                     unit=unit(splitter), **compare(events, ref, got))
+    got, splitter = owners(events, SplitOptions(detector="auto"))
+    found = sum(1 for it in splitter.iterations if it.kind == "iteration")
+    expected = KNOWN_COUNTS.get(rel, -1)
+    return Score(rel, "known count" if expected >= 0 else "unknown", expected, found,
+                 unit=unit(splitter))
+
+
+def render(scores: list[Score]) -> str:
+    lines = [f"{'trace':62s} {'reference':30s} {'exp':>4s} {'found':>5s} {'exact':>5s} "
+             f"{'cpu ok':>6s} {'krn ok':>6s}  unit"]
+    for s in scores:
+        pct = lambda x: "-" if x is None else f"{100 * x:.0f}%"
+        lines.append(f"{s.trace[-62:]:62s} {s.reference[:30]:30s} {s.expected:4d} {s.found:5d} "
+                     f"{'-' if s.exactly_right is None else s.exactly_right:>5} "
+                     f"{pct(s.cpu_ops_right):>6s} {pct(s.kernels_right):>6s}  {s.unit[:50]}")
+    judged = [s for s in scores if s.expected >= 0]
+    lines.append(f"{sum(s.ok for s in judged)}/{len(judged)} traces with the right answer")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shared", type=Path, default=None,
+                    help="directory of real traces (../shared/traces) to score as well")
+    ap.add_argument("--no-generated", action="store_true")
+    ap.add_argument("--json", type=Path, default=None, help="write the scores as JSON")
+    args = ap.parse_args(argv)
+    scores = [] if args.no_generated else score_generated()
+    if args.shared:
+        for path in sorted(args.shared.rglob("*.json.gz")):
+            scores.append(score_real(path, args.shared))
+    print(render(scores))
+    if args.json:
+        args.json.write_text(json.dumps([asdict(s) for s in scores], indent=1))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,430 @@
+"""The workloads: each scenario drives a ``TraceBuilder`` like a profiled program.
+
+What it is for: one function per acceptance case (training, serving, diffusion, a single unit
+of work, the four failure modes of PRODUCT.md, noisy and irregular loops, a trace with no CPU
+side), registered in ``SCENARIOS``. A scenario takes the builder and its own keyword
+parameters, marks where each iteration begins (``b.begin_iteration``) and returns nothing; the
+truth is derived from what it built (``stream_split.testing.generate``), never from intent.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Callable
+
+from stream_split.testing.builder import (
+    TraceBuilder, K_ADAM, K_ADD, K_ARGMAX, K_CONV, K_FLASH, K_GELU, K_GEMM, K_GEMM_BWD, K_LAYERNORM, K_MUL, K_NORMAL, K_REDUCE, K_TRITON, MEMCPY_NAMES)
+
+# Building blocks
+
+
+def _linear(b: TraceBuilder, kdur=(8, 40)) -> None:
+    with b.op("aten::linear"):
+        b.leaf("aten::t", 1, 3)
+        with b.op("aten::addmm"):
+            b.launch(K_GEMM, *kdur)
+
+
+def _eltwise(b: TraceBuilder, op: str, kernel: str, kdur=(2, 8)) -> None:
+    with b.op(op):
+        b.launch(kernel, *kdur)
+
+
+def _layer_norm(b: TraceBuilder) -> None:
+    with b.op("aten::layer_norm"):
+        with b.op("aten::native_layer_norm"):
+            b.launch(K_LAYERNORM, 3, 10)
+
+
+def _mlp_layer(b: TraceBuilder, memory: bool = False) -> None:
+    """One transformer-ish layer: norm, two linears, gelu, residual add."""
+    _layer_norm(b)
+    _linear(b)
+    if memory:
+        b.instant()
+    _eltwise(b, "aten::gelu", K_GELU)
+    _linear(b)
+    _eltwise(b, "aten::add", K_ADD)
+
+
+def _attention_layer(b: TraceBuilder) -> None:
+    _layer_norm(b)
+    _linear(b)
+    with b.op("aten::_scaled_dot_product_flash_attention"):
+        b.leaf("aten::empty", 1, 3)
+        b.launch(K_FLASH, 20, 60)
+    _linear(b)
+    _eltwise(b, "aten::add", K_ADD)
+    _mlp_layer(b)
+
+
+def _to_device(b: TraceBuilder, nbytes: int, kind: str = "HtoD") -> None:
+    with b.op("aten::to"):
+        with b.op("aten::_to_copy"):
+            b.leaf("aten::empty_strided", 1, 4)
+            with b.op("aten::copy_"):
+                b.memcpy(kind, nbytes)
+
+
+def _backward_layer(b: TraceBuilder) -> None:
+    for fn in ("AddmmBackward0", "GeluBackward0", "AddmmBackward0", "NativeLayerNormBackward0"):
+        with b.op(f"autograd::engine::evaluate_function: {fn}"):
+            with b.op(fn):
+                if fn == "AddmmBackward0":
+                    with b.op("aten::mm"):
+                        b.launch(K_GEMM_BWD, 10, 45)
+                    with b.op("aten::mm"):
+                        b.launch(K_GEMM_BWD, 10, 45)
+                elif fn == "GeluBackward0":
+                    with b.op("aten::gelu_backward"):
+                        b.launch(K_GELU, 3, 9)
+                else:
+                    with b.op("aten::native_layer_norm_backward"):
+                        b.launch(K_LAYERNORM, 5, 14)
+                        b.launch(K_REDUCE, 3, 8)
+        with b.op("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad"):
+            with b.op("torch::autograd::AccumulateGrad"):
+                b.leaf("aten::detach", 1, 2)
+
+
+def _optimizer(b: TraceBuilder, annotated: bool = True) -> None:
+    ctx = b.op("Optimizer.step#AdamW.step", "user_annotation") if annotated else contextlib.nullcontext()
+    with ctx:
+        b.leaf("aten::_foreach_add", 5, 15)
+        with b.op("aten::_fused_adamw_"):
+            b.runtime("cudaDeviceGetAttribute")
+            for _ in range(3):
+                b.launch(K_ADAM, 15, 40)
+
+
+def _zero_grad(b: TraceBuilder) -> None:
+    with b.op("Optimizer.zero_grad#AdamW.zero_grad", "user_annotation"):
+        b.work(5, 20)
+
+
+# ----------------------------------------------------------------------------------------------
+# Scenarios. Each takes the builder and its own keyword parameters, and returns nothing.
+
+
+def training(b: TraceBuilder, *, steps: int = 8, layers: int = 3, annotate_steps: bool = True,
+             eval_every: int = 4, eval_forwards: int = 3, autograd_thread: bool = True,
+             prologue: bool = True, epilogue: bool = True, outer_wrapper: bool = False,
+             memory_events: bool = False, graph_eval: bool = False) -> None:
+    """Training loop: data, forward, backward (autograd thread), optimizer, eval every few steps.
+    Iterations: `steps`; the eval pass belongs to the step before it."""
+    main = b.thread("python", main=True, loop=True)
+    grad = b.thread("pt_autograd_0") if autograd_thread else main
+    b.set_default_lag(40)
+    if prologue:  # model init: weights, an RNG init kernel, a copy: all outside
+        with b.op("aten::empty", args={"Input Dims": [[1024, 1024]]}):
+            b.work(5, 10)
+        for _ in range(layers):
+            with b.op("aten::normal_"):
+                b.launch(K_NORMAL, 10, 30)
+        _to_device(b, 4 << 20)
+        b.runtime("cudaGetDevice")
+    outer = b.op("train_loop", "user_annotation") if outer_wrapper else contextlib.nullcontext()
+    with outer:
+        for step in range(steps):
+            b.begin_iteration()
+            ann = (b.op(f"ProfilerStep#{step}", "user_annotation") if annotate_steps
+                   else contextlib.nullcontext())
+            with ann:
+                with b.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                          "user_annotation"):
+                    b.leaf("aten::stack", 20, 60)
+                    b.leaf("aten::cat", 5, 15)
+                _to_device(b, 1 << 20)
+                _zero_grad(b)
+                for _ in range(layers):
+                    _mlp_layer(b, memory=memory_events)
+                with b.op("aten::mse_loss"):
+                    b.launch(K_REDUCE, 3, 8)
+                with b.op("torch::autograd::backward"):
+                    with b.on_thread(grad):
+                        with b.op("autograd::engine::evaluate_function: MseLossBackward0"):
+                            with b.op("MseLossBackward0"):
+                                b.launch(K_MUL, 2, 6)
+                        for _ in range(layers):
+                            _backward_layer(b)
+                    b.work(3, 8)
+                _optimizer(b)
+                if eval_every and (step + 1) % eval_every == 0:
+                    for _ in range(eval_forwards):
+                        if graph_eval:
+                            with b.op("aten::copy_"):
+                                b.memcpy("HtoD", 1 << 18)
+                            with b.op("CUDAGraph.replay", "user_annotation"):
+                                b.graph_launch([K_LAYERNORM, K_GEMM, K_GELU, K_GEMM, K_ADD]
+                                               * layers)
+                        else:
+                            for _ in range(layers):
+                                _mlp_layer(b)
+                        with b.op("aten::argmax"):
+                            b.launch(K_ARGMAX, 2, 5)
+                b.work(2, 10)
+            b.end_iteration()
+            b.work(5, 30)
+    if epilogue:
+        with b.op("save_checkpoint", "user_annotation"):
+            _to_device(b, 2 << 20, "DtoH")
+            with b.op("aten::item"):
+                b.runtime("cudaStreamSynchronize")
+            b.work(50, 120)
+
+
+def serving(b: TraceBuilder, *, steps: int = 12, prefill_every: int = 5,
+            graph_kernels: tuple = (20, 60), layers: int = 4, prologue: bool = True) -> None:
+    """vLLM-like engine loop on "VLLM::EngineCor": schedule, prepare_inputs, execute_model
+    (a cudaGraphLaunch for decode, eager launches for a prefill every `prefill_every` steps,
+    the first step included), sample. The GPU runs steps behind. Iterations: `steps`."""
+    b.thread("VLLM::EngineCor", main=True, loop=True)
+    b.set_default_lag(1500)
+    lo, hi = (int(x) for x in graph_kernels)
+    if prologue:
+        with b.op("initialize_kv_cache", "user_annotation"):
+            for _ in range(2):
+                with b.op("aten::zeros"):
+                    b.memset(1 << 20)
+            b.runtime("cudaDeviceGetAttribute")
+        b.work(50, 100)
+    batch = b.rng.randint(8, 64)
+    for step in range(steps):
+        prefill = bool(prefill_every) and step % int(prefill_every) == 0
+        b.begin_iteration()
+        with b.op("schedule", "user_annotation"):
+            b.leaf("aten::empty", 1, 3)
+            b.work(100, 250)
+        with b.op("prepare_inputs", "user_annotation"):
+            b.work(20, 60)
+            with b.op("aten::copy_"):
+                b.memcpy("HtoD", b.rng.choice([4096, 65536]))
+            with b.op("aten::copy_"):
+                b.memcpy("HtoD", 4096)
+        if prefill:
+            toks = b.rng.randint(200, 2000)
+            name = f"execute_{batch}_context_1({toks})_generation_{batch - 1}({batch - 1})"
+        else:
+            name = f"execute_{batch}_context_0(0)_generation_{batch}({batch})"
+        with b.op(name, "user_annotation"):
+            if prefill:
+                for _ in range(layers):
+                    _attention_layer(b)
+            else:
+                with b.op("CUDAGraph.replay"):
+                    n = b.rng.randint(lo, hi)
+                    b.graph_launch([b.rng.choice([K_GEMM, K_FLASH, K_ADD, K_LAYERNORM, K_GELU])
+                                    for _ in range(n)], 2.0, 8.0)
+        with b.op("sample", "user_annotation"):
+            with b.op("aten::argmax"):
+                b.launch(K_ARGMAX, 2, 6)
+            with b.op("aten::to"):
+                b.memcpy("DtoH", 4 * batch)
+            b.work(10, 30)
+        b.end_iteration()
+        b.work(10, 40)
+        batch = max(1, batch + b.rng.randint(-2, 2))
+
+
+def diffusion(b: TraceBuilder, *, steps: int = 4, layers: int = 6, resolution: int = 1024) -> None:
+    """One request `execute_diffusion_0_RxR`: text encoding, `steps` denoising steps
+    (`aten::cat` + `model_inference` + scheduler ops), VAE decode. Iterations: the `steps`
+    denoising steps; the wrapper, text encoding (prologue) and VAE decode (epilogue) are -1."""
+    b.thread("python", main=True, loop=True)
+    b.set_default_lag(60)
+    with b.op(f"execute_diffusion_0_{resolution}x{resolution}", "user_annotation"):
+        with b.op("encode_prompt", "user_annotation"):
+            _to_device(b, 1 << 16)
+            for _ in range(2):
+                _attention_layer(b)
+        b.work(20, 50)
+        for _ in range(steps):
+            b.begin_iteration()
+            with b.op("aten::cat"):
+                b.launch(K_ADD, 3, 8)
+            with b.op("model_inference", "user_annotation"):
+                for _ in range(layers):
+                    _attention_layer(b)
+            with b.op("FlowMatchEulerDiscreteScheduler.step", "user_annotation"):
+                _eltwise(b, "aten::sub", K_ADD)
+                _eltwise(b, "aten::mul", K_MUL)
+                _eltwise(b, "aten::add", K_ADD)
+            b.end_iteration()
+            b.work(10, 30)
+        with b.op("vae_decode", "user_annotation"):
+            for _ in range(3):
+                with b.op("aten::conv2d"):
+                    with b.op("aten::cudnn_convolution"):
+                        b.launch(K_CONV, 30, 90)
+            _to_device(b, 3 * resolution * resolution, "DtoH")
+
+
+def single_forward(b: TraceBuilder, *, layers: int = 12) -> None:
+    """One `ProfilerStep#0` with one forward of `layers` identical layers. Iterations: 1."""
+    b.thread("python", main=True, loop=True)
+    b.set_default_lag(30)
+    b.begin_iteration()
+    with b.op("ProfilerStep#0", "user_annotation"):
+        _to_device(b, 1 << 18)
+        for _ in range(layers):
+            _mlp_layer(b)
+        with b.op("aten::argmax"):
+            b.launch(K_ARGMAX, 2, 5)
+    b.end_iteration()
+
+
+def layer_annotations(b: TraceBuilder, *, steps: int = 6, layers: int = 8,
+                      family: str = "layer") -> None:
+    """Failure mode 1: every layer wrapped in one annotation family (`layer_N`, or
+    `## Call CompiledFxGraph <hash> ##` with family="compiled"); no ProfilerStep; an
+    unannotated data copy first and optimizer last. Iterations: `steps`, not layers."""
+    b.thread("python", main=True, loop=True)
+    b.set_default_lag(40)
+    hashes = ["f" + "".join(b.rng.choice("0123456789abcdefghijklmnopqrstuvwxyz") for _ in range(51))
+              for _ in range(layers)]
+    for _ in range(steps):
+        b.begin_iteration()
+        _to_device(b, 1 << 20)
+        for j in range(layers):
+            name = f"layer_{j}" if family == "layer" else f"## Call CompiledFxGraph {hashes[j]} ##"
+            with b.op(name, "user_annotation"):
+                if family == "layer":
+                    _mlp_layer(b)
+                else:
+                    with b.op("aten::mm"):
+                        b.launch(K_GEMM, 8, 30)
+                    for k in K_TRITON[:3]:
+                        b.launch(k, 3, 10)
+        with b.op("aten::mse_loss"):
+            b.launch(K_REDUCE, 3, 8)
+        for _ in range(max(1, layers // 2)):
+            with b.op("autograd::engine::evaluate_function: AddmmBackward0"):
+                with b.op("aten::mm"):
+                    b.launch(K_GEMM_BWD, 10, 40)
+        with b.op("aten::_foreach_add_"):
+            b.launch(K_ADAM, 10, 30)
+        b.end_iteration()
+        b.work(5, 20)
+
+
+def idle_steps(b: TraceBuilder, *, iterations: int = 10, idle: int = 3, layers: int = 3) -> None:
+    """Failure mode 2: cycles of `get_next_batch` (a copy and a kernel) + `run_batch` (main GPU
+    work), with `idle` cycles of `get_next_batch` + `idle_step` (no GPU work) at seeded
+    positions (never the first). Records: iterations + idle, kinds "iteration" and "idle"."""
+    b.thread("python", main=True, loop=True)
+    b.set_default_lag(40)
+    total = iterations + idle
+    idle_at = set(b.rng.sample(range(1, total), min(idle, total - 1))) if total > 1 else set()
+    for c in range(total):
+        is_idle = c in idle_at
+        b.begin_iteration("idle" if is_idle else "iteration")
+        with b.op("get_next_batch", "user_annotation"):
+            _to_device(b, 1 << 19)
+            _eltwise(b, "aten::div", K_MUL)
+        if is_idle:
+            with b.op("idle_step", "user_annotation"):
+                b.leaf("aten::empty", 1, 3)
+                b.work(150, 400)
+        else:
+            with b.op("run_batch", "user_annotation"):
+                for _ in range(layers):
+                    _mlp_layer(b)
+                with b.op("aten::sum"):
+                    b.launch(K_REDUCE, 3, 8)
+        b.end_iteration()
+        b.work(5, 20)
+
+
+def deep_roots(b: TraceBuilder, *, inner_steps: int = 6, minor_roots: int = 2,
+               layers: int = 2) -> None:
+    """Failure mode 3: `serve_forever` > `engine_loop` > `run_engine` > `inner_steps` x `step`,
+    then `minor_roots` top-level `step`s. Iterations: inner_steps + minor_roots; the wrappers
+    and the weight loading before the first step are -1."""
+    b.thread("python", main=True, loop=True)
+    b.set_default_lag(40)
+
+    def step() -> None:
+        with b.op("step", "user_annotation"):
+            _to_device(b, 1 << 16)
+            for _ in range(layers):
+                _mlp_layer(b)
+
+    with b.op("serve_forever", "user_annotation"):
+        with b.op("engine_loop", "user_annotation"):
+            with b.op("run_engine", "user_annotation"):
+                with b.op("load_weights", "user_annotation"):
+                    _to_device(b, 8 << 20)
+                for _ in range(inner_steps):
+                    b.begin_iteration()
+                    step()
+                    b.end_iteration()
+                    b.work(5, 15)
+    b.work(5, 15)
+    for _ in range(minor_roots):
+        b.begin_iteration()
+        step()
+        b.end_iteration()
+        b.work(5, 15)
+
+
+def preamble(b: TraceBuilder, *, iterations: int = 8, layers: int = 3) -> None:
+    """Failure mode 4: `scheduler_step` and `prepare_input` (CPU only, long) before `forward`
+    (launches); the GPU tail of each iteration runs during the next one's preamble.
+    Iterations: `iterations`, each beginning at its `scheduler_step`."""
+    b.thread("python", main=True, loop=True)
+    b.set_default_lag(400)
+    for _ in range(iterations):
+        b.begin_iteration()
+        with b.op("scheduler_step", "user_annotation"):
+            b.leaf("aten::empty", 1, 3)
+            b.work(120, 200)
+        with b.op("prepare_input", "user_annotation"):
+            b.leaf("aten::cat", 10, 30)
+            b.leaf("aten::stack", 10, 30)
+            b.work(60, 120)
+        with b.op("forward", "user_annotation"):
+            for _ in range(layers):
+                _mlp_layer(b)
+        b.end_iteration()
+        b.work(5, 20)
+
+
+def gpu_only(b: TraceBuilder, *, kernels: int = 200) -> None:
+    """No CPU side at all: kernels and copies on the GPU streams only. Iterations: 0."""
+    b.pre_trace_gpu(0)
+    t = b.t0 + b.cost(2, 10)
+    corr = b.first_corr
+    names = [K_GEMM, K_ADD, K_LAYERNORM, K_GELU, K_FLASH]
+    for i in range(kernels):
+        corr += b.rng.randint(1, 4)
+        stream = b.streams[i % len(b.streams)] if b.rng.random() < 0.5 else b.streams[0]
+        if b.rng.random() < 0.05:
+            nbytes = 1 << 18
+            b._gpu("gpu_memcpy", MEMCPY_NAMES["HtoD"], stream, t, max(1_500, nbytes // 20), corr,
+                   None, {"bytes": nbytes, "memory bandwidth (GB/s)": 20.0})
+        else:
+            b._gpu("kernel", b.rng.choice(names), stream, t, b.cost(3, 30), corr, None,
+                   b._kernel_args())
+        t += b.cost(1, 10)
+
+
+def sample(b: TraceBuilder, *, steps: int = 8, layers: int = 2) -> None:
+    """The package's embedded sample: a small annotated training trace with an autograd thread
+    and CUDA-graph eval passes. Iterations: `steps`."""
+    training(b, steps=steps, layers=layers, annotate_steps=True, eval_every=4, eval_forwards=2,
+             autograd_thread=True, graph_eval=True, memory_events=True)
+
+
+SCENARIOS: dict[str, Callable[..., None]] = {
+    "training": training,
+    "serving": serving,
+    "diffusion": diffusion,
+    "single_forward": single_forward,
+    "layer_annotations": layer_annotations,
+    "idle_steps": idle_steps,
+    "deep_roots": deep_roots,
+    "preamble": preamble,
+    "gpu_only": gpu_only,
+    "sample": sample,
+}
+
+
