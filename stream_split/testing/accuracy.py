@@ -25,7 +25,7 @@ from pathlib import Path
 
 from stream_split.core import METADATA, OUTSIDE, SplitOptions, Splitter
 from stream_split.read import TraceReader
-from stream_split.trace_format import KERNEL_CATS
+from stream_split.trace_format import KERNEL_CATS, PROFILER_STEP_PREFIX, STRUCTURE_CATS
 
 #: Iteration counts known for real traces of ../shared/traces (from its README).
 KNOWN_COUNTS = {
@@ -48,6 +48,10 @@ KNOWN_COUNTS = {
     "torch_cpu/s6_varlen_unannotated.json.gz": 10,
     "torch_cpu/s8_python_export.json.gz": 6,
 }
+
+
+#: Noise rates of the noisy variants: mutations per step, as a share of its top-level ops.
+NOISE_RATES = (0.1, 0.2, 0.3)
 
 
 @dataclass
@@ -76,8 +80,26 @@ def _is_scored(event: dict) -> str | None:
     return None
 
 
-def compare(events: list, reference: list, found: list) -> dict:
-    """Owners of the same events under a reference and under the detector -> scores."""
+def _between_steps(events: list, reference: list) -> list:
+    """Per event: is it an op that lies between two reference iterations or across an edge of
+    one (outside in the reference, yet inside the loop's span)? Such ops may go either side."""
+    spans = [(e["ts"], e["ts"] + (e.get("dur") or 0)) for e in events
+             if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")]
+    if not spans:
+        return [False] * len(events)
+    lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
+    return [r == OUTSIDE and e.get("cat") == "cpu_op" and lo <= e.get("ts", lo - 1) < hi
+            for e, r in zip(events, reference)]
+
+
+def compare(events: list, reference: list, found: list, either_side: list | None = None) -> dict:
+    """Owners of the same events under a reference and under the detector -> scores. Events
+    marked in ``either_side`` are not scored."""
+    if either_side is not None:
+        keep = [not x for x in either_side]
+        events = [e for e, k in zip(events, keep) if k]
+        reference = [r for r, k in zip(reference, keep) if k]
+        found = [f for f, k in zip(found, keep) if k]
     ref_iters = {o for o in reference if o is not None and o >= 0}
     overlap = Counter((f, r) for f, r, e in zip(found, reference, events) if _is_scored(e))
     best_ref = {}
@@ -132,24 +154,58 @@ def score_generated(scenarios=None, seeds=range(3), detector: str = "auto") -> l
 
 def score_real(path: Path, root: Path) -> Score:
     rel = str(path.relative_to(root))
-    reader = TraceReader(str(path))
-    events = []
-    try:
-        events.extend(reader)
-    except Exception:  # noqa: BLE001 - a broken corpus file is reported, not fatal
-        pass
+    events = read_events(path)
     unit = lambda sp: " ".join(sp.evidence.get("unit") or [])
-    ref, ref_splitter = owners(events, SplitOptions(detector="steps"))
-    if len(ref_splitter.iterations) >= 2:  # annotated loop: strip the steps, compare
-        got, splitter = owners(events, SplitOptions(detector="structure"))
-        found = sum(1 for it in splitter.iterations if it.kind == "iteration")
-        return Score(rel, "ProfilerStep#N (stripped)", len(ref_splitter.iterations), found,
-                     unit=unit(splitter), **compare(events, ref, got))
+    if _step_spans(events) >= 2:
+        return score_stripped(events, rel, "ProfilerStep#N (stripped)")
     got, splitter = owners(events, SplitOptions(detector="auto"))
     found = sum(1 for it in splitter.iterations if it.kind == "iteration")
     expected = KNOWN_COUNTS.get(rel, -1)
     return Score(rel, "known count" if expected >= 0 else "unknown", expected, found,
                  unit=unit(splitter))
+
+
+def score_stripped(events: list, name: str, reference: str) -> Score:
+    """A trace with ``ProfilerStep#N`` spans: the split by those spans is the reference; the
+    detector runs with them made invisible."""
+    ref, ref_splitter = owners(events, SplitOptions(detector="steps"))
+    got, splitter = owners(events, SplitOptions(detector="structure"))
+    found = sum(1 for it in splitter.iterations if it.kind == "iteration")
+    return Score(name, reference, len(ref_splitter.iterations), found,
+                 unit=" ".join(splitter.evidence.get("unit") or []),
+                 **compare(events, ref, got, _between_steps(events, ref)))
+
+
+def _step_spans(events: list) -> int:
+    return sum(1 for e in events if e.get("cat") in STRUCTURE_CATS
+               and str(e.get("name", "")).startswith(PROFILER_STEP_PREFIX))
+
+
+def read_events(path) -> list:
+    events: list = []
+    try:
+        events.extend(TraceReader(str(path)))
+    except Exception:  # noqa: BLE001 - a broken corpus file is reported, not fatal
+        pass
+    return events
+
+
+def score_noisy(root: Path, rates=NOISE_RATES, seeds=range(3), copies: int = 1) -> list[Score]:
+    """Noisy variants (``stream_split.testing.noise``) of every trace under ``root`` with at
+    least two ``ProfilerStep#N`` spans, split with the spans stripped."""
+    from stream_split.testing.noise import noisy_events
+    scores = []
+    for path in sorted(root.rglob("*.json.gz")):
+        events = read_events(path)
+        if _step_spans(events) < 2:
+            continue
+        rel = str(path.relative_to(root))
+        for rate in rates:
+            for seed in seeds:
+                noisy = noisy_events(events, rate, seed, copies)
+                tag = f"{rel} {int(rate * 100)}%#{seed}" + (f" x{copies}" if copies > 1 else "")
+                scores.append(score_stripped(noisy, tag, "noisy ProfilerStep (stripped)"))
+    return scores
 
 
 def render(scores: list[Score]) -> str:
@@ -171,11 +227,18 @@ def main(argv=None) -> int:
                     help="directory of real traces (../shared/traces) to score as well")
     ap.add_argument("--no-generated", action="store_true")
     ap.add_argument("--json", type=Path, default=None, help="write the scores as JSON")
+    ap.add_argument("--noise", action="store_true",
+                    help="with --shared: noisy variants of the traces with ProfilerStep#N "
+                         f"(rates {', '.join(f'{r:.0%}' for r in NOISE_RATES)}, 3 seeds each)")
+    ap.add_argument("--copies", type=int, default=1,
+                    help="with --noise: tile this many noisy copies of each trace")
     args = ap.parse_args(argv)
     scores = [] if args.no_generated else score_generated()
-    if args.shared:
+    if args.shared and not args.noise:
         for path in sorted(args.shared.rglob("*.json.gz")):
             scores.append(score_real(path, args.shared))
+    if args.shared and args.noise:
+        scores.extend(score_noisy(args.shared, copies=args.copies))
     print(render(scores))
     if args.json:
         args.json.write_text(json.dumps([asdict(s) for s in scores], indent=1))

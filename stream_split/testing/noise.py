@@ -1,0 +1,279 @@
+"""Noisy variants of real traces: real loops are never the same twice.
+
+What it is for: turning any real trace with ``ProfilerStep#N`` spans (and tiles of it) into
+traces whose steps differ from one another the way real steps do, with the steps themselves as
+the truth. Per step and per seed, among the loop thread's top-level ops inside the step:
+
+- ``drop``: a small op goes, with its subtree (every CPU event of the thread inside it), the GPU
+  work its runtime calls launched (by correlation), their ``ac2g`` flows and the GPU annotations
+  of its annotations (by External id);
+- ``insert``: a sporadic small op (``aten::zeros``, ``detach``, ...) appears in a gap;
+- ``vary``: the count of a repeated small op changes (one more, or one fewer), or a short run
+  of one small op appears.
+
+The number of mutations of a step is ``rate`` times its top-level ops (the fraction decided by
+a coin), each of a kind drawn at random. "Small" means at most ``SMALL_SHARE`` of the step's
+time and of its kernels. The ``ProfilerStep#N`` spans are kept, so the reference split is the
+steps' own (``--detector steps``); the detector under test runs with them made invisible.
+
+What it must never do: write events that are not in the input except the inserted ops, or
+change an event it keeps. The same ``(trace, rate, seed, copies)`` always gives the same events.
+
+Library: ``noisy_events(events, rate, seed, copies=1)``; CLI:
+``python -m stream_split.testing.noise BASE OUT --rate 0.2 --seed 1 [--copies 10]``.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import sys
+from bisect import bisect_left
+
+from stream_split.trace_format import (
+    GPU_ANNOTATION_CAT, GPU_WORK_CATS, LAUNCH_FLOW_CAT, METADATA_PHASE, PROFILER_STEP_PREFIX,
+    STRUCTURE_CATS)
+
+#: An op is small when it takes at most this share of its step's time and of its kernels.
+SMALL_SHARE = 0.05
+#: What sporadically comes and goes between the spine's ops in real steps (issue 8).
+SPORADIC_OPS = ("aten::zeros", "aten::zero_", "aten::empty", "aten::detach", "detach",
+                "record_param_comms", "aten::item", "aten::copy_")
+KINDS = ("drop", "insert", "vary")
+_SHIFTED_ARGS = ("External id", "correlation", "Ev Idx")
+_CPU_SECTIONS = {"cpu_op", "user_annotation", "fwdbwd", "python_function", "cpu_instant_event",
+                 "Trace"}
+
+
+def _end(e: dict) -> float:
+    return e["ts"] + (e.get("dur") or 0)
+
+
+def _is_step(e: dict) -> bool:
+    return e.get("ph") == "X" and str(e.get("name", "")).startswith(PROFILER_STEP_PREFIX)
+
+
+def _timed(e: dict) -> bool:
+    return e.get("ph") != METADATA_PHASE and isinstance(e.get("ts"), (int, float))
+
+
+class _Step:
+    """One step of the loop thread: its top-level ops and what each launched."""
+
+    def __init__(self, span: dict, events: list, kernels_of: dict):
+        self.span = span
+        thread = (span["pid"], span["tid"])
+        lo, hi = span["ts"], _end(span)
+        inside = [e for e in events if e is not span and e.get("ph") == "X"
+                  and e.get("cat") in STRUCTURE_CATS and (e.get("pid"), e.get("tid")) == thread
+                  and lo <= e["ts"] < hi]
+        inside.sort(key=lambda e: (e["ts"], -(e.get("dur") or 0)))
+        self.top: list = []
+        reach = float("-inf")
+        for e in inside:
+            if e["ts"] >= reach:
+                self.top.append(e)
+                reach = _end(e)
+        runtime = sorted((e["ts"], kernels_of.get((e.get("args") or {}).get("correlation"), 0))
+                         for e in events if (e.get("pid"), e.get("tid")) == thread
+                         and e.get("ph") == "X" and "correlation" in (e.get("args") or {})
+                         and lo <= e["ts"] < hi)
+        starts = [t for t, _ in runtime]
+        self.kernels = [sum(k for _, k in runtime[bisect_left(starts, op["ts"]):
+                                                  bisect_left(starts, _end(op))])
+                        for op in self.top]
+        total_kernels = sum(self.kernels)
+        span_us = hi - lo
+        self.small = [i for i, op in enumerate(self.top)
+                      if (op.get("dur") or 0) <= SMALL_SHARE * span_us
+                      and self.kernels[i] <= SMALL_SHARE * total_kernels]
+
+
+def _subtree(op: dict, events: list) -> list:
+    """Every CPU event of ``op``'s thread that lies inside it (``op`` included)."""
+    thread = (op.get("pid"), op.get("tid"))
+    lo, hi = op["ts"], _end(op)
+    return [e for e in events if _timed(e) and (e.get("pid"), e.get("tid")) == thread
+            and lo <= e["ts"] and _end(e) <= hi and e.get("cat") in _CPU_SECTIONS | {
+                "cuda_runtime", "cuda_driver", "ac2g", "cpu_instant_event"}]
+
+
+def _drop(op: dict, events: list, removed: set) -> None:
+    gone = _subtree(op, events)
+    corrs = {(e.get("args") or {}).get("correlation") for e in gone} - {None}
+    exts = {(e.get("args") or {}).get("External id") for e in gone
+            if e.get("cat") == "user_annotation"} - {None}
+    for e in gone:
+        removed.add(id(e))
+    for e in events:
+        cat = e.get("cat")
+        args = e.get("args") or {}
+        if (cat in GPU_WORK_CATS and args.get("correlation") in corrs) or \
+                (cat == LAUNCH_FLOW_CAT and e.get("id") in corrs) or \
+                (cat == GPU_ANNOTATION_CAT and args.get("External id") in exts):
+            removed.add(id(e))
+
+
+def _new_op(name: str, like: dict, ts: float, dur: float) -> dict:
+    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": like["pid"], "tid": like["tid"],
+            "ts": round(ts, 3), "dur": round(dur, 3), "args": {"noise": True}}
+
+
+def _insert_into_gap(step: _Step, rng: random.Random, names: list, inserted: dict) -> None:
+    """Put ``names`` (one small op each) one after the other into a gap between two top-level
+    ops of the step."""
+    ops = step.top
+    # Between two ops, or after the last one: the step's first op stays its first op (what
+    # comes before it is the previous step's as far as any splitter can tell).
+    edges = [_end(op) for op in ops]
+    nexts = [op["ts"] for op in ops[1:]] + [_end(step.span)]
+    gaps = [(a, b) for a, b in zip(edges, nexts) if b - a > 0.01 * len(names) + 0.002]
+    if not gaps:
+        return
+    a, b = rng.choice(gaps)
+    slot = (b - a) / (len(names) + 1)
+    before = next((op for op in ops if op["ts"] >= b), None)
+    for k, name in enumerate(names):
+        ts = a + slot * (k + 0.5)
+        dur = min(slot * 0.5, 2.0)
+        inserted.setdefault(id(before) if before is not None else None, []).append(
+            _new_op(name, step.span, ts, dur))
+
+
+def _mutate_step(step: _Step, rate: float, rng: random.Random, events: list, removed: set,
+                 inserted: dict) -> None:
+    want = rate * len(step.top)
+    count = int(want) + (rng.random() < want - int(want))
+    for _ in range(count):
+        kind = rng.choice(KINDS)
+        small = [i for i in step.small if id(step.top[i]) not in removed]
+        if kind == "drop" and small:
+            _drop(step.top[rng.choice(small)], events, removed)
+        elif kind == "vary":
+            names = [step.top[i].get("name") for i in small]
+            repeated = sorted({n for n in names if names.count(n) > 1})
+            if repeated and rng.random() < 0.5:
+                name = rng.choice(repeated)
+                victims = [i for i in small if step.top[i].get("name") == name]
+                _drop(step.top[rng.choice(victims)], events, removed)
+            elif repeated:
+                _insert_into_gap(step, rng, [rng.choice(repeated)], inserted)
+            else:
+                _insert_into_gap(step, rng, [rng.choice(SPORADIC_OPS)] * rng.randint(2, 4),
+                                 inserted)
+        else:
+            _insert_into_gap(step, rng, [rng.choice(SPORADIC_OPS)], inserted)
+
+
+def _noisy_copy(events: list, rate: float, rng: random.Random) -> list:
+    """One noisy version of ``events`` in their own file order."""
+    kernels_of: dict = {}
+    for e in events:
+        if e.get("cat") in GPU_WORK_CATS:
+            corr = (e.get("args") or {}).get("correlation")
+            kernels_of[corr] = kernels_of.get(corr, 0) + 1
+    spans = [e for e in events if _is_step(e)]
+    if not spans:
+        raise ValueError("the trace has no ProfilerStep#N spans: nothing to take as the truth")
+    thread = max({(e["pid"], e["tid"]) for e in spans},
+                 key=lambda t: sum((e["pid"], e["tid"]) == t for e in spans))
+    removed: set = set()
+    inserted: dict = {}
+    for span in sorted((e for e in spans if (e["pid"], e["tid"]) == thread),
+                       key=lambda e: e["ts"]):
+        _mutate_step(_Step(span, events, kernels_of), rate, rng, events, removed, inserted)
+    out = []
+    for e in events:
+        out.extend(inserted.pop(id(e), ()))
+        if id(e) not in removed:
+            out.append(e)
+    for rest in inserted.values():  # before nothing: after the thread's last op
+        out.extend(rest)
+    return out
+
+
+def _section(e: dict) -> tuple:
+    if e.get("ph") == METADATA_PHASE:
+        return ("M",)
+    cat = e.get("cat")
+    if cat in _CPU_SECTIONS:
+        return (cat, str(e.get("pid")), str(e.get("tid")))
+    if cat == GPU_ANNOTATION_CAT:
+        return (cat,)
+    return ("activity",)
+
+
+def _shift(e: dict, k: int, dt: float, strides: dict, step_stride: int) -> dict:
+    if k == 0 or e.get("ph") == METADATA_PHASE:
+        return e
+    e = dict(e)
+    if isinstance(e.get("ts"), (int, float)):
+        e["ts"] = round(e["ts"] + k * dt, 3)
+    if isinstance(e.get("id"), int):
+        e["id"] += k * strides["id"]
+    args = e.get("args")
+    if args:
+        args = e["args"] = dict(args)
+        for key in _SHIFTED_ARGS:
+            if isinstance(args.get(key), int):
+                args[key] += k * strides[key]
+    if _is_step(e):
+        e["name"] = f"{PROFILER_STEP_PREFIX}{int(e['name'].split('#', 1)[1]) + k * step_stride}"
+    return e
+
+
+def noisy_events(events: list, rate: float, seed: int, copies: int = 1) -> list:
+    """``copies`` copies of the trace one after the other (ids and step numbers shifted), each
+    with its own noise, in Kineto's section layout (each section holds that section of every
+    copy, as in a long real trace); one copy keeps the input's file order."""
+    rng = random.Random(f"{seed}:{rate}")
+    if copies == 1:
+        return _noisy_copy(events, rate, rng)
+    meta = [e for e in events if e.get("ph") == METADATA_PHASE]
+    body = [e for e in events if e.get("ph") != METADATA_PHASE]
+    timed = [e for e in body if _timed(e)]
+    dt = max(_end(e) for e in timed) - min(e["ts"] for e in timed) + 1000.0
+    strides = {key: 1 + max([a[key] for e in body if isinstance(a := (e.get("args") or {}),
+                                                                dict)
+                             and isinstance(a.get(key), int)] or [0]) for key in _SHIFTED_ARGS}
+    strides["id"] = 1 + max([e["id"] for e in body if isinstance(e.get("id"), int)] or [0])
+    numbers = [int(e["name"].split("#", 1)[1]) for e in body if _is_step(e)]
+    step_stride = max(numbers) - min(numbers) + 1 if numbers else 1
+    sections: dict = {}
+    for k in range(copies):
+        for e in _noisy_copy(body, rate, rng):
+            sections.setdefault(_section(e), []).append(_shift(e, k, dt, strides, step_stride))
+    out = [e for section in sections.values() for e in section]
+    return out + meta
+
+
+def _load(path: str) -> dict:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        doc = json.load(f)
+    return {"traceEvents": doc} if isinstance(doc, list) else doc
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m stream_split.testing.noise",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("base", help="a trace with ProfilerStep#N spans (.json or .json.gz)")
+    ap.add_argument("out", help="where to write the noisy trace (.json or .json.gz)")
+    ap.add_argument("--rate", type=float, default=0.2,
+                    help="mutations per step, as a share of its top-level ops (default 0.2)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--copies", type=int, default=1, help="tile this many noisy copies")
+    args = ap.parse_args(argv)
+    doc = _load(args.base)
+    doc["traceEvents"] = noisy_events(
+        [e for e in doc["traceEvents"] if isinstance(e, dict)], args.rate, args.seed,
+        args.copies)
+    opener = gzip.open if args.out.endswith(".gz") else open
+    with opener(args.out, "wt", encoding="utf-8") as f:
+        json.dump(doc, f)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
