@@ -45,3 +45,14 @@ PROFILER_STEP_PREFIX = "ProfilerStep#"
 
 #: Header key that holds the events in the object form.
 EVENTS_KEY = "traceEvents"
+
+#: Host calls that block until the GPU catches up: the previous iteration's last act, so an
+#: iteration begins right after one (never between a step's last op and its own sync).
+BLOCKING_SYNC_NAMES = frozenset({
+    "aten::item", "aten::_local_scalar_dense", "cudaDeviceSynchronize", "cudaStreamSynchronize",
+    "hipDeviceSynchronize", "hipStreamSynchronize", "cudaEventSynchronize"})
+
+#: Ops that fetch the next input: where a loop's iteration begins when one is present
+#: (``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__``, a named batch fetch).
+INPUT_FETCH_PATTERN = (r"enumerate\(DataLoader\)|DataLoaderIter\.__next__|"
+                       r"(?i:get_next_batch|next_batch|fetch_batch|load_batch|get_batch)")

@@ -34,9 +34,10 @@ from heapq import heappop, heappush
 from stream_split.core.detect import StepAnnotationDetector, FoundBoundary
 from stream_split.core.owners import MonotonicOwnerMap, Windows
 from stream_split.core.records import (
-    Boundary, IterationRecord, KIND_IDLE, KIND_ITERATION, METADATA, OUTSIDE)
+    Boundary, IterationRecord, METADATA, OUTSIDE)
 from stream_split.core.stack import ThreadStacks
 from stream_split.core.structure import StructureDetector
+from stream_split.core.units import cycle_kinds
 from stream_split.serialize import RawEvent, event_json
 from stream_split.spill import MemorySpill
 from stream_split.trace_format import (
@@ -97,23 +98,6 @@ def _slim(event: dict) -> dict:
     if args:
         slim["args"] = {k: args[k] for k in _SLIM_ARGS if k in args}
     return slim
-
-
-def _cycle_kinds(shapes: list, records: list) -> list:
-    """Kind of each cycle: a shape of cycle that does (almost) none of the GPU work of the
-    busiest shape is ``idle`` (failure mode 2: reported, never splitting an iteration)."""
-    kinds = [KIND_ITERATION] * len(records)
-    if len(shapes) != len(records) or len(set(shapes)) < 2:
-        return kinds
-    by_shape: dict = {}
-    for shape, record in zip(shapes, records):
-        by_shape.setdefault(shape, []).append(record.kernels)
-    median = {shape: sorted(k)[len(k) // 2] for shape, k in by_shape.items()}
-    busiest = max(median.values())
-    for i, shape in enumerate(shapes):
-        if busiest > 0 and median[shape] < 0.25 * busiest:
-            kinds[i] = KIND_IDLE
-    return kinds
 
 
 def make_detector(options: SplitOptions):
@@ -511,7 +495,7 @@ class Splitter:
     def _finish_records(self, result) -> None:
         starts = self._windows.starts
         last_end = self._windows.last_end
-        kinds = _cycle_kinds(result.shapes, self._iterations)
+        kinds = cycle_kinds(result.shapes, [r.kernels for r in self._iterations])
         for i, record in enumerate(self._iterations):
             if i + 1 < len(starts):
                 record.end_ts = starts[i + 1]

@@ -44,20 +44,28 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections import Counter
+from dataclasses import replace
 
 from stream_split.core.detect import DetectorResult, FoundBoundary
+from stream_split.core.units import (
+    RULES, Unit, find_unit, last_instance_end, shape_of, typical_duration)
 from stream_split.trace_format import PROFILER_STEP_PREFIX
 
 _DIGITS = re.compile(r"\d+")
 MODULE_FRAME_PREFIX = "nn.Module: "
-#: A unit must be seen this often before it is believed (two look alike by chance: the
-#: text encoders run twice in a diffusion request).
-MIN_INSTANCES = 3
+#: A unit must be seen this often before it is believed (see ``units.Rules``).
+MIN_INSTANCES = RULES.min_instances
+#: Whether one instance is a whole piece of work (it repeats a sub-unit: a model's layers)
+#: is asked op for op: a quarter of the blocks exactly alike (by op counts), covering a
+#: third of the ops. Tolerance here would make a layer's q/k/v projections a model.
+INNER_RULES = replace(RULES, weigh=False, like=1.0, like_share=0.24, min_like=4,
+                      min_coverage=0.3)
 #: Top-level ops kept of a side thread (pid != tid): enough to rank it as a loop thread.
 _SIDE_THREAD_ROOTS = 10_000
 #: A unit found inside a container must hold at least this many ops (with its children).
 MIN_UNIT_OPS = 8
+#: Instance starts kept online, for the typical instance duration.
+_TYPICAL_OF = 64
 #: Ops kept of one instance while matching online (a bound, not a limit on instance size).
 _MAX_INSTANCE_OPS = 100_000
 
@@ -96,151 +104,11 @@ def _start(node: _Node) -> float:
     return node.start
 
 
-class _Unit:
-    """A qualifying anchor at one level of the tree."""
-    __slots__ = ("positions", "width", "mode", "n", "exact", "fragments", "coverage",
-                 "variant", "first", "shapes")
-
-    def __init__(self, positions, mode, exact, fragments, coverage, variant, shapes=None):
-        self.positions = positions
-        self.width = 1
-        self.mode = mode
-        self.n = len(positions)
-        self.exact = exact
-        self.fragments = fragments
-        self.coverage = coverage
-        self.variant = variant
-        self.shapes = shapes or [mode] * len(positions)  # each instance's op sequence
-        self.first = positions[0]
-
-
-def find_unit(level: list, *, min_exact: int = 2, weigh: bool = True,
-              min_share: float = 0.5, min_coverage: float = 0.5) -> _Unit | None:
-    """The outermost repeating unit of a sequence of sibling ops, or None. ``weigh=False``
-    measures coverage in ops (for sequences that are not siblings, e.g. a flattened
-    subtree, where time and GPU work would be counted at several depths). ``min_share``:
-    the part of the instances that must match the unit exactly."""
-    m = len(level)
-    if m < 2:
-        return None
-    syms = [node.sym for node in level]
-    positions: dict = {}
-    for i, s in enumerate(syms):
-        positions.setdefault(s, []).append(i)
-    best = None
-    seen = set()
-    for pos in positions.values():
-        if len(pos) < 2:
-            continue
-        key = tuple(pos)
-        if key in seen:
-            continue
-        seen.add(key)
-        unit = _evaluate(pos, syms, level, weigh)
-        if unit.n < MIN_INSTANCES or unit.exact < min_exact or \
-                unit.exact < min_share * unit.n or unit.fragments > (1 - min_share) / 2 * unit.n \
-                or unit.coverage < min_coverage:
-            continue
-        if best is None or _better(unit, best):
-            best = unit
-    if best is None:
-        return None
-    shift = _left_extension(best.positions, syms, len(best.mode))
-    if not shift:
-        return best
-    extended = _evaluate([p - shift for p in best.positions], syms, level, weigh)
-    extended.width = shift + 1
-    head = _cycles_of_one_shape(positions[syms[extended.positions[0]]], syms, level, extended,
-                                weigh)
-    return head or extended
-
-
-def _cycles_of_one_shape(pos: list, syms: list, level: list, unit: _Unit,
-                         weigh: bool) -> _Unit | None:
-    """The unit's first op alone, if it starts cycles that all have the unit's shape: the
-    loop head of a loop whose cycles take one of several paths (``get_next_batch`` then
-    ``run_batch``, or then ``idle_step``). Each such cycle is its own record, not an insertion
-    into the previous iteration."""
-    if len(pos) <= unit.n:
-        return None
-    head = _evaluate(pos, syms, level, weigh)
-    width = len(head.mode)
-    lengths = [pos[k + 1] - pos[k] for k in range(len(pos) - 1)]
-    lengths.append(min(width, len(level) - pos[-1]))  # a lone head at the end is no cycle
-    if head.exact < unit.exact or head.coverage < 0.5 or \
-            any(not (0.5 * width <= n <= 1.5 * width) for n in lengths):
-        return None
-    return head
-
-
-def _evaluate(pos: list, syms: list, level: list, weigh: bool = True) -> _Unit:
-    """Cut ``level`` at ``pos``; the most common segment is the unit (ties: the shortest,
-    since insertions only ever lengthen a segment)."""
-    n = len(pos)
-    m = len(level)
-    segments = [tuple(syms[pos[k]:pos[k + 1]]) for k in range(n - 1)]
-    if segments:
-        counts = Counter(segments)
-        mode = min(counts, key=lambda seg: (-counts[seg], len(seg)))
-    else:
-        mode = tuple(syms[pos[0]:])
-    width = len(mode)
-    segments.append(tuple(syms[pos[-1]:pos[-1] + width]))
-    variant = [seg != mode for seg in segments]
-    fragments = sum(1 for seg in segments[:-1] if len(seg) < 0.5 * width)
-    # Instances of about the unit's length (exact ones, or with small insertions).
-    spans = [(pos[k], pos[k + 1]) for k in range(n - 1)
-             if 0.5 * width <= len(segments[k]) <= 4 * width]
-    # The last instance runs into whatever follows the loop: it counts for as far as it
-    # agrees with the unit, if that is most of it.
-    agree = 0
-    for a, b in zip(segments[-1], mode):
-        if a != b:
-            break
-        agree += 1
-    if agree >= 0.5 * width:
-        spans.append((pos[-1], pos[-1] + agree))
-    gpu_total = sum(node.gpu for node in level) if weigh else 0
-    if not weigh:
-        coverage = sum(b - a for a, b in spans) / m
-    elif gpu_total > 0:  # GPU work decides where it is known (kernels launched per op)
-        covered = sum(level[i].gpu for a, b in spans for i in range(a, b))
-        coverage = covered / gpu_total
-    else:
-        # CPU time of the instances' windows (start to next start: idle gaps belong to the
-        # iteration), each capped at 10x the median one, so that a single blocking sync
-        # cannot make a unit of a few tiny instances look like it covers the trace.
-        total = max(node.end for node in level) - level[0].start
-        times = sorted((level[b].start if b < m else max(level[i].end for i in range(a, b)))
-                       - level[a].start for a, b in spans)
-        cap = 10 * times[len(times) // 2] if times else 0.0
-        coverage = sum(min(t, cap) for t in times) / total if total > 0 else 0.0
-    return _Unit(list(pos), mode, n - sum(variant), fragments, coverage, variant, segments)
-
-
-def _better(a: _Unit, b: _Unit) -> bool:
-    """Is ``a`` the better iteration candidate than ``b``? Coarser wins, unless the finer
-    one matches clearly more instances exactly."""
-    if a.n == b.n:
-        return (a.exact, -a.first) > (b.exact, -b.first)
-    coarse, fine = (a, b) if a.n < b.n else (b, a)
-    winner = fine if (coarse.n > 0.75 * fine.n and fine.exact > coarse.exact) else coarse
-    return winner is a
-
-
-def _left_extension(pos: list, syms: list, period: int) -> int:
-    """How far the anchor moves left: while every instance is preceded by the same op."""
-    shift = 0
-    while shift + 1 < period:
-        k = shift + 1
-        if pos[0] - k < 0:
-            break
-        before = syms[pos[0] - k]
-        if any(p - k < 0 or syms[p - k] != before or (i and p - k <= pos[i - 1])
-               for i, p in enumerate(pos)):
-            break
-        shift = k
-    return shift
+def _tolerance(unit: Unit, names: list) -> dict:
+    """How tolerant the match was, for the manifest and ``explain``."""
+    return {"similarity": unit.similarity, "like": unit.like,
+            "worst_similarity": unit.worst, "phase": unit.phase,
+            "most_different_ops": [[names[s], gap] for s, gap in unit.differing]}
 
 
 def _flatten(node: _Node, out: list, limit: int) -> None:
@@ -257,7 +125,7 @@ class _RootMatcher:
     checked against the unit's first ops, and a match is a boundary at once. Keeps the ops of
     the current instance only (its shape), so memory does not grow with the trace."""
 
-    def __init__(self, thread_key, level: list, unit: _Unit, names: list):
+    def __init__(self, thread_key, level: list, unit: Unit, names: list):
         self.thread = thread_key
         self.names = names
         self.mode = unit.mode
@@ -265,17 +133,18 @@ class _RootMatcher:
                                                  unit.positions[0] + unit.width])
         pos = unit.positions
         self.seen = {n.sym for n in level[pos[0]:pos[-1]]}
-        self.shape_ids: dict = {}
-        self.shapes = [self._shape_id(tuple(n.sym for n in level[a:b]))
+        self.unit = unit
+        self.shapes = [shape_of(level[a:b], unit)
                        for a, b in zip(pos, pos[1:])]
-        self.current = list(level[pos[-1]:])
+        self.current = list(level[pos[-1]:pos[-1] + len(self.anchor)])
         self.starts = [level[p] for p in pos]
-
-    def _shape_id(self, shape: tuple) -> int:
-        return self.shape_ids.setdefault(shape, len(self.shape_ids))
-
-    def found(self) -> list:
-        return [FoundBoundary(n.start, self.thread, self.names[n.sym]) for n in self.starts]
+        # Ops read after the last instance's start (the unit may have been found from its
+        # middle ops): matched like any new op, so no instance begun meanwhile is missed.
+        self.found = [FoundBoundary(n.start, thread_key, names[n.sym]) for n in self.starts]
+        for node in level[pos[-1] + len(self.anchor):]:
+            boundary = self.push(node)
+            if boundary is not None:
+                self.found.append(boundary)
 
     def push(self, node: _Node):
         current = self.current
@@ -287,22 +156,20 @@ class _RootMatcher:
             return None
         instance = current[:-w]
         self.seen.update(n.sym for n in instance)
-        self.shapes.append(self._shape_id(tuple(n.sym for n in instance)))
+        self.shapes.append(shape_of(instance, self.unit))
         self.current = current[-w:]
         first = self.current[0]
+        self.starts.append(first)
+        del self.starts[:-_TYPICAL_OF]
         return FoundBoundary(first.start, self.thread, self.names[first.sym])
 
     def finish(self) -> tuple[list, float]:
-        """Shapes of every instance and where the last one ends (see ``_last_end``)."""
+        """Shapes of every instance and where the last one ends (``last_instance_end``)."""
         last = self.current
         width = len(self.mode)
-        self.shapes.append(self._shape_id(tuple(n.sym for n in last[:width])))
-        i = min(width, len(last))
-        end = max(n.end for n in last[:i])
-        while i < len(last) and last[i].sym in self.seen:
-            end = max(end, last[i].end)
-            i += 1
-        return self.shapes, end
+        self.shapes.append(shape_of(last[:width], self.unit))
+        typical = typical_duration([n.start for n in self.starts[-_TYPICAL_OF:]])
+        return self.shapes, last_instance_end(last, width, self.seen, typical)
 
 
 class StructureDetector:
@@ -406,7 +273,7 @@ class StructureDetector:
         e.g. a model's layers), not a layer itself. Then boundaries stream."""
         roots = state.roots
         state.next_try = max(len(roots) + 8, int(len(roots) * 1.25))
-        unit = find_unit(roots)
+        unit = find_unit(roots, names=self._names, whole=False)
         if unit is None or unit.exact < MIN_INSTANCES or \
                 self._module_holding_several(state, roots, unit):
             return ()
@@ -430,7 +297,7 @@ class StructureDetector:
         self._matcher_key = next(k for k, v in self._threads.items() if v is state)
         self._threads = {self._matcher_key: state}  # the skeleton is no longer needed
         state.roots = []
-        return tuple(self._matcher.found())
+        return tuple(self._matcher.found)
 
     def _observe_matching(self, key, stack, start, end, name):
         if key != self._matcher_key:
@@ -525,7 +392,7 @@ class StructureDetector:
         if self._matcher is not None:
             shapes, last_end = self._matcher.finish()
             evidence = dict(self._online_evidence, instances=len(shapes),
-                            variants=sum(1 for sh in shapes if sh != shapes[0]))
+                            variants=sum(1 for sh in shapes if sh != 0))
             return DetectorResult(last_end=last_end, shapes=shapes, evidence=evidence)
         thread = self._loop_thread()
         if thread is None:
@@ -552,12 +419,13 @@ class StructureDetector:
         level, path = thread.roots, []
         chosen = None
         while level:
-            unit = find_unit(level)
+            unit = find_unit(level, names=names)
             entry = {"container": [names[p.sym] for p in path] or ["<thread top level>"],
                      "ops": len(level)}
             if unit is not None:
-                entry.update(unit=[names[s] for s in unit.mode[:unit.width]],
+                entry.update(unit=[names[level[unit.first].sym]],
                              period_ops=len(unit.mode), instances=unit.n, exact=unit.exact,
+                             **_tolerance(unit, names),
                              time_coverage=round(unit.coverage, 3))
             evidence["levels"].append(entry)
             if unit is not None:
@@ -601,7 +469,7 @@ class StructureDetector:
             return top
         return None
 
-    def _not_a_layer(self, thread: _Thread, level, unit: _Unit, path) -> tuple[bool, str]:
+    def _not_a_layer(self, thread: _Thread, level, unit: Unit, path) -> tuple[bool, str]:
         first = level[unit.positions[0]:unit.positions[0] + len(unit.mode)]
         size: list = []
         for node in first:
@@ -620,7 +488,7 @@ class StructureDetector:
         return self._inner_repeat(level, unit)
 
     @staticmethod
-    def _inner_repeat(level, unit: _Unit) -> tuple[bool, str]:
+    def _inner_repeat(level, unit: Unit) -> tuple[bool, str]:
         """Is one instance a whole piece of work (it repeats a sub-unit inside: a model's
         layers) rather than a layer?"""
         first = level[unit.positions[0]:unit.positions[0] + len(unit.mode)]
@@ -629,7 +497,7 @@ class StructureDetector:
             _flatten(node, flat, 50_000)
         # Blocks of a real model differ a little (a downsampling block, a checkpointed
         # one): a quarter of them alike, covering a third of the ops, is a model.
-        inner = find_unit(flat, min_exact=4, weigh=False, min_share=0.25, min_coverage=0.3)
+        inner = find_unit(flat, INNER_RULES)
         # ... and the repeated sub-unit is a block of work, not the q/k/v/o projections of
         # one attention layer.
         if inner is not None and len(inner.mode) >= MIN_UNIT_OPS:
@@ -637,7 +505,7 @@ class StructureDetector:
                           f"({inner.exact} x {len(inner.mode)} ops)")
         return False, "an instance contains no repeated sub-unit"
 
-    def _module_holding_several(self, thread: _Thread, level, unit: _Unit) -> str | None:
+    def _module_holding_several(self, thread: _Thread, level, unit: Unit) -> str | None:
         """Layers of one model: a single outermost nn.Module call holds several instances."""
         starts = [level[p].start for p in unit.positions]
         for m_start, m_end in self._modules.get(thread.key, ()):
@@ -645,7 +513,7 @@ class StructureDetector:
                 return "one nn.Module call holds several instances"
         return None
 
-    def _anchor(self, level, unit: _Unit) -> tuple:
+    def _anchor(self, level, unit: Unit) -> tuple:
         p = unit.positions[0]
         return tuple(n.sym for n in level[p:p + unit.width])
 
@@ -655,7 +523,7 @@ class StructureDetector:
         syms = [n.sym for n in level]
         return [i for i in range(len(syms) - w + 1) if tuple(syms[i:i + w]) == anchor]
 
-    def _lower_level(self, level, unit: _Unit, evidence):
+    def _lower_level(self, level, unit: Unit, evidence):
         """--level N: the unit N levels below (repeats inside one instance), if any."""
         for _ in range(self._level):
             p = unit.positions[0]
@@ -663,7 +531,7 @@ class StructureDetector:
             if len(inner_level) == 1 and inner_level[0].kids:
                 inner_level = inner_level[0].kids
             flat = inner_level
-            inner = find_unit(flat)
+            inner = find_unit(flat, names=self._names)
             if inner is None:
                 evidence["level_note"] = "no repeating unit below the chosen one"
                 break
@@ -678,14 +546,15 @@ class StructureDetector:
             if len(positions) < 2:
                 break
             mode = tuple(n.sym for n in level[positions[0]:positions[1]])
-            new = _Unit(positions, mode, len(positions), 0, inner.coverage,
-                        [False] * len(positions))
-            new.width = inner.width
+            new = Unit(positions=positions, mode=mode, similarity=[1.0] * len(positions),
+                       like=len(positions), fragments=0, coverage=inner.coverage,
+                       anchor=anchor[0], shapes=[0] * len(positions), width=inner.width,
+                       exact=len(positions), phase="level below")
             unit = new
             evidence["level"] = self._level
         return level, unit
 
-    def _result(self, thread, level, unit: _Unit, path, why, evidence) -> DetectorResult:
+    def _result(self, thread, level, unit: Unit, path, why, evidence) -> DetectorResult:
         names = self._names
         anchor = self._anchor(level, unit)
         starts = []
@@ -700,6 +569,7 @@ class StructureDetector:
                 if any(c is node for c in path):
                     continue
                 segment = tuple(n.sym for n in outer[p:p + len(unit.mode)])
+                segment = 0 if segment == unit.mode else segment
                 starts.append((node.start, node.sym, segment, outer, p))
         starts.sort(key=lambda s: s[0])
         boundaries, shapes = [], []
@@ -708,35 +578,29 @@ class StructureDetector:
                 continue
             boundaries.append(FoundBoundary(start, thread.key, names[sym]))
             shapes.append(shape)
-        _, _, last_shape, last_level, last_p = starts[-1]
-        last_variant = last_shape != unit.mode
+        _, _, _, last_level, last_p = starts[-1]
         width = len(unit.mode)
-        last_end = self._last_end(level, unit, last_level, last_p, last_variant)
+        last_end = self._last_end(level, unit, last_level, last_p)
         evidence.update(unit=[names[s] for s in anchor], period_ops=width,
                         instances=len(boundaries), exact=unit.exact,
-                        variants=sum(shape != unit.mode for shape in shapes),
+                        variants=sum(shape != 0 for shape in shapes),
+                        **_tolerance(unit, names),
                         time_coverage=round(unit.coverage, 3),
                         why=why, confidence=round(self._confidence(unit), 3))
         return DetectorResult(boundaries=boundaries, last_end=last_end, shapes=shapes,
                               evidence=evidence)
 
     @staticmethod
-    def _last_end(level, unit: _Unit, last_level, last_p: int, last_variant: bool) -> float:
-        """Where the last instance ends: its unit's ops, then trailing ops of kinds already seen
-        inside earlier instances (an eval pass after the last step); a new kind of op starts
-        the epilogue (``save_checkpoint``)."""
-        width = len(unit.mode)
-        seen = {n.sym for n in level[unit.positions[0]:unit.positions[-1]]}
-        i = min(last_p + width, len(last_level))
-        end = max(n.end for n in last_level[last_p:i])
-        while i < len(last_level) and last_level[i].sym in seen:
-            end = max(end, last_level[i].end)
-            i += 1
-        return end
+    def _last_end(level, unit: Unit, last_level, last_p: int) -> float:
+        """Where the last instance ends (``last_instance_end``)."""
+        pos = unit.positions
+        seen = {n.sym for n in level[pos[0]:pos[-1]]}
+        typical = typical_duration([level[p].start for p in pos])
+        return last_instance_end(last_level[last_p:], len(unit.mode), seen, typical)
 
     @staticmethod
-    def _confidence(unit: _Unit) -> float:
-        return min(1.0, unit.coverage) * (unit.exact / unit.n) * min(1.0, unit.n / 3)
+    def _confidence(unit: Unit) -> float:
+        return min(1.0, unit.coverage) * (unit.score / unit.n) * min(1.0, unit.n / 3)
 
     def _single(self, thread: _Thread, path, evidence) -> DetectorResult:
         """No repeating unit: the loop thread's work is one iteration."""

@@ -1,0 +1,603 @@
+"""Detect stage, the pure part: which repeating unit cuts a sequence of sibling ops.
+
+Theory of operation
+-------------------
+A *level* is a list of sibling ops (the top of a thread, or the children of a container), each
+a node with a symbol (its name, digits folded), start, end and the kernels launched beneath it.
+``find_unit(level)`` answers which unit of work repeats there, or None. No I/O, no state: the
+detector (``structure.py``) decides where to look and what a found unit means.
+
+1. **Candidates.** Every symbol that occurs at least twice is a candidate *anchor*; its
+   occurrences cut the level into *instances*.
+2. **Tolerance.** Real steps are never the same twice: small ops come and go, a repeated small
+   op varies in count, a sync appears now and then. Instances are compared by what their ops
+   *cost*, not op for op: each instance is a bag of symbols weighted by time, GPU work
+   (kernels launched beneath) and, a little, by count, scaled by the totals of a
+   representative instance (the medoid of a few). The similarity of an instance to the
+   representative is the weighted Jaccard index of the two bags (sum of minima over sum of
+   maxima): 1.0 for the same work, about 0.5 for twice the work, low for another phase or
+   model. An instance is *like* the unit when its similarity reaches ``Rules.like``. A missing
+   ``aten::zeros`` costs its share of the step's time: next to nothing.
+3. **Qualifying.** A candidate qualifies when enough instances are like the unit, few are
+   fragments (the anchor also occurring inside the unit), and its like instances cover most of
+   the level's work (GPU work where known, else time). Two instances are enough only when they
+   are nearly identical and together hold nearly all of the level's work (``Rules.two_*``):
+   two steps of a ``schedule(active=2)`` profile, not two text-encoder calls.
+4. **Choosing** (``_choose``). The coarsest qualifying unit wins (fewest instances: an eval
+   pass every few steps is part of the step), except that:
+   - a coarse unit whose instances mostly hold two or more instances of a finer unit whose
+     instances are whole steps (like it or idle, covering nearly all the work) is a
+     super-period (four steps plus an eval pass) and drops out;
+   - of the cuts of about the same count (rotations of one loop, or a cut that lost an
+     instance where its anchor was dropped), the clearly more regular one wins (summed
+     similarity), else the earliest.
+5. **Phase.** Where the loop begins among the unit's ops (``_phase``): before the op that
+   fetches the next input when there is one; else right after the blocking host sync that ends
+   the previous instance (never between a step's last op and its own sync); else at the anchor,
+   extended to the left over the ops that precede it in most instances (the *head*: the first
+   ops of the step, each of which may be missing in a few instances).
+
+Every threshold lives in ``Rules`` with the reason for its value.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from stream_split.core.records import KIND_IDLE, KIND_ITERATION
+from stream_split.trace_format import BLOCKING_SYNC_NAMES, INPUT_FETCH_PATTERN
+
+_INPUT_FETCH = re.compile(INPUT_FETCH_PATTERN)
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """Every threshold of the unit search, with why it has its value."""
+    #: A unit must be seen this often before it is believed: two things look alike by chance
+    #: (the text encoder runs twice in a diffusion request). See ``two_*`` for the exception.
+    min_instances: int = 3
+    #: Two instances make a unit only when they are this alike ...
+    two_similarity: float = 0.9
+    #: ... and hold this share of the level's work: a two-step profile (schedule active=2)
+    #: is all steps; two encoder calls in a request are a small part of it.
+    two_coverage: float = 0.9
+    #: An instance is like the unit from this weighted similarity on. A step with an eval pass
+    #: of three forwards scores about 0.6 against a plain step; another phase or model, or
+    #: two steps merged into one instance (its anchor dropped), 0.5 or less.
+    like: float = 0.55
+    #: More than this share of the instances must be like the unit (and ``min_like`` of them):
+    #: idle cycles or eval steps in a minority are tolerated, two alternating shapes (a
+    #: sub-step unit, two per step) are not.
+    like_share: float = 0.5
+    min_like: int = 2
+    #: At most this share of the instances may be fragments (under half the unit's ops): the
+    #: anchor then also occurs inside the unit and cuts it apart.
+    fragment_share: float = 0.25
+    #: The like instances must cover this share of the level's work (GPU work where known,
+    #: else time): a loop of four heavy denoising steps beats twenty light encoder layers.
+    min_coverage: float = 0.5
+    #: Each instance's time counts at most this many times the median instance's: a single
+    #: blocking sync cannot make a unit of a few tiny instances cover the trace.
+    time_cap: float = 10.0
+    #: Two cuts whose counts are within this ratio cut the same loop (rotations, or a cut that
+    #: lost an instance where its anchor was missing): the more regular one wins.
+    same_loop_ratio: float = 0.75
+    #: ... by a margin of this much similarity per instance; within it the cuts are equally
+    #: regular (rotations of one loop differ by timing noise) and the earlier one wins.
+    score_margin: float = 0.1
+    #: A coarse unit is a super-period of a finer one when this share of its instances hold
+    #: two or more of the finer one's instances, and the finer one is a whole step: this
+    #: share of its instances are like it and they cover this share of the work. Layers
+    #: inside a step are not: the instance that holds the rest of the step (loss, backward,
+    #: optimizer) is unlike a layer and holds a large part of the work.
+    super_period_share: float = 0.5
+    super_period_like: float = 0.9
+    super_period_coverage: float = 0.9
+    #: Weights of an op in an instance's bag: its time, its kernels, its count. Time and GPU
+    #: work are what the user cares about; the count keeps cheap ops from weighing nothing.
+    time_weight: float = 0.45
+    gpu_weight: float = 0.45
+    count_weight: float = 0.1
+    #: Compare by cost (True) or by op counts alone (False: for flattened subtrees, where time
+    #: and GPU work would be counted at several depths).
+    weigh: bool = True
+    #: An instance up to this many times longer or shorter (in ops) than the representative
+    #: loses nothing for its length; beyond, its similarity shrinks in proportion.
+    length_slack: float = 1.3
+    #: Representatives tried when looking for the medoid instance (cost: this x instances).
+    medoid_trials: int = 7
+    #: The head (ops before the anchor that open the step) is at most this many ops ...
+    max_head: int = 16
+    #: ... each found just before the anchor in at least this share of the instances (noise
+    #: drops small head ops: ``aten::randn`` may be missing in a third of the steps).
+    head_share: float = 0.3
+    #: Symbols seen in fewer than this share of the instances are sporadic: a head walk steps
+    #: over them.
+    sporadic_share: float = 0.5
+    #: Ops of a new kind after the last instance are noise (part of it) when they are this
+    #: small (share of the median instance's time) and an op of a known kind follows; a big
+    #: one (``save_checkpoint``) begins the epilogue.
+    small_op_share: float = 0.05
+    #: A cycle unlike the unit with fewer kernels than this share of the median cycle's is an
+    #: idle cycle (failure mode 2: ``get_next_batch`` + ``idle_step``), reported apart.
+    idle_gpu_share: float = 0.25
+
+
+#: The rules for finding iterations.
+RULES = Rules()
+
+
+@dataclass(slots=True)
+class Unit:
+    """A qualifying cut of one level: where its instances begin and how alike they are."""
+    positions: list            # index in the level where each instance begins (after phase)
+    mode: tuple                # the representative instance's symbols
+    similarity: list           # each instance's similarity to the representative
+    like: int                  # instances at least ``Rules.like`` similar
+    fragments: int
+    coverage: float
+    anchor: int                # the symbol that cut the level
+    shapes: list = field(default_factory=list)  # per instance: 0 if like the unit, else its ops
+    width: int = 1             # kept for callers that match the unit's first op(s)
+    exact: int = 0             # instances whose ops are exactly the representative's
+    phase: str = "anchor"      # how the beginning was chosen (see ``_phase``)
+    differing: list = field(default_factory=list)  # (symbol, weight gap) most unlike, worst
+    #: The representative's bag and totals: to compare instances that come later (online).
+    reference: tuple = ()
+    #: Unlike instances that do (almost) none of the representative's GPU work: cycles that
+    #: took another path (``idle_step``). They neither count for nor against the unit.
+    idle: int = 0
+
+    @property
+    def n(self) -> int:
+        return len(self.positions)
+
+    @property
+    def first(self) -> int:
+        return self.positions[0]
+
+    @property
+    def score(self) -> float:
+        return sum(self.similarity)
+
+    @property
+    def worst(self) -> float:
+        return min(self.similarity) if self.similarity else 0.0
+
+
+# -- weights and similarity ------------------------------------------------------------
+
+
+def _bag(level: list, a: int, b: int) -> tuple[dict, float, float, int]:
+    """Symbol -> [time, kernels, count] of ``level[a:b]``, and the three totals."""
+    bag: dict = {}
+    time = gpu = 0.0
+    for i in range(a, b):
+        node = level[i]
+        cell = bag.get(node.sym)
+        if cell is None:
+            cell = bag[node.sym] = [0.0, 0.0, 0]
+        dt = node.end - node.start
+        cell[0] += dt
+        cell[1] += node.gpu
+        cell[2] += 1
+        time += dt
+        gpu += node.gpu
+    return bag, time, gpu, b - a
+
+
+def _weights(bag: dict, totals: tuple, active: tuple, rules: Rules) -> dict:
+    """An instance's composition: each symbol's share of the instance's time, kernels and op
+    count (scaled by the rule's weights), for the components ``active`` in the reference."""
+    time, gpu, count = totals
+    use_time, use_gpu = active
+    if not rules.weigh:
+        return {s: n / count for s, (_, _, n) in bag.items()} if count else {}
+    wt, wg, wc = rules.time_weight, rules.gpu_weight, rules.count_weight
+    if not use_gpu:
+        wt, wg = wt + wg, 0.0
+    if not use_time:
+        wc, wt = wc + wt, 0.0
+    t = wt / time if time > 0 else 0.0
+    g = wg / gpu if gpu > 0 else 0.0
+    c = wc / count if count else 0.0
+    return {s: x * t + k * g + n * c for s, (x, k, n) in bag.items()}
+
+
+def similarity(a: dict, b: dict) -> float:
+    """Weighted Jaccard index of two compositions."""
+    lo = hi = 0.0
+    for s in a.keys() | b.keys():
+        x, y = a.get(s, 0.0), b.get(s, 0.0)
+        if x < y:
+            lo += x
+            hi += y
+        else:
+            lo += y
+            hi += x
+    return lo / hi if hi > 0 else 1.0
+
+
+def _length_factor(count: int, ref_count: int, rules: Rules) -> float:
+    """Composition ignores size: two steps merged into one instance (its anchor missing) look
+    like one. Instances far longer or shorter than the reference lose similarity."""
+    if not count or not ref_count:
+        return 0.0
+    r = max(count / ref_count, ref_count / count)
+    return min(1.0, rules.length_slack / r)
+
+
+def _likeness(bag_totals: tuple, reference: tuple, rules: Rules) -> tuple[float, dict]:
+    bag, time, gpu, count = bag_totals
+    ref_w, ref_time, ref_gpu, ref_count = reference
+    w = _weights(bag, (time, gpu, count), (ref_time > 0, ref_gpu > 0), rules)
+    return similarity(w, ref_w) * _length_factor(count, ref_count, rules), w
+
+
+def _reference(bag_totals: tuple, rules: Rules) -> tuple:
+    """(composition, time, kernels, ops) of the representative instance."""
+    bag, time, gpu, count = bag_totals
+    return (_weights(bag, (time, gpu, count), (time > 0, gpu > 0), rules), time, gpu, count)
+
+
+def _differing(a: dict, b: dict, top: int = 3) -> list:
+    gaps = sorted(((abs(a.get(s, 0.0) - b.get(s, 0.0)), s) for s in a.keys() | b.keys()),
+                  reverse=True)
+    return [(s, round(g, 3)) for g, s in gaps[:top] if g > 0]
+
+
+# -- one candidate ---------------------------------------------------------------------
+
+
+def _segments(pos: list, m: int, width_hint: int) -> list:
+    """(start, end) of each instance; the last one runs for the unit's width at most."""
+    spans = [(pos[k], pos[k + 1]) for k in range(len(pos) - 1)]
+    spans.append((pos[-1], min(m, pos[-1] + max(1, width_hint))))
+    return spans
+
+
+def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> Unit:
+    """Cut ``level`` at ``pos``: the representative, each instance's similarity, coverage."""
+    m = len(level)
+    inner = [(pos[k], pos[k + 1]) for k in range(len(pos) - 1)]
+    lengths = sorted(b - a for a, b in inner) or [m - pos[-1]]
+    spans = _segments(pos, m, lengths[len(lengths) // 2])
+    bags = [_bag(level, a, b) for a, b in spans]
+    shapes = [tuple(syms[a:b]) for a, b in spans]
+    # The representative: the one that explains the most instances (like it, or idle beside
+    # it), tried among the most common exact shape, a few instances spread over the level and
+    # the busiest one (idle cycles may be the majority). The last instance is cut short:
+    # never a representative.
+    counts = Counter(shapes[:-1]) if len(shapes) > 1 else Counter(shapes)
+    mode, mode_count = counts.most_common(1)[0]
+    trial_idx = {shapes.index(mode)}
+    if len(inner) > 1:
+        step = max(1, len(inner) // rules.medoid_trials)
+        if mode_count < 2:
+            trial_idx.update(list(range(0, len(inner), step))[:rules.medoid_trials])
+        trial_idx.add(max(range(len(inner)), key=lambda k: bags[k][2]))
+    best = None
+    for r in sorted(trial_idx):
+        reference = _reference(bags[r], rules)
+        scored = [_likeness(bag, reference, rules) for bag in bags]
+        sims = [x for x, _ in scored]
+        idle = _idle_count(sims, bags, reference, rules)
+        key = (sum(1 for x in sims if x >= rules.like) + idle, sorted(sims)[len(sims) // 2])
+        if best is None or key > best[0]:
+            best = (key, r, sims, [w for _, w in scored], reference)
+    _, rep, sims, ws, reference = best
+    rep_shape = shapes[rep]
+    like = sum(1 for s in sims if s >= rules.like)
+    fragments = sum(1 for a, b in inner if b - a < 0.5 * len(rep_shape))
+    # Coverage counts every instance of about the unit's length (an eval step is unlike a plain
+    # one, yet part of the loop); the like share above is what judges regularity.
+    width = len(rep_shape)
+    coverage = _coverage(level, [(a, b) for a, b in spans[:-1]
+                                 if 0.5 * width <= b - a <= 4 * width] + spans[-1:], rules)
+    worst = min(range(len(sims)), key=sims.__getitem__)
+    idle = _idle_count(sims, bags, reference, rules)
+    unit = Unit(positions=list(pos), mode=rep_shape, similarity=[round(s, 3) for s in sims],
+                like=like, fragments=fragments, coverage=coverage, anchor=anchor,
+                shapes=[0 if s >= rules.like else shape for s, shape in zip(sims, shapes)],
+                exact=sum(1 for sh in shapes if sh == rep_shape),
+                differing=_differing(ws[worst], ws[rep]),
+                reference=reference, idle=idle)
+    return unit
+
+
+def shape_of(nodes: list, unit: Unit, rules: Rules = RULES):
+    """An instance's shape as ``Unit.shapes`` has it: 0 if it is like the unit, else its
+    symbols (for instances read after the unit was decided)."""
+    if not unit.reference:
+        return tuple(node.sym for node in nodes)
+    if _likeness(_bag(nodes, 0, len(nodes)), unit.reference, rules)[0] >= rules.like:
+        return 0
+    return tuple(node.sym for node in nodes)
+
+
+def _idle_count(sims: list, bags: list, reference: tuple, rules: Rules) -> int:
+    """Instances unlike the representative that do (almost) none of its GPU work."""
+    ref_gpu = reference[2]
+    if ref_gpu <= 0:
+        return 0
+    return sum(1 for sim, bag in zip(sims, bags)
+               if sim < rules.like and bag[2] < rules.idle_gpu_share * ref_gpu)
+
+
+def _coverage(level: list, spans: list, rules: Rules) -> float:
+    m = len(level)
+    if not spans:
+        return 0.0
+    if not rules.weigh:
+        return sum(b - a for a, b in spans) / m
+    gpu_total = sum(node.gpu for node in level)
+    if gpu_total > 0:  # GPU work decides where it is known (kernels launched per op)
+        return sum(level[i].gpu for a, b in spans for i in range(a, b)) / gpu_total
+    # CPU time of the instances' windows (start to next start: idle gaps belong to the
+    # iteration), each capped, so that one blocking sync cannot make tiny instances cover.
+    total = max(node.end for node in level) - level[0].start
+    times = sorted((level[b].start if b < m else max(level[i].end for i in range(a, b)))
+                   - level[a].start for a, b in spans)
+    cap = rules.time_cap * times[len(times) // 2]
+    return sum(min(t, cap) for t in times) / total if total > 0 else 0.0
+
+
+def _qualifies(unit: Unit, rules: Rules) -> bool:
+    n = unit.n
+    if n < 2:
+        return False
+    if n < rules.min_instances:
+        return (n == 2 and rules.weigh and unit.worst >= rules.two_similarity
+                and unit.coverage >= rules.two_coverage)
+    # The representative is like itself: it is not counted as evidence.
+    return (unit.like >= rules.min_like
+            and unit.like - 1 > rules.like_share * (n - 1 - unit.idle)
+            and unit.fragments <= rules.fragment_share * n
+            and unit.coverage >= rules.min_coverage)
+
+
+def _super_period(coarse: Unit, fine: Unit, rules: Rules) -> bool:
+    """Do most of ``coarse``'s instances hold two or more of ``fine``'s?"""
+    edges = coarse.positions + [float("inf")]
+    starts = fine.positions
+    held = 0
+    j = 0
+    for k in range(coarse.n):
+        a, b = edges[k], edges[k + 1]
+        while j < len(starts) and starts[j] < a:
+            j += 1
+        count = 0
+        while j + count < len(starts) and starts[j + count] < b:
+            count += 1
+        held += count >= 2
+    return held >= rules.super_period_share * coarse.n
+
+
+def _same_loop(a: Unit, b: Unit, rules: Rules) -> bool:
+    return min(a.n, b.n) >= rules.same_loop_ratio * max(a.n, b.n)
+
+
+def _whole_steps(unit: Unit, rules: Rules) -> bool:
+    """Is every instance (but a few) a whole step: like the unit or an idle cycle, covering
+    nearly all of the work? Layers are not: one of them holds the rest of the step."""
+    return (unit.like + unit.idle >= rules.super_period_like * unit.n
+            and unit.coverage >= rules.super_period_coverage)
+
+
+def _choose(candidates: list, rules: Rules) -> Unit:
+    """The coarsest candidate that is not a super-period of whole finer steps; of the cuts of
+    that same loop, the clearly more regular one, else the earliest."""
+    fine = [c for c in candidates if _whole_steps(c, rules)]
+    pool = [c for c in candidates
+            if not any(f.n > c.n and not _same_loop(c, f, rules) and _super_period(c, f, rules)
+                       for f in fine)] or candidates
+    coarsest = min(pool, key=lambda c: c.n)
+    same = [c for c in pool if _same_loop(c, coarsest, rules)]
+    top = max(c.score for c in same)
+    regular = [c for c in same if c.score >= top - rules.score_margin * max(c.n, coarsest.n)]
+    return min(regular, key=lambda c: c.first)
+
+
+# -- the search ------------------------------------------------------------------------
+
+
+def find_unit(level: list, rules: Rules = RULES, names: list | None = None,
+              whole: bool = True) -> Unit | None:
+    """The outermost repeating unit of a sequence of sibling ops, or None. ``names``: the
+    name of each symbol, for the phase rules that read names (input fetch, sync). ``whole``:
+    the level is complete (at the end of the input), not cut off in the middle of an
+    instance (online): only then can its end tell where an instance ends."""
+    m = len(level)
+    if m < 2:
+        return None
+    syms = [node.sym for node in level]
+    positions: dict = {}
+    for i, s in enumerate(syms):
+        positions.setdefault(s, []).append(i)
+    candidates = []
+    seen = set()
+    for sym, pos in positions.items():
+        if len(pos) < 2:
+            continue
+        key = tuple(pos)
+        if key in seen:
+            continue
+        seen.add(key)
+        unit = _evaluate(pos, sym, level, syms, rules)
+        if _qualifies(unit, rules):
+            candidates.append(unit)
+    if not candidates:
+        return None
+    best = _choose(candidates, rules)
+    return _phase(best, level, syms, positions, names, rules, whole)
+
+
+def _phase(unit: Unit, level: list, syms: list, positions: dict, names,
+           rules: Rules, whole: bool = True) -> Unit:
+    """Where the loop begins among the unit's ops (see the module docstring, step 5)."""
+    pos = unit.positions
+    seen_in: Counter = Counter()
+    for k in range(len(pos) - 1):
+        seen_in.update(set(syms[pos[k]:pos[k + 1]]))
+    # Symbols in most instances; any other (sporadic noise, a prologue op) is stepped over.
+    common = {s for s, c in seen_in.items() if c >= rules.sporadic_share * max(1, len(pos) - 1)}
+    if names is not None:
+        spine = _spine(unit, syms, rules)
+        fetch = [s for s in spine if _INPUT_FETCH.search(names[s])]
+        if fetch:
+            return _begin_at(unit, fetch[0], level, syms, positions, common, rules,
+                             "before the input fetch")
+        after_sync = _after_sync(unit, spine, names)
+        if after_sync is not None:
+            return _begin_at(unit, after_sync, level, syms, positions, common, rules,
+                             "right after the previous instance's blocking sync")
+    return _extend_head(unit, syms, common, rules, whole)
+
+
+def _spine(unit: Unit, syms: list, rules: Rules) -> list:
+    """Symbols that occur once in most like instances, in the representative's order."""
+    pos = unit.positions
+    once: Counter = Counter()
+    like_n = 0
+    for k in range(len(pos) - 1):
+        if unit.shapes[k] != 0:
+            continue
+        like_n += 1
+        c = Counter(syms[pos[k]:pos[k + 1]])
+        once.update(s for s, n in c.items() if n == 1)
+    if not like_n:
+        return []
+    order = {s: i for i, s in reversed(list(enumerate(unit.mode)))}
+    return sorted((s for s, n in once.items() if n >= 0.8 * like_n and s in order),
+                  key=order.__getitem__)
+
+
+def _after_sync(unit: Unit, spine: list, names: list):
+    """The spine op right after a blocking sync that closes the representative (cyclically)."""
+    mode = unit.mode
+    for i, s in enumerate(mode):
+        if names[s] in BLOCKING_SYNC_NAMES:
+            nxt = mode[(i + 1) % len(mode)]
+            if nxt in spine and names[nxt] not in BLOCKING_SYNC_NAMES:
+                return nxt
+    return None
+
+
+def _walk_left(unit: Unit, syms: list, head: set, common: set) -> list:
+    """Each instance's beginning moved left from its anchor to the leftmost op of ``head``
+    reachable over head ops and ops not ``common`` (not past the previous anchor)."""
+    pos = unit.positions
+    new = []
+    for i, p in enumerate(pos):
+        lo = pos[i - 1] + 1 if i else 0
+        start = p
+        q = p - 1
+        while q >= lo and (syms[q] in head or syms[q] not in common):
+            if syms[q] in head:
+                start = q
+            q -= 1
+        new.append(start)
+    return new
+
+
+def _begin_at(unit: Unit, first: int, level: list, syms: list, positions: dict,
+              common: set, rules: Rules, why: str) -> Unit:
+    """The loop begins at ``first``: cut at it when it cuts the same loop as well as the
+    anchor did; else (it is missing in some instances) each instance begins at it, or where
+    it is missing at the next of the representative's ops that follow it up to the anchor."""
+    if first != unit.anchor:
+        moved = _evaluate(positions[first], first, level, syms, rules)
+        if _qualifies(moved, rules) and moved.n >= rules.same_loop_ratio * unit.n and \
+                moved.score >= unit.score - rules.score_margin * unit.n:
+            unit = moved
+        else:
+            mode = unit.mode
+            head = set(mode[mode.index(first):]) - {unit.anchor}
+            unit.positions = _walk_left(unit, syms, head, common)
+    unit.phase = why
+    return unit
+
+
+def _extend_head(unit: Unit, syms: list, common: set, rules: Rules, whole: bool) -> Unit:
+    """Move each instance's beginning left over the head: the ops that come just before the
+    anchor in many instances (each may be missing in some: noise drops small ops), so the
+    boundary is the step's first op. An op that also occurs in the last instance is not head:
+    it closes each instance (the anchor cut a rotation of the same loop). A level cut off
+    mid-instance (online) has no last instance to read: there the head must also come before
+    the first instance."""
+    pos = unit.positions
+    n = len(pos)
+    if n < 2:
+        return unit
+    near: Counter = Counter()
+    for i in range(1, n):
+        window = []
+        for q in range(pos[i] - 1, pos[i - 1], -1):
+            if syms[q] in common:
+                window.append(syms[q])
+                if len(window) >= rules.max_head:
+                    break
+        near.update(set(window))
+    head = {s for s, c in near.items() if c >= rules.head_share * (n - 1)} - {unit.anchor}
+    if whole:
+        head -= set(syms[pos[-1]:pos[-1] + len(unit.mode)])
+    else:
+        head &= set(syms[max(0, pos[0] - rules.max_head):pos[0]])
+    if not head:
+        return unit
+    unit.positions = _walk_left(unit, syms, head, common)
+    unit.phase = "at the step's first op, before the anchor"
+    return unit
+
+
+# -- where the last instance ends -------------------------------------------------------
+
+
+def last_instance_end(tail: list, width: int, seen: set, typical_us: float,
+                      rules: Rules = RULES) -> float:
+    """Where the last instance ends, given the ops from its start on: its unit's width of ops,
+    then trailing ops of kinds seen inside earlier instances (an eval pass after the last
+    step), stepping over small ops of new kinds (noise) when a known kind follows. A new kind
+    of op that is not small begins the epilogue (``save_checkpoint``)."""
+    i = min(width, len(tail))
+    end = max(node.end for node in tail[:i])
+    small = rules.small_op_share * typical_us
+    while i < len(tail):
+        if tail[i].sym in seen:
+            end = max(end, tail[i].end)
+            i += 1
+            continue
+        k = i
+        while k < len(tail) and k - i < rules.max_head and tail[k].sym not in seen and \
+                tail[k].end - tail[k].start <= small:
+            k += 1
+        if k == i or k >= len(tail) or tail[k].sym not in seen:
+            break
+        i = k
+    return end
+
+
+def typical_duration(starts: list) -> float:
+    """The median time from one instance's start to the next's."""
+    gaps = sorted(b - a for a, b in zip(starts, starts[1:]))
+    return gaps[len(gaps) // 2] if gaps else 0.0
+
+
+# -- kinds of cycles -------------------------------------------------------------------
+
+
+def cycle_kinds(shapes: list, kernels: list, rules: Rules = RULES) -> list:
+    """Kind of each cycle from its shape (``Unit.shapes``: 0 for instances like the unit) and
+    its kernels: a cycle unlike the unit that does (almost) none of the GPU work of the median
+    cycle like the unit is ``idle`` (reported, never splitting an iteration). A prefill among
+    decode steps is unlike them too, but busier: an iteration."""
+    kinds = [KIND_ITERATION] * len(kernels)
+    if len(shapes) != len(kernels) or not kernels:
+        return kinds
+    typical = sorted(k for shape, k in zip(shapes, kernels) if shape == 0) or sorted(kernels)
+    median = typical[len(typical) // 2]
+    for i, (shape, k) in enumerate(zip(shapes, kernels)):
+        if shape != 0 and median > 0 and k < rules.idle_gpu_share * median:
+            kinds[i] = KIND_IDLE
+    return kinds
