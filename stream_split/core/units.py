@@ -66,9 +66,10 @@ class Rules:
     #: of three forwards scores about 0.6 against a plain step; another phase or model, or
     #: two steps merged into one instance (its anchor dropped), 0.5 or less.
     like: float = 0.55
-    #: More than this share of the instances must be like the unit (and ``min_like`` of them):
-    #: idle cycles or eval steps in a minority are tolerated, two alternating shapes (a
-    #: sub-step unit, two per step) are not.
+    #: At least this share of the instances (idle cycles aside) must be like the
+    #: representative, and ``min_like`` of them: an eval step now and then is tolerated. Two
+    #: alternating shapes (a sub-step unit, two per step) may qualify, but lose to the step
+    #: (``super_period_floor``).
     like_share: float = 0.5
     min_like: int = 2
     #: At most this share of the instances may be fragments (under half the unit's ops): the
@@ -86,14 +87,17 @@ class Rules:
     #: ... by a margin of this much similarity per instance; within it the cuts are equally
     #: regular (rotations of one loop differ by timing noise) and the earlier one wins.
     score_margin: float = 0.1
-    #: A coarse unit is a super-period of a finer one when this share of its instances hold
-    #: two or more of the finer one's instances, and the finer one is a whole step: this
-    #: share of its instances are like it and they cover this share of the work. Layers
-    #: inside a step are not: the instance that holds the rest of the step (loss, backward,
-    #: optimizer) is unlike a layer and holds a large part of the work.
-    super_period_share: float = 0.5
-    super_period_like: float = 0.9
+    #: A coarse unit is a super-period of a finer one when the finer one has this many times
+    #: its instances, and the finer one is a whole step: this share of its instances are like
+    #: it (or idle) and all of them cover this share of the work ...
+    super_period_ratio: float = 1.5
+    super_period_like: float = 0.6
     super_period_coverage: float = 0.9
+    #: ... and none of its instances (but idle cycles and the edges) is this unlike it: a step
+    #: with an eval pass, or a noisy one, still holds a step (about 0.4 and up); layers do
+    #: not: the instance that holds the loss, backward and optimizer is nothing like a layer
+    #: (under 0.2).
+    super_period_floor: float = 0.25
     #: Weights of an op in an instance's bag: its time, its kernels, its count. Time and GPU
     #: work are what the user cares about; the count keeps cheap ops from weighing nothing.
     time_weight: float = 0.45
@@ -102,16 +106,21 @@ class Rules:
     #: Compare by cost (True) or by op counts alone (False: for flattened subtrees, where time
     #: and GPU work would be counted at several depths).
     weigh: bool = True
-    #: An instance up to this many times longer or shorter (in ops) than the representative
-    #: loses nothing for its length; beyond, its similarity shrinks in proportion.
+    #: An instance up to this many times the work of the representative (or down to its
+    #: inverse) loses nothing for its size; beyond, its similarity shrinks with the square of
+    #: the excess: two steps merged into one instance score under 0.45, a rollout 1.5x as
+    #: long keeps 0.75 of its similarity.
     length_slack: float = 1.3
     #: Representatives tried when looking for the medoid instance (cost: this x instances).
     medoid_trials: int = 7
     #: The head (ops before the anchor that open the step) is at most this many ops ...
     max_head: int = 16
-    #: ... each found just before the anchor in at least this share of the instances (noise
-    #: drops small head ops: ``aten::randn`` may be missing in a third of the steps).
-    head_share: float = 0.3
+    #: ... each found next to the left in at least this share of the instances (noise drops
+    #: small head ops: ``aten::randn`` may be missing in a third of the steps).
+    head_share: float = 0.5
+    #: ... or found in a head window at this share of its occurrences (a head op that noise
+    #: dropped from most steps is still only ever seen there).
+    head_only_share: float = 0.8
     #: Symbols seen in fewer than this share of the instances are sporadic: a head walk steps
     #: over them.
     sporadic_share: float = 0.5
@@ -145,6 +154,10 @@ class Unit:
     differing: list = field(default_factory=list)  # (symbol, weight gap) most unlike, worst
     #: The representative's bag and totals: to compare instances that come later (online).
     reference: tuple = ()
+    #: Share of the level's work in the instances like the unit.
+    like_coverage: float = 0.0
+    #: The least similarity of an instance that is not idle, first or last.
+    inner_worst: float = 1.0
     #: Unlike instances that do (almost) none of the representative's GPU work: cycles that
     #: took another path (``idle_step``). They neither count for nor against the unit.
     idle: int = 0
@@ -219,20 +232,35 @@ def similarity(a: dict, b: dict) -> float:
     return lo / hi if hi > 0 else 1.0
 
 
-def _length_factor(count: int, ref_count: int, rules: Rules) -> float:
+def _size_factor(totals: tuple, reference: tuple, rules: Rules) -> float:
     """Composition ignores size: two steps merged into one instance (its anchor missing) look
-    like one. Instances far longer or shorter than the reference lose similarity."""
-    if not count or not ref_count:
+    like one. An instance doing far more or less work than the reference (its time and
+    kernels, and a little its op count: tiny noise ops add count, not work) loses
+    similarity."""
+    time, gpu, count = totals
+    _, ref_time, ref_gpu, ref_count = reference
+    parts = []
+    if rules.weigh and ref_time > 0:
+        parts.append((rules.time_weight, time / ref_time))
+    if rules.weigh and ref_gpu > 0:
+        parts.append((rules.gpu_weight, gpu / ref_gpu))
+    if ref_count:
+        parts.append((rules.count_weight if rules.weigh else 1.0, count / ref_count))
+    weight = sum(w for w, _ in parts)
+    if not weight:
         return 0.0
-    r = max(count / ref_count, ref_count / count)
-    return min(1.0, rules.length_slack / r)
+    r = sum(w * x for w, x in parts) / weight
+    if r <= 0:
+        return 0.0
+    return min(1.0, rules.length_slack / max(r, 1 / r)) ** 2
 
 
 def _likeness(bag_totals: tuple, reference: tuple, rules: Rules) -> tuple[float, dict]:
     bag, time, gpu, count = bag_totals
     ref_w, ref_time, ref_gpu, ref_count = reference
     w = _weights(bag, (time, gpu, count), (ref_time > 0, ref_gpu > 0), rules)
-    return similarity(w, ref_w) * _length_factor(count, ref_count, rules), w
+    # The lesser of the two: an eval step is unlike a plain one by what it adds, not twice.
+    return min(similarity(w, ref_w), _size_factor((time, gpu, count), reference, rules)), w
 
 
 def _reference(bag_totals: tuple, rules: Rules) -> tuple:
@@ -282,7 +310,7 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> 
         reference = _reference(bags[r], rules)
         scored = [_likeness(bag, reference, rules) for bag in bags]
         sims = [x for x, _ in scored]
-        idle = _idle_count(sims, bags, reference, rules)
+        idle = sum(_idle_flags(sims, bags, reference, rules))
         key = (sum(1 for x in sims if x >= rules.like) + idle, sorted(sims)[len(sims) // 2])
         if best is None or key > best[0]:
             best = (key, r, sims, [w for _, w in scored], reference)
@@ -296,13 +324,19 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> 
     coverage = _coverage(level, [(a, b) for a, b in spans[:-1]
                                  if 0.5 * width <= b - a <= 4 * width] + spans[-1:], rules)
     worst = min(range(len(sims)), key=sims.__getitem__)
-    idle = _idle_count(sims, bags, reference, rules)
+    idle_at = _idle_flags(sims, bags, reference, rules)
+    # The least similar instance that is neither idle nor at an edge of the level (the first
+    # may hold a prologue, the last an epilogue).
+    inner_sims = [x for x, idle in zip(sims[1:-1], idle_at[1:-1]) if not idle]
     unit = Unit(positions=list(pos), mode=rep_shape, similarity=[round(s, 3) for s in sims],
                 like=like, fragments=fragments, coverage=coverage, anchor=anchor,
                 shapes=[0 if s >= rules.like else shape for s, shape in zip(sims, shapes)],
                 exact=sum(1 for sh in shapes if sh == rep_shape),
                 differing=_differing(ws[worst], ws[rep]),
-                reference=reference, idle=idle)
+                reference=reference, idle=sum(idle_at),
+                inner_worst=min(inner_sims) if inner_sims else 1.0,
+                like_coverage=_work_share(level, [sp for sp, x in zip(spans, sims)
+                                                  if x >= rules.like]))
     return unit
 
 
@@ -316,13 +350,12 @@ def shape_of(nodes: list, unit: Unit, rules: Rules = RULES):
     return tuple(node.sym for node in nodes)
 
 
-def _idle_count(sims: list, bags: list, reference: tuple, rules: Rules) -> int:
-    """Instances unlike the representative that do (almost) none of its GPU work."""
+def _idle_flags(sims: list, bags: list, reference: tuple, rules: Rules) -> list:
+    """Per instance: is it unlike the representative and doing (almost) none of its GPU
+    work (an idle cycle)?"""
     ref_gpu = reference[2]
-    if ref_gpu <= 0:
-        return 0
-    return sum(1 for sim, bag in zip(sims, bags)
-               if sim < rules.like and bag[2] < rules.idle_gpu_share * ref_gpu)
+    return [ref_gpu > 0 and sim < rules.like and bag[2] < rules.idle_gpu_share * ref_gpu
+            for sim, bag in zip(sims, bags)]
 
 
 def _coverage(level: list, spans: list, rules: Rules) -> float:
@@ -343,6 +376,17 @@ def _coverage(level: list, spans: list, rules: Rules) -> float:
     return sum(min(t, cap) for t in times) / total if total > 0 else 0.0
 
 
+def _work_share(level: list, spans: list) -> float:
+    """The share of the level's work (kernels where known, else the ops' own time: not the
+    windows, whose idle gaps are no work) in ``spans``."""
+    if sum(node.gpu for node in level) > 0:
+        part = sum(level[i].gpu for a, b in spans for i in range(a, b))
+        return part / sum(node.gpu for node in level)
+    total = sum(node.end - node.start for node in level)
+    part = sum(level[i].end - level[i].start for a, b in spans for i in range(a, b))
+    return part / total if total > 0 else 0.0
+
+
 def _qualifies(unit: Unit, rules: Rules) -> bool:
     n = unit.n
     if n < 2:
@@ -350,28 +394,15 @@ def _qualifies(unit: Unit, rules: Rules) -> bool:
     if n < rules.min_instances:
         return (n == 2 and rules.weigh and unit.worst >= rules.two_similarity
                 and unit.coverage >= rules.two_coverage)
-    # The representative is like itself: it is not counted as evidence.
     return (unit.like >= rules.min_like
-            and unit.like - 1 > rules.like_share * (n - 1 - unit.idle)
+            and unit.like >= rules.like_share * (n - unit.idle)
             and unit.fragments <= rules.fragment_share * n
             and unit.coverage >= rules.min_coverage)
 
 
 def _super_period(coarse: Unit, fine: Unit, rules: Rules) -> bool:
-    """Do most of ``coarse``'s instances hold two or more of ``fine``'s?"""
-    edges = coarse.positions + [float("inf")]
-    starts = fine.positions
-    held = 0
-    j = 0
-    for k in range(coarse.n):
-        a, b = edges[k], edges[k + 1]
-        while j < len(starts) and starts[j] < a:
-            j += 1
-        count = 0
-        while j + count < len(starts) and starts[j + count] < b:
-            count += 1
-        held += count >= 2
-    return held >= rules.super_period_share * coarse.n
+    """Is each of ``coarse``'s instances, on average, several of ``fine``'s?"""
+    return fine.n >= rules.super_period_ratio * coarse.n
 
 
 def _same_loop(a: Unit, b: Unit, rules: Rules) -> bool:
@@ -382,7 +413,8 @@ def _whole_steps(unit: Unit, rules: Rules) -> bool:
     """Is every instance (but a few) a whole step: like the unit or an idle cycle, covering
     nearly all of the work? Layers are not: one of them holds the rest of the step."""
     return (unit.like + unit.idle >= rules.super_period_like * unit.n
-            and unit.coverage >= rules.super_period_coverage)
+            and unit.coverage >= rules.super_period_coverage
+            and unit.inner_worst >= rules.super_period_floor)
 
 
 def _choose(candidates: list, rules: Rules) -> Unit:
@@ -441,7 +473,7 @@ def _phase(unit: Unit, level: list, syms: list, positions: dict, names,
     for k in range(len(pos) - 1):
         seen_in.update(set(syms[pos[k]:pos[k + 1]]))
     # Symbols in most instances; any other (sporadic noise, a prologue op) is stepped over.
-    common = {s for s, c in seen_in.items() if c >= rules.sporadic_share * max(1, len(pos) - 1)}
+    common = {s for s, c in seen_in.items() if c > rules.sporadic_share * max(1, len(pos) - 1)}
     if names is not None:
         spine = _spine(unit, syms, rules)
         fetch = [s for s in spine if _INPUT_FETCH.search(names[s])]
@@ -474,10 +506,10 @@ def _spine(unit: Unit, syms: list, rules: Rules) -> list:
 
 
 def _after_sync(unit: Unit, spine: list, names: list):
-    """The spine op right after a blocking sync that closes the representative (cyclically)."""
+    """The spine op right after a blocking sync that closes most instances (cyclically)."""
     mode = unit.mode
     for i, s in enumerate(mode):
-        if names[s] in BLOCKING_SYNC_NAMES:
+        if names[s] in BLOCKING_SYNC_NAMES and s in spine:  # a stray sync is noise
             nxt = mode[(i + 1) % len(mode)]
             if nxt in spine and names[nxt] not in BLOCKING_SYNC_NAMES:
                 return nxt
@@ -521,32 +553,52 @@ def _begin_at(unit: Unit, first: int, level: list, syms: list, positions: dict,
 
 def _extend_head(unit: Unit, syms: list, common: set, rules: Rules, whole: bool) -> Unit:
     """Move each instance's beginning left over the head: the ops that come just before the
-    anchor in many instances (each may be missing in some: noise drops small ops), so the
-    boundary is the step's first op. An op that also occurs in the last instance is not head:
-    it closes each instance (the anchor cut a rotation of the same loop). A level cut off
-    mid-instance (online) has no last instance to read: there the head must also come before
-    the first instance."""
+    anchor in most instances, so the boundary is the step's first op. The head is read right
+    to left by vote: at each step the op found next to the left in most of the instances
+    that have a candidate there joins it, and only the instances where it was found move on
+    (noise drops small head ops: elsewhere it is simply missing; an inserted op gets a
+    minority of the votes). An op that also occurs
+    in the last instance is not head: it closes each instance (the anchor cut a rotation of
+    the same loop). A level cut off mid-instance (online) has no last instance to read:
+    there the head must also come before the first instance."""
     pos = unit.positions
     n = len(pos)
     if n < 2:
         return unit
-    near: Counter = Counter()
+    if whole:
+        closing = set(syms[pos[-1]:])  # the last instance and whatever follows it
+    else:
+        opening = set(syms[max(0, pos[0] - rules.max_head):pos[0]])
+        closing = set(syms) - opening
+    # Each instance's head window: the ops just before its anchor, back to the first op that
+    # closes instances (the previous instance's tail) or the previous anchor.
+    windows = []
     for i in range(1, n):
         window = []
-        for q in range(pos[i] - 1, pos[i - 1], -1):
-            if syms[q] in common:
-                window.append(syms[q])
-                if len(window) >= rules.max_head:
-                    break
-        near.update(set(window))
-    head = {s for s, c in near.items() if c >= rules.head_share * (n - 1)} - {unit.anchor}
-    if whole:
-        head -= set(syms[pos[-1]:pos[-1] + len(unit.mode)])
-    else:
-        head &= set(syms[max(0, pos[0] - rules.max_head):pos[0]])
+        q = pos[i] - 1
+        while q > pos[i - 1] and syms[q] not in closing and syms[q] != unit.anchor and \
+                len(window) < rules.max_head:
+            window.append(syms[q])
+            q -= 1
+        windows.append(window)
+    in_window = Counter(s for w in windows for s in set(w))
+    anywhere = Counter(syms[pos[0]:])
+    filled = sum(1 for w in windows if w)
+    # Head ops: in many head windows, or (dropped by noise in the other instances) seldom
+    # seen anywhere else; either way in at least two.
+    head = {s for s, c in in_window.items()
+            if c >= 2 and (c >= rules.head_share * filled
+                                        or c >= rules.head_only_share * anywhere[s])}
+    region = set(in_window)
     if not head:
         return unit
     unit.positions = _walk_left(unit, syms, head, common)
+    # The first instance has no previous one: what comes just before it of the head's region
+    # (a head op a common-op test cannot vouch for with so few instances) is its own.
+    first = unit.positions[0]
+    while first > 0 and syms[first - 1] in region - closing:
+        first -= 1
+    unit.positions[0] = first
     unit.phase = "at the step's first op, before the anchor"
     return unit
 

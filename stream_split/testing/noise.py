@@ -12,9 +12,10 @@ the truth. Per step and per seed, among the loop thread's top-level ops inside t
   of one small op appears.
 
 The number of mutations of a step is ``rate`` times its top-level ops (the fraction decided by
-a coin), each of a kind drawn at random. "Small" means at most ``SMALL_SHARE`` of the step's
-time and of its kernels. The ``ProfilerStep#N`` spans are kept, so the reference split is the
-steps' own (``--detector steps``); the detector under test runs with them made invisible.
+a coin), each of a kind drawn at random. "Small" means at most ``SMALL_SHARE`` of the time of
+the step's top-level ops (its work, not its span: a sleep makes no op small) and of its
+kernels. The ``ProfilerStep#N`` spans are kept, so the reference split is the steps' own
+(``--detector steps``); the detector under test runs with them made invisible.
 
 What it must never do: write events that are not in the input except the inserted ops, or
 change an event it keeps. The same ``(trace, rate, seed, copies)`` always gives the same events.
@@ -84,9 +85,9 @@ class _Step:
                                                   bisect_left(starts, _end(op))])
                         for op in self.top]
         total_kernels = sum(self.kernels)
-        span_us = hi - lo
+        work_us = sum(op.get("dur") or 0 for op in self.top)  # not the span: idle time is no work
         self.small = [i for i, op in enumerate(self.top)
-                      if (op.get("dur") or 0) <= SMALL_SHARE * span_us
+                      if (op.get("dur") or 0) <= SMALL_SHARE * work_us
                       and self.kernels[i] <= SMALL_SHARE * total_kernels]
 
 
