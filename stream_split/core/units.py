@@ -30,7 +30,9 @@ detector (``structure.py``) decides where to look and what a found unit means.
      super-period (four steps plus an eval pass) and drops out;
    - of the cuts of about the same count (rotations of one loop, or a cut that lost an
      instance where its anchor was dropped), the clearly more regular one wins (summed
-     similarity), else the earliest.
+     similarity), else the earliest;
+   - after the phase: a cut into the same instances plus idle cycles (the loop head starts
+     both: failure mode 2) wins over the one that swallows the idle cycles.
 5. **Phase.** Where the loop begins among the unit's ops (``_phase``): before the op that
    fetches the next input when there is one; else right after the blocking host sync that ends
    the previous instance (never between a step's last op and its own sync); else at the anchor,
@@ -98,6 +100,8 @@ class Rules:
     #: not: the instance that holds the loss, backward and optimizer is nothing like a layer
     #: (under 0.2).
     super_period_floor: float = 0.25
+    #: ... nor is a piece of a step: unlike it and doing less than this share of its work.
+    piece_work_share: float = 0.5
     #: Weights of an op in an instance's bag: its time, its kernels, its count. Time and GPU
     #: work are what the user cares about; the count keeps cheap ops from weighing nothing.
     time_weight: float = 0.45
@@ -128,6 +132,16 @@ class Rules:
     #: small (share of the median instance's time) and an op of a known kind follows; a big
     #: one (``save_checkpoint``) begins the epilogue.
     small_op_share: float = 0.05
+    #: While searching, an instance unlike the representative that does less than this share
+    #: of its GPU work is taken for an idle cycle (a poll that finds no work): it neither
+    #: counts for nor against the unit.
+    idle_work_share: float = 0.5
+    #: ... and it spends at least this share of its time in ops of kinds the representative
+    #: has not (``idle_step``).
+    idle_own_ops: float = 0.5
+    #: A cut must be good as a whole: its mean similarity times its coverage reaches this. A
+    #: rare op that happens to cut the loop into a few unlike pieces does not.
+    min_quality: float = 0.45
     #: A cycle unlike the unit with fewer kernels than this share of the median cycle's is an
     #: idle cycle (failure mode 2: ``get_next_batch`` + ``idle_step``), reported apart.
     idle_gpu_share: float = 0.25
@@ -158,6 +172,11 @@ class Unit:
     like_coverage: float = 0.0
     #: The least similarity of an instance that is not idle, first or last.
     inner_worst: float = 1.0
+    #: Unlike instances (not idle, first or last) doing less work than the representative.
+    pieces: int = 0
+    #: Every instance (but the last) has about the representative's number of ops: cycles of
+    #: one loop head (an idle poll is as long as a step), not a step and a sub-step.
+    even: bool = True
     #: Unlike instances that do (almost) none of the representative's GPU work: cycles that
     #: took another path (``idle_step``). They neither count for nor against the unit.
     idle: int = 0
@@ -232,11 +251,9 @@ def similarity(a: dict, b: dict) -> float:
     return lo / hi if hi > 0 else 1.0
 
 
-def _size_factor(totals: tuple, reference: tuple, rules: Rules) -> float:
-    """Composition ignores size: two steps merged into one instance (its anchor missing) look
-    like one. An instance doing far more or less work than the reference (its time and
-    kernels, and a little its op count: tiny noise ops add count, not work) loses
-    similarity."""
+def _size_ratio(totals: tuple, reference: tuple, rules: Rules) -> float:
+    """How much work an instance does against the reference: its time and kernels, and a
+    little its op count (tiny noise ops add count, not work)."""
     time, gpu, count = totals
     _, ref_time, ref_gpu, ref_count = reference
     parts = []
@@ -247,12 +264,25 @@ def _size_factor(totals: tuple, reference: tuple, rules: Rules) -> float:
     if ref_count:
         parts.append((rules.count_weight if rules.weigh else 1.0, count / ref_count))
     weight = sum(w for w, _ in parts)
-    if not weight:
+    return sum(w * x for w, x in parts) / weight if weight else 0.0
+
+
+def _work_ratio(bag_totals: tuple, reference: tuple) -> float:
+    """An instance's work against the reference's: kernels where the reference has any, else
+    time."""
+    _, time, gpu, _ = bag_totals
+    _, ref_time, ref_gpu, _ = reference
+    if ref_gpu > 0:
+        return gpu / ref_gpu
+    return time / ref_time if ref_time > 0 else 1.0
+
+
+def _size_factor(ratio: float, rules: Rules) -> float:
+    """Composition ignores size: two steps merged into one instance (its anchor missing) look
+    like one. An instance doing far more or less work than the reference loses similarity."""
+    if ratio <= 0:
         return 0.0
-    r = sum(w * x for w, x in parts) / weight
-    if r <= 0:
-        return 0.0
-    return min(1.0, rules.length_slack / max(r, 1 / r)) ** 2
+    return min(1.0, rules.length_slack / max(ratio, 1 / ratio)) ** 2
 
 
 def _likeness(bag_totals: tuple, reference: tuple, rules: Rules) -> tuple[float, dict]:
@@ -260,7 +290,8 @@ def _likeness(bag_totals: tuple, reference: tuple, rules: Rules) -> tuple[float,
     ref_w, ref_time, ref_gpu, ref_count = reference
     w = _weights(bag, (time, gpu, count), (ref_time > 0, ref_gpu > 0), rules)
     # The lesser of the two: an eval step is unlike a plain one by what it adds, not twice.
-    return min(similarity(w, ref_w), _size_factor((time, gpu, count), reference, rules)), w
+    ratio = _size_ratio((time, gpu, count), reference, rules)
+    return min(similarity(w, ref_w), _size_factor(ratio, rules)), w
 
 
 def _reference(bag_totals: tuple, rules: Rules) -> tuple:
@@ -298,12 +329,11 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> 
     # the busiest one (idle cycles may be the majority). The last instance is cut short:
     # never a representative.
     counts = Counter(shapes[:-1]) if len(shapes) > 1 else Counter(shapes)
-    mode, mode_count = counts.most_common(1)[0]
+    mode = counts.most_common(1)[0][0]
     trial_idx = {shapes.index(mode)}
     if len(inner) > 1:
         step = max(1, len(inner) // rules.medoid_trials)
-        if mode_count < 2:
-            trial_idx.update(list(range(0, len(inner), step))[:rules.medoid_trials])
+        trial_idx.update(list(range(0, len(inner), step))[:rules.medoid_trials])
         trial_idx.add(max(range(len(inner)), key=lambda k: bags[k][2]))
     best = None
     for r in sorted(trial_idx):
@@ -325,36 +355,72 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> 
                                  if 0.5 * width <= b - a <= 4 * width] + spans[-1:], rules)
     worst = min(range(len(sims)), key=sims.__getitem__)
     idle_at = _idle_flags(sims, bags, reference, rules)
-    # The least similar instance that is neither idle nor at an edge of the level (the first
-    # may hold a prologue, the last an epilogue).
+    # The least similar instance that is not an idle cycle, nor at an edge of the level (the
+    # first may hold a prologue, the last an epilogue): unlike and busy is what a layer's
+    # neighbour holding the loss, backward and optimizer looks like.
     inner_sims = [x for x, idle in zip(sims[1:-1], idle_at[1:-1]) if not idle]
+    # An unlike instance doing less work than the representative, on its path, is a piece of
+    # a step (an eval forward cut out of its step): such a cut is no cut into whole steps.
+    pieces = sum(1 for x, idle, bag in zip(sims[1:-1], idle_at[1:-1], bags[1:-1])
+                 if not idle and x < rules.like
+                 and _work_ratio(bag, reference) < rules.piece_work_share)
     unit = Unit(positions=list(pos), mode=rep_shape, similarity=[round(s, 3) for s in sims],
                 like=like, fragments=fragments, coverage=coverage, anchor=anchor,
-                shapes=[0 if s >= rules.like else shape for s, shape in zip(sims, shapes)],
+                shapes=[0 if x >= rules.like else _unlike_shape(bag, reference, shape, rules)
+                        for x, bag, shape in zip(sims, bags, shapes)],
                 exact=sum(1 for sh in shapes if sh == rep_shape),
                 differing=_differing(ws[worst], ws[rep]),
                 reference=reference, idle=sum(idle_at),
-                inner_worst=min(inner_sims) if inner_sims else 1.0,
+                inner_worst=min(inner_sims) if inner_sims else 1.0, pieces=pieces,
+                even=all(0.5 * len(rep_shape) <= b - a <= 1.5 * len(rep_shape)
+                         for a, b in inner),
                 like_coverage=_work_share(level, [sp for sp, x in zip(spans, sims)
                                                   if x >= rules.like]))
     return unit
 
 
+#: Marks the shape of an instance that took another path (ops of its own): a candidate idle
+#: cycle, if it also launches (almost) nothing (``cycle_kinds``).
+OTHER_PATH = "another path"
+
+
+def _own_ops(bag_totals: tuple, reference: tuple) -> float:
+    """The share of an instance's time (its ops where it has no time) in ops of kinds the
+    reference does not have: an idle cycle spends it in ``idle_step``; an eval forward cut
+    out of its step, in the step's own kinds of ops."""
+    bag, time, _, count = bag_totals
+    ref_w = reference[0]
+    if time > 0:
+        return sum(t for s, (t, _, _) in bag.items() if s not in ref_w) / time
+    return sum(n for s, (_, _, n) in bag.items() if s not in ref_w) / count if count else 0.0
+
+
+def _unlike_shape(bag_totals: tuple, reference: tuple, shape: tuple, rules: Rules):
+    if _own_ops(bag_totals, reference) >= rules.idle_own_ops:
+        return (OTHER_PATH, shape)
+    return shape
+
+
 def shape_of(nodes: list, unit: Unit, rules: Rules = RULES):
     """An instance's shape as ``Unit.shapes`` has it: 0 if it is like the unit, else its
-    symbols (for instances read after the unit was decided)."""
+    symbols, marked when it took another path (for instances read after the unit was
+    decided)."""
+    shape = tuple(node.sym for node in nodes)
     if not unit.reference:
-        return tuple(node.sym for node in nodes)
-    if _likeness(_bag(nodes, 0, len(nodes)), unit.reference, rules)[0] >= rules.like:
+        return shape
+    bag = _bag(nodes, 0, len(nodes))
+    if _likeness(bag, unit.reference, rules)[0] >= rules.like:
         return 0
-    return tuple(node.sym for node in nodes)
+    return _unlike_shape(bag, unit.reference, shape, rules)
 
 
 def _idle_flags(sims: list, bags: list, reference: tuple, rules: Rules) -> list:
-    """Per instance: is it unlike the representative and doing (almost) none of its GPU
-    work (an idle cycle)?"""
+    """Per instance: is it an idle cycle, one that took another path: unlike the
+    representative, doing (almost) none of its GPU work, with ops of its own
+    (``idle_step``)? An eval forward cut out of a step is a part of the step's ops instead."""
     ref_gpu = reference[2]
-    return [ref_gpu > 0 and sim < rules.like and bag[2] < rules.idle_gpu_share * ref_gpu
+    return [ref_gpu > 0 and sim < rules.like and bag[2] < rules.idle_work_share * ref_gpu
+            and _own_ops(bag, reference) >= rules.idle_own_ops
             for sim, bag in zip(sims, bags)]
 
 
@@ -396,6 +462,7 @@ def _qualifies(unit: Unit, rules: Rules) -> bool:
                 and unit.coverage >= rules.two_coverage)
     return (unit.like >= rules.min_like
             and unit.like >= rules.like_share * (n - unit.idle)
+            and unit.score / n * unit.coverage >= rules.min_quality
             and unit.fragments <= rules.fragment_share * n
             and unit.coverage >= rules.min_coverage)
 
@@ -414,7 +481,21 @@ def _whole_steps(unit: Unit, rules: Rules) -> bool:
     nearly all of the work? Layers are not: one of them holds the rest of the step."""
     return (unit.like + unit.idle >= rules.super_period_like * unit.n
             and unit.coverage >= rules.super_period_coverage
-            and unit.inner_worst >= rules.super_period_floor)
+            and unit.inner_worst >= rules.super_period_floor and not unit.pieces)
+
+
+def _more_regular(a: Unit, b: Unit, rules: Rules) -> bool:
+    """Of two cuts of one loop: the one whose summed similarity is clearly higher, where
+    each extra instance must pay for itself by being like the unit (an eval forward cut out
+    of its step does not); else the fewer instances, then the earlier."""
+    margin = rules.score_margin * max(a.n, b.n)
+    if a.n != b.n:
+        fine, coarse = (a, b) if a.n > b.n else (b, a)
+        fine_wins = fine.score > coarse.score + (fine.n - coarse.n) * rules.like
+        return (fine is a) == fine_wins
+    if abs(a.score - b.score) > margin:
+        return a.score > b.score
+    return a.first < b.first
 
 
 def _choose(candidates: list, rules: Rules) -> Unit:
@@ -426,9 +507,22 @@ def _choose(candidates: list, rules: Rules) -> Unit:
                        for f in fine)] or candidates
     coarsest = min(pool, key=lambda c: c.n)
     same = [c for c in pool if _same_loop(c, coarsest, rules)]
-    top = max(c.score for c in same)
-    regular = [c for c in same if c.score >= top - rules.score_margin * max(c.n, coarsest.n)]
-    return min(regular, key=lambda c: c.first)
+    best = same[0]
+    for c in same[1:]:
+        best = c if _more_regular(c, best, rules) else best
+    return best
+
+
+def _idle_cycles_apart(best: Unit, candidates: list, rules: Rules) -> Unit | None:
+    """Idle cycles are their own records: a cut whose instances begin where the chosen one's
+    do (after phase), plus idle cycles begun by the same loop head, wins over the chosen one,
+    which swallows them."""
+    starts = set(best.positions)
+    heads = [c for c in candidates if c.idle and abs(c.n - c.idle - best.n) <= 1
+             and c.like + c.idle >= rules.super_period_like * c.n
+             and c.coverage >= best.coverage - rules.score_margin and c.even
+             and starts <= set(c.positions)]
+    return max(heads, key=lambda c: (c.like + c.idle, c.score)) if heads else None
 
 
 # -- the search ------------------------------------------------------------------------
@@ -461,8 +555,9 @@ def find_unit(level: list, rules: Rules = RULES, names: list | None = None,
             candidates.append(unit)
     if not candidates:
         return None
-    best = _choose(candidates, rules)
-    return _phase(best, level, syms, positions, names, rules, whole)
+    best = _phase(_choose(candidates, rules), level, syms, positions, names, rules, whole)
+    apart = _idle_cycles_apart(best, candidates, rules)
+    return best if apart is None else _phase(apart, level, syms, positions, names, rules, whole)
 
 
 def _phase(unit: Unit, level: list, syms: list, positions: dict, names,
@@ -472,36 +567,45 @@ def _phase(unit: Unit, level: list, syms: list, positions: dict, names,
     seen_in: Counter = Counter()
     for k in range(len(pos) - 1):
         seen_in.update(set(syms[pos[k]:pos[k + 1]]))
-    # Symbols in most instances; any other (sporadic noise, a prologue op) is stepped over.
+    # Noise: small ops of kinds seen in few instances. A walk over a step's head steps over
+    # them, never over a big op (an eval pass) or a common one.
     common = {s for s, c in seen_in.items() if c > rules.sporadic_share * max(1, len(pos) - 1)}
+    work = sorted(sum(level[q].end - level[q].start for q in range(a, b))
+                  for a, b in zip(pos, pos[1:])) or [0.0]
+    small = rules.small_op_share * work[len(work) // 2]
+    noise = {q for q, node in enumerate(level)
+             if syms[q] not in common and node.end - node.start <= small}
     if names is not None:
         spine = _spine(unit, syms, rules)
-        fetch = [s for s in spine if _INPUT_FETCH.search(names[s])]
+        # An input fetch may occur twice in an instance that swallowed an idle cycle.
+        fetch = [s for s in _spine(unit, syms, rules, once=False)
+                 if _INPUT_FETCH.search(names[s])]
         if fetch:
-            return _begin_at(unit, fetch[0], level, syms, positions, common, rules,
+            return _begin_at(unit, fetch[0], level, syms, positions, noise, rules,
                              "before the input fetch")
         after_sync = _after_sync(unit, spine, names)
         if after_sync is not None:
-            return _begin_at(unit, after_sync, level, syms, positions, common, rules,
+            return _begin_at(unit, after_sync, level, syms, positions, noise, rules,
                              "right after the previous instance's blocking sync")
-    return _extend_head(unit, syms, common, rules, whole)
+    return _extend_head(unit, syms, noise, rules, whole)
 
 
-def _spine(unit: Unit, syms: list, rules: Rules) -> list:
-    """Symbols that occur once in most like instances, in the representative's order."""
+def _spine(unit: Unit, syms: list, rules: Rules, once: bool = True) -> list:
+    """Symbols that occur in most like instances (exactly once there, with ``once``), in the
+    representative's order."""
     pos = unit.positions
-    once: Counter = Counter()
+    seen: Counter = Counter()
     like_n = 0
     for k in range(len(pos) - 1):
         if unit.shapes[k] != 0:
             continue
         like_n += 1
         c = Counter(syms[pos[k]:pos[k + 1]])
-        once.update(s for s, n in c.items() if n == 1)
+        seen.update(s for s, n in c.items() if n == 1 or not once)
     if not like_n:
         return []
     order = {s: i for i, s in reversed(list(enumerate(unit.mode)))}
-    return sorted((s for s, n in once.items() if n >= 0.8 * like_n and s in order),
+    return sorted((s for s, n in seen.items() if n >= 0.8 * like_n and s in order),
                   key=order.__getitem__)
 
 
@@ -516,16 +620,16 @@ def _after_sync(unit: Unit, spine: list, names: list):
     return None
 
 
-def _walk_left(unit: Unit, syms: list, head: set, common: set) -> list:
+def _walk_left(unit: Unit, syms: list, head: set, noise: set) -> list:
     """Each instance's beginning moved left from its anchor to the leftmost op of ``head``
-    reachable over head ops and ops not ``common`` (not past the previous anchor)."""
+    reachable over head ops and ``noise`` positions (not past the previous anchor)."""
     pos = unit.positions
     new = []
     for i, p in enumerate(pos):
         lo = pos[i - 1] + 1 if i else 0
         start = p
         q = p - 1
-        while q >= lo and (syms[q] in head or syms[q] not in common):
+        while q >= lo and (syms[q] in head or q in noise):
             if syms[q] in head:
                 start = q
             q -= 1
@@ -534,7 +638,7 @@ def _walk_left(unit: Unit, syms: list, head: set, common: set) -> list:
 
 
 def _begin_at(unit: Unit, first: int, level: list, syms: list, positions: dict,
-              common: set, rules: Rules, why: str) -> Unit:
+              noise: set, rules: Rules, why: str) -> Unit:
     """The loop begins at ``first``: cut at it when it cuts the same loop as well as the
     anchor did; else (it is missing in some instances) each instance begins at it, or where
     it is missing at the next of the representative's ops that follow it up to the anchor."""
@@ -546,12 +650,12 @@ def _begin_at(unit: Unit, first: int, level: list, syms: list, positions: dict,
         else:
             mode = unit.mode
             head = set(mode[mode.index(first):]) - {unit.anchor}
-            unit.positions = _walk_left(unit, syms, head, common)
+            unit.positions = _walk_left(unit, syms, head, noise)
     unit.phase = why
     return unit
 
 
-def _extend_head(unit: Unit, syms: list, common: set, rules: Rules, whole: bool) -> Unit:
+def _extend_head(unit: Unit, syms: list, noise: set, rules: Rules, whole: bool) -> Unit:
     """Move each instance's beginning left over the head: the ops that come just before the
     anchor in most instances, so the boundary is the step's first op. The head is read right
     to left by vote: at each step the op found next to the left in most of the instances
@@ -592,7 +696,7 @@ def _extend_head(unit: Unit, syms: list, common: set, rules: Rules, whole: bool)
     region = set(in_window)
     if not head:
         return unit
-    unit.positions = _walk_left(unit, syms, head, common)
+    unit.positions = _walk_left(unit, syms, head, noise)
     # The first instance has no previous one: what comes just before it of the head's region
     # (a head op a common-op test cannot vouch for with so few instances) is its own.
     first = unit.positions[0]
@@ -641,15 +745,16 @@ def typical_duration(starts: list) -> float:
 
 def cycle_kinds(shapes: list, kernels: list, rules: Rules = RULES) -> list:
     """Kind of each cycle from its shape (``Unit.shapes``: 0 for instances like the unit) and
-    its kernels: a cycle unlike the unit that does (almost) none of the GPU work of the median
-    cycle like the unit is ``idle`` (reported, never splitting an iteration). A prefill among
-    decode steps is unlike them too, but busier: an iteration."""
+    its kernels: a cycle that took another path and does (almost) none of the GPU work of
+    the median cycle like the unit is ``idle`` (reported, never splitting an iteration). A
+    prefill among decode steps is unlike them too, but busier, and on the same path."""
     kinds = [KIND_ITERATION] * len(kernels)
     if len(shapes) != len(kernels) or not kernels:
         return kinds
     typical = sorted(k for shape, k in zip(shapes, kernels) if shape == 0) or sorted(kernels)
     median = typical[len(typical) // 2]
     for i, (shape, k) in enumerate(zip(shapes, kernels)):
-        if shape != 0 and median > 0 and k < rules.idle_gpu_share * median:
+        other_path = isinstance(shape, tuple) and shape[:1] == (OTHER_PATH,)
+        if other_path and median > 0 and k < rules.idle_gpu_share * median:
             kinds[i] = KIND_IDLE
     return kinds
