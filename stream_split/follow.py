@@ -10,8 +10,8 @@ are none (polling every 20 ms, backing off to 200 ms), and returns ``b""`` (end 
   timeout at the end of every finished trace;
 * no new byte has arrived for ``idle_timeout`` seconds (JSON Lines, an unterminated array, a
   writer that died);
-* ``stop()`` was called (from another thread), or a signal handler raised (SIGINT/SIGTERM raise
-  ``KeyboardInterrupt`` in the CLI; the wait is a plain ``time.sleep``, which they interrupt).
+* ``stop()`` was called (from another thread, or from the CLI's SIGINT/SIGTERM handler through
+  ``run.StopRequest``; the wait is a short ``time.sleep``, after which it is seen).
 
 Who undoes compression. ``TraceReader`` wraps ``gzip.GzipFile`` around a compressed stream, but
 then this class would only see compressed bytes and could not tell that the document is
