@@ -162,7 +162,7 @@ class _DocumentEnd:
         if line.endswith(b"}") or line.endswith(b"},"):
             try:
                 first = json.loads(line.rstrip(b","))
-            except ValueError:
+            except (ValueError, RecursionError):  # deep nesting: the reader reports it
                 return
             if isinstance(first, dict) and "ph" in first and EVENTS_KEY not in first:
                 self.form = "jsonl"

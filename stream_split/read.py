@@ -54,6 +54,11 @@ _LONG_INT = re.compile(rb"(?<=[:\[,\s])(-?\d{19,})(?=[\s,\]}])")
 _BIGINT_MARK = "\x00stream-split-bigint:"
 _BIGINT_MARK_JSON = b'"\\u0000stream-split-bigint:'
 _INT64_MAX = 2 ** 63 - 1
+# A \uD800-\uDFFF escape. yajl turns a lone one into "?" (high) or bytes that are not UTF-8
+# (low); each is replaced by a marker and restored as the code point it was.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE_MARK = "\x00stream-split-surrogate:"
+_SURROGATE_MARKED = re.compile(_SURROGATE_MARK + "([0-9a-fA-F]{4})\x00")
 _DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x2e for b in range(256))  # digit->"0"
 _DIGIT_RUN = b"0" * 19
 _EVENTS_KEY_BYTES = b'"' + EVENTS_KEY.encode() + b'"'
@@ -338,7 +343,7 @@ class _FeedFilter:
         self._utf8 = None
         self._depth = BracketDepth()
         self.too_deep: str | None = None
-        self.bigints = 0
+        self.marks = 0  # big integers and lone surrogates marked so far
         self.bytes_read = 0  # from the input (decompressed)
         self.bytes_out = 0   # handed to the parser (after mending)
         self.eof = False
@@ -366,18 +371,27 @@ class _FeedFilter:
         return data
 
     def _finish(self, data: bytes, final: bool) -> bytes:
+        self._carry = b""
         if not final:
-            # Hold back a trailing digit run: a big integer may continue in the next chunk.
-            stripped = data.rstrip(b"-0123456789")
-            if len(stripped) < len(data) and len(data) - len(stripped) < 4096:
-                data, self._carry = stripped, data[len(stripped):]
-            else:
-                self._carry = b""
+            # Hold back a trailing digit run (a big integer may continue in the next chunk)
+            # and the escapes near the end (a surrogate pair may be cut in two).
+            keep = len(data.rstrip(b"-0123456789"))
+            if len(data) - keep >= 4096:
+                keep = len(data)
+            escape = data.find(b"\\", len(data) - 18)
+            if escape >= 0:
+                while escape > 0 and data[escape - 1] == 0x5C:  # the whole backslash run
+                    escape -= 1
+                keep = min(keep, escape)
+            if keep < len(data):
+                data, self._carry = data[:keep], data[keep:]
         if self._utf8 is not None or not data.isascii():
             data = self._sanitize_utf8(data, final)
         # A 19-digit run is rare: find one at C speed before running the regex at all.
         if _DIGIT_RUN in data.translate(_DIGITS_ONLY):
             data = _LONG_INT.sub(self._quote_bigint, data)
+        if b"\\u" in data and _SURROGATE_ESCAPE.search(data):
+            data = self._mark_lone_surrogates(data)
         if self._keep_head:
             self.head += data[: _HEAD_LIMIT - len(self.head)]
             if _EVENTS_KEY_BYTES in self.head or len(self.head) >= _HEAD_LIMIT:
@@ -393,25 +407,68 @@ class _FeedFilter:
         digits = m.group(1)
         if abs(int(digits)) <= _INT64_MAX:
             return digits
-        self.bigints += 1
+        self.marks += 1
         return _BIGINT_MARK_JSON + digits + b'"'
+
+    def _mark_lone_surrogates(self, data: bytes) -> bytes:
+        """Replace each unpaired \\uD800-\\uDFFF escape by a marker (a pair is left alone:
+        yajl decodes it). Only escapes after an even run of backslashes are escapes."""
+        out, done, skip = [], 0, -1
+        for m in _SURROGATE_ESCAPE.finditer(data):
+            start = m.start()
+            if start < skip:
+                continue
+            run = start
+            while run > 0 and data[run - 1] == 0x5C:
+                run -= 1
+            if (start - run) % 2:
+                continue  # an escaped backslash followed by the text "uD..."
+            code = int(data[start + 2:start + 6], 16)
+            low = _SURROGATE_ESCAPE.match(data, start + 6)
+            if code < 0xDC00 and low and int(data[start + 8:start + 12], 16) >= 0xDC00:
+                skip = start + 12  # a pair
+                continue
+            out.append(data[done:start])
+            out.append(b"\\u0000stream-split-surrogate:%04x\\u0000" % code)
+            done = m.end()
+            self.marks += 1
+        if not out:
+            return data
+        out.append(data[done:])
+        return b"".join(out)
 
     @property
     def tail(self) -> bytes:
         return self._tail[0] + self._tail[1]
 
 
-def _restore_bigints(value) -> int:
-    """Turn marked strings back into the integers they were (in place); returns how many."""
+def _restore_marked(value) -> int:
+    """Turn marked strings back into what they were (in place): big integers, lone surrogates
+    (in values and keys). Returns how many marks it restored."""
     found = 0
-    items = value.items() if isinstance(value, dict) else enumerate(value)
+    if isinstance(value, dict):
+        for k in [k for k in value if _SURROGATE_MARK in k]:
+            restored = _SURROGATE_MARKED.sub(_surrogate, k)
+            value[restored] = value.pop(k)
+            found += 1
+        items = value.items()
+    else:
+        items = enumerate(value)
     for k, v in list(items):
         if isinstance(v, (dict, list)):
-            found += _restore_bigints(v)
-        elif isinstance(v, str) and v.startswith(_BIGINT_MARK):
-            value[k] = int(v[len(_BIGINT_MARK):])
-            found += 1
+            found += _restore_marked(v)
+        elif isinstance(v, str) and "\x00stream-split-" in v:
+            if v.startswith(_BIGINT_MARK):
+                value[k] = int(v[len(_BIGINT_MARK):])
+                found += 1
+            else:
+                value[k], n = _SURROGATE_MARKED.subn(_surrogate, v)
+                found += n
     return found
+
+
+def _surrogate(m: re.Match) -> str:
+    return chr(int(m.group(1), 16))
 
 
 def _header_before(head: bytes) -> dict | None:
@@ -507,7 +564,7 @@ class TraceReader:
         if line.endswith(b"}") or line.endswith(b"},"):
             try:
                 first = json.loads(line.rstrip(b","))
-            except ValueError:
+            except (ValueError, RecursionError):  # deep nesting: the reader reports it
                 return "object"
             if isinstance(first, dict) and "ph" in first and EVENTS_KEY not in first:
                 return "jsonl"
@@ -526,11 +583,11 @@ class TraceReader:
         restored = 0
         try:
             for event in events:
-                if filt.bigints > restored or type(event) is not dict:
+                if filt.marks > restored or type(event) is not dict:
                     if type(event) is not dict:
                         raise TraceInputError("not a trace: an element of the events array "
                                               f"is {type(event).__name__}")
-                    restored += _restore_bigints(event)  # a quoted big integer is in flight
+                    restored += _restore_marked(event)  # a marked value is in flight
                 yield event
         except ijson.JSONError as e:
             if filt.too_deep:
@@ -585,8 +642,8 @@ class TraceReader:
         events_value = events_value.lstrip(b" \t\r\n:")[:1]
         if events_value and events_value != b"[":
             raise TraceInputError(f"not a trace: \"{EVENTS_KEY}\" is not an array")
-        _restore_bigints(before)
+        _restore_marked(before)
         self.header_before = before
         if complete_document:
             self.header_after = _header_after(self._filter.tail)
-            _restore_bigints(self.header_after)
+            _restore_marked(self.header_after)

@@ -22,8 +22,6 @@ import os
 import shutil
 from collections import OrderedDict
 
-import orjson
-
 from stream_split.output import create_new
 from stream_split.serialize import event_json
 from stream_split.core.records import Boundary, IterationRecord, METADATA, OUTSIDE
@@ -215,7 +213,7 @@ class JsonlRecordSink:
         self._stream = stream
 
     def write(self, record) -> None:
-        self._stream.write(orjson.dumps(record.to_dict()) + b"\n")
+        self._stream.write(event_json(record.to_dict()) + b"\n")
         self._stream.flush()
 
     def close(self) -> None:
