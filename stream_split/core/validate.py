@@ -17,15 +17,17 @@ from __future__ import annotations
 _TIME_LIMIT = 2 ** 63
 
 #: Field -> what it must be when present, for the checks' messages.
-_EXPECTED = {"ph": "a string", "cat": "a string", "name": "a string", "dur": "a number",
-             "ts": "a number within 64 bits", "pid": "a string or a number",
+_EXPECTED = {"ph": "a string", "cat": "a string", "name": "a string", "dur": "a finite number within 64 bits",
+             "ts": "a finite number within 64 bits", "pid": "a string or a number",
              "tid": "a string or a number", "args": "an object",
              "correlation": "an integer", "External id": "an integer"}
 
 
 def _is_time(value) -> bool:
     kind = value.__class__
-    return kind is float or (kind is int and -_TIME_LIMIT < value < _TIME_LIMIT)
+    if kind is float:
+        return value - value == 0.0  # finite (1e999 parses as inf)
+    return kind is int and -_TIME_LIMIT < value < _TIME_LIMIT
 
 
 def _is_thread_id(value) -> bool:
