@@ -25,6 +25,8 @@ from stream_split.generate import generate, render
 
 CLI = [sys.executable, "-m", "stream_split.cli"]
 WAIT = 60
+#: The fuzzer's budget: fixed for CI (about 10 s); raise it for a longer hunt.
+FUZZ_SCALE = float(os.environ.get("STREAM_SPLIT_FUZZ_SCALE", "1"))
 
 
 # -- independent checks ---------------------------------------------------------------------------
@@ -587,7 +589,7 @@ def _fuzz(base: bytes, tmp_path: Path, capfd, examples: int):
     events = json.loads(base)["traceEvents"]
     runs = collections.Counter()
 
-    @settings(max_examples=examples, deadline=None, derandomize=True, database=None,
+    @settings(max_examples=int(examples * FUZZ_SCALE), deadline=None, derandomize=FUZZ_SCALE == 1, database=None,
               suppress_health_check=list(HealthCheck))
     @given(case=_mutations(base, events), command=st.sampled_from(
         ["split", "split", "split", "boundaries", "tag", "explain"]))
@@ -601,6 +603,7 @@ def _fuzz(base: bytes, tmp_path: Path, capfd, examples: int):
         if command == "split":
             args += ["-o", out, "--overwrite"]
         status, err = _run_in_process(args, capfd)
+        runs[status] += 1
         if command == "split":
             _assert_clean_outcome(status, err, out, data)
         else:
@@ -615,7 +618,7 @@ def _fuzz(base: bytes, tmp_path: Path, capfd, examples: int):
 def test_fuzzer_mutating_a_generated_trace_finds_nothing(tmp_path, capfd):
     base = render(generate("training", 3, steps=3, layers=2), "object").encode()
     runs = _fuzz(base, tmp_path, capfd, examples=150)
-    assert set(runs) == {"truncate", "flip", "type", "nest", "unicode"}
+    assert {"truncate", "flip", "type", "nest", "unicode", 0, 2} <= set(runs), runs
 
 
 @needs_shared
