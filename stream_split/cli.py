@@ -271,7 +271,8 @@ def main(argv=None) -> int:
     except OSError as e:  # the output: a full disk, a read-only file system, /dev/full...
         _silence_stdout()
         where = f": {e.filename}" if e.filename else ""
-        print(f"stream-split: error: {e.strerror or e}{where}", file=sys.stderr)
+        print(f"stream-split: error: cannot write the output: {e.strerror or e}{where}",
+              file=sys.stderr)
         return EXIT_BAD_INPUT
     if stop.requested and status == 0:
         return EXIT_SIGNAL_BASE + stop.signal

@@ -477,6 +477,7 @@ def test_explain_escapes_control_characters(tmp_path):
     (tmp_path / "t.json").write_text(json.dumps({"traceEvents": events}))
     out = run_cli("explain", tmp_path / "t.json").stdout.decode()
     assert "\x1b" not in out and "\x07" not in out
+    assert "chosen unit: step\\x1b[NJ\\x07" in out  # shown, escaped (digits folded)
 
 
 @pytest.mark.parametrize("offset", [100, 70_000, 300_001])

@@ -93,7 +93,7 @@ def test_an_archive_with_bad_traces_writes_every_good_traces_records(archive, tm
         assert_that(out.iterations, check_records, label="records")
         assert_that(out.summaries, check_summaries, label="summaries")
         assert_that(out.dead_letters, check_dead_letters, label="dead")
-    manifests = [json.load(open(os.path.join(pieces, d, "manifest.json")))
+    manifests = [json.loads((pieces / d / "manifest.json").read_text())
                  for d in os.listdir(pieces)]
     confused = next(m for m in manifests if m["input"] == paths["confused.json"])
     assert confused["counts"]["invalid"] == archive["confused_count"]
