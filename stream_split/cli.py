@@ -164,7 +164,8 @@ def _run(args, splitter, **sinks):
     except (TraceInputError, ReadInterrupted) as e:
         splitter.close()
         info = reader_info(None)
-        if isinstance(e, ReadInterrupted):
+        # A stop before the first byte (a followed file ends "empty"): not an input error.
+        if isinstance(e, ReadInterrupted) or args.stop.requested:
             return None, dict(info, stop_reason="interrupted before the end of the input"), None
         return str(e), info, None
     with reader:

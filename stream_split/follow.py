@@ -44,7 +44,7 @@ import sys
 import time
 import zlib
 
-from stream_split.read import BracketDepth, TraceInputError
+from stream_split.read import BracketDepth, PipeWait, TraceInputError
 from stream_split.trace_format import EVENTS_KEY
 
 __all__ = ["FollowedFile", "enlarge_pipe", "PIPE_SIZE"]
@@ -172,6 +172,7 @@ class FollowedFile:
         self._members = 0       # compressed members / frames completed
         self._closefd = True
         self._fd, self._pipe = self._open(self.name)
+        self._pipe_wait = PipeWait(self._fd)
 
     # -- opening -------------------------------------------------------------------------------
 
@@ -186,7 +187,9 @@ class FollowedFile:
         while True:
             for candidate in (path, path + ".tmp"):
                 try:
-                    fd = os.open(candidate, os.O_RDONLY)
+                    # O_NONBLOCK: a FIFO opens without waiting for its writer (reads wait in
+                    # PipeWait, where a stop request is seen).
+                    fd = os.open(candidate, os.O_RDONLY | os.O_NONBLOCK)
                 except FileNotFoundError:
                     continue
                 except PermissionError:
@@ -293,7 +296,12 @@ class FollowedFile:
         return b""
 
     def _read_raw(self, n: int) -> bytes:
-        data = os.read(self._fd, n)
+        if not self._pipe_wait.ready(lambda: self._stopped):
+            return b""  # stopped: ``read`` ends the stream
+        try:
+            data = os.read(self._fd, n)
+        except BlockingIOError:  # a FIFO opened O_NONBLOCK: nothing yet after all
+            return b""
         if data:
             self.bytes_in += len(data)
             self._last_input = time.monotonic()

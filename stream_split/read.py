@@ -119,19 +119,38 @@ def open_source(source: str | BinaryIO, stop=None) -> tuple[BinaryIO, str]:
     return _Source(fd, str(source), stop, owned=True), str(source)
 
 
-class _Source(io.RawIOBase):
-    """A file descriptor as a raw stream: a pipe, FIFO or terminal is polled, so that a stop
-    request ends the wait; a read error is the input's (one line), not a traceback."""
+class PipeWait:
+    """Waits until a pipe, FIFO or terminal has bytes (or its writer is gone), looking every
+    ``_POLL_INTERVAL`` at ``stopped()``: a signal handler only sets a flag (``StopRequest``),
+    and a plain blocking read would not return for it. Regular files never wait."""
 
-    def __init__(self, fd: int, name: str, stop, *, owned: bool):
-        self._fd = fd
-        self.name = name
-        self._stop = stop
-        self._owned = owned
+    def __init__(self, fd: int):
         self._poll = None
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             self._poll = select.poll()
             self._poll.register(fd, select.POLLIN)
+
+    def ready(self, stopped) -> bool:
+        """True once a read will not block; False if ``stopped()`` came first."""
+        if self._poll is None:
+            return True
+        while not stopped():
+            if self._poll.poll(_POLL_INTERVAL * 1000):
+                return True
+        return False
+
+
+class _Source(io.RawIOBase):
+    """A file descriptor as a raw stream: a pipe, FIFO or terminal is waited on with
+    ``PipeWait``, so that a stop request ends the wait (``ReadInterrupted``); a read error is
+    the input's (one line), not a traceback."""
+
+    def __init__(self, fd: int, name: str, stop, *, owned: bool):
+        self._fd = fd
+        self.name = name
+        self._stopped = (lambda: stop.requested) if stop is not None else (lambda: False)
+        self._owned = owned
+        self._wait = PipeWait(fd)
 
     def readable(self):
         return True
@@ -140,11 +159,8 @@ class _Source(io.RawIOBase):
         if n is None or n < 0:
             n = CHUNK
         while True:
-            if self._poll is not None:
-                if self._stop is not None and self._stop.requested:
-                    raise ReadInterrupted()
-                if not self._poll.poll(_POLL_INTERVAL * 1000):
-                    continue
+            if not self._wait.ready(self._stopped):
+                raise ReadInterrupted()
             try:
                 return os.read(self._fd, n)
             except BlockingIOError:  # a FIFO opened O_NONBLOCK: nothing yet after all

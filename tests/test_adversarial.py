@@ -413,10 +413,11 @@ def test_stdout_on_a_full_device_is_one_line(small_trace, command):
 
 # -- defect 8: a blocked read wakes up on the first signal -----------------------------------------
 
-def test_sigterm_stops_a_split_of_a_fifo_with_no_writer(tmp_path):
+@pytest.mark.parametrize("follow", [[], ["--follow"]], ids=["read", "follow"])
+def test_sigterm_stops_a_split_of_a_fifo_with_no_writer(tmp_path, follow):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    proc = _split(fifo, tmp_path / "d")
+    proc = _split(fifo, tmp_path / "d", *follow)
     _wait_for_staging(tmp_path, "d", proc)
     time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
