@@ -126,10 +126,19 @@ class OutputFolder:
 
     def _remove_leftovers(self) -> None:
         """Staging folders of crashed runs and results replaced but not yet deleted."""
-        prefixes = (f".{self.name}.staging-", f".{self.name}.replaced-")
         for entry in os.scandir(self.parent):
-            if entry.name.startswith(prefixes) and entry.is_dir(follow_symlinks=False):
+            if self._is_leftover(entry.name) and entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path, ignore_errors=True)
+
+    def _is_leftover(self, name: str) -> bool:
+        # Exactly ``.<name>.<kind>-`` and mkdtemp's 8 characters: never the staging folder of
+        # another target whose name starts like this one (``out`` and ``out.staging-x``).
+        for kind in ("staging", "replaced"):
+            prefix = f".{self.name}.{kind}-"
+            if name.startswith(prefix):
+                suffix = name[len(prefix):]
+                return len(suffix) == 8 and "." not in suffix
+        return False
 
     def commit(self) -> None:
         """Move the finished staging folder onto the target (replacing an old result)."""

@@ -160,6 +160,7 @@ def test_kill_9_at_ten_points_then_a_rerun_finds_every_event_exactly_once(long_t
         manifest = _check_pieces(out, data)
         assert manifest["complete"] is True
         _no_leftovers(tmp_path, out.name)
+    print(f"kill -9 at 10 points: after the kill the folder held {dict(outcomes)}")
     assert sum(outcomes.values()) == 10
 
 
