@@ -629,3 +629,27 @@ def test_fuzzer_mutating_a_real_trace_finds_nothing(tmp_path, capfd):
     real = _events_of((SHARED_TRACES / "torch_cpu" / "s1_schedule_step.json.gz").read_bytes())
     base = json.dumps({"traceEvents": real[:1500]}).encode()
     _fuzz(base, tmp_path, capfd, examples=40)
+
+
+# -- the library API leaves nothing open ------------------------------------------------------------
+
+def test_the_library_leaves_no_file_open(small_trace, tmp_path):
+    import gc
+    import warnings
+    import stream_split
+    from stream_split import SplitOptions
+    broken = tmp_path / "broken.json"
+    data = small_trace.read_bytes()
+    at = data.index(b'{"ph"', 100_000)
+    broken.write_bytes(data[:at] + b"{ph:" + data[at + 4:])
+    before = set(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else set()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        # pending_limit 10: the spill file is used too
+        assert list(stream_split.iterations(str(small_trace), SplitOptions(pending_limit=10)))
+        with pytest.raises(Exception, match="not valid JSON"):
+            list(stream_split.iterations(str(broken)))
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+    if before:
+        assert set(os.listdir("/proc/self/fd")) <= before
