@@ -32,11 +32,15 @@ FUZZ_SCALE = float(os.environ.get("STREAM_SPLIT_FUZZ_SCALE", "1"))
 # -- independent checks ---------------------------------------------------------------------------
 
 def _events_of(data: bytes) -> list:
-    """The events of a whole trace, parsed by the standard library."""
+    """The events of a whole trace (object, array or JSON Lines), parsed by the standard
+    library."""
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
     text = data.decode("utf-8", "replace").lstrip("\ufeff")
-    value = json.loads(text)
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
     return value["traceEvents"] if isinstance(value, dict) else value
 
 
@@ -533,7 +537,7 @@ _FIELDS = ["ph", "cat", "name", "ts", "dur", "pid", "tid", "id", "args", "args.c
 def _mutations(draw, data: bytes, events: list):
     """A mutated trace: truncation, bit flips, a field of another type, deep nesting or odd
     unicode in a name (as a JSON escape, surrogates included), maybe gzip on top."""
-    kind = draw(st.sampled_from(["truncate", "flip", "type", "nest", "unicode"]))
+    kind = draw(st.sampled_from(["truncate", "flip", "type", "nest", "unicode", "header"]))
     if kind == "truncate":
         out = data[:draw(st.integers(0, len(data)))]
     elif kind == "flip":
@@ -557,9 +561,31 @@ def _mutations(draw, data: bytes, events: list):
         elif kind == "nest":
             depth = draw(st.integers(1, 400))
             event["args"] = {"x": json.loads("[" * depth + "]" * depth) if depth < 900 else []}
-        else:
+        elif kind == "unicode":
             event["name"] = draw(st.text(st.characters(exclude_categories=()), max_size=6))
-        out = json.dumps({"traceEvents": events}).encode()
+        form = "object" if kind == "header" else draw(st.sampled_from(["object", "array",
+                                                                        "jsonl"]))
+        if form == "object":
+            header = {}
+            if kind == "header":  # an odd key before or after the events
+                depth = draw(st.integers(0, 300))
+                value = draw(st.one_of(_ODD_VALUES, st.just("[" * depth + "]" * depth)))
+                header[draw(st.text(st.characters(exclude_categories=()), max_size=4))] = value
+            body = json.dumps(events)
+            if kind == "header" and isinstance(value, str) and value.startswith("["):
+                key = json.dumps(next(iter(header)))
+                parts = ['"traceEvents":' + body, key + ":" + value]
+                out = ("{" + ",".join(parts if draw(st.booleans()) else parts[::-1])
+                       + "}").encode()
+            else:
+                after = draw(st.booleans())
+                doc = {"traceEvents": events, **header} if after else {**header,
+                                                                        "traceEvents": events}
+                out = json.dumps(doc).encode()
+        elif form == "array":
+            out = json.dumps(events).encode()
+        else:
+            out = "\n".join(json.dumps(e) for e in events).encode() + b"\n"
     if draw(st.booleans()) and kind != "flip":
         out = gzip.compress(out, compresslevel=1)
         if draw(st.booleans()):
@@ -621,7 +647,7 @@ def _fuzz(base: bytes, tmp_path: Path, capfd, examples: int):
 def test_fuzzer_mutating_a_generated_trace_finds_nothing(tmp_path, capfd):
     base = render(generate("training", 3, steps=3, layers=2), "object").encode()
     runs = _fuzz(base, tmp_path, capfd, examples=150)
-    assert {"truncate", "flip", "type", "nest", "unicode", 0, 2} <= set(runs), runs
+    assert {"truncate", "flip", "type", "nest", "unicode", "header", 0, 2} <= set(runs), runs
 
 
 @needs_shared
