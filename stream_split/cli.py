@@ -157,8 +157,9 @@ def _open_reader(args) -> TraceReader:
 
 
 def _run(args, splitter, **sinks):
-    """Read the trace through ``splitter``: (error or None, reader info). An input that
-    cannot be opened, or a stop before its first byte, still closes the splitter."""
+    """Read the trace through ``splitter``: (error or None, reader info, the reader or None).
+    An input that cannot be opened, or a stop before its first byte, still closes the
+    splitter, so that a manifest can be written."""
     try:
         reader = _open_reader(args)
     except (TraceInputError, ReadInterrupted) as e:
