@@ -60,7 +60,8 @@ def _quantile(sorted_values: list, q: float) -> float | None:
 
 def trace_summary(trace: str, records: list[IterationRecord], *, info: dict,
                   error: str | None, events_in: int = 0, events_out: int = 0,
-                  metadata_events: int = 0, pieces: str | None = None) -> dict:
+                  metadata_events: int = 0, invalid_events: int = 0,
+                  pieces: str | None = None) -> dict:
     """The per-trace summary: counts, iteration time (median, p90) and GPU busy share."""
     iterations = [r for r in records if r.kind == KIND_ITERATION]
     durations = sorted(r.duration_us for r in iterations)
@@ -80,6 +81,7 @@ def trace_summary(trace: str, records: list[IterationRecord], *, info: dict,
         "events_in": events_in,
         "metadata_events": metadata_events,
         "events_out": events_out,
+        "invalid_events": invalid_events,
         "error": error,
         "pieces": pieces,
     }
@@ -138,9 +140,25 @@ class SplitTraceFn(beam.DoFn):
         path = file.path if isinstance(file, FileMetadata) else str(file)
         scratch = tempfile.mkdtemp(dir=self._scratch_root)
         try:
-            yield from self._split_one(path, scratch)
+            yield from self._isolated(path, scratch)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+
+    def _isolated(self, path: str, scratch: str) -> list:
+        """One trace's outputs, all or none: any failure while splitting it (a bug it
+        triggers included) makes it a dead letter with its error, and the job goes on.
+        Storage errors (``OSError``) are raised, for the runner to retry the bundle."""
+        try:
+            return list(self._split_one(path, scratch))
+        except OSError:
+            raise
+        except Exception as e:  # noqa: BLE001 - one trace must not fail the archive
+            error = f"{type(e).__name__}: {e}".splitlines()[0]
+            self._traces.inc()
+            self._failures.inc()
+            return [beam.pvalue.TaggedOutput(SUMMARIES, trace_summary(
+                        path, [], info=reader_info(None), error=error)),
+                    beam.pvalue.TaggedOutput(DEAD_LETTERS, {"trace": path, "error": error})]
 
     def _split_one(self, path: str, scratch: str):
         writing = self._pieces_prefix is not None
@@ -192,7 +210,7 @@ class SplitTraceFn(beam.DoFn):
         yield beam.pvalue.TaggedOutput(SUMMARIES, trace_summary(
             path, records, info=info, error=error, events_in=splitter.events_in,
             events_out=splitter.events_out, metadata_events=splitter.metadata_events,
-            pieces=pieces_dir))
+            invalid_events=splitter.invalid_events, pieces=pieces_dir))
         if error is not None:
             yield beam.pvalue.TaggedOutput(DEAD_LETTERS, {"trace": path, "error": error})
 

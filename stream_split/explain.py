@@ -6,7 +6,21 @@ manifest carries under ``detection``); it never re-derives anything.
 from __future__ import annotations
 
 
+def shown(value) -> str:
+    """``value`` as text safe for a terminal: control characters (a trace could carry escape
+    sequences in its names) and lone surrogates are written as Python escapes."""
+    text = str(value)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def render(splitter) -> str:
+    """The account, one line a fact; every name from the trace goes through ``shown``."""
+    return "\n".join(shown(line) for line in _lines(splitter))
+
+
+def _lines(splitter) -> list[str]:
     ev = splitter.evidence
     iterations = splitter.iterations
     kinds = {}
@@ -42,4 +56,4 @@ def render(splitter) -> str:
     lines.append(f"outside: {splitter.outside_events} events "
                  f"({splitter.outside_kernels} kernels with no launch in the trace or "
                  f"launched outside every iteration)")
-    return "\n".join(lines)
+    return lines

@@ -9,28 +9,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from stream_split.core import IterationRecord, Splitter, SplitOptions, TraceEventError
-from stream_split.read import TraceInputError, TraceReader
+from stream_split.read import ReadInterrupted, TraceInputError, TraceReader
 from stream_split.spill import TempFileSpill
 
 
 class StopRequest:
     """A request to stop reading (from a signal handler). ``drive`` honours it between two
     events, never inside the engine, so what was decided stays consistent; a followed file
-    being waited on is told to stop waiting. A second request raises KeyboardInterrupt (for a
-    read that blocks on a silent pipe)."""
+    or a pipe being waited on is told to stop waiting (``watch``; the reader polls).
+
+    The first signal asks for the stop; further ones are only counted (``repeats``): raising
+    from a handler could cut a write or the manifest in half. ``signal`` is the number of the
+    first one, for the exit status (128 + signal)."""
 
     def __init__(self):
-        self.requested = False
+        self.signal: int | None = None
+        self.repeats = 0
         self._sources: list = []
+
+    @property
+    def requested(self) -> bool:
+        return self.signal is not None
 
     def watch(self, source) -> None:
         """A source with ``stop()`` (``FollowedFile``) to release when a stop is requested."""
         self._sources.append(source)
 
-    def request(self, *_signal_args) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
+    def request(self, signum: int = 0, _frame=None) -> None:
+        if self.signal is not None:
+            self.repeats += 1
+            return
+        self.signal = signum
         for source in self._sources:
             source.stop()
 
@@ -86,7 +95,7 @@ def drive(reader: TraceReader, splitter: Splitter, *, on_pairs=None, on_record=N
                     break
     except (TraceInputError, TraceEventError) as e:
         error = str(e)
-    except KeyboardInterrupt:  # SIGINT/SIGTERM: stop reading, keep what was decided
+    except ReadInterrupted:  # a stop requested while the reader waited for bytes
         interrupted = True
     flush_pairs()
     splitter.begin_close()
@@ -110,10 +119,10 @@ def drive(reader: TraceReader, splitter: Splitter, *, on_pairs=None, on_record=N
 def scan_records(source, options: SplitOptions):
     """Boundary and IterationRecord records of one trace (library use; raises on bad input)."""
     from dataclasses import replace
-    reader = TraceReader(source)
     splitter = new_splitter(replace(options, keep_events=False))
     records = []
-    outcome = drive(reader, splitter, on_record=records.append)
+    with TraceReader(source) as reader:
+        outcome = drive(reader, splitter, on_record=records.append)
     if outcome.error:
         raise TraceInputError(outcome.error)
     return records

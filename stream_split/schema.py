@@ -27,8 +27,16 @@ Manifest = pb.Manifest
 def _scalars(message_class, fields: dict):
     """``message_class`` from the entries of ``fields`` named like its non-message fields."""
     names = [f.name for f in message_class.DESCRIPTOR.fields if f.message_type is None]
-    return message_class(**{name: fields[name] for name in names
+    return message_class(**{name: _utf8(fields[name]) for name in names
                             if fields.get(name) is not None})
+
+
+def _utf8(value):
+    """A protobuf string must be valid UTF-8: a lone surrogate (legal in JSON, carried through
+    by the JSON outputs) becomes U+FFFD here, the one place it cannot be kept."""
+    if isinstance(value, str) and not value.isascii():
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return value
 
 
 def record_message(record: Boundary | IterationRecord, trace: str = "") -> pb.Record:

@@ -1,12 +1,13 @@
 """One event back to JSON bytes: the one place that serializes events.
 
-orjson for speed; the standard library for what orjson refuses (integers beyond 64 bits), so
-content goes out as it came in. ``RawEvent`` marks an event that is already bytes (the engine
+orjson for speed; the standard library for what orjson refuses (integers beyond 64 bits, lone
+surrogates), so content goes out as it came in. ``RawEvent`` marks an event that is already bytes (the engine
 keeps events it must hold for a while in this form: a few hundred bytes instead of a dict).
 """
 from __future__ import annotations
 
 import json
+import re
 
 import orjson
 
@@ -16,11 +17,21 @@ class RawEvent(bytes):
     __slots__ = ()
 
 
+# A lone surrogate as Python's "surrogatepass" writes it (never valid UTF-8).
+_SURROGATE_UTF8 = re.compile(rb"\xed[\xa0-\xbf][\x80-\xbf]")
+
+
+def _surrogate_escape(m: re.Match) -> bytes:
+    return b"\\u%04x" % ord(m.group().decode("utf-8", "surrogatepass"))
+
+
 def event_json(event) -> bytes:
-    """JSON bytes of one event (or any JSON value), preserving what the reader produced."""
+    """JSON bytes of one event (or any JSON value), preserving what the reader produced:
+    a lone surrogate (legal as a JSON escape, refused by orjson) goes out as the escape."""
     if type(event) is RawEvent:
         return event
     try:
         return orjson.dumps(event)
     except (TypeError, orjson.JSONEncodeError):
-        return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        text = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+        return _SURROGATE_UTF8.sub(_surrogate_escape, text.encode("utf-8", "surrogatepass"))

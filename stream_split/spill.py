@@ -49,15 +49,23 @@ class MemorySpill:
 
 
 class TempFileSpill(MemorySpill):
-    """Batches pickled to an unnamed temporary file; only their keys stay in memory."""
+    """Batches pickled to an unnamed temporary file; only their keys stay in memory.
+
+    The file exists only while it holds a batch: made at the first ``put``, closed when the
+    last batch is taken back (every run ends by draining the store), so no caller has a file
+    to close, and a run that never spills never makes one."""
 
     def __init__(self, directory: str | None = None):
         super().__init__()
-        self._file = tempfile.TemporaryFile(dir=directory, prefix="stream-split-spill-")
+        self._directory = directory
+        self._file = None
         self.spilled_total = 0
 
     def put(self, items) -> None:
         items = list(items)
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(dir=self._directory,
+                                                prefix="stream-split-spill-")
         self._file.seek(0, os.SEEK_END)
         offset = self._file.tell()
         pickle.dump(items, self._file, protocol=pickle.HIGHEST_PROTOCOL)
@@ -71,10 +79,11 @@ class TempFileSpill(MemorySpill):
         self._file.seek(offset)
         items = pickle.load(self._file)
         self._count -= n
-        if not self._batches:  # empty: reuse the file from the start
-            self._file.seek(0)
-            self._file.truncate()
+        if not self._batches:  # empty: give the file back
+            self.close()
         return items
 
     def close(self) -> None:
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
+            self._file = None

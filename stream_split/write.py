@@ -6,7 +6,8 @@ What this module owns: how an event, a record and a piece look on disk or on a p
   piece's events are spooled to a temporary file as they are decided, and every piece is
   assembled into a complete Chrome trace (header keys, all metadata, its events) at the end.
   At most ``max_open`` spool files are open at once: memory does not grow with the number
-  of pieces.
+  of pieces. It writes into a folder of its own (``output.OutputFolder``'s staging folder, or
+  a Beam worker's scratch folder): every file is created new, never through a link.
 - ``build_manifest``: the manifest schema, in one place.
 - ``JsonlRecordSink`` / ``ProtobufRecordSink``: boundary and iteration records as lines or as
   varint-length-delimited protobuf messages.
@@ -21,8 +22,7 @@ import os
 import shutil
 from collections import OrderedDict
 
-import orjson
-
+from stream_split.output import create_new
 from stream_split.serialize import event_json
 from stream_split.core.records import Boundary, IterationRecord, METADATA, OUTSIDE
 
@@ -46,8 +46,9 @@ class PieceWriter:
         self._select = select  # callable(index) -> bool, or None for all
         self._max_open = max_open
         self._spool_dir = os.path.join(out_dir, ".spool")
-        os.makedirs(self._spool_dir, exist_ok=True)
+        os.mkdir(self._spool_dir)
         self._open: OrderedDict = OrderedDict()
+        self._spooled: set = set()  # owners whose spool file exists
         self.metadata: list[bytes] = []
         self.suffix = ".json.gz" if compress else ".json"
 
@@ -86,7 +87,13 @@ class PieceWriter:
         if len(self._open) >= self._max_open:
             _, old = self._open.popitem(last=False)
             old.close()
-        handle = open(self._spool_path(owner), "ab", buffering=64 * 1024)
+        path = self._spool_path(owner)
+        if owner in self._spooled:  # reopened after ``max_open`` others: append, never via a link
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+            handle = open(fd, "ab", buffering=64 * 1024)
+        else:
+            handle = create_new(path, "ab", buffering=64 * 1024)
+            self._spooled.add(owner)
         self._open[owner] = handle
         return handle
 
@@ -106,10 +113,9 @@ class PieceWriter:
         return files
 
     def _assemble(self, owner, path, header_before, header_after) -> None:
-        tmp = path + ".tmp"
-        opener = (lambda p: gzip.open(p, "wb", compresslevel=self.compresslevel)) \
-            if self.compress else (lambda p: open(p, "wb"))
-        with opener(tmp) as out:
+        with create_new(path) as raw, (
+                gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=self.compresslevel,
+                              filename="") if self.compress else raw) as out:
             out.write(b"{")
             for key, value in header_before.items():
                 out.write(event_json(key) + b":" + event_json(value) + b",\n")
@@ -120,9 +126,8 @@ class PieceWriter:
                     out.write(b",\n")
                 out.write(meta)
                 first = False
-            spool = self._spool_path(owner)
-            if os.path.exists(spool):
-                with open(spool, "rb") as src:
+            if owner in self._spooled:
+                with open(self._spool_path(owner), "rb") as src:
                     pending = b""
                     while True:
                         chunk = src.read(1 << 20)
@@ -142,7 +147,6 @@ class PieceWriter:
                     continue
                 out.write(b",\n" + event_json(key) + b":" + event_json(value))
             out.write(b"}\n")
-        os.replace(tmp, path)
 
 
 def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | None,
@@ -176,6 +180,8 @@ def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | No
             "events_outside": splitter.outside_events,
             "events_out": out_total,
             "conserved": out_total == events_in - metadata,
+            "invalid": splitter.invalid_events,
+            "invalid_examples": splitter.invalid_examples,
             "metadata_copied_per_piece": metadata,
         },
         "iterations": iterations,
@@ -193,16 +199,11 @@ def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_i
                           reader.header_after if reader is not None else {})
     manifest = build_manifest(source=source, splitter=splitter, reader_info=reader_info,
                               files=files, error=error)
-    write_json_atomic(os.path.join(writer.out_dir, "manifest.json"), manifest)
-    return manifest
-
-
-def write_json_atomic(path: str, value) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=1)
+    # Written once, last: a folder holding a manifest holds every piece it names.
+    with create_new(os.path.join(writer.out_dir, "manifest.json"), "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=1)
         f.write("\n")
-    os.replace(tmp, path)
+    return manifest
 
 
 class JsonlRecordSink:
@@ -212,7 +213,7 @@ class JsonlRecordSink:
         self._stream = stream
 
     def write(self, record) -> None:
-        self._stream.write(orjson.dumps(record.to_dict()) + b"\n")
+        self._stream.write(event_json(record.to_dict()) + b"\n")
         self._stream.flush()
 
     def close(self) -> None:
@@ -243,6 +244,6 @@ def record_sink(fmt: str, stream, trace: str = ""):
     return JsonlRecordSink(stream)
 
 
-__all__ = ["event_json", "PieceWriter", "build_manifest", "finish_split", "write_json_atomic",
+__all__ = ["event_json", "PieceWriter", "build_manifest", "finish_split",
            "JsonlRecordSink", "ProtobufRecordSink", "record_sink", "Boundary",
            "IterationRecord"]

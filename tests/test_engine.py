@@ -121,12 +121,27 @@ def test_metadata_is_owned_by_every_piece_and_counted_apart():
 @pytest.mark.parametrize("event, message", [
     ({"ts": 1.0}, 'no "ph"'),
     ({"ph": "X", "name": "x"}, 'no "ts"'),
-    ({"ph": "X", "ts": "soon"}, "non-numeric"),
 ])
 def test_events_missing_required_fields_are_errors(event, message):
     splitter = Splitter(STEPS)
     with pytest.raises(TraceEventError, match=message):
         splitter.feed(event)
+
+
+@pytest.mark.parametrize("event, field", [
+    ({"ph": "X", "ts": "soon"}, "ts"),
+    ({"ph": "X", "ts": 1.0, "dur": "5", "cat": "cpu_op", "name": "x"}, "dur"),
+    ({"ph": "X", "ts": 1.0, "args": "text"}, "args"),
+    ({"ph": "X", "ts": 1.0, "cat": "kernel", "args": {"correlation": {"a": 1}}}, "correlation"),
+    ({"ph": "X", "ts": 1.0, "cat": ["cpu_op"]}, "cat"),
+    ({"ph": "X", "ts": 1.0, "pid": [1]}, "pid"),
+])
+def test_an_event_with_an_unusable_field_goes_to_outside_and_is_counted(event, field):
+    got, splitter = owners_of([event], STEPS)
+    assert got == [OUTSIDE] and splitter.outside_events == 1
+    assert splitter.invalid_events == 1
+    assert splitter.invalid_examples[0]["event_index"] == 0
+    assert f'"{field}"' in splitter.invalid_examples[0]["problem"]
 
 
 def test_memory_state_does_not_grow_with_iterations_per_launch():

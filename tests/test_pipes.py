@@ -149,6 +149,8 @@ def test_live_gzip_pipe(traces, tmp_path):
             if p.poll() is None:
                 p.kill()
                 p.wait()
+        for stream in (writer.stdin, writer.stderr, reader.stdout, reader.stderr):
+            stream.close()
     assert _records(b"".join(got)) == _records(ref)
 
 

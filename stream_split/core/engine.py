@@ -38,6 +38,7 @@ from stream_split.core.records import (
 from stream_split.core.stack import ThreadStacks
 from stream_split.core.structure import StructureDetector
 from stream_split.core.units import cycle_kinds
+from stream_split.core.validate import unusable_field
 from stream_split.serialize import RawEvent, event_json
 from stream_split.spill import MemorySpill
 from stream_split.trace_format import (
@@ -50,6 +51,8 @@ class TraceEventError(ValueError):
 
 
 DEFAULT_PENDING_LIMIT = 20_000
+#: How many invalid events the manifest describes (all are counted).
+INVALID_EXAMPLES = 5
 
 
 @dataclass(slots=True)
@@ -143,6 +146,9 @@ class Splitter:
         self.metadata_events = 0
         self.outside_events = 0
         self.outside_kernels = 0
+        #: Events with a field of the wrong type (sent to outside), and the first few of them.
+        self.invalid_events = 0
+        self.invalid_examples: list[dict] = []
         self.max_pending = 0
         self.closed = False
         self.evidence: dict = {}
@@ -160,11 +166,12 @@ class Splitter:
         if ph is None:
             self._reject('has no "ph" field')
         ts = event.get("ts")
-        if ts.__class__ is not float and ts.__class__ is not int:
-            if ts is None:
-                self._reject(f'(ph {ph!r}) has no "ts" field')
-            if isinstance(ts, bool) or not isinstance(ts, (int, float)):
-                self._reject(f'has a non-numeric "ts": {ts!r}')
+        if ts is None:
+            self._reject(f'(ph {ph!r}) has no "ts" field')
+        problem = unusable_field(event)
+        if problem is not None:
+            self._own_invalid(event, problem)
+            return
         cat = event.get("cat")
         route = _ROUTE.get(cat)
         if route is not None:
@@ -177,7 +184,8 @@ class Splitter:
                 return
             if route == _BY_FLOW_ID:
                 if ph in _FLOW_PHASES:
-                    self._route_linked(event, event.get("id"))
+                    flow_id = event.get("id")  # a string id is legal Chrome; it links nothing
+                    self._route_linked(event, flow_id if flow_id.__class__ is int else None)
                     return
             elif route == _BY_EXTERNAL_ID:
                 args = event.get("args")
@@ -317,6 +325,13 @@ class Splitter:
         return sum(r.events for r in self._iterations) + self.outside_events
 
     # -- internals ---------------------------------------------------------------------
+
+    def _own_invalid(self, event: dict, problem: str) -> None:
+        """An event with a field the engine cannot use: to outside, unchanged, and counted."""
+        self.invalid_events += 1
+        if len(self.invalid_examples) < INVALID_EXAMPLES:
+            self.invalid_examples.append({"event_index": self.events_in - 1, "problem": problem})
+        self._own_simple(OUTSIDE, event)
 
     def _reject(self, problem: str):
         """Refuse an event: it is not counted as read, so the counts still balance."""

@@ -1,0 +1,72 @@
+"""Which events the engine can use: the one place that checks the type of every field it reads.
+
+Chrome's trace format is loose, and type-confused events occur (a ``"dur": "5"``, ``args`` as a
+string, a ``pid`` that is a list). Such an event is not an error of the input: the engine
+sends it to ``outside`` unchanged and counts it (``counts.invalid`` in the manifest), so that
+nothing is lost and nothing in the engine ever meets a field of the wrong type.
+
+What this module must never do: reject legal oddities. String pids and tids, integer or
+float ``ts``, unknown categories, huge integers and string flow ids (Chrome allows them; they
+link nothing here, as Kineto writes integers) are carried through as ordinary events.
+A missing ``ph`` or ``ts`` stays an error of the input (``TraceEventError``): every trace event
+has them.
+"""
+from __future__ import annotations
+
+#: Integers beyond this are legal JSON but not a time stamp or a duration in µs.
+_TIME_LIMIT = 2 ** 63
+
+#: Field -> what it must be when present, for the checks' messages.
+_EXPECTED = {"ph": "a string", "cat": "a string", "name": "a string", "dur": "a finite number within 64 bits",
+             "ts": "a finite number within 64 bits", "pid": "a string or a number",
+             "tid": "a string or a number", "args": "an object",
+             "correlation": "an integer", "External id": "an integer"}
+
+
+def _is_time(value) -> bool:
+    kind = value.__class__
+    if kind is float:
+        return value - value == 0.0  # finite (1e999 parses as inf)
+    return kind is int and -_TIME_LIMIT < value < _TIME_LIMIT
+
+
+def _is_thread_id(value) -> bool:
+    kind = value.__class__
+    return kind is int or kind is str or kind is float
+
+
+def unusable_field(event: dict) -> str | None:
+    """None if the engine can use every field it reads of ``event``; else which one it cannot
+    use and why (one line). ``ph`` and ``ts`` are known to be present."""
+    field = None
+    if event["ph"].__class__ is not str:
+        field = "ph"
+    elif not _is_time(event["ts"]):
+        field = "ts"
+    else:
+        get = event.get
+        value = get("cat")
+        if value is not None and value.__class__ is not str:
+            field = "cat"
+        elif (value := get("name")) is not None and value.__class__ is not str:
+            field = "name"
+        elif (value := get("dur")) is not None and not _is_time(value):
+            field = "dur"
+        elif (value := get("pid")) is not None and not _is_thread_id(value):
+            field = "pid"
+        elif (value := get("tid")) is not None and not _is_thread_id(value):
+            field = "tid"
+        elif (args := get("args")) is not None:
+            if args.__class__ is not dict:
+                field = "args"
+            elif (value := args.get("correlation")) is not None and value.__class__ is not int:
+                field = "correlation"
+            elif (value := args.get("External id")) is not None and value.__class__ is not int:
+                field = "External id"
+    if field is None:
+        return None
+    value = event["args"][field] if field in ("correlation", "External id") else event[field]
+    shown = repr(value)
+    if len(shown) > 40:
+        shown = shown[:37] + "..."
+    return f'"{field}" is not {_EXPECTED[field]}: {shown}'
