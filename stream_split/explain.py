@@ -20,6 +20,27 @@ def render(splitter) -> str:
     return "\n".join(shown(line) for line in _lines(splitter))
 
 
+def _tolerance(ev: dict) -> list[str]:
+    """How tolerant the match was: each instance's similarity to the unit, the worst one, the
+    ops that differed most, and where the loop was taken to begin."""
+    sims = ev.get("similarity")
+    if not sims:
+        return []
+    like = ev.get("like", sum(1 for x in sims if x >= 0.55))
+    shown_sims = " ".join(f"{x:.2f}" for x in sims[:24]) + (" ..." if len(sims) > 24 else "")
+    lines = [f"tolerance: {like} of {len(sims)} instances are like the unit "
+             f"(weighted similarity by time and GPU work, 1.00 = the same work; "
+             f"worst {ev.get('worst_similarity', min(sims)):.2f})",
+             f"  similarity per instance: {shown_sims}"]
+    differing = ev.get("most_different_ops") or []
+    if differing:
+        lines.append("  ops that differed most in the worst instance: "
+                     + ", ".join(f"{name} ({gap:.0%} of the work)" for name, gap in differing))
+    if ev.get("phase"):
+        lines.append(f"  the iteration begins {ev['phase']}")
+    return lines
+
+
 def _lines(splitter) -> list[str]:
     ev = splitter.evidence
     iterations = splitter.iterations
@@ -43,9 +64,12 @@ def _lines(splitter) -> list[str]:
             lines.append(f"  level {where} ({level['ops']} ops): no repeating unit")
     unit = " + ".join(ev.get("unit") or []) or "-"
     lines.append(f"chosen unit: {unit}")
+    lines.extend(_tolerance(ev))
     lines.append(f"why: {ev.get('why', '-')}")
     if "confidence" in ev:
-        lines.append(f"confidence: {ev['confidence']}")
+        lines.append(f"confidence: {ev['confidence']} (coverage x mean similarity x "
+                     f"min(1, instances / 3): below 0.5, check the unit with --detector or "
+                     f"--level)")
     summary = ", ".join(f"{n} {k}" for k, n in kinds.items()) or "none"
     lines.append(f"iterations: {summary}")
     durations = sorted(it.duration_us for it in iterations if it.kind == "iteration")

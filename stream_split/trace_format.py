@@ -53,6 +53,8 @@ BLOCKING_SYNC_NAMES = frozenset({
     "hipDeviceSynchronize", "hipStreamSynchronize", "cudaEventSynchronize"})
 
 #: Ops that fetch the next input: where a loop's iteration begins when one is present
-#: (``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__``, a named batch fetch).
+#: (``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__``, a named batch fetch, a
+#: server's request poll).
 INPUT_FETCH_PATTERN = (r"enumerate\(DataLoader\)|DataLoaderIter\.__next__|"
-                       r"(?i:get_next_batch|next_batch|fetch_batch|load_batch|get_batch)")
+                       r"(?i:get_next_batch|next_batch|fetch_batch|load_batch|get_batch|"
+                       r"(get|recv|poll|fetch)_(new_)?requests?)")

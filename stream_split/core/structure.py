@@ -48,7 +48,7 @@ from dataclasses import replace
 
 from stream_split.core.detect import DetectorResult, FoundBoundary
 from stream_split.core.units import (
-    RULES, Unit, find_unit, last_instance_end, shape_of, typical_duration)
+    RULES, Unit, find_unit, last_instance_end, shape_of, sure_ops, typical_duration)
 from stream_split.trace_format import PROFILER_STEP_PREFIX
 
 _DIGITS = re.compile(r"\d+")
@@ -134,6 +134,7 @@ class _RootMatcher:
         pos = unit.positions
         self.seen = {n.sym for n in level[pos[0]:pos[-1]]}
         self.unit = unit
+        self.shortest = min((b - a for a, b in zip(pos, pos[1:])), default=len(self.mode))
         self.shapes = [shape_of(level[a:b], unit)
                        for a, b in zip(pos, pos[1:])]
         self.current = list(level[pos[-1]:pos[-1] + len(self.anchor)])
@@ -155,6 +156,7 @@ class _RootMatcher:
                 del current[:len(current) - _MAX_INSTANCE_OPS]
             return None
         instance = current[:-w]
+        self.shortest = min(self.shortest, len(instance))
         self.seen.update(n.sym for n in instance)
         self.shapes.append(shape_of(instance, self.unit))
         self.current = current[-w:]
@@ -169,7 +171,8 @@ class _RootMatcher:
         width = len(self.mode)
         self.shapes.append(shape_of(last[:width], self.unit))
         typical = typical_duration([n.start for n in self.starts[-_TYPICAL_OF:]])
-        return self.shapes, last_instance_end(last, width, self.seen, typical)
+        return self.shapes, last_instance_end(last, sure_ops([self.shortest]), self.seen,
+                                              typical)
 
 
 class StructureDetector:
@@ -596,7 +599,8 @@ class StructureDetector:
         pos = unit.positions
         seen = {n.sym for n in level[pos[0]:pos[-1]]}
         typical = typical_duration([level[p].start for p in pos])
-        return last_instance_end(last_level[last_p:], len(unit.mode), seen, typical)
+        lengths = [b - a for a, b in zip(pos, pos[1:])] or [len(unit.mode)]
+        return last_instance_end(last_level[last_p:], sure_ops(lengths), seen, typical)
 
     @staticmethod
     def _confidence(unit: Unit) -> float:

@@ -43,6 +43,7 @@ Every threshold lives in ``Rules`` with the reason for its value.
 """
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -59,8 +60,9 @@ class Rules:
     #: A unit must be seen this often before it is believed: two things look alike by chance
     #: (the text encoder runs twice in a diffusion request). See ``two_*`` for the exception.
     min_instances: int = 3
-    #: Two instances make a unit only when they are this alike ...
-    two_similarity: float = 0.9
+    #: Two instances make a unit only when they are this alike (two noisy steps are about
+    #: 0.8; a step against a different phase, far less) ...
+    two_similarity: float = 0.75
     #: ... and hold this share of the level's work: a two-step profile (schedule active=2)
     #: is all steps; two encoder calls in a request are a small part of it.
     two_coverage: float = 0.9
@@ -128,6 +130,8 @@ class Rules:
     #: Symbols seen in fewer than this share of the instances are sporadic: a head walk steps
     #: over them.
     sporadic_share: float = 0.5
+    #: The last instance has for sure this share of the shortest instance's ops.
+    sure_share: float = 0.8
     #: Ops of a new kind after the last instance are noise (part of it) when they are this
     #: small (share of the median instance's time) and an op of a known kind follows; a big
     #: one (``save_checkpoint``) begins the epilogue.
@@ -164,7 +168,7 @@ class Unit:
     shapes: list = field(default_factory=list)  # per instance: 0 if like the unit, else its ops
     width: int = 1             # kept for callers that match the unit's first op(s)
     exact: int = 0             # instances whose ops are exactly the representative's
-    phase: str = "anchor"      # how the beginning was chosen (see ``_phase``)
+    phase: str = "at the anchor"  # how the beginning was chosen (see ``_phase``)
     differing: list = field(default_factory=list)  # (symbol, weight gap) most unlike, worst
     #: The representative's bag and totals: to compare instances that come later (online).
     reference: tuple = ()
@@ -309,19 +313,28 @@ def _differing(a: dict, b: dict, top: int = 3) -> list:
 # -- one candidate ---------------------------------------------------------------------
 
 
-def _segments(pos: list, m: int, width_hint: int) -> list:
-    """(start, end) of each instance; the last one runs for the unit's width at most."""
+def _segments(pos: list, level: list) -> list:
+    """(start, end) of each instance. The last one runs into whatever follows the loop: it
+    ends once it has about the median instance's ops and time (noise may add ops to it)."""
+    m = len(level)
     spans = [(pos[k], pos[k + 1]) for k in range(len(pos) - 1)]
-    spans.append((pos[-1], min(m, pos[-1] + max(1, width_hint))))
+    if not spans:
+        return [(pos[-1], m)]
+    ops = sorted(b - a for a, b in spans)[len(spans) // 2]
+    time = sorted(sum(level[i].end - level[i].start for i in range(a, b))
+                  for a, b in spans)[len(spans) // 2]
+    end, done = pos[-1], 0.0
+    while end < m and (end - pos[-1] < ops or done < 0.9 * time):
+        done += level[end].end - level[end].start
+        end += 1
+    spans.append((pos[-1], end))
     return spans
 
 
 def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> Unit:
     """Cut ``level`` at ``pos``: the representative, each instance's similarity, coverage."""
-    m = len(level)
     inner = [(pos[k], pos[k + 1]) for k in range(len(pos) - 1)]
-    lengths = sorted(b - a for a, b in inner) or [m - pos[-1]]
-    spans = _segments(pos, m, lengths[len(lengths) // 2])
+    spans = _segments(pos, level)
     bags = [_bag(level, a, b) for a, b in spans]
     shapes = [tuple(syms[a:b]) for a, b in spans]
     # The representative: the one that explains the most instances (like it, or idle beside
@@ -573,8 +586,8 @@ def _phase(unit: Unit, level: list, syms: list, positions: dict, names,
     work = sorted(sum(level[q].end - level[q].start for q in range(a, b))
                   for a, b in zip(pos, pos[1:])) or [0.0]
     small = rules.small_op_share * work[len(work) // 2]
-    noise = {q for q, node in enumerate(level)
-             if syms[q] not in common and node.end - node.start <= small}
+    tiny = {q for q, node in enumerate(level) if node.end - node.start <= small}
+    noise = {q for q in tiny if syms[q] not in common}
     if names is not None:
         spine = _spine(unit, syms, rules)
         # An input fetch may occur twice in an instance that swallowed an idle cycle.
@@ -585,9 +598,11 @@ def _phase(unit: Unit, level: list, syms: list, positions: dict, names,
                              "before the input fetch")
         after_sync = _after_sync(unit, spine, names)
         if after_sync is not None:
+            syncs = {q for q, x in enumerate(syms) if names[x] in BLOCKING_SYNC_NAMES}
             return _begin_at(unit, after_sync, level, syms, positions, noise, rules,
-                             "right after the previous instance's blocking sync")
-    return _extend_head(unit, syms, noise, rules, whole)
+                             "right after the previous instance's blocking sync",
+                             tiny - syncs)
+    return _extend_head(unit, level, syms, noise, rules, whole)
 
 
 def _spine(unit: Unit, syms: list, rules: Rules, once: bool = True) -> list:
@@ -610,19 +625,22 @@ def _spine(unit: Unit, syms: list, rules: Rules, once: bool = True) -> list:
 
 
 def _after_sync(unit: Unit, spine: list, names: list):
-    """The spine op right after a blocking sync that closes most instances (cyclically)."""
+    """The first spine op after a blocking sync that closes most instances (cyclically)."""
     mode = unit.mode
     for i, s in enumerate(mode):
         if names[s] in BLOCKING_SYNC_NAMES and s in spine:  # a stray sync is noise
-            nxt = mode[(i + 1) % len(mode)]
-            if nxt in spine and names[nxt] not in BLOCKING_SYNC_NAMES:
-                return nxt
+            for k in range(1, len(mode)):
+                nxt = mode[(i + k) % len(mode)]
+                if nxt in spine and names[nxt] not in BLOCKING_SYNC_NAMES:
+                    return nxt
     return None
 
 
-def _walk_left(unit: Unit, syms: list, head: set, noise: set) -> list:
+def _walk_left(unit: Unit, syms: list, head: set, noise: set,
+               take_noise: bool = False) -> list:
     """Each instance's beginning moved left from its anchor to the leftmost op of ``head``
-    reachable over head ops and ``noise`` positions (not past the previous anchor)."""
+    reachable over head ops and ``noise`` positions (not past the previous anchor); with
+    ``take_noise``, to the leftmost noise op too (everything after a sync is the step's)."""
     pos = unit.positions
     new = []
     for i, p in enumerate(pos):
@@ -630,7 +648,7 @@ def _walk_left(unit: Unit, syms: list, head: set, noise: set) -> list:
         start = p
         q = p - 1
         while q >= lo and (syms[q] in head or q in noise):
-            if syms[q] in head:
+            if take_noise or syms[q] in head:
                 start = q
             q -= 1
         new.append(start)
@@ -638,10 +656,12 @@ def _walk_left(unit: Unit, syms: list, head: set, noise: set) -> list:
 
 
 def _begin_at(unit: Unit, first: int, level: list, syms: list, positions: dict,
-              noise: set, rules: Rules, why: str) -> Unit:
+              noise: set, rules: Rules, why: str, after_sync: set | None = None) -> Unit:
     """The loop begins at ``first``: cut at it when it cuts the same loop as well as the
     anchor did; else (it is missing in some instances) each instance begins at it, or where
-    it is missing at the next of the representative's ops that follow it up to the anchor."""
+    it is missing at the next of the representative's ops that follow it up to the anchor.
+    ``after_sync``: the positions of the small ops that are no syncs: those between the
+    previous sync and ``first`` open the step too (an eval pass after the sync does not)."""
     if first != unit.anchor:
         moved = _evaluate(positions[first], first, level, syms, rules)
         if _qualifies(moved, rules) and moved.n >= rules.same_loop_ratio * unit.n and \
@@ -651,11 +671,29 @@ def _begin_at(unit: Unit, first: int, level: list, syms: list, positions: dict,
             mode = unit.mode
             head = set(mode[mode.index(first):]) - {unit.anchor}
             unit.positions = _walk_left(unit, syms, head, noise)
+    if after_sync:  # the small ops back to the previous sync open the step
+        unit.positions = _walk_left(unit, syms, set(), after_sync, take_noise=True)
     unit.phase = why
     return unit
 
 
-def _extend_head(unit: Unit, syms: list, noise: set, rules: Rules, whole: bool) -> Unit:
+def _last_instance_ops(unit: Unit, level: list, syms: list, rules: Rules) -> set:
+    """The kinds of op of the last instance: from its start until it has done the
+    representative's work (time) and has its number of ops; not an epilogue after it."""
+    start = unit.positions[-1]
+    ref_time = unit.reference[1] if unit.reference else 0.0
+    done = 0.0
+    out = set()
+    for q in range(start, len(level)):
+        if q - start >= len(unit.mode) and done >= ref_time:
+            break
+        out.add(syms[q])
+        done += level[q].end - level[q].start
+    return out
+
+
+def _extend_head(unit: Unit, level: list, syms: list, noise: set, rules: Rules,
+                 whole: bool) -> Unit:
     """Move each instance's beginning left over the head: the ops that come just before the
     anchor in most instances, so the boundary is the step's first op. The head is read right
     to left by vote: at each step the op found next to the left in most of the instances
@@ -670,14 +708,17 @@ def _extend_head(unit: Unit, syms: list, noise: set, rules: Rules, whole: bool) 
     if n < 2:
         return unit
     if whole:
-        closing = set(syms[pos[-1]:])  # the last instance and whatever follows it
+        closing = _last_instance_ops(unit, level, syms, rules)
     else:
         opening = set(syms[max(0, pos[0] - rules.max_head):pos[0]])
         closing = set(syms) - opening
     # Each instance's head window: the ops just before its anchor, back to the first op that
-    # closes instances (the previous instance's tail) or the previous anchor.
+    # closes instances (the previous instance's tail) or the previous anchor; only where the
+    # previous instance is like the unit.
     windows = []
     for i in range(1, n):
+        if unit.shapes[i - 1] != 0:
+            continue  # after an unlike instance (an idle poll, an eval step): no evidence
         window = []
         q = pos[i] - 1
         while q > pos[i - 1] and syms[q] not in closing and syms[q] != unit.anchor and \
@@ -703,7 +744,7 @@ def _extend_head(unit: Unit, syms: list, noise: set, rules: Rules, whole: bool) 
     while first > 0 and syms[first - 1] in region - closing:
         first -= 1
     unit.positions[0] = first
-    unit.phase = "at the step's first op, before the anchor"
+    unit.phase = "at the step's first op (the head before the anchor)"
     return unit
 
 
@@ -712,11 +753,12 @@ def _extend_head(unit: Unit, syms: list, noise: set, rules: Rules, whole: bool) 
 
 def last_instance_end(tail: list, width: int, seen: set, typical_us: float,
                       rules: Rules = RULES) -> float:
-    """Where the last instance ends, given the ops from its start on: its unit's width of ops,
-    then trailing ops of kinds seen inside earlier instances (an eval pass after the last
-    step), stepping over small ops of new kinds (noise) when a known kind follows. A new kind
-    of op that is not small begins the epilogue (``save_checkpoint``)."""
-    i = min(width, len(tail))
+    """Where the last instance ends, given the ops from its start on: its first ``width``
+    ops (``sure_ops``), then ops of kinds seen inside earlier instances (an eval pass after
+    the last step too), stepping over small ops of new kinds (noise) when a known kind
+    follows, or a big op of a new kind: that one begins the epilogue (``save_checkpoint``);
+    small ones at the very end are the epilogue too (``vae_decode`` of a long request)."""
+    i = min(max(1, width), len(tail))
     end = max(node.end for node in tail[:i])
     small = rules.small_op_share * typical_us
     while i < len(tail):
@@ -728,10 +770,22 @@ def last_instance_end(tail: list, width: int, seen: set, typical_us: float,
         while k < len(tail) and k - i < rules.max_head and tail[k].sym not in seen and \
                 tail[k].end - tail[k].start <= small:
             k += 1
-        if k == i or k >= len(tail) or tail[k].sym not in seen:
-            break
+        if k == i or k >= len(tail):
+            break  # a big op of a new kind begins the epilogue; small ones at the end may too
+        if tail[k].sym not in seen and k - i >= rules.max_head:
+            break  # a long run of new small ops is no noise
+        # Small ops of new kinds are noise of the step: before a known op or before the
+        # epilogue.
+        end = max(end, max(node.end for node in tail[i:k]))
         i = k
     return end
+
+
+def sure_ops(lengths, rules: Rules = RULES) -> int:
+    """Ops the last instance has for sure: most of the shortest instance's (noise may have
+    taken a few from the last one; more would reach into the epilogue)."""
+    shortest = min(lengths, default=1)
+    return max(1, math.ceil(rules.sure_share * shortest))
 
 
 def typical_duration(starts: list) -> float:

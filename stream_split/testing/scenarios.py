@@ -225,17 +225,19 @@ def serving(b: TraceBuilder, *, steps: int = 12, prefill_every: int = 5,
         batch = max(1, batch + b.rng.randint(-2, 2))
 
 
-def diffusion(b: TraceBuilder, *, steps: int = 4, layers: int = 6, resolution: int = 1024) -> None:
+def diffusion(b: TraceBuilder, *, steps: int = 4, layers: int = 6, resolution: int = 1024,
+              encoders: int = 1) -> None:
     """One request `execute_diffusion_0_RxR`: text encoding, `steps` denoising steps
     (`aten::cat` + `model_inference` + scheduler ops), VAE decode. Iterations: the `steps`
     denoising steps; the wrapper, text encoding (prologue) and VAE decode (epilogue) are -1."""
     b.thread("python", main=True, loop=True)
     b.set_default_lag(60)
     with b.op(f"execute_diffusion_0_{resolution}x{resolution}", "user_annotation"):
-        with b.op("encode_prompt", "user_annotation"):
-            _to_device(b, 1 << 16)
-            for _ in range(2):
-                _attention_layer(b)
+        for _ in range(encoders):  # SD3 runs its text encoders one after the other
+            with b.op("encode_prompt", "user_annotation"):
+                _to_device(b, 1 << 16)
+                for _ in range(2):
+                    _attention_layer(b)
         b.work(20, 50)
         for _ in range(steps):
             b.begin_iteration()
@@ -414,6 +416,196 @@ def sample(b: TraceBuilder, *, steps: int = 8, layers: int = 2) -> None:
              autograd_thread=True, graph_eval=True, memory_events=True)
 
 
+# Noisy and irregular loops (issue 8): real steps are never the same twice.
+
+#: Small ops that come and go between the spine's ops of real steps.
+SPORADIC = ("aten::zeros", "aten::zero_", "aten::empty", "aten::detach", "detach",
+            "record_param_comms")
+
+
+def _sporadic(b: TraceBuilder, noise: float) -> None:
+    """With probability ``noise``: one to three small ops (a repeated ``detach`` run, a
+    stray ``aten::zeros``), now and then a stray host sync."""
+    if b.rng.random() >= noise:
+        return
+    name = b.rng.choice(SPORADIC)
+    for _ in range(b.rng.randint(1, 3)):
+        b.leaf(name, 1, 3)
+    if b.rng.random() < 0.2:
+        b.runtime("cudaStreamSynchronize")
+
+
+def _train_step(b: TraceBuilder, grad: int, layers: int, noise: float, fetch: bool) -> None:
+    """One training step (fetch, copy, zero_grad, forward, loss, backward, optimizer), with
+    sporadic small ops between."""
+    if fetch:
+        with b.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                  "user_annotation"):
+            b.leaf("aten::stack", 20, 60)
+    _sporadic(b, noise)
+    _to_device(b, 1 << 20)
+    _zero_grad(b)
+    _sporadic(b, noise)
+    for _ in range(layers):
+        _mlp_layer(b)
+    with b.op("aten::mse_loss"):
+        b.launch(K_REDUCE, 3, 8)
+    _sporadic(b, noise)
+    with b.op("torch::autograd::backward"):
+        with b.on_thread(grad):
+            for _ in range(layers):
+                _backward_layer(b)
+        b.work(3, 8)
+    _optimizer(b)
+    for _ in range(b.rng.randint(0, 6) if noise else 0):  # a varying run of detach ops
+        b.leaf("aten::detach", 1, 2)
+
+
+def _loss_item(b: TraceBuilder) -> None:
+    """``loss.item()``: the host waits for the GPU."""
+    with b.op("aten::item"):
+        with b.op("aten::_local_scalar_dense"):
+            b.runtime("cudaStreamSynchronize")
+            b.work(20, 60)
+
+
+def noisy_training(b: TraceBuilder, *, steps: int = 8, layers: int = 3, noise: float = 0.5,
+                   fetch: bool = True, sync: bool = True, eval_every: int = 3,
+                   checkpoint_every: int = 4) -> None:
+    """Training whose steps are never alike: sporadic small ops (``aten::zeros``, ``detach``
+    runs of varying length, a stray sync) between the spine's ops, an eval pass every
+    `eval_every` steps and a checkpoint every `checkpoint_every`, each step ending with its
+    ``loss.item()`` sync. With ``fetch=False`` there is no data loader: the step begins
+    right after the previous step's sync. Iterations: `steps`."""
+    main = b.thread("python", main=True, loop=True)
+    grad = b.thread("pt_autograd_0")
+    b.set_default_lag(40)
+    for step in range(steps):
+        b.begin_iteration()
+        _train_step(b, grad, layers, noise, fetch)
+        if eval_every and (step + 1) % eval_every == 0:
+            with b.op("eval", "user_annotation"):
+                for _ in range(2):
+                    for _ in range(layers):
+                        _mlp_layer(b)
+        if checkpoint_every and (step + 1) % checkpoint_every == 0:
+            with b.op("save_checkpoint", "user_annotation"):
+                _to_device(b, 2 << 20, "DtoH")
+        if sync:
+            _loss_item(b)
+        b.end_iteration()
+        b.work(5, 30)
+    del main
+
+
+def two_steps(b: TraceBuilder, *, layers: int = 3, noise: float = 0.0) -> None:
+    """A profile of two training steps (``schedule(active=2)``), no annotations, model setup
+    before and a checkpoint after. Iterations: 2."""
+    b.thread("python", main=True, loop=True)
+    grad = b.thread("pt_autograd_0")
+    b.set_default_lag(40)
+    with b.op("aten::empty"):
+        b.work(5, 10)
+    for _ in range(2):
+        b.begin_iteration()
+        _train_step(b, grad, layers, noise, fetch=True)
+        b.end_iteration()
+        b.work(5, 30)
+    with b.op("save_checkpoint", "user_annotation"):
+        _to_device(b, 2 << 20, "DtoH")
+        b.work(50, 120)
+
+
+def dynamic_shapes(b: TraceBuilder, *, steps: int = 8, layers: int = 3) -> None:
+    """Variable batch and sequence lengths: each step pads its batch or takes a bucketed path
+    (a different number of layer calls and a ``aten::constant_pad_nd`` or not), with shapes
+    in ``Input Dims``. Iterations: `steps`."""
+    b.thread("python", main=True, loop=True)
+    grad = b.thread("pt_autograd_0")
+    b.set_default_lag(40)
+    for _ in range(steps):
+        b.begin_iteration()
+        seq = b.rng.choice([128, 256, 384, 512])
+        with b.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                  "user_annotation", args={"Input Dims": [[b.rng.randint(4, 32), seq]]}):
+            b.leaf("aten::stack", 20, 60)
+        if b.rng.random() < 0.5:
+            with b.op("aten::constant_pad_nd"):
+                b.launch(K_ADD, 2, 6)
+        _to_device(b, seq << 10)
+        _zero_grad(b)
+        for _ in range(layers + (seq // 256)):
+            _mlp_layer(b)
+        with b.op("aten::mse_loss"):
+            b.launch(K_REDUCE, 3, 8)
+        with b.op("torch::autograd::backward"):
+            with b.on_thread(grad):
+                for _ in range(layers):
+                    _backward_layer(b)
+            b.work(3, 8)
+        _optimizer(b)
+        b.end_iteration()
+        b.work(5, 30)
+
+
+def serving_polls(b: TraceBuilder, *, steps: int = 14, layers: int = 3) -> None:
+    """An inference server's loop: each cycle polls its queue (``get_requests``), pops 0 to 4
+    requests, and when it has any runs a step (``forward`` + ``sample``); an empty poll waits
+    (``idle_wait``). Records: busy cycles are iterations, empty polls ``idle``."""
+    b.thread("server_loop", main=True, loop=True)
+    b.set_default_lag(200)
+    pops = [b.rng.randint(0, 4) for _ in range(steps)]
+    pops[0] = max(1, pops[0])
+    for n in pops:
+        b.begin_iteration("iteration" if n else "idle")
+        with b.op("get_requests", "user_annotation"):
+            b.leaf("aten::empty", 1, 3)
+            b.work(10, 30)
+        if n:
+            with b.op("forward", "user_annotation", args={"Input Dims": [[n, 128]]}):
+                for _ in range(layers):
+                    _mlp_layer(b)
+            with b.op("sample", "user_annotation"):
+                with b.op("aten::argmax"):
+                    b.launch(K_ARGMAX, 2, 6)
+        else:
+            with b.op("idle_wait", "user_annotation"):
+                b.work(200, 500)
+        b.end_iteration()
+        b.work(5, 20)
+
+
+def rollout(b: TraceBuilder, *, steps: int = 6, layers: int = 2) -> None:
+    """An RL step: a rollout of a variable number of ``generate_token`` calls (2 to 8), then
+    the update (forward, loss, backward, optimizer). Iterations: `steps` (never the rollout's
+    tokens, never the update alone)."""
+    b.thread("python", main=True, loop=True)
+    grad = b.thread("pt_autograd_0")
+    b.set_default_lag(40)
+    for _ in range(steps):
+        b.begin_iteration()
+        with b.op("rollout", "user_annotation"):
+            for _ in range(b.rng.randint(2, 8)):
+                with b.op("generate_token", "user_annotation"):
+                    _mlp_layer(b)
+                    with b.op("aten::multinomial"):
+                        b.launch(K_ARGMAX, 2, 5)
+        with b.op("compute_advantages", "user_annotation"):
+            _eltwise(b, "aten::sub", K_ADD)
+        for _ in range(layers):
+            _mlp_layer(b)
+        with b.op("aten::mse_loss"):
+            b.launch(K_REDUCE, 3, 8)
+        with b.op("torch::autograd::backward"):
+            with b.on_thread(grad):
+                for _ in range(layers):
+                    _backward_layer(b)
+            b.work(3, 8)
+        _optimizer(b)
+        b.end_iteration()
+        b.work(5, 30)
+
+
 SCENARIOS: dict[str, Callable[..., None]] = {
     "training": training,
     "serving": serving,
@@ -425,6 +617,11 @@ SCENARIOS: dict[str, Callable[..., None]] = {
     "preamble": preamble,
     "gpu_only": gpu_only,
     "sample": sample,
+    "noisy_training": noisy_training,
+    "two_steps": two_steps,
+    "dynamic_shapes": dynamic_shapes,
+    "serving_polls": serving_polls,
+    "rollout": rollout,
 }
 
 
