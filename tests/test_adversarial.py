@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import SHARED_TRACES, needs_shared, run_cli
-from stream_split.generate import generate, render
+from stream_split.testing.generate import generate, render
 
 CLI = [sys.executable, "-m", "stream_split.cli"]
 WAIT = 60

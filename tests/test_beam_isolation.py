@@ -21,7 +21,7 @@ from apache_beam.testing.util import assert_that  # noqa: E402
 from stream_split.beam import (  # noqa: E402
     DEAD_LETTERS, ITERATIONS, SUMMARIES, SplitTraceFn, SplitTraces)
 from stream_split.core import SplitOptions  # noqa: E402
-from stream_split.generate import generate, render  # noqa: E402
+from stream_split.testing.generate import generate, render  # noqa: E402
 
 pytestmark = pytest.mark.beam
 
