@@ -80,6 +80,10 @@ DeadLetterRow = dict[str, str]
 
 METRICS_NAMESPACE = "stream_split"
 
+#: Beam's own Dask runner, which cannot run ``SplitTraces`` (``stream_split.dask_runner``
+#: says why, and is the fixed one).
+BEAM_DASK_RUNNER = "apache_beam.runners.dask.dask_runner.DaskRunner"
+
 _TRACE_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json.zst", ".json",
                    ".jsonl.gz", ".jsonl", ".gz", ".zst")
 
@@ -330,7 +334,7 @@ class SplitOutputs(NamedTuple):
 
 def _refuse_unfixed_dask_runner(pipeline) -> None:
     runner = type(pipeline.runner)
-    if runner.__name__ == "DaskRunner" and runner.__module__ == "apache_beam.runners.dask.dask_runner":
+    if f"{runner.__module__}.{runner.__qualname__}" == BEAM_DASK_RUNNER:
         raise ValueError(
             "Beam's own DaskRunner computes only the last output of a pipeline and mixes the "
             "outputs of SplitTraces; use --runner=stream_split.dask_runner.DaskRunner "

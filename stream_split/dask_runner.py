@@ -68,13 +68,15 @@ except ImportError as _error:  # pragma: no cover - depends on the installation
     raise ImportError(
         "stream_split.dask_runner needs Dask: pip install 'stream-split[dask]'") from _error
 
-__all__ = ["DaskRunner", "CHECKED_BEAM_VERSIONS", "is_beam_dask_runner", "runner_for"]
+from stream_split.beam import BEAM_DASK_RUNNER
+
+__all__ = ["DaskRunner", "CHECKED_BEAM_VERSIONS", "check_beam_version", "runner_for"]
 
 #: Beam versions whose Dask runner internals this module was checked against.
 CHECKED_BEAM_VERSIONS = ("2.77",)
 
 #: Names under which a user selects Beam's own Dask runner (``--runner=...``).
-_BEAM_DASK_RUNNER_NAMES = ("DaskRunner", "apache_beam.runners.dask.dask_runner.DaskRunner")
+_BEAM_DASK_RUNNER_NAMES = ("DaskRunner", BEAM_DASK_RUNNER)
 
 #: Partitions per worker thread that ``Reshuffle`` and ``GroupByKey`` deal over: more than one
 #: so that a worker that finishes early takes another partition.
@@ -84,15 +86,11 @@ _PARTITIONS_PER_THREAD = 4
 def check_beam_version(version: str = beam.__version__) -> None:
     """Refuse a Beam whose Dask runner this module was not checked against."""
     if not any(version == v or version.startswith(v + ".") for v in CHECKED_BEAM_VERSIONS):
+        checked = ", ".join(CHECKED_BEAM_VERSIONS)
         raise RuntimeError(
-            f"stream_split.dask_runner was checked on Apache Beam {', '.join(CHECKED_BEAM_VERSIONS)}"
-            f" only; this is Beam {version}. Install a checked version "
+            f"stream_split.dask_runner was checked on Apache Beam {checked} only; this is "
+            f"Beam {version}. Install a checked version "
             f"(pip install 'stream-split[dask]') or check the runner against this one.")
-
-
-def is_beam_dask_runner(runner) -> bool:
-    """Whether ``runner`` is Beam's own (unfixed) Dask runner, not this module's."""
-    return type(runner) is _beam_dask.DaskRunner
 
 
 def runner_for(name: str | None):
@@ -306,5 +304,7 @@ class DaskRunner(_beam_dask.DaskRunner):
         pipeline.replace_all(_beam_overrides.dask_overrides())
         graph = _Graph(bag_kwargs, spread)
         pipeline.visit(graph)
+        # All leaves in one call, not optimized one by one first (as ``dask.optimize`` on
+        # each would): their graphs are merged, so a step that several leaves read runs once.
         futures = client.compute(graph.leaves())
         return _beam_dask.DaskRunnerResult(client, futures)

@@ -2,7 +2,8 @@
 
 The records a pipeline emits must be exactly those of ``stream-split boundaries`` on the same
 file, plus the trace path; unreadable files go to the dead letters; truncated ones do not.
-Only the DirectRunner is exercised (in-process, and with two worker processes).
+Here the DirectRunner (in process, and with two worker processes) and the FnApiRunner; the
+same job on a Dask cluster, compared with them, is in ``test_dask.py``.
 """
 from __future__ import annotations
 

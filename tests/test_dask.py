@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -36,55 +35,14 @@ SHARED_SAMPLE = ("torch_cpu/s1_schedule_step.json.gz", "torch_cpu/s7_truncated.j
                  "torch_cpu/s3_repeat_cycle1.pt.trace.json.gz")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _stop(processes) -> None:
-    for process in processes:
-        if process.poll() is None:
-            process.terminate()
-    for process in processes:
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 @pytest.fixture(scope="module")
 def dask_cluster(tmp_path_factory):
     """``tcp://127.0.0.1:PORT`` of a scheduler with two single-threaded worker processes."""
-    import distributed
-
-    root = tmp_path_factory.mktemp("dask")
-    address = f"tcp://127.0.0.1:{_free_port()}"
-    # The scheduler unpickles the task graph and the workers run it: both import
-    # stream_split (and this module's DoFns) from the repository.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(REPO), str(REPO / "tests"), os.environ.get("PYTHONPATH", "")])}
-    processes = []
-    try:
-        processes.append(subprocess.Popen(
-            [sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1",
-             "--port", address.rsplit(":", 1)[1], "--no-dashboard",
-             "--idle-timeout", "600"],  # an orphaned scheduler goes away by itself
-            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=open(root / "scheduler.log", "w")))
-        for i in range(WORKERS):
-            processes.append(subprocess.Popen(
-                [sys.executable, "-m", "dask", "worker", address, "--host", "127.0.0.1",
-                 "--nthreads", "1", "--no-nanny", "--no-dashboard", "--death-timeout", "60",
-                 "--local-directory", str(root / f"worker{i}")],
-                cwd=REPO, env=env, stdout=subprocess.DEVNULL,
-                stderr=open(root / f"worker{i}.log", "w")))
-        with distributed.Client(address, timeout=60) as client:
-            client.wait_for_workers(WORKERS, timeout=60)
+    from stream_split.testing.dask_cluster import local_dask_cluster
+    # This module's DoFns are pickled by reference: the workers import it from tests/.
+    with local_dask_cluster(WORKERS, tmp_path_factory.mktemp("dask"), cwd=str(REPO),
+                            python_path=[str(REPO), str(REPO / "tests")]) as address:
         yield address
-    finally:
-        _stop(processes[1:])  # workers first: they would try to reconnect
-        _stop(processes[:1])
 
 
 # -- the runner fix, on minimal pipelines -------------------------------------------------
