@@ -55,6 +55,9 @@ class _LogProcessing(beam.DoFn):
         self._log = log
 
     def process(self, element):
+        # Long enough that the scheduler hands the partitions to both workers rather than
+        # running them all next to their (tiny) input.
+        time.sleep(0.05)
         with open(self._log, "a") as f:
             f.write(f"{element} {os.getpid()}\n")
         yield element
