@@ -7,7 +7,7 @@ and the fixed cost measured apart.
 
 What it does
 ------------
-1. Writes ``--traces`` generated training traces (``stream_split.generate``, 150 to 750
+1. Writes ``--traces`` generated training traces (``stream_split.testing.generate``, 150 to 750
    steps: the largest is about 4x the smallest) into ``--work-dir`` (kept and reused), and
    one small trace apart.
 2. For each worker count, starts a scheduler and that many single-threaded worker processes
@@ -41,7 +41,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from stream_split import generate  # noqa: E402
+from stream_split.testing import generate  # noqa: E402
 from stream_split.testing.dask_cluster import local_dask_cluster  # noqa: E402
 
 DEFAULT_WORK = Path("/tmp/stream-split-dask-bench")

@@ -24,7 +24,7 @@ pytest.importorskip("distributed", reason="needs the [dask] extra")
 
 from conftest import (  # noqa: E402
     SHARED_TRACES, write_corrupt_gzip_trace, write_truncated_trace)
-from stream_split import generate as g  # noqa: E402
+from stream_split.testing import generate as g  # noqa: E402
 
 pytestmark = [pytest.mark.beam, pytest.mark.slow]
 
