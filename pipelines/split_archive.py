@@ -16,6 +16,10 @@ Writes, under ``--output`` (a local directory or any Beam file system prefix, e.
 - with ``--pieces``: ``pieces/<trace stem>-<hash>/`` with the manifest and one Chrome trace per
   iteration, as ``stream-split split`` writes them.
 
+On Dask, ``--runner=stream_split.dask_runner.DaskRunner`` (Beam's own
+``--runner=DaskRunner`` is replaced by it: see ``stream_split.dask_runner`` for why) with
+``--dask_client_address=tcp://SCHEDULER:8786``.
+
 File names are exact (one shard each) unless ``--sharded``, which lets the runner choose the
 number of shards and names them ``iterations-00000-of-00004.jsonl`` etc.: use it at scale,
 where one writer per output would be the bottleneck.
@@ -92,12 +96,27 @@ def build_pipeline(pipeline, args) -> None:
      | "WriteGroups" >> text("groups"))
 
 
+def _runner(options):
+    """The runner to use instead of the one named in the options, or None for that one.
+
+    Beam's own DaskRunner cannot run this pipeline (it writes only the last output and mixes
+    the transform's outputs); ``stream_split.dask_runner.DaskRunner`` is that runner fixed.
+    """
+    from apache_beam.options.pipeline_options import StandardOptions
+    name = options.view_as(StandardOptions).runner or ""
+    if not name.endswith("DaskRunner"):
+        return None
+    from stream_split.dask_runner import runner_for
+    return runner_for(name)
+
+
 def main(argv=None) -> int:
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
     args, pipeline_args = build_parser().parse_known_args(argv)
-    with beam.Pipeline(options=PipelineOptions(pipeline_args)) as pipeline:
+    options = PipelineOptions(pipeline_args)
+    with beam.Pipeline(runner=_runner(options), options=options) as pipeline:
         build_pipeline(pipeline, args)
     return 0
 

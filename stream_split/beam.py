@@ -1,14 +1,39 @@
 """Apache Beam adapter: split every trace of an archive, one trace file per unit of work.
 
 ``SplitTraces`` takes a PCollection of file patterns (or of matched ``FileMetadata``), matches
-them, spreads the files over the workers (``Reshuffle``) and runs each trace through
-``stream_split.run.drive`` inside ``SplitTraceFn``. Out come per-iteration records (the
-schema of ``IterationRecord.to_dict()`` plus ``"trace"``), one summary per trace and a
-dead-letter record per trace that could not be read as a trace.
+them, ranks the files by size and deals them over the workers, largest first, and runs each
+trace through ``stream_split.run.drive`` inside ``_SplitTraceFn``. Out come three
+PCollections (``SplitOutputs``), of dicts so that any sink takes them:
+
+- ``iterations``: one dict per iteration, the keys of ``IterationRecord.to_dict()``
+  (``core.records.ITERATION_FIELDS``, the one schema source) plus ``"trace"``;
+- ``summaries``: one dict per trace (``trace_summary``), with the trace's size in ``bytes``
+  and the ``seconds`` it took;
+- ``dead_letters``: ``{"trace", "error"}`` per file that could not be read as a trace.
 
 What it must never do: turn events into Beam elements (a shuffle moves ~47 k elements/s; a
 trace has millions of events), or repeat the logic of ``drive``. Events stay inside the
 per-file step; only records, a few per iteration, leave it.
+
+Runners. The transform is plain Beam (a multi-output ``ParDo``, ``Partition``,
+``GroupByKey``), idiomatic on every runner, and tested on the DirectRunner (in process and
+``multi_processing``), the FnApiRunner and a ``dask.distributed`` cluster. Beam 2.77's own
+Dask runner cannot run it (nor most pipelines): it computes only the last leaf, hands every
+tag of a multi-output ``ParDo`` to every consumer, and never spreads work over its workers.
+Rather than bending this transform into the shape that runner happens to survive (one
+``(kind, record)`` stream, one writing step: a transform users could no longer compose, and
+whose outputs would still be mixed the moment a user added a second leaf), the project ships
+those runner defects fixed, in ``stream_split.dask_runner``, pinned to the Beam versions it
+was checked on. ``SplitTraces`` refuses Beam's unfixed ``DaskRunner`` with a message naming
+the fixed one.
+
+Largest first: the files are gathered (paths and sizes only) and ranked by size, and the rank
+is the key of the shuffle that spreads them. Runners that hand out groups in key order (the
+DirectRunner's: round-robin to its workers) and the fixed Dask runner (rank ``r`` to
+partition ``r % n``) then start the largest traces first and give each worker a share of
+large and small ones, so a large trace is not left to start last behind many small ones.
+Other runners (Dataflow, Flink, Spark) choose their own order; the ranking costs them one
+small shuffle.
 """
 from __future__ import annotations
 
@@ -26,23 +51,38 @@ import hashlib
 import os
 import shutil
 import tempfile
-from dataclasses import replace
+import time
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple, Union
 
 from stream_split.core import IterationRecord, KIND_IDLE, KIND_ITERATION, SplitOptions
+from stream_split.core.records import ITERATION_FIELDS
 from stream_split.read import TraceInputError, TraceReader, require_backend
 from stream_split.run import drive, new_splitter, reader_info
 from stream_split.write import PieceWriter, finish_split
 
-__all__ = ["SplitTraces", "SplitTraceFn", "SummarizeGroups", "ITERATIONS", "SUMMARIES",
-           "DEAD_LETTERS", "METRICS_NAMESPACE", "trace_summary", "trace_group",
-           "iteration_parquet_schema", "parquet_row"]
+__all__ = ["SplitTraces", "SplitOutputs", "SummarizeGroups", "ITERATIONS", "SUMMARIES",
+           "DEAD_LETTERS", "METRICS_NAMESPACE", "IterationRow", "SummaryRow", "DeadLetterRow",
+           "trace_summary", "trace_group", "iteration_parquet_schema", "parquet_row"]
 
-#: Output tags of ``SplitTraceFn`` (and attribute names on the result of ``SplitTraces``).
+#: Output tags of ``_SplitTraceFn`` (and attribute names on the result of ``SplitTraces``).
 ITERATIONS = "iterations"
 SUMMARIES = "summaries"
 DEAD_LETTERS = "dead_letters"
 
+#: Element types of the three outputs. Dicts, not dataclasses: every sink (JSON, Parquet,
+#: BigQuery) takes them as they are. Keys: ``IterationRow``: ``core.records.ITERATION_FIELDS``
+#: plus ``"trace"``; ``SummaryRow``: those of ``trace_summary``; ``DeadLetterRow``:
+#: ``"trace"`` and ``"error"``.
+IterationRow = dict[str, Any]
+SummaryRow = dict[str, Any]
+DeadLetterRow = dict[str, str]
+
 METRICS_NAMESPACE = "stream_split"
+
+#: Beam's own Dask runner, which cannot run ``SplitTraces`` (``stream_split.dask_runner``
+#: says why, and is the fixed one).
+BEAM_DASK_RUNNER = "apache_beam.runners.dask.dask_runner.DaskRunner"
 
 _TRACE_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json.zst", ".json",
                    ".jsonl.gz", ".jsonl", ".gz", ".zst")
@@ -61,8 +101,10 @@ def _quantile(sorted_values: list, q: float) -> float | None:
 def trace_summary(trace: str, records: list[IterationRecord], *, info: dict,
                   error: str | None, events_in: int = 0, events_out: int = 0,
                   metadata_events: int = 0, invalid_events: int = 0,
-                  pieces: str | None = None) -> dict:
-    """The per-trace summary: counts, iteration time (median, p90) and GPU busy share."""
+                  pieces: str | None = None, size_bytes: int | None = None) -> dict:
+    """The per-trace summary: counts, iteration time (median, p90), GPU busy share, and the
+    trace's size (``bytes``, as stored) and splitting time (``seconds``, in the worker: set
+    by the caller that timed the work)."""
     iterations = [r for r in records if r.kind == KIND_ITERATION]
     durations = sorted(r.duration_us for r in iterations)
     total = sum(durations)
@@ -84,6 +126,8 @@ def trace_summary(trace: str, records: list[IterationRecord], *, info: dict,
         "invalid_events": invalid_events,
         "error": error,
         "pieces": pieces,
+        "bytes": size_bytes,
+        "seconds": None,
     }
 
 
@@ -100,13 +144,21 @@ def _pieces_dir_name(path: str) -> str:
     return f"{_trace_stem(path)}-{hashlib.sha1(path.encode('utf-8')).hexdigest()[:8]}"
 
 
-class SplitTraceFn(beam.DoFn):
+@dataclass
+class _TraceResult:
+    """What splitting one trace produced, before it is emitted."""
+    rows: list[IterationRow]
+    summary: SummaryRow
+    error: str | None
+
+
+class _SplitTraceFn(beam.DoFn):
     """One trace file in, its records out: the whole file is streamed through the core here.
 
-    Main output: per-iteration record dicts; tagged ``summaries``: one summary dict per trace;
-    tagged ``dead_letters``: ``{"trace", "error"}`` for a trace that is not readable as one
-    (its summary, with the error, is still emitted, as are the records decided before the
-    error). A truncated trace (a killed writer) is not a dead letter: its records are
+    Main output: ``IterationRow`` per iteration; tagged ``summaries``: one ``SummaryRow`` per
+    trace; tagged ``dead_letters``: a ``DeadLetterRow`` for a trace that is not readable as
+    one (its summary, with the error, is still emitted, as are the records decided before
+    the error). A truncated trace (a killed writer) is not a dead letter: its records are
     emitted with ``complete: False`` and its summary says ``complete: False``.
 
     Errors of the file system itself (a transient storage error, a file deleted since it was
@@ -136,31 +188,40 @@ class SplitTraceFn(beam.DoFn):
             shutil.rmtree(self._scratch_root, ignore_errors=True)
             self._scratch_root = None
 
-    def process(self, file):
-        path = file.path if isinstance(file, FileMetadata) else str(file)
+    def process(self, file: FileMetadata | str):
+        path, size = (file.path, file.size_in_bytes) if isinstance(file, FileMetadata) else (
+            str(file), None)
         scratch = tempfile.mkdtemp(dir=self._scratch_root)
         try:
-            yield from self._isolated(path, scratch)
+            outputs = self._isolated(path, size, scratch)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+        yield from outputs
 
-    def _isolated(self, path: str, scratch: str) -> list:
+    def _isolated(self, path: str, size: int | None, scratch: str) -> list:
         """One trace's outputs, all or none: any failure while splitting it (a bug it
         triggers included) makes it a dead letter with its error, and the job goes on.
         Storage errors (``OSError``) are raised, for the runner to retry the bundle."""
+        started = time.perf_counter()
         try:
-            return list(self._split_one(path, scratch))
+            result = self._split_one(path, size, scratch)
         except OSError:
             raise
         except Exception as e:  # noqa: BLE001 - one trace must not fail the archive
             error = f"{type(e).__name__}: {e}".splitlines()[0]
             self._traces.inc()
             self._failures.inc()
-            return [beam.pvalue.TaggedOutput(SUMMARIES, trace_summary(
-                        path, [], info=reader_info(None), error=error)),
-                    beam.pvalue.TaggedOutput(DEAD_LETTERS, {"trace": path, "error": error})]
+            result = _TraceResult([], trace_summary(path, [], info=reader_info(None),
+                                                    error=error, size_bytes=size), error)
+        # The whole unit of work: reading, splitting and copying the pieces out.
+        result.summary["seconds"] = round(time.perf_counter() - started, 3)
+        outputs = [*result.rows, beam.pvalue.TaggedOutput(SUMMARIES, result.summary)]
+        if result.error is not None:
+            outputs.append(beam.pvalue.TaggedOutput(
+                DEAD_LETTERS, {"trace": path, "error": result.error}))
+        return outputs
 
-    def _split_one(self, path: str, scratch: str):
+    def _split_one(self, path: str, size: int | None, scratch: str) -> _TraceResult:
         writing = self._pieces_prefix is not None
         options = replace(self._options, keep_events=writing, hold_serialized=writing)
         splitter = new_splitter(options, spill_dir=scratch)
@@ -199,20 +260,20 @@ class SplitTraceFn(beam.DoFn):
         elif not complete:
             self._incomplete.inc()
 
+        rows = []
         for record in records:
-            out = record.to_dict()
-            out["trace"] = path
+            row = record.to_dict()
+            row["trace"] = path
             if files is not None:
-                out["file"] = FileSystems.join(pieces_dir, files[record.index])
+                row["file"] = FileSystems.join(pieces_dir, files[record.index])
             if record.kind == KIND_ITERATION:
                 self._iterations.inc()
-            yield out
-        yield beam.pvalue.TaggedOutput(SUMMARIES, trace_summary(
+            rows.append(row)
+        summary = trace_summary(
             path, records, info=info, error=error, events_in=splitter.events_in,
             events_out=splitter.events_out, metadata_events=splitter.metadata_events,
-            invalid_events=splitter.invalid_events, pieces=pieces_dir))
-        if error is not None:
-            yield beam.pvalue.TaggedOutput(DEAD_LETTERS, {"trace": path, "error": error})
+            invalid_events=splitter.invalid_events, pieces=pieces_dir, size_bytes=size)
+        return _TraceResult(rows, summary, error)
 
 
 def _copy_out(local_dir: str, dest_dir: str) -> None:
@@ -239,11 +300,53 @@ def _is_metadata(element) -> bool:
     return isinstance(element, FileMetadata)
 
 
+def _ranked_by_size(files) -> list[tuple[int, FileMetadata]]:
+    """``(rank, file)``, rank 0 the largest; equal sizes by path, so every run agrees."""
+    ordered = sorted(files, key=lambda f: (-(f.size_in_bytes or 0), f.path))
+    return list(enumerate(ordered))
+
+
+class _SpreadBySize(beam.PTransform):
+    """Matched files in, the same files out, ranked by size and dealt over the workers.
+
+    Gathering every path and size in one place is cheap (a few hundred bytes a file) next to
+    the splitting it schedules. The rank is the key of the spreading shuffle: a unique key per
+    file breaks fusion as ``Reshuffle`` does, and runners that hand out groups in key order
+    start the largest traces first (see the module docstring).
+    """
+
+    def expand(self, files: beam.PCollection[FileMetadata]) -> beam.PCollection[FileMetadata]:
+        return (
+            files
+            | "OneKey" >> beam.Map(lambda file: (None, file))
+            | "Gather" >> beam.GroupByKey()
+            | "Rank" >> beam.FlatMap(lambda keyed: _ranked_by_size(keyed[1]))
+            | "Deal" >> beam.GroupByKey()
+            | "Files" >> beam.FlatMap(lambda ranked: ranked[1]).with_output_types(FileMetadata))
+
+
+class SplitOutputs(NamedTuple):
+    """The three outputs of ``SplitTraces`` (element types: see the module docstring)."""
+    iterations: beam.PCollection[IterationRow]
+    summaries: beam.PCollection[SummaryRow]
+    dead_letters: beam.PCollection[DeadLetterRow]
+
+
+def _refuse_unfixed_dask_runner(pipeline) -> None:
+    runner = type(pipeline.runner)
+    if f"{runner.__module__}.{runner.__qualname__}" == BEAM_DASK_RUNNER:
+        raise ValueError(
+            "Beam's own DaskRunner computes only the last output of a pipeline and mixes the "
+            "outputs of SplitTraces; use --runner=stream_split.dask_runner.DaskRunner "
+            "(pip install 'stream-split[dask]'), the same runner with those defects fixed")
+
+
+@beam.typehints.with_input_types(Union[str, FileMetadata])
 class SplitTraces(beam.PTransform):
     """Split every trace matched by a PCollection of patterns (str) or of ``FileMetadata``.
 
-    Returns a ``DoOutputsTuple``: ``.iterations`` (record dicts), ``.summaries`` (one dict per
-    trace) and ``.dead_letters`` (``{"trace", "error"}``)::
+    Returns ``SplitOutputs``: ``.iterations`` (``IterationRow``), ``.summaries`` (one
+    ``SummaryRow`` per trace) and ``.dead_letters`` (``DeadLetterRow``)::
 
         out = (p | beam.Create(["gs://bucket/traces/**/*.json.gz"])
                  | "SplitTraces" >> SplitTraces(SplitOptions(detector="steps")))
@@ -259,20 +362,23 @@ class SplitTraces(beam.PTransform):
         self._compress_pieces = compress_pieces
         self._empty_match_treatment = empty_match_treatment
 
-    def expand(self, files):
+    def expand(self, files: beam.PCollection[Union[str, FileMetadata]]) -> SplitOutputs:
+        _refuse_unfixed_dask_runner(files.pipeline)
         # Patterns are matched; already matched files pass through (no second stat each).
         patterns, matched = files | "ByKind" >> beam.Partition(
             lambda element, _: 1 if _is_metadata(element) else 0, 2)
         new = patterns | "Match" >> fileio.MatchAll(self._empty_match_treatment)
-        return (
+        split = (
             (new, matched)
             | "AllFiles" >> beam.Flatten()
             # Matching runs where the patterns are (often one worker); spread the files.
-            | "Spread" >> beam.Reshuffle()
-            | "Split" >> beam.ParDo(SplitTraceFn(
+            | "Spread" >> _SpreadBySize()
+            | "Split" >> beam.ParDo(_SplitTraceFn(
                 self._options, pieces_prefix=self._pieces_prefix,
-                compress_pieces=self._compress_pieces)).with_outputs(
-                    SUMMARIES, DEAD_LETTERS, main=ITERATIONS))
+                compress_pieces=self._compress_pieces)).with_output_types(
+                    IterationRow, **{SUMMARIES: SummaryRow, DEAD_LETTERS: DeadLetterRow}
+                ).with_outputs(SUMMARIES, DEAD_LETTERS, main=ITERATIONS))
+        return SplitOutputs(split[ITERATIONS], split[SUMMARIES], split[DEAD_LETTERS])
 
 
 def trace_group(trace: str) -> str:
@@ -321,28 +427,11 @@ class SummarizeGroups(beam.PTransform):
 
 
 def iteration_parquet_schema():
-    """The pyarrow schema of the iteration records (``IterationRecord.to_dict()`` + trace)."""
+    """The pyarrow schema of ``IterationRow``: ``"trace"``, then ``ITERATION_FIELDS``."""
     import pyarrow as pa
-    return pa.schema([
-        ("trace", pa.string()),
-        ("type", pa.string()),
-        ("index", pa.int64()),
-        ("kind", pa.string()),
-        ("start_ts", pa.float64()),
-        ("end_ts", pa.float64()),
-        ("duration_us", pa.float64()),
-        ("first_op", pa.string()),
-        ("events", pa.int64()),
-        ("cpu_ops", pa.int64()),
-        ("launches", pa.int64()),
-        ("kernels", pa.int64()),
-        ("gpu_events", pa.int64()),
-        ("gpu_busy_us", pa.float64()),
-        ("gpu_start_ts", pa.float64()),
-        ("gpu_end_ts", pa.float64()),
-        ("complete", pa.bool_()),
-        ("file", pa.string()),
-    ])
+    arrow = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
+    return pa.schema([pa.field("trace", pa.string())]
+                     + [pa.field(name, arrow[kind]) for name, kind, _ in ITERATION_FIELDS])
 
 
 def parquet_row(record: dict, names: tuple) -> dict:

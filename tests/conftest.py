@@ -56,3 +56,21 @@ def owners_of(events, splitter_options=None, feed_order=None):
         seen += 1
     assert seen == len(events), "every event is assigned exactly once"
     return got, splitter
+
+
+def write_truncated_trace(path, seed=3) -> None:
+    """A killed writer's trace: gzip stream and JSON both cut off two thirds of the way in."""
+    import gzip
+    from stream_split.testing import generate as g
+    whole = gzip.compress(g.render(g.generate("training", seed=seed), "object", True).encode())
+    Path(path).write_bytes(whole[: len(whole) * 2 // 3])
+
+
+def write_corrupt_gzip_trace(path, seed=4) -> None:
+    """A whole trace whose gzip trailer is damaged: the CRC-32 no longer matches the data."""
+    import gzip
+    from stream_split.testing import generate as g
+    data = bytearray(gzip.compress(
+        g.render(g.generate("training", seed=seed), "object", True).encode()))
+    data[-8] ^= 0xFF
+    Path(path).write_bytes(bytes(data))

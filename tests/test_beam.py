@@ -2,7 +2,8 @@
 
 The records a pipeline emits must be exactly those of ``stream-split boundaries`` on the same
 file, plus the trace path; unreadable files go to the dead letters; truncated ones do not.
-Only the DirectRunner is exercised (in-process, and with two worker processes).
+Here the DirectRunner (in process, and with two worker processes) and the FnApiRunner; the
+same job on a Dask cluster, compared with them, is in ``test_dask.py``.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from stream_split.testing import generate as g  # noqa: E402
 from stream_split.beam import (  # noqa: E402
     SplitTraces, SummarizeGroups, iteration_parquet_schema)
 from stream_split.core import IterationRecord, SplitOptions  # noqa: E402
+from conftest import write_truncated_trace  # noqa: E402
 
 pytestmark = pytest.mark.beam
 
@@ -160,9 +162,45 @@ def test_group_summary_is_per_parent_directory():
              "median_of_median_iteration_us": 7.0}]))
 
 
-def test_parquet_schema_has_every_record_field():
-    fields = set(IterationRecord(index=0).to_dict()) | {"trace"}
-    assert fields == set(iteration_parquet_schema().names)
+def test_parquet_schema_is_the_trace_then_every_record_field_with_its_type():
+    import pyarrow as pa
+    schema = iteration_parquet_schema()
+    assert schema.names == ["trace", *IterationRecord(index=0).to_dict()]
+    assert schema.field("index").type == pa.int64()
+    assert schema.field("gpu_end_ts").type == pa.float64()
+    assert schema.field("complete").type == pa.bool_()
+    assert schema.field("first_op").type == pa.string()
+
+
+def _metadata(path: str, size: int):
+    from apache_beam.io.filesystem import FileMetadata
+    return FileMetadata(path, size)
+
+
+def test_files_are_ranked_largest_first_and_equal_sizes_by_path():
+    from stream_split.beam import _ranked_by_size
+    files = [_metadata("/b", 10), _metadata("/c", 30), _metadata("/a", 10), _metadata("/d", 20)]
+    assert [(rank, f.path) for rank, f in _ranked_by_size(files)] == [
+        (0, "/c"), (1, "/d"), (2, "/a"), (3, "/b")]
+
+
+_started = []
+
+
+class _RecordStart(beam.DoFn):
+    def process(self, file):
+        _started.append(file.path)
+        yield file
+
+
+def test_the_direct_runner_starts_the_largest_trace_first():
+    from stream_split.beam import _SpreadBySize
+    sizes = [5, 50, 7, 300, 1, 20]
+    files = [_metadata(f"/t{i}", size) for i, size in enumerate(sizes)]
+    _started.clear()
+    with BeamTestPipeline(runner="FnApiRunner") as p:
+        p | beam.Create(files) | _SpreadBySize() | beam.ParDo(_RecordStart())
+    assert _started == [f.path for f in sorted(files, key=lambda f: -f.size_in_bytes)]
 
 
 def test_import_without_beam_says_how_to_install(monkeypatch):
@@ -183,9 +221,7 @@ def archive(tmp_path_factory, generated) -> Path:
     (root / "job2").mkdir()
     g.write_trace(g.generate("training", seed=1), str(root / "job1/rank0.json.gz"))
     g.write_trace(g.generate("training", seed=2, steps=6), str(root / "job1/rank1.json.gz"))
-    # A killed writer: gzip stream and JSON both cut off two thirds of the way in.
-    whole = gzip.compress(g.render(g.generate("training", seed=3), "object", True).encode())
-    (root / "job2/cut.json.gz").write_bytes(whole[: len(whole) * 2 // 3])
+    write_truncated_trace(root / "job2/cut.json.gz", seed=3)
     (root / "job2/x.json.gz").write_bytes(bytes(range(256)) * 8)  # garbage
     return root
 

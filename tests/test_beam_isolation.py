@@ -1,4 +1,4 @@
-"""Issue 12, Beam: one bad trace never fails the archive job (``SplitTraceFn._isolated``).
+"""Issue 12, Beam: one bad trace never fails the archive job (``_SplitTraceFn._isolated``).
 
 An archive of good traces, a type-confused trace, a corrupt gzip and a truncated trace: every
 good trace's records come out, the type-confused one with its invalid events counted, the
@@ -19,7 +19,7 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline  
 from apache_beam.testing.util import assert_that  # noqa: E402
 
 from stream_split.beam import (  # noqa: E402
-    DEAD_LETTERS, ITERATIONS, SUMMARIES, SplitTraceFn, SplitTraces)
+    DEAD_LETTERS, ITERATIONS, SUMMARIES, SplitTraces, _SplitTraceFn)
 from stream_split.core import SplitOptions  # noqa: E402
 from stream_split.testing.generate import generate, render  # noqa: E402
 
@@ -100,19 +100,20 @@ def test_an_archive_with_bad_traces_writes_every_good_traces_records(archive, tm
     assert all(m["counts"]["conserved"] for m in manifests)
 
 
-class _FailsInsideOneTrace(SplitTraceFn):
-    """The real ``SplitTraceFn``, except that one named trace's split fails after its first
-    output (a stand-in for a bug that a trace triggers): nothing of that trace may come out."""
+class _FailsInsideOneTrace(_SplitTraceFn):
+    """The real ``_SplitTraceFn``, except that one named trace's split fails once its records
+    are made (a stand-in for a bug that a trace triggers): nothing of that trace may come out."""
 
     def __init__(self, broken: str):
         super().__init__(STEPS)
         self._broken = broken
 
-    def _split_one(self, path, scratch):
-        for output in super()._split_one(path, scratch):
-            yield output
-            if path == self._broken:
-                raise RuntimeError("forced failure inside the split\nsecond line")
+    def _split_one(self, path, size, scratch):
+        result = super()._split_one(path, size, scratch)
+        if path == self._broken:
+            assert result.rows, "the records were made before the failure"
+            raise RuntimeError("forced failure inside the split\nsecond line")
+        return result
 
 
 def test_an_exception_inside_one_traces_split_makes_it_a_dead_letter(archive):

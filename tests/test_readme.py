@@ -5,10 +5,20 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_ci_runs_the_readme_test_command():
+def quickstart_commands() -> list[str]:
     readme = (REPO / "README.md").read_text()
     block = re.search(r"## Quickstart\s+```bash\n(.*?)```", readme, re.S).group(1)
-    commands = [line for line in block.splitlines() if line.strip()]
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def test_ci_runs_the_readme_test_command():
+    commands = quickstart_commands()
     assert len(commands) == 2, "the quickstart is exactly two commands"
     ci = (REPO / ".ci" / "run").read_text().splitlines()
     assert commands[1] in ci
+
+
+def test_the_readme_test_command_installs_every_extra_the_tests_use():
+    # The Beam and Dask tests skip without their extras: CI would pass without running them.
+    extras = re.search(r"'\.\[([a-z,]+)\]'", quickstart_commands()[1]).group(1).split(",")
+    assert {"test", "beam", "dask"} <= set(extras)

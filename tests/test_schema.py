@@ -12,7 +12,7 @@ import pytest
 from google.protobuf import json_format
 
 from stream_split import schema
-from stream_split.core.records import Boundary, IterationRecord
+from stream_split.core.records import ITERATION_FIELDS, Boundary, IterationRecord
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROTO = os.path.join(ROOT, "proto", "stream_split", "v1", "records.proto")
@@ -62,6 +62,22 @@ def test_records_round_trip_length_prefixed(framing):
 def test_iteration_fields_match_to_dict():
     fields = {f.name for f in schema.pb.Iteration.DESCRIPTOR.fields}
     assert fields == set(ITERATION.to_dict()) - {"type"}
+
+
+def test_iteration_fields_are_the_keys_of_to_dict_in_order():
+    assert [name for name, _, _ in ITERATION_FIELDS] == list(ITERATION.to_dict())
+
+
+def test_iteration_fields_match_the_iteration_message_of_records_proto():
+    # Read from the .proto text itself, not the generated code: the schema's source.
+    with open(PROTO, encoding="utf-8") as f:
+        body = re.search(r"^message Iteration \{(.*?)^\}", f.read(), re.M | re.S).group(1)
+    declared = {name: (kind, bool(optional)) for optional, kind, name in re.findall(
+        r"^\s*(optional )?(\w+) (\w+) = \d+;", body, re.M)}
+    proto_type = {int: "int64", float: "double", str: "string", bool: "bool"}
+    derived = {name: (proto_type[kind], nullable)
+               for name, kind, nullable in ITERATION_FIELDS if name != "type"}
+    assert derived == declared
 
 
 def test_truncated_stream_is_an_error(framing):

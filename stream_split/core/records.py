@@ -6,7 +6,9 @@ protobuf messages in ``proto/`` mirror these fields one for one (``stream_split.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, asdict
+import types
+import typing
+from dataclasses import dataclass, field, fields, asdict
 
 #: Owner of an event that belongs to no iteration (prologue, epilogue, spanning wrappers,
 #: GPU work whose launch is not in the trace).
@@ -61,3 +63,28 @@ class IterationRecord:
         d["duration_us"] = round(self.duration_us, 3)
         d["gpu_busy_us"] = round(self.gpu_busy_us, 3)
         return {"type": "iteration", **d, **extra}
+
+
+def _field_type(hint) -> tuple[type, bool]:
+    """``(type, nullable)`` of a field annotation: ``float | None`` is ``(float, True)``."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        return args[0], True
+    return hint, False
+
+
+def _iteration_fields() -> tuple[tuple[str, type, bool], ...]:
+    hints = typing.get_type_hints(IterationRecord)
+    out = [("type", str, False)]
+    out += [(f.name, *_field_type(hints[f.name])) for f in fields(IterationRecord)
+            if f.name != "extra"]
+    out.append(("duration_us",
+                *_field_type(typing.get_type_hints(IterationRecord.duration_us.fget)["return"])))
+    return tuple(out)
+
+
+#: ``(name, type, nullable)`` of every key of ``IterationRecord.to_dict()``, in its order
+#: (``extra`` keys aside): the one source of the JSON fields and of the Parquet schema
+#: (``stream_split.beam``), derived from the dataclass; ``tests/test_schema.py`` checks it
+#: against the ``Iteration`` message of ``records.proto``.
+ITERATION_FIELDS = _iteration_fields()
