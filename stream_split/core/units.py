@@ -397,6 +397,10 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> 
 OTHER_PATH = "another path"
 
 
+def _took_another_path(shape) -> bool:
+    return isinstance(shape, tuple) and shape[:1] == (OTHER_PATH,)
+
+
 def _own_ops(bag_totals: tuple, reference: tuple) -> float:
     """The share of an instance's time (its ops where it has no time) in ops of kinds the
     reference does not have: an idle cycle spends it in ``idle_step``; an eval forward cut
@@ -713,12 +717,12 @@ def _extend_head(unit: Unit, level: list, syms: list, noise: set, rules: Rules,
         opening = set(syms[max(0, pos[0] - rules.max_head):pos[0]])
         closing = set(syms) - opening
     # Each instance's head window: the ops just before its anchor, back to the first op that
-    # closes instances (the previous instance's tail) or the previous anchor; only where the
-    # previous instance is like the unit.
+    # closes instances (the previous instance's tail) or the previous anchor; not where the
+    # previous instance took another path.
     windows = []
     for i in range(1, n):
-        if unit.shapes[i - 1] != 0:
-            continue  # after an unlike instance (an idle poll, an eval step): no evidence
+        if _took_another_path(unit.shapes[i - 1]):
+            continue  # after an idle poll: its last op is no evidence of a step's head
         window = []
         q = pos[i] - 1
         while q > pos[i - 1] and syms[q] not in closing and syms[q] != unit.anchor and \
@@ -808,7 +812,6 @@ def cycle_kinds(shapes: list, kernels: list, rules: Rules = RULES) -> list:
     typical = sorted(k for shape, k in zip(shapes, kernels) if shape == 0) or sorted(kernels)
     median = typical[len(typical) // 2]
     for i, (shape, k) in enumerate(zip(shapes, kernels)):
-        other_path = isinstance(shape, tuple) and shape[:1] == (OTHER_PATH,)
-        if other_path and median > 0 and k < rules.idle_gpu_share * median:
+        if _took_another_path(shape) and median > 0 and k < rules.idle_gpu_share * median:
             kinds[i] = KIND_IDLE
     return kinds

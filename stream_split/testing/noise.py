@@ -52,7 +52,9 @@ def _end(e: dict) -> float:
 
 
 def _is_step(e: dict) -> bool:
-    return e.get("ph") == "X" and str(e.get("name", "")).startswith(PROFILER_STEP_PREFIX)
+    """A CPU ``ProfilerStep#N`` span (not its GPU mirror)."""
+    return e.get("ph") == "X" and e.get("cat") in STRUCTURE_CATS and \
+        str(e.get("name", "")).startswith(PROFILER_STEP_PREFIX)
 
 
 def _timed(e: dict) -> bool:
@@ -219,7 +221,7 @@ def _shift(e: dict, k: int, dt: float, strides: dict, step_stride: int) -> dict:
         for key in _SHIFTED_ARGS:
             if isinstance(args.get(key), int):
                 args[key] += k * strides[key]
-    if _is_step(e):
+    if e.get("ph") == "X" and str(e.get("name", "")).startswith(PROFILER_STEP_PREFIX):
         e["name"] = f"{PROFILER_STEP_PREFIX}{int(e['name'].split('#', 1)[1]) + k * step_stride}"
     return e
 

@@ -1,0 +1,101 @@
+"""The pure unit search (stream_split.core.units), fed levels of sibling ops directly."""
+from dataclasses import FrozenInstanceError, fields
+
+import pytest
+
+from stream_split.core.units import (
+    RULES, Rules, cycle_kinds, find_unit, last_instance_end, similarity, sure_ops)
+
+
+class Op:
+    __slots__ = ("sym", "start", "end", "gpu")
+
+    def __init__(self, sym, start, end, gpu=0):
+        self.sym, self.start, self.end, self.gpu = sym, start, end, gpu
+
+
+def level_of(pattern, durations, gpu=None, gap=1.0):
+    """Ops named by the symbols of ``pattern`` (a list of ints), one after the other."""
+    ops, t = [], 0.0
+    for sym in pattern:
+        d = durations[sym]
+        ops.append(Op(sym, t, t + d, (gpu or {}).get(sym, 0)))
+        t += d + gap
+    return ops
+
+
+STEP = [0, 1, 2, 3]  # fetch, forward, backward, optimizer
+DUR = {0: 10.0, 1: 100.0, 2: 200.0, 3: 50.0, 7: 1.0, 8: 300.0, 9: 2.0}
+
+
+def test_the_same_work_is_similarity_one_and_other_work_is_low():
+    a = {1: 0.5, 2: 0.5}
+    assert similarity(a, dict(a)) == 1.0
+    assert similarity(a, {1: 0.5, 4: 0.5}) == pytest.approx(1 / 3)
+
+
+def test_exact_repeats_are_found_from_their_first_op():
+    unit = find_unit(level_of(STEP * 5, DUR))
+    assert unit.positions == [0, 4, 8, 12, 16] and unit.like == 5
+
+
+def test_a_sporadic_small_op_costs_its_share_of_the_work_not_the_match():
+    pattern = STEP + [0, 1, 7, 2, 3] + STEP + [0, 1, 2, 7, 7, 3] + STEP
+    unit = find_unit(level_of(pattern, DUR))
+    assert unit.n == 5 and unit.like == 5
+    assert min(unit.similarity) > 0.9
+
+
+def test_a_step_with_an_extra_big_op_is_tolerated_but_a_different_step_is_not():
+    pattern = STEP * 2 + STEP + [8] + STEP * 2
+    unit = find_unit(level_of(pattern, DUR))
+    assert unit.n == 5 and unit.like >= 4
+    # Another kind of step (another phase, another model) is unlike the unit.
+    unit = find_unit(level_of(STEP * 3 + [0, 8, 8, 8] + STEP * 2, DUR))
+    assert unit.n == 6 and unit.similarity[3] < RULES.like
+    assert unit.shapes[3] != 0
+
+
+def test_two_instances_need_to_hold_nearly_all_of_the_work():
+    assert find_unit(level_of(STEP * 2, DUR)).n == 2
+    # Two cheap repeats beside one big op that holds most of the work: no unit.
+    assert find_unit(level_of([9, 9, 8], {9: 5.0, 8: 1000.0})) is None
+
+
+def test_a_super_period_of_whole_steps_loses_to_the_steps():
+    # An eval op (8) after every third step: steps, not groups of three.
+    pattern = (STEP * 2 + STEP + [8]) * 3
+    unit = find_unit(level_of(pattern, DUR))
+    assert unit.n == 9
+
+
+def test_the_head_of_the_step_is_found_where_a_head_op_is_missing():
+    # Steps begin with 9 then 0 (both small); 9 is dropped from two steps.
+    full = [9] + STEP
+    pattern = full + STEP + full + full + STEP + full
+    unit = find_unit(level_of(pattern, {**DUR, 0: 3.0}))
+    starts = [pattern[p] for p in unit.positions]
+    assert len(unit.positions) == 6
+    assert starts.count(9) == 4 and starts.count(0) == 2
+
+
+def test_idle_cycles_take_another_path_and_are_reported_apart():
+    shapes = [0, 0, ("another path", (0, 5)), 0]
+    assert cycle_kinds(shapes, [40, 42, 1, 41]) == ["iteration", "iteration", "idle",
+                                                   "iteration"]
+    # An unlike step on the same path with little GPU work is still an iteration.
+    assert cycle_kinds([0, 0, (0, 1), 0], [40, 42, 1, 41]) == ["iteration"] * 4
+
+
+def test_the_last_instance_ends_before_a_big_new_op_but_takes_small_noise():
+    tail = level_of([0, 1, 2, 3, 7, 7, 8], DUR)
+    seen = {0, 1, 2, 3}
+    end = last_instance_end(tail, sure_ops([4, 4]), seen, typical_us=400.0)
+    assert end == tail[5].end  # the two small new ops, not the big one after them
+
+
+def test_every_rule_is_named_and_the_rules_are_frozen():
+    assert {f.name for f in fields(Rules)} >= {"min_instances", "like", "two_similarity",
+                                                "two_coverage", "min_coverage"}
+    with pytest.raises(FrozenInstanceError):
+        RULES.like = 0.1
