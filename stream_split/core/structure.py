@@ -122,27 +122,33 @@ def _flatten(node: _Node, out: list, limit: int) -> None:
 
 class _RootMatcher:
     """After the unit is confirmed at the top of the loop thread: every new top-level op is
-    checked against the unit's first ops, and a match is a boundary at once. Keeps the ops of
-    the current instance only (its shape), so memory does not grow with the trace."""
+    checked against the unit's anchor (the op that occurs once per instance), and a match is
+    a boundary at once, at the first of the head ops just before it (``Unit.head``). Keeps
+    the ops of the current instance only (its shape), so memory does not grow with the
+    trace."""
 
     def __init__(self, thread_key, level: list, unit: Unit, names: list):
         self.thread = thread_key
         self.names = names
         self.mode = unit.mode
-        self.anchor = tuple(n.sym for n in level[unit.positions[0]:
-                                                 unit.positions[0] + unit.width])
+        self.anchor = unit.anchor
+        self.head = unit.head - {unit.anchor}
         pos = unit.positions
         self.seen = {n.sym for n in level[pos[0]:pos[-1]]}
         self.unit = unit
         self.shortest = min((b - a for a, b in zip(pos, pos[1:])), default=len(self.mode))
         self.shapes = [shape_of(level[a:b], unit)
                        for a, b in zip(pos, pos[1:])]
-        self.current = list(level[pos[-1]:pos[-1] + len(self.anchor)])
         self.starts = [level[p] for p in pos]
-        # Ops read after the last instance's start (the unit may have been found from its
-        # middle ops): matched like any new op, so no instance begun meanwhile is missed.
         self.found = [FoundBoundary(n.start, thread_key, names[n.sym]) for n in self.starts]
-        for node in level[pos[-1] + len(self.anchor):]:
+        # The last instance so far, up to its anchor; the ops read after it (the unit may
+        # have been found from its middle ops) are matched like any new op, so no instance
+        # begun meanwhile is missed.
+        cut = next((q for q in range(pos[-1], len(level)) if level[q].sym == self.anchor),
+                   None)
+        self.waiting = cut is None  # the last instance's own anchor is still to come
+        self.current = list(level[pos[-1]:(len(level) if cut is None else cut + 1)])
+        for node in level[len(self.current) + pos[-1]:]:
             boundary = self.push(node)
             if boundary is not None:
                 self.found.append(boundary)
@@ -150,16 +156,19 @@ class _RootMatcher:
     def push(self, node: _Node):
         current = self.current
         current.append(node)
-        w = len(self.anchor)
-        if len(current) <= w or tuple(n.sym for n in current[-w:]) != self.anchor:
+        if node.sym != self.anchor or self.waiting:
+            self.waiting = self.waiting and node.sym != self.anchor
             if len(current) > _MAX_INSTANCE_OPS:  # a runaway instance: keep its tail only
                 del current[:len(current) - _MAX_INSTANCE_OPS]
             return None
-        instance = current[:-w]
+        j = len(current) - 1
+        while j > 1 and current[j - 1].sym in self.head:
+            j -= 1
+        instance = current[:j]
         self.shortest = min(self.shortest, len(instance))
         self.seen.update(n.sym for n in instance)
         self.shapes.append(shape_of(instance, self.unit))
-        self.current = current[-w:]
+        self.current = current[j:]
         first = self.current[0]
         self.starts.append(first)
         del self.starts[:-_TYPICAL_OF]
@@ -288,11 +297,11 @@ class StructureDetector:
             "detector": self.name, "decided": f"online, after {unit.n} instances",
             "loop_thread": list(state.key),
             "levels": [{"container": ["<thread top level>"], "ops": len(roots),
-                        "unit": [self._names[s] for s in self._matcher.anchor],
+                        "unit": [self._names[roots[unit.first].sym]],
                         "period_ops": len(unit.mode), "instances": unit.n,
                         "exact": unit.exact, "time_coverage": round(unit.coverage, 3),
                         "iteration_test": why}],
-            "unit": [self._names[s] for s in self._matcher.anchor],
+            "unit": [self._names[roots[unit.first].sym]],
             "period_ops": len(unit.mode), "time_coverage": round(unit.coverage, 3),
             "why": "repeats at the top of the loop thread; " + why,
             "confidence": round(self._confidence(unit), 3)}

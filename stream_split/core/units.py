@@ -119,9 +119,9 @@ class Rules:
     length_slack: float = 1.3
     #: Representatives tried when looking for the medoid instance (cost: this x instances).
     medoid_trials: int = 7
-    #: The head (ops before the anchor that open the step) is at most this many ops ...
+    #: A run of this many small ops of new kinds after the last instance is no noise.
     max_head: int = 16
-    #: ... each found next to the left in at least this share of the instances (noise drops
+    #: A head op (before the anchor, opening the step) is found next to the left in at least this share of the instances (noise drops
     #: small head ops: ``aten::randn`` may be missing in a third of the steps).
     head_share: float = 0.5
     #: ... or found in a head window at this share of its occurrences (a head op that noise
@@ -181,6 +181,9 @@ class Unit:
     #: Every instance (but the last) has about the representative's number of ops: cycles of
     #: one loop head (an idle poll is as long as a step), not a step and a sub-step.
     even: bool = True
+    #: Ops that may come before the anchor at an instance's beginning (the phase's head): a
+    #: matcher reading later ops walks back over them from the anchor.
+    head: frozenset = frozenset()
     #: Unlike instances that do (almost) none of the representative's GPU work: cycles that
     #: took another path (``idle_step``). They neither count for nor against the unit.
     idle: int = 0
@@ -572,9 +575,22 @@ def find_unit(level: list, rules: Rules = RULES, names: list | None = None,
             candidates.append(unit)
     if not candidates:
         return None
-    best = _phase(_choose(candidates, rules), level, syms, positions, names, rules, whole)
+    best = _phased(_choose(candidates, rules), level, syms, positions, names, rules, whole)
     apart = _idle_cycles_apart(best, candidates, rules)
-    return best if apart is None else _phase(apart, level, syms, positions, names, rules, whole)
+    if apart is None:
+        return best
+    return _phased(apart, level, syms, positions, names, rules, whole)
+
+
+def _phased(unit: Unit, level, syms, positions, names, rules, whole) -> Unit:
+    """``_phase``, and the head it found: the kinds of op between each instance's new
+    beginning and its anchor."""
+    anchors = list(unit.positions)
+    unit = _phase(unit, level, syms, positions, names, rules, whole)
+    if unit.positions != anchors and len(unit.positions) == len(anchors):
+        unit.head = frozenset(syms[q] for a, b in zip(unit.positions, anchors)
+                              for q in range(a, b))
+    return unit
 
 
 def _phase(unit: Unit, level: list, syms: list, positions: dict, names,
@@ -696,6 +712,23 @@ def _last_instance_ops(unit: Unit, level: list, syms: list, rules: Rules) -> set
     return out
 
 
+def _exact_head(unit: Unit, syms: list) -> int:
+    """How far every instance, the first included, is preceded by the same ops (an exact
+    loop's head, however long: a bucketed all-reduce of sixty copies before the forward)."""
+    pos = unit.positions
+    shift = 0
+    while shift + 1 < len(unit.mode):
+        k = shift + 1
+        if pos[0] - k < 0:
+            break
+        before = syms[pos[0] - k]
+        if any(p - k < 0 or syms[p - k] != before or (i and p - k <= pos[i - 1])
+               for i, p in enumerate(pos)):
+            break
+        shift = k
+    return shift
+
+
 def _extend_head(unit: Unit, level: list, syms: list, noise: set, rules: Rules,
                  whole: bool) -> Unit:
     """Move each instance's beginning left over the head: the ops that come just before the
@@ -711,10 +744,14 @@ def _extend_head(unit: Unit, level: list, syms: list, noise: set, rules: Rules,
     n = len(pos)
     if n < 2:
         return unit
+    shift = _exact_head(unit, syms)
+    if shift:  # where every instance agrees no vote is needed; the vote goes on from there
+        unit.positions = pos = [p - shift for p in pos]
+        unit.phase = "at the step's first op (the head before the anchor)"
     if whole:
         closing = _last_instance_ops(unit, level, syms, rules)
     else:
-        opening = set(syms[max(0, pos[0] - rules.max_head):pos[0]])
+        opening = set(syms[max(0, pos[0] - len(unit.mode)):pos[0]])
         closing = set(syms) - opening
     # Each instance's head window: the ops just before its anchor, back to the first op that
     # closes instances (the previous instance's tail) or the previous anchor; not where the
@@ -726,7 +763,7 @@ def _extend_head(unit: Unit, level: list, syms: list, noise: set, rules: Rules,
         window = []
         q = pos[i] - 1
         while q > pos[i - 1] and syms[q] not in closing and syms[q] != unit.anchor and \
-                len(window) < rules.max_head:
+                len(window) < len(unit.mode):
             window.append(syms[q])
             q -= 1
         windows.append(window)
@@ -804,14 +841,18 @@ def typical_duration(starts: list) -> float:
 def cycle_kinds(shapes: list, kernels: list, rules: Rules = RULES) -> list:
     """Kind of each cycle from its shape (``Unit.shapes``: 0 for instances like the unit) and
     its kernels: a cycle that took another path and does (almost) none of the GPU work of
-    the median cycle like the unit is ``idle`` (reported, never splitting an iteration). A
-    prefill among decode steps is unlike them too, but busier, and on the same path."""
+    the median cycle like the unit is ``idle`` (reported, never splitting an iteration), and
+    so is a last cycle unlike the unit that does none. A prefill among decode steps is unlike
+    them too, but busier, and on the same path."""
     kinds = [KIND_ITERATION] * len(kernels)
     if len(shapes) != len(kernels) or not kernels:
         return kinds
     typical = sorted(k for shape, k in zip(shapes, kernels) if shape == 0) or sorted(kernels)
     median = typical[len(typical) // 2]
+    last = len(kernels) - 1
     for i, (shape, k) in enumerate(zip(shapes, kernels)):
-        if _took_another_path(shape) and median > 0 and k < rules.idle_gpu_share * median:
+        # The last cycle unlike the unit may be the loop's exit: a final fetch that finds no
+        # data (``StopIteration``) does no GPU work either.
+        if (_took_another_path(shape) or (i == last and shape != 0)) and median > 0 and k < rules.idle_gpu_share * median:
             kinds[i] = KIND_IDLE
     return kinds
