@@ -423,10 +423,24 @@ SPORADIC = ("aten::zeros", "aten::zero_", "aten::empty", "aten::detach", "detach
             "record_param_comms")
 
 
+def _loss_backward_optimizer(b: TraceBuilder, grad: int, layers: int,
+                             noise: float = 0.0) -> None:
+    """The end of a training step: the loss, backward on the autograd thread, AdamW."""
+    with b.op("aten::mse_loss"):
+        b.launch(K_REDUCE, 3, 8)
+    _sporadic(b, noise)
+    with b.op("torch::autograd::backward"):
+        with b.on_thread(grad):
+            for _ in range(layers):
+                _backward_layer(b)
+        b.work(3, 8)
+    _optimizer(b)
+
+
 def _sporadic(b: TraceBuilder, noise: float) -> None:
     """With probability ``noise``: one to three small ops (a repeated ``detach`` run, a
     stray ``aten::zeros``), now and then a stray host sync."""
-    if b.rng.random() >= noise:
+    if not noise or b.rng.random() >= noise:
         return
     name = b.rng.choice(SPORADIC)
     for _ in range(b.rng.randint(1, 3)):
@@ -448,15 +462,7 @@ def _train_step(b: TraceBuilder, grad: int, layers: int, noise: float, fetch: bo
     _sporadic(b, noise)
     for _ in range(layers):
         _mlp_layer(b)
-    with b.op("aten::mse_loss"):
-        b.launch(K_REDUCE, 3, 8)
-    _sporadic(b, noise)
-    with b.op("torch::autograd::backward"):
-        with b.on_thread(grad):
-            for _ in range(layers):
-                _backward_layer(b)
-        b.work(3, 8)
-    _optimizer(b)
+    _loss_backward_optimizer(b, grad, layers, noise)
     for _ in range(b.rng.randint(0, 6) if noise else 0):  # a varying run of detach ops
         b.leaf("aten::detach", 1, 2)
 
@@ -536,14 +542,7 @@ def dynamic_shapes(b: TraceBuilder, *, steps: int = 8, layers: int = 3) -> None:
         _zero_grad(b)
         for _ in range(layers + (seq // 256)):
             _mlp_layer(b)
-        with b.op("aten::mse_loss"):
-            b.launch(K_REDUCE, 3, 8)
-        with b.op("torch::autograd::backward"):
-            with b.on_thread(grad):
-                for _ in range(layers):
-                    _backward_layer(b)
-            b.work(3, 8)
-        _optimizer(b)
+        _loss_backward_optimizer(b, grad, layers)
         b.end_iteration()
         b.work(5, 30)
 
@@ -594,14 +593,7 @@ def rollout(b: TraceBuilder, *, steps: int = 6, layers: int = 2) -> None:
             _eltwise(b, "aten::sub", K_ADD)
         for _ in range(layers):
             _mlp_layer(b)
-        with b.op("aten::mse_loss"):
-            b.launch(K_REDUCE, 3, 8)
-        with b.op("torch::autograd::backward"):
-            with b.on_thread(grad):
-                for _ in range(layers):
-                    _backward_layer(b)
-            b.work(3, 8)
-        _optimizer(b)
+        _loss_backward_optimizer(b, grad, layers)
         b.end_iteration()
         b.work(5, 30)
 
