@@ -191,8 +191,15 @@ def _noisy_copy(events: list, rate: float, rng: random.Random) -> list:
         out.extend(inserted.pop(id(e), ()))
         if id(e) not in removed:
             out.append(e)
-    for rest in inserted.values():  # before nothing: after the thread's last op
-        out.extend(rest)
+    for rest in inserted.values():  # before nothing: before the thread's next cpu_op in time
+        for op in rest:
+            at = next((i for i, e in enumerate(out) if e.get("cat") == "cpu_op"
+                       and (e.get("pid"), e.get("tid")) == thread and e["ts"] > op["ts"]),
+                      None)
+            if at is None:
+                at = 1 + max((i for i, e in enumerate(out) if e.get("cat") == "cpu_op"
+                              and (e.get("pid"), e.get("tid")) == thread), default=len(out) - 1)
+            out.insert(at, op)
     return out
 
 
