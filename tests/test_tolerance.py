@@ -153,3 +153,16 @@ def test_noisy_variants_keep_the_steps_as_truth_and_change_every_step():
     assert len(noisy) != len(trace.events)
     again = noisy_events(trace.events, 0.3, seed=1)
     assert again == noisy  # the same (trace, rate, seed) gives the same events
+
+
+@needs_shared
+@pytest.mark.slow
+def test_a_unit_found_on_the_annotation_section_begins_with_the_cpu_ops_that_open_it():
+    # In Kineto's layout a thread's annotations (data_fwd, backward, optimizer) and its
+    # cpu_ops (aten::randn, aten::randint open each step) are separate sections; the step
+    # begins with the cpu_ops. A tile of ten copies, with the steps as the truth.
+    from stream_split.testing.accuracy import read_events, score_stripped
+    from stream_split.testing.noise import noisy_events
+    events = read_events(SHARED_TRACES / "torch_cpu/s1_schedule_step.json.gz")
+    score = score_stripped(noisy_events(events, 0.0, seed=0, copies=10), "s1 x10", "steps")
+    assert score.ok and score.expected == 60, score

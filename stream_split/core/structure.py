@@ -43,7 +43,8 @@ the trace. Everything the engine waits on meanwhile is spilled.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
+from collections import Counter
 from dataclasses import replace
 
 from stream_split.core.detect import DetectorResult, FoundBoundary
@@ -590,6 +591,8 @@ class StructureDetector:
                 continue
             boundaries.append(FoundBoundary(start, thread.key, names[sym]))
             shapes.append(shape)
+        if not path:
+            boundaries = self._align_sections(thread, level, unit, boundaries)
         _, _, _, last_level, last_p = starts[-1]
         width = len(unit.mode)
         last_end = self._last_end(level, unit, last_level, last_p)
@@ -601,6 +604,35 @@ class StructureDetector:
                         why=why, confidence=round(self._confidence(unit), 3))
         return DetectorResult(boundaries=boundaries, last_end=last_end, shapes=shapes,
                               evidence=evidence)
+
+    def _align_sections(self, thread: _Thread, level, unit: Unit, boundaries: list) -> list:
+        """A unit found on one section of the loop thread (its annotations, say) begins with
+        the ops of the thread's other sections (its cpu_ops) that open each instance: those
+        found between the end of the previous instance and the boundary in most instances
+        (``aten::randn`` before a ``data_fwd`` annotation). Kineto writes a thread's sections
+        apart, so no single section sees the whole step."""
+        pos = unit.positions
+        others = [n for t in self._threads.values() if t is not thread and t.key == thread.key
+                  for n in t.roots]
+        if not others or len(boundaries) != len(pos) or len(pos) < 3:
+            return boundaries
+        others.sort(key=_start)
+        starts = [n.start for n in others]
+        gaps = []
+        for i, b in enumerate(boundaries):
+            before = level[pos[i - 1]:pos[i]] if i else level[:pos[0]]
+            lo = max((n.end for n in before), default=float("-inf"))
+            gaps.append(others[bisect_left(starts, lo):bisect_left(starts, b.start_ts)])
+        seen_in = Counter(sym for gap in gaps[1:] for sym in {n.sym for n in gap})
+        opening = {sym for sym, c in seen_in.items() if c >= 0.5 * (len(gaps) - 1)}
+        if not opening:
+            return boundaries
+        aligned = []
+        for b, gap in zip(boundaries, gaps):
+            first = next((n for n in gap if n.sym in opening), None)
+            aligned.append(b if first is None else
+                           FoundBoundary(first.start, b.thread, self._names[first.sym]))
+        return aligned
 
     @staticmethod
     def _last_end(level, unit: Unit, last_level, last_p: int) -> float:
