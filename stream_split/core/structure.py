@@ -3,22 +3,13 @@
 Theory of operation
 -------------------
 Each CPU op becomes a symbol (its name with digits folded, so ``layer_3`` and ``layer_7`` are
-one family). Per thread we keep a skeleton of the call tree (symbol, start, end, children), and
-ask, at a level of the tree (the thread's top level, or the children of a container op), which
-*anchor* cuts the sequence of sibling symbols into instances of one unit:
+one family). Per thread (and per section of a thread) we keep a skeleton of the call tree
+(symbol, start, end, kernels launched beneath, children). At a level of the tree (the thread's
+top level, or the children of a container op) ``units.find_unit`` answers which unit repeats,
+how alike its instances are and where each begins; its docstring is the account of the
+tolerant search, and ``units.Rules`` holds every threshold. This module decides where to look
+and what a found unit means:
 
-- every symbol that occurs at least twice is a candidate anchor; its occurrences cut the level
-  into segments; the most common segment is the unit (its *mode*);
-- a candidate qualifies when at least two instances (and half of them) match the mode exactly,
-  few segments are fragments (the anchor also occurring *inside* the unit: an ``eval`` pass that
-  starts with the same op as the step), and the instances cover at least half of the level's
-  time (not of its ops: a loop of four heavy denoising steps beats twenty light encoder layers);
-- the *outermost* unit wins: the qualifying candidate with the fewest instances, unless a finer
-  one matches clearly more instances exactly (an ``idle_step`` cycle is one insertion among
-  regular cycles, not a reason to double the period);
-- the anchor is extended to the left while every instance is preceded by the same op, so the
-  boundary falls on the first op of the unit (``randn`` before ``randint``; a ``scheduler_step``
-  preamble before the first launch);
 - the top level is tried first ("repeats at a thread's top level are iterations"); if a single
   container op dominates it (one ``ProfilerStep``, one ``execute_diffusion`` request, a
   ``serve_forever`` wrapper), its children are tried, descending through wrapper chains. A unit
@@ -26,9 +17,10 @@ ask, at a level of the tree (the thread's top level, or the children of a contai
   container (failure mode 3: minor roots at the top level), or no single ``nn.Module`` frame
   holds all its instances (when Python frames were recorded), or one instance itself contains a
   repeated sub-unit (a model with layers, not a layer). Otherwise the container is one iteration.
-- instances that differ from the mode are *variants*; each instance's shape (its op sequence)
-  goes to the engine, which reports cycles of a shape that does almost none of the GPU work
-  of the busiest shape as ``idle`` cycles.
+- a unit found on one section of the loop thread begins with the ops of its other sections
+  that open most instances (``_align_sections``);
+- each instance's shape (0 when like the unit) goes to the engine, which reports cycles that
+  took another path and do almost no GPU work as ``idle`` (``units.cycle_kinds``).
 
 ``ProfilerStep#N`` spans are evidence like any other annotation: repeated at the top level they
 are the unit (and are emitted online from the second step on); a single one is a container.
@@ -528,7 +520,7 @@ class StructureDetector:
 
     def _anchor(self, level, unit: Unit) -> tuple:
         p = unit.positions[0]
-        return tuple(n.sym for n in level[p:p + unit.width])
+        return (level[p].sym,)
 
     @staticmethod
     def _matches(level: list, anchor: tuple) -> list:
@@ -549,8 +541,7 @@ class StructureDetector:
                 evidence["level_note"] = "no repeating unit below the chosen one"
                 break
             # Apply the inner unit to the whole level: every instance's sub-units.
-            anchor = tuple(n.sym for n in flat[inner.positions[0]:inner.positions[0]
-                                                + inner.width])
+            anchor = (flat[inner.first].sym,)
             positions = self._matches(level, anchor)
             if len(positions) < 2:
                 kids = [k for n in level for k in (n.kids or [])]
@@ -561,7 +552,7 @@ class StructureDetector:
             mode = tuple(n.sym for n in level[positions[0]:positions[1]])
             new = Unit(positions=positions, mode=mode, similarity=[1.0] * len(positions),
                        like=len(positions), fragments=0, coverage=inner.coverage,
-                       anchor=anchor[0], shapes=[0] * len(positions), width=inner.width,
+                       anchor=anchor[0], shapes=[0] * len(positions),
                        exact=len(positions), phase="level below")
             unit = new
             evidence["level"] = self._level

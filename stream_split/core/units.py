@@ -11,33 +11,41 @@ detector (``structure.py``) decides where to look and what a found unit means.
    occurrences cut the level into *instances*.
 2. **Tolerance.** Real steps are never the same twice: small ops come and go, a repeated small
    op varies in count, a sync appears now and then. Instances are compared by what their ops
-   *cost*, not op for op: each instance is a bag of symbols weighted by time, GPU work
-   (kernels launched beneath) and, a little, by count, scaled by the totals of a
-   representative instance (the medoid of a few). The similarity of an instance to the
-   representative is the weighted Jaccard index of the two bags (sum of minima over sum of
-   maxima): 1.0 for the same work, about 0.5 for twice the work, low for another phase or
-   model. An instance is *like* the unit when its similarity reaches ``Rules.like``. A missing
-   ``aten::zeros`` costs its share of the step's time: next to nothing.
+   *cost*, not op for op: each instance is a bag of symbols weighted by its share of the
+   instance's time, of its GPU work (kernels launched beneath) and, a little, of its ops. The
+   similarity of an instance to a representative (the instance, among a few tried, that
+   explains the most others) is the weighted Jaccard index of the two bags (sum of minima
+   over sum of maxima), and at most a size factor that falls when the instance does far more
+   or less work (two steps merged where the anchor was missing): 1.0 for the same work, low
+   for another phase or model. An instance is *like* the unit when its similarity reaches
+   ``Rules.like``. A missing ``aten::zeros`` costs its share of the step's time: next to
+   nothing. An unlike instance that spends its time in ops of its own and launches little is
+   an idle cycle: it counts neither for nor against the unit.
 3. **Qualifying.** A candidate qualifies when enough instances are like the unit, few are
-   fragments (the anchor also occurring inside the unit), and its like instances cover most of
-   the level's work (GPU work where known, else time). Two instances are enough only when they
-   are nearly identical and together hold nearly all of the level's work (``Rules.two_*``):
-   two steps of a ``schedule(active=2)`` profile, not two text-encoder calls.
+   fragments (the anchor also occurring inside the unit), its instances cover most of the
+   level's work (GPU work where known, else time) and mean similarity times coverage is high
+   enough. Two instances are enough only when they are nearly alike and together hold nearly
+   all of the level's work (``Rules.two_*``): two steps of a ``schedule(active=2)`` profile,
+   not two text-encoder calls.
 4. **Choosing** (``_choose``). The coarsest qualifying unit wins (fewest instances: an eval
    pass every few steps is part of the step), except that:
-   - a coarse unit whose instances mostly hold two or more instances of a finer unit whose
-     instances are whole steps (like it or idle, covering nearly all the work) is a
-     super-period (four steps plus an eval pass) and drops out;
+   - a coarse unit with far fewer instances than a finer unit whose instances are whole steps
+     (like it or idle, covering nearly all the work, none a layer-like stranger or a piece of
+     a step) is a super-period (four steps plus an eval pass) and drops out;
    - of the cuts of about the same count (rotations of one loop, or a cut that lost an
      instance where its anchor was dropped), the clearly more regular one wins (summed
-     similarity), else the earliest;
+     similarity; each extra instance must pay for itself), else the fewer, then the earliest;
    - after the phase: a cut into the same instances plus idle cycles (the loop head starts
      both: failure mode 2) wins over the one that swallows the idle cycles.
 5. **Phase.** Where the loop begins among the unit's ops (``_phase``): before the op that
    fetches the next input when there is one; else right after the blocking host sync that ends
-   the previous instance (never between a step's last op and its own sync); else at the anchor,
-   extended to the left over the ops that precede it in most instances (the *head*: the first
-   ops of the step, each of which may be missing in a few instances).
+   the previous instance, with the small ops before the step's first spine op (never between a
+   step's last op and its own sync); else at the anchor, extended to the left over the ops that
+   precede it in every instance, then over those found before it in most instances (the
+   *head*: the first ops of the step, each of which may be missing in a few instances).
+
+Also here, shared by both decision paths: where the last instance ends
+(``last_instance_end``) and the kind of each cycle (``cycle_kinds``).
 
 Every threshold lives in ``Rules`` with the reason for its value.
 """
@@ -121,8 +129,9 @@ class Rules:
     medoid_trials: int = 7
     #: A run of this many small ops of new kinds after the last instance is no noise.
     max_head: int = 16
-    #: A head op (before the anchor, opening the step) is found next to the left in at least this share of the instances (noise drops
-    #: small head ops: ``aten::randn`` may be missing in a third of the steps).
+    #: A head op (before the anchor, opening the step) is found in at least this share of the
+    #: instances' head windows (noise drops small head ops: ``aten::randn`` may be missing in
+    #: a third of the steps) ...
     head_share: float = 0.5
     #: ... or found in a head window at this share of its occurrences (a head op that noise
     #: dropped from most steps is still only ever seen there).
@@ -166,14 +175,11 @@ class Unit:
     coverage: float
     anchor: int                # the symbol that cut the level
     shapes: list = field(default_factory=list)  # per instance: 0 if like the unit, else its ops
-    width: int = 1             # kept for callers that match the unit's first op(s)
     exact: int = 0             # instances whose ops are exactly the representative's
     phase: str = "at the anchor"  # how the beginning was chosen (see ``_phase``)
     differing: list = field(default_factory=list)  # (symbol, weight gap) most unlike, worst
     #: The representative's bag and totals: to compare instances that come later (online).
     reference: tuple = ()
-    #: Share of the level's work in the instances like the unit.
-    like_coverage: float = 0.0
     #: The least similarity of an instance that is not idle, first or last.
     inner_worst: float = 1.0
     #: Unlike instances (not idle, first or last) doing less work than the representative.
@@ -356,11 +362,12 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> 
         reference = _reference(bags[r], rules)
         scored = [_likeness(bag, reference, rules) for bag in bags]
         sims = [x for x, _ in scored]
-        idle = sum(_idle_flags(sims, bags, reference, rules))
-        key = (sum(1 for x in sims if x >= rules.like) + idle, sorted(sims)[len(sims) // 2])
+        idle_at = _idle_flags(sims, bags, reference, rules)
+        key = (sum(1 for x in sims if x >= rules.like) + sum(idle_at),
+               sorted(sims)[len(sims) // 2])
         if best is None or key > best[0]:
-            best = (key, r, sims, [w for _, w in scored], reference)
-    _, rep, sims, ws, reference = best
+            best = (key, r, sims, [w for _, w in scored], reference, idle_at)
+    _, rep, sims, ws, reference, idle_at = best
     rep_shape = shapes[rep]
     like = sum(1 for s in sims if s >= rules.like)
     fragments = sum(1 for a, b in inner if b - a < 0.5 * len(rep_shape))
@@ -370,7 +377,6 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> 
     coverage = _coverage(level, [(a, b) for a, b in spans[:-1]
                                  if 0.5 * width <= b - a <= 4 * width] + spans[-1:], rules)
     worst = min(range(len(sims)), key=sims.__getitem__)
-    idle_at = _idle_flags(sims, bags, reference, rules)
     # The least similar instance that is not an idle cycle, nor at an edge of the level (the
     # first may hold a prologue, the last an epilogue): unlike and busy is what a layer's
     # neighbour holding the loss, backward and optimizer looks like.
@@ -389,9 +395,7 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> 
                 reference=reference, idle=sum(idle_at),
                 inner_worst=min(inner_sims) if inner_sims else 1.0, pieces=pieces,
                 even=all(0.5 * len(rep_shape) <= b - a <= 1.5 * len(rep_shape)
-                         for a, b in inner),
-                like_coverage=_work_share(level, [sp for sp, x in zip(spans, sims)
-                                                  if x >= rules.like]))
+                         for a, b in inner))
     return unit
 
 
@@ -460,17 +464,6 @@ def _coverage(level: list, spans: list, rules: Rules) -> float:
                    - level[a].start for a, b in spans)
     cap = rules.time_cap * times[len(times) // 2]
     return sum(min(t, cap) for t in times) / total if total > 0 else 0.0
-
-
-def _work_share(level: list, spans: list) -> float:
-    """The share of the level's work (kernels where known, else the ops' own time: not the
-    windows, whose idle gaps are no work) in ``spans``."""
-    if sum(node.gpu for node in level) > 0:
-        part = sum(level[i].gpu for a, b in spans for i in range(a, b))
-        return part / sum(node.gpu for node in level)
-    total = sum(node.end - node.start for node in level)
-    part = sum(level[i].end - level[i].start for a, b in spans for i in range(a, b))
-    return part / total if total > 0 else 0.0
 
 
 def _qualifies(unit: Unit, rules: Rules) -> bool:
@@ -853,6 +846,7 @@ def cycle_kinds(shapes: list, kernels: list, rules: Rules = RULES) -> list:
     for i, (shape, k) in enumerate(zip(shapes, kernels)):
         # The last cycle unlike the unit may be the loop's exit: a final fetch that finds no
         # data (``StopIteration``) does no GPU work either.
-        if (_took_another_path(shape) or (i == last and shape != 0)) and median > 0 and k < rules.idle_gpu_share * median:
+        exit_or_other = _took_another_path(shape) or (i == last and shape != 0)
+        if exit_or_other and median > 0 and k < rules.idle_gpu_share * median:
             kinds[i] = KIND_IDLE
     return kinds

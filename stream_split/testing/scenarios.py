@@ -12,7 +12,8 @@ import contextlib
 from typing import Callable
 
 from stream_split.testing.builder import (
-    TraceBuilder, K_ADAM, K_ADD, K_ARGMAX, K_CONV, K_FLASH, K_GELU, K_GEMM, K_GEMM_BWD, K_LAYERNORM, K_MUL, K_NORMAL, K_REDUCE, K_TRITON, MEMCPY_NAMES)
+    K_ADAM, K_ADD, K_ARGMAX, K_CONV, K_FLASH, K_GELU, K_GEMM, K_GEMM_BWD, K_LAYERNORM, K_MUL,
+    K_NORMAL, K_REDUCE, K_TRITON, MEMCPY_NAMES, TraceBuilder)
 
 # Building blocks
 
