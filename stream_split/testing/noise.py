@@ -61,16 +61,47 @@ def _timed(e: dict) -> bool:
     return e.get("ph") != METADATA_PHASE and isinstance(e.get("ts"), (int, float))
 
 
+class _Base:
+    """What every noisy copy of one trace reads, indexed once: the loop thread, its steps,
+    its events, and the GPU work, flows and GPU annotations linked to each launch or
+    annotation (so that dropping an op does not scan the whole trace)."""
+
+    def __init__(self, events: list):
+        self.events = events
+        spans = [e for e in events if _is_step(e)]
+        if not spans:
+            raise ValueError("the trace has no ProfilerStep#N spans: nothing to take as the "
+                             "truth")
+        self.thread = max({(e["pid"], e["tid"]) for e in spans},
+                          key=lambda t: sum((e["pid"], e["tid"]) == t for e in spans))
+        self.spans = sorted((e for e in spans if (e["pid"], e["tid"]) == self.thread),
+                            key=lambda e: e["ts"])
+        self.thread_events = [e for e in events
+                              if (e.get("pid"), e.get("tid")) == self.thread and _timed(e)]
+        self.kernels_of: dict = {}
+        self.by_correlation: dict = {}  # correlation -> GPU work and ac2g flows
+        self.by_external: dict = {}  # External id -> gpu_user_annotation events
+        for e in events:
+            cat = e.get("cat")
+            args = e.get("args") or {}
+            if cat in GPU_WORK_CATS:
+                corr = args.get("correlation")
+                self.kernels_of[corr] = self.kernels_of.get(corr, 0) + 1
+                self.by_correlation.setdefault(corr, []).append(e)
+            elif cat == LAUNCH_FLOW_CAT:
+                self.by_correlation.setdefault(e.get("id"), []).append(e)
+            elif cat == GPU_ANNOTATION_CAT:
+                self.by_external.setdefault(args.get("External id"), []).append(e)
+
+
 class _Step:
     """One step of the loop thread: its top-level ops and what each launched."""
 
-    def __init__(self, span: dict, events: list, kernels_of: dict):
+    def __init__(self, span: dict, base: _Base):
         self.span = span
-        thread = (span["pid"], span["tid"])
         lo, hi = span["ts"], _end(span)
-        inside = [e for e in events if e is not span and e.get("ph") == "X"
-                  and e.get("cat") in STRUCTURE_CATS and (e.get("pid"), e.get("tid")) == thread
-                  and lo <= e["ts"] < hi]
+        window = [e for e in base.thread_events if e is not span and lo <= e["ts"] < hi]
+        inside = [e for e in window if e.get("ph") == "X" and e.get("cat") in STRUCTURE_CATS]
         inside.sort(key=lambda e: (e["ts"], -(e.get("dur") or 0)))
         self.top: list = []
         reach = float("-inf")
@@ -78,10 +109,9 @@ class _Step:
             if e["ts"] >= reach:
                 self.top.append(e)
                 reach = _end(e)
-        runtime = sorted((e["ts"], kernels_of.get((e.get("args") or {}).get("correlation"), 0))
-                         for e in events if (e.get("pid"), e.get("tid")) == thread
-                         and e.get("ph") == "X" and "correlation" in (e.get("args") or {})
-                         and lo <= e["ts"] < hi)
+        runtime = sorted((e["ts"], base.kernels_of.get(e["args"]["correlation"], 0))
+                         for e in window if e.get("ph") == "X"
+                         and "correlation" in (e.get("args") or {}))
         starts = [t for t, _ in runtime]
         self.kernels = [sum(k for _, k in runtime[bisect_left(starts, op["ts"]):
                                                   bisect_left(starts, _end(op))])
@@ -93,29 +123,24 @@ class _Step:
                       and self.kernels[i] <= SMALL_SHARE * total_kernels]
 
 
-def _subtree(op: dict, events: list) -> list:
-    """Every CPU event of ``op``'s thread that lies inside it (``op`` included)."""
-    thread = (op.get("pid"), op.get("tid"))
+def _subtree(op: dict, base: _Base) -> list:
+    """Every CPU event of the loop thread that lies inside ``op`` (``op`` included)."""
     lo, hi = op["ts"], _end(op)
-    return [e for e in events if _timed(e) and (e.get("pid"), e.get("tid")) == thread
-            and lo <= e["ts"] and _end(e) <= hi and e.get("cat") in _CPU_SECTIONS | {
-                "cuda_runtime", "cuda_driver", "ac2g", "cpu_instant_event"}]
+    return [e for e in base.thread_events if lo <= e["ts"] and _end(e) <= hi
+            and e.get("cat") in _CPU_SECTIONS | {"cuda_runtime", "cuda_driver", "ac2g"}]
 
 
-def _drop(op: dict, events: list, removed: set) -> None:
-    gone = _subtree(op, events)
-    corrs = {(e.get("args") or {}).get("correlation") for e in gone} - {None}
-    exts = {(e.get("args") or {}).get("External id") for e in gone
-            if e.get("cat") == "user_annotation"} - {None}
+def _drop(op: dict, base: _Base, removed: set) -> None:
+    gone = _subtree(op, base)
     for e in gone:
         removed.add(id(e))
-    for e in events:
-        cat = e.get("cat")
         args = e.get("args") or {}
-        if (cat in GPU_WORK_CATS and args.get("correlation") in corrs) or \
-                (cat == LAUNCH_FLOW_CAT and e.get("id") in corrs) or \
-                (cat == GPU_ANNOTATION_CAT and args.get("External id") in exts):
-            removed.add(id(e))
+        for linked in base.by_correlation.get(args.get("correlation"), ()) \
+                if "correlation" in args else ():
+            removed.add(id(linked))
+        if e.get("cat") == "user_annotation" and "External id" in args:
+            for linked in base.by_external.get(args["External id"], ()):
+                removed.add(id(linked))
 
 
 def _new_op(name: str, like: dict, ts: float, dur: float) -> dict:
@@ -144,7 +169,7 @@ def _insert_into_gap(step: _Step, rng: random.Random, names: list, inserted: dic
             _new_op(name, step.span, ts, dur))
 
 
-def _mutate_step(step: _Step, rate: float, rng: random.Random, events: list, removed: set,
+def _mutate_step(step: _Step, rate: float, rng: random.Random, base: _Base, removed: set,
                  inserted: dict) -> None:
     want = rate * len(step.top)
     count = int(want) + (rng.random() < want - int(want))
@@ -152,14 +177,14 @@ def _mutate_step(step: _Step, rate: float, rng: random.Random, events: list, rem
         kind = rng.choice(KINDS)
         small = [i for i in step.small if id(step.top[i]) not in removed]
         if kind == "drop" and small:
-            _drop(step.top[rng.choice(small)], events, removed)
+            _drop(step.top[rng.choice(small)], base, removed)
         elif kind == "vary":
             names = [step.top[i].get("name") for i in small]
             repeated = sorted({n for n in names if names.count(n) > 1})
             if repeated and rng.random() < 0.5:
                 name = rng.choice(repeated)
                 victims = [i for i in small if step.top[i].get("name") == name]
-                _drop(step.top[rng.choice(victims)], events, removed)
+                _drop(step.top[rng.choice(victims)], base, removed)
             elif repeated:
                 _insert_into_gap(step, rng, [rng.choice(repeated)], inserted)
             else:
@@ -169,23 +194,13 @@ def _mutate_step(step: _Step, rate: float, rng: random.Random, events: list, rem
             _insert_into_gap(step, rng, [rng.choice(SPORADIC_OPS)], inserted)
 
 
-def _noisy_copy(events: list, rate: float, rng: random.Random) -> list:
-    """One noisy version of ``events`` in their own file order."""
-    kernels_of: dict = {}
-    for e in events:
-        if e.get("cat") in GPU_WORK_CATS:
-            corr = (e.get("args") or {}).get("correlation")
-            kernels_of[corr] = kernels_of.get(corr, 0) + 1
-    spans = [e for e in events if _is_step(e)]
-    if not spans:
-        raise ValueError("the trace has no ProfilerStep#N spans: nothing to take as the truth")
-    thread = max({(e["pid"], e["tid"]) for e in spans},
-                 key=lambda t: sum((e["pid"], e["tid"]) == t for e in spans))
+def _noisy_copy(base: _Base, rate: float, rng: random.Random) -> list:
+    """One noisy version of the base's events in their own file order."""
+    events, thread = base.events, base.thread
     removed: set = set()
     inserted: dict = {}
-    for span in sorted((e for e in spans if (e["pid"], e["tid"]) == thread),
-                       key=lambda e: e["ts"]):
-        _mutate_step(_Step(span, events, kernels_of), rate, rng, events, removed, inserted)
+    for span in base.spans:
+        _mutate_step(_Step(span, base), rate, rng, base, removed, inserted)
     out = []
     for e in events:
         out.extend(inserted.pop(id(e), ()))
@@ -239,7 +254,7 @@ def noisy_events(events: list, rate: float, seed: int, copies: int = 1) -> list:
     copy, as in a long real trace); one copy keeps the input's file order."""
     rng = random.Random(f"{seed}:{rate}")
     if copies == 1:
-        return _noisy_copy(events, rate, rng)
+        return _noisy_copy(_Base(events), rate, rng)
     meta = [e for e in events if e.get("ph") == METADATA_PHASE]
     body = [e for e in events if e.get("ph") != METADATA_PHASE]
     timed = [e for e in body if _timed(e)]
@@ -251,8 +266,9 @@ def noisy_events(events: list, rate: float, seed: int, copies: int = 1) -> list:
     numbers = [int(e["name"].split("#", 1)[1]) for e in body if _is_step(e)]
     step_stride = max(numbers) - min(numbers) + 1 if numbers else 1
     sections: dict = {}
+    base = _Base(body)
     for k in range(copies):
-        for e in _noisy_copy(body, rate, rng):
+        for e in _noisy_copy(base, rate, rng):
             sections.setdefault(_section(e), []).append(_shift(e, k, dt, strides, step_stride))
     out = [e for section in sections.values() for e in section]
     return out + meta
