@@ -55,6 +55,10 @@ DEFAULT_PENDING_LIMIT = 20_000
 INVALID_EXAMPLES = 5
 
 
+#: The ``detector`` values of ``SplitOptions``.
+DETECTORS = ("auto", "structure", "steps")
+
+
 @dataclass(slots=True)
 class SplitOptions:
     """How to split. One object, passed from the adapters to the engine unchanged."""
@@ -74,6 +78,18 @@ class SplitOptions:
     #: Hold undecided events as JSON bytes (``RawEvent``) and hand them back in that form:
     #: a fraction of a dict's memory, and cheap to spill. For writers (split, tag).
     hold_serialized: bool = False
+
+    def __post_init__(self):
+        """A wrong value is an error here, not a default later (``detector="step"``)."""
+        if self.detector not in DETECTORS:
+            raise ValueError(f"detector must be one of {', '.join(DETECTORS)}, "
+                             f"not {self.detector!r}")
+        if self.level is not None and (not isinstance(self.level, int) or self.level < 0):
+            raise ValueError(f"level must be an integer >= 0 or None, not {self.level!r}")
+        if not isinstance(self.pending_limit, int) or self.pending_limit < 1:
+            raise ValueError(f"pending_limit must be an integer >= 1, not {self.pending_limit!r}")
+        if not self.stack_tolerance_us >= 0:
+            raise ValueError(f"stack_tolerance_us must be >= 0, not {self.stack_tolerance_us!r}")
 
 
 # How an event's category routes it (absent: a CPU-side event, owned by its window).
@@ -137,6 +153,7 @@ class Splitter:
         self._waiting_annotations: dict = {}  # External id -> [gpu_user_annotation event]
         self._iterations: list[IterationRecord] = []
         self._stream_end: dict = {}  # (pid, tid) of a GPU stream -> end of its last work
+        self._gpu_end = None  # end of the last GPU work on any stream
         self._assigned: list = []
         self._records: list = []
         #: Records not yet popped (a cheap truthiness check for drivers).
@@ -485,6 +502,13 @@ class Splitter:
         record.gpu_busy_us += max(0.0, end - max(start, last)) if last is not None else end - start
         if last is None or end > last:
             self._stream_end[stream] = end
+        # Active time: the union over all streams, in the order the trace lists GPU work
+        # (exact when it is in time order, else a lower bound): never more than the span.
+        gpu_end = self._gpu_end
+        record.gpu_active_us += (max(0.0, end - max(start, gpu_end)) if gpu_end is not None
+                                 else end - start)
+        if gpu_end is None or end > gpu_end:
+            self._gpu_end = end
         if record.gpu_start_ts is None or start < record.gpu_start_ts:
             record.gpu_start_ts = start
         if record.gpu_end_ts is None or end > record.gpu_end_ts:

@@ -46,22 +46,33 @@ class IterationRecord:
     launches: int = 0
     kernels: int = 0
     gpu_events: int = 0
+    #: GPU busy time: the union of work per stream, summed over streams (stream-time: with
+    #: concurrent streams it can exceed the iteration's duration).
     gpu_busy_us: float = 0.0
+    #: Time at least one GPU stream was busy (union over all streams): at most the span of
+    #: the iteration's GPU work. Counted in the order the trace lists GPU work: exact when
+    #: that is time order, else a lower bound.
+    gpu_active_us: float = 0.0
     gpu_start_ts: float | None = None
     gpu_end_ts: float | None = None
     complete: bool = True
     file: str = ""
+    #: Far from the median iteration time (``stream_split.stats``); set once all are known.
+    outlier: bool = False
+    outlier_reason: str | None = None
     extra: dict = field(default_factory=dict)
 
     @property
     def duration_us(self) -> float:
-        return self.end_ts - self.start_ts
+        """``end_ts - start_ts``, rounded to 0.001 µs as in the manifest."""
+        return round(self.end_ts - self.start_ts, 3)
 
     def to_dict(self) -> dict:
         d = asdict(self)
         extra = d.pop("extra")
-        d["duration_us"] = round(self.duration_us, 3)
+        d["duration_us"] = self.duration_us
         d["gpu_busy_us"] = round(self.gpu_busy_us, 3)
+        d["gpu_active_us"] = round(self.gpu_active_us, 3)
         return {"type": "iteration", **d, **extra}
 
 
