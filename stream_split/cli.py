@@ -20,6 +20,7 @@ from stream_split import __version__
 from stream_split.core import SplitOptions
 from stream_split.core.engine import DEFAULT_PENDING_LIMIT
 from stream_split.core.records import METADATA, OUTSIDE
+from stream_split.explain import plural
 from stream_split.options import (
     OptionHadNoEffect, level_warning, parse_selection, require_selected, require_steps_found)
 from stream_split.output import OutputError, OutputFolder
@@ -203,13 +204,9 @@ def _chosen(selection, text: str, splitter) -> list[int] | None:
     return chosen
 
 
-def cmd_split(args) -> int:
-    if args.sample == bool(args.trace):
-        raise OptionHadNoEffect("give a TRACE to split, or --sample for the sample trace "
-                                "shipped with the package" if not args.sample else
-                                "give a TRACE or --sample, not both")
-    if args.sample:
-        args.trace = sample_trace_path()
+def split_folder(args) -> tuple[dict, str | None, dict]:
+    """``split``'s work, for the CLI and the library: (manifest, input error or None, reader
+    info). The folder is committed only when no option check failed."""
     if args.plot:
         from stream_split.plot import _pyplot
         _pyplot()  # no matplotlib: say so before the work, not after it
@@ -227,12 +224,23 @@ def cmd_split(args) -> int:
             from stream_split.plot import write_plot
             write_plot(manifest, os.path.join(folder.staging, "iterations.png"))
         folder.commit()
+    return manifest, error, info
+
+
+def cmd_split(args) -> int:
+    if args.sample == bool(args.trace):
+        raise OptionHadNoEffect("give a TRACE to split, or --sample for the sample trace "
+                                "shipped with the package" if not args.sample else
+                                "give a TRACE or --sample, not both")
+    if args.sample:
+        args.trace = sample_trace_path()
+    manifest, error, info = split_folder(args)
     if not args.quiet:
         render_text(build_table(manifest), sys.stdout)
     kinds = {}
     for it in manifest["iterations"]:
         kinds[it["kind"]] = kinds.get(it["kind"], 0) + 1
-    summary = ", ".join(f"{n} {k}" + ("s" if n != 1 and k == "iteration" else "")
+    summary = ", ".join(plural(n, "idle cycle" if k == "idle" else k)
                         for k, n in kinds.items()) or "0 iterations"
     invalid = manifest["counts"]["invalid"]
     print(f"{summary}; {manifest['counts']['events_out']} events "

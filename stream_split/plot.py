@@ -59,7 +59,8 @@ def figure(manifest: dict):
                  markeredgewidth=2, linestyle="none", label="outlier")
         for r in outliers:
             reason = next((f for f in r["flags"] if f.startswith("outlier")), "")
-            top.annotate(reason.replace("outlier ", ""), (r["index"], r["duration_ms"]),
+            top.annotate(reason.replace("outlier ", "").strip("()"),
+                         (r["index"], r["duration_ms"]),
                          textcoords="offset points", xytext=(6, 6), fontsize=8,
                          color="tab:red")
     if footer.get("median_ms") is not None:
@@ -67,7 +68,7 @@ def figure(manifest: dict):
                     label=f"median {footer['median_ms']:.3f} ms")
     top.set_ylabel("iteration time (ms)")
     top.set_title(os.path.basename(str(table.get("input") or "")) or "iterations")
-    top.legend(loc="upper right", fontsize=8)
+    top.legend(loc="best", fontsize=8, framealpha=0.9)
     top.grid(alpha=0.3)
     bottom.bar([r["index"] for r in rows], [r["gpu_busy_ms"] for r in rows],
                color=["tab:gray" if r["kind"] == "idle" else "tab:orange" for r in rows])
