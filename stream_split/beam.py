@@ -49,6 +49,7 @@ except ImportError as _error:  # pragma: no cover - depends on the installation
 
 import hashlib
 import os
+import posixpath
 import shutil
 import tempfile
 import time
@@ -379,8 +380,8 @@ class SplitTraces(beam.PTransform):
 def trace_group(trace: str) -> str:
     """The group of a trace: its parent directory (one job, one run, one rank set...), in
     the form the trace's path has (a relative path stays relative, as in the summaries)."""
-    if "://" in trace:
-        return FileSystems.split(trace)[0]
+    if "://" in trace:  # a URL: always "/"-separated
+        return posixpath.dirname(trace)
     return os.path.dirname(trace) or "."
 
 
