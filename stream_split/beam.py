@@ -90,6 +90,18 @@ _TRACE_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json.zst
                    ".jsonl.gz", ".jsonl", ".gz", ".zst")
 
 
+def _active_share(iterations: list[IterationRecord]) -> float | None:
+    """GPU active time (union of streams) over the GPU's timeline, from the iterations'
+    first GPU work to their last: the share of it some stream was busy, at most 1 (the
+    active pieces are disjoint and lie inside it). The GPU may trail the CPU by several
+    iterations, so wall time of the CPU windows would be the wrong denominator."""
+    on_gpu = [r for r in iterations if r.gpu_start_ts is not None]
+    if not on_gpu:
+        return None
+    span = max(r.gpu_end_ts for r in on_gpu) - min(r.gpu_start_ts for r in on_gpu)
+    return round(sum(r.gpu_active_us for r in on_gpu) / span, 6) if span > 0 else None
+
+
 def trace_summary(trace: str, records: list[IterationRecord], *, info: dict,
                   error: str | None, events_in: int = 0, events_out: int = 0,
                   metadata_events: int = 0, invalid_events: int = 0,
@@ -108,9 +120,8 @@ def trace_summary(trace: str, records: list[IterationRecord], *, info: dict,
         "idle": sum(1 for r in records if r.kind == KIND_IDLE),
         "median_iteration_us": None if median is None else round(median, 3),
         "p90_iteration_us": None if p90 is None else round(p90, 3),
-        # Active (union of streams) over wall time: a share, at most 1.
-        "gpu_busy_share": (round(min(1.0, sum(r.gpu_active_us for r in iterations) / total), 6)
-                           if total > 0 else None),
+        # GPU active time (union of streams) over the GPU's timeline: at most 1.
+        "gpu_busy_share": _active_share(iterations),
         # Busy time summed over streams, over wall time: above 1 with concurrent streams.
         "gpu_stream_busy_ratio": (round(sum(r.gpu_busy_us for r in iterations) / total, 6)
                                   if total > 0 else None),
