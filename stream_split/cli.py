@@ -291,15 +291,19 @@ def cmd_explain(args) -> int:
     return _finish(error, info)
 
 
+def _manifest_of(out_dir: str) -> dict:
+    try:
+        return load_manifest(out_dir)
+    except (OSError, ValueError) as e:
+        raise OutputError(f"no stream-split manifest in {out_dir}: "
+                          f"{getattr(e, 'strerror', None) or e}") from None
+
+
 def cmd_summary(args) -> int:
     """The table of a split folder (its manifest), or of a trace (split, no pieces)."""
     error, info = None, {"complete": True}
     if os.path.isdir(args.trace):
-        try:
-            manifest = load_manifest(args.trace)
-        except (OSError, ValueError) as e:
-            raise OutputError(f"no stream-split manifest in {args.trace}: "
-                              f"{getattr(e, 'strerror', None) or e}") from None
+        manifest = _manifest_of(args.trace)
     else:
         splitter = new_splitter(_options(args, keep_events=False))
         error, info, _ = _run(args, splitter)
@@ -315,11 +319,7 @@ def cmd_summary(args) -> int:
 
 def cmd_plot(args) -> int:
     from stream_split.plot import write_plot
-    try:
-        manifest = load_manifest(args.trace)
-    except (OSError, ValueError) as e:
-        raise OutputError(f"no stream-split manifest in {args.trace}: "
-                          f"{getattr(e, 'strerror', None) or e}") from None
+    manifest = _manifest_of(args.trace)
     write_plot(manifest, args.output)
     print(f"-> {args.output}")
     return 0

@@ -6,6 +6,7 @@ manifest carries under ``detection``); it never re-derives anything.
 from __future__ import annotations
 
 from stream_split.options import level_used
+from stream_split.stats import analyze_records, quantile
 
 
 def shown(value) -> str:
@@ -89,9 +90,12 @@ def _lines(splitter) -> list[str]:
     lines.append(f"found: {summary}")
     durations = sorted(it.duration_us for it in iterations if it.kind == "iteration")
     if durations:
-        mid = durations[len(durations) // 2]
-        lines.append(f"iteration time: median {mid / 1000:.3f} ms, "
-                     f"min {durations[0] / 1000:.3f} ms, max {durations[-1] / 1000:.3f} ms")
+        stats = analyze_records(iterations)
+        outliers = sum(stats.outlier)
+        lines.append(f"iteration time: median {quantile(durations, 0.5) / 1000:.3f} ms, "
+                     f"min {durations[0] / 1000:.3f} ms, max {durations[-1] / 1000:.3f} ms; "
+                     + (plural(outliers, "outlier") if outliers else "no outliers")
+                     + " (stream-split summary shows which)")
     lines.append(f"outside: {splitter.outside_events} events "
                  f"({splitter.outside_kernels} kernels with no launch in the trace or "
                  f"launched outside every iteration)")

@@ -201,3 +201,17 @@ def test_explain_names_a_one_op_unit_and_says_what_confidence_means(s1_like):
 def test_explain_counts_in_plain_words():
     from stream_split.explain import plural
     assert plural(1, "iteration") == "1 iteration" and plural(3, "idle cycle") == "3 idle cycles"
+
+
+def test_boundaries_records_carry_the_outlier_verdict(s1_like):
+    lines = run_cli("boundaries", s1_like).stdout.decode().splitlines()
+    records = [json.loads(line) for line in lines]
+    iterations = [r for r in records if r["type"] == "iteration"]
+    assert [r["outlier"] for r in iterations] == [False, True, False, False, False, True]
+    assert iterations[5]["outlier_reason"] == "7.0x median"
+
+
+def test_summary_of_a_folder_without_a_manifest_is_an_error(tmp_path):
+    proc = run_cli("summary", tmp_path, check=False)
+    assert proc.returncode == 2
+    assert "no stream-split manifest" in proc.stderr.decode()
