@@ -72,7 +72,8 @@ def build_table(manifest: dict) -> dict:
         if not it.get("complete", True):
             flags.append("incomplete")
         rows.append({
-            "index": it["index"], "step": step_number(it.get("first_op")), "kind": it["kind"],
+            "index": it["index"], "kind": it["kind"],
+            "step": it["step"] if it.get("step") is not None else step_number(it.get("first_op")),
             "start_ms": round((it["start_ts"] - origin) / 1000, 3),
             "duration_ms": round(it["duration_us"] / 1000, 3),
             "cpu_ops": it.get("cpu_ops"), "kernels": it.get("kernels"),
