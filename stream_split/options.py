@@ -65,7 +65,10 @@ def level_warning(requested: int | None, evidence: dict) -> str | None:
     """A warning when ``--level N`` could not be honoured (no repeating unit below)."""
     used = level_used(requested, evidence)["used"]
     if requested and used != requested:
-        why = evidence.get("level_note") or "this detector splits at the iteration only"
+        why = evidence.get("level_note") or (
+            "the iterations were taken from the step annotations as they came; no level "
+            "below them was searched" if evidence.get("decided") == "online"
+            else "no level below the iteration was searched")
         return (f"--level {requested} is not available ({why}); "
                 f"the split is at level {used}")
     return None
