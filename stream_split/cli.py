@@ -35,6 +35,9 @@ from stream_split import progress
 from stream_split.plot import PlotUnavailable
 
 EXIT_BAD_INPUT = 2
+#: Rows of the table printed at the end of ``split`` (first, last, outliers); ``summary``
+#: prints them all.
+SPLIT_TABLE_ROWS = 40
 #: Exit status after a signal stopped the run: the shell's convention, 128 + its number.
 EXIT_SIGNAL_BASE = 128
 
@@ -236,7 +239,7 @@ def cmd_split(args) -> int:
         args.trace = sample_trace_path()
     manifest, error, info = split_folder(args)
     if not args.quiet:
-        render_text(build_table(manifest), sys.stdout)
+        render_text(build_table(manifest), sys.stdout, limit=SPLIT_TABLE_ROWS)
     kinds = {}
     for it in manifest["iterations"]:
         kinds[it["kind"]] = kinds.get(it["kind"], 0) + 1

@@ -109,8 +109,26 @@ def _cell(column: Column, row: dict) -> str:
     return column.fmt.format(value)
 
 
-def render_text(table: dict, stream, columns=COLUMNS) -> None:
-    """The table, drawn with ``rich`` on ``stream`` (plain text when it is not a terminal)."""
+def shown_rows(rows: list[dict], limit: int | None) -> list[dict | None]:
+    """At most about ``limit`` rows: the first and last few and every outlier between them
+    (up to ``limit``), None where rows are left out. All of them when ``limit`` is None."""
+    if limit is None or len(rows) <= limit:
+        return list(rows)
+    edge = max(1, limit // 4)
+    middle = [r for r in rows[edge:-edge] if r.get("outlier")][:limit - 2 * edge]
+    out: list[dict | None] = []
+    last = -1
+    for row in rows[:edge] + middle + rows[-edge:]:
+        if out and row["index"] != last + 1:
+            out.append(None)
+        out.append(row)
+        last = row["index"]
+    return out
+
+
+def render_text(table: dict, stream, columns=COLUMNS, limit: int | None = None) -> None:
+    """The table, drawn with ``rich`` on ``stream`` (plain text when it is not a terminal);
+    with ``limit``, long tables keep their first and last rows and the outliers."""
     from rich.console import Console
     from rich.table import Table
     from stream_split.explain import shown
@@ -119,10 +137,17 @@ def render_text(table: dict, stream, columns=COLUMNS) -> None:
     view = Table(title=shown(table.get("input") or ""), title_justify="left")
     for column in columns:
         view.add_column(column.header, justify="right" if column.right else "left")
-    for row in table["rows"]:
+    for row in shown_rows(table["rows"], limit):
+        if row is None:
+            view.add_row(*(["..."] + [""] * (len(columns) - 1)), style="dim")
+            continue
         style = "red" if row.get("outlier") else ("dim" if row.get("kind") == "idle" else None)
         view.add_row(*(shown(_cell(c, row)) for c in columns), style=style)
     console.print(view)
+    left_out = len(table["rows"]) - len([r for r in shown_rows(table["rows"], limit) if r])
+    if left_out:
+        console.print(f"({left_out} rows left out: stream-split summary shows them all)",
+                      highlight=False)
     console.print(footer_line(table["footer"]), highlight=False)
 
 
