@@ -78,7 +78,8 @@ def _lines(splitter) -> list[str]:
         lines.append(f"level: {level['requested']} asked, {level['used']} used"
                      + (f" ({ev['level_note']})" if ev.get("level_note") else ""))
     lines.extend(_tolerance(ev))
-    lines.append(f"why: {ev.get('why', '-')}")
+    if ev.get("why"):
+        lines.append(f"why: {ev['why']}")
     if "confidence" in ev:
         lines.append(f"confidence: {ev['confidence']} of 1. How sure the detector is that "
                      f"the unit is one iteration (coverage x mean similarity x "
