@@ -23,12 +23,20 @@ import shutil
 from collections import OrderedDict
 
 from stream_split.output import create_new
-from stream_split.serialize import event_json
+from stream_split.serialize import event_json, spaced_json
 from stream_split.core.records import Boundary, IterationRecord, METADATA, OUTSIDE
 
 MANIFEST_FORMAT = "stream-split/manifest"
 MANIFEST_VERSION = 1
 OUTSIDE_NAME = "outside"
+
+
+def header_entry(key: str, value) -> bytes:
+    """One header key as Kineto writes it: on a line of its own, ``"key": value`` with a space
+    after every colon and comma (``"distributedInfo": {"backend": "nccl", "rank": 3, ...}``).
+    Tools read the header with regular expressions on the file's lines: HTA finds a trace's
+    rank with ``"rank":\\s+(\\d+)``, so ``"rank":3`` would make every piece rank 0."""
+    return b"  " + spaced_json(key) + b": " + spaced_json(value)
 
 
 def piece_name(index: int) -> str:
@@ -116,10 +124,10 @@ class PieceWriter:
         with create_new(path) as raw, (
                 gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=self.compresslevel,
                               filename="") if self.compress else raw) as out:
-            out.write(b"{")
+            out.write(b"{\n")
             for key, value in header_before.items():
-                out.write(event_json(key) + b":" + event_json(value) + b",\n")
-            out.write(b'"traceEvents":[\n')
+                out.write(header_entry(key, value) + b",\n")
+            out.write(b'  "traceEvents": [\n')
             first = True
             for meta in self.metadata:
                 if not first:
@@ -145,8 +153,8 @@ class PieceWriter:
             for key, value in header_after.items():
                 if key in header_before:
                     continue
-                out.write(b",\n" + event_json(key) + b":" + event_json(value))
-            out.write(b"}\n")
+                out.write(b",\n" + header_entry(key, value))
+            out.write(b"\n}\n")
 
 
 def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | None,
