@@ -236,6 +236,8 @@ def generate(scenario: str, seed: int = 0, **params: Any) -> GeneratedTrace:
     ends = starts[1:] + ([b.last_end] if starts else [])
     iterations = [{"index": i, "kind": kind, "start_ts": _us(t), "end_ts": _us(ends[i])}
                   for i, (t, kind) in enumerate(b.boundaries)]
+    for i, phase in b.phases.items():
+        iterations[i]["phase"] = phase
     if iterations:  # the last window ends where a reader computes its last op's end: ts + dur
         last_op = next(r for r in recs if r.role == "cpu" and r.tid == b.loop_tid
                        and r.end == b.last_end)
