@@ -6,8 +6,9 @@ ops whose ``ROLES[name]`` is not ``NONE``), counts its graph launches, and at th
 ``infer_phases`` for one ``(phase, evidence)`` per iteration. The evidence, strongest first:
 
 1. ``annotation``: the framework's own step annotation names the phase.
-   vLLM: ``execute_<r>_context_<n>(<toks>)_generation_<m>(<toks>)`` (``n`` prefill and ``m``
-   decode requests: both -> mixed, only ``n`` -> prefill, only ``m`` -> decode);
+   vLLM (and SGLang's copy of it): ``execute_<t>_context_<n>(...)_generation_<m>(...)``
+   (``n`` prefill and ``m`` decode requests: both -> mixed, only ``n`` -> prefill, only ``m``
+   -> decode);
    SGLang: ``step[DECODE bs=64]``, ``step[EXTEND bs=4 toks=16384]`` (prefill),
    ``step[MIXED ...]``, ``step[IDLE]``.
 2. ``kind``: a cycle the structure found to be idle (a server's empty poll) is ``idle``.
@@ -18,10 +19,13 @@ ops whose ``ROLES[name]`` is not ``NONE``), counts its graph launches, and at th
    prefill work. Prefill work together with decode work (eager or replayed) is ``mixed``: a
    chunked-prefill step. TraceLens looks at batch sizes only and so cannot tell a mixed step
    from a prefill; the query lengths of the attention ops can.
-4. ``shapes`` (tokens): without attention shapes or graphs, the rows of the GEMM-like ops
-   (``aten::linear``/``mm``/``addmm``/``matmul``: tokens in the step) split prefill from
-   decode at the widest gap between the steps' token counts (at least ``TOKEN_GAP``x), or at
-   ``DECODE_MAX_TOKENS`` when all steps are alike.
+4. ``shapes`` (tokens): the tokens of a step are the most rows of its GEMM-like ops
+   (``aten::linear``/``mm``/``addmm``/``matmul``) or of a varlen attention query
+   (``[tokens, heads, dim]``). Prefill and decode steps split at the widest gap between the
+   steps' token counts (at least ``TOKEN_GAP``x), or at ``DECODE_MAX_TOKENS`` when all steps
+   are alike. Without attention query lengths, a step with graph replays and many tokens is
+   ``mixed`` (piecewise graphs around eager attention over a prompt), an eager one
+   ``prefill`` or ``decode`` by its tokens.
 
 Only serving loops get phases: a trace with backward ops (training) gets none, and so does one
 with no decode evidence anywhere (no annotation, no graph replay, no one-token query).
@@ -45,7 +49,7 @@ DECODE_MAX_TOKENS = 256
 NONE, GEMM, ATTENTION, BACKWARD, FRAMEWORK_STEP = range(5)
 
 _GEMM_NAMES = {"aten::linear": 0, "aten::mm": 0, "aten::matmul": 0, "aten::addmm": 1}
-_VLLM = re.compile(r"context_(\d+)(?:\((\d+)\))?_generation_(\d+)(?:\((\d+)\))?")
+_VLLM = re.compile(r"context_(\d+)(?:\([^)]*\))?_generation_(\d+)")
 _SGLANG = re.compile(r"step\[(DECODE|EXTEND|PREFILL|MIXED|IDLE)\b([^\]]*)\]")
 _SGLANG_PHASE = {"DECODE": DECODE, "EXTEND": PREFILL, "PREFILL": PREFILL, "MIXED": MIXED,
                  "IDLE": IDLE}
@@ -84,7 +88,7 @@ def annotation_phase(name: str) -> str | None:
     """The phase a framework step annotation names, or None."""
     m = _VLLM.search(name)
     if m:
-        prefills, decodes = int(m.group(1)), int(m.group(3))
+        prefills, decodes = int(m.group(1)), int(m.group(2))
         if prefills and decodes:
             return MIXED
         return PREFILL if prefills else DECODE if decodes else IDLE
@@ -105,7 +109,8 @@ def _dims(args, i: int):
 class PhaseFacts:
     """What one iteration's ops say about its phase."""
     annotation: str | None = None  # the phase its framework step annotation names
-    max_tokens: int = 0            # most rows of a GEMM-like op's input: tokens in the step
+    max_tokens: int = 0            # most rows of a GEMM-like op's input, or of a varlen
+    #                                attention query ([tokens, heads, dim]): tokens in the step
     decode_attention: int = 0      # attention ops with a one-token query
     prefill_attention: int = 0     # attention ops with a longer query
     backward: int = 0              # autograd ops: a training step
@@ -120,7 +125,10 @@ class PhaseFacts:
                 if rows > self.max_tokens:
                     self.max_tokens = rows
         elif role == ATTENTION:
-            query = _query_kind(name, _dims(args, 0))
+            q = _dims(args, 0)
+            if q and len(q) == 3 and isinstance(q[0], int) and q[0] > self.max_tokens:
+                self.max_tokens = q[0]  # a varlen query, [tokens, heads, dim]
+            query = _query_kind(name, q)
             if query == DECODE:
                 self.decode_attention += 1
             elif query == PREFILL:
