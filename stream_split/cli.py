@@ -23,7 +23,7 @@ from stream_split.read import ReadInterrupted, TraceInputError, TraceReader
 from stream_split.run import StopRequest, drive, new_splitter, reader_info
 from stream_split.serialize import event_json
 from stream_split.write import (
-    PieceWriter, finish_split, piece_name, record_sink, OUTSIDE_NAME)
+    NAME_BY, PieceWriter, finish_split, piece_name, record_sink, OUTSIDE_NAME)
 
 EXIT_BAD_INPUT = 2
 #: Exit status after a signal stopped the run: the shell's convention, 128 + its number.
@@ -123,8 +123,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output folder (made whole at the end; must be new or empty)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace a non-empty output folder (its old files all go)")
-    p.add_argument("--iterations", type=_selection, default=None,
-                   help="write only these iterations, e.g. '0,3,10-19' (all are counted)")
+    chosen = p.add_mutually_exclusive_group()
+    chosen.add_argument("--iterations", type=_selection, default=None,
+                        help="write only these iterations, e.g. '0,3,10-19' (all are counted)")
+    chosen.add_argument("--steps", type=_selection, default=None,
+                        help="write only the iterations of these ProfilerStep numbers, "
+                             "e.g. '15-17'")
+    p.add_argument("--name-by", choices=NAME_BY, default="index",
+                   help="name pieces by iteration index (iteration_00003) or by ProfilerStep "
+                        "number where there is one (step_15); idle cycles are idle_NNNNN")
     p.add_argument("--plain-json", action="store_true", help="write .json instead of .json.gz")
     p.add_argument("--compresslevel", type=_bounded_int(0, 9), default=1,
                    help="gzip level of the pieces (0-9)")
@@ -176,12 +183,15 @@ def _run(args, splitter, **sinks):
 
 def cmd_split(args) -> int:
     with OutputFolder(args.output, overwrite=args.overwrite) as folder:
-        writer = PieceWriter(folder.staging, compress=not args.plain_json,
-                             compresslevel=args.compresslevel, select=args.iterations)
+        writer = PieceWriter(folder.staging, **_writer_options(args))
         splitter = new_splitter(_options(args, keep_events=True), spill_dir=folder.staging)
         error, info, reader = _run(args, splitter, on_pairs=writer.add_many)
         manifest = finish_split(writer, splitter, reader, source=args.trace, reader_info=info,
                                 error=error)
+        problem = selection_error(args, manifest)
+        if problem and not error:  # nothing the user asked for: no output folder either
+            print(f"stream-split: error: {problem}", file=sys.stderr)
+            return EXIT_BAD_INPUT
         folder.commit()
     kinds = {}
     for it in manifest["iterations"]:
@@ -195,6 +205,32 @@ def cmd_split(args) -> int:
           + f") -> {os.path.join(args.output, 'manifest.json')}"
           + ("" if manifest["complete"] else "  [input incomplete]"))
     return _finish(error, info)
+
+
+def _writer_options(args) -> dict:
+    """``PieceWriter`` options of ``split``: format, naming, and the --iterations / --steps
+    selection (a step number is known only at the end: it selects when pieces are assembled)."""
+    by_step = args.steps
+    return {"compress": not args.plain_json, "compresslevel": args.compresslevel,
+            "select": args.iterations, "name_by": args.name_by,
+            "select_record": None if by_step is None else (
+                lambda record: record.step is not None and by_step(record.step))}
+
+
+def selection_error(args, manifest: dict) -> str | None:
+    """A --iterations or --steps selection that matched no iteration: the error to report."""
+    if args.iterations is None and args.steps is None:
+        return None
+    if any(it.get("file") for it in manifest["iterations"]):
+        return None
+    option = "--iterations" if args.steps is None else "--steps"
+    found = [it["index"] if args.steps is None else it.get("step")
+             for it in manifest["iterations"]]
+    found = [x for x in found if x is not None]
+    what = (f"{'steps' if args.steps is not None else 'iterations'} "
+            f"{min(found)}-{max(found)}" if found else
+            "no ProfilerStep numbers" if args.steps is not None else "no iterations")
+    return f"{option} matched no iteration (the trace has {what})"
 
 
 def cmd_boundaries(args) -> int:

@@ -24,7 +24,8 @@ from collections import OrderedDict
 
 from stream_split.output import create_new
 from stream_split.serialize import event_json, spaced_json
-from stream_split.core.records import Boundary, IterationRecord, METADATA, OUTSIDE
+from stream_split.core.records import (
+    Boundary, IterationRecord, KIND_IDLE, KIND_ITERATION, METADATA, OUTSIDE)
 
 MANIFEST_FORMAT = "stream-split/manifest"
 MANIFEST_VERSION = 1
@@ -39,7 +40,18 @@ def header_entry(key: str, value) -> bytes:
     return b"  " + spaced_json(key) + b": " + spaced_json(value)
 
 
-def piece_name(index: int) -> str:
+#: How pieces are named: by iteration index (``iteration_00003``), or by the ``ProfilerStep``
+#: number where the iteration has one (``step_15``). Idle cycles are ``idle_00004`` either way.
+NAME_BY = ("index", "step")
+
+
+def piece_name(index: int, kind: str = KIND_ITERATION, step: int | None = None) -> str:
+    """The file name (without suffix) of iteration ``index``'s piece; ``step`` names it by its
+    ``ProfilerStep`` number instead."""
+    if kind == KIND_IDLE:
+        return f"idle_{index:05d}"
+    if step is not None:
+        return f"step_{step}"
     return f"iteration_{index:05d}"
 
 
@@ -47,11 +59,15 @@ class PieceWriter:
     """Spools events per owner and assembles one Chrome-trace file per piece at ``finish``."""
 
     def __init__(self, out_dir: str, *, compress: bool = True, compresslevel: int = 1,
-                 select=None, max_open: int = 16):
+                 select=None, select_record=None, name_by: str = "index", max_open: int = 16):
         self.out_dir = out_dir
         self.compress = compress
         self.compresslevel = compresslevel
         self._select = select  # callable(index) -> bool, or None for all
+        # callable(IterationRecord) -> bool, decided at the end (a step number is known
+        # only once the iteration's ProfilerStep op is owned), or None for all
+        self._select_record = select_record
+        self.name_by = name_by
         self._max_open = max_open
         self._spool_dir = os.path.join(out_dir, ".spool")
         os.mkdir(self._spool_dir)
@@ -60,8 +76,12 @@ class PieceWriter:
         self.metadata: list[bytes] = []
         self.suffix = ".json.gz" if compress else ".json"
 
-    def file_for(self, owner: int) -> str:
-        return (OUTSIDE_NAME if owner == OUTSIDE else piece_name(owner)) + self.suffix
+    def file_for(self, record: IterationRecord | None) -> str:
+        """The piece's file name: of ``record``, or of the events outside (None)."""
+        if record is None:
+            return OUTSIDE_NAME + self.suffix
+        step = record.step if self.name_by == "step" else None
+        return piece_name(record.index, record.kind, step) + self.suffix
 
     def wants(self, owner: int) -> bool:
         return owner == OUTSIDE or self._select is None or self._select(owner)
@@ -105,13 +125,23 @@ class PieceWriter:
         self._open[owner] = handle
         return handle
 
-    def finish(self, owners, header_before: dict, header_after: dict) -> dict:
-        """Assemble every piece of ``owners`` (plus outside); returns {owner: file name}."""
+    def finish(self, records, header_before: dict, header_after: dict) -> dict:
+        """Assemble the piece of every wanted iteration of ``records`` (plus outside); returns
+        {owner: file name}."""
         for handle in self._open.values():
             handle.close()
         self._open.clear()
-        files = {owner: self.file_for(owner) for owner in list(owners) + [OUTSIDE]
-                 if self.wants(owner)}
+        files = {OUTSIDE: self.file_for(None)}
+        taken = set(files.values())
+        for record in records:
+            if not self.wants(record.index) or (
+                    self._select_record is not None and not self._select_record(record)):
+                continue
+            name = self.file_for(record)
+            if name in taken:  # a step number seen twice: the index keeps them apart
+                name = piece_name(record.index, record.kind) + self.suffix
+            taken.add(name)
+            files[record.index] = name
         # zlib releases the GIL: assemble pieces on two threads (two cores).
         with ThreadPoolExecutor(max_workers=2) as pool:
             list(pool.map(lambda item: self._assemble(
@@ -202,7 +232,7 @@ def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_i
                  error: str | None) -> dict:
     """Assemble the pieces and write ``manifest.json`` beside them; returns the manifest.
     The end of every `split` (the CLI's and the Beam transform's)."""
-    files = writer.finish(range(len(splitter.iterations)),
+    files = writer.finish(splitter.iterations,
                           reader.header_before if reader is not None else {},
                           reader.header_after if reader is not None else {})
     manifest = build_manifest(source=source, splitter=splitter, reader_info=reader_info,
