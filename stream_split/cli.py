@@ -100,11 +100,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"stream-split {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def common(p, trace_default=None):
-        p.add_argument("trace", nargs="?" if trace_default else None, default=trace_default,
-                       help="trace file (.json, .json.gz, .zst, JSON Lines) or - for stdin"
-                       + (" (default: the sample trace shipped with the package)"
-                          if trace_default else ""))
+    def common(p, trace_default=None, several=False):
+        if several:
+            p.add_argument("trace", nargs="*", default=[trace_default],
+                           help="trace file (.json, .json.gz, .zst, JSON Lines) or - for stdin "
+                                "(default: the sample trace shipped with the package); "
+                                "several traces, or a folder of them, are the ranks of one "
+                                "job: OUT/rank_<r>/ each, and OUT/ranks.json")
+        else:
+            p.add_argument("trace", nargs="?" if trace_default else None, default=trace_default,
+                           help="trace file (.json, .json.gz, .zst, JSON Lines) or - for stdin"
+                           + (" (default: the sample trace shipped with the package)"
+                              if trace_default else ""))
         p.add_argument("--detector", choices=("auto", "structure", "steps"), default="auto",
                        help="auto: structure with annotations as evidence (default); "
                             "structure: ignore annotations; steps: ProfilerStep#N only")
@@ -118,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="undecided events kept in memory before spilling to a temp file")
 
     p = sub.add_parser("split", help="write one Chrome trace per iteration and a manifest")
-    common(p, trace_default=sample_trace_path())
+    common(p, trace_default=sample_trace_path(), several=True)
     p.add_argument("-o", "--output", default="stream-split-out",
                    help="output folder (made whole at the end; must be new or empty)")
     p.add_argument("--overwrite", action="store_true",
@@ -135,6 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plain-json", action="store_true", help="write .json instead of .json.gz")
     p.add_argument("--compresslevel", type=_bounded_int(0, 9), default=1,
                    help="gzip level of the pieces (0-9)")
+
+    p = sub.add_parser("summary", help="print the table of a split's output folder "
+                                       "(several ranks: iteration k across the ranks)")
+    p.add_argument("out_dir", help="output folder of `stream-split split`")
+    p.add_argument("--json", action="store_true", help="print the table's data as JSON")
 
     p = sub.add_parser("boundaries", help="print boundary and iteration records as they are known")
     common(p)
@@ -182,6 +194,10 @@ def _run(args, splitter, **sinks):
 
 
 def cmd_split(args) -> int:
+    traces = args.trace
+    if len(traces) > 1 or os.path.isdir(traces[0]):
+        return cmd_split_ranks(args, traces)
+    args.trace = traces[0]
     with OutputFolder(args.output, overwrite=args.overwrite) as folder:
         writer = PieceWriter(folder.staging, **_writer_options(args))
         splitter = new_splitter(_options(args, keep_events=True), spill_dir=folder.staging)
@@ -205,6 +221,47 @@ def cmd_split(args) -> int:
           + f") -> {os.path.join(args.output, 'manifest.json')}"
           + ("" if manifest["complete"] else "  [input incomplete]"))
     return _finish(error, info)
+
+
+def cmd_split_ranks(args, paths: list[str]) -> int:
+    """Several traces (or a folder of them): the ranks of one job, split in parallel."""
+    from stream_split.ranks import RANKS_FILE, RanksError, expand_traces, split_ranks
+    if args.follow or "-" in paths:
+        print("stream-split: error: several ranks are read from files: no --follow, no stdin",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        with OutputFolder(args.output, overwrite=args.overwrite) as folder:
+            data = split_ranks(expand_traces(paths), folder.staging,
+                               _options(args, keep_events=True),
+                               writer_options=_writer_options(args))
+            folder.commit()
+    except RanksError as e:
+        print(f"stream-split: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(f"{len(data['ranks'])} ranks, {len(data['iterations'])} iterations aligned by "
+          f"{data['aligned_by']}, {data['stragglers']} with a straggler"
+          + ("" if data["counts_agree"] else " (iteration counts differ)")
+          + f" -> {os.path.join(args.output, RANKS_FILE)}")
+    failed = [r for r in data["ranks"] if r["error"]]
+    for rank in failed:
+        print(f"stream-split: error: rank {rank['rank']}: {rank['error']}", file=sys.stderr)
+    return EXIT_BAD_INPUT if failed else 0
+
+
+def cmd_summary(args) -> int:
+    import json
+    from stream_split.ranks import RANKS_FILE, load_ranks, render_ranks
+    data = load_ranks(args.out_dir)
+    if data is None:
+        print(f"stream-split: error: {args.out_dir} has no {RANKS_FILE} (summary shows the "
+              "output folder of a split of several ranks)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.json:
+        print(json.dumps(data, indent=1))
+    else:
+        render_ranks(data)
+    return 0
 
 
 def _writer_options(args) -> dict:
@@ -284,7 +341,7 @@ def _finish(error: str | None, info: dict) -> int:
 
 
 COMMANDS = {"split": cmd_split, "boundaries": cmd_boundaries, "tag": cmd_tag,
-            "explain": cmd_explain}
+            "explain": cmd_explain, "summary": cmd_summary}
 
 
 def main(argv=None) -> int:

@@ -143,6 +143,7 @@ class TraceOptions:
     queue_lag_us: minimum delay from a launch's end to its GPU start; None: the scenario's own.
     pre_trace_kernels: GPU work launched before the trace window (no runtime call in the file).
     distributed: add a ``distributedInfo`` header key.
+    rank, world_size: this trace's place in a distributed job (``distributedInfo``).
     """
     layout: str = "kineto"
     metadata: str = "last"
@@ -150,6 +151,8 @@ class TraceOptions:
     queue_lag_us: float | None = None
     pre_trace_kernels: int = 0
     distributed: bool = True
+    rank: int = 0
+    world_size: int = 1
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:

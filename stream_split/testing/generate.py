@@ -181,12 +181,13 @@ def _header(b: TraceBuilder, options: TraceOptions, scenario: str) -> tuple[dict
         "cuda_runtime_version": 12060,
     }
     if options.distributed:
-        before["distributedInfo"] = {"backend": "nccl", "rank": 0, "world_size": 1,
+        before["distributedInfo"] = {"backend": "nccl", "rank": int(options.rank),
+                                     "world_size": int(options.world_size),
                                      "pg_count": 1, "pg_config": [], "nccl_version": "2.21.5"}
     before.update({"record_shapes": 1, "cuda_driver_version": 12080, "profile_memory": 0,
                    "with_stack": 0,
                    "trace_id": "".join(b.rng.choice("0123456789ABCDEF") for _ in range(32))})
-    after = {"traceName": f"./traces/{scenario}_rank0.pt.trace.json",
+    after = {"traceName": f"./traces/{scenario}_rank{int(options.rank)}.pt.trace.json",
              "displayTimeUnit": "ms",
              "baseTimeNanoseconds": 1767189312000000000 + b.rng.randint(0, 10**9) * 1000}
     return before, after

@@ -109,9 +109,11 @@ def _zero_grad(b: TraceBuilder) -> None:
 def training(b: TraceBuilder, *, steps: int = 8, layers: int = 3, annotate_steps: bool = True,
              eval_every: int = 4, eval_forwards: int = 3, autograd_thread: bool = True,
              prologue: bool = True, epilogue: bool = True, outer_wrapper: bool = False,
-             memory_events: bool = False, graph_eval: bool = False) -> None:
+             memory_events: bool = False, graph_eval: bool = False, slow_step: int = -1,
+             slow_us: float = 3000.0) -> None:
     """Training loop: data, forward, backward (autograd thread), optimizer, eval every few steps.
-    Iterations: `steps`; the eval pass belongs to the step before it."""
+    Step `slow_step` waits `slow_us` longer for its batch (a straggling rank). Iterations:
+    `steps`; the eval pass belongs to the step before it."""
     main = b.thread("python", main=True, loop=True)
     grad = b.thread("pt_autograd_0") if autograd_thread else main
     b.set_default_lag(40)
@@ -134,6 +136,8 @@ def training(b: TraceBuilder, *, steps: int = 8, layers: int = 3, annotate_steps
                           "user_annotation"):
                     b.leaf("aten::stack", 20, 60)
                     b.leaf("aten::cat", 5, 15)
+                    if step == slow_step:
+                        b.work(slow_us)
                 _to_device(b, 1 << 20)
                 _zero_grad(b)
                 for _ in range(layers):
