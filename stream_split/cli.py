@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import dataclass
 import signal
 import sys
 
@@ -35,6 +36,25 @@ def sample_trace_path() -> str:
     return os.path.join(os.path.dirname(__file__), "data", "sample_trace.json.gz")
 
 
+@dataclass(frozen=True)
+class Selection:
+    """A predicate on numbers ('0,3,5-9'); picklable, so it can go to a worker process."""
+    chosen: frozenset
+    ranges: tuple
+
+    def __call__(self, n: int) -> bool:
+        return n in self.chosen or any(lo <= n <= hi for lo, hi in self.ranges)
+
+
+@dataclass(frozen=True)
+class StepSelection:
+    """A predicate on iteration records: those whose ``ProfilerStep`` number is selected."""
+    steps: Selection
+
+    def __call__(self, record) -> bool:
+        return record.step is not None and self.steps(record.step)
+
+
 def parse_selection(text: str | None):
     """'0,3,5-9' -> predicate on iteration indices; None -> all. ValueError if malformed."""
     if not text:
@@ -52,7 +72,7 @@ def parse_selection(text: str | None):
                 chosen.add(int(part))
     except ValueError:
         raise ValueError(f"not a list of iterations like '0,3,10-19': {text!r}") from None
-    return lambda i: i in chosen or any(lo <= i <= hi for lo, hi in ranges)
+    return Selection(frozenset(chosen), tuple(ranges))
 
 
 def _selection(text: str):
@@ -267,11 +287,9 @@ def cmd_summary(args) -> int:
 def _writer_options(args) -> dict:
     """``PieceWriter`` options of ``split``: format, naming, and the --iterations / --steps
     selection (a step number is known only at the end: it selects when pieces are assembled)."""
-    by_step = args.steps
     return {"compress": not args.plain_json, "compresslevel": args.compresslevel,
             "select": args.iterations, "name_by": args.name_by,
-            "select_record": None if by_step is None else (
-                lambda record: record.step is not None and by_step(record.step))}
+            "select_record": None if args.steps is None else StepSelection(args.steps)}
 
 
 def selection_error(args, manifest: dict) -> str | None:

@@ -54,6 +54,16 @@ def test_split_of_several_ranks_aligns_iterations_and_names_the_straggler(tmp_pa
                                               abs=0.01)
 
 
+def test_piece_options_apply_to_every_rank(tmp_path):
+    paths = _write_ranks(tmp_path / "job", ranks=2)
+    run_cli("split", *paths, "-o", tmp_path / "out", "--steps", "4-5", "--name-by", "step")
+    for r in (0, 1):
+        assert sorted(p.name for p in (tmp_path / "out" / f"rank_{r}").iterdir()) == [
+            "manifest.json", "outside.json.gz", "step_4.json.gz", "step_5.json.gz"]
+    data = json.loads((tmp_path / "out" / "ranks.json").read_text())
+    assert len(data["iterations"]) == 8  # every iteration is counted and aligned
+
+
 def test_summary_prints_the_straggler_table(tmp_path):
     paths = _write_ranks(tmp_path / "job", ranks=2)
     run_cli("split", *paths, "-o", tmp_path / "out")
