@@ -1,7 +1,9 @@
 """The ``stream-split`` command: a thin adapter from argv, files and pipes to ``run.drive``.
 
-Commands: ``split`` (pieces + manifest), ``boundaries`` (records as they become known),
-``tag`` (every event back out with its iteration), ``explain`` (how the iteration was found).
+Commands: ``split`` (pieces + manifest; several traces: one folder per rank and
+``ranks.json``, see ``stream_split.ranks``), ``summary`` (the ranks table of such a folder),
+``boundaries`` (records as they become known), ``tag`` (every event back out with its
+iteration), ``explain`` (how the iteration was found).
 Bad input, a bad path or a bad option value ends with one line on stderr and exit status 2,
 never a traceback; whatever was decided before an input error is written first. SIGINT and
 SIGTERM stop the run between two events (outputs stay whole) and exit 128 + the signal's
