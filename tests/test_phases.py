@@ -2,6 +2,7 @@
 mixed, idle), from the framework's annotations when present and from graph launches and op
 shapes when not; training loops get none."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -76,6 +77,22 @@ def test_phase_and_its_evidence_are_in_the_manifest(tmp_path):
     assert [(it["phase"], it["phase_evidence"] == "annotation" or it["kind"] == "idle")
             for it in manifest["iterations"]] == [
         (it["phase"], True) for it in gen.truth.iterations]
+
+
+RECORDED = Path(__file__).parent / "data" / "cuda"
+
+
+@pytest.mark.parametrize("name", ["serving_graphs", "serving_graphs_annotated"])
+def test_recorded_gpu_serving_steps_get_their_phase(name):
+    """A toy server recorded on an H200 (scripts/record_cuda_traces.py): decode as a replayed
+    CUDA graph, prefill eager, mixed steps both, idle polls that launch nothing."""
+    truth = json.loads((RECORDED / "truth.json").read_text())["programs"][name]
+    records = list(stream_split.iterations(str(RECORDED / f"{name}.json.gz")))
+    assert [r.step for r in records] == sorted(map(int, truth))
+    assert [r.phase for r in records] == [truth[str(r.step)]["phase"] for r in records]
+    evidence = {r.phase_evidence for r in records if r.phase != "idle"}
+    assert evidence == ({"annotation"} if name.endswith("annotated")
+                        else {"graph", "shapes", "graph+shapes"})
 
 
 @needs_shared

@@ -546,7 +546,8 @@ class Splitter:
                 record.end_ts = record.start_ts
             record.kind = kinds[i]
         phases = infer_phases(kinds, self._phase_facts,
-                              [r.graph_launches for r in self._iterations])
+                              [r.graph_launches for r in self._iterations],
+                              [r.launches for r in self._iterations])
         for record, (phase, evidence) in zip(self._iterations, phases):
             record.phase, record.phase_evidence = phase, evidence
         self.evidence = dict(result.evidence)

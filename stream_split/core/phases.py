@@ -11,14 +11,16 @@ ops whose ``ROLES[name]`` is not ``NONE``), counts its graph launches, and at th
    -> decode);
    SGLang: ``step[DECODE bs=64]``, ``step[EXTEND bs=4 toks=16384]`` (prefill),
    ``step[MIXED ...]``, ``step[IDLE]``.
-2. ``kind``: a cycle the structure found to be idle (a server's empty poll) is ``idle``.
+2. ``kind``: a cycle the structure found to be idle (a server's empty poll) is ``idle``;
+   ``no launches``: so is a step that launches no GPU work at all.
 3. ``graph`` / ``shapes`` / ``graph+shapes``: a replayed CUDA graph (``cudaGraphLaunch``) is
-   decode work (servers capture decode batches, never prompts); an attention op whose query is
-   one token long (``Input Dims`` ``[b, h, 1, d]`` or ``[b, 1, h, d]``, or a paged/decode
-   attention op) is decode work, one with a longer query (or a varlen/prefill/extend op) is
-   prefill work. Prefill work together with decode work (eager or replayed) is ``mixed``: a
-   chunked-prefill step. TraceLens looks at batch sizes only and so cannot tell a mixed step
-   from a prefill; the query lengths of the attention ops can.
+   decode work (servers capture decode batches, never prompts); shapes with one token per
+   sequence are decode work, with several prefill work: an attention query (``Input Dims``
+   ``[b, h, s, d]`` or ``[b, s, h, d]``; paged/decode attention ops are decode, varlen,
+   prefill and extend ops prefill) or a GEMM-like op's ``[batch, seq, hidden]`` input.
+   Prefill work together with decode work (eager or replayed) is ``mixed``: a chunked-prefill
+   step. TraceLens looks at batch sizes only and so cannot tell a mixed step from a prefill;
+   the tokens per sequence can.
 4. ``shapes`` (tokens): the tokens of a step are the most rows of its GEMM-like ops
    (``aten::linear``/``mm``/``addmm``/``matmul``) or of a varlen attention query
    (``[tokens, heads, dim]``). Prefill and decode steps split at the widest gap between the
@@ -111,8 +113,8 @@ class PhaseFacts:
     annotation: str | None = None  # the phase its framework step annotation names
     max_tokens: int = 0            # most rows of a GEMM-like op's input, or of a varlen
     #                                attention query ([tokens, heads, dim]): tokens in the step
-    decode_attention: int = 0      # attention ops with a one-token query
-    prefill_attention: int = 0     # attention ops with a longer query
+    decode_work: int = 0           # ops whose shapes show one token per sequence
+    prefill_work: int = 0          # ops whose shapes show several tokens per sequence
     backward: int = 0              # autograd ops: a training step
 
     def observe(self, role: int, name: str, args) -> None:
@@ -124,19 +126,23 @@ class PhaseFacts:
                     rows *= d
                 if rows > self.max_tokens:
                     self.max_tokens = rows
+                if len(dims) == 3:  # [batch, seq, hidden]: seq tokens per sequence
+                    self._count(DECODE if dims[1] == 1 else PREFILL)
         elif role == ATTENTION:
             q = _dims(args, 0)
             if q and len(q) == 3 and isinstance(q[0], int) and q[0] > self.max_tokens:
                 self.max_tokens = q[0]  # a varlen query, [tokens, heads, dim]
-            query = _query_kind(name, q)
-            if query == DECODE:
-                self.decode_attention += 1
-            elif query == PREFILL:
-                self.prefill_attention += 1
+            self._count(_query_kind(name, q))
         elif role == BACKWARD:
             self.backward += 1
         elif role == FRAMEWORK_STEP and self.annotation is None:
             self.annotation = annotation_phase(name)
+
+    def _count(self, work: str | None) -> None:
+        if work == DECODE:
+            self.decode_work += 1
+        elif work == PREFILL:
+            self.prefill_work += 1
 
 
 def _query_kind(name: str, q) -> str | None:
@@ -167,12 +173,12 @@ def is_serving(facts: list[PhaseFacts], graph_launches: list[int]) -> bool:
     """A serving loop: no backward pass, and decode evidence somewhere."""
     if any(f.backward for f in facts):
         return False
-    return any(f.annotation is not None or f.decode_attention for f in facts) or any(
+    return any(f.annotation is not None or f.decode_work for f in facts) or any(
         graph_launches)
 
 
-def infer_phases(kinds: list[str], facts: list[PhaseFacts],
-                 graph_launches: list[int]) -> list[tuple[str | None, str | None]]:
+def infer_phases(kinds: list[str], facts: list[PhaseFacts], graph_launches: list[int],
+                 launches: list[int]) -> list[tuple[str | None, str | None]]:
     """One ``(phase, evidence)`` per iteration; ``(None, None)`` everywhere when the loop is
     not a serving loop."""
     if not is_serving(facts, graph_launches):
@@ -180,19 +186,21 @@ def infer_phases(kinds: list[str], facts: list[PhaseFacts],
     threshold = _token_threshold([f.max_tokens for f, kind in zip(facts, kinds)
                                   if kind != IDLE and f.annotation is None])
     out = []
-    for kind, f, graphs in zip(kinds, facts, graph_launches):
+    for kind, f, graphs, launched in zip(kinds, facts, graph_launches, launches):
         if f.annotation is not None:
             out.append((f.annotation, "annotation"))
         elif kind == IDLE:
             out.append((IDLE, "kind"))
-        elif f.prefill_attention and (f.decode_attention or graphs):
-            out.append((MIXED, "shapes" if f.decode_attention and not graphs else "graph+shapes"))
-        elif f.prefill_attention:
+        elif not launched:
+            out.append((IDLE, "no launches"))
+        elif f.prefill_work and (f.decode_work or graphs):
+            out.append((MIXED, "shapes" if f.decode_work and not graphs else "graph+shapes"))
+        elif f.prefill_work:
             out.append((PREFILL, "shapes"))
         elif graphs:
             large = f.max_tokens > threshold
             out.append((MIXED, "graph+shapes") if large else (DECODE, "graph"))
-        elif f.decode_attention:
+        elif f.decode_work:
             out.append((DECODE, "shapes"))
         elif f.max_tokens:
             out.append((PREFILL if f.max_tokens > threshold else DECODE, "shapes"))
