@@ -63,6 +63,7 @@ def split(trace, out_dir, *, detector: str = "auto", level: int | None = None,
         options.detector, options.level, options.pending_limit)
     args.overwrite, args.plain_json, args.compresslevel, args.plot = (
         bool(overwrite), not compress, compresslevel, bool(plot))
+    args.trace = os.fspath(trace)  # one trace (split_folder); the CLI's TRACE is a list
     args.iterations, args.iterations_text = selection, text
     args.quiet, args.stop = True, StopRequest()
     manifest, error, _ = split_folder(args)

@@ -22,3 +22,11 @@ def test_the_readme_test_command_installs_every_extra_the_tests_use():
     # The Beam and Dask tests skip without their extras: CI would pass without running them.
     extras = re.search(r"'\.\[([a-z,]+)\]'", quickstart_commands()[1]).group(1).split(",")
     assert {"test", "beam", "dask"} <= set(extras)
+
+
+def test_the_test_extra_brings_hta_so_ci_runs_the_hta_check():
+    import tomllib
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    assert "stream-split[hta]" in extras["test"]
+    assert any(dep.startswith("holistictraceanalysis") for dep in extras["hta"])
