@@ -645,13 +645,17 @@ def _phase_annotation(style: str, phase: str, prefills: int, prefill_tokens: int
 
 
 def serving_phases(b: TraceBuilder, *, steps: int = 30, annotations: str = "none",
-                   layers: int = 2, graph_share: float = 0.85) -> None:
+                   layers: int = 2, graph_share: float = 0.85, prefill_wait_us: float = 0.0,
+                   warmup_decodes: int = 0, warmup_us: float = 0.0) -> None:
     """An LLM server's loop with every serving phase: each cycle polls for requests, then runs
     an eager prefill, a decode step (replayed as a CUDA graph for a `graph_share` of them,
     eager when the batch was not captured), a chunked-prefill mixed step, or waits (an idle
     poll). `annotations`: "none", "vllm" (`execute_..._context_N(..)_generation_M(..)`) or
     "sglang" (`step[DECODE bs=..]`, `step[EXTEND ..]`, `step[MIXED ..]`). Truth: each record's
-    `phase`; idle polls are records of kind idle."""
+    `phase`; idle polls are records of kind idle. Step times as a server's: a step with
+    prompts (prefill, mixed) waits `prefill_wait_us` longer for its sample (the GPU computing
+    the prompts), and the first `warmup_decodes` decode steps spend `warmup_us` more (graph
+    capture, compilation); both 0 by default."""
     if annotations not in ("none", "vllm", "sglang"):
         raise ValueError(f"annotations must be none, vllm or sglang, not {annotations!r}")
     b.thread("EngineCore", main=True, loop=True)
@@ -693,6 +697,11 @@ def serving_phases(b: TraceBuilder, *, steps: int = 30, annotations: str = "none
         with b.op("sample", "user_annotation"):
             with b.op("aten::argmax", args={"Input Dims": [[seqs, _VOCAB]]}):
                 b.launch(K_ARGMAX, 2, 6)
+            if prefills and prefill_wait_us:
+                b.work(prefill_wait_us)
+            if phase == "decode" and warmup_decodes > 0 and warmup_us:
+                warmup_decodes -= 1
+                b.work(warmup_us)
         b.end_iteration()
         b.work(5, 20)
         decodes = max(1, decodes + prefills + b.rng.randint(-3, 1))
