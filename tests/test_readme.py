@@ -24,9 +24,12 @@ def test_the_readme_test_command_installs_every_extra_the_tests_use():
     assert {"test", "beam", "dask"} <= set(extras)
 
 
-def test_the_test_extra_brings_hta_so_ci_runs_the_hta_check():
+def test_the_test_extra_brings_plot_and_hta_so_ci_runs_their_checks():
     import tomllib
     extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
         "optional-dependencies"]
-    assert "stream-split[hta]" in extras["test"]
+    included = {name for dep in extras["test"] if dep.startswith("stream-split[")
+                for name in dep[len("stream-split["):-1].split(",")}
+    assert {"plot", "hta"} <= included
     assert any(dep.startswith("holistictraceanalysis") for dep in extras["hta"])
+    assert any(dep.startswith("matplotlib") for dep in extras["plot"])
