@@ -124,9 +124,9 @@ def split_file(source: str, out_dir: str, options: SplitOptions, *,
     """Split the trace at ``source`` into pieces and ``manifest.json`` in ``out_dir`` (an
     existing folder of the caller's, e.g. a staging folder), only the iterations ``choice``
     (an ``options.IterationChoice``) chose. Returns ``(manifest, error or None, header)``:
-    ``header`` is the trace's header keys (before and after the events); a choice that
-    matched nothing is the error (no pieces but ``outside``)."""
-    from stream_split.options import IterationChoice, OptionHadNoEffect
+    ``header`` is the trace's header keys (before and after the events). A choice that
+    matched nothing raises ``options.OptionHadNoEffect`` (nothing asked for: no output)."""
+    from stream_split.options import IterationChoice
     from stream_split.write import PieceWriter, finish_split
     choice = choice or IterationChoice()
     writer = PieceWriter(out_dir, select=choice.early, **writer_options)
@@ -141,16 +141,11 @@ def split_file(source: str, out_dir: str, options: SplitOptions, *,
         with reader:
             outcome = drive(reader, splitter, on_pairs=writer.add_many, stop=stop)
         error, info = outcome.error, outcome.reader_info
-    owners, unmatched = None, None
-    if error is None:
-        try:
-            owners = choice.chosen(splitter.iterations)
-        except OptionHadNoEffect as e:
-            owners, unmatched = [], str(e)
+    owners = None if error is not None else choice.chosen(splitter.iterations)
     manifest = finish_split(writer, splitter, reader, source=source, reader_info=info,
                             error=error, owners=owners)
     header = {**reader.header_after, **reader.header_before} if reader is not None else {}
-    return manifest, error or unmatched, header
+    return manifest, error, header
 
 
 def scan_records(source, options: SplitOptions):

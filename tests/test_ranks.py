@@ -62,6 +62,10 @@ def test_piece_options_apply_to_every_rank(tmp_path):
             "manifest.json", "outside.json.gz", "step_4.json.gz", "step_5.json.gz"]
     data = json.loads((tmp_path / "out" / "ranks.json").read_text())
     assert len(data["iterations"]) == 8  # every iteration is counted and aligned
+    # A selection that matches nothing is an error, as for one trace: no output folder.
+    proc = run_cli("split", *paths, "-o", tmp_path / "none", "--steps", "20", check=False)
+    assert proc.returncode == 2 and b"--steps 20 matches none" in proc.stderr
+    assert not (tmp_path / "none").exists()
 
 
 def test_summary_prints_the_straggler_table(tmp_path):

@@ -3,10 +3,12 @@ decode step with decode steps (median, outliers, warm-up); the table and the plo
 step's phase. And the selections work together: ``--iterations steady`` with ``--steps`` and
 ``--name-by step``."""
 import json
+from pathlib import Path
 
 import pytest
 
 import stream_split
+import stream_split.stats
 from conftest import run_cli
 from stream_split.stats import analyze
 from stream_split.summary import build_table
@@ -101,3 +103,24 @@ def test_iterations_steady_works_with_steps_and_name_by_step(tmp_path):
                    "--iterations", "steady", "--steps", "0", check=False)
     assert proc.returncode == 2 and b"--steps 0 matches none" in proc.stderr
     assert not (tmp_path / "none").exists()
+
+
+RECORDED = Path(__file__).parent / "data" / "cuda"
+
+
+@pytest.mark.parametrize("name", ["serving_graphs", "serving_graphs_annotated"])
+def test_recorded_gpu_servers_have_outliers_only_within_their_phase(name):
+    """The toy servers recorded on an H200: prompt steps take 3-15x a decode step and idle
+    polls 5x; compared with every step at once they would all be outliers."""
+    records = list(stream_split.iterations(str(RECORDED / f"{name}.json.gz")))
+    flat = analyze([r.duration_us for r in records], [r.kind for r in records])
+    assert sum(flat.outlier[r.index] for r in records if r.phase != "decode") >= 8
+    assert not any(r.outlier for r in records if r.phase in ("idle", "mixed"))
+    for r in records:
+        if r.outlier:  # the reason is the ratio to its own phase's median
+            own = sorted(o.duration_us for o in records if o.phase == r.phase)
+            median = (own[(len(own) - 1) // 2] + own[len(own) // 2]) / 2
+            assert r.outlier_reason == f"{r.duration_us / median:.1f}x median"
+    steady = stream_split.stats.analyze_records(records).steady_state
+    assert steady["groups"]["decode"]["warmup"] == 1  # the first decode step is slow
+    assert "idle" not in steady["groups"]
