@@ -39,9 +39,10 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import replace
 
-from stream_split.core.detect import DetectorResult, FoundBoundary
+from stream_split.core.detect import DetectorResult, FoundBoundary, RetractLast
 from stream_split.core.units import (
-    RULES, Unit, find_unit, last_instance_end, shape_of, sure_ops, typical_duration)
+    PHASE_INPUT_FETCH, RULES, Rules, Unit, find_unit, last_instance_end, shape_and_similarity,
+    sure_ops, typical_duration)
 from stream_split.trace_format import PROFILER_STEP_PREFIX
 
 _DIGITS = re.compile(r"\d+")
@@ -53,10 +54,17 @@ MIN_INSTANCES = RULES.min_instances
 #: third of the ops. Tolerance here would make a layer's q/k/v projections a model.
 INNER_RULES = replace(RULES, weigh=False, like=1.0, like_share=0.24, min_like=4,
                       min_coverage=0.3)
+#: Online, when every instance so far is like the unit, three exactly alike blocks inside
+#: an instance make it a whole piece of work: a model of three layers.
+ONLINE_INNER_RULES = replace(INNER_RULES, min_like=3)
 #: Top-level ops kept of a side thread (pid != tid): enough to rank it as a loop thread.
 _SIDE_THREAD_ROOTS = 10_000
 #: A unit found inside a container must hold at least this many ops (with its children).
 MIN_UNIT_OPS = 8
+#: Online, the unit is looked for each time a top-level op is read for the 3rd to this
+#: many times (the 4th instance's first op is the earliest moment a unit of three
+#: instances can be certain), besides every quarter of growth of the top level.
+_EAGER_TRIES = 8
 #: Instance starts kept online, for the typical instance duration.
 _TYPICAL_OF = 64
 #: Ops kept of one instance while matching online (a bound, not a limit on instance size).
@@ -80,7 +88,7 @@ _SKIPPED = _Node(-1, 0.0, 0.0, 0)
 
 class _Thread:
     """The skeleton of one section of one thread (key: its (pid, tid))."""
-    __slots__ = ("key", "main", "roots", "stack", "steps", "next_try")
+    __slots__ = ("key", "main", "roots", "stack", "steps", "next_try", "seen", "last_try")
 
     def __init__(self, key):
         self.key = key
@@ -91,6 +99,8 @@ class _Thread:
         self.stack: list = []  # parallel to the engine's stack: _Node or None (transparent)
         self.steps: list = []  # top-level ProfilerStep spans: (start, end, name)
         self.next_try = 4 * MIN_INSTANCES  # top-level ops before the next online attempt
+        self.seen: Counter = Counter()  # top-level symbol -> occurrences (for online tries)
+        self.last_try = None  # (anchor, first op) of the unit the previous online try found
 
 
 def _start(node: _Node) -> float:
@@ -114,11 +124,20 @@ def _flatten(node: _Node, out: list, limit: int) -> None:
 
 
 class _RootMatcher:
-    """After the unit is confirmed at the top of the loop thread: every new top-level op is
-    checked against the unit's anchor (the op that occurs once per instance), and a match is
-    a boundary at once, at the first of the head ops just before it (``Unit.head``). Keeps
-    the ops of the current instance only (its shape), so memory does not grow with the
-    trace."""
+    """After the unit is confirmed at the top of the loop thread: each new top-level op is
+    matched against the unit. Keeps the ops of the current instance only (its shape), so
+    memory does not grow with the trace.
+
+    - The **first op** of the unit (``trigger``: the op that opens every instance learned and
+      occurs nowhere else in them) is a boundary the moment it is read. The unit's anchor,
+      read later, confirms it; if the instance turns out to begin later (ops that are not
+      head stand between the trigger and the anchor) the boundary moves there, and if the
+      next trigger comes with no anchor in between, the boundary is retracted (the op
+      opened nothing: the ops since belong to the instance before). A trigger left without
+      its anchor at the end is retracted too.
+    - Without a trigger (the unit opens with its anchor, or with ops that vary), the anchor
+      is a boundary at once, at the first of the head ops just before it (``Unit.head``).
+    """
 
     def __init__(self, thread_key, level: list, unit: Unit, names: list):
         self.thread = thread_key
@@ -130,8 +149,17 @@ class _RootMatcher:
         self.seen = {n.sym for n in level[pos[0]:pos[-1]]}
         self.unit = unit
         self.shortest = min((b - a for a, b in zip(pos, pos[1:])), default=len(self.mode))
-        self.shapes = [shape_of(level[a:b], unit)
-                       for a, b in zip(pos, pos[1:])]
+        instances = [level[a:b] for a, b in zip(pos, pos[1:])]
+        self.shapes: list = []
+        self.similarity: list = []  # each instance's similarity to the unit (evidence)
+        for ops in instances:
+            self._measure(ops)
+        opener = level[pos[0]].sym
+        self.trigger = opener if opener != self.anchor and opener in self.head and all(
+            ops[0].sym == opener and sum(1 for n in ops if n.sym == opener) == 1
+            for ops in instances) else None
+        self.tentative = False  # the latest boundary came from a trigger, no anchor yet
+        self.previous: list = []  # the instance before a tentative boundary (to merge back)
         self.starts = [level[p] for p in pos]
         self.found = [FoundBoundary(n.start, thread_key, names[n.sym]) for n in self.starts]
         # The last instance so far, up to its anchor; the ops read after it (the unit may
@@ -142,39 +170,88 @@ class _RootMatcher:
         self.waiting = cut is None  # the last instance's own anchor is still to come
         self.current = list(level[pos[-1]:(len(level) if cut is None else cut + 1)])
         for node in level[len(self.current) + pos[-1]:]:
-            boundary = self.push(node)
-            if boundary is not None:
-                self.found.append(boundary)
+            self.found.extend(self.push(node))
 
-    def push(self, node: _Node):
-        current = self.current
-        current.append(node)
-        if node.sym != self.anchor or self.waiting:
-            self.waiting = self.waiting and node.sym != self.anchor
-            if len(current) > _MAX_INSTANCE_OPS:  # a runaway instance: keep its tail only
-                del current[:len(current) - _MAX_INSTANCE_OPS]
-            return None
-        j = len(current) - 1
-        while j > 1 and current[j - 1].sym in self.head:
-            j -= 1
-        instance = current[:j]
+    def _measure(self, instance: list, replace_last: bool = False) -> None:
+        shape, sim = shape_and_similarity(instance, self.unit)
+        if replace_last:
+            self.shapes[-1], self.similarity[-1] = shape, sim
+        else:
+            self.shapes.append(shape)
+            self.similarity.append(sim)
+
+    def _begin(self, instance: list, first: _Node) -> None:
+        """An instance ends (``instance``, its ops) and the next begins at ``first``."""
         self.shortest = min(self.shortest, len(instance))
         self.seen.update(n.sym for n in instance)
-        self.shapes.append(shape_of(instance, self.unit))
-        self.current = current[j:]
-        first = self.current[0]
+        self._measure(instance)
         self.starts.append(first)
         del self.starts[:-_TYPICAL_OF]
-        return FoundBoundary(first.start, self.thread, self.names[first.sym])
 
-    def finish(self) -> tuple[list, float]:
-        """Shapes of every instance and where the last one ends (``last_instance_end``)."""
+    def _undo(self) -> list:
+        """Withdraw the latest (tentative) boundary: its ops go back to the instance before."""
+        self.shapes.pop()
+        self.similarity.pop()
+        self.starts.pop()
+        merged = self.previous + self.current
+        self.previous, self.tentative = [], False
+        return merged
+
+    def push(self, node: _Node) -> tuple:
+        current = self.current
+        current.append(node)
+        sym = node.sym
+        if sym == self.trigger and not self.waiting:
+            out = []
+            if self.tentative:  # the previous trigger saw no anchor: it opened nothing
+                out.append(RetractLast(f"no {self.names[self.anchor]} followed it"))
+                current = self._undo()
+            instance = current[:-1]
+            self._begin(instance, node)
+            self.previous, self.current, self.tentative = instance, [node], True
+            out.append(FoundBoundary(node.start, self.thread, self.names[sym]))
+            return tuple(out)
+        if sym != self.anchor or self.waiting:
+            self.waiting = self.waiting and sym != self.anchor
+            if len(current) > _MAX_INSTANCE_OPS:  # a runaway instance: keep its tail only
+                del current[:len(current) - _MAX_INSTANCE_OPS]
+            return ()
+        j = len(current) - 1
+        lowest = 0 if self.tentative else 1
+        while j > lowest and current[j - 1].sym in self.head:
+            j -= 1
+        if self.tentative:  # the anchor confirms the trigger's boundary, or moves it later
+            self.tentative = False
+            if j == 0:
+                return ()
+            instance = self.previous + current[:j]
+            self._measure(instance, replace_last=True)
+            self.seen.update(n.sym for n in current[:j])
+            first = self.current[j]
+            self.starts[-1] = first
+            self.current = current[j:]
+            return (FoundBoundary(first.start, self.thread, self.names[first.sym],
+                                  moves_last=True,
+                                  why="the instance begins after the op that triggered it"),)
+        self._begin(current[:j], current[j])
+        self.current = current[j:]
+        first = self.current[0]
+        return (FoundBoundary(first.start, self.thread, self.names[first.sym]),)
+
+    def finish(self) -> tuple[list, float, list]:
+        """Shapes of every instance, where the last one ends (``last_instance_end``), and the
+        revision of a trigger still waiting for its anchor."""
+        revisions = []
+        if self.tentative:
+            revisions.append(RetractLast(f"the input ended before a "
+                                         f"{self.names[self.anchor]} followed it"))
+            self.current = self._undo()
         last = self.current
         width = len(self.mode)
-        self.shapes.append(shape_of(last[:width], self.unit))
+        self._measure(last[:width])
         typical = typical_duration([n.start for n in self.starts[-_TYPICAL_OF:]])
         return self.shapes, last_instance_end(last, sure_ops([self.shortest]), self.seen,
-                                              typical)
+                                              typical), revisions
 
 
 class StructureDetector:
@@ -253,7 +330,10 @@ class StructureDetector:
                 mine.append(_SKIPPED)  # a side thread's top level: enough to rank it
                 return found
             state.roots.append(node)
-            if len(state.roots) >= state.next_try and not found and self._online_allowed(state):
+            state.seen[node.sym] += 1
+            if not found and self._online_allowed(state) and (
+                    len(state.roots) >= state.next_try
+                    or MIN_INSTANCES <= state.seen[node.sym] <= _EAGER_TRIES):
                 mine.append(node)
                 return self._try_online(state)
         elif state.main and parent.depth + 1 < self._max_depth and \
@@ -273,18 +353,36 @@ class StructureDetector:
         return pid == tid and not self._level and self._online_thread is None
 
     def _try_online(self, state: _Thread):
-        """Confirm the unit at the top of the main thread as soon as it is certain: at least
-        three exact instances, each a whole piece of work (it contains a repeated sub-unit,
-        e.g. a model's layers), not a layer itself. Then boundaries stream."""
+        """Confirm the unit at the top of the main thread as soon as it is certain: the
+        iteration test of the close path (``_iteration_test``) passes, and either two tries
+        in a row found the same unit with three instances like it, or three instances are
+        exact and each is a whole piece of work (it contains a repeated sub-unit). Then
+        boundaries stream."""
         roots = state.roots
-        state.next_try = max(len(roots) + 8, int(len(roots) * 1.25))
+        if len(roots) >= state.next_try:
+            state.next_try = max(len(roots) + 8, int(len(roots) * 1.25))
         unit = find_unit(roots, names=self._names, whole=False)
-        if unit is None or unit.exact < MIN_INSTANCES or \
-                self._module_holding_several(state, roots, unit):
+        if unit is None:
+            state.last_try = None
             return ()
-        verdict, why = self._inner_repeat(roots, unit)
+        verdict, why = self._iteration_test(state, roots, unit, [])
+        key = (unit.anchor, roots[unit.first].sym, unit.phase)
+        stable, state.last_try = state.last_try == key, key
         if not verdict:
             return ()
+        # Every instance so far like the unit? Among so few, an idle cycle or another path
+        # could be taken for the unit (a file's CPU section tells no GPU work yet).
+        alike = all(shape == 0 for shape in unit.shapes[:-1])
+        if alike and stable and unit.like >= MIN_INSTANCES and unit.phase == PHASE_INPUT_FETCH:
+            why = f"{why}; each instance opens with the loop's input fetch"
+        else:
+            if unit.exact < MIN_INSTANCES:
+                return ()
+            whole, inner = self._inner_repeat(roots, unit,
+                                              ONLINE_INNER_RULES if alike else INNER_RULES)
+            if not whole:
+                return ()
+            why = f"{why}; {inner}"
         self._matcher = _RootMatcher(state.key, roots, unit, self._names)
         self._online_evidence = {
             "detector": self.name, "decided": f"online, after {unit.n} instances",
@@ -296,7 +394,7 @@ class StructureDetector:
                         "iteration_test": why}],
             "unit": [self._names[roots[unit.first].sym]],
             "period_ops": len(unit.mode), "time_coverage": round(unit.coverage, 3),
-            "why": "repeats at the top of the loop thread; " + why,
+            **_tolerance(unit, self._names), "why": why,
             "confidence": round(self._confidence(unit), 3)}
         self.wants_evidence = False
         self._matcher_key = next(k for k, v in self._threads.items() if v is state)
@@ -320,8 +418,7 @@ class StructureDetector:
             return ()
         node = _Node(self._symbol(name), start, end, 0)
         mine.append(node)
-        boundary = self._matcher.push(node)
-        return (boundary,) if boundary is not None else ()
+        return self._matcher.push(node)
 
     def _observe_step(self, state: _Thread, start, end, name):
         if state.steps and start < state.steps[-1][1]:
@@ -395,10 +492,14 @@ class StructureDetector:
                           "instances": self._online_count, "confidence": 0.95,
                           "why": "ProfilerStep#N spans repeat at the top of the loop thread"})
         if self._matcher is not None:
-            shapes, last_end = self._matcher.finish()
+            shapes, last_end, revisions = self._matcher.finish()
+            sims = self._matcher.similarity
             evidence = dict(self._online_evidence, instances=len(shapes),
-                            variants=sum(1 for sh in shapes if sh != 0))
-            return DetectorResult(last_end=last_end, shapes=shapes, evidence=evidence)
+                            variants=sum(1 for sh in shapes if sh != 0), similarity=sims,
+                            like=sum(1 for x in sims if x >= RULES.like),
+                            worst_similarity=min(sims, default=0.0))
+            return DetectorResult(boundaries=revisions, last_end=last_end, shapes=shapes,
+                                  evidence=evidence)
         thread = self._loop_thread()
         if thread is None:
             return DetectorResult(evidence={"detector": self.name, "decided": "at close",
@@ -434,23 +535,16 @@ class StructureDetector:
                              time_coverage=round(unit.coverage, 3))
             evidence["levels"].append(entry)
             if unit is not None:
-                if not path:
-                    held = self._module_holding_several(thread, level, unit)
-                    if held:
-                        entry["iteration_test"] = held
-                        evidence["why"] = ("the repeating unit is a layer (" + held
-                                           + "): the trace is one unit of work")
-                        break
-                    chosen = (level, unit, "repeats at the top of the loop thread")
-                    break
-                verdict = self._not_a_layer(thread, level, unit, path)
-                entry["iteration_test"] = verdict[1]
-                if verdict[0]:
-                    chosen = (level, unit, verdict[1])
-                else:
-                    chosen = None
+                verdict, why = self._iteration_test(thread, level, unit, path)
+                entry["iteration_test"] = why
+                if verdict:
+                    chosen = (level, unit, why)
+                elif path:
                     evidence["why"] = ("the unit inside the container is a layer ("
-                                       + verdict[1] + "): the container is one iteration")
+                                       + why + "): the container is one iteration")
+                else:
+                    evidence["why"] = ("the repeating unit is a layer (" + why
+                                       + "): the trace is one unit of work")
                 break
             container = self._dominant(level)
             if container is None or not container.kids:
@@ -474,6 +568,18 @@ class StructureDetector:
             return top
         return None
 
+    def _iteration_test(self, thread: _Thread, level, unit: Unit, path) -> tuple[bool, str]:
+        """The one test of both decision paths (online and at close): are the instances of
+        ``unit``, found on ``level`` (inside the containers ``path``), iterations? At the
+        top of the loop thread they are, unless one ``nn.Module`` call holds several of them
+        (layers); inside a container see ``_not_a_layer``. Returns (verdict, why)."""
+        if path:
+            return self._not_a_layer(thread, level, unit, path)
+        held = self._module_holding_several(thread, level, unit)
+        if held:
+            return False, held
+        return True, "repeats at the top of the loop thread"
+
     def _not_a_layer(self, thread: _Thread, level, unit: Unit, path) -> tuple[bool, str]:
         first = level[unit.positions[0]:unit.positions[0] + len(unit.mode)]
         size: list = []
@@ -493,7 +599,7 @@ class StructureDetector:
         return self._inner_repeat(level, unit)
 
     @staticmethod
-    def _inner_repeat(level, unit: Unit) -> tuple[bool, str]:
+    def _inner_repeat(level, unit: Unit, rules: Rules = INNER_RULES) -> tuple[bool, str]:
         """Is one instance a whole piece of work (it repeats a sub-unit inside: a model's
         layers) rather than a layer?"""
         first = level[unit.positions[0]:unit.positions[0] + len(unit.mode)]
@@ -502,7 +608,7 @@ class StructureDetector:
             _flatten(node, flat, 50_000)
         # Blocks of a real model differ a little (a downsampling block, a checkpointed
         # one): a quarter of them alike, covering a third of the ops, is a model.
-        inner = find_unit(flat, INNER_RULES)
+        inner = find_unit(flat, rules)
         # ... and the repeated sub-unit is a block of work, not the q/k/v/o projections of
         # one attention layer.
         if inner is not None and len(inner.mode) >= MIN_UNIT_OPS:
