@@ -88,7 +88,7 @@ _SKIPPED = _Node(-1, 0.0, 0.0, 0)
 
 class _Thread:
     """The skeleton of one section of one thread (key: its (pid, tid))."""
-    __slots__ = ("key", "main", "roots", "stack", "steps", "next_try", "seen", "last_try")
+    __slots__ = ("key", "main", "roots", "stack", "steps", "next_try", "seen")
 
     def __init__(self, key):
         self.key = key
@@ -100,7 +100,6 @@ class _Thread:
         self.steps: list = []  # top-level ProfilerStep spans: (start, end, name)
         self.next_try = 4 * MIN_INSTANCES  # top-level ops before the next online attempt
         self.seen: Counter = Counter()  # top-level symbol -> occurrences (for online tries)
-        self.last_try = None  # (anchor, first op) of the unit the previous online try found
 
 
 def _start(node: _Node) -> float:
@@ -354,26 +353,28 @@ class StructureDetector:
 
     def _try_online(self, state: _Thread):
         """Confirm the unit at the top of the main thread as soon as it is certain: the
-        iteration test of the close path (``_iteration_test``) passes, and either two tries
-        in a row found the same unit with three instances like it, or three instances are
-        exact and each is a whole piece of work (it contains a repeated sub-unit). Then
+        iteration test of the close path (``_iteration_test``) passes, and either three
+        cycles of the loop (like the unit, or idle) open with the loop's input fetch, or three instances are
+        exact and each is a whole piece of work (it contains a repeated sub-unit). Unlike
+        instances among them (idle cycles) are allowed only once GPU work is known. Then
         boundaries stream."""
         roots = state.roots
         if len(roots) >= state.next_try:
             state.next_try = max(len(roots) + 8, int(len(roots) * 1.25))
         unit = find_unit(roots, names=self._names, whole=False)
         if unit is None:
-            state.last_try = None
             return ()
         verdict, why = self._iteration_test(state, roots, unit, [])
-        key = (unit.anchor, roots[unit.first].sym, unit.phase)
-        stable, state.last_try = state.last_try == key, key
         if not verdict:
             return ()
         # Every instance so far like the unit? Among so few, an idle cycle or another path
-        # could be taken for the unit (a file's CPU section tells no GPU work yet).
-        alike = all(shape == 0 for shape in unit.shapes[:-1])
-        if alike and stable and unit.like >= MIN_INSTANCES and unit.phase == PHASE_INPUT_FETCH:
+        # could be taken for the unit when no GPU work is known yet (a Kineto file's CPU
+        # section comes before its launches); with GPU work known, the unit is the busy one.
+        alike = all(shape == 0 for shape in unit.shapes[:-1]) or any(n.gpu for n in roots)
+        # Cycles of the loop head: like the unit, or idle (the fetch found nothing to do).
+        cycles = unit.like + unit.idle if alike else 0
+        if cycles >= MIN_INSTANCES and unit.like >= RULES.min_like and \
+                unit.phase == PHASE_INPUT_FETCH:
             why = f"{why}; each instance opens with the loop's input fetch"
         else:
             if unit.exact < MIN_INSTANCES:
