@@ -6,7 +6,8 @@ import pytest
 from stream_split.core import Revision, Splitter, SplitOptions
 from stream_split.core.detect import DetectorResult, FoundBoundary, RetractLast
 from stream_split.core.records import apply_revision
-from stream_split.core.structure import _Node, _RootMatcher
+from stream_split.core.skeleton import Node as _Node
+from stream_split.core.structure import _RootMatcher
 from stream_split.core.units import Unit
 from stream_split.schema import record_message
 from stream_split.testing.generate import generate

@@ -2,9 +2,9 @@
 
 Theory of operation
 -------------------
-Each CPU op becomes a symbol (its name with digits folded, so ``layer_3`` and ``layer_7`` are
-one family). Per thread (and per section of a thread) we keep a skeleton of the call tree
-(symbol, start, end, kernels launched beneath, children). At a level of the tree (the thread's
+Per thread (and per section of a thread) we keep a skeleton of the call tree
+(``skeleton.py``: each op a symbol, its name with digits folded, with start, end, kernels
+launched beneath and children). At a level of the tree (the thread's
 top level, or the children of a container op) ``units.find_unit`` answers which unit repeats,
 how alike its instances are and where each begins; its docstring is the account of the
 tolerant search, and ``units.Rules`` holds every threshold. This module decides where to look
@@ -22,6 +22,14 @@ and what a found unit means:
 - each instance's shape (0 when like the unit) goes to the engine, which reports cycles that
   took another path and do almost no GPU work as ``idle`` (``units.cycle_kinds``).
 
+Modes (``StructureDetector.mode``): ``LEARNING`` builds the skeleton and looks for the unit
+at the top of the main thread as it grows (``_try_online``); ``STEPS`` once ``ProfilerStep#N``
+repeats; ``MATCHING`` once the unit is confirmed online (``_RootMatcher``: the unit's first op
+is a boundary at once; the anchor confirms it, or a revision moves or retracts it). A trace
+never confirmed online is decided at close (``_decide``). Both decision paths apply one
+iteration test (``_iteration_test``), find where the last instance ends one way
+(``_last_end``) and report the same evidence (``_level_entry``, ``_unit_evidence``).
+
 ``ProfilerStep#N`` spans are evidence like any other annotation: repeated at the top level they
 are the unit (and are emitted online from the second step on); a single one is a container.
 With ``use_annotations=False`` they are transparent (their children are read in their place).
@@ -34,18 +42,17 @@ the trace. Everything the engine waits on meanwhile is spilled.
 """
 from __future__ import annotations
 
-import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import replace
 
 from stream_split.core.detect import DetectorResult, FoundBoundary, RetractLast
+from stream_split.core.skeleton import SKIPPED, Node, Symbols, ThreadSkeleton, flatten, start_of
 from stream_split.core.units import (
     PHASE_INPUT_FETCH, RULES, Rules, Unit, find_unit, last_instance_end, shape_and_similarity,
     sure_ops, typical_duration)
 from stream_split.trace_format import PROFILER_STEP_PREFIX
 
-_DIGITS = re.compile(r"\d+")
 MODULE_FRAME_PREFIX = "nn.Module: "
 #: A unit must be seen this often before it is believed (see ``units.Rules``).
 MIN_INSTANCES = RULES.min_instances
@@ -61,6 +68,14 @@ ONLINE_INNER_RULES = replace(INNER_RULES, min_like=3)
 _SIDE_THREAD_ROOTS = 10_000
 #: A unit found inside a container must hold at least this many ops (with its children).
 MIN_UNIT_OPS = 8
+#: The detector's modes (``StructureDetector.mode``).
+#: Building the skeleton and looking for the unit online; at close, decided from the whole.
+LEARNING = "learning"
+#: ``ProfilerStep#N`` repeats at the top of a thread: each new one is a boundary at once.
+STEPS = "steps"
+#: The unit was confirmed at the top of the loop thread: ``_RootMatcher`` reads each new
+#: top-level op (its first op is a boundary at once).
+MATCHING = "matching"
 #: Online, the unit is looked for each time a top-level op is read for the 3rd to this
 #: many times (the 4th instance's first op is the earliest moment a unit of three
 #: instances can be certain), besides every quarter of growth of the top level.
@@ -71,39 +86,32 @@ _TYPICAL_OF = 64
 _MAX_INSTANCE_OPS = 100_000
 
 
-class _Node:
-    __slots__ = ("sym", "start", "end", "kids", "depth", "gpu")
-
-    def __init__(self, sym: int, start: float, end: float, depth: int):
-        self.sym = sym
-        self.start = start
-        self.end = end
-        self.kids = None
-        self.depth = depth
-        self.gpu = 0  # kernels launched from this op's subtree (known once launches arrive)
+def _confidence(unit: Unit) -> float:
+    return min(1.0, unit.coverage) * (unit.score / unit.n) * min(1.0, unit.n / 3)
 
 
-_SKIPPED = _Node(-1, 0.0, 0.0, 0)
+def _level_entry(container: list, level: list, unit: Unit | None, names: list) -> dict:
+    """One level tried, for the evidence (both paths)."""
+    entry = {"container": container or ["<thread top level>"], "ops": len(level)}
+    if unit is not None:
+        entry.update(unit=[names[level[unit.first].sym]], period_ops=len(unit.mode),
+                     instances=unit.n, exact=unit.exact, **_tolerance(unit, names),
+                     time_coverage=round(unit.coverage, 3))
+    return entry
 
 
-class _Thread:
-    """The skeleton of one section of one thread (key: its (pid, tid))."""
-    __slots__ = ("key", "main", "roots", "stack", "steps", "next_try", "seen")
-
-    def __init__(self, key):
-        self.key = key
-        # The skeleton keeps depth only for a process's main thread (pid == tid): the one
-        # that drives a loop; other threads (autograd, data loading) keep their top level.
-        self.main = key[0] == key[1]
-        self.roots: list[_Node] = []
-        self.stack: list = []  # parallel to the engine's stack: _Node or None (transparent)
-        self.steps: list = []  # top-level ProfilerStep spans: (start, end, name)
-        self.next_try = 4 * MIN_INSTANCES  # top-level ops before the next online attempt
-        self.seen: Counter = Counter()  # top-level symbol -> occurrences (for online tries)
+def _unit_evidence(unit: Unit, anchor: list, why: str, names: list) -> dict:
+    """What the evidence says of the chosen unit (both paths)."""
+    return {"unit": [names[s] for s in anchor], "period_ops": len(unit.mode),
+            **_tolerance(unit, names), "time_coverage": round(unit.coverage, 3),
+            "why": why, "confidence": round(_confidence(unit), 3)}
 
 
-def _start(node: _Node) -> float:
-    return node.start
+def _last_end(tail: list, lengths: list, seen: set, starts: list) -> float:
+    """Where the last instance ends (``last_instance_end``), from its ops (``tail``), the
+    lengths in ops of the instances before it, the kinds of op seen in them and their
+    starts (both paths)."""
+    return last_instance_end(tail, sure_ops(lengths), seen, typical_duration(starts))
 
 
 def _tolerance(unit: Unit, names: list) -> dict:
@@ -111,15 +119,6 @@ def _tolerance(unit: Unit, names: list) -> dict:
     return {"similarity": unit.similarity, "like": unit.like,
             "worst_similarity": unit.worst, "phase": unit.phase,
             "most_different_ops": [[names[s], gap] for s, gap in unit.differing]}
-
-
-def _flatten(node: _Node, out: list, limit: int) -> None:
-    stack = [node]
-    while stack and len(out) < limit:
-        n = stack.pop()
-        out.append(n)
-        if n.kids:
-            stack.extend(reversed(n.kids))
 
 
 class _RootMatcher:
@@ -179,7 +178,7 @@ class _RootMatcher:
             self.shapes.append(shape)
             self.similarity.append(sim)
 
-    def _begin(self, instance: list, first: _Node) -> None:
+    def _begin(self, instance: list, first: Node) -> None:
         """An instance ends (``instance``, its ops) and the next begins at ``first``."""
         self.shortest = min(self.shortest, len(instance))
         self.seen.update(n.sym for n in instance)
@@ -196,7 +195,7 @@ class _RootMatcher:
         self.previous, self.tentative = [], False
         return merged
 
-    def push(self, node: _Node) -> tuple:
+    def push(self, node: Node) -> tuple:
         current = self.current
         current.append(node)
         sym = node.sym
@@ -248,9 +247,8 @@ class _RootMatcher:
         last = self.current
         width = len(self.mode)
         self._measure(last[:width])
-        typical = typical_duration([n.start for n in self.starts[-_TYPICAL_OF:]])
-        return self.shapes, last_instance_end(last, sure_ops([self.shortest]), self.seen,
-                                              typical), revisions
+        return self.shapes, _last_end(last, [self.shortest], self.seen,
+                                      [n.start for n in self.starts[-_TYPICAL_OF:]]), revisions
 
 
 class StructureDetector:
@@ -260,13 +258,15 @@ class StructureDetector:
 
     def __init__(self, use_annotations: bool = True, level: int | None = None,
                  max_nodes: int = 100_000, max_depth: int = 8):
+        #: LEARNING, STEPS or MATCHING (see the module docstring).
+        self.mode = LEARNING
         self._use_annotations = use_annotations
         self._level = level or 0
         self._max_nodes = max_nodes
         self._max_depth = max_depth
         self._threads: dict = {}
-        self._symbols: dict = {}
-        self._names: list = []
+        self._symbols = Symbols()
+        self._names: list = self._symbols.names
         self._nodes = 0
         self._step_symbol = None
         # Online mode: once ProfilerStep#N repeats at the top of a thread, each new one is a
@@ -285,28 +285,16 @@ class StructureDetector:
 
     # -- streaming input ---------------------------------------------------------------
 
-    def _symbol(self, name: str) -> int:
-        sym = self._symbols.get(name)
-        if sym is None:
-            family = _DIGITS.sub("N", name)
-            sym = self._symbols.get("\x00" + family)
-            if sym is None:
-                sym = len(self._names)
-                self._names.append(family)
-                self._symbols["\x00" + family] = sym
-            self._symbols[name] = sym
-        return sym
-
     def observe(self, thread, stack: list, start: float, end: float, name: str, section: int):
-        if self._online_thread is not None:  # decided: only step annotations matter now
+        if self.mode == STEPS:  # decided: only step annotations matter now
             if name.startswith(PROFILER_STEP_PREFIX) and thread == self._online_thread:
                 return self._observe_step(self._online_state, start, end, name)
             return ()
-        if self._matcher is not None:
+        if self.mode == MATCHING:
             return self._observe_matching((thread, section), stack, start, end, name)
         state = self._threads.get((thread, section))
         if state is None:
-            state = self._threads[(thread, section)] = _Thread(thread)
+            state = self._threads[(thread, section)] = ThreadSkeleton(thread, 4 * MIN_INSTANCES)
         depth = len(stack) - 1
         mine = state.stack
         del mine[depth:]
@@ -316,17 +304,17 @@ class StructureDetector:
             if node is not None:
                 parent = node
                 break
-        if parent is _SKIPPED:
-            mine.append(_SKIPPED)
+        if parent is SKIPPED:
+            mine.append(SKIPPED)
             return ()
         if is_step and not self._use_annotations:
             mine.append(None)  # transparent: its children take its place
             return ()
         found = self._observe_step(state, start, end, name) if is_step else ()
         if parent is None:
-            node = _Node(self._symbol(name), start, end, 0)
+            node = Node(self._symbols.of(name), start, end, 0)
             if not state.main and len(state.roots) >= _SIDE_THREAD_ROOTS:
-                mine.append(_SKIPPED)  # a side thread's top level: enough to rank it
+                mine.append(SKIPPED)  # a side thread's top level: enough to rank it
                 return found
             state.roots.append(node)
             state.seen[node.sym] += 1
@@ -337,21 +325,21 @@ class StructureDetector:
                 return self._try_online(state)
         elif state.main and parent.depth + 1 < self._max_depth and \
                 self._nodes < self._max_nodes:
-            node = _Node(self._symbol(name), start, end, parent.depth + 1)
+            node = Node(self._symbols.of(name), start, end, parent.depth + 1)
             if parent.kids is None:
                 parent.kids = []
             parent.kids.append(node)
             self._nodes += 1
         else:
-            node = _SKIPPED  # beyond the skeleton's depth or size: not kept, nor its children
+            node = SKIPPED  # beyond the skeleton's depth or size: not kept, nor its children
         mine.append(node)
         return found
 
-    def _online_allowed(self, state: _Thread) -> bool:
+    def _online_allowed(self, state: ThreadSkeleton) -> bool:
         pid, tid = state.key
-        return pid == tid and not self._level and self._online_thread is None
+        return pid == tid and not self._level and self.mode == LEARNING
 
-    def _try_online(self, state: _Thread):
+    def _try_online(self, state: ThreadSkeleton):
         """Confirm the unit at the top of the main thread as soon as it is certain: the
         iteration test of the close path (``_iteration_test``) passes, and either three
         cycles of the loop (like the unit, or idle) open with the loop's input fetch, or three instances are
@@ -385,18 +373,12 @@ class StructureDetector:
                 return ()
             why = f"{why}; {inner}"
         self._matcher = _RootMatcher(state.key, roots, unit, self._names)
+        self.mode = MATCHING
         self._online_evidence = {
             "detector": self.name, "decided": f"online, after {unit.n} instances",
             "loop_thread": list(state.key),
-            "levels": [{"container": ["<thread top level>"], "ops": len(roots),
-                        "unit": [self._names[roots[unit.first].sym]],
-                        "period_ops": len(unit.mode), "instances": unit.n,
-                        "exact": unit.exact, "time_coverage": round(unit.coverage, 3),
-                        "iteration_test": why}],
-            "unit": [self._names[roots[unit.first].sym]],
-            "period_ops": len(unit.mode), "time_coverage": round(unit.coverage, 3),
-            **_tolerance(unit, self._names), "why": why,
-            "confidence": round(self._confidence(unit), 3)}
+            "levels": [dict(_level_entry([], roots, unit, self._names), iteration_test=why)],
+            **_unit_evidence(unit, [roots[unit.first].sym], why, self._names)}
         self.wants_evidence = False
         self._matcher_key = next(k for k, v in self._threads.items() if v is state)
         self._threads = {self._matcher_key: state}  # the skeleton is no longer needed
@@ -412,22 +394,23 @@ class StructureDetector:
         del mine[depth:]
         is_step = name.startswith(PROFILER_STEP_PREFIX)
         if any(node is not None for node in mine):  # not a top-level op
-            mine.append(_SKIPPED)
+            mine.append(SKIPPED)
             return ()
         if is_step and not self._use_annotations:
             mine.append(None)
             return ()
-        node = _Node(self._symbol(name), start, end, 0)
+        node = Node(self._symbols.of(name), start, end, 0)
         mine.append(node)
         return self._matcher.push(node)
 
-    def _observe_step(self, state: _Thread, start, end, name):
+    def _observe_step(self, state: ThreadSkeleton, start, end, name):
         if state.steps and start < state.steps[-1][1]:
             return ()  # nested in (or overlapping) the previous step: not a new step
         state.steps.append((start, end, name))
-        if self._online_thread is None:
+        if self.mode == LEARNING:
             if len(state.steps) < 2:
                 return ()
+            self.mode = STEPS
             self._online_thread = state.key
             self._online_state = state
             self.wants_evidence = False
@@ -445,19 +428,10 @@ class StructureDetector:
     def observe_launch(self, thread, ts: float, correlation, graph: bool) -> None:
         """A runtime call that launches GPU work: credit the ops around it with a kernel
         (a graph launch is credited per kernel as its kernels arrive)."""
-        if self._online_thread is not None:
+        if self.mode != LEARNING:
             return
-        path = []
-        for state in self._threads.values():  # each section of the thread
-            if state.key != thread:
-                continue
-            level = state.roots
-            while level:
-                i = bisect_right(level, ts, key=_start) - 1
-                if i < 0 or level[i].end < ts:
-                    break
-                path.append(level[i])
-                level = level[i].kids
+        path = [node for state in self._threads.values() if state.key == thread
+                for node in state.path_at(ts)]  # each section of the thread
         if not path:
             return
         if graph:
@@ -474,7 +448,7 @@ class StructureDetector:
 
     def observe_frame(self, thread, start: float, end: float, name: str) -> None:
         """A Python frame; only outermost ``nn.Module`` calls are kept (layer evidence)."""
-        if self._online_thread is not None or not name.startswith(MODULE_FRAME_PREFIX):
+        if self.mode != LEARNING or not name.startswith(MODULE_FRAME_PREFIX):
             return
         modules = self._modules.setdefault(thread, [])
         if modules and start < modules[-1][1]:
@@ -484,7 +458,7 @@ class StructureDetector:
     # -- decision at the end -----------------------------------------------------------
 
     def close(self) -> DetectorResult:
-        if self._online_thread is not None:
+        if self.mode == STEPS:
             return DetectorResult(
                 last_end=self._online_last_end,
                 evidence={"detector": self.name, "decided": "online",
@@ -492,7 +466,7 @@ class StructureDetector:
                           "unit": [PROFILER_STEP_PREFIX + "N"], "level": "top",
                           "instances": self._online_count, "confidence": 0.95,
                           "why": "ProfilerStep#N spans repeat at the top of the loop thread"})
-        if self._matcher is not None:
+        if self.mode == MATCHING:
             shapes, last_end, revisions = self._matcher.finish()
             sims = self._matcher.similarity
             evidence = dict(self._online_evidence, instances=len(shapes),
@@ -513,13 +487,13 @@ class StructureDetector:
         if not candidates:
             return None
 
-        def rank(t: _Thread):
+        def rank(t: ThreadSkeleton):
             pid, tid = t.key
             busy = sum(n.end - n.start for n in t.roots)
             return (pid == tid, bool(t.steps) and self._use_annotations, busy)
         return max(candidates, key=rank)
 
-    def _decide(self, thread: _Thread) -> DetectorResult:
+    def _decide(self, thread: ThreadSkeleton) -> DetectorResult:
         names = self._names
         evidence = {"detector": self.name, "decided": "at close",
                     "loop_thread": list(thread.key), "levels": []}
@@ -527,13 +501,7 @@ class StructureDetector:
         chosen = None
         while level:
             unit = find_unit(level, names=names)
-            entry = {"container": [names[p.sym] for p in path] or ["<thread top level>"],
-                     "ops": len(level)}
-            if unit is not None:
-                entry.update(unit=[names[level[unit.first].sym]],
-                             period_ops=len(unit.mode), instances=unit.n, exact=unit.exact,
-                             **_tolerance(unit, names),
-                             time_coverage=round(unit.coverage, 3))
+            entry = _level_entry([names[p.sym] for p in path], level, unit, names)
             evidence["levels"].append(entry)
             if unit is not None:
                 verdict, why = self._iteration_test(thread, level, unit, path)
@@ -560,7 +528,7 @@ class StructureDetector:
         return self._result(thread, level, unit, path, why, evidence)
 
     @staticmethod
-    def _dominant(level: list) -> _Node | None:
+    def _dominant(level: list) -> Node | None:
         """The longest op, if it holds a good part (a third) of the level's time: a wrapper
         to look inside."""
         span = max(n.end for n in level) - level[0].start
@@ -569,7 +537,7 @@ class StructureDetector:
             return top
         return None
 
-    def _iteration_test(self, thread: _Thread, level, unit: Unit, path) -> tuple[bool, str]:
+    def _iteration_test(self, thread: ThreadSkeleton, level, unit: Unit, path) -> tuple[bool, str]:
         """The one test of both decision paths (online and at close): are the instances of
         ``unit``, found on ``level`` (inside the containers ``path``), iterations? At the
         top of the loop thread they are, unless one ``nn.Module`` call holds several of them
@@ -581,11 +549,11 @@ class StructureDetector:
             return False, held
         return True, "repeats at the top of the loop thread"
 
-    def _not_a_layer(self, thread: _Thread, level, unit: Unit, path) -> tuple[bool, str]:
+    def _not_a_layer(self, thread: ThreadSkeleton, level, unit: Unit, path) -> tuple[bool, str]:
         first = level[unit.positions[0]:unit.positions[0] + len(unit.mode)]
         size: list = []
         for node in first:
-            _flatten(node, size, MIN_UNIT_OPS)
+            flatten(node, size, MIN_UNIT_OPS)
         if len(size) < MIN_UNIT_OPS:  # a repeated aten::slice is no unit of work
             return False, f"an instance has fewer than {MIN_UNIT_OPS} ops"
         anchor = self._anchor(level, unit)
@@ -606,7 +574,7 @@ class StructureDetector:
         first = level[unit.positions[0]:unit.positions[0] + len(unit.mode)]
         flat: list = []
         for node in first:
-            _flatten(node, flat, 50_000)
+            flatten(node, flat, 50_000)
         # Blocks of a real model differ a little (a downsampling block, a checkpointed
         # one): a quarter of them alike, covering a third of the ops, is a model.
         inner = find_unit(flat, rules)
@@ -617,7 +585,7 @@ class StructureDetector:
                           f"({inner.exact} x {len(inner.mode)} ops)")
         return False, "an instance contains no repeated sub-unit"
 
-    def _module_holding_several(self, thread: _Thread, level, unit: Unit) -> str | None:
+    def _module_holding_several(self, thread: ThreadSkeleton, level, unit: Unit) -> str | None:
         """Layers of one model: a single outermost nn.Module call holds several instances."""
         starts = [level[p].start for p in unit.positions]
         for m_start, m_end in self._modules.get(thread.key, ()):
@@ -693,17 +661,17 @@ class StructureDetector:
             boundaries = self._align_sections(thread, level, unit, boundaries)
         _, _, _, last_level, last_p = starts[-1]
         width = len(unit.mode)
-        last_end = self._last_end(level, unit, last_level, last_p)
-        evidence.update(unit=[names[s] for s in anchor], period_ops=width,
-                        instances=len(boundaries), exact=unit.exact,
-                        variants=sum(shape != 0 for shape in shapes),
-                        **_tolerance(unit, names),
-                        time_coverage=round(unit.coverage, 3),
-                        why=why, confidence=round(self._confidence(unit), 3))
+        pos = unit.positions
+        last_end = _last_end(last_level[last_p:],
+                             [b - a for a, b in zip(pos, pos[1:])] or [width],
+                             {n.sym for n in level[pos[0]:pos[-1]]},
+                             [level[p].start for p in pos])
+        evidence.update(_unit_evidence(unit, anchor, why, names), instances=len(boundaries),
+                        exact=unit.exact, variants=sum(shape != 0 for shape in shapes))
         return DetectorResult(boundaries=boundaries, last_end=last_end, shapes=shapes,
                               evidence=evidence)
 
-    def _align_sections(self, thread: _Thread, level, unit: Unit, boundaries: list) -> list:
+    def _align_sections(self, thread: ThreadSkeleton, level, unit: Unit, boundaries: list) -> list:
         """A unit found on one section of the loop thread (its annotations, say) begins with
         the ops of the thread's other sections (its cpu_ops) that open each instance: those
         found between the end of the previous instance and the boundary in most instances
@@ -714,7 +682,7 @@ class StructureDetector:
                   for n in t.roots]
         if not others or len(boundaries) != len(pos) or len(pos) < 3:
             return boundaries
-        others.sort(key=_start)
+        others.sort(key=start_of)
         starts = [n.start for n in others]
         gaps = []
         for i, b in enumerate(boundaries):
@@ -732,20 +700,8 @@ class StructureDetector:
                            FoundBoundary(first.start, b.thread, self._names[first.sym]))
         return aligned
 
-    @staticmethod
-    def _last_end(level, unit: Unit, last_level, last_p: int) -> float:
-        """Where the last instance ends (``last_instance_end``)."""
-        pos = unit.positions
-        seen = {n.sym for n in level[pos[0]:pos[-1]]}
-        typical = typical_duration([level[p].start for p in pos])
-        lengths = [b - a for a, b in zip(pos, pos[1:])] or [len(unit.mode)]
-        return last_instance_end(last_level[last_p:], sure_ops(lengths), seen, typical)
 
-    @staticmethod
-    def _confidence(unit: Unit) -> float:
-        return min(1.0, unit.coverage) * (unit.score / unit.n) * min(1.0, unit.n / 3)
-
-    def _single(self, thread: _Thread, path, evidence) -> DetectorResult:
+    def _single(self, thread: ThreadSkeleton, path, evidence) -> DetectorResult:
         """No repeating unit: the loop thread's work is one iteration."""
         roots = thread.roots
         span_owner = path[0] if path else None
