@@ -213,16 +213,27 @@ def replay(name: str, seed: int = 0, mode: str = "pipe", timeout: float = 1.0,
 
 
 def markdown(results: list) -> str:
-    rows = ["| scenario | mode | iterations | on time (4th on) | lag events median / max "
-            "| lag ms median | revisions | final == file |",
-            "|---|---|---|---|---|---|---|---|"]
-    for r in results:
-        s = r.summary()
-        rows.append(f"| {r.scenario}#{r.seed} | {r.mode} | {r.iterations} | "
-                    f"{r.on_time}/{r.scored} ({100 * r.share:.0f} %) | "
-                    f"{s['median_lag_events']} / {s['max_lag_events']} | "
-                    f"{s['median_lag_ms']} | {r.revisions} | "
-                    f"{'yes' if r.final_equals_file else 'NO'} |")
+    """The README table: per scenario (seeds together), on-time share and median lag for
+    each mode, the worst lag in events, revisions, and whether every final split matched."""
+    modes = list(dict.fromkeys(r.mode for r in results))
+    header = ["scenario"]
+    for mode in modes:
+        header += [f"on time, {mode}", f"median lag, {mode}"]
+    header += ["max lag in events", "revisions", "final split == file's"]
+    rows = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for name in dict.fromkeys(r.scenario for r in results):
+        mine = [r for r in results if r.scenario == name]
+        cells = [name]
+        for mode in modes:
+            of_mode = [r for r in mine if r.mode == mode]
+            on, scored = sum(r.on_time for r in of_mode), sum(r.scored for r in of_mode)
+            lags = [ms for r in of_mode for ms in r.lag_ms]
+            cells += [f"{on}/{scored} ({100 * on / scored if scored else 100:.0f} %)",
+                      f"{statistics.median(lags):.1f} ms" if lags else "-"]
+        cells += [str(max((e for r in mine for e in r.lag_events), default=0)),
+                  str(sum(r.revisions for r in mine)),
+                  "yes" if all(r.final_equals_file for r in mine) else "NO"]
+        rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
 
