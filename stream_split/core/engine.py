@@ -153,6 +153,7 @@ class Splitter:
         self.closed = False
         self.evidence: dict = {}
         self._last_thread = ("", "")  # the loop thread of the latest boundary
+        self._ignored_last = False  # the detector's latest boundary was not taken
 
     # -- input -------------------------------------------------------------------------
 
@@ -342,9 +343,11 @@ class Splitter:
     def _add_boundary(self, found) -> None:
         windows = self._windows
         if found.__class__ is RetractLast or found.moves_last:
-            self._revise_last(found)
+            if not self._ignored_last:  # a revision of an ignored boundary is ignored too
+                self._revise_last(found)
             return
-        if windows.starts and found.start_ts <= windows.starts[-1]:
+        self._ignored_last = bool(windows.starts) and found.start_ts <= windows.starts[-1]
+        if self._ignored_last:
             return  # a detector may only move forward
         index = windows.add(found.start_ts)
         pid, tid = self._last_thread = found.thread
