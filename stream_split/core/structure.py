@@ -50,7 +50,7 @@ from stream_split.core.detect import DetectorResult, FoundBoundary, RetractLast
 from stream_split.core.skeleton import SKIPPED, Node, Symbols, ThreadSkeleton, flatten, start_of
 from stream_split.core.units import (
     PHASE_INPUT_FETCH, RULES, Rules, Unit, find_unit, last_instance_end, shape_and_similarity,
-    sure_ops, typical_duration)
+    sure_ops, time_reference, typical_duration)
 from stream_split.trace_format import PROFILER_STEP_PREFIX
 
 MODULE_FRAME_PREFIX = "nn.Module: "
@@ -148,6 +148,9 @@ class _RootMatcher:
         self.unit = unit
         self.shortest = min((b - a for a, b in zip(pos, pos[1:])), default=len(self.mode))
         instances = [level[a:b] for a, b in zip(pos, pos[1:])]
+        if instances:  # later ops carry no GPU work: compare by time, to the likest instance
+            likest = max(range(len(instances)), key=unit.similarity.__getitem__)
+            unit = self.unit = replace(unit, reference=time_reference(instances[likest]))
         self.shapes: list = []
         self.similarity: list = []  # each instance's similarity to the unit (evidence)
         for ops in instances:

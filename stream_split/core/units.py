@@ -315,6 +315,16 @@ def _reference(bag_totals: tuple, rules: Rules) -> tuple:
     return (_weights(bag, (time, gpu, count), (time > 0, gpu > 0), rules), time, gpu, count)
 
 
+def time_reference(nodes: list, rules: Rules = RULES) -> tuple:
+    """A reference like ``Unit.reference``, from the instance ``nodes``, by time and op count
+    only: to compare instances whose GPU work is not counted (read after the unit was
+    decided online, when launches are no longer credited to ops)."""
+    bag, time, _, count = _bag(nodes, 0, len(nodes))
+    for cell in bag.values():
+        cell[1] = 0.0
+    return _reference((bag, time, 0.0, count), rules)
+
+
 def _differing(a: dict, b: dict, top: int = 3) -> list:
     gaps = sorted(((abs(a.get(s, 0.0) - b.get(s, 0.0)), s) for s in a.keys() | b.keys()),
                   reverse=True)
