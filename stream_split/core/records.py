@@ -1,7 +1,14 @@
 """What the core tells its callers: small immutable records, no behaviour.
 
 ``Boundary`` is known the moment an iteration's first CPU op is read (after the pattern is
-confirmed); ``IterationRecord`` carries an iteration's numbers once they are final. The
+confirmed); ``IterationRecord`` carries an iteration's numbers once they are final.
+
+Which records are final: ``IterationRecord`` always (they come at the end). A ``Boundary`` is
+provisional while it is the latest one: when the events after it show it was wrong (the op
+that triggered it did not open an instance after all), a ``Revision`` of that boundary follows,
+either ``move`` (to a later op, a new ``start_ts``) or ``retract`` (no iteration begins there;
+the next boundary reuses its index). Once a boundary with a higher index has come out, every
+boundary before it is final. ``apply_revision`` is how a consumer applies one. The
 protobuf messages in ``proto/`` mirror these fields one for one (``stream_split.schema``).
 """
 from __future__ import annotations
@@ -31,6 +38,37 @@ class Boundary:
 
     def to_dict(self) -> dict:
         return {"type": "boundary", **asdict(self)}
+
+
+REVISION_MOVE = "move"
+REVISION_RETRACT = "retract"
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """Boundary ``index`` (always the latest one emitted) was wrong: ``move`` puts it at
+    ``start_ts`` / ``first_op`` (always later than before); ``retract`` withdraws it
+    (``start_ts`` None): iteration ``index`` - 1 goes on, and the next boundary is ``index``."""
+    index: int
+    action: str
+    start_ts: float | None
+    pid: str
+    tid: str
+    first_op: str
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"type": "revision", **asdict(self)}
+
+
+def apply_revision(boundaries: list, revision: dict) -> list:
+    """The boundary records (dicts, in order) after ``revision`` (a revision record's dict):
+    what a live consumer does on a ``revision`` record."""
+    kept = [b for b in boundaries if b["index"] != revision["index"]]
+    if revision["action"] == REVISION_MOVE:
+        kept.append({"type": "boundary", **{k: revision[k] for k in (
+            "index", "start_ts", "pid", "tid", "first_op")}})
+    return kept
 
 
 @dataclass(slots=True)
