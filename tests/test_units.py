@@ -99,3 +99,50 @@ def test_every_rule_is_named_and_the_rules_are_frozen():
                                                 "two_coverage", "min_coverage"}
     with pytest.raises(FrozenInstanceError):
         RULES.like = 0.1
+
+
+# A training step with GPU work per op: fetch (0), forward (1), loss (4), optimizer step (3),
+# zero_grad (5), sync (6); an eval pass is three more forwards, each with its sync.
+TRAIN = [0, 1, 4, 3, 5, 6]
+EVAL = [1, 6, 1, 6, 1, 6]
+TRAIN_DUR = {0: 5.0, 1: 100.0, 3: 60.0, 4: 5.0, 5: 2.0, 6: 20.0}
+TRAIN_GPU = {1: 40, 3: 30, 4: 2, 5: 1}
+TRAIN_NAMES = {0: "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+               1: "aten::linear", 3: "Optimizer.step#AdamW.step", 4: "aten::cross_entropy_loss",
+               5: "Optimizer.zero_grad#AdamW.zero_grad", 6: "aten::item"}
+
+
+def _names():
+    """The name of each symbol (0-9), as the detector passes them."""
+    return [TRAIN_NAMES.get(s, f"op{s}") for s in range(10)]
+
+
+def test_an_eval_pass_every_other_step_does_not_make_the_forward_the_unit():
+    # Half the steps carry an eval pass that doubles their work: by cost they are unlike a
+    # plain step, and the forward repeats more regularly than the step. Each step holds the
+    # loop's spine (fetch, loss, optimizer step, zero_grad) exactly once: the step is the unit.
+    pattern = (TRAIN + TRAIN + EVAL) * 4 + TRAIN
+    unit = find_unit(level_of(pattern, TRAIN_DUR, TRAIN_GPU), names=_names())
+    assert unit.n == 9
+    assert {0, 3, 4, 5} <= unit.spine
+    assert unit.like == 9, "every step holds the spine once, eval pass or not"
+
+
+def test_a_variable_length_inner_loop_is_part_of_the_step_that_holds_the_optimizer():
+    # A rollout of 2 to 6 forwards (each with its sync) before the update: the forwards repeat
+    # far more often, but the optimizer's step is once per turn of the outer loop only.
+    pattern = []
+    for length in (2, 5, 3, 6, 2, 4):
+        pattern += [7] + [1, 6] * length + [4, 3, 5]
+    dur = {**TRAIN_DUR, 7: 1.0}
+    unit = find_unit(level_of(pattern, dur, TRAIN_GPU), names=_names())
+    assert unit.n == 6
+
+
+def test_without_the_loop_markers_many_whole_steps_beat_their_super_period():
+    # Four steps then an eval op: the coarse cut at the eval op holds four steps each (the
+    # steps' spine four times, no marker once): the steps stay the unit.
+    pattern = (TRAIN * 4 + [9]) * 4
+    dur = {**TRAIN_DUR, 9: 30.0}
+    unit = find_unit(level_of(pattern, dur, TRAIN_GPU), names=_names())
+    assert unit.n == 16

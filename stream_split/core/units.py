@@ -57,9 +57,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from stream_split.core.records import KIND_IDLE, KIND_ITERATION
-from stream_split.trace_format import BLOCKING_SYNC_NAMES, INPUT_FETCH_PATTERN
+from stream_split.trace_format import (BLOCKING_SYNC_NAMES, INPUT_FETCH_PATTERN,
+                                       LOOP_MARKER_PATTERN)
 
 _INPUT_FETCH = re.compile(INPUT_FETCH_PATTERN)
+_LOOP_MARKER = re.compile(LOOP_MARKER_PATTERN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +154,13 @@ class Rules:
     #: ... and it spends at least this share of its time in ops of kinds the representative
     #: has not (``idle_step``).
     idle_own_ops: float = 0.5
+    #: A cut whose inner instances each hold at least this many kinds of op exactly once
+    #: (the loss, ``Optimizer.step``, ``zero_grad``, the input fetch) has a *spine*: an instance
+    #: that holds the whole spine once is one turn of the loop, like the unit, however much
+    #: else it does (an eval pass, a checkpoint, a rollout of any length). Two kinds could be
+    #: a coincidence; three are the program's own loop body. Only where instances are weighed
+    #: (``weigh``): the exact search inside a container compares op for op.
+    spine_ops: int = 3
     #: A cut must be good as a whole: its mean similarity times its coverage reaches this. A
     #: rare op that happens to cut the loop into a few unlike pieces does not.
     min_quality: float = 0.45
@@ -193,6 +202,9 @@ class Unit:
     #: Unlike instances that do (almost) none of the representative's GPU work: cycles that
     #: took another path (``idle_step``). They neither count for nor against the unit.
     idle: int = 0
+    #: Kinds of op found exactly once in every inner instance (``_loop_body``), when there are
+    #: at least ``Rules.spine_ops`` of them: the program's own loop body.
+    spine: frozenset = frozenset()
 
     @property
     def n(self) -> int:
@@ -369,7 +381,11 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> 
             best = (key, r, sims, [w for _, w in scored], reference, idle_at)
     _, rep, sims, ws, reference, idle_at = best
     rep_shape = shapes[rep]
-    like = sum(1 for s in sims if s >= rules.like)
+    spine = _loop_body(shapes, rules)
+    held = _spine_held(shapes, spine)
+    liked = [x >= rules.like or h for x, h in zip(sims, held)]
+    idle_at = [idle and not h for idle, h in zip(idle_at, held)]
+    like = sum(liked)
     fragments = sum(1 for a, b in inner if b - a < 0.5 * len(rep_shape))
     # Coverage counts every instance of about the unit's length (an eval step is unlike a plain
     # one, yet part of the loop); the like share above is what judges regularity.
@@ -383,20 +399,44 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> 
     inner_sims = [x for x, idle in zip(sims[1:-1], idle_at[1:-1]) if not idle]
     # An unlike instance doing less work than the representative, on its path, is a piece of
     # a step (an eval forward cut out of its step): such a cut is no cut into whole steps.
-    pieces = sum(1 for x, idle, bag in zip(sims[1:-1], idle_at[1:-1], bags[1:-1])
-                 if not idle and x < rules.like
+    pieces = sum(1 for ok, idle, bag in zip(liked[1:-1], idle_at[1:-1], bags[1:-1])
+                 if not idle and not ok
                  and _work_ratio(bag, reference) < rules.piece_work_share)
     unit = Unit(positions=list(pos), mode=rep_shape, similarity=[round(s, 3) for s in sims],
                 like=like, fragments=fragments, coverage=coverage, anchor=anchor,
-                shapes=[0 if x >= rules.like else _unlike_shape(bag, reference, shape, rules)
-                        for x, bag, shape in zip(sims, bags, shapes)],
+                shapes=[0 if ok else _unlike_shape(bag, reference, shape, rules)
+                        for ok, bag, shape in zip(liked, bags, shapes)],
                 exact=sum(1 for sh in shapes if sh == rep_shape),
                 differing=_differing(ws[worst], ws[rep]),
                 reference=reference, idle=sum(idle_at),
                 inner_worst=min(inner_sims) if inner_sims else 1.0, pieces=pieces,
                 even=all(0.5 * len(rep_shape) <= b - a <= 1.5 * len(rep_shape)
-                         for a, b in inner))
+                         for a, b in inner), spine=spine)
     return unit
+
+
+def _loop_body(shapes: list, rules: Rules) -> frozenset:
+    """The cut's spine: the kinds of op found exactly once in every inner instance, when there
+    are at least ``Rules.spine_ops`` of them (the last instance may be cut short: not asked)."""
+    inner = shapes[:-1]
+    if len(inner) < 2 or not rules.weigh:
+        return frozenset()
+    spine = None
+    for shape in inner:
+        once = {s for s, c in Counter(shape).items() if c == 1}
+        spine = once if spine is None else spine & once
+        if len(spine) < rules.spine_ops:
+            return frozenset()
+    return frozenset(spine)
+
+
+def _spine_held(shapes: list, spine: frozenset) -> list:
+    """Per instance: does it hold the whole spine, each kind exactly once? Then it is one turn
+    of the loop, like the unit, however much else it does."""
+    if not spine:
+        return [False] * len(shapes)
+    last = Counter(shapes[-1])
+    return [True] * (len(shapes) - 1) + [all(last.get(s) == 1 for s in spine)]
 
 
 #: Marks the shape of an instance that took another path (ops of its own): a candidate idle
@@ -480,8 +520,13 @@ def _qualifies(unit: Unit, rules: Rules) -> bool:
             and unit.coverage >= rules.min_coverage)
 
 
-def _super_period(coarse: Unit, fine: Unit, rules: Rules) -> bool:
-    """Is each of ``coarse``'s instances, on average, several of ``fine``'s?"""
+def _super_period(coarse: Unit, fine: Unit, rules: Rules, markers: frozenset) -> bool:
+    """Is each of ``coarse``'s instances, on average, several of ``fine``'s? Not when the
+    coarse cut's spine holds a loop marker (the optimizer's step, the input fetch) that the
+    finer cut's instances do not each hold: the finer one cuts a part of the loop's turn (the
+    forwards of an eval pass, the tokens of a rollout)."""
+    if (coarse.spine & markers) - fine.spine:
+        return False
     return fine.n >= rules.super_period_ratio * coarse.n
 
 
@@ -511,12 +556,12 @@ def _more_regular(a: Unit, b: Unit, rules: Rules) -> bool:
     return a.first < b.first
 
 
-def _choose(candidates: list, rules: Rules) -> Unit:
+def _choose(candidates: list, rules: Rules, markers: frozenset = frozenset()) -> Unit:
     """The coarsest candidate that is not a super-period of whole finer steps; of the cuts of
     that same loop, the clearly more regular one, else the earliest."""
     fine = [c for c in candidates if _whole_steps(c, rules)]
     pool = [c for c in candidates
-            if not any(f.n > c.n and not _same_loop(c, f, rules) and _super_period(c, f, rules)
+            if not any(f.n > c.n and not _same_loop(c, f, rules) and _super_period(c, f, rules, markers)
                        for f in fine)] or candidates
     coarsest = min(pool, key=lambda c: c.n)
     same = [c for c in pool if _same_loop(c, coarsest, rules)]
@@ -568,7 +613,8 @@ def find_unit(level: list, rules: Rules = RULES, names: list | None = None,
             candidates.append(unit)
     if not candidates:
         return None
-    best = _phased(_choose(candidates, rules), level, syms, positions, names, rules, whole)
+    markers = frozenset(s for s in positions if names and _LOOP_MARKER.search(names[s]))
+    best = _phased(_choose(candidates, rules, markers), level, syms, positions, names, rules, whole)
     apart = _idle_cycles_apart(best, candidates, rules)
     if apart is None:
         return best
