@@ -322,14 +322,19 @@ def _differing(a: dict, b: dict, top: int = 3) -> list:
 # -- one candidate ---------------------------------------------------------------------
 
 
-def _segments(pos: list, level: list) -> list:
+def _segments(pos: list, level: list, rules: Rules) -> list:
     """(start, end) of each instance. The last one runs into whatever follows the loop: it
-    ends once it has about the median instance's ops and time (noise may add ops to it)."""
+    ends once it has about the median instance's ops and time (noise may add ops to it).
+    Unweighed (a flattened subtree: a parent's time holds its children's), by ops alone:
+    the last of four layers a little faster than the others is still one layer, not one
+    layer and the loss after it."""
     m = len(level)
     spans = [(pos[k], pos[k + 1]) for k in range(len(pos) - 1)]
     if not spans:
         return [(pos[-1], m)]
     ops = sorted(b - a for a, b in spans)[len(spans) // 2]
+    if not rules.weigh:
+        return spans + [(pos[-1], min(m, pos[-1] + ops))]
     time = sorted(sum(level[i].end - level[i].start for i in range(a, b))
                   for a, b in spans)[len(spans) // 2]
     end, done = pos[-1], 0.0
@@ -343,7 +348,7 @@ def _segments(pos: list, level: list) -> list:
 def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> Unit:
     """Cut ``level`` at ``pos``: the representative, each instance's similarity, coverage."""
     inner = [(pos[k], pos[k + 1]) for k in range(len(pos) - 1)]
-    spans = _segments(pos, level)
+    spans = _segments(pos, level, rules)
     bags = [_bag(level, a, b) for a, b in spans]
     shapes = [tuple(syms[a:b]) for a, b in spans]
     # The representative: the one that explains the most instances (like it, or idle beside
@@ -649,18 +654,25 @@ def _after_sync(unit: Unit, spine: list, names: list):
     return None
 
 
-def _walk_left(unit: Unit, syms: list, head: set, noise: set,
-               take_noise: bool = False) -> list:
+def _walk_left(unit: Unit, syms: list, head, noise: set, take_noise: bool = False) -> list:
     """Each instance's beginning moved left from its anchor to the leftmost op of ``head``
     reachable over head ops and ``noise`` positions (not past the previous anchor); with
-    ``take_noise``, to the leftmost noise op too (everything after a sync is the step's)."""
+    ``take_noise``, to the leftmost noise op too (everything after a sync is the step's).
+    A ``Counter`` head is taken at most as often as it counts each kind of op: the ops that
+    precede the anchor in the representative, no more (``model.to(device)`` before the first
+    fetch is the prologue's, though an ``aten::to`` follows each fetch)."""
     pos = unit.positions
     new = []
     for i, p in enumerate(pos):
         lo = pos[i - 1] + 1 if i else 0
+        left = Counter(head) if isinstance(head, Counter) else None
         start = p
         q = p - 1
         while q >= lo and (syms[q] in head or q in noise):
+            if syms[q] in head and left is not None:
+                if not left[syms[q]]:
+                    break
+                left[syms[q]] -= 1
             if take_noise or syms[q] in head:
                 start = q
             q -= 1
@@ -682,7 +694,7 @@ def _begin_at(unit: Unit, first: int, level: list, syms: list, positions: dict,
             unit = moved
         else:
             mode = unit.mode
-            head = set(mode[mode.index(first):]) - {unit.anchor}
+            head = Counter(s for s in mode[mode.index(first):] if s != unit.anchor)
             unit.positions = _walk_left(unit, syms, head, noise)
     if after_sync:  # the small ops back to the previous sync open the step
         unit.positions = _walk_left(unit, syms, set(), after_sync, take_noise=True)
