@@ -767,9 +767,11 @@ def _extend_head(unit: Unit, level: list, syms: list, noise: set, rules: Rules,
             continue  # after an idle poll: its last op is no evidence of a step's head
         window = []
         q = pos[i] - 1
+        kept = 0  # a run of inserted small ops (noise) does not use up the window
         while q > pos[i - 1] and syms[q] not in closing and syms[q] != unit.anchor and \
-                len(window) < len(unit.mode):
+                kept < len(unit.mode):
             window.append(syms[q])
+            kept += q not in noise
             q -= 1
         windows.append(window)
     in_window = Counter(s for w in windows for s in set(w))
