@@ -127,6 +127,9 @@ class Rules:
     length_slack: float = 1.3
     #: Representatives tried when looking for the medoid instance (cost: this x instances).
     medoid_trials: int = 7
+    #: The spine of a unit: the ops found in this share of its like instances (a step's
+    #: data fetch, its sync); an op noise drops now and then still belongs to it.
+    spine_share: float = 0.8
     #: A run of this many small ops of new kinds after the last instance is no noise.
     max_head: int = 16
     #: A head op (before the anchor, opening the step) is found in at least this share of the
@@ -614,7 +617,7 @@ def _phase(unit: Unit, level: list, syms: list, positions: dict, names,
         if fetch:
             return _begin_at(unit, fetch[0], level, syms, positions, noise, rules,
                              "before the input fetch")
-        after_sync = _after_sync(unit, spine, names)
+        after_sync = _after_sync(unit, spine, names, syms, rules)
         if after_sync is not None:
             syncs = {q for q, x in enumerate(syms) if names[x] in BLOCKING_SYNC_NAMES}
             return _begin_at(unit, after_sync, level, syms, positions, noise, rules,
@@ -638,15 +641,20 @@ def _spine(unit: Unit, syms: list, rules: Rules, once: bool = True) -> list:
     if not like_n:
         return []
     order = {s: i for i, s in reversed(list(enumerate(unit.mode)))}
-    return sorted((s for s, n in seen.items() if n >= 0.8 * like_n and s in order),
+    return sorted((s for s, n in seen.items() if n >= rules.spine_share * like_n and s in order),
                   key=order.__getitem__)
 
 
-def _after_sync(unit: Unit, spine: list, names: list):
+def _after_sync(unit: Unit, spine: list, names: list, syms: list, rules: Rules):
     """The first spine op after a blocking sync that closes most instances (cyclically)."""
     mode = unit.mode
+    pos = unit.positions
+    inner = [set(syms[a:b]) for a, b in zip(pos, pos[1:])]
     for i, s in enumerate(mode):
-        if names[s] in BLOCKING_SYNC_NAMES and s in spine:  # a stray sync is noise
+        # A stray sync is noise: it is in the spine of the like instances, and in most of all
+        # the instances (with one like step beside an eval step, any op of it is "spine").
+        if names[s] in BLOCKING_SYNC_NAMES and s in spine and \
+                sum(s in ops for ops in inner) >= rules.spine_share * len(inner):
             for k in range(1, len(mode)):
                 nxt = mode[(i + k) % len(mode)]
                 if nxt in spine and names[nxt] not in BLOCKING_SYNC_NAMES:
@@ -762,27 +770,31 @@ def _extend_head(unit: Unit, level: list, syms: list, noise: set, rules: Rules,
     # closes instances (the previous instance's tail) or the previous anchor; not where the
     # previous instance took another path.
     windows = []
-    for i in range(1, n):
-        if _took_another_path(unit.shapes[i - 1]):
+    for i in range(0 if whole else 1, n):
+        if i and _took_another_path(unit.shapes[i - 1]):
             continue  # after an idle poll: its last op is no evidence of a step's head
         window = []
         q = pos[i] - 1
         kept = 0  # a run of inserted small ops (noise) does not use up the window
-        while q > pos[i - 1] and syms[q] not in closing and syms[q] != unit.anchor and \
-                kept < len(unit.mode):
+        while q > (pos[i - 1] if i else -1) and syms[q] not in closing and \
+                syms[q] != unit.anchor and kept < len(unit.mode):
             window.append(syms[q])
             kept += q not in noise
             q -= 1
         windows.append(window)
+    # The first instance's window (complete levels only) votes too: with three steps, two of
+    # which lost their small head ops to noise, it is half the evidence. It may hold the
+    # prologue's last ops, but they are seldom found before another instance.
     in_window = Counter(s for w in windows for s in set(w))
-    anywhere = Counter(syms[pos[0]:])
+    anywhere = Counter(syms[pos[0] - len(windows[0]) if whole and windows else pos[0]:])
     filled = sum(1 for w in windows if w)
     # Head ops: in many head windows, or (dropped by noise in the other instances) seldom
     # seen anywhere else; either way in at least two.
     head = {s for s, c in in_window.items()
             if c >= 2 and (c >= rules.head_share * filled
                                         or c >= rules.head_only_share * anywhere[s])}
-    region = set(in_window)
+    later = windows[1:] if whole else windows
+    region = {s for w in later for s in w}
     if not head:
         return unit
     unit.positions = _walk_left(unit, syms, head, noise)
