@@ -378,7 +378,12 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> 
     _, rep, sims, ws, reference, idle_at = best
     rep_shape = shapes[rep]
     like = sum(1 for s in sims if s >= rules.like)
-    fragments = sum(1 for a, b in inner if b - a < 0.5 * len(rep_shape))
+    # A fragment has under half the representative's ops and, where work is weighed, under
+    # half its work: a step without the four inserted ``detach`` ops of the representative
+    # is no fragment of it.
+    fragments = sum(1 for k, (a, b) in enumerate(inner) if b - a < 0.5 * len(rep_shape)
+                    and (not rules.weigh
+                         or _work_ratio(bags[k], reference) < rules.piece_work_share))
     # Coverage counts every instance of about the unit's length (an eval step is unlike a plain
     # one, yet part of the loop); the like share above is what judges regularity.
     width = len(rep_shape)
@@ -531,7 +536,15 @@ def _choose(candidates: list, rules: Rules) -> Unit:
     best = same[0]
     for c in same[1:]:
         best = c if _more_regular(c, best, rules) else best
-    return best
+    # The cuts of the winner's loop too: the coarsest cut may have lost a third of its
+    # instances (its anchor dropped by noise), so a cut of every step is out of its reach.
+    while True:
+        more = [c for c in pool if c not in same and _same_loop(c, best, rules)]
+        if not more:
+            return best
+        same.extend(more)
+        for c in more:
+            best = c if _more_regular(c, best, rules) else best
 
 
 def _idle_cycles_apart(best: Unit, candidates: list, rules: Rules) -> Unit | None:
