@@ -148,12 +148,16 @@ def _new_op(name: str, like: dict, ts: float, dur: float) -> dict:
             "ts": round(ts, 3), "dur": round(dur, 3), "args": {"noise": True}}
 
 
-def _insert_into_gap(step: _Step, rng: random.Random, names: list, inserted: list) -> None:
+def _insert_into_gap(step: _Step, rng: random.Random, names: list, inserted: list,
+                     removed: set) -> None:
     """Put ``names`` (one small op each) one after the other into a gap between two top-level
-    ops of the step."""
-    ops = step.top
+    ops of the step that are still there."""
+    ops = [op for op in step.top if id(op) not in removed]
+    if not ops:
+        return
     # Between two ops, or after the last one: the step's first op stays its first op (what
-    # comes before it is the previous step's as far as any splitter can tell).
+    # comes before it is the previous step's as far as any splitter can tell), also where
+    # the first op was dropped.
     edges = [_end(op) for op in ops]
     nexts = [op["ts"] for op in ops[1:]] + [_end(step.span)]
     gaps = [(a, b) for a, b in zip(edges, nexts) if b - a > 0.01 * len(names) + 0.002]
@@ -184,12 +188,12 @@ def _mutate_step(step: _Step, rate: float, rng: random.Random, base: _Base, remo
                 victims = [i for i in small if step.top[i].get("name") == name]
                 _drop(step.top[rng.choice(victims)], base, removed)
             elif repeated:
-                _insert_into_gap(step, rng, [rng.choice(repeated)], inserted)
+                _insert_into_gap(step, rng, [rng.choice(repeated)], inserted, removed)
             else:
                 _insert_into_gap(step, rng, [rng.choice(SPORADIC_OPS)] * rng.randint(2, 4),
-                                 inserted)
+                                 inserted, removed)
         else:
-            _insert_into_gap(step, rng, [rng.choice(SPORADIC_OPS)], inserted)
+            _insert_into_gap(step, rng, [rng.choice(SPORADIC_OPS)], inserted, removed)
 
 
 def _noisy_copy(base: _Base, rate: float, rng: random.Random) -> list:
