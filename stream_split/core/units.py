@@ -636,7 +636,7 @@ def _phase(unit: Unit, level: list, syms: list, positions: dict, names,
             return _begin_at(unit, after_sync, level, syms, positions, noise, rules,
                              "right after the previous instance's blocking sync",
                              tiny - syncs)
-    return _extend_head(unit, level, syms, noise, rules, whole)
+    return _extend_head(unit, level, syms, noise, rules, whole, tiny)
 
 
 def _spine(unit: Unit, syms: list, rules: Rules, once: bool = True) -> list:
@@ -756,7 +756,7 @@ def _exact_head(unit: Unit, syms: list) -> int:
 
 
 def _extend_head(unit: Unit, level: list, syms: list, noise: set, rules: Rules,
-                 whole: bool) -> Unit:
+                 whole: bool, tiny: set = frozenset()) -> Unit:
     """Move each instance's beginning left over the head: the ops that come just before the
     anchor in most instances, so the boundary is the step's first op. The head is read right
     to left by vote: at each step the op found next to the left in most of the instances
@@ -799,13 +799,18 @@ def _extend_head(unit: Unit, level: list, syms: list, noise: set, rules: Rules,
     # which lost their small head ops to noise, it is half the evidence. It may hold the
     # prologue's last ops, but they are seldom found before another instance.
     in_window = Counter(s for w in windows for s in set(w))
+    # Kinds of op that are small wherever they occur (``tiny``: positions of small ops).
+    big = {syms[q] for q in range(len(syms)) if q not in tiny}
     anywhere = Counter(syms[pos[0] - len(windows[0]) if whole and windows else pos[0]:])
     filled = sum(1 for w in windows if w)
-    # Head ops: in many head windows, or (dropped by noise in the other instances) seldom
-    # seen anywhere else; either way in at least two.
+    # Head ops: in many head windows (counting those noise left empty only for small
+    # ops: noise drops small ops, a big one missing is missing), or (small ones dropped by
+    # noise in the other instances) seldom seen anywhere else; either way in at least two.
+    # An eval pass that ends every third step is no head of the next step, though only
+    # ever seen before it.
     head = {s for s, c in in_window.items()
-            if c >= 2 and (c >= rules.head_share * filled
-                                        or c >= rules.head_only_share * anywhere[s])}
+            if c >= 2 and (c >= rules.head_share * (len(windows) if s in big else filled)
+                           or (c >= rules.head_only_share * anywhere[s] and s not in big))}
     later = windows[1:] if whole else windows
     region = {s for w in later for s in w}
     if not head:
