@@ -122,7 +122,7 @@ def test_explain_says_how_tolerant_the_match_was():
 
 #: (trace, noise rate) pairs whose three seeds all split exactly. The accuracy harness
 #: (``python -m stream_split.accuracy --shared ../shared/traces --noise``) reports the rest
-#: (46 of 54 variants exact; see the README): with three steps, or a step's two small head
+#: (50 of 54 variants exact; see the README): with three steps, or a step's two small head
 #: ops dropped while inserted ops sit next to them, a step is sometimes cut one op off.
 NOISY_REAL = [("tracelens/mi300/resnet_act_checkpoint.json.gz", 0.1),
               ("tracelens/mi300/resnet_act_checkpoint.json.gz", 0.3),

@@ -385,8 +385,9 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> 
                     and (not rules.weigh
                          or _work_ratio(bags[k], reference) < rules.piece_work_share))
     # Coverage counts every instance of about the unit's length (an eval step is unlike a plain
-    # one, yet part of the loop); the like share above is what judges regularity.
-    width = len(rep_shape)
+    # one, yet part of the loop); the like share above is what judges regularity. The length
+    # is the median instance's: the representative may carry a run of inserted small ops.
+    width = sorted(b - a for a, b in inner)[len(inner) // 2] if inner else len(rep_shape)
     coverage = _coverage(level, [(a, b) for a, b in spans[:-1]
                                  if 0.5 * width <= b - a <= 4 * width] + spans[-1:], rules)
     worst = min(range(len(sims)), key=sims.__getitem__)

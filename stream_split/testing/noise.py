@@ -99,6 +99,7 @@ class _Step:
 
     def __init__(self, span: dict, base: _Base):
         self.span = span
+        self.ends_trace = False  # the trace's last step: nothing is inserted after its ops
         lo, hi = span["ts"], _end(span)
         window = [e for e in base.thread_events if e is not span and lo <= e["ts"] < hi]
         inside = [e for e in window if e.get("ph") == "X" and e.get("cat") in STRUCTURE_CATS]
@@ -157,9 +158,10 @@ def _insert_into_gap(step: _Step, rng: random.Random, names: list, inserted: lis
         return
     # Between two ops, or after the last one: the step's first op stays its first op (what
     # comes before it is the previous step's as far as any splitter can tell), also where
-    # the first op was dropped.
+    # the first op was dropped; and the trace's last step keeps its last op (what comes
+    # after it is the epilogue as far as any splitter can tell).
     edges = [_end(op) for op in ops]
-    nexts = [op["ts"] for op in ops[1:]] + [_end(step.span)]
+    nexts = [op["ts"] for op in ops[1:]] + ([] if step.ends_trace else [_end(step.span)])
     gaps = [(a, b) for a, b in zip(edges, nexts) if b - a > 0.01 * len(names) + 0.002]
     if not gaps:
         return
@@ -175,6 +177,7 @@ def _mutate_step(step: _Step, rate: float, rng: random.Random, base: _Base, remo
                  inserted: list) -> None:
     want = rate * len(step.top)
     count = int(want) + (rng.random() < want - int(want))
+    runs = []  # inserted after every drop: into the gaps between the ops that remain
     for _ in range(count):
         kind = rng.choice(KINDS)
         small = [i for i in step.small if id(step.top[i]) not in removed]
@@ -188,20 +191,24 @@ def _mutate_step(step: _Step, rate: float, rng: random.Random, base: _Base, remo
                 victims = [i for i in small if step.top[i].get("name") == name]
                 _drop(step.top[rng.choice(victims)], base, removed)
             elif repeated:
-                _insert_into_gap(step, rng, [rng.choice(repeated)], inserted, removed)
+                runs.append([rng.choice(repeated)])
             else:
-                _insert_into_gap(step, rng, [rng.choice(SPORADIC_OPS)] * rng.randint(2, 4),
-                                 inserted, removed)
+                runs.append([rng.choice(SPORADIC_OPS)] * rng.randint(2, 4))
         else:
-            _insert_into_gap(step, rng, [rng.choice(SPORADIC_OPS)], inserted, removed)
+            runs.append([rng.choice(SPORADIC_OPS)])
+    for names in runs:
+        _insert_into_gap(step, rng, names, inserted, removed)
 
 
-def _noisy_copy(base: _Base, rate: float, rng: random.Random) -> list:
-    """One noisy version of the base's events in their own file order."""
+def _noisy_copy(base: _Base, rate: float, rng: random.Random, last: bool = True) -> list:
+    """One noisy version of the base's events in their own file order; ``last``: the copy
+    that ends the trace."""
     removed: set = set()
     inserted: list = []
-    for span in base.spans:
-        _mutate_step(_Step(span, base), rate, rng, base, removed, inserted)
+    for i, span in enumerate(base.spans):
+        step = _Step(span, base)
+        step.ends_trace = last and i == len(base.spans) - 1
+        _mutate_step(step, rate, rng, base, removed, inserted)
     out = [e for e in base.events if id(e) not in removed]
     mine = [i for i, e in enumerate(out) if (e.get("pid"), e.get("tid")) == base.thread
             and e.get("cat") in _CPU_SECTIONS and _timed(e)]
@@ -292,7 +299,7 @@ def noisy_events(events: list, rate: float, seed: int, copies: int = 1) -> list:
     sections: dict = {}
     base = _Base(body)
     for k in range(copies):
-        for e in _noisy_copy(base, rate, rng):
+        for e in _noisy_copy(base, rate, rng, last=k == copies - 1):
             sections.setdefault(_section(e), []).append(_shift(e, k, dt, strides, step_stride))
     out = [e for section in sections.values() for e in section]
     return out + meta
