@@ -35,6 +35,8 @@ detector (``structure.py``) decides where to look and what a found unit means.
    - of the cuts of about the same count (rotations of one loop, or a cut that lost an
      instance where its anchor was dropped), the clearly more regular one wins (summed
      similarity; each extra instance must pay for itself), else the fewer, then the earliest;
+     the cuts near the winner are compared too (the coarsest cut may have lost a third of
+     its instances);
    - after the phase: a cut into the same instances plus idle cycles (the loop head starts
      both: failure mode 2) wins over the one that swallows the idle cycles.
 5. **Phase.** Where the loop begins among the unit's ops (``_phase``): before the op that
@@ -42,7 +44,12 @@ detector (``structure.py``) decides where to look and what a found unit means.
    the previous instance, with the small ops before the step's first spine op (never between a
    step's last op and its own sync); else at the anchor, extended to the left over the ops that
    precede it in every instance, then over those found before it in most instances (the
-   *head*: the first ops of the step, each of which may be missing in a few instances).
+   *head*: the first ops of the step, each of which may be missing in a few instances). Noise
+   only ever drops small ops, so a small head op is counted among the instances that show
+   any head and a big one among all; the first instance votes too; a run of inserted tiny
+   ops does not hide a head op behind it. A sync is the loop's phase only when it closes
+   most instances, and the walk to the loop's first op takes each op as often as the
+   representative has it before its anchor (a prologue op of the same kind stays out).
 
 Also here, shared by both decision paths: where the last instance ends
 (``last_instance_end``) and the kind of each cycle (``cycle_kinds``).
