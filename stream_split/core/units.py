@@ -172,6 +172,8 @@ class Rules:
 
 #: The rules for finding iterations.
 RULES = Rules()
+#: ``Unit.phase`` of a unit whose instances open with the loop's input fetch.
+PHASE_INPUT_FETCH = "before the input fetch"
 
 
 @dataclass(slots=True)
@@ -323,6 +325,16 @@ def _reference(bag_totals: tuple, rules: Rules) -> tuple:
     return (_weights(bag, (time, gpu, count), (time > 0, gpu > 0), rules), time, gpu, count)
 
 
+def time_reference(nodes: list, rules: Rules = RULES) -> tuple:
+    """A reference like ``Unit.reference``, from the instance ``nodes``, by time and op count
+    only: to compare instances whose GPU work is not counted (read after the unit was
+    decided online, when launches are no longer credited to ops)."""
+    bag, time, _, count = _bag(nodes, 0, len(nodes))
+    for cell in bag.values():
+        cell[1] = 0.0
+    return _reference((bag, time, 0.0, count), rules)
+
+
 def _differing(a: dict, b: dict, top: int = 3) -> list:
     gaps = sorted(((abs(a.get(s, 0.0) - b.get(s, 0.0)), s) for s in a.keys() | b.keys()),
                   reverse=True)
@@ -450,13 +462,19 @@ def shape_of(nodes: list, unit: Unit, rules: Rules = RULES):
     """An instance's shape as ``Unit.shapes`` has it: 0 if it is like the unit, else its
     symbols, marked when it took another path (for instances read after the unit was
     decided)."""
+    return shape_and_similarity(nodes, unit, rules)[0]
+
+
+def shape_and_similarity(nodes: list, unit: Unit, rules: Rules = RULES) -> tuple:
+    """``shape_of`` and the instance's similarity to the unit (as ``Unit.similarity``)."""
     shape = tuple(node.sym for node in nodes)
     if not unit.reference:
-        return shape
+        return shape, 1.0 if shape == unit.mode else 0.0
     bag = _bag(nodes, 0, len(nodes))
-    if _likeness(bag, unit.reference, rules)[0] >= rules.like:
-        return 0
-    return _unlike_shape(bag, unit.reference, shape, rules)
+    sim = _likeness(bag, unit.reference, rules)[0]
+    if sim >= rules.like:
+        return 0, round(sim, 3)
+    return _unlike_shape(bag, unit.reference, shape, rules), round(sim, 3)
 
 
 def _idle_flags(sims: list, bags: list, reference: tuple, rules: Rules) -> list:
@@ -637,7 +655,7 @@ def _phase(unit: Unit, level: list, syms: list, positions: dict, names,
                  if _INPUT_FETCH.search(names[s])]
         if fetch:
             return _begin_at(unit, fetch[0], level, syms, positions, noise, rules,
-                             "before the input fetch")
+                             PHASE_INPUT_FETCH)
         after_sync = _after_sync(unit, spine, names, syms, rules)
         if after_sync is not None:
             syncs = {q for q, x in enumerate(syms) if names[x] in BLOCKING_SYNC_NAMES}
