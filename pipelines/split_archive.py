@@ -20,6 +20,12 @@ On Dask, ``--runner=stream_split.dask_runner.DaskRunner`` (Beam's own
 ``--runner=DaskRunner`` is replaced by it: see ``stream_split.dask_runner`` for why) with
 ``--dask_client_address=tcp://SCHEDULER:8786``.
 
+At the end it prints one line: traces, iterations, failed traces, and where the outputs
+are. A run whose ``--input`` patterns match no file warns and exits with status 2 (nothing is
+started). Beam's own logging stays at WARNING (launcher and SDK workers) unless
+``--verbose``. Every output names a trace by the path its pattern matched (relative patterns
+give relative paths, in ``groups.jsonl`` too).
+
 File names are exact (one shard each) unless ``--sharded``, which lets the runner choose the
 number of shards and names them ``iterations-00000-of-00004.jsonl`` etc.: use it at scale,
 where one writer per output would be the bottleneck.
@@ -27,7 +33,14 @@ where one writer per output would be the bottleneck.
 from __future__ import annotations
 
 import argparse
+import json
+import logging
 import sys
+
+#: Exit status when the input matches no file (as the CLI's bad input).
+EXIT_NO_INPUT = 2
+OUTPUT_NAMES = ("iterations.jsonl", "iterations.parquet", "summaries.jsonl",
+                "dead_letters.jsonl", "groups.jsonl")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,7 +60,41 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also write one Chrome trace per iteration under OUTPUT/pieces/")
     parser.add_argument("--sharded", action="store_true",
                         help="let the runner shard the outputs (NAME-SSSSS-of-NNNNN.EXT)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show Beam's INFO logging (default: warnings only)")
     return parser
+
+
+def unmatched_patterns(patterns: list[str]) -> tuple[list[str], int]:
+    """(the patterns that match no file, the number of files the others match)."""
+    from apache_beam.io.filesystems import FileSystems
+    empty, found = [], 0
+    for pattern, result in zip(patterns, FileSystems.match(patterns)):
+        if result.metadata_list:
+            found += len(result.metadata_list)
+        else:
+            empty.append(pattern)
+    return empty, found
+
+
+def run_report(out: str) -> str:
+    """The final line: traces, iterations, failed traces, where the outputs are (read back
+    from the summaries written, so it holds on every runner)."""
+    from apache_beam.io.filesystems import FileSystems
+    traces = iterations = failed = 0
+    for match in FileSystems.match([FileSystems.join(out, "summaries*.jsonl")]):
+        for meta in match.metadata_list:
+            with FileSystems.open(meta.path) as f:
+                for line in f:
+                    summary = json.loads(line)
+                    traces += 1
+                    iterations += summary.get("iterations") or 0
+                    failed += summary.get("error") is not None
+    line = (f"{traces} trace{'' if traces == 1 else 's'}, {iterations} iterations, "
+            f"{failed} failed -> {out} ({', '.join(OUTPUT_NAMES)})")
+    if failed:
+        line += f"; why each failed: {FileSystems.join(out, 'dead_letters.jsonl')}"
+    return line
 
 
 def _to_json(value) -> str:
@@ -115,9 +162,21 @@ def main(argv=None) -> int:
     from apache_beam.options.pipeline_options import PipelineOptions
 
     args, pipeline_args = build_parser().parse_known_args(argv)
+    if not args.verbose:
+        logging.getLogger().setLevel(logging.WARNING)
+        if not any(a.startswith("--default_sdk_harness_log_level") for a in pipeline_args):
+            pipeline_args.append("--default_sdk_harness_log_level=WARNING")
+    empty, found = unmatched_patterns(args.input)
+    for pattern in empty:
+        print(f"split_archive: warning: no file matches --input {pattern}", file=sys.stderr)
+    if not found:
+        print("split_archive: error: the input matches no file; nothing to split",
+              file=sys.stderr)
+        return EXIT_NO_INPUT
     options = PipelineOptions(pipeline_args)
     with beam.Pipeline(runner=_runner(options), options=options) as pipeline:
         build_pipeline(pipeline, args)
+    print(run_report(args.output))
     return 0
 
 

@@ -15,7 +15,21 @@ from stream_split.core.records import Boundary, IterationRecord
 __version__ = "0.1.0"
 
 __all__ = ["Splitter", "SplitOptions", "OUTSIDE", "METADATA", "Boundary", "IterationRecord",
-           "iterations", "__version__"]
+           "iterations", "split", "Manifest", "__version__"]
+
+
+def split(trace, out_dir, **options):
+    """Write one Chrome trace per iteration of ``trace`` into ``out_dir``, and the manifest;
+    returns the ``Manifest``. Options and errors: ``stream_split.library.split``."""
+    from stream_split.library import split as _split
+    return _split(trace, out_dir, **options)
+
+
+def __getattr__(name):
+    if name == "Manifest":
+        from stream_split.library import Manifest
+        return Manifest
+    raise AttributeError(name)
 
 
 def iterations(source, options=None):

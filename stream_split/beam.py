@@ -49,6 +49,7 @@ except ImportError as _error:  # pragma: no cover - depends on the installation
 
 import hashlib
 import os
+import posixpath
 import shutil
 import tempfile
 import time
@@ -59,6 +60,7 @@ from stream_split.core import IterationRecord, KIND_IDLE, KIND_ITERATION, SplitO
 from stream_split.core.records import ITERATION_FIELDS
 from stream_split.read import TraceInputError, TraceReader, require_backend
 from stream_split.run import drive, new_splitter, reader_info
+from stream_split.stats import quantile
 from stream_split.write import PieceWriter, finish_split
 
 __all__ = ["SplitTraces", "SplitOutputs", "SummarizeGroups", "ITERATIONS", "SUMMARIES",
@@ -88,14 +90,16 @@ _TRACE_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json.zst
                    ".jsonl.gz", ".jsonl", ".gz", ".zst")
 
 
-def _quantile(sorted_values: list, q: float) -> float | None:
-    """Linear interpolation between closest ranks (numpy's default ``percentile``)."""
-    if not sorted_values:
+def _active_share(iterations: list[IterationRecord]) -> float | None:
+    """GPU active time (union of streams) over the GPU's timeline, from the iterations'
+    first GPU work to their last: the share of it some stream was busy, at most 1 (the
+    active pieces are disjoint and lie inside it). The GPU may trail the CPU by several
+    iterations, so wall time of the CPU windows would be the wrong denominator."""
+    on_gpu = [r for r in iterations if r.gpu_start_ts is not None]
+    if not on_gpu:
         return None
-    pos = (len(sorted_values) - 1) * q
-    lo = int(pos)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+    span = max(r.gpu_end_ts for r in on_gpu) - min(r.gpu_start_ts for r in on_gpu)
+    return round(sum(r.gpu_active_us for r in on_gpu) / span, 6) if span > 0 else None
 
 
 def trace_summary(trace: str, records: list[IterationRecord], *, info: dict,
@@ -108,16 +112,19 @@ def trace_summary(trace: str, records: list[IterationRecord], *, info: dict,
     iterations = [r for r in records if r.kind == KIND_ITERATION]
     durations = sorted(r.duration_us for r in iterations)
     total = sum(durations)
-    median = _quantile(durations, 0.5)
-    p90 = _quantile(durations, 0.9)
+    median = quantile(durations, 0.5)
+    p90 = quantile(durations, 0.9)
     return {
         "trace": trace,
         "iterations": len(iterations),
         "idle": sum(1 for r in records if r.kind == KIND_IDLE),
         "median_iteration_us": None if median is None else round(median, 3),
         "p90_iteration_us": None if p90 is None else round(p90, 3),
-        "gpu_busy_share": (round(sum(r.gpu_busy_us for r in iterations) / total, 6)
-                           if total > 0 else None),
+        # GPU active time (union of streams) over the GPU's timeline: at most 1.
+        "gpu_busy_share": _active_share(iterations),
+        # Busy time summed over streams, over wall time: above 1 with concurrent streams.
+        "gpu_stream_busy_ratio": (round(sum(r.gpu_busy_us for r in iterations) / total, 6)
+                                  if total > 0 else None),
         "complete": bool(info.get("complete")) and error is None,
         "stop_reason": error or info.get("stop_reason"),
         "events_in": events_in,
@@ -382,8 +389,11 @@ class SplitTraces(beam.PTransform):
 
 
 def trace_group(trace: str) -> str:
-    """The group of a trace: its parent directory (one job, one run, one rank set...)."""
-    return FileSystems.split(trace)[0]
+    """The group of a trace: its parent directory (one job, one run, one rank set...), in
+    the form the trace's path has (a relative path stays relative, as in the summaries)."""
+    if "://" in trace:  # a URL: always "/"-separated
+        return posixpath.dirname(trace)
+    return os.path.dirname(trace) or "."
 
 
 class _GroupStats(beam.CombineFn):
@@ -410,7 +420,7 @@ class _GroupStats(beam.CombineFn):
         return out
 
     def extract_output(self, acc):
-        median = _quantile(sorted(acc[3]), 0.5)
+        median = quantile(sorted(acc[3]), 0.5)
         return {"traces": acc[0], "failed_traces": acc[1], "iterations": acc[2],
                 "median_of_median_iteration_us": None if median is None else round(median, 3)}
 

@@ -1,8 +1,10 @@
 """The ``stream-split`` command: a thin adapter from argv, files and pipes to ``run.drive``.
 
-Commands: ``split`` (pieces + manifest), ``boundaries`` (records as they become known),
-``tag`` (every event back out with its iteration), ``explain`` (how the iteration was found).
-Bad input, a bad path or a bad option value ends with one line on stderr and exit status 2,
+Commands: ``split`` (pieces + manifest + the per-iteration table), ``boundaries`` (records
+as they become known), ``tag`` (every event back out with its iteration), ``explain`` (how
+the iteration was found), ``summary`` (the table of a split or a trace), ``plot`` (a picture
+of it). Progress goes to stderr when it is a terminal. An option that could not do what it
+asked (``options``) is an error or a warning, never silence. Bad input, a bad path or a bad option value ends with one line on stderr and exit status 2,
 never a traceback; whatever was decided before an input error is written first. SIGINT and
 SIGTERM stop the run between two events (outputs stay whole) and exit 128 + the signal's
 number (130, 143). A closed stdout (``| head``) ends quietly.
@@ -18,14 +20,24 @@ from stream_split import __version__
 from stream_split.core import SplitOptions
 from stream_split.core.engine import DEFAULT_PENDING_LIMIT
 from stream_split.core.records import METADATA, OUTSIDE
+from stream_split.explain import plural
+from stream_split.options import (
+    OptionHadNoEffect, level_warning, parse_selection, require_selected, require_steps_found)
 from stream_split.output import OutputError, OutputFolder
 from stream_split.read import ReadInterrupted, TraceInputError, TraceReader
 from stream_split.run import StopRequest, drive, new_splitter, reader_info
 from stream_split.serialize import event_json
+from stream_split.stats import analyze_records
+from stream_split.summary import build_table, load_manifest, render_json, render_text
 from stream_split.write import (
-    PieceWriter, finish_split, piece_name, record_sink, OUTSIDE_NAME)
+    PieceWriter, build_manifest, finish_split, piece_name, record_sink, OUTSIDE_NAME)
+from stream_split import progress
+from stream_split.plot import PlotUnavailable
 
 EXIT_BAD_INPUT = 2
+#: Rows of the table printed at the end of ``split`` (first, last, outliers); ``summary``
+#: prints them all.
+SPLIT_TABLE_ROWS = 40
 #: Exit status after a signal stopped the run: the shell's convention, 128 + its number.
 EXIT_SIGNAL_BASE = 128
 
@@ -33,26 +45,6 @@ EXIT_SIGNAL_BASE = 128
 def sample_trace_path() -> str:
     """The small Kineto-shaped trace shipped inside the package (made by our generator)."""
     return os.path.join(os.path.dirname(__file__), "data", "sample_trace.json.gz")
-
-
-def parse_selection(text: str | None):
-    """'0,3,5-9' -> predicate on iteration indices; None -> all. ValueError if malformed."""
-    if not text:
-        return None
-    chosen, ranges = set(), []
-    try:
-        for part in text.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            if "-" in part:
-                lo, hi = part.split("-", 1)
-                ranges.append((int(lo) if lo else 0, int(hi) if hi else float("inf")))
-            else:
-                chosen.add(int(part))
-    except ValueError:
-        raise ValueError(f"not a list of iterations like '0,3,10-19': {text!r}") from None
-    return lambda i: i in chosen or any(lo <= i <= hi for lo, hi in ranges)
 
 
 def _selection(text: str):
@@ -100,11 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"stream-split {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def common(p, trace_default=None):
-        p.add_argument("trace", nargs="?" if trace_default else None, default=trace_default,
-                       help="trace file (.json, .json.gz, .zst, JSON Lines) or - for stdin"
-                       + (" (default: the sample trace shipped with the package)"
-                          if trace_default else ""))
+    def common(p, optional_trace=False):
+        p.add_argument("trace", nargs="?" if optional_trace else None,
+                       help="trace file (.json, .json.gz, .zst, JSON Lines) or - for stdin")
         p.add_argument("--detector", choices=("auto", "structure", "steps"), default="auto",
                        help="auto: structure with annotations as evidence (default); "
                             "structure: ignore annotations; steps: ProfilerStep#N only")
@@ -116,15 +106,22 @@ def build_parser() -> argparse.ArgumentParser:
                        help="with --follow: stop after this many seconds without new bytes")
         p.add_argument("--pending-limit", type=_bounded_int(1), default=DEFAULT_PENDING_LIMIT,
                        help="undecided events kept in memory before spilling to a temp file")
+        p.add_argument("-q", "--quiet", action="store_true",
+                       help="no progress on stderr (it shows only on a terminal anyway)")
 
     p = sub.add_parser("split", help="write one Chrome trace per iteration and a manifest")
-    common(p, trace_default=sample_trace_path())
+    common(p, optional_trace=True)
+    p.add_argument("--sample", action="store_true",
+                   help="split the small sample trace shipped with the package (no TRACE)")
     p.add_argument("-o", "--output", default="stream-split-out",
                    help="output folder (made whole at the end; must be new or empty)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace a non-empty output folder (its old files all go)")
     p.add_argument("--iterations", type=_selection, default=None,
-                   help="write only these iterations, e.g. '0,3,10-19' (all are counted)")
+                   help="write only these iterations, e.g. '0,3,10-19', or 'steady' (the "
+                        "steady state); all are counted")
+    p.add_argument("--plot", action="store_true",
+                   help="also draw OUTPUT/iterations.png (needs the [plot] extra)")
     p.add_argument("--plain-json", action="store_true", help="write .json instead of .json.gz")
     p.add_argument("--compresslevel", type=_bounded_int(0, 9), default=1,
                    help="gzip level of the pieces (0-9)")
@@ -139,6 +136,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="say which repeating unit was chosen, and why")
     common(p)
     p.add_argument("--json", action="store_true", help="print the evidence as JSON")
+
+    p = sub.add_parser("summary", help="the per-iteration table of a split folder or a trace")
+    common(p)
+    p.add_argument("--json", action="store_true", help="print the table as one JSON document")
+
+    p = sub.add_parser("plot", help="draw iteration time and GPU busy time per iteration")
+    p.add_argument("trace", metavar="OUT_DIR", help="a folder written by stream-split split")
+    p.add_argument("-o", "--output", required=True,
+                   help="picture to write: .png (or .svg, .pdf), or .html")
     return parser
 
 
@@ -159,7 +165,8 @@ def _open_reader(args) -> TraceReader:
 def _run(args, splitter, **sinks):
     """Read the trace through ``splitter``: (error or None, reader info, the reader or None).
     An input that cannot be opened, or a stop before its first byte, still closes the
-    splitter, so that a manifest can be written."""
+    splitter, so that a manifest can be written. Then the options that could have done
+    nothing are checked: ``OptionHadNoEffect`` for an error, a warning on stderr."""
     try:
         reader = _open_reader(args)
     except (TraceInputError, ReadInterrupted) as e:
@@ -169,24 +176,74 @@ def _run(args, splitter, **sinks):
         if isinstance(e, ReadInterrupted) or args.stop.requested:
             return None, dict(info, stop_reason="interrupted before the end of the input"), None
         return str(e), info, None
-    with reader:
-        outcome = drive(reader, splitter, stop=args.stop, **sinks)
+    shown_reader = reader
+    if progress.wanted(args.quiet):
+        shown_reader = progress.ProgressReader(reader, lambda: len(splitter.iterations))
+    try:
+        with reader:
+            outcome = drive(shown_reader, splitter, stop=args.stop, **sinks)
+    finally:
+        if shown_reader is not reader:
+            shown_reader.close()
+    if outcome.error is None and not args.stop.requested:
+        require_steps_found(args.detector, splitter.iterations)
+        warning = level_warning(args.level, splitter.evidence)
+        if warning:
+            print(f"stream-split: warning: {warning}", file=sys.stderr)
     return outcome.error, outcome.reader_info, reader
 
 
-def cmd_split(args) -> int:
+def _chosen(selection, text: str, splitter) -> list[int] | None:
+    """The iterations ``--iterations`` chose (None: all); an error if it chose none."""
+    if selection is None:
+        return None
+    count = len(splitter.iterations)
+    if selection == "steady":
+        steady = analyze_records(splitter.iterations).steady_state
+        chosen = list(range(steady["first"], steady["last"] + 1)) if steady else []
+    else:
+        chosen = [i for i in range(count) if selection(i)]
+    require_selected("--iterations", text, len(chosen), count)
+    return chosen
+
+
+def split_folder(args) -> tuple[dict, str | None, dict]:
+    """``split``'s work, for the CLI and the library: (manifest, input error or None, reader
+    info). The folder is committed only when no option check failed."""
+    if args.plot:
+        from stream_split.plot import _pyplot
+        _pyplot()  # no matplotlib: say so before the work, not after it
+    selection = args.iterations
     with OutputFolder(args.output, overwrite=args.overwrite) as folder:
         writer = PieceWriter(folder.staging, compress=not args.plain_json,
-                             compresslevel=args.compresslevel, select=args.iterations)
+                             compresslevel=args.compresslevel,
+                             select=None if selection == "steady" else selection)
         splitter = new_splitter(_options(args, keep_events=True), spill_dir=folder.staging)
         error, info, reader = _run(args, splitter, on_pairs=writer.add_many)
+        chosen = None if error else _chosen(selection, args.iterations_text, splitter)
         manifest = finish_split(writer, splitter, reader, source=args.trace, reader_info=info,
-                                error=error)
+                                error=error, owners=chosen)
+        if args.plot:
+            from stream_split.plot import write_plot
+            write_plot(manifest, os.path.join(folder.staging, "iterations.png"))
         folder.commit()
+    return manifest, error, info
+
+
+def cmd_split(args) -> int:
+    if args.sample == bool(args.trace):
+        raise OptionHadNoEffect("give a TRACE to split, or --sample for the sample trace "
+                                "shipped with the package" if not args.sample else
+                                "give a TRACE or --sample, not both")
+    if args.sample:
+        args.trace = sample_trace_path()
+    manifest, error, info = split_folder(args)
+    if not args.quiet:
+        render_text(build_table(manifest), sys.stdout, limit=SPLIT_TABLE_ROWS)
     kinds = {}
     for it in manifest["iterations"]:
         kinds[it["kind"]] = kinds.get(it["kind"], 0) + 1
-    summary = ", ".join(f"{n} {k}" + ("s" if n != 1 and k == "iteration" else "")
+    summary = ", ".join(plural(n, "idle cycle" if k == "idle" else k)
                         for k, n in kinds.items()) or "0 iterations"
     invalid = manifest["counts"]["invalid"]
     print(f"{summary}; {manifest['counts']['events_out']} events "
@@ -237,6 +294,40 @@ def cmd_explain(args) -> int:
     return _finish(error, info)
 
 
+def _manifest_of(out_dir: str) -> dict:
+    try:
+        return load_manifest(out_dir)
+    except (OSError, ValueError) as e:
+        raise OutputError(f"no stream-split manifest in {out_dir}: "
+                          f"{getattr(e, 'strerror', None) or e}") from None
+
+
+def cmd_summary(args) -> int:
+    """The table of a split folder (its manifest), or of a trace (split, no pieces)."""
+    error, info = None, {"complete": True}
+    if os.path.isdir(args.trace):
+        manifest = _manifest_of(args.trace)
+    else:
+        splitter = new_splitter(_options(args, keep_events=False))
+        error, info, _ = _run(args, splitter)
+        manifest = build_manifest(source=args.trace, splitter=splitter, reader_info=info,
+                                  files=None, error=error)
+    table = build_table(manifest)
+    if args.json:
+        render_json(table, sys.stdout)
+    else:
+        render_text(table, sys.stdout)
+    return _finish(error, info)
+
+
+def cmd_plot(args) -> int:
+    from stream_split.plot import write_plot
+    manifest = _manifest_of(args.trace)
+    write_plot(manifest, args.output)
+    print(f"-> {args.output}")
+    return 0
+
+
 def _finish(error: str | None, info: dict) -> int:
     if error:
         print(f"stream-split: error: {error}", file=sys.stderr)
@@ -248,7 +339,7 @@ def _finish(error: str | None, info: dict) -> int:
 
 
 COMMANDS = {"split": cmd_split, "boundaries": cmd_boundaries, "tag": cmd_tag,
-            "explain": cmd_explain}
+            "explain": cmd_explain, "summary": cmd_summary, "plot": cmd_plot}
 
 
 def main(argv=None) -> int:
@@ -257,12 +348,14 @@ def main(argv=None) -> int:
     stop = StopRequest()
     signal.signal(signal.SIGTERM, stop.request)
     signal.signal(signal.SIGINT, stop.request)
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     args.stop = stop
+    args.iterations_text = _option_text(argv, "--iterations")
     try:
         status = COMMANDS[args.command](args)
         sys.stdout.flush()  # a full disk or a closed pipe shows here, not at exit
-    except (TraceInputError, OutputError) as e:
+    except (TraceInputError, OutputError, OptionHadNoEffect, PlotUnavailable) as e:
         print(f"stream-split: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:
@@ -279,6 +372,16 @@ def main(argv=None) -> int:
     if stop.requested and status == 0:
         return EXIT_SIGNAL_BASE + stop.signal
     return status
+
+
+def _option_text(argv: list, option: str) -> str | None:
+    """The text given to ``option`` on the command line (for messages), or None."""
+    for i, arg in enumerate(argv):
+        if arg == option and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(option + "="):
+            return arg.split("=", 1)[1]
+    return None
 
 
 def _silence_stdout() -> None:

@@ -5,6 +5,9 @@ manifest carries under ``detection``); it never re-derives anything.
 """
 from __future__ import annotations
 
+from stream_split.options import level_used
+from stream_split.stats import analyze_records, quantile
+
 
 def shown(value) -> str:
     """``value`` as text safe for a terminal: control characters (a trace could carry escape
@@ -13,6 +16,11 @@ def shown(value) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def plural(n: int, noun: str) -> str:
+    """'1 iteration', '3 iterations'."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def render(splitter) -> str:
@@ -62,21 +70,33 @@ def _lines(splitter) -> list[str]:
                 + (f"; {level['iteration_test']}" if level.get("iteration_test") else ""))
         else:
             lines.append(f"  level {where} ({level['ops']} ops): no repeating unit")
-    unit = " + ".join(ev.get("unit") or []) or "-"
+    unit = ev.get("unit") or []
+    unit = " + ".join([unit] if isinstance(unit, str) else unit) or "-"
     lines.append(f"chosen unit: {unit}")
+    level = level_used(splitter.options.level, ev)
+    if level["requested"]:
+        lines.append(f"level: {level['requested']} asked, {level['used']} used"
+                     + (f" ({ev['level_note']})" if ev.get("level_note") else ""))
     lines.extend(_tolerance(ev))
-    lines.append(f"why: {ev.get('why', '-')}")
+    if ev.get("why"):
+        lines.append(f"why: {ev['why']}")
     if "confidence" in ev:
-        lines.append(f"confidence: {ev['confidence']} (coverage x mean similarity x "
-                     f"min(1, instances / 3): below 0.5, check the unit with --detector or "
-                     f"--level)")
-    summary = ", ".join(f"{n} {k}" for k, n in kinds.items()) or "none"
-    lines.append(f"iterations: {summary}")
+        lines.append(f"confidence: {ev['confidence']} of 1. How sure the detector is that "
+                     f"the unit is one iteration (coverage x mean similarity x "
+                     f"min(1, instances / 3)); below 0.5, look at the table (stream-split "
+                     f"summary) and try --detector steps if the trace has ProfilerStep#N, "
+                     f"or --level 1.")
+    summary = ", ".join(plural(n, "idle cycle" if k == "idle" else k)
+                        for k, n in kinds.items()) or "none"
+    lines.append(f"found: {summary}")
     durations = sorted(it.duration_us for it in iterations if it.kind == "iteration")
     if durations:
-        mid = durations[len(durations) // 2]
-        lines.append(f"iteration time: median {mid / 1000:.3f} ms, "
-                     f"min {durations[0] / 1000:.3f} ms, max {durations[-1] / 1000:.3f} ms")
+        stats = analyze_records(iterations)
+        outliers = sum(stats.outlier)
+        lines.append(f"iteration time: median {quantile(durations, 0.5) / 1000:.3f} ms, "
+                     f"min {durations[0] / 1000:.3f} ms, max {durations[-1] / 1000:.3f} ms; "
+                     + (plural(outliers, "outlier") if outliers else "no outliers")
+                     + " (stream-split summary shows which)")
     lines.append(f"outside: {splitter.outside_events} events "
                  f"({splitter.outside_kernels} kernels with no launch in the trace or "
                  f"launched outside every iteration)")

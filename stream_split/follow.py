@@ -2,7 +2,8 @@
 
 ``FollowedFile(path, idle_timeout=10.0)`` is a raw binary stream for ``TraceReader``: ``read(n)``
 returns the bytes the writer has added so far (at least one, at most ``n``), waits when there
-are none (polling every 20 ms, backing off to 200 ms), and returns ``b""`` (end of input) when
+are none (woken by inotify where Linux allows, ``stream_split.watch``; else polling every
+20 ms, backing off to 200 ms), and returns ``b""`` (end of input) when
 
 * the writer has finished: the JSON document (object form, or array form with its ``]``) is
   complete, or a gzip / zstd stream has reached its end-of-stream marker. ijson reads on after
@@ -46,6 +47,7 @@ import zlib
 
 from stream_split.read import BracketDepth, PipeWait, TraceInputError
 from stream_split.trace_format import EVENTS_KEY
+from stream_split.watch import wait_for_growth
 
 __all__ = ["FollowedFile", "enlarge_pipe", "PIPE_SIZE"]
 
@@ -263,7 +265,7 @@ class FollowedFile:
                 return self._end("file truncated")
             if time.monotonic() - max(started, self._last_input) >= self.idle_timeout:
                 return self._end("idle")
-            time.sleep(delay)
+            wait_for_growth(self, delay)
             delay = min(delay * 1.5, self._max_poll)
 
     def readinto(self, buffer) -> int:

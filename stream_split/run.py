@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from stream_split.core import IterationRecord, Splitter, SplitOptions, TraceEventError
 from stream_split.read import ReadInterrupted, TraceInputError, TraceReader
 from stream_split.spill import TempFileSpill
+from stream_split.stats import annotate as annotate_outliers
 
 
 class StopRequest:
@@ -105,6 +106,8 @@ def drive(reader: TraceReader, splitter: Splitter, *, on_pairs=None, on_record=N
     if interrupted or (stop is not None and stop.requested):
         info.update(complete=False, stop_reason="interrupted before the end of the input")
     flush_pairs()
+    # Outliers need every iteration's time: known only now (records are handed out at close).
+    annotate_outliers(splitter.iterations)
     # A cut-short input may have lost any iteration's GPU work (it comes last in Kineto's
     # layout): no record of it is complete.
     cut_short = error is not None or not info["complete"]

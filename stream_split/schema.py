@@ -1,6 +1,6 @@
 """Protobuf form of records and manifests (``proto/stream_split/v1/records.proto``).
 
-Converts ``Boundary`` / ``IterationRecord`` and the summary and manifest dicts to the
+Converts ``Boundary`` / ``Revision`` / ``IterationRecord`` and the summary and manifest dicts to the
 generated messages, and frames messages as varint-length-prefixed bytes for record streams.
 Message fields carry the same names as the dict keys; ``None`` leaves a field unset.
 """
@@ -11,7 +11,7 @@ import json
 from typing import BinaryIO, Iterator
 
 from stream_split._proto.stream_split.v1 import records_pb2 as pb
-from stream_split.core.records import Boundary, IterationRecord
+from stream_split.core.records import Boundary, IterationRecord, Revision
 
 try:
     from google.protobuf import proto as _proto
@@ -39,10 +39,14 @@ def _utf8(value):
     return value
 
 
-def record_message(record: Boundary | IterationRecord, trace: str = "") -> pb.Record:
-    """The ``Record`` of a boundary or an iteration (fields from ``record.to_dict()``)."""
+def record_message(record: Boundary | Revision | IterationRecord,
+                   trace: str = "") -> pb.Record:
+    """The ``Record`` of a boundary, a revision or an iteration (fields from
+    ``record.to_dict()``)."""
     if isinstance(record, Boundary):
         return pb.Record(trace=trace, boundary=_scalars(pb.Boundary, record.to_dict()))
+    if isinstance(record, Revision):
+        return pb.Record(trace=trace, revision=_scalars(pb.Revision, record.to_dict()))
     if isinstance(record, IterationRecord):
         return pb.Record(trace=trace, iteration=_scalars(pb.Iteration, record.to_dict()))
     raise TypeError(f"not a record: {type(record).__name__}")

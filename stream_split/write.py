@@ -25,6 +25,8 @@ from collections import OrderedDict
 from stream_split.output import create_new
 from stream_split.serialize import event_json
 from stream_split.core.records import Boundary, IterationRecord, METADATA, OUTSIDE
+from stream_split.options import level_used
+from stream_split.stats import analyze_records
 
 MANIFEST_FORMAT = "stream-split/manifest"
 MANIFEST_VERSION = 1
@@ -172,6 +174,8 @@ def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | No
         "form": reader_info.get("form"),
         "bytes_read": reader_info.get("bytes_read"),
         "detection": splitter.evidence,
+        "level": level_used(splitter.options.level, splitter.evidence),
+        "steady_state": analyze_records(splitter.iterations).steady_state,
         "counts": {
             "events_in": events_in,
             "metadata_events": metadata,
@@ -191,10 +195,11 @@ def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | No
 
 
 def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_info: dict,
-                 error: str | None) -> dict:
-    """Assemble the pieces and write ``manifest.json`` beside them; returns the manifest.
-    The end of every `split` (the CLI's and the Beam transform's)."""
-    files = writer.finish(range(len(splitter.iterations)),
+                 error: str | None, owners=None) -> dict:
+    """Assemble the pieces (of ``owners``, default all iterations) and write
+    ``manifest.json`` beside them; returns the manifest. The end of every `split` (the
+    CLI's, the library's and the Beam transform's)."""
+    files = writer.finish(range(len(splitter.iterations)) if owners is None else owners,
                           reader.header_before if reader is not None else {},
                           reader.header_after if reader is not None else {})
     manifest = build_manifest(source=source, splitter=splitter, reader_info=reader_info,

@@ -85,7 +85,7 @@ def test_tag_writes_every_event_once_with_its_iteration(training_trace):
 
 
 def test_main_job_runs_on_the_embedded_sample(tmp_path):
-    proc = run_cli("split", "-o", tmp_path)
+    proc = run_cli("split", "--sample", "-o", tmp_path)
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert len(manifest["iterations"]) == 8 and manifest["counts"]["conserved"]
     assert b"8 iterations" in proc.stdout

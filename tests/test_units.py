@@ -1,5 +1,5 @@
 """The pure unit search (stream_split.core.units), fed levels of sibling ops directly."""
-from dataclasses import FrozenInstanceError, fields
+from dataclasses import FrozenInstanceError, fields, replace
 
 import pytest
 
@@ -146,3 +146,48 @@ def test_without_the_loop_markers_many_whole_steps_beat_their_super_period():
     dur = {**TRAIN_DUR, 9: 30.0}
     unit = find_unit(level_of(pattern, dur, TRAIN_GPU), names=_names())
     assert unit.n == 16
+
+
+def test_unweighed_the_last_instance_ends_by_its_ops_not_its_time():
+    # A flattened step (parents' time holds their children's): four layers (4, 5, 6, 7) and
+    # the loss (8); the last layer runs faster than the others. It is still one layer.
+    rules = replace(RULES, weigh=False, like=1.0, like_share=0.24, min_like=4,
+                    min_coverage=0.3)
+    layer = [4, 5, 6, 7]
+    level = level_of(layer * 3, {4: 10.0, 5: 30.0, 6: 10.0, 7: 30.0}) + \
+        level_of(layer + [8], {4: 2.0, 5: 5.0, 6: 2.0, 7: 5.0, 8: 50.0})
+    unit = find_unit(level, rules)
+    assert unit is not None and len(unit.mode) == 4 and unit.like == 4
+
+
+def test_a_run_of_inserted_small_ops_does_not_hide_the_step_head_behind_it():
+    # Steps begin with 9 (small, one of the step's own ops); noise (tiny ops 5 and 6, each
+    # in one step only) sits between 9 and the anchor 0, longer than the step itself.
+    dur = {**DUR, 0: 3.0, 5: 0.2, 6: 0.2}
+    full = [9] + STEP
+    # 9 is missing from two steps: the noisy ones are half the evidence for it.
+    pattern = full + [9, 5, 5, 5, 5, 5] + STEP + STEP + [9, 6, 6, 6, 6, 6] + STEP + STEP + full
+    unit = find_unit(level_of(pattern, dur))
+    assert [pattern[p] for p in unit.positions] == [9, 9, 0, 9, 0, 9]
+
+
+def test_the_first_instance_votes_for_the_head_when_few_steps_kept_it():
+    # Three steps (one with an eval op 8); head ops 9 then 7 are dropped from the second
+    # step: the first and the last still show them before the anchor.
+    dur = {**DUR, 0: 3.0}
+    pattern = [9, 7] + STEP + STEP + [8] + [9, 7] + STEP
+    unit = find_unit(level_of(pattern, dur))
+    assert unit.n == 3 and pattern[unit.positions[0]] == 9 and pattern[unit.positions[2]] == 9
+
+
+def test_a_stray_sync_in_one_of_few_steps_does_not_place_the_loop_after_it():
+    # Steps 9, 1, 2, 3 (9 small); a stray sync (10) just before 1 in the first step only,
+    # an eval op (8) after the second. The loop begins at 9, not after the sync.
+    names = {i: f"op{i}" for i in range(12)}
+    names[10] = "aten::item"
+    names = [names[i] for i in range(12)]
+    dur = {**DUR, 9: 10.0, 10: 1.0}
+    pattern = [9, 10, 1, 2, 3] + [9, 1, 2, 3, 8] + [9, 1, 2, 3]
+    unit = find_unit(level_of(pattern, dur), names=names)
+    assert "sync" not in unit.phase
+    assert [pattern[p] for p in unit.positions] == [9, 9, 9]

@@ -5,7 +5,7 @@ Stages, each in its own module: ``stack`` (per-thread open ops), ``detect`` / ``
 """
 from stream_split.core.engine import Splitter, SplitOptions, TraceEventError
 from stream_split.core.records import (
-    Boundary, IterationRecord, OUTSIDE, METADATA, KIND_IDLE, KIND_ITERATION)
+    Boundary, IterationRecord, Revision, OUTSIDE, METADATA, KIND_IDLE, KIND_ITERATION)
 
 __all__ = ["Splitter", "SplitOptions", "TraceEventError", "Boundary", "IterationRecord",
            "OUTSIDE", "METADATA", "KIND_IDLE", "KIND_ITERATION"]

@@ -3,7 +3,8 @@
 A detector sees every structural CPU op (``cpu_op`` / ``user_annotation``) once, in file order,
 with its thread's stack of open ops and the thread's section (a new one each time the thread's
 ops go back in time: Kineto writes a thread's annotations and its ops as separate sorted
-runs), and answers with the boundaries that became certain. It
+runs), and answers with the boundaries that became certain. A detector may also revise its latest
+boundary (``FoundBoundary(moves_last=True)`` or ``RetractLast``), never an earlier one. It
 never sees GPU events and never looks back at events: what it needs to remember it keeps in
 bounded summaries. ``close()`` returns the boundaries still undecided at the end of the input
 and where the last iteration ends.
@@ -24,6 +25,17 @@ class FoundBoundary:
     start_ts: float
     thread: tuple
     first_op: str
+    #: This replaces the latest boundary found (always later than it): the op that triggered
+    #: it opened the instance, but the instance begins at this op.
+    moves_last: bool = False
+    why: str = ""
+
+
+@dataclass(slots=True)
+class RetractLast:
+    """The latest boundary found was none: the op that triggered it did not open an
+    instance (the unit's anchor never followed it)."""
+    why: str
 
 
 @dataclass(slots=True)

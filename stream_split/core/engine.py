@@ -10,7 +10,7 @@ time. Instead:
 1. Structural CPU ops (``cpu_op``, ``user_annotation``) go through the per-thread stacks to the
    detector, which answers with boundaries as soon as they are certain.
 2. A CPU-side event (any thread: ops, runtime calls, Python frames, instants, CPU flows) is
-   owned by the window that holds it (``Windows``). Its owner is decidable once a boundary at or
+   owned by the window that holds it (``Windows``). Its owner is decidable once a boundary
    after its end is known, or at ``close()``; until then it waits in the pending list.
 3. GPU work (kernels, memcpy, memset) and ``ac2g`` flows are owned by correlation id: the owner
    of the runtime call with the same id (``MonotonicOwnerMap``). Work that arrives before its
@@ -31,10 +31,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from heapq import heappop, heappush
 
-from stream_split.core.detect import StepAnnotationDetector, FoundBoundary
+from stream_split.core.detect import StepAnnotationDetector, FoundBoundary, RetractLast
 from stream_split.core.owners import MonotonicOwnerMap, Windows
 from stream_split.core.records import (
-    Boundary, IterationRecord, METADATA, OUTSIDE)
+    Boundary, IterationRecord, METADATA, OUTSIDE, REVISION_MOVE, REVISION_RETRACT, Revision)
 from stream_split.core.stack import ThreadStacks
 from stream_split.core.structure import StructureDetector
 from stream_split.core.units import cycle_kinds
@@ -53,6 +53,10 @@ class TraceEventError(ValueError):
 DEFAULT_PENDING_LIMIT = 20_000
 #: How many invalid events the manifest describes (all are counted).
 INVALID_EXAMPLES = 5
+
+
+#: The ``detector`` values of ``SplitOptions``.
+DETECTORS = ("auto", "structure", "steps")
 
 
 @dataclass(slots=True)
@@ -74,6 +78,18 @@ class SplitOptions:
     #: Hold undecided events as JSON bytes (``RawEvent``) and hand them back in that form:
     #: a fraction of a dict's memory, and cheap to spill. For writers (split, tag).
     hold_serialized: bool = False
+
+    def __post_init__(self):
+        """A wrong value is an error here, not a default later (``detector="step"``)."""
+        if self.detector not in DETECTORS:
+            raise ValueError(f"detector must be one of {', '.join(DETECTORS)}, "
+                             f"not {self.detector!r}")
+        if self.level is not None and (not isinstance(self.level, int) or self.level < 0):
+            raise ValueError(f"level must be an integer >= 0 or None, not {self.level!r}")
+        if not isinstance(self.pending_limit, int) or self.pending_limit < 1:
+            raise ValueError(f"pending_limit must be an integer >= 1, not {self.pending_limit!r}")
+        if not self.stack_tolerance_us >= 0:
+            raise ValueError(f"stack_tolerance_us must be >= 0, not {self.stack_tolerance_us!r}")
 
 
 # How an event's category routes it (absent: a CPU-side event, owned by its window).
@@ -137,6 +153,7 @@ class Splitter:
         self._waiting_annotations: dict = {}  # External id -> [gpu_user_annotation event]
         self._iterations: list[IterationRecord] = []
         self._stream_end: dict = {}  # (pid, tid) of a GPU stream -> end of its last work
+        self._gpu_end = None  # end of the last GPU work on any stream
         self._assigned: list = []
         self._records: list = []
         #: Records not yet popped (a cheap truthiness check for drivers).
@@ -152,6 +169,8 @@ class Splitter:
         self.max_pending = 0
         self.closed = False
         self.evidence: dict = {}
+        self._last_thread = ("", "")  # the loop thread of the latest boundary
+        self._ignored_last = False  # the detector's latest boundary was not taken
 
     # -- input -------------------------------------------------------------------------
 
@@ -338,15 +357,49 @@ class Splitter:
         self.events_in -= 1
         raise TraceEventError(f"event #{self.events_in + 1} {problem}")
 
-    def _add_boundary(self, found: FoundBoundary) -> None:
+    def _add_boundary(self, found) -> None:
         windows = self._windows
-        if windows.starts and found.start_ts <= windows.starts[-1]:
+        if found.__class__ is RetractLast or found.moves_last:
+            if not self._ignored_last:  # a revision of an ignored boundary is ignored too
+                self._revise_last(found)
+            return
+        self._ignored_last = bool(windows.starts) and found.start_ts <= windows.starts[-1]
+        if self._ignored_last:
             return  # a detector may only move forward
         index = windows.add(found.start_ts)
-        pid, tid = found.thread
+        pid, tid = self._last_thread = found.thread
         self._iterations.append(IterationRecord(index=index, start_ts=found.start_ts,
                                                 first_op=found.first_op))
         self._records.append(Boundary(index, found.start_ts, str(pid), str(tid), found.first_op))
+        self._resolve_pending(found.start_ts)
+
+    def _revise_last(self, found) -> None:
+        """The detector revised its latest boundary. Nothing was owned by its iteration yet
+        (an event is decided only by a boundary at or after its end, and no later one came),
+        so withdrawing it, or moving it later, changes no decision already handed out."""
+        windows = self._windows
+        index = len(windows.starts) - 1
+        if index < 0:
+            return
+        record = self._iterations[index]
+        pid, tid = (str(x) for x in self._last_thread)
+        if found.__class__ is RetractLast:
+            assert record.events == 0, "a retracted iteration owns no event"
+            windows.starts.pop()
+            windows.forget()
+            self._iterations.pop()
+            self._records.append(Revision(index, REVISION_RETRACT, None, pid, tid,
+                                          record.first_op, found.why))
+            return
+        if found.start_ts <= windows.starts[-1]:
+            return  # a revision only moves a boundary later
+        windows.starts[-1] = found.start_ts
+        windows.forget()
+        record.start_ts = found.start_ts
+        record.first_op = found.first_op
+        pid, tid = found.thread
+        self._records.append(Revision(index, REVISION_MOVE, found.start_ts, str(pid), str(tid),
+                                      found.first_op, found.why))
         self._resolve_pending(found.start_ts)
 
     def _hold(self, end, start, event: dict, link) -> None:
@@ -400,7 +453,7 @@ class Splitter:
             self.needs_drain = True
         pending = self._pending
         decided = []
-        while pending and pending[0][0] <= until:
+        while pending and pending[0][0] < until:
             decided.append(heappop(pending))
         decided.sort(key=_arrival)  # hand events out in the order they came
         for item in decided:
@@ -485,6 +538,13 @@ class Splitter:
         record.gpu_busy_us += max(0.0, end - max(start, last)) if last is not None else end - start
         if last is None or end > last:
             self._stream_end[stream] = end
+        # Active time: the union over all streams, in the order the trace lists GPU work
+        # (exact when it is in time order, else a lower bound): never more than the span.
+        gpu_end = self._gpu_end
+        record.gpu_active_us += (max(0.0, end - max(start, gpu_end)) if gpu_end is not None
+                                 else end - start)
+        if gpu_end is None or end > gpu_end:
+            self._gpu_end = end
         if record.gpu_start_ts is None or start < record.gpu_start_ts:
             record.gpu_start_ts = start
         if record.gpu_end_ts is None or end > record.gpu_end_ts:

@@ -26,16 +26,16 @@ class Windows:
         self.last_end: float | None = None
         self.closed = False
         self._edges = self.starts
-        self._forget()
+        self.forget()
 
-    def _forget(self) -> None:
+    def forget(self) -> None:
         """Drop the cached window (the edges changed). The cache is the last window an op
         fell in whole: [cached_lo, cached_hi] -> cached_owner (callers may test it inline)."""
         self.cached_lo, self.cached_hi, self.cached_owner = 1.0, 0.0, OUTSIDE
 
     def add(self, ts: float) -> int:
         self.starts.append(ts)
-        self._forget()
+        self.forget()
         return len(self.starts) - 1
 
     def close(self, last_end: float | None) -> None:
@@ -43,10 +43,12 @@ class Windows:
         if self.starts:
             self.last_end = last_end if last_end is not None else float("inf")
             self._edges = self.starts + [self.last_end]
-        self._forget()
+        self.forget()
 
     def decidable(self, end: float) -> bool:
-        return self.closed or (bool(self.starts) and end <= self.starts[-1])
+        """Strictly before the latest boundary: an event at its very start waits, so that
+        the latest boundary owns nothing until a later one comes, and can still be revised."""
+        return self.closed or (bool(self.starts) and end < self.starts[-1])
 
     def owner(self, start: float, end: float) -> int:
         """Owner of an op spanning [start, end]; call only when ``decidable(end)``."""

@@ -1,7 +1,14 @@
 """What the core tells its callers: small immutable records, no behaviour.
 
 ``Boundary`` is known the moment an iteration's first CPU op is read (after the pattern is
-confirmed); ``IterationRecord`` carries an iteration's numbers once they are final. The
+confirmed); ``IterationRecord`` carries an iteration's numbers once they are final.
+
+Which records are final: ``IterationRecord`` always (they come at the end). A ``Boundary`` is
+provisional while it is the latest one: when the events after it show it was wrong (the op
+that triggered it did not open an instance after all), a ``Revision`` of that boundary follows,
+either ``move`` (to a later op, a new ``start_ts``) or ``retract`` (no iteration begins there;
+the next boundary reuses its index). Once a boundary with a higher index has come out, every
+boundary before it is final. ``apply_revision`` is how a consumer applies one. The
 protobuf messages in ``proto/`` mirror these fields one for one (``stream_split.schema``).
 """
 from __future__ import annotations
@@ -33,6 +40,37 @@ class Boundary:
         return {"type": "boundary", **asdict(self)}
 
 
+REVISION_MOVE = "move"
+REVISION_RETRACT = "retract"
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """Boundary ``index`` (always the latest one emitted) was wrong: ``move`` puts it at
+    ``start_ts`` / ``first_op`` (always later than before); ``retract`` withdraws it
+    (``start_ts`` None): iteration ``index`` - 1 goes on, and the next boundary is ``index``."""
+    index: int
+    action: str
+    start_ts: float | None
+    pid: str
+    tid: str
+    first_op: str
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"type": "revision", **asdict(self)}
+
+
+def apply_revision(boundaries: list, revision: dict) -> list:
+    """The boundary records (dicts, in order) after ``revision`` (a revision record's dict):
+    what a live consumer does on a ``revision`` record."""
+    kept = [b for b in boundaries if b["index"] != revision["index"]]
+    if revision["action"] == REVISION_MOVE:
+        kept.append({"type": "boundary", **{k: revision[k] for k in (
+            "index", "start_ts", "pid", "tid", "first_op")}})
+    return kept
+
+
 @dataclass(slots=True)
 class IterationRecord:
     """The numbers of one iteration (or of a cycle of another kind, e.g. ``idle``)."""
@@ -46,22 +84,33 @@ class IterationRecord:
     launches: int = 0
     kernels: int = 0
     gpu_events: int = 0
+    #: GPU busy time: the union of work per stream, summed over streams (stream-time: with
+    #: concurrent streams it can exceed the iteration's duration).
     gpu_busy_us: float = 0.0
+    #: Time at least one GPU stream was busy (union over all streams): at most the span of
+    #: the iteration's GPU work. Counted in the order the trace lists GPU work: exact when
+    #: that is time order, else a lower bound.
+    gpu_active_us: float = 0.0
     gpu_start_ts: float | None = None
     gpu_end_ts: float | None = None
     complete: bool = True
     file: str = ""
+    #: Far from the median iteration time (``stream_split.stats``); set once all are known.
+    outlier: bool = False
+    outlier_reason: str | None = None
     extra: dict = field(default_factory=dict)
 
     @property
     def duration_us(self) -> float:
-        return self.end_ts - self.start_ts
+        """``end_ts - start_ts``, rounded to 0.001 µs as in the manifest."""
+        return round(self.end_ts - self.start_ts, 3)
 
     def to_dict(self) -> dict:
         d = asdict(self)
         extra = d.pop("extra")
-        d["duration_us"] = round(self.duration_us, 3)
+        d["duration_us"] = self.duration_us
         d["gpu_busy_us"] = round(self.gpu_busy_us, 3)
+        d["gpu_active_us"] = round(self.gpu_active_us, 3)
         return {"type": "iteration", **d, **extra}
 
 

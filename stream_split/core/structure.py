@@ -2,9 +2,9 @@
 
 Theory of operation
 -------------------
-Each CPU op becomes a symbol (its name with digits folded, so ``layer_3`` and ``layer_7`` are
-one family). Per thread (and per section of a thread) we keep a skeleton of the call tree
-(symbol, start, end, kernels launched beneath, children). At a level of the tree (the thread's
+Per thread (and per section of a thread) we keep a skeleton of the call tree
+(``skeleton.py``: each op a symbol, its name with digits folded, with start, end, kernels
+launched beneath and children). At a level of the tree (the thread's
 top level, or the children of a container op) ``units.find_unit`` answers which unit repeats,
 how alike its instances are and where each begins; its docstring is the account of the
 tolerant search, and ``units.Rules`` holds every threshold. This module decides where to look
@@ -22,6 +22,14 @@ and what a found unit means:
 - each instance's shape (0 when like the unit) goes to the engine, which reports cycles that
   took another path and do almost no GPU work as ``idle`` (``units.cycle_kinds``).
 
+Modes (``StructureDetector.mode``): ``LEARNING`` builds the skeleton and looks for the unit
+at the top of the main thread as it grows (``_try_online``); ``STEPS`` once ``ProfilerStep#N``
+repeats; ``MATCHING`` once the unit is confirmed online (``_RootMatcher``: the unit's first op
+is a boundary at once; the anchor confirms it, or a revision moves or retracts it). A trace
+never confirmed online is decided at close (``_decide``). Both decision paths apply one
+iteration test (``_iteration_test``), find where the last instance ends one way
+(``_last_end``) and report the same evidence (``_level_entry``, ``_unit_evidence``).
+
 ``ProfilerStep#N`` spans are evidence like any other annotation: repeated at the top level they
 are the unit (and are emitted online from the second step on); a single one is a container.
 With ``use_annotations=False`` they are transparent (their children are read in their place).
@@ -34,17 +42,17 @@ the trace. Everything the engine waits on meanwhile is spilled.
 """
 from __future__ import annotations
 
-import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import replace
 
-from stream_split.core.detect import DetectorResult, FoundBoundary
+from stream_split.core.detect import DetectorResult, FoundBoundary, RetractLast
+from stream_split.core.skeleton import SKIPPED, Node, Symbols, ThreadSkeleton, flatten, start_of
 from stream_split.core.units import (
-    RULES, Unit, find_unit, last_instance_end, shape_of, sure_ops, typical_duration)
+    PHASE_INPUT_FETCH, RULES, Rules, Unit, find_unit, last_instance_end, shape_and_similarity,
+    sure_ops, time_reference, typical_duration)
 from stream_split.trace_format import PROFILER_STEP_PREFIX
 
-_DIGITS = re.compile(r"\d+")
 MODULE_FRAME_PREFIX = "nn.Module: "
 #: A unit must be seen this often before it is believed (see ``units.Rules``).
 MIN_INSTANCES = RULES.min_instances
@@ -53,48 +61,57 @@ MIN_INSTANCES = RULES.min_instances
 #: third of the ops. Tolerance here would make a layer's q/k/v projections a model.
 INNER_RULES = replace(RULES, weigh=False, like=1.0, like_share=0.24, min_like=4,
                       min_coverage=0.3)
+#: Online, when every instance so far is like the unit, three exactly alike blocks inside
+#: an instance make it a whole piece of work: a model of three layers.
+ONLINE_INNER_RULES = replace(INNER_RULES, min_like=3)
 #: Top-level ops kept of a side thread (pid != tid): enough to rank it as a loop thread.
 _SIDE_THREAD_ROOTS = 10_000
 #: A unit found inside a container must hold at least this many ops (with its children).
 MIN_UNIT_OPS = 8
+#: The detector's modes (``StructureDetector.mode``).
+#: Building the skeleton and looking for the unit online; at close, decided from the whole.
+LEARNING = "learning"
+#: ``ProfilerStep#N`` repeats at the top of a thread: each new one is a boundary at once.
+STEPS = "steps"
+#: The unit was confirmed at the top of the loop thread: ``_RootMatcher`` reads each new
+#: top-level op (its first op is a boundary at once).
+MATCHING = "matching"
+#: Online, the unit is looked for each time a top-level op is read for the 3rd to this
+#: many times (the 4th instance's first op is the earliest moment a unit of three
+#: instances can be certain), besides every quarter of growth of the top level.
+_EAGER_TRIES = 8
 #: Instance starts kept online, for the typical instance duration.
 _TYPICAL_OF = 64
 #: Ops kept of one instance while matching online (a bound, not a limit on instance size).
 _MAX_INSTANCE_OPS = 100_000
 
 
-class _Node:
-    __slots__ = ("sym", "start", "end", "kids", "depth", "gpu")
-
-    def __init__(self, sym: int, start: float, end: float, depth: int):
-        self.sym = sym
-        self.start = start
-        self.end = end
-        self.kids = None
-        self.depth = depth
-        self.gpu = 0  # kernels launched from this op's subtree (known once launches arrive)
+def _confidence(unit: Unit) -> float:
+    return min(1.0, unit.coverage) * (unit.score / unit.n) * min(1.0, unit.n / 3)
 
 
-_SKIPPED = _Node(-1, 0.0, 0.0, 0)
+def _level_entry(container: list, level: list, unit: Unit | None, names: list) -> dict:
+    """One level tried, for the evidence (both paths)."""
+    entry = {"container": container or ["<thread top level>"], "ops": len(level)}
+    if unit is not None:
+        entry.update(unit=[names[level[unit.first].sym]], period_ops=len(unit.mode),
+                     instances=unit.n, exact=unit.exact, **_tolerance(unit, names),
+                     time_coverage=round(unit.coverage, 3))
+    return entry
 
 
-class _Thread:
-    """The skeleton of one section of one thread (key: its (pid, tid))."""
-    __slots__ = ("key", "main", "roots", "stack", "steps", "next_try")
-
-    def __init__(self, key):
-        self.key = key
-        # The skeleton keeps depth only for a process's main thread (pid == tid): the one
-        # that drives a loop; other threads (autograd, data loading) keep their top level.
-        self.main = key[0] == key[1]
-        self.roots: list[_Node] = []
-        self.stack: list = []  # parallel to the engine's stack: _Node or None (transparent)
-        self.steps: list = []  # top-level ProfilerStep spans: (start, end, name)
-        self.next_try = 4 * MIN_INSTANCES  # top-level ops before the next online attempt
+def _unit_evidence(unit: Unit, anchor: list, why: str, names: list) -> dict:
+    """What the evidence says of the chosen unit (both paths)."""
+    return {"unit": [names[s] for s in anchor], "period_ops": len(unit.mode),
+            **_tolerance(unit, names), "time_coverage": round(unit.coverage, 3),
+            "why": why, "confidence": round(_confidence(unit), 3)}
 
 
-def _start(node: _Node) -> float:
-    return node.start
+def _last_end(tail: list, lengths: list, seen: set, starts: list) -> float:
+    """Where the last instance ends (``last_instance_end``), from its ops (``tail``), the
+    lengths in ops of the instances before it, the kinds of op seen in them and their
+    starts (both paths)."""
+    return last_instance_end(tail, sure_ops(lengths), seen, typical_duration(starts))
 
 
 def _tolerance(unit: Unit, names: list) -> dict:
@@ -104,21 +121,21 @@ def _tolerance(unit: Unit, names: list) -> dict:
             "most_different_ops": [[names[s], gap] for s, gap in unit.differing]}
 
 
-def _flatten(node: _Node, out: list, limit: int) -> None:
-    stack = [node]
-    while stack and len(out) < limit:
-        n = stack.pop()
-        out.append(n)
-        if n.kids:
-            stack.extend(reversed(n.kids))
-
-
 class _RootMatcher:
-    """After the unit is confirmed at the top of the loop thread: every new top-level op is
-    checked against the unit's anchor (the op that occurs once per instance), and a match is
-    a boundary at once, at the first of the head ops just before it (``Unit.head``). Keeps
-    the ops of the current instance only (its shape), so memory does not grow with the
-    trace."""
+    """After the unit is confirmed at the top of the loop thread: each new top-level op is
+    matched against the unit. Keeps the ops of the current instance only (its shape), so
+    memory does not grow with the trace.
+
+    - The **first op** of the unit (``trigger``: the op that opens every instance learned and
+      occurs nowhere else in them) is a boundary the moment it is read. The unit's anchor,
+      read later, confirms it; if the instance turns out to begin later (ops that are not
+      head stand between the trigger and the anchor) the boundary moves there, and if the
+      next trigger comes with no anchor in between, the boundary is retracted (the op
+      opened nothing: the ops since belong to the instance before). A trigger left without
+      its anchor at the end is retracted too.
+    - Without a trigger (the unit opens with its anchor, or with ops that vary), the anchor
+      is a boundary at once, at the first of the head ops just before it (``Unit.head``).
+    """
 
     def __init__(self, thread_key, level: list, unit: Unit, names: list):
         self.thread = thread_key
@@ -130,8 +147,20 @@ class _RootMatcher:
         self.seen = {n.sym for n in level[pos[0]:pos[-1]]}
         self.unit = unit
         self.shortest = min((b - a for a, b in zip(pos, pos[1:])), default=len(self.mode))
-        self.shapes = [shape_of(level[a:b], unit)
-                       for a, b in zip(pos, pos[1:])]
+        instances = [level[a:b] for a, b in zip(pos, pos[1:])]
+        if instances:  # later ops carry no GPU work: compare by time, to the likest instance
+            likest = max(range(len(instances)), key=unit.similarity.__getitem__)
+            unit = self.unit = replace(unit, reference=time_reference(instances[likest]))
+        self.shapes: list = []
+        self.similarity: list = []  # each instance's similarity to the unit (evidence)
+        for ops in instances:
+            self._measure(ops)
+        opener = level[pos[0]].sym
+        self.trigger = opener if opener != self.anchor and opener in self.head and all(
+            ops[0].sym == opener and sum(1 for n in ops if n.sym == opener) == 1
+            for ops in instances) else None
+        self.tentative = False  # the latest boundary came from a trigger, no anchor yet
+        self.previous: list = []  # the instance before a tentative boundary (to merge back)
         self.starts = [level[p] for p in pos]
         self.found = [FoundBoundary(n.start, thread_key, names[n.sym]) for n in self.starts]
         # The last instance so far, up to its anchor; the ops read after it (the unit may
@@ -142,39 +171,87 @@ class _RootMatcher:
         self.waiting = cut is None  # the last instance's own anchor is still to come
         self.current = list(level[pos[-1]:(len(level) if cut is None else cut + 1)])
         for node in level[len(self.current) + pos[-1]:]:
-            boundary = self.push(node)
-            if boundary is not None:
-                self.found.append(boundary)
+            self.found.extend(self.push(node))
 
-    def push(self, node: _Node):
-        current = self.current
-        current.append(node)
-        if node.sym != self.anchor or self.waiting:
-            self.waiting = self.waiting and node.sym != self.anchor
-            if len(current) > _MAX_INSTANCE_OPS:  # a runaway instance: keep its tail only
-                del current[:len(current) - _MAX_INSTANCE_OPS]
-            return None
-        j = len(current) - 1
-        while j > 1 and current[j - 1].sym in self.head:
-            j -= 1
-        instance = current[:j]
+    def _measure(self, instance: list, replace_last: bool = False) -> None:
+        shape, sim = shape_and_similarity(instance, self.unit)
+        if replace_last:
+            self.shapes[-1], self.similarity[-1] = shape, sim
+        else:
+            self.shapes.append(shape)
+            self.similarity.append(sim)
+
+    def _begin(self, instance: list, first: Node) -> None:
+        """An instance ends (``instance``, its ops) and the next begins at ``first``."""
         self.shortest = min(self.shortest, len(instance))
         self.seen.update(n.sym for n in instance)
-        self.shapes.append(shape_of(instance, self.unit))
-        self.current = current[j:]
-        first = self.current[0]
+        self._measure(instance)
         self.starts.append(first)
         del self.starts[:-_TYPICAL_OF]
-        return FoundBoundary(first.start, self.thread, self.names[first.sym])
 
-    def finish(self) -> tuple[list, float]:
-        """Shapes of every instance and where the last one ends (``last_instance_end``)."""
+    def _undo(self) -> list:
+        """Withdraw the latest (tentative) boundary: its ops go back to the instance before."""
+        self.shapes.pop()
+        self.similarity.pop()
+        self.starts.pop()
+        merged = self.previous + self.current
+        self.previous, self.tentative = [], False
+        return merged
+
+    def push(self, node: Node) -> tuple:
+        current = self.current
+        current.append(node)
+        sym = node.sym
+        if sym == self.trigger and not self.waiting:
+            out = []
+            if self.tentative:  # the previous trigger saw no anchor: it opened nothing
+                out.append(RetractLast(f"no {self.names[self.anchor]} followed it"))
+                current = self._undo()
+            instance = current[:-1]
+            self._begin(instance, node)
+            self.previous, self.current, self.tentative = instance, [node], True
+            out.append(FoundBoundary(node.start, self.thread, self.names[sym]))
+            return tuple(out)
+        if sym != self.anchor or self.waiting:
+            self.waiting = self.waiting and sym != self.anchor
+            if len(current) > _MAX_INSTANCE_OPS:  # a runaway instance: keep its tail only
+                del current[:len(current) - _MAX_INSTANCE_OPS]
+            return ()
+        j = len(current) - 1
+        lowest = 0 if self.tentative else 1
+        while j > lowest and current[j - 1].sym in self.head:
+            j -= 1
+        if self.tentative:  # the anchor confirms the trigger's boundary, or moves it later
+            self.tentative = False
+            if j == 0:
+                return ()
+            instance = self.previous + current[:j]
+            self._measure(instance, replace_last=True)
+            self.seen.update(n.sym for n in current[:j])
+            first = self.current[j]
+            self.starts[-1] = first
+            self.current = current[j:]
+            return (FoundBoundary(first.start, self.thread, self.names[first.sym],
+                                  moves_last=True,
+                                  why="the instance begins after the op that triggered it"),)
+        self._begin(current[:j], current[j])
+        self.current = current[j:]
+        first = self.current[0]
+        return (FoundBoundary(first.start, self.thread, self.names[first.sym]),)
+
+    def finish(self) -> tuple[list, float, list]:
+        """Shapes of every instance, where the last one ends (``last_instance_end``), and the
+        revision of a trigger still waiting for its anchor."""
+        revisions = []
+        if self.tentative:
+            revisions.append(RetractLast(f"the input ended before a "
+                                         f"{self.names[self.anchor]} followed it"))
+            self.current = self._undo()
         last = self.current
         width = len(self.mode)
-        self.shapes.append(shape_of(last[:width], self.unit))
-        typical = typical_duration([n.start for n in self.starts[-_TYPICAL_OF:]])
-        return self.shapes, last_instance_end(last, sure_ops([self.shortest]), self.seen,
-                                              typical)
+        self._measure(last[:width])
+        return self.shapes, _last_end(last, [self.shortest], self.seen,
+                                      [n.start for n in self.starts[-_TYPICAL_OF:]]), revisions
 
 
 class StructureDetector:
@@ -184,13 +261,15 @@ class StructureDetector:
 
     def __init__(self, use_annotations: bool = True, level: int | None = None,
                  max_nodes: int = 100_000, max_depth: int = 8):
+        #: LEARNING, STEPS or MATCHING (see the module docstring).
+        self.mode = LEARNING
         self._use_annotations = use_annotations
         self._level = level or 0
         self._max_nodes = max_nodes
         self._max_depth = max_depth
         self._threads: dict = {}
-        self._symbols: dict = {}
-        self._names: list = []
+        self._symbols = Symbols()
+        self._names: list = self._symbols.names
         self._nodes = 0
         self._step_symbol = None
         # Online mode: once ProfilerStep#N repeats at the top of a thread, each new one is a
@@ -209,28 +288,16 @@ class StructureDetector:
 
     # -- streaming input ---------------------------------------------------------------
 
-    def _symbol(self, name: str) -> int:
-        sym = self._symbols.get(name)
-        if sym is None:
-            family = _DIGITS.sub("N", name)
-            sym = self._symbols.get("\x00" + family)
-            if sym is None:
-                sym = len(self._names)
-                self._names.append(family)
-                self._symbols["\x00" + family] = sym
-            self._symbols[name] = sym
-        return sym
-
     def observe(self, thread, stack: list, start: float, end: float, name: str, section: int):
-        if self._online_thread is not None:  # decided: only step annotations matter now
+        if self.mode == STEPS:  # decided: only step annotations matter now
             if name.startswith(PROFILER_STEP_PREFIX) and thread == self._online_thread:
                 return self._observe_step(self._online_state, start, end, name)
             return ()
-        if self._matcher is not None:
+        if self.mode == MATCHING:
             return self._observe_matching((thread, section), stack, start, end, name)
         state = self._threads.get((thread, section))
         if state is None:
-            state = self._threads[(thread, section)] = _Thread(thread)
+            state = self._threads[(thread, section)] = ThreadSkeleton(thread, 4 * MIN_INSTANCES)
         depth = len(stack) - 1
         mine = state.stack
         del mine[depth:]
@@ -240,64 +307,81 @@ class StructureDetector:
             if node is not None:
                 parent = node
                 break
-        if parent is _SKIPPED:
-            mine.append(_SKIPPED)
+        if parent is SKIPPED:
+            mine.append(SKIPPED)
             return ()
         if is_step and not self._use_annotations:
             mine.append(None)  # transparent: its children take its place
             return ()
         found = self._observe_step(state, start, end, name) if is_step else ()
         if parent is None:
-            node = _Node(self._symbol(name), start, end, 0)
+            node = Node(self._symbols.of(name), start, end, 0)
             if not state.main and len(state.roots) >= _SIDE_THREAD_ROOTS:
-                mine.append(_SKIPPED)  # a side thread's top level: enough to rank it
+                mine.append(SKIPPED)  # a side thread's top level: enough to rank it
                 return found
             state.roots.append(node)
-            if len(state.roots) >= state.next_try and not found and self._online_allowed(state):
+            state.seen[node.sym] += 1
+            if not found and self._online_allowed(state) and (
+                    len(state.roots) >= state.next_try
+                    or MIN_INSTANCES <= state.seen[node.sym] <= _EAGER_TRIES):
                 mine.append(node)
                 return self._try_online(state)
         elif state.main and parent.depth + 1 < self._max_depth and \
                 self._nodes < self._max_nodes:
-            node = _Node(self._symbol(name), start, end, parent.depth + 1)
+            node = Node(self._symbols.of(name), start, end, parent.depth + 1)
             if parent.kids is None:
                 parent.kids = []
             parent.kids.append(node)
             self._nodes += 1
         else:
-            node = _SKIPPED  # beyond the skeleton's depth or size: not kept, nor its children
+            node = SKIPPED  # beyond the skeleton's depth or size: not kept, nor its children
         mine.append(node)
         return found
 
-    def _online_allowed(self, state: _Thread) -> bool:
+    def _online_allowed(self, state: ThreadSkeleton) -> bool:
         pid, tid = state.key
-        return pid == tid and not self._level and self._online_thread is None
+        return pid == tid and not self._level and self.mode == LEARNING
 
-    def _try_online(self, state: _Thread):
-        """Confirm the unit at the top of the main thread as soon as it is certain: at least
-        three exact instances, each a whole piece of work (it contains a repeated sub-unit,
-        e.g. a model's layers), not a layer itself. Then boundaries stream."""
+    def _try_online(self, state: ThreadSkeleton):
+        """Confirm the unit at the top of the main thread as soon as it is certain: the
+        iteration test of the close path (``_iteration_test``) passes, and either three
+        cycles of the loop (like the unit, or idle) open with the loop's input fetch, or three instances are
+        exact and each is a whole piece of work (it contains a repeated sub-unit). Unlike
+        instances among them (idle cycles) are allowed only once GPU work is known. Then
+        boundaries stream."""
         roots = state.roots
-        state.next_try = max(len(roots) + 8, int(len(roots) * 1.25))
+        if len(roots) >= state.next_try:
+            state.next_try = max(len(roots) + 8, int(len(roots) * 1.25))
         unit = find_unit(roots, names=self._names, whole=False)
-        if unit is None or unit.exact < MIN_INSTANCES or \
-                self._module_holding_several(state, roots, unit):
+        if unit is None:
             return ()
-        verdict, why = self._inner_repeat(roots, unit)
+        verdict, why = self._iteration_test(state, roots, unit, [])
         if not verdict:
             return ()
+        # Every instance so far like the unit? Among so few, an idle cycle or another path
+        # could be taken for the unit when no GPU work is known yet (a Kineto file's CPU
+        # section comes before its launches); with GPU work known, the unit is the busy one.
+        alike = all(shape == 0 for shape in unit.shapes[:-1]) or any(n.gpu for n in roots)
+        # Cycles of the loop head: like the unit, or idle (the fetch found nothing to do).
+        cycles = unit.like + unit.idle if alike else 0
+        if cycles >= MIN_INSTANCES and unit.like >= RULES.min_like and \
+                unit.phase == PHASE_INPUT_FETCH:
+            why = f"{why}; each instance opens with the loop's input fetch"
+        else:
+            if unit.exact < MIN_INSTANCES:
+                return ()
+            whole, inner = self._inner_repeat(roots, unit,
+                                              ONLINE_INNER_RULES if alike else INNER_RULES)
+            if not whole:
+                return ()
+            why = f"{why}; {inner}"
         self._matcher = _RootMatcher(state.key, roots, unit, self._names)
+        self.mode = MATCHING
         self._online_evidence = {
             "detector": self.name, "decided": f"online, after {unit.n} instances",
             "loop_thread": list(state.key),
-            "levels": [{"container": ["<thread top level>"], "ops": len(roots),
-                        "unit": [self._names[roots[unit.first].sym]],
-                        "period_ops": len(unit.mode), "instances": unit.n,
-                        "exact": unit.exact, "time_coverage": round(unit.coverage, 3),
-                        "iteration_test": why}],
-            "unit": [self._names[roots[unit.first].sym]],
-            "period_ops": len(unit.mode), "time_coverage": round(unit.coverage, 3),
-            "why": "repeats at the top of the loop thread; " + why,
-            "confidence": round(self._confidence(unit), 3)}
+            "levels": [dict(_level_entry([], roots, unit, self._names), iteration_test=why)],
+            **_unit_evidence(unit, [roots[unit.first].sym], why, self._names)}
         self.wants_evidence = False
         self._matcher_key = next(k for k, v in self._threads.items() if v is state)
         self._threads = {self._matcher_key: state}  # the skeleton is no longer needed
@@ -313,23 +397,23 @@ class StructureDetector:
         del mine[depth:]
         is_step = name.startswith(PROFILER_STEP_PREFIX)
         if any(node is not None for node in mine):  # not a top-level op
-            mine.append(_SKIPPED)
+            mine.append(SKIPPED)
             return ()
         if is_step and not self._use_annotations:
             mine.append(None)
             return ()
-        node = _Node(self._symbol(name), start, end, 0)
+        node = Node(self._symbols.of(name), start, end, 0)
         mine.append(node)
-        boundary = self._matcher.push(node)
-        return (boundary,) if boundary is not None else ()
+        return self._matcher.push(node)
 
-    def _observe_step(self, state: _Thread, start, end, name):
+    def _observe_step(self, state: ThreadSkeleton, start, end, name):
         if state.steps and start < state.steps[-1][1]:
             return ()  # nested in (or overlapping) the previous step: not a new step
         state.steps.append((start, end, name))
-        if self._online_thread is None:
+        if self.mode == LEARNING:
             if len(state.steps) < 2:
                 return ()
+            self.mode = STEPS
             self._online_thread = state.key
             self._online_state = state
             self.wants_evidence = False
@@ -347,19 +431,10 @@ class StructureDetector:
     def observe_launch(self, thread, ts: float, correlation, graph: bool) -> None:
         """A runtime call that launches GPU work: credit the ops around it with a kernel
         (a graph launch is credited per kernel as its kernels arrive)."""
-        if self._online_thread is not None:
+        if self.mode != LEARNING:
             return
-        path = []
-        for state in self._threads.values():  # each section of the thread
-            if state.key != thread:
-                continue
-            level = state.roots
-            while level:
-                i = bisect_right(level, ts, key=_start) - 1
-                if i < 0 or level[i].end < ts:
-                    break
-                path.append(level[i])
-                level = level[i].kids
+        path = [node for state in self._threads.values() if state.key == thread
+                for node in state.path_at(ts)]  # each section of the thread
         if not path:
             return
         if graph:
@@ -376,7 +451,7 @@ class StructureDetector:
 
     def observe_frame(self, thread, start: float, end: float, name: str) -> None:
         """A Python frame; only outermost ``nn.Module`` calls are kept (layer evidence)."""
-        if self._online_thread is not None or not name.startswith(MODULE_FRAME_PREFIX):
+        if self.mode != LEARNING or not name.startswith(MODULE_FRAME_PREFIX):
             return
         modules = self._modules.setdefault(thread, [])
         if modules and start < modules[-1][1]:
@@ -386,7 +461,7 @@ class StructureDetector:
     # -- decision at the end -----------------------------------------------------------
 
     def close(self) -> DetectorResult:
-        if self._online_thread is not None:
+        if self.mode == STEPS:
             return DetectorResult(
                 last_end=self._online_last_end,
                 evidence={"detector": self.name, "decided": "online",
@@ -394,11 +469,15 @@ class StructureDetector:
                           "unit": [PROFILER_STEP_PREFIX + "N"], "level": "top",
                           "instances": self._online_count, "confidence": 0.95,
                           "why": "ProfilerStep#N spans repeat at the top of the loop thread"})
-        if self._matcher is not None:
-            shapes, last_end = self._matcher.finish()
+        if self.mode == MATCHING:
+            shapes, last_end, revisions = self._matcher.finish()
+            sims = self._matcher.similarity
             evidence = dict(self._online_evidence, instances=len(shapes),
-                            variants=sum(1 for sh in shapes if sh != 0))
-            return DetectorResult(last_end=last_end, shapes=shapes, evidence=evidence)
+                            variants=sum(1 for sh in shapes if sh != 0), similarity=sims,
+                            like=sum(1 for x in sims if x >= RULES.like),
+                            worst_similarity=min(sims, default=0.0))
+            return DetectorResult(boundaries=revisions, last_end=last_end, shapes=shapes,
+                                  evidence=evidence)
         thread = self._loop_thread()
         if thread is None:
             return DetectorResult(evidence={"detector": self.name, "decided": "at close",
@@ -411,13 +490,13 @@ class StructureDetector:
         if not candidates:
             return None
 
-        def rank(t: _Thread):
+        def rank(t: ThreadSkeleton):
             pid, tid = t.key
             busy = sum(n.end - n.start for n in t.roots)
             return (pid == tid, bool(t.steps) and self._use_annotations, busy)
         return max(candidates, key=rank)
 
-    def _decide(self, thread: _Thread) -> DetectorResult:
+    def _decide(self, thread: ThreadSkeleton) -> DetectorResult:
         names = self._names
         evidence = {"detector": self.name, "decided": "at close",
                     "loop_thread": list(thread.key), "levels": []}
@@ -425,32 +504,19 @@ class StructureDetector:
         chosen = None
         while level:
             unit = find_unit(level, names=names)
-            entry = {"container": [names[p.sym] for p in path] or ["<thread top level>"],
-                     "ops": len(level)}
-            if unit is not None:
-                entry.update(unit=[names[level[unit.first].sym]],
-                             period_ops=len(unit.mode), instances=unit.n, exact=unit.exact,
-                             **_tolerance(unit, names),
-                             time_coverage=round(unit.coverage, 3))
+            entry = _level_entry([names[p.sym] for p in path], level, unit, names)
             evidence["levels"].append(entry)
             if unit is not None:
-                if not path:
-                    held = self._module_holding_several(thread, level, unit)
-                    if held:
-                        entry["iteration_test"] = held
-                        evidence["why"] = ("the repeating unit is a layer (" + held
-                                           + "): the trace is one unit of work")
-                        break
-                    chosen = (level, unit, "repeats at the top of the loop thread")
-                    break
-                verdict = self._not_a_layer(thread, level, unit, path)
-                entry["iteration_test"] = verdict[1]
-                if verdict[0]:
-                    chosen = (level, unit, verdict[1])
-                else:
-                    chosen = None
+                verdict, why = self._iteration_test(thread, level, unit, path)
+                entry["iteration_test"] = why
+                if verdict:
+                    chosen = (level, unit, why)
+                elif path:
                     evidence["why"] = ("the unit inside the container is a layer ("
-                                       + verdict[1] + "): the container is one iteration")
+                                       + why + "): the container is one iteration")
+                else:
+                    evidence["why"] = ("the repeating unit is a layer (" + why
+                                       + "): the trace is one unit of work")
                 break
             container = self._dominant(level)
             if container is None or not container.kids:
@@ -465,7 +531,7 @@ class StructureDetector:
         return self._result(thread, level, unit, path, why, evidence)
 
     @staticmethod
-    def _dominant(level: list) -> _Node | None:
+    def _dominant(level: list) -> Node | None:
         """The longest op, if it holds a good part (a third) of the level's time: a wrapper
         to look inside."""
         span = max(n.end for n in level) - level[0].start
@@ -474,11 +540,23 @@ class StructureDetector:
             return top
         return None
 
-    def _not_a_layer(self, thread: _Thread, level, unit: Unit, path) -> tuple[bool, str]:
+    def _iteration_test(self, thread: ThreadSkeleton, level, unit: Unit, path) -> tuple[bool, str]:
+        """The one test of both decision paths (online and at close): are the instances of
+        ``unit``, found on ``level`` (inside the containers ``path``), iterations? At the
+        top of the loop thread they are, unless one ``nn.Module`` call holds several of them
+        (layers); inside a container see ``_not_a_layer``. Returns (verdict, why)."""
+        if path:
+            return self._not_a_layer(thread, level, unit, path)
+        held = self._module_holding_several(thread, level, unit)
+        if held:
+            return False, held
+        return True, "repeats at the top of the loop thread"
+
+    def _not_a_layer(self, thread: ThreadSkeleton, level, unit: Unit, path) -> tuple[bool, str]:
         first = level[unit.positions[0]:unit.positions[0] + len(unit.mode)]
         size: list = []
         for node in first:
-            _flatten(node, size, MIN_UNIT_OPS)
+            flatten(node, size, MIN_UNIT_OPS)
         if len(size) < MIN_UNIT_OPS:  # a repeated aten::slice is no unit of work
             return False, f"an instance has fewer than {MIN_UNIT_OPS} ops"
         anchor = self._anchor(level, unit)
@@ -493,16 +571,16 @@ class StructureDetector:
         return self._inner_repeat(level, unit)
 
     @staticmethod
-    def _inner_repeat(level, unit: Unit) -> tuple[bool, str]:
+    def _inner_repeat(level, unit: Unit, rules: Rules = INNER_RULES) -> tuple[bool, str]:
         """Is one instance a whole piece of work (it repeats a sub-unit inside: a model's
         layers) rather than a layer?"""
         first = level[unit.positions[0]:unit.positions[0] + len(unit.mode)]
         flat: list = []
         for node in first:
-            _flatten(node, flat, 50_000)
+            flatten(node, flat, 50_000)
         # Blocks of a real model differ a little (a downsampling block, a checkpointed
         # one): a quarter of them alike, covering a third of the ops, is a model.
-        inner = find_unit(flat, INNER_RULES)
+        inner = find_unit(flat, rules)
         # ... and the repeated sub-unit is a block of work, not the q/k/v/o projections of
         # one attention layer.
         if inner is not None and len(inner.mode) >= MIN_UNIT_OPS:
@@ -510,7 +588,7 @@ class StructureDetector:
                           f"({inner.exact} x {len(inner.mode)} ops)")
         return False, "an instance contains no repeated sub-unit"
 
-    def _module_holding_several(self, thread: _Thread, level, unit: Unit) -> str | None:
+    def _module_holding_several(self, thread: ThreadSkeleton, level, unit: Unit) -> str | None:
         """Layers of one model: a single outermost nn.Module call holds several instances."""
         starts = [level[p].start for p in unit.positions]
         for m_start, m_end in self._modules.get(thread.key, ()):
@@ -586,17 +664,17 @@ class StructureDetector:
             boundaries = self._align_sections(thread, level, unit, boundaries)
         _, _, _, last_level, last_p = starts[-1]
         width = len(unit.mode)
-        last_end = self._last_end(level, unit, last_level, last_p)
-        evidence.update(unit=[names[s] for s in anchor], period_ops=width,
-                        instances=len(boundaries), exact=unit.exact,
-                        variants=sum(shape != 0 for shape in shapes),
-                        **_tolerance(unit, names),
-                        time_coverage=round(unit.coverage, 3),
-                        why=why, confidence=round(self._confidence(unit), 3))
+        pos = unit.positions
+        last_end = _last_end(last_level[last_p:],
+                             [b - a for a, b in zip(pos, pos[1:])] or [width],
+                             {n.sym for n in level[pos[0]:pos[-1]]},
+                             [level[p].start for p in pos])
+        evidence.update(_unit_evidence(unit, anchor, why, names), instances=len(boundaries),
+                        exact=unit.exact, variants=sum(shape != 0 for shape in shapes))
         return DetectorResult(boundaries=boundaries, last_end=last_end, shapes=shapes,
                               evidence=evidence)
 
-    def _align_sections(self, thread: _Thread, level, unit: Unit, boundaries: list) -> list:
+    def _align_sections(self, thread: ThreadSkeleton, level, unit: Unit, boundaries: list) -> list:
         """A unit found on one section of the loop thread (its annotations, say) begins with
         the ops of the thread's other sections (its cpu_ops) that open each instance: those
         found between the end of the previous instance and the boundary in most instances
@@ -607,7 +685,7 @@ class StructureDetector:
                   for n in t.roots]
         if not others or len(boundaries) != len(pos) or len(pos) < 3:
             return boundaries
-        others.sort(key=_start)
+        others.sort(key=start_of)
         starts = [n.start for n in others]
         gaps = []
         for i, b in enumerate(boundaries):
@@ -625,20 +703,8 @@ class StructureDetector:
                            FoundBoundary(first.start, b.thread, self._names[first.sym]))
         return aligned
 
-    @staticmethod
-    def _last_end(level, unit: Unit, last_level, last_p: int) -> float:
-        """Where the last instance ends (``last_instance_end``)."""
-        pos = unit.positions
-        seen = {n.sym for n in level[pos[0]:pos[-1]]}
-        typical = typical_duration([level[p].start for p in pos])
-        lengths = [b - a for a, b in zip(pos, pos[1:])] or [len(unit.mode)]
-        return last_instance_end(last_level[last_p:], sure_ops(lengths), seen, typical)
 
-    @staticmethod
-    def _confidence(unit: Unit) -> float:
-        return min(1.0, unit.coverage) * (unit.score / unit.n) * min(1.0, unit.n / 3)
-
-    def _single(self, thread: _Thread, path, evidence) -> DetectorResult:
+    def _single(self, thread: ThreadSkeleton, path, evidence) -> DetectorResult:
         """No repeating unit: the loop thread's work is one iteration."""
         roots = thread.roots
         span_owner = path[0] if path else None

@@ -35,6 +35,8 @@ detector (``structure.py``) decides where to look and what a found unit means.
    - of the cuts of about the same count (rotations of one loop, or a cut that lost an
      instance where its anchor was dropped), the clearly more regular one wins (summed
      similarity; each extra instance must pay for itself), else the fewer, then the earliest;
+     the cuts near the winner are compared too (the coarsest cut may have lost a third of
+     its instances);
    - after the phase: a cut into the same instances plus idle cycles (the loop head starts
      both: failure mode 2) wins over the one that swallows the idle cycles.
 5. **Phase.** Where the loop begins among the unit's ops (``_phase``): before the op that
@@ -42,7 +44,12 @@ detector (``structure.py``) decides where to look and what a found unit means.
    the previous instance, with the small ops before the step's first spine op (never between a
    step's last op and its own sync); else at the anchor, extended to the left over the ops that
    precede it in every instance, then over those found before it in most instances (the
-   *head*: the first ops of the step, each of which may be missing in a few instances).
+   *head*: the first ops of the step, each of which may be missing in a few instances). Noise
+   only ever drops small ops, so a small head op is counted among the instances that show
+   any head and a big one among all; the first instance votes too; a run of inserted tiny
+   ops does not hide a head op behind it. A sync is the loop's phase only when it closes
+   most instances, and the walk to the loop's first op takes each op as often as the
+   representative has it before its anchor (a prologue op of the same kind stays out).
 
 Also here, shared by both decision paths: where the last instance ends
 (``last_instance_end``) and the kind of each cycle (``cycle_kinds``).
@@ -129,6 +136,9 @@ class Rules:
     length_slack: float = 1.3
     #: Representatives tried when looking for the medoid instance (cost: this x instances).
     medoid_trials: int = 7
+    #: The spine of a unit: the ops found in this share of its like instances (a step's
+    #: data fetch, its sync); an op noise drops now and then still belongs to it.
+    spine_share: float = 0.8
     #: A run of this many small ops of new kinds after the last instance is no noise.
     max_head: int = 16
     #: A head op (before the anchor, opening the step) is found in at least this share of the
@@ -171,6 +181,8 @@ class Rules:
 
 #: The rules for finding iterations.
 RULES = Rules()
+#: ``Unit.phase`` of a unit whose instances open with the loop's input fetch.
+PHASE_INPUT_FETCH = "before the input fetch"
 
 
 @dataclass(slots=True)
@@ -325,6 +337,16 @@ def _reference(bag_totals: tuple, rules: Rules) -> tuple:
     return (_weights(bag, (time, gpu, count), (time > 0, gpu > 0), rules), time, gpu, count)
 
 
+def time_reference(nodes: list, rules: Rules = RULES) -> tuple:
+    """A reference like ``Unit.reference``, from the instance ``nodes``, by time and op count
+    only: to compare instances whose GPU work is not counted (read after the unit was
+    decided online, when launches are no longer credited to ops)."""
+    bag, time, _, count = _bag(nodes, 0, len(nodes))
+    for cell in bag.values():
+        cell[1] = 0.0
+    return _reference((bag, time, 0.0, count), rules)
+
+
 def _differing(a: dict, b: dict, top: int = 3) -> list:
     gaps = sorted(((abs(a.get(s, 0.0) - b.get(s, 0.0)), s) for s in a.keys() | b.keys()),
                   reverse=True)
@@ -334,14 +356,19 @@ def _differing(a: dict, b: dict, top: int = 3) -> list:
 # -- one candidate ---------------------------------------------------------------------
 
 
-def _segments(pos: list, level: list) -> list:
+def _segments(pos: list, level: list, rules: Rules) -> list:
     """(start, end) of each instance. The last one runs into whatever follows the loop: it
-    ends once it has about the median instance's ops and time (noise may add ops to it)."""
+    ends once it has about the median instance's ops and time (noise may add ops to it).
+    Unweighed (a flattened subtree: a parent's time holds its children's), by ops alone:
+    the last of four layers a little faster than the others is still one layer, not one
+    layer and the loss after it."""
     m = len(level)
     spans = [(pos[k], pos[k + 1]) for k in range(len(pos) - 1)]
     if not spans:
         return [(pos[-1], m)]
     ops = sorted(b - a for a, b in spans)[len(spans) // 2]
+    if not rules.weigh:
+        return spans + [(pos[-1], min(m, pos[-1] + ops))]
     time = sorted(sum(level[i].end - level[i].start for i in range(a, b))
                   for a, b in spans)[len(spans) // 2]
     end, done = pos[-1], 0.0
@@ -355,7 +382,7 @@ def _segments(pos: list, level: list) -> list:
 def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> Unit:
     """Cut ``level`` at ``pos``: the representative, each instance's similarity, coverage."""
     inner = [(pos[k], pos[k + 1]) for k in range(len(pos) - 1)]
-    spans = _segments(pos, level)
+    spans = _segments(pos, level, rules)
     bags = [_bag(level, a, b) for a, b in spans]
     shapes = [tuple(syms[a:b]) for a, b in spans]
     # The representative: the one that explains the most instances (like it, or idle beside
@@ -386,10 +413,16 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> 
     liked = [x >= rules.like or h for x, h in zip(sims, held)]
     idle_at = [idle and not h for idle, h in zip(idle_at, held)]
     like = sum(liked)
-    fragments = sum(1 for a, b in inner if b - a < 0.5 * len(rep_shape))
+    # A fragment has under half the representative's ops and, where work is weighed, under
+    # half its work: a step without the four inserted ``detach`` ops of the representative
+    # is no fragment of it.
+    fragments = sum(1 for k, (a, b) in enumerate(inner) if b - a < 0.5 * len(rep_shape)
+                    and (not rules.weigh
+                         or _work_ratio(bags[k], reference) < rules.piece_work_share))
     # Coverage counts every instance of about the unit's length (an eval step is unlike a plain
-    # one, yet part of the loop); the like share above is what judges regularity.
-    width = len(rep_shape)
+    # one, yet part of the loop); the like share above is what judges regularity. The length
+    # is the median instance's: the representative may carry a run of inserted small ops.
+    width = sorted(b - a for a, b in inner)[len(inner) // 2] if inner else len(rep_shape)
     coverage = _coverage(level, [(a, b) for a, b in spans[:-1]
                                  if 0.5 * width <= b - a <= 4 * width] + spans[-1:], rules)
     worst = min(range(len(sims)), key=sims.__getitem__)
@@ -469,13 +502,19 @@ def shape_of(nodes: list, unit: Unit, rules: Rules = RULES):
     """An instance's shape as ``Unit.shapes`` has it: 0 if it is like the unit, else its
     symbols, marked when it took another path (for instances read after the unit was
     decided)."""
+    return shape_and_similarity(nodes, unit, rules)[0]
+
+
+def shape_and_similarity(nodes: list, unit: Unit, rules: Rules = RULES) -> tuple:
+    """``shape_of`` and the instance's similarity to the unit (as ``Unit.similarity``)."""
     shape = tuple(node.sym for node in nodes)
     if not unit.reference:
-        return shape
+        return shape, 1.0 if shape == unit.mode else 0.0
     bag = _bag(nodes, 0, len(nodes))
-    if _likeness(bag, unit.reference, rules)[0] >= rules.like:
-        return 0
-    return _unlike_shape(bag, unit.reference, shape, rules)
+    sim = _likeness(bag, unit.reference, rules)[0]
+    if sim >= rules.like:
+        return 0, round(sim, 3)
+    return _unlike_shape(bag, unit.reference, shape, rules), round(sim, 3)
 
 
 def _idle_flags(sims: list, bags: list, reference: tuple, rules: Rules) -> list:
@@ -568,7 +607,15 @@ def _choose(candidates: list, rules: Rules, markers: frozenset = frozenset()) ->
     best = same[0]
     for c in same[1:]:
         best = c if _more_regular(c, best, rules) else best
-    return best
+    # The cuts of the winner's loop too: the coarsest cut may have lost a third of its
+    # instances (its anchor dropped by noise), so a cut of every step is out of its reach.
+    while True:
+        more = [c for c in pool if c not in same and _same_loop(c, best, rules)]
+        if not more:
+            return best
+        same.extend(more)
+        for c in more:
+            best = c if _more_regular(c, best, rules) else best
 
 
 def _idle_cycles_apart(best: Unit, candidates: list, rules: Rules) -> Unit | None:
@@ -654,14 +701,14 @@ def _phase(unit: Unit, level: list, syms: list, positions: dict, names,
                  if _INPUT_FETCH.search(names[s])]
         if fetch:
             return _begin_at(unit, fetch[0], level, syms, positions, noise, rules,
-                             "before the input fetch")
-        after_sync = _after_sync(unit, spine, names)
+                             PHASE_INPUT_FETCH)
+        after_sync = _after_sync(unit, spine, names, syms, rules)
         if after_sync is not None:
             syncs = {q for q, x in enumerate(syms) if names[x] in BLOCKING_SYNC_NAMES}
             return _begin_at(unit, after_sync, level, syms, positions, noise, rules,
                              "right after the previous instance's blocking sync",
                              tiny - syncs)
-    return _extend_head(unit, level, syms, noise, rules, whole)
+    return _extend_head(unit, level, syms, noise, rules, whole, tiny)
 
 
 def _spine(unit: Unit, syms: list, rules: Rules, once: bool = True) -> list:
@@ -679,15 +726,20 @@ def _spine(unit: Unit, syms: list, rules: Rules, once: bool = True) -> list:
     if not like_n:
         return []
     order = {s: i for i, s in reversed(list(enumerate(unit.mode)))}
-    return sorted((s for s, n in seen.items() if n >= 0.8 * like_n and s in order),
+    return sorted((s for s, n in seen.items() if n >= rules.spine_share * like_n and s in order),
                   key=order.__getitem__)
 
 
-def _after_sync(unit: Unit, spine: list, names: list):
+def _after_sync(unit: Unit, spine: list, names: list, syms: list, rules: Rules):
     """The first spine op after a blocking sync that closes most instances (cyclically)."""
     mode = unit.mode
+    pos = unit.positions
+    inner = [set(syms[a:b]) for a, b in zip(pos, pos[1:])]
     for i, s in enumerate(mode):
-        if names[s] in BLOCKING_SYNC_NAMES and s in spine:  # a stray sync is noise
+        # A stray sync is noise: it is in the spine of the like instances, and in most of all
+        # the instances (with one like step beside an eval step, any op of it is "spine").
+        if names[s] in BLOCKING_SYNC_NAMES and s in spine and \
+                sum(s in ops for ops in inner) >= rules.spine_share * len(inner):
             for k in range(1, len(mode)):
                 nxt = mode[(i + k) % len(mode)]
                 if nxt in spine and names[nxt] not in BLOCKING_SYNC_NAMES:
@@ -695,18 +747,25 @@ def _after_sync(unit: Unit, spine: list, names: list):
     return None
 
 
-def _walk_left(unit: Unit, syms: list, head: set, noise: set,
-               take_noise: bool = False) -> list:
+def _walk_left(unit: Unit, syms: list, head, noise: set, take_noise: bool = False) -> list:
     """Each instance's beginning moved left from its anchor to the leftmost op of ``head``
     reachable over head ops and ``noise`` positions (not past the previous anchor); with
-    ``take_noise``, to the leftmost noise op too (everything after a sync is the step's)."""
+    ``take_noise``, to the leftmost noise op too (everything after a sync is the step's).
+    A ``Counter`` head is taken at most as often as it counts each kind of op: the ops that
+    precede the anchor in the representative, no more (``model.to(device)`` before the first
+    fetch is the prologue's, though an ``aten::to`` follows each fetch)."""
     pos = unit.positions
     new = []
     for i, p in enumerate(pos):
         lo = pos[i - 1] + 1 if i else 0
+        left = Counter(head) if isinstance(head, Counter) else None
         start = p
         q = p - 1
         while q >= lo and (syms[q] in head or q in noise):
+            if syms[q] in head and left is not None:
+                if not left[syms[q]]:
+                    break
+                left[syms[q]] -= 1
             if take_noise or syms[q] in head:
                 start = q
             q -= 1
@@ -728,7 +787,7 @@ def _begin_at(unit: Unit, first: int, level: list, syms: list, positions: dict,
             unit = moved
         else:
             mode = unit.mode
-            head = set(mode[mode.index(first):]) - {unit.anchor}
+            head = Counter(s for s in mode[mode.index(first):] if s != unit.anchor)
             unit.positions = _walk_left(unit, syms, head, noise)
     if after_sync:  # the small ops back to the previous sync open the step
         unit.positions = _walk_left(unit, syms, set(), after_sync, take_noise=True)
@@ -769,7 +828,7 @@ def _exact_head(unit: Unit, syms: list) -> int:
 
 
 def _extend_head(unit: Unit, level: list, syms: list, noise: set, rules: Rules,
-                 whole: bool) -> Unit:
+                 whole: bool, tiny: set = frozenset()) -> Unit:
     """Move each instance's beginning left over the head: the ops that come just before the
     anchor in most instances, so the boundary is the step's first op. The head is read right
     to left by vote: at each step the op found next to the left in most of the instances
@@ -796,25 +855,36 @@ def _extend_head(unit: Unit, level: list, syms: list, noise: set, rules: Rules,
     # closes instances (the previous instance's tail) or the previous anchor; not where the
     # previous instance took another path.
     windows = []
-    for i in range(1, n):
-        if _took_another_path(unit.shapes[i - 1]):
+    for i in range(0 if whole else 1, n):
+        if i and _took_another_path(unit.shapes[i - 1]):
             continue  # after an idle poll: its last op is no evidence of a step's head
         window = []
         q = pos[i] - 1
-        while q > pos[i - 1] and syms[q] not in closing and syms[q] != unit.anchor and \
-                len(window) < len(unit.mode):
+        kept = 0  # a run of inserted small ops (noise) does not use up the window
+        while q > (pos[i - 1] if i else -1) and syms[q] not in closing and \
+                syms[q] != unit.anchor and kept < len(unit.mode):
             window.append(syms[q])
+            kept += q not in noise
             q -= 1
         windows.append(window)
+    # The first instance's window (complete levels only) votes too: with three steps, two of
+    # which lost their small head ops to noise, it is half the evidence. It may hold the
+    # prologue's last ops, but they are seldom found before another instance.
     in_window = Counter(s for w in windows for s in set(w))
-    anywhere = Counter(syms[pos[0]:])
+    # Kinds of op that are small wherever they occur (``tiny``: positions of small ops).
+    big = {syms[q] for q in range(len(syms)) if q not in tiny}
+    anywhere = Counter(syms[pos[0] - len(windows[0]) if whole and windows else pos[0]:])
     filled = sum(1 for w in windows if w)
-    # Head ops: in many head windows, or (dropped by noise in the other instances) seldom
-    # seen anywhere else; either way in at least two.
+    # Head ops: in many head windows (counting those noise left empty only for small
+    # ops: noise drops small ops, a big one missing is missing), or (small ones dropped by
+    # noise in the other instances) seldom seen anywhere else; either way in at least two.
+    # An eval pass that ends every third step is no head of the next step, though only
+    # ever seen before it.
     head = {s for s, c in in_window.items()
-            if c >= 2 and (c >= rules.head_share * filled
-                                        or c >= rules.head_only_share * anywhere[s])}
-    region = set(in_window)
+            if c >= 2 and (c >= rules.head_share * (len(windows) if s in big else filled)
+                           or (c >= rules.head_only_share * anywhere[s] and s not in big))}
+    later = windows[1:] if whole else windows
+    region = {s for w in later for s in w}
     if not head:
         return unit
     unit.positions = _walk_left(unit, syms, head, noise)

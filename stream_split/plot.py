@@ -1,0 +1,100 @@
+"""Pictures of a split: iteration time per iteration (outliers marked, idle cycles apart,
+steady state shaded) and GPU busy time beneath. PNG, SVG, or HTML (the SVG inside a page).
+
+Draws from the table of ``summary.build_table`` (one source of the numbers); needs
+matplotlib (``pip install 'stream-split[plot]'``), imported only here.
+"""
+from __future__ import annotations
+
+import html
+import io
+import os
+
+from stream_split.summary import build_table
+
+#: Size of the figure in inches, and its resolution: 1200 x 750 pixels as PNG.
+FIGSIZE = (12, 7.5)
+DPI = 100
+
+
+class PlotUnavailable(RuntimeError):
+    """matplotlib is not installed."""
+
+
+def _pyplot():
+    try:
+        import matplotlib
+        matplotlib.use("Agg")  # files only, no display
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise PlotUnavailable(
+            "plots need matplotlib: pip install 'stream-split[plot]'") from None
+    return plt
+
+
+def figure(manifest: dict):
+    """The matplotlib figure of a manifest's iterations."""
+    plt = _pyplot()
+    table = build_table(manifest)
+    rows = table["rows"]
+    footer = table["footer"]
+    fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=FIGSIZE, dpi=DPI,
+                                      gridspec_kw={"height_ratios": [2, 1]})
+    busy = [r for r in rows if r["kind"] != "idle"]
+    idle = [r for r in rows if r["kind"] == "idle"]
+    outliers = [r for r in busy if r["outlier"]]
+    steady = footer.get("steady_state")
+    if steady:
+        for axis in (top, bottom):
+            axis.axvspan(steady["first"] - 0.5, steady["last"] + 0.5, color="tab:green",
+                         alpha=0.12, label="steady state" if axis is top else None)
+    top.plot([r["index"] for r in busy], [r["duration_ms"] for r in busy], "o-",
+             color="tab:blue", markersize=4, linewidth=1, label="iteration")
+    if idle:
+        top.plot([r["index"] for r in idle], [r["duration_ms"] for r in idle], "s",
+                 color="tab:gray", markersize=4, linestyle="none", label="idle cycle")
+    if outliers:
+        top.plot([r["index"] for r in outliers], [r["duration_ms"] for r in outliers], "o",
+                 markersize=11, markerfacecolor="none", markeredgecolor="tab:red",
+                 markeredgewidth=2, linestyle="none", label="outlier")
+        for r in outliers:
+            reason = next((f for f in r["flags"] if f.startswith("outlier")), "")
+            top.annotate(reason.replace("outlier ", "").strip("()"),
+                         (r["index"], r["duration_ms"]),
+                         textcoords="offset points", xytext=(6, 6), fontsize=8,
+                         color="tab:red")
+    if footer.get("median_ms") is not None:
+        top.axhline(footer["median_ms"], color="tab:blue", linestyle=":", linewidth=1,
+                    label=f"median {footer['median_ms']:.3f} ms")
+    top.set_ylabel("iteration time (ms)")
+    top.set_title(os.path.basename(str(table.get("input") or "")) or "iterations")
+    top.legend(loc="best", fontsize=8, framealpha=0.9)
+    top.grid(alpha=0.3)
+    bottom.bar([r["index"] for r in rows], [r["gpu_busy_ms"] for r in rows],
+               color=["tab:gray" if r["kind"] == "idle" else "tab:orange" for r in rows])
+    bottom.set_ylabel("GPU busy (ms)")
+    bottom.set_xlabel("iteration")
+    bottom.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def write_plot(manifest: dict, path: str) -> str:
+    """Write the picture to ``path``: HTML for ``.html`` (an SVG inside a page), else the
+    format matplotlib infers from the suffix (``.png``, ``.svg``, ``.pdf``). Returns ``path``."""
+    plt = _pyplot()
+    fig = figure(manifest)
+    try:
+        if path.lower().endswith((".html", ".htm")):
+            svg = io.StringIO()
+            fig.savefig(svg, format="svg")
+            title = html.escape(str(manifest.get("input") or "iterations"))
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+                        f"<title>{title}</title></head><body>\n{svg.getvalue()}\n"
+                        f"</body></html>\n")
+        else:
+            fig.savefig(path, dpi=DPI)
+    finally:
+        plt.close(fig)
+    return path

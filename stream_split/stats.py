@@ -1,0 +1,131 @@
+"""Iteration statistics: median, p90, outliers and the steady state. Pure: no I/O, no records.
+
+Takes plain lists (durations in µs, kinds, an optional grouping key per iteration such as a
+serving phase) and returns plain values, so the manifest, the table, the plot and Beam all ask
+the same function, and a caller can group iterations any way it likes.
+
+The rules (also in the README, "Steady state and outliers"):
+
+- Idle cycles (kind ``idle``) are never outliers and never part of the statistics.
+- **Outlier**: an iteration whose duration is far from its group's median in both senses:
+  its robust z-score ``|d - median| / (1.4826 * MAD)`` exceeds ``OUTLIER_Z`` (3.5, Iglewicz
+  and Hoaglin's cut-off), *and* it takes at least ``OUTLIER_RATIO`` (1.5) times the median,
+  or at most the median divided by it. The ratio keeps a very regular loop (MAD near 0) from
+  flagging a step that is 3 % slower. Fewer than ``MIN_FOR_OUTLIERS`` (3) iterations in a
+  group: nothing is an outlier (no robust median).
+- **Steady state**: the iterations after the warm-up. Warm-up is the leading run of a group's
+  iterations that are outliers or slower than ``WARMUP_RATIO`` (1.25) times the group's
+  median; at most half of a group is warm-up. ``first`` is the first non-idle iteration after
+  every group's warm-up, ``last`` the last non-idle iteration (a slow step later on stays in
+  the steady state, flagged as an outlier: it is part of how the loop runs).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+KIND_IDLE = "idle"
+
+#: Robust z-score beyond which an iteration may be an outlier (Iglewicz & Hoaglin, 1993).
+OUTLIER_Z = 3.5
+#: ... and it must also be this many times slower (or faster) than the median.
+OUTLIER_RATIO = 1.5
+#: Fewer iterations than this in a group: no outliers.
+MIN_FOR_OUTLIERS = 3
+#: A leading iteration slower than this times the median is warm-up.
+WARMUP_RATIO = 1.25
+#: MAD -> standard deviation of a normal distribution.
+_MAD_SCALE = 1.4826
+
+
+def quantile(sorted_values: list, q: float) -> float | None:
+    """Linear interpolation between closest ranks (numpy's default ``percentile``)."""
+    if not sorted_values:
+        return None
+    pos = (len(sorted_values) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+@dataclass(slots=True)
+class GroupStats:
+    """Statistics of one group of (non-idle) iterations."""
+    count: int = 0
+    median_us: float | None = None
+    p90_us: float | None = None
+    mad_us: float | None = None
+    warmup: int = 0  # leading iterations of the group taken as warm-up
+
+
+@dataclass(slots=True)
+class IterationStats:
+    """The verdicts for a list of iterations, index for index with the input."""
+    outlier: list[bool]
+    outlier_reason: list[str | None]
+    #: ``{"first": i, "last": j}`` (indices into the input), or None with no iteration.
+    steady_state: dict | None
+    groups: dict = field(default_factory=dict)  # group key -> GroupStats
+
+    @property
+    def overall(self) -> GroupStats:
+        return self.groups.get(None) or next(iter(self.groups.values()), GroupStats())
+
+
+def analyze(durations: list[float], kinds: list[str], groups: list | None = None
+            ) -> IterationStats:
+    """Outliers and the steady state of iterations with these ``durations`` (µs) and
+    ``kinds``; ``groups`` (one key per iteration, e.g. a phase) computes each group's median
+    and warm-up on its own. Without ``groups``, every iteration is in group ``None``."""
+    n = len(durations)
+    if len(kinds) != n or (groups is not None and len(groups) != n):
+        raise ValueError("durations, kinds and groups must have the same length")
+    keys = groups if groups is not None else [None] * n
+    members: dict = {}
+    for i in range(n):
+        if kinds[i] != KIND_IDLE:
+            members.setdefault(keys[i], []).append(i)
+    outlier = [False] * n
+    reason: list[str | None] = [None] * n
+    stats: dict = {}
+    warmup_end = -1
+    for key, idx in members.items():
+        values = sorted(durations[i] for i in idx)
+        median = quantile(values, 0.5)
+        mad = quantile(sorted(abs(v - median) for v in values), 0.5)
+        group = GroupStats(count=len(idx), median_us=median, p90_us=quantile(values, 0.9),
+                           mad_us=mad)
+        stats[key] = group
+        if len(idx) >= MIN_FOR_OUTLIERS and median > 0:
+            for i in idx:
+                ratio = durations[i] / median
+                far = abs(durations[i] - median) > OUTLIER_Z * _MAD_SCALE * mad
+                if far and (ratio >= OUTLIER_RATIO or ratio <= 1 / OUTLIER_RATIO):
+                    outlier[i] = True
+                    reason[i] = f"{ratio:.1f}x median"
+        if median:
+            for i in idx[:len(idx) // 2]:
+                if not (outlier[i] or durations[i] > WARMUP_RATIO * median):
+                    break
+                group.warmup += 1
+                warmup_end = max(warmup_end, i)
+    busy = [i for i in range(n) if kinds[i] != KIND_IDLE]
+    steady = None
+    if busy:
+        first = next((i for i in busy if i > warmup_end), busy[-1])
+        steady = {"first": first, "last": busy[-1]}
+    return IterationStats(outlier, reason, steady, stats)
+
+
+def analyze_records(records: list, groups: list | None = None) -> IterationStats:
+    """``analyze`` of iteration records (objects with ``duration_us`` and ``kind``)."""
+    return analyze([r.duration_us for r in records], [r.kind for r in records], groups)
+
+
+def annotate(records: list, groups: list | None = None) -> IterationStats:
+    """Set ``outlier`` and ``outlier_reason`` on iteration records from ``analyze``; returns
+    its result."""
+    result = analyze_records(records, groups)
+    for record, flag, why in zip(records, result.outlier, result.outlier_reason):
+        record.outlier = flag
+        record.outlier_reason = why
+    return result

@@ -1,0 +1,176 @@
+"""The per-iteration table: built from a manifest (data), then rendered (text or JSON).
+
+``build_table`` turns a manifest (``write.build_manifest``'s dict, read back from
+``manifest.json`` or made for a trace without writing pieces) into plain rows and a footer;
+``render_text`` draws it with ``rich``; ``--json`` prints the same data. A caller that knows
+more per iteration (a serving phase, a rank) adds keys to the rows and a ``Column`` to
+``COLUMNS`` (or passes its own list): rendering takes whatever columns it is given.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+
+from stream_split.stats import quantile
+
+MANIFEST_NAME = "manifest.json"
+_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    key: str      # key of the row dict
+    header: str
+    fmt: str = "{}"  # format of a non-None value
+    right: bool = True
+
+
+COLUMNS = (
+    Column("index", "#"),
+    Column("step", "step"),
+    Column("kind", "kind", right=False),
+    Column("start_ms", "start ms", "{:.3f}"),
+    Column("duration_ms", "duration ms", "{:.3f}"),
+    Column("cpu_ops", "CPU ops"),
+    Column("kernels", "kernels"),
+    Column("gpu_busy_ms", "GPU busy ms", "{:.3f}"),
+    Column("flags", "flags", right=False),
+)
+
+
+def step_number(first_op: str | None) -> int | None:
+    """N of an iteration that begins with ``ProfilerStep#N``, else None."""
+    m = _STEP.match(first_op or "")
+    return int(m.group(1)) if m else None
+
+
+def load_manifest(out_dir: str) -> dict:
+    """The manifest of a ``split`` output folder; OSError / ValueError if there is none."""
+    with open(os.path.join(out_dir, MANIFEST_NAME), encoding="utf-8") as f:
+        manifest = json.load(f)
+    if not isinstance(manifest, dict) or "iterations" not in manifest:
+        raise ValueError(f"not a stream-split manifest: {os.path.join(out_dir, MANIFEST_NAME)}")
+    return manifest
+
+
+def build_table(manifest: dict) -> dict:
+    """``{"input", "rows", "footer"}``: one row per iteration, times in ms from the start of
+    the first iteration; the footer has the median and p90 iteration time (idle cycles
+    aside), the steady-state range and the outliers."""
+    iterations = manifest.get("iterations") or []
+    origin = min((it["start_ts"] for it in iterations), default=0.0)
+    steady = manifest.get("steady_state")
+    rows = []
+    for it in iterations:
+        flags = []
+        if it.get("outlier"):
+            flags.append(f"outlier ({it.get('outlier_reason')})")
+        if steady and it["kind"] != "idle" and it["index"] < steady["first"]:
+            flags.append("warm-up")
+        if not it.get("complete", True):
+            flags.append("incomplete")
+        rows.append({
+            "index": it["index"], "kind": it["kind"],
+            "step": it["step"] if it.get("step") is not None else step_number(it.get("first_op")),
+            "start_ms": round((it["start_ts"] - origin) / 1000, 3),
+            "duration_ms": round(it["duration_us"] / 1000, 3),
+            "cpu_ops": it.get("cpu_ops"), "kernels": it.get("kernels"),
+            "gpu_busy_ms": round(_gpu_active(it) / 1000, 3),
+            "outlier": bool(it.get("outlier")), "flags": flags, "file": it.get("file")})
+    durations = sorted(it["duration_us"] for it in iterations if it["kind"] != "idle")
+    median, p90 = quantile(durations, 0.5), quantile(durations, 0.9)
+    footer = {
+        "iterations": len(durations),
+        "idle": sum(1 for it in iterations if it["kind"] == "idle"),
+        "median_ms": None if median is None else round(median / 1000, 3),
+        "p90_ms": None if p90 is None else round(p90 / 1000, 3),
+        "steady_state": steady,
+        "outliers": [it["index"] for it in iterations if it.get("outlier")],
+    }
+    return {"input": manifest.get("input"), "complete": manifest.get("complete"),
+            "rows": rows, "footer": footer}
+
+
+def _gpu_active(it: dict) -> float:
+    """Time the GPU was busy for this iteration (union of streams; older manifests: the
+    per-stream sum)."""
+    value = it.get("gpu_active_us")
+    return value if value is not None else (it.get("gpu_busy_us") or 0.0)
+
+
+def _cell(column: Column, row: dict) -> str:
+    value = row.get(column.key)
+    if value is None:
+        return "-"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return column.fmt.format(value)
+
+
+def shown_rows(rows: list[dict], limit: int | None) -> list[dict | None]:
+    """At most about ``limit`` rows: the first and last few and every outlier between them
+    (up to ``limit``), None where rows are left out. All of them when ``limit`` is None."""
+    if limit is None or len(rows) <= limit:
+        return list(rows)
+    edge = max(1, limit // 4)
+    middle = [r for r in rows[edge:-edge] if r.get("outlier")][:limit - 2 * edge]
+    out: list[dict | None] = []
+    last = -1
+    for row in rows[:edge] + middle + rows[-edge:]:
+        if out and row["index"] != last + 1:
+            out.append(None)
+        out.append(row)
+        last = row["index"]
+    return out
+
+
+def render_text(table: dict, stream, columns=COLUMNS, limit: int | None = None) -> None:
+    """The table, drawn with ``rich`` on ``stream`` (plain text when it is not a terminal);
+    with ``limit``, long tables keep their first and last rows and the outliers."""
+    from rich.console import Console
+    from rich.table import Table
+    from stream_split.explain import shown
+    console = Console(file=stream, width=None if stream.isatty() else 120,
+                      highlight=False, soft_wrap=False)
+    view = Table(title=shown(table.get("input") or ""), title_justify="left")
+    for column in columns:
+        view.add_column(column.header, justify="right" if column.right else "left")
+    for row in shown_rows(table["rows"], limit):
+        if row is None:
+            view.add_row(*(["..."] + [""] * (len(columns) - 1)), style="dim")
+            continue
+        style = "red" if row.get("outlier") else ("dim" if row.get("kind") == "idle" else None)
+        view.add_row(*(shown(_cell(c, row)) for c in columns), style=style)
+    console.print(view)
+    left_out = len(table["rows"]) - len([r for r in shown_rows(table["rows"], limit) if r])
+    if left_out:
+        console.print(f"({left_out} rows left out: stream-split summary shows them all)",
+                      highlight=False)
+    console.print(footer_line(table["footer"]), highlight=False)
+
+
+def footer_line(footer: dict) -> str:
+    n = footer["iterations"]
+    parts = [f"{n} iteration{'' if n == 1 else 's'}"]
+    if footer["idle"]:
+        parts.append(f"{footer['idle']} idle")
+    if footer["median_ms"] is not None:
+        parts.append(f"median {footer['median_ms']:.3f} ms, p90 {footer['p90_ms']:.3f} ms")
+    steady = footer.get("steady_state")
+    if steady:
+        parts.append(f"steady state: #{steady['first']}-#{steady['last']}")
+    outliers = footer["outliers"]
+    parts.append(f"outliers: {', '.join(f'#{i}' for i in outliers)}" if outliers
+                 else "no outliers")
+    return "; ".join(parts)
+
+
+def render_json(table: dict, stream) -> None:
+    json.dump(table, stream, indent=1)
+    stream.write("\n")
+
+
+__all__ = ["COLUMNS", "Column", "build_table", "load_manifest", "render_text", "render_json",
+           "step_number", "footer_line"]

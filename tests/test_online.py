@@ -1,0 +1,141 @@
+"""Online for real: each boundary comes out the moment the next iteration's first op is read,
+a provisional boundary that later events disprove is revised in the record stream, and a
+live replay (a real pipe, a growing file) ends with the split of the finished file."""
+import pytest
+
+from stream_split.core import Revision, Splitter, SplitOptions
+from stream_split.core.detect import DetectorResult, FoundBoundary, RetractLast
+from stream_split.core.records import apply_revision
+from stream_split.core.skeleton import Node as _Node
+from stream_split.core.structure import _RootMatcher
+from stream_split.core.units import Unit
+from stream_split.schema import record_message
+from stream_split.testing.generate import generate
+from stream_split.testing.replay import FIRST_SCORED, SCENARIOS, live_trace, replay
+
+#: Loop shapes confirmed at the top of the loop thread (nested roots are decided at close).
+ONLINE = [name for name in SCENARIOS if name != "deep_roots"]
+
+
+@pytest.mark.parametrize("name", ONLINE)
+def test_each_boundary_comes_out_when_its_first_op_is_read(name):
+    scenario, params = SCENARIOS[name]
+    lines, first_ops, _ = live_trace(scenario, params, seed=1)
+    events = generate(scenario, seed=1, layout="time", **params).events
+    splitter = Splitter(SplitOptions(keep_events=False))
+    late = []
+    for n, event in enumerate(events):
+        splitter.feed(event)
+        out = {round(r.start_ts * 1000) for r in splitter.pop_records()
+               if r.__class__.__name__ == "Boundary"}
+        if n in first_ops and first_ops[n] not in out:
+            late.append(n)
+    assert len(first_ops) >= 4 and not late
+
+
+def _nodes(syms, t0=0.0):
+    return [_Node(s, t0 + 10 * i, t0 + 10 * i + 5, 0) for i, s in enumerate(syms)]
+
+
+def _matcher(level):
+    # Instances A B C (A opens each, B is the anchor, A the head before it).
+    unit = Unit(positions=[0, 3, 6], mode=(0, 1, 2), similarity=[1.0] * 3, like=3,
+                fragments=0, coverage=1.0, anchor=1, shapes=[0, 0, 0], exact=3,
+                head=frozenset({0, 1}))
+    return _RootMatcher(("p", "t"), level, unit, ["A", "B", "C", "X"])
+
+
+def test_the_first_op_is_the_boundary_and_the_anchor_confirms_it():
+    matcher = _matcher(_nodes([0, 1, 2] * 3))
+    found = matcher.push(_Node(0, 100, 101, 0))
+    assert [f.first_op for f in found] == ["A"] and not found[0].moves_last
+    assert matcher.push(_Node(1, 102, 103, 0)) == ()  # confirmed: nothing more to say
+
+
+def test_a_first_op_that_no_anchor_follows_is_retracted():
+    matcher = _matcher(_nodes([0, 1, 2] * 3))
+    matcher.push(_Node(0, 100, 101, 0))
+    again = matcher.push(_Node(0, 110, 111, 0))  # a second A before any B
+    assert isinstance(again[0], RetractLast) and again[1].start_ts == 110
+    matcher.push(_Node(0, 120, 121, 0))
+    shapes, _, revisions = matcher.finish()  # the input ends before its B
+    assert len(revisions) == 1 and isinstance(revisions[0], RetractLast)
+    assert len(shapes) == 3  # every A without a B went back to the instance before it
+
+
+def test_an_instance_that_begins_after_its_first_op_moves_the_boundary():
+    matcher = _matcher(_nodes([0, 1, 2] * 3))
+    matcher.push(_Node(0, 100, 101, 0))
+    matcher.push(_Node(3, 102, 103, 0))  # X: not head; the instance begins after it
+    found = matcher.push(_Node(1, 104, 105, 0))
+    assert len(found) == 1 and found[0].moves_last and found[0].start_ts == 104
+
+
+class _ScriptedDetector:
+    """A detector whose answers are given per event (the detector protocol, no heuristics)."""
+    name = "scripted"
+    wants_evidence = False
+
+    def __init__(self, script):
+        self.script = script
+        self.n = 0
+
+    def observe(self, thread, stack, start, end, name, section):
+        self.n += 1
+        return self.script.get(self.n, ())
+
+    def observe_frame(self, *args):
+        pass
+
+    def observe_launch(self, *args):
+        pass
+
+    def observe_gpu_work(self, *args):
+        pass
+
+    def close(self):
+        return DetectorResult(boundaries=self.script.get("close", []), last_end=100.0)
+
+
+def _op(ts, name="op"):
+    return {"ph": "X", "cat": "cpu_op", "name": name, "ts": ts, "dur": 1, "pid": 1, "tid": 1}
+
+
+def test_the_engine_applies_a_retraction_and_a_move_and_conserves_every_event():
+    t = (1, 1)
+    script = {1: (FoundBoundary(0.0, t, "a"),), 3: (FoundBoundary(20.0, t, "a"),),
+              5: (RetractLast("no anchor"), FoundBoundary(40.0, t, "a")),
+              6: (FoundBoundary(52.0, t, "b", moves_last=True),)}
+    events = [_op(0, "a"), _op(10), _op(20, "a"), _op(30), _op(40, "a"), _op(52, "b"),
+              _op(60), _op(70)]
+    splitter = Splitter(SplitOptions(), detector=_ScriptedDetector(script))
+    records = []
+    for e in events:
+        splitter.feed(e)
+        records += splitter.pop_records()
+    splitter.close()
+    records += splitter.pop_records()
+    revisions = [r for r in records if isinstance(r, Revision)]
+    assert [(r.index, r.action) for r in revisions] == [(1, "retract"), (1, "move")]
+    boundaries = []
+    for r in records:
+        d = r.to_dict()
+        if d["type"] == "boundary":
+            boundaries.append(d)
+        elif d["type"] == "revision":
+            boundaries = apply_revision(boundaries, d)
+    assert [b["start_ts"] for b in boundaries] == [it.start_ts for it in splitter.iterations] \
+        == [0.0, 52.0]
+    owners = [o for o, _ in splitter.pop_assigned()]
+    assert sorted(owners) == [0, 0, 0, 0, 0, 1, 1, 1]
+    assert splitter.events_out == len(events)
+    assert record_message(revisions[0]).WhichOneof("body") == "revision"
+
+
+@pytest.mark.parametrize("mode", ["pipe", "follow"])
+def test_a_live_replay_is_on_time_and_ends_as_the_split_of_the_finished_file(mode, tmp_path):
+    # A generous wait: "on time" means before the writer's next event, not within a time.
+    result = replay("training", seed=0, mode=mode, timeout=20.0, work_dir=str(tmp_path))
+    assert result.scored >= 10 - FIRST_SCORED - 1 and result.missing == 0
+    assert result.on_time == result.scored
+    assert result.final_equals_file

@@ -1,0 +1,48 @@
+"""stream_split.summary: the table's data, and how a long one is shortened at split's end."""
+import io
+
+from stream_split.summary import build_table, render_text, shown_rows, step_number
+
+
+def manifest(durations, kinds=None, outliers=()):
+    kinds = kinds or ["iteration"] * len(durations)
+    its, ts = [], 0.0
+    for i, (d, k) in enumerate(zip(durations, kinds)):
+        its.append({"index": i, "kind": k, "start_ts": ts, "end_ts": ts + d, "duration_us": d,
+                    "first_op": f"ProfilerStep#{i + 10}", "cpu_ops": 5, "kernels": 2,
+                    "gpu_busy_us": 3.0, "gpu_active_us": 2.0, "outlier": i in outliers,
+                    "outlier_reason": "9.0x median" if i in outliers else None,
+                    "complete": True, "file": None})
+        ts += d
+    return {"input": "t.json", "complete": True, "iterations": its,
+            "steady_state": {"first": 0, "last": len(durations) - 1}}
+
+
+def test_rows_carry_step_numbers_times_in_ms_and_flags():
+    table = build_table(manifest([1000, 9000, 1000, 1000], outliers={1}))
+    row = table["rows"][1]
+    assert row["step"] == 11 and row["start_ms"] == 1.0 and row["duration_ms"] == 9.0
+    assert row["gpu_busy_ms"] == 0.002 and row["flags"] == ["outlier (9.0x median)"]
+    assert table["footer"]["median_ms"] == 1.0 and table["footer"]["outliers"] == [1]
+
+
+def test_idle_cycles_are_not_in_the_footer_statistics():
+    table = build_table(manifest([1000, 10, 1000, 1000], kinds=["iteration", "idle",
+                                                                "iteration", "iteration"]))
+    assert table["footer"]["iterations"] == 3 and table["footer"]["idle"] == 1
+    assert table["footer"]["median_ms"] == 1.0
+
+
+def test_a_long_table_keeps_its_ends_and_its_outliers():
+    rows = build_table(manifest([1000] * 100, outliers={50}))["rows"]
+    shown = shown_rows(rows, 40)
+    indices = [r["index"] if r else None for r in shown]
+    assert indices == list(range(10)) + [None, 50, None] + list(range(90, 100))
+    out = io.StringIO()
+    render_text(build_table(manifest([1000] * 100, outliers={50})), out, limit=40)
+    assert "79 rows left out" in out.getvalue()
+
+
+def test_step_number_only_from_profiler_steps():
+    assert step_number("ProfilerStep#7") == 7
+    assert step_number("aten::randn") is None and step_number(None) is None
