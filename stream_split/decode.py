@@ -301,6 +301,7 @@ class TraceDecoder:
         self._scan_state = (False, 0, False)
         self._first_open = -1
         self._after_event = False  # a comma is due before the next event
+        self._probe_at = 1 << 20  # an unfinished element this long is checked (doubling)
         self._bom_checked = False
         self._head_scanned = 0
         self._out = Events()
@@ -518,6 +519,25 @@ class TraceDecoder:
         self._first_open = first_open
         self._scan_from = len(self._buf)
         self._scan_state = state
+        if first_open >= 0 and (final or len(self._buf) - first_open >= self._probe_at):
+            self._probe_unfinished(first_open, final)
+
+    def _probe_unfinished(self, first_open: int, final: bool) -> None:
+        """An element still open at the end of the input, or grown large: a broken one (a
+        stray quote makes the rest of the file one long string) is an error where it breaks,
+        not a truncation; a merely unfinished one fails only at its end."""
+        self._probe_at = max(self._probe_at, 2 * (len(self._buf) - first_open))
+        text = self._buf[first_open:]
+        try:
+            parse_exact(text)
+        except RecursionError:
+            raise self._too_deep(first_open) from None
+        except ValueError as e:
+            pos = getattr(e, "pos", None)
+            if pos is not None and pos < len(text.rstrip()) - 1:
+                raise TraceInputError(f"not valid JSON: {getattr(e, 'msg', e)} "
+                                      f"(near byte {self._buf_offset + first_open + pos})") \
+                    from None
 
     def _reset_scan(self) -> None:
         self._scan_from = 0
