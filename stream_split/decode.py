@@ -30,7 +30,6 @@ bracket depths before anything recurses.
 from __future__ import annotations
 
 import json
-import re
 import zlib
 
 import numpy as np
@@ -52,7 +51,6 @@ _FORM_LINE_LIMIT = 1 << 20
 # A run of 19 digits: the value may not fit 64 bits (orjson would make it a float).
 _DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x2E for b in range(256))
 _DIGIT_RUN = b"0" * 19
-_LONG_DIGITS = re.compile(rb"\d{19,}")
 
 
 class TraceInputError(Exception):
@@ -534,7 +532,10 @@ class TraceDecoder:
             raise self._too_deep(first_open) from None
         except ValueError as e:
             pos = getattr(e, "pos", None)
-            if pos is not None and pos < len(text.rstrip()) - 1:
+            message = getattr(e, "msg", "")
+            # A string running to the end says nothing (its start is where it was opened).
+            if pos is not None and pos < len(text.rstrip()) - 1 and \
+                    not message.startswith("Unterminated string"):
                 raise TraceInputError(f"not valid JSON: {getattr(e, 'msg', e)} "
                                       f"(near byte {self._buf_offset + first_open + pos})") \
                     from None
@@ -640,14 +641,24 @@ class TraceDecoder:
             prev = e
 
     def _needs_exact(self, buf: bytes, starts: np.ndarray):
-        """A bool per event: it holds a run of 19+ digits (parsed by the standard library)."""
-        if _DIGIT_RUN not in buf.translate(_DIGITS_ONLY):
+        """A bool per event: it holds an integer of 19+ digits (parsed by the standard
+        library, exactly); a long fraction (``0.0014388489208633094``) is no reason."""
+        digits = buf.translate(_DIGITS_ONLY)
+        at = digits.find(_DIGIT_RUN)
+        if at < 0:
             return None
-        exact = np.zeros(starts.size, bool)
-        for m in _LONG_DIGITS.finditer(buf):
-            i = int(np.searchsorted(starts, m.start(), side="right")) - 1
-            if 0 <= i < starts.size:
-                exact[i] = True
+        exact = None
+        while at >= 0:
+            end = at + len(_DIGIT_RUN)
+            while end < len(digits) and digits[end] == 0x30:
+                end += 1
+            if at == 0 or buf[at - 1] not in b".eE":
+                i = int(np.searchsorted(starts, at, side="right")) - 1
+                if 0 <= i < starts.size:
+                    if exact is None:
+                        exact = np.zeros(starts.size, bool)
+                    exact[i] = True
+            at = digits.find(_DIGIT_RUN, end)
         return exact
 
     def _parse_slowly(self, raw: bytes, at: int):

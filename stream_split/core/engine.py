@@ -43,7 +43,8 @@ from stream_split.core.records import (
 from stream_split.core.stack import ThreadStacks
 from stream_split.core.structure import StructureDetector
 from stream_split.core.units import cycle_kinds
-from stream_split.core.validate import unusable_field
+from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPES as _ID_TYPES, \
+    unusable_field
 from stream_split.spill import MemorySpill
 from stream_split.trace_format import (
     GPU_ANNOTATION_CAT, GPU_WORK_CATS, GRAPH_LAUNCH_NAMES, KERNEL_CATS, LAUNCH_FLOW_CAT, LAUNCH_NAMES,
@@ -181,15 +182,34 @@ class Splitter:
         ts = event.get("ts")
         if ts is None:
             self._reject(f'(ph {ph!r}) has no "ts" field')
-        problem = unusable_field(event)
-        if problem is not None:
-            self._own_invalid(event, problem, raw)
-            return
-        cat = event.get("cat")
+        # Every field the engine reads, read once and type-checked here (the common case
+        # inline; ``unusable_field`` says what is wrong with the rare event that fails).
+        get = event.get
+        cat = get("cat")
+        name = get("name")
+        dur = get("dur")
+        pid = get("pid")
+        tid = get("tid")
+        args = get("args")
+        kind = ts.__class__
+        if not ((kind is float and ts - ts == 0.0 or kind is int and -_TIME_LIMIT < ts < _TIME_LIMIT)
+                and ph.__class__ is str
+                and (cat is None or cat.__class__ is str)
+                and (name is None or name.__class__ is str)
+                and (dur is None or (kind := dur.__class__) is float and dur - dur == 0.0
+                     or kind is int and -_TIME_LIMIT < dur < _TIME_LIMIT)
+                and (pid is None or pid.__class__ in _ID_TYPES)
+                and (tid is None or tid.__class__ in _ID_TYPES)
+                and (args is None or args.__class__ is dict and (
+                    (value := args.get("correlation")) is None or value.__class__ is int) and (
+                    (value := args.get("External id")) is None or value.__class__ is int))):
+            problem = unusable_field(event)
+            if problem is not None:
+                self._own_invalid(event, problem, raw)
+                return
         route = _ROUTE.get(cat)
         if route is not None:
             if route == _BY_CORRELATION:
-                args = event.get("args")
                 corr = args.get("correlation") if args else None
                 if self._detector.wants_evidence:
                     self._detector.observe_gpu_work(corr)
@@ -202,17 +222,15 @@ class Splitter:
                                        raw)
                     return
             elif route == _BY_EXTERNAL_ID:
-                args = event.get("args")
                 self._route_annotation(event, args.get("External id") if args else None, raw)
                 return
         end = ts
         if ph == "X":
-            dur = event.get("dur")
             if dur:
                 end = ts + dur
             if route == _STRUCTURE:
-                thread = (event.get("pid"), event.get("tid"))
-                name = event.get("name") or ""
+                thread = (pid, tid)
+                name = name or ""
                 stacks = self._stacks
                 stack = stacks.push(thread, name, ts, end)
                 found = self._detector.observe(thread, stack, ts, end, name,
@@ -221,21 +239,16 @@ class Splitter:
                     for boundary in found:
                         self._add_boundary(boundary)
             elif self._detector.wants_evidence:
-                name = event.get("name")
                 if name in LAUNCH_NAMES:
-                    args = event.get("args")
                     if args and "correlation" in args:
                         self._detector.observe_launch(
-                            (event.get("pid"), event.get("tid")), ts, args["correlation"],
-                            name in GRAPH_LAUNCH_NAMES)
+                            (pid, tid), ts, args["correlation"], name in GRAPH_LAUNCH_NAMES)
                 elif cat == PYTHON_FRAME_CAT:
-                    self._detector.observe_frame((event.get("pid"), event.get("tid")), ts,
-                                                 end, name or "")
+                    self._detector.observe_frame((pid, tid), ts, end, name or "")
         windows = self._windows
         if windows.cached_lo <= ts and end <= windows.cached_hi:  # the common case, inline
             owner = windows.cached_owner
             if not self._keep and owner >= 0:
-                args = event.get("args")
                 if not args or ("correlation" not in args and cat != "user_annotation"):
                     # Counted only, links nothing: the fast path of _own_cpu.
                     record = self._iterations[owner]
