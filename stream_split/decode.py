@@ -572,23 +572,32 @@ class TraceDecoder:
         # Separators: between two events only whitespace and (array) one comma.
         gaps_ok = self._gaps_ok(buf, starts, ends)
         exact = self._needs_exact(buf, starts)
-        events, raws = out.events, out.raws
-        loads = orjson.loads
         starts_l = starts.tolist()
         ends_l = ends.tolist()
         if not gaps_ok:
             self._check_gaps_slowly(buf, starts_l, ends_l)
-        for i, (s, e) in enumerate(zip(starts_l, ends_l)):
-            raw = buf[s:e]
-            if exact is not None and exact[i]:
-                event, raw = self._parse_slowly(raw, s)
-            else:
-                try:
-                    event = loads(raw)
-                except orjson.JSONDecodeError:
-                    event, raw = self._parse_slowly(raw, s)
-            events.append(event)
-            raws.append(raw)
+        raws = [buf[s:e] for s, e in zip(starts_l, ends_l)]
+        if exact is None:
+            try:
+                events = list(map(orjson.loads, raws))
+            except orjson.JSONDecodeError:
+                events = None  # one of them needs a closer look: one by one
+        else:
+            events = None
+        if events is None:
+            events = []
+            loads = orjson.loads
+            for i, raw in enumerate(raws):
+                if exact is not None and exact[i]:
+                    event, raws[i] = self._parse_slowly(raw, starts_l[i])
+                else:
+                    try:
+                        event = loads(raw)
+                    except orjson.JSONDecodeError:
+                        event, raws[i] = self._parse_slowly(raw, starts_l[i])
+                events.append(event)
+        out.events.extend(events)
+        out.raws.extend(raws)
 
     def _gaps_ok(self, buf: bytes, starts: np.ndarray, ends: np.ndarray) -> bool:
         """Vectorized: only whitespace between events and (not JSON Lines) exactly one comma

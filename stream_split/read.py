@@ -34,7 +34,7 @@ __all__ = ["TraceReader", "TraceInputError", "ReadInterrupted", "MAX_DEPTH", "CH
            "open_source", "enlarge_pipe", "reference_events"]
 
 #: Bytes asked of a source per read (a pipe returns what it holds).
-CHUNK = 1 << 20
+CHUNK = 128 * 1024
 #: How long one wait for a pipe lasts before a stop request is looked at again (seconds).
 _POLL_INTERVAL = 0.1
 

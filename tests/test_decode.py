@@ -82,7 +82,7 @@ def _render(events, form, indent, ascii_only, header):
 
 @settings(max_examples=int(os.environ.get("DECODE_EXAMPLES", 150)), deadline=None,
           suppress_health_check=list(HealthCheck))
-@given(events=st.lists(_EVENT, max_size=6), form=st.sampled_from(["object", "array", "jsonl"]),
+@given(events=st.lists(_EVENT, min_size=1, max_size=6), form=st.sampled_from(["object", "array", "jsonl"]),
        indent=st.sampled_from([None, 0, 2]), ascii_only=st.booleans(),
        header=st.dictionaries(_NASTY_TEXT, _VALUES, max_size=3),
        cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=12),
