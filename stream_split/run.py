@@ -66,6 +66,11 @@ def drive(reader: TraceReader, splitter: Splitter, *, on_pairs=None, on_record=N
     """Feed all of ``reader`` to ``splitter``, a batch (one chunk of input) at a time, until
     the end or until ``stop`` is requested; end its input; hand out every decision as it is
     made (``on_pairs(pairs)``, ``on_record(record)``)."""
+    with splitter:  # the spill file is given back on every path
+        return _drive(reader, splitter, on_pairs, on_record, stop)
+
+
+def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
     error = None
     interrupted = False
     feed = splitter.feed

@@ -136,8 +136,8 @@ class Splitter:
         self._annotations = MonotonicOwnerMap()
         # Undecided events as (end, seq, start, event, link, raw): link is None for a
         # CPU-side event waiting for a window, or the ("corr"|"ext", id) a GPU event waits
-        # for; raw is the event's JSON bytes when held serialized. Beyond ``pending_limit``
-        # they go to ``_spill``.
+        # for; raw is the event's original JSON bytes when the caller gave them. Beyond
+        # ``pending_limit`` they go to ``_spill``.
         self._pending: list = []  # heap of CPU-side events waiting for a window
         self._pending_links: list = []  # GPU events waiting for their launch (no window yet)
         self._seq = 0
@@ -272,6 +272,18 @@ class Splitter:
         self.end_of_input()
         while self._drain():
             pass
+
+    def release(self) -> None:
+        """Give back what the spill store holds (its temporary file), also when a run is
+        abandoned before ``end_of_input()``; idempotent. A Splitter is a context manager
+        that calls it on exit."""
+        self._spill.close()
+
+    def __enter__(self) -> "Splitter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
 
     def decided(self) -> Decided:
         """Everything decided since the last call, after at most one spilled batch of
