@@ -231,3 +231,19 @@ def test_the_library_api_leaves_nothing_open_under_dev_mode(tmp_path):
     done = subprocess.run([sys.executable, "-X", "dev", "-W", "error::ResourceWarning", "-c",
                            code], capture_output=True)
     assert done.returncode == 0 and b"ResourceWarning" not in done.stderr, done.stderr
+
+
+def test_the_reader_imports_no_follow_code_and_counts_input_bytes(tmp_path):
+    done = subprocess.run([sys.executable, "-c", "import sys, stream_split.read; "
+                           "print('stream_split.follow' in sys.modules)"],
+                          capture_output=True, check=True)
+    assert done.stdout.strip() == b"False"
+    data = gzip.compress(json.dumps({"traceEvents": [{"ph": "i", "ts": i} for i in range(9000)]})
+                         .encode())
+    (tmp_path / "t.json.gz").write_bytes(data)
+    with TraceReader(str(tmp_path / "t.json.gz")) as reader:
+        seen = []
+        for batch in reader.batches():
+            seen.append(reader.input_bytes)
+    assert seen == sorted(seen) and reader.input_bytes == len(data)
+    assert reader.compression == "gzip" and reader.complete
