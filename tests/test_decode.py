@@ -33,15 +33,20 @@ def decode(data: bytes, cuts=()):
     return events + batch.events, raws + batch.raws, decoder
 
 
-def _shared_traces():
-    if not SHARED_TRACES.is_dir():
+RECORDED_TRACES = Path(__file__).resolve().parent / "data" / "cuda"
+
+
+def _traces(folder: Path):
+    if not folder.is_dir():
         return []
-    return sorted(p for p in SHARED_TRACES.rglob("*")
-                  if p.is_file() and p.name.endswith((".json", ".json.gz", ".zst")))
+    return sorted(p for p in folder.rglob("*")
+                  if p.is_file() and p.name.endswith((".json", ".json.gz", ".zst"))
+                  and p.name != "truth.json")  # the answers, not a trace
 
 
 @pytest.mark.skipif(not SHARED_TRACES.is_dir(), reason="../shared/traces is absent")
-@pytest.mark.parametrize("path", _shared_traces(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _traces(SHARED_TRACES) + _traces(RECORDED_TRACES),
+                         ids=lambda p: p.name)
 def test_decoder_equals_ijson_on_every_shared_trace(path):
     data = path.read_bytes()
     expected, header, form, complete = reference_events(data)
