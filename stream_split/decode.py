@@ -15,10 +15,10 @@ batch (parsed events and, in parallel, each event's original bytes). It is the o
 How events are found (numpy framing). Only the quotes, backslashes and brackets of a chunk are
 located (vectorized); a quote preceded by an odd run of backslashes is escaped; a bracket is
 inside a string when an odd number of real quotes precede it (``searchsorted``); a ``cumsum``
-over the remaining brackets gives the depth, whose returns to zero end the events. The framer
-always restarts between two events (outside any string), so the only state carried across
-chunk edges is the unfinished event's bytes; a very long event is rescanned only when its
-buffer has doubled (linear overall).
+over the remaining brackets gives the depth, whose returns to zero end the events. The state
+at a chunk's edge (inside a string or not, the depth, a pending escape, where the unfinished
+event opened) is carried to the next chunk, so every byte is framed once, however long an
+event is. The separators between events are checked vectorized too.
 
 Each framed event is parsed by ``orjson``. The standard library parses the rare event orjson
 refuses or would change: a run of 19 or more digits (an integer beyond 64 bits stays exact,
