@@ -10,7 +10,7 @@ boundary (and revision) record, the number of JSON bytes read when it came out, 
 of the whole input; and where the loop thread's CPU section ends (the offset of its last
 structural op). A boundary that only comes out at close is counted as ``at_close``.
 
-The offset has the granularity of the parser's reads (64 KiB of JSON): a record reported at
+The offset has the granularity of the reader's chunks (one batch of events per chunk): a record reported at
 offset X came out while the parser held bytes up to X.
 """
 from __future__ import annotations
@@ -29,15 +29,17 @@ def record_offsets(path: str, detector: str = "structure") -> dict:
     splitter = Splitter(SplitOptions(detector=detector, keep_events=False))
     offsets, last_op = [], {}
     with TraceReader(path) as reader:
-        for event in reader:
-            splitter.feed(event)
-            if event.get("cat") in STRUCTURE_CATS:
-                last_op[(event.get("pid"), event.get("tid"))] = reader.bytes_read
-            if splitter.ready_records:
-                for record in splitter.pop_records():
-                    offsets.append((record.to_dict()["type"], reader.bytes_read))
-            while splitter.drain():
-                pass
+        for batch in reader.batches():
+            for event in batch.events:
+                splitter.feed(event)
+                if event.get("cat") in STRUCTURE_CATS:
+                    last_op[(event.get("pid"), event.get("tid"))] = reader.bytes_read
+            while True:
+                decided = splitter.decided()
+                offsets.extend((record.to_dict()["type"], reader.bytes_read)
+                               for record in decided.records)
+                if not decided.more:
+                    break
         total = reader.bytes_read
     splitter.close()
     at_close = [r.to_dict()["type"] for r in splitter.pop_records()]

@@ -230,7 +230,7 @@ class _SplitTraceFn(beam.DoFn):
 
     def _split_one(self, path: str, size: int | None, scratch: str) -> _TraceResult:
         writing = self._pieces_prefix is not None
-        options = replace(self._options, keep_events=writing, hold_serialized=writing)
+        options = replace(self._options, keep_events=writing)
         splitter = new_splitter(options, spill_dir=scratch)
         pieces_local = os.path.join(scratch, "pieces")
         writer = None

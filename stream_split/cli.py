@@ -23,7 +23,6 @@ import sys
 from stream_split import __version__
 from stream_split.core import SplitOptions
 from stream_split.core.engine import DEFAULT_PENDING_LIMIT
-from stream_split.core.records import METADATA, OUTSIDE
 from stream_split.explain import plural
 from stream_split.options import (
     IterationChoice, OptionHadNoEffect, level_warning, parse_selection, parse_steps,
@@ -31,10 +30,9 @@ from stream_split.options import (
 from stream_split.output import OutputError, OutputFolder
 from stream_split.read import ReadInterrupted, TraceInputError, TraceReader
 from stream_split.run import StopRequest, drive, new_splitter, reader_info
-from stream_split.serialize import event_json
 from stream_split.summary import build_table, load_manifest, render_json, render_text
 from stream_split.write import (
-    NAME_BY, PieceWriter, build_manifest, finish_split, piece_name, record_sink, OUTSIDE_NAME)
+    NAME_BY, PieceWriter, build_manifest, finish_split, record_sink, tag_lines)
 from stream_split import progress
 from stream_split.plot import PlotUnavailable
 
@@ -174,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _options(args, keep_events: bool) -> SplitOptions:
     return SplitOptions(detector=args.detector, level=args.level, keep_events=keep_events,
-                        pending_limit=args.pending_limit, hold_serialized=keep_events)
+                        pending_limit=args.pending_limit)
 
 
 def _open_reader(args) -> TraceReader:
@@ -316,21 +314,12 @@ def cmd_boundaries(args) -> int:
 
 def cmd_tag(args) -> int:
     out = sys.stdout.buffer
+
     def emit(pairs):
-        lines = []
-        for owner, event in pairs:
-            if owner == METADATA:
-                head = b'{"iteration":null,"piece":"metadata","event":'
-            elif owner == OUTSIDE:
-                head = b'{"iteration":null,"piece":"' + OUTSIDE_NAME.encode() + b'","event":'
-            else:
-                head = (b'{"iteration":' + str(owner).encode() + b',"piece":"'
-                        + piece_name(owner).encode() + b'","event":')
-            lines.append(head + event_json(event) + b"}\n")
-        out.write(b"".join(lines))
+        out.write(tag_lines(pairs))
         out.flush()
     splitter = new_splitter(_options(args, keep_events=True))
-    error, info, _ = _run(args, splitter, on_pairs=emit, batch=1 if args.follow else 256)
+    error, info, _ = _run(args, splitter, on_pairs=emit)
     return _finish(error, info)
 
 

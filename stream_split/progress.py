@@ -1,13 +1,12 @@
 """Progress of a run on stderr, when stderr is a terminal: bytes read of the total, events/s,
 iterations found so far. Silent otherwise (a pipe, a file, ``--quiet``); never on stdout.
 
-An adapter only: it wraps the reader that ``run.drive`` iterates (counting events as they
+An adapter only: it wraps the reader whose batches ``run.drive`` takes (counting events as they
 pass) and reads the input's position in one place, ``input_position``.
 """
 from __future__ import annotations
 
 import os
-import stat
 import sys
 import time
 
@@ -16,18 +15,10 @@ UPDATE_EVERY = 8192
 
 
 def input_position(reader) -> tuple[int, int | None]:
-    """``(bytes consumed, total bytes or None)`` of the input as stored: the compressed
-    file's offset and size for a regular file, else the decoded bytes and no total.
-    The one place that knows how to ask the reader (re-point it when the reader changes)."""
-    fd = getattr(getattr(reader, "_raw", None), "_fd", -1)
-    if fd is not None and fd >= 0:
-        try:
-            info = os.fstat(fd)
-            if stat.S_ISREG(info.st_mode):
-                return os.lseek(fd, 0, os.SEEK_CUR), info.st_size
-        except OSError:
-            pass
-    return reader.bytes_read, None
+    """``(bytes consumed, total bytes or None)`` of the input as stored: the bytes taken from
+    the source (``TraceReader.input_bytes``: compressed bytes for a compressed file) and, for
+    a regular file, its size. The one place that knows how to ask the reader."""
+    return reader.input_bytes, reader.input_size
 
 
 def wanted(quiet: bool, stream=None) -> bool:
@@ -40,8 +31,8 @@ def wanted(quiet: bool, stream=None) -> bool:
 
 
 class ProgressReader:
-    """The reader, as ``drive`` sees it, with a progress display on stderr. Iterating it
-    yields the reader's events; every other attribute is the reader's."""
+    """The reader, as ``drive`` sees it, with a progress display on stderr. ``batches()``
+    yields the reader's batches; every other attribute is the reader's."""
 
     def __init__(self, reader, found=lambda: 0):
         from rich.console import Console
@@ -62,16 +53,17 @@ class ProgressReader:
     def __getattr__(self, name):
         return getattr(self._reader, name)
 
-    def __iter__(self):
-        progress, task = self._progress, self._task
+    def batches(self):
+        progress = self._progress
         started = time.monotonic()
-        events = 0
+        events = shown = 0
         progress.start()
         try:
-            for event in self._reader:
-                yield event
-                events += 1
-                if events % UPDATE_EVERY == 0:
+            for batch in self._reader.batches():
+                yield batch
+                events += len(batch.events)
+                if events - shown >= UPDATE_EVERY:
+                    shown = events
                     self._update(events, started)
         finally:
             self._update(events, started)

@@ -1,4 +1,4 @@
-"""The one loop that drives the core: reader events in, decisions out to the caller's sinks.
+"""The one loop that drives the core: reader batches in, decisions out to the caller's sinks.
 
 Every adapter (CLI commands, the library, ``--follow``, Beam) runs a trace through ``drive``;
 none of them repeats its logic. ``drive`` never raises for bad input: the error is returned
@@ -16,7 +16,7 @@ from stream_split.stats import annotate as annotate_outliers
 
 class StopRequest:
     """A request to stop reading (from a signal handler). ``drive`` honours it between two
-    events, never inside the engine, so what was decided stays consistent; a followed file
+    batches of events, never inside the engine, so what was decided stays consistent; a followed file
     or a pipe being waited on is told to stop waiting (``watch``; the reader polls).
 
     The first signal asks for the stop; further ones are only counted (``repeats``): raising
@@ -63,59 +63,71 @@ def new_splitter(options: SplitOptions, spill_dir: str | None = None) -> Splitte
 
 
 def drive(reader: TraceReader, splitter: Splitter, *, on_pairs=None, on_record=None,
-          batch: int = 256, stop: StopRequest | None = None) -> RunOutcome:
-    """Feed all of ``reader`` to ``splitter`` (until ``stop`` is requested); close it; hand
-    out every decision."""
+          stop: StopRequest | None = None) -> RunOutcome:
+    """Feed all of ``reader`` to ``splitter``, a batch (one chunk of input) at a time, until
+    the end or until ``stop`` is requested; end its input; hand out every decision as it is
+    made (``on_pairs(pairs)``, ``on_record(record)``)."""
+    with splitter:  # the spill file is given back on every path
+        return _drive(reader, splitter, on_pairs, on_record, stop)
+
+
+def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
     error = None
     interrupted = False
     feed = splitter.feed
-    pop_records = splitter.pop_records
-    pop_assigned = splitter.pop_assigned
-    waiting = splitter.ready_records  # the list the engine appends records to
-    def flush_pairs():
-        pairs = pop_assigned()
-        if on_pairs is not None and pairs:
-            on_pairs(pairs)
+    keep = splitter.options.keep_events
 
-    n = 0
-    try:
-        for event in reader:
-            feed(event)
-            if waiting:  # records come with boundaries, and so does spilled work to drain
-                for record in pop_records():
-                    if on_record is not None:
-                        on_record(record)
-                waiting = splitter.ready_records
-                while splitter.drain():  # a late decision: held events, a batch at a time
-                    flush_pairs()
-            n += 1
-            if n >= batch:
-                n = 0
-                flush_pairs()
-                if stop is not None and stop.requested:
-                    break
-    except (TraceInputError, TraceEventError) as e:
-        error = str(e)
-    except ReadInterrupted:  # a stop requested while the reader waited for bytes
-        interrupted = True
-    flush_pairs()
-    splitter.begin_close()
-    while splitter.drain():
-        flush_pairs()
-    info = reader_info(reader)
-    if interrupted or (stop is not None and stop.requested):
-        info.update(complete=False, stop_reason="interrupted before the end of the input")
-    flush_pairs()
-    # Outliers need every iteration's time: known only now (records are handed out at close).
-    annotate_outliers(splitter.iterations)
-    # A cut-short input may have lost any iteration's GPU work (it comes last in Kineto's
-    # layout): no record of it is complete.
-    cut_short = error is not None or not info["complete"]
-    for record in pop_records():
+    def emit(record, cut_short: bool = False) -> None:
+        # A cut-short input may have lost any iteration's GPU work (it comes last in
+        # Kineto's layout): no record of it is complete.
         if cut_short and isinstance(record, IterationRecord):
             record.complete = False
         if on_record is not None:
             on_record(record)
+
+    def hand_out(final: bool = False, cut_short: bool = False) -> None:
+        """Hand out what is decided; ``final`` (after ``end_of_input``): decide the rest,
+        holding the records back until the end, when every iteration's time is known."""
+        held = []
+        while True:
+            decided = splitter.decided()
+            if on_pairs is not None and decided.pairs:
+                on_pairs(decided.pairs)
+            if final:
+                held.extend(decided.records)
+            else:
+                for record in decided.records:
+                    emit(record)
+            if not decided.more:
+                break
+        if final:
+            # Outliers need every iteration's time: known only now (the iteration records
+            # come with the last decision).
+            annotate_outliers(splitter.iterations)
+            for record in held:
+                emit(record, cut_short)
+
+    try:
+        for batch in reader.batches():
+            if keep:
+                for event, raw in zip(batch.events, batch.raws):
+                    feed(event, raw)
+            else:
+                for event in batch.events:
+                    feed(event)
+            hand_out()
+            if stop is not None and stop.requested:
+                break
+    except (TraceInputError, TraceEventError) as e:
+        error = str(e)
+    except ReadInterrupted:  # a stop requested while the reader waited for bytes
+        interrupted = True
+    hand_out()
+    splitter.end_of_input()
+    info = reader_info(reader)
+    if interrupted or (stop is not None and stop.requested):
+        info.update(complete=False, stop_reason="interrupted before the end of the input")
+    hand_out(final=True, cut_short=error is not None or not info["complete"])
     return RunOutcome(info, error)
 
 

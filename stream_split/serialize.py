@@ -1,8 +1,8 @@
 """One event back to JSON bytes: the one place that serializes events.
 
 orjson for speed; the standard library for what orjson refuses (integers beyond 64 bits, lone
-surrogates), so content goes out as it came in. ``RawEvent`` marks an event that is already bytes (the engine
-keeps events it must hold for a while in this form: a few hundred bytes instead of a dict).
+surrogates), so content goes out as it came in. Events read from a trace usually need none of
+this: the writers send their original bytes (``decode.Events.raws``) out as they came.
 """
 from __future__ import annotations
 
@@ -10,11 +10,6 @@ import json
 import re
 
 import orjson
-
-
-class RawEvent(bytes):
-    """An event already serialized as JSON."""
-    __slots__ = ()
 
 
 # A lone surrogate as Python's "surrogatepass" writes it (never valid UTF-8).
@@ -28,8 +23,6 @@ def _surrogate_escape(m: re.Match) -> bytes:
 def event_json(event) -> bytes:
     """JSON bytes of one event (or any JSON value), preserving what the reader produced:
     a lone surrogate (legal as a JSON escape, refused by orjson) goes out as the escape."""
-    if type(event) is RawEvent:
-        return event
     try:
         return orjson.dumps(event)
     except (TypeError, orjson.JSONEncodeError):

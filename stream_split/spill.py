@@ -47,6 +47,17 @@ class MemorySpill:
         self._count -= len(items)
         return items
 
+    def close(self) -> None:
+        """Drop what is held (idempotent); a file-backed store gives its file back."""
+        self._batches.clear()
+        self._count = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
 
 class TempFileSpill(MemorySpill):
     """Batches pickled to an unnamed temporary file; only their keys stay in memory.
@@ -87,3 +98,7 @@ class TempFileSpill(MemorySpill):
         if self._file is not None:
             self._file.close()
             self._file = None
+        if not self._batches:
+            return
+        self._batches.clear()
+        self._count = 0

@@ -10,7 +10,10 @@ What this module owns: how an event, a record and a piece look on disk or on a p
   a Beam worker's scratch folder): every file is created new, never through a link.
 - ``build_manifest``: the manifest schema, in one place.
 - ``JsonlRecordSink`` / ``ProtobufRecordSink``: boundary and iteration records as lines or as
-  varint-length-delimited protobuf messages.
+  varint-length-delimited protobuf messages;
+- ``tag_lines``: the ``tag`` stream (every event as a JSON line with its iteration).
+An event arrives as its original JSON bytes when the reader had them (written as they came, so
+pieces hold the input's bytes) or as a dict (serialized with ``serialize.event_json``).
 It decides nothing about owners; it writes what the core decided.
 """
 from __future__ import annotations
@@ -94,7 +97,7 @@ class PieceWriter:
             chunk = by_owner.get(owner)
             if chunk is None:
                 chunk = by_owner[owner] = []
-            chunk.append(event_json(event))
+            chunk.append(event if event.__class__ is bytes else event_json(event))
         for owner, chunk in by_owner.items():
             if owner == METADATA:
                 self.metadata.extend(chunk)
@@ -185,6 +188,33 @@ class PieceWriter:
                     continue
                 out.write(b",\n" + header_entry(key, value))
             out.write(b"\n}\n")
+
+
+_LINE_BREAKS = b"\r\n"
+
+
+def tag_lines(pairs) -> bytes:
+    """The ``tag`` stream's lines for decided (owner, event) pairs: ``{"iteration": N or null,
+    "piece": name, "event": EVENT}``. An event's original bytes go out as they came, less their
+    line breaks (only whitespace between tokens in JSON: a string cannot hold a raw one)."""
+    heads = {}
+    lines = []
+    for owner, event in pairs:
+        head = heads.get(owner)
+        if head is None:
+            if owner == METADATA:
+                head = b'{"iteration":null,"piece":"metadata","event":'
+            elif owner == OUTSIDE:
+                head = b'{"iteration":null,"piece":"' + OUTSIDE_NAME.encode() + b'","event":'
+            else:
+                head = (b'{"iteration":' + str(owner).encode() + b',"piece":"'
+                        + piece_name(owner).encode() + b'","event":')
+            heads[owner] = head
+        if event.__class__ is bytes:
+            lines.append(head + event.translate(None, _LINE_BREAKS) + b"}\n")
+        else:
+            lines.append(head + event_json(event) + b"}\n")
+    return b"".join(lines)
 
 
 def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | None,
@@ -286,6 +316,6 @@ def record_sink(fmt: str, stream, trace: str = ""):
     return JsonlRecordSink(stream)
 
 
-__all__ = ["event_json", "PieceWriter", "build_manifest", "finish_split",
+__all__ = ["event_json", "tag_lines", "PieceWriter", "build_manifest", "finish_split",
            "JsonlRecordSink", "ProtobufRecordSink", "record_sink", "Boundary",
            "IterationRecord"]

@@ -24,9 +24,10 @@ import zlib
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from stream_split.follow import FollowedFile, _DocumentEnd, enlarge_pipe
+from stream_split.decode import TraceDecoder
+from stream_split.follow import FollowedFile
 from stream_split.testing.generate import generate, render
-from stream_split.read import TraceInputError, TraceReader, _Peekable
+from stream_split.read import TraceInputError, TraceReader, enlarge_pipe
 
 PY = sys.executable
 CLI = [PY, "-m", "stream_split.cli"]
@@ -222,16 +223,8 @@ def test_tmp_file_renamed_while_read(tmp_path):
     _check_same_as_finished(tmp_path, live, stdout, None)
 
 
-def _reader_is_eager() -> bool:
-    """TraceReader sniffs the form with ``_Peekable.peek(64 KiB)``, which waits for 64 KiB (or
-    the end) before the first event; the proposed ``peek_start`` waits for one non-blank byte."""
-    return hasattr(_Peekable, "peek_start")
-
-
 def test_first_boundary_of_a_small_head(tmp_path):
     """With a head under 64 KiB, the first boundary must come before the writer goes on."""
-    if not _reader_is_eager():
-        pytest.skip("read.py's sniff waits for 64 KiB (proposed fix: _Peekable.peek_start)")
     live, stdout, _ = _follow_live(tmp_path, "object", head_min=0, split_too=False)
     _check_same_as_finished(tmp_path, live, stdout, None)
 
@@ -324,6 +317,14 @@ def _drain(f: FollowedFile, n: int = 4096) -> bytes:
     return b"".join(out)
 
 
+def _read_followed(path, idle_timeout=60.0):
+    """All events of a followed file through TraceReader; (events, reader, the file)."""
+    followed = FollowedFile(str(path), idle_timeout=idle_timeout)
+    with TraceReader(followed) as reader:
+        events = list(reader)
+    return events, reader, followed
+
+
 def test_document_end_needs_no_idle_timeout(tmp_path):
     text = render(generate("training", 0, steps=3), "object").encode()
     files = [("t.json", text), ("t.json.gz", gzip.compress(text))]
@@ -335,9 +336,9 @@ def test_document_end_needs_no_idle_timeout(tmp_path):
     for name, data in files:
         (tmp_path / name).write_bytes(data)
         t = time.monotonic()
-        with FollowedFile(str(tmp_path / name), idle_timeout=60) as f:
-            assert _drain(f) == text
-            assert f.end_reason == "document" and not f.truncated
+        events, reader, followed = _read_followed(tmp_path / name)
+        assert followed.end_reason == "document" and reader.complete
+        assert len(events) == len(json.loads(text)["traceEvents"])
         assert time.monotonic() - t < WAIT
 
 
@@ -345,20 +346,19 @@ def test_gzip_jsonl_ends_with_its_stream(tmp_path):
     text = render(generate("training", 0, steps=2), "jsonl").encode()
     # two members, as `cat a.gz b.gz` makes
     (tmp_path / "t.jsonl.gz").write_bytes(gzip.compress(text[:1000]) + gzip.compress(text[1000:]))
-    with FollowedFile(str(tmp_path / "t.jsonl.gz"), idle_timeout=60) as f:
-        assert _drain(f, 300) == text
-        assert f.form == "jsonl" and f.end_reason == "stream end" and not f.truncated
+    events, reader, followed = _read_followed(tmp_path / "t.jsonl.gz")
+    assert reader.form == "jsonl" and followed.end_reason == "stream end" and reader.complete
+    assert len(events) == text.count(b"\n")
 
 
 def test_cut_gzip_ends_idle_and_truncated(tmp_path):
     text = render(generate("training", 0, steps=2), "jsonl").encode()
     z = zlib.compressobj(6, zlib.DEFLATED, 31)
     (tmp_path / "t.gz").write_bytes(z.compress(text) + z.flush(zlib.Z_SYNC_FLUSH))
-    with FollowedFile(str(tmp_path / "t.gz"), idle_timeout=0.2) as f:
-        assert _drain(f) == text
-        assert f.end_reason == "idle" and f.truncated
-    reader = TraceReader(FollowedFile(str(tmp_path / "t.gz"), idle_timeout=0.2))
-    assert sum(1 for _ in reader) == text.count(b"\n") and reader.complete is False
+    events, reader, followed = _read_followed(tmp_path / "t.gz", idle_timeout=0.2)
+    assert followed.end_reason == "idle"
+    assert len(events) == text.count(b"\n") and reader.complete is False
+    assert "compressed stream ended" in reader.stop_reason
 
 
 def test_corrupt_gzip_is_a_one_line_error(tmp_path):
@@ -366,7 +366,7 @@ def test_corrupt_gzip_is_a_one_line_error(tmp_path):
     data[2] = 9  # compression method: not deflate
     (tmp_path / "bad.json.gz").write_bytes(bytes(data))
     with pytest.raises(TraceInputError, match="corrupt gzip stream"):
-        _drain(FollowedFile(str(tmp_path / "bad.json.gz"), idle_timeout=1))
+        _read_followed(tmp_path / "bad.json.gz", idle_timeout=1)
     done = _run(["boundaries", "--follow", str(tmp_path / "bad.json.gz"), "--idle-timeout", "1"])
     err = done.stderr.decode().strip()
     assert done.returncode == 2 and err.startswith("stream-split: error: corrupt gzip")
@@ -399,7 +399,7 @@ def test_enlarge_pipe():
         assert enlarge_pipe(f.fileno()) is None  # not a pipe: left alone
 
 
-# -- the end-of-document tracker -----------------------------------------------------------------
+# -- the decoder's end of document, on any chunking ----------------------------------------------
 
 _nasty = st.text(alphabet=st.sampled_from(list('ab{}[]"\\,:/ \n\té€')), max_size=12)
 _json_values = st.recursive(
@@ -413,25 +413,30 @@ _json_values = st.recursive(
        form=st.sampled_from(["object", "array"]), indent=st.sampled_from([None, 1]),
        cuts=st.lists(st.integers(min_value=0, max_value=10_000), max_size=8))
 def test_document_end_on_any_chunking(events, form, indent, cuts):
+    """The decoder is at rest (a followed file stops waiting) exactly when the last bracket
+    of the document has come, whatever the chunking."""
     doc = {"traceEvents": events, "x}": "]\\"} if form == "object" else events
     text = json.dumps(doc, indent=indent, ensure_ascii=False).encode() + b"\n"
     end = len(text.rstrip())  # the final bracket is the last non-blank byte
-    tracker = _DocumentEnd()
+    decoder = TraceDecoder()
+    got = []
     pos = 0
-    for cut in sorted({min(c, len(text)) for c in cuts} | {len(text)}):
-        tracker.feed(text[pos:cut])
+    for cut in sorted({min(c, len(text)) for c in cuts if c > 0} | {len(text)}):
+        got += decoder.receive_data(text[pos:cut]).events
         pos = cut
-        assert tracker.complete is (pos >= end), (text, pos)
-    assert tracker.form == form
+        assert decoder.at_rest is (pos >= end), (text, pos)
+    got += decoder.receive_data(b"").events
+    assert decoder.form == form and decoder.complete and got == events
 
 
 @settings(max_examples=50, deadline=None)
 @given(cuts=st.lists(st.integers(min_value=0, max_value=3000), max_size=6))
-def test_json_lines_never_complete(cuts):
+def test_json_lines_never_at_rest_while_plain(cuts):
     text = render(generate("single_forward", 0, layers=1), "jsonl").encode()[:3000]
-    tracker = _DocumentEnd()
+    decoder = TraceDecoder()
     pos = 0
-    for cut in sorted(set(cuts) | {len(text)}):
-        tracker.feed(text[pos:cut])
+    for cut in sorted({c for c in cuts if c > 0} | {len(text)}):
+        decoder.receive_data(text[pos:cut])
         pos = cut
-    assert tracker.form == "jsonl" and not tracker.complete
+        assert not decoder.at_rest
+    assert decoder.form == "jsonl"

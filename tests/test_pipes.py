@@ -111,9 +111,6 @@ for i, end in enumerate(cuts):
 
 def test_live_gzip_pipe(traces, tmp_path):
     """`writer | stream-split boundaries -`: each boundary before the writer goes on."""
-    from stream_split.read import _Peekable
-    if not hasattr(_Peekable, "peek_start"):
-        pytest.skip("read.py waits for 64 KiB / n decompressed bytes (proposed read.py patch)")
     d, text, ref = traces
     ends = [m.end() for m in re.finditer(rb'[^\n]*"ProfilerStep#\d+"[^\n]*\n', text)
             if b'"user_annotation"' in m.group()]

@@ -23,8 +23,13 @@ hundred bytes per iteration), the id-range maps (a few entries per iteration) an
 events (about one iteration's CPU events; beyond ``pending_limit`` they go to the injected
 ``spill`` store). Nothing grows with the number of events.
 
-Callers drive it h11-style: ``feed(event)`` for each event, ``close()`` at the end, and drain
-``pop_assigned()`` (owner, event) pairs and ``pop_records()`` (Boundary, IterationRecord).
+Callers drive it h11-style: ``feed(event, raw)`` for each event (``raw``: its original JSON
+bytes, which the engine holds instead of the dict while the event waits and hands back in its
+place), ``end_of_input()`` at the end, and after each batch of input ``decided()``, which returns
+everything decided since the last call (a ``Decided``: (owner, event) pairs and records) and
+says whether to call it again (spilled events become decidable a batch at a time, so that one
+call never loads the whole spill). ``close()`` is ``end_of_input()`` plus every decision,
+kept for ``pop_assigned()`` / ``pop_records()`` (tests, small traces).
 """
 from __future__ import annotations
 
@@ -40,8 +45,8 @@ from stream_split.core.records import (
 from stream_split.core.stack import ThreadStacks
 from stream_split.core.structure import StructureDetector
 from stream_split.core.units import cycle_kinds
-from stream_split.core.validate import unusable_field
-from stream_split.serialize import RawEvent, event_json
+from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPES as _ID_TYPES, \
+    unusable_field
 from stream_split.spill import MemorySpill
 from stream_split.trace_format import (
     GPU_ANNOTATION_CAT, GPU_WORK_CATS, GRAPH_LAUNCH_NAMES, KERNEL_CATS, LAUNCH_FLOW_CAT, LAUNCH_NAMES,
@@ -77,9 +82,6 @@ class SplitOptions:
     stack_tolerance_us: float = 1.0
     #: Undecided events held in memory before they go to the spill store.
     pending_limit: int = DEFAULT_PENDING_LIMIT
-    #: Hold undecided events as JSON bytes (``RawEvent``) and hand them back in that form:
-    #: a fraction of a dict's memory, and cheap to spill. For writers (split, tag).
-    hold_serialized: bool = False
 
     def __post_init__(self):
         """A wrong value is an error here, not a default later (``detector="step"``)."""
@@ -129,6 +131,19 @@ def make_detector(options: SplitOptions):
     return StructureDetector(use_annotations=options.detector == "auto", level=options.level)
 
 
+@dataclass(slots=True)
+class Decided:
+    """What one ``Splitter.decided()`` call hands out (the lists are the caller's now)."""
+    #: (owner, event) pairs: owner an iteration index, ``OUTSIDE`` or ``METADATA``; event the
+    #: original bytes given to ``feed`` when there were some, else the dict. Empty unless
+    #: ``keep_events``.
+    pairs: list
+    #: Boundary and IterationRecord records, in order.
+    records: list
+    #: Call ``decided()`` again: more held (spilled) events may be decidable now.
+    more: bool
+
+
 class Splitter:
     """One trace's splitting state. Not thread-safe; one instance per trace."""
 
@@ -141,14 +156,13 @@ class Splitter:
         self._annotations = MonotonicOwnerMap()
         # Undecided events as (end, seq, start, event, link, raw): link is None for a
         # CPU-side event waiting for a window, or the ("corr"|"ext", id) a GPU event waits
-        # for; raw is the event's JSON bytes when held serialized. Beyond ``pending_limit``
-        # they go to ``_spill``.
+        # for; raw is the event's original JSON bytes when the caller gave them. Beyond
+        # ``pending_limit`` they go to ``_spill``.
         self._pending: list = []  # heap of CPU-side events waiting for a window
         self._pending_links: list = []  # GPU events waiting for their launch (no window yet)
         self._seq = 0
         self._spill = spill if spill is not None else MemorySpill()
-        #: Spilled events may be decidable now: call ``drain()`` (and pop) until it is False.
-        self.needs_drain = False
+        self._needs_drain = False  # spilled events may be decidable now
         self._due = None  # handles of spilled batches this drain pass still has to look at
         self._final_pass = False  # closing: every launch is known, waiting GPU work decides
         self._result = None
@@ -161,8 +175,6 @@ class Splitter:
         self._gpu_end = None  # end of the last GPU work on any stream
         self._assigned: list = []
         self._records: list = []
-        #: Records not yet popped (a cheap truthiness check for drivers).
-        self.ready_records = self._records
         self._keep = self.options.keep_events
         self.events_in = 0
         self.metadata_events = 0
@@ -179,50 +191,70 @@ class Splitter:
 
     # -- input -------------------------------------------------------------------------
 
-    def feed(self, event: dict) -> None:
+    def feed(self, event: dict, raw: bytes | None = None) -> None:
+        """One event, in file order; ``raw`` its original JSON bytes (handed back instead of
+        the dict, and held instead of it while the event waits)."""
         self.events_in += 1
         ph = event.get("ph")
         if ph == METADATA_PHASE:
             self.metadata_events += 1
             if self._keep:
-                self._assigned.append((METADATA, event))
+                self._assigned.append((METADATA, event if raw is None else raw))
             return
         if ph is None:
             self._reject('has no "ph" field')
         ts = event.get("ts")
         if ts is None:
             self._reject(f'(ph {ph!r}) has no "ts" field')
-        problem = unusable_field(event)
-        if problem is not None:
-            self._own_invalid(event, problem)
-            return
-        cat = event.get("cat")
+        # Every field the engine reads, read once and type-checked here (the common case
+        # inline; ``unusable_field`` says what is wrong with the rare event that fails).
+        get = event.get
+        cat = get("cat")
+        name = get("name")
+        dur = get("dur")
+        pid = get("pid")
+        tid = get("tid")
+        args = get("args")
+        kind = ts.__class__
+        if not ((kind is float and ts - ts == 0.0 or kind is int and -_TIME_LIMIT < ts < _TIME_LIMIT)
+                and ph.__class__ is str
+                and (cat is None or cat.__class__ is str)
+                and (name is None or name.__class__ is str)
+                and (dur is None or (kind := dur.__class__) is float and dur - dur == 0.0
+                     or kind is int and -_TIME_LIMIT < dur < _TIME_LIMIT)
+                and (pid is None or pid.__class__ in _ID_TYPES)
+                and (tid is None or tid.__class__ in _ID_TYPES)
+                and (args is None or args.__class__ is dict and (
+                    (value := args.get("correlation")) is None or value.__class__ is int) and (
+                    (value := args.get("External id")) is None or value.__class__ is int))):
+            problem = unusable_field(event)
+            if problem is not None:
+                self._own_invalid(event, problem, raw)
+                return
         route = _ROUTE.get(cat)
         if route is not None:
             if route == _BY_CORRELATION:
-                args = event.get("args")
                 corr = args.get("correlation") if args else None
                 if self._detector.wants_evidence:
                     self._detector.observe_gpu_work(corr)
-                self._route_linked(event, corr)
+                self._route_linked(event, corr, raw)
                 return
             if route == _BY_FLOW_ID:
                 if ph in _FLOW_PHASES:
                     flow_id = event.get("id")  # a string id is legal Chrome; it links nothing
-                    self._route_linked(event, flow_id if flow_id.__class__ is int else None)
+                    self._route_linked(event, flow_id if flow_id.__class__ is int else None,
+                                       raw)
                     return
             elif route == _BY_EXTERNAL_ID:
-                args = event.get("args")
-                self._route_annotation(event, args.get("External id") if args else None)
+                self._route_annotation(event, args.get("External id") if args else None, raw)
                 return
         end = ts
         if ph == "X":
-            dur = event.get("dur")
             if dur:
                 end = ts + dur
             if route == _STRUCTURE:
-                thread = (event.get("pid"), event.get("tid"))
-                name = event.get("name") or ""
+                thread = (pid, tid)
+                name = name or ""
                 stacks = self._stacks
                 stack = stacks.push(thread, name, ts, end)
                 found = self._detector.observe(thread, stack, ts, end, name,
@@ -231,21 +263,16 @@ class Splitter:
                     for boundary in found:
                         self._add_boundary(boundary)
             elif self._detector.wants_evidence:
-                name = event.get("name")
                 if name in LAUNCH_NAMES:
-                    args = event.get("args")
                     if args and "correlation" in args:
                         self._detector.observe_launch(
-                            (event.get("pid"), event.get("tid")), ts, args["correlation"],
-                            name in GRAPH_LAUNCH_NAMES)
+                            (pid, tid), ts, args["correlation"], name in GRAPH_LAUNCH_NAMES)
                 elif cat == PYTHON_FRAME_CAT:
-                    self._detector.observe_frame((event.get("pid"), event.get("tid")), ts,
-                                                 end, name or "")
+                    self._detector.observe_frame((pid, tid), ts, end, name or "")
         windows = self._windows
         if windows.cached_lo <= ts and end <= windows.cached_hi:  # the common case, inline
             owner = windows.cached_owner
             if not self._keep and owner >= 0:
-                args = event.get("args")
                 if not args or ("correlation" not in args and cat != "user_annotation"):
                     # Counted only, links nothing: the fast path of _own_cpu.
                     record = self._iterations[owner]
@@ -258,22 +285,42 @@ class Splitter:
                     if end > record.end_ts:
                         record.end_ts = end
                     return
-            self._own_cpu(owner, event, end, None, cat)
+            self._own_cpu(owner, event, end, raw, cat)
         elif windows.decidable(end):
-            self._own_cpu(windows.owner(ts, end), event, end, None, cat)
+            self._own_cpu(windows.owner(ts, end), event, end, raw, cat)
         else:
-            self._hold(end, ts, event, None)
+            self._hold(end, ts, event, None, raw)
 
     def close(self) -> None:
         """End of input: decide everything still pending and emit the iteration records.
 
-        Holds every pair decided at once in memory; drivers that care about memory call
-        ``begin_close()`` and then ``drain()`` until it returns False, popping in between."""
-        self.begin_close()
-        while self.drain():
+        Holds every pair decided at once in memory (for ``pop_assigned``); drivers that care
+        about memory call ``end_of_input()`` and then ``decided()`` while it says ``more``."""
+        self.end_of_input()
+        while self._drain():
             pass
 
-    def begin_close(self) -> None:
+    def release(self) -> None:
+        """Give back what the spill store holds (its temporary file), also when a run is
+        abandoned before ``end_of_input()``; idempotent. A Splitter is a context manager
+        that calls it on exit."""
+        self._spill.close()
+
+    def __enter__(self) -> "Splitter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def decided(self) -> Decided:
+        """Everything decided since the last call, after at most one spilled batch of
+        further work; ``more`` says that another call may decide more."""
+        more = self._drain()
+        pairs, self._assigned = self._assigned, []
+        records, self._records = self._records, []
+        return Decided(pairs, records, more)
+
+    def end_of_input(self) -> None:
         if self.closed:
             return
         self._result = self._detector.close()
@@ -281,15 +328,15 @@ class Splitter:
             self._add_boundary(boundary)
         self._windows.close(self._result.last_end)
         self.closed = True
-        self.needs_drain = True
+        self._needs_drain = True
 
-    def drain(self) -> bool:
+    def _drain(self) -> bool:
         """Decide one spilled batch that may be decidable now; True while more work remains.
 
-        After ``begin_close()`` it runs two passes: CPU-side events first (so that every
+        After ``end_of_input()`` it runs two passes: CPU-side events first (so that every
         launch is known), then the GPU work that waited for its launch; the last call emits
         the iteration records."""
-        if not self.needs_drain:
+        if not self._needs_drain:
             return False
         if self._due is None:
             self._due = self._spill.due(float("inf") if self.closed
@@ -312,7 +359,7 @@ class Splitter:
                 self._final_pass = True
                 return True
             self._finish()
-        self.needs_drain = False
+        self._needs_drain = False
         return False
 
     def _finish(self) -> None:
@@ -339,7 +386,6 @@ class Splitter:
     def pop_records(self) -> list:
         """Boundary and IterationRecord records decided since the last call, in order."""
         out, self._records = self._records, []
-        self.ready_records = self._records
         return out
 
     @property
@@ -353,12 +399,12 @@ class Splitter:
 
     # -- internals ---------------------------------------------------------------------
 
-    def _own_invalid(self, event: dict, problem: str) -> None:
+    def _own_invalid(self, event: dict, problem: str, raw=None) -> None:
         """An event with a field the engine cannot use: to outside, unchanged, and counted."""
         self.invalid_events += 1
         if len(self.invalid_examples) < INVALID_EXAMPLES:
             self.invalid_examples.append({"event_index": self.events_in - 1, "problem": problem})
-        self._own_simple(OUTSIDE, event)
+        self._own_simple(OUTSIDE, event, raw)
 
     def _reject(self, problem: str):
         """Refuse an event: it is not counted as read, so the counts still balance."""
@@ -411,12 +457,11 @@ class Splitter:
                                       found.first_op, found.why))
         self._resolve_pending(found.start_ts)
 
-    def _hold(self, end, start, event: dict, link) -> None:
-        raw = None
+    def _hold(self, end, start, event: dict, link, raw=None) -> None:
         if not self._keep:
+            raw = None
             event = _slim(event)
-        elif self.options.hold_serialized:
-            raw = RawEvent(event_json(event))
+        elif raw is not None:
             event = _slim(event)
         self._seq += 1
         if link is None:  # decided by a boundary at or after its end: a heap on the end
@@ -457,9 +502,9 @@ class Splitter:
 
     def _resolve_pending(self, until: float) -> None:
         """A boundary at ``until``: decide the in-memory held events it decides; spilled
-        ones are left to ``drain()`` so that one call never loads the whole spill."""
+        ones are left to ``decided()`` so that one call never loads the whole spill."""
         if len(self._spill):
-            self.needs_drain = True
+            self._needs_drain = True
         pending = self._pending
         decided = []
         while pending and pending[0][0] < until:
@@ -527,18 +572,19 @@ class Splitter:
             for gpu_event, gpu_raw in waiting:
                 self._own_linked(owner, gpu_event, gpu_raw)
 
-    def _route_linked(self, event: dict, key) -> None:
+    def _route_linked(self, event: dict, key, raw=None) -> None:
         owner = self._correlations.lookup(key) if key is not None else None
         if owner is not None:
-            self._own_linked(owner, event)
+            self._own_linked(owner, event, raw)
         elif self._waiting_count >= _WAITING_IN_MEMORY or (
                 not self._windows.starts and not self.closed):
             # No iteration yet, or many waiting (GPU work launched before the trace): held
             # like any undecided event, so the spill bounds the memory.
-            self._hold(None, None, event, ("corr", key))
+            self._hold(None, None, event, ("corr", key), raw)
         else:
             self._waiting_count += 1
-            self._waiting_gpu.setdefault(key, []).append((event, None))
+            self._waiting_gpu.setdefault(key, []).append(
+                (event if raw is None else _slim(event), raw))
 
     def _own_linked(self, owner: int, event: dict, raw=None) -> None:
         if event.get("cat") not in GPU_WORK_CATS:  # a flow: counted, no GPU numbers
@@ -576,14 +622,15 @@ class Splitter:
         if record.gpu_end_ts is None or end > record.gpu_end_ts:
             record.gpu_end_ts = end
 
-    def _route_annotation(self, event: dict, ext) -> None:
+    def _route_annotation(self, event: dict, ext, raw=None) -> None:
         owner = self._annotations.lookup(ext) if ext is not None else None
         if owner is not None:
-            self._own_simple(owner, event)
+            self._own_simple(owner, event, raw)
         elif not self._windows.starts and not self.closed:
-            self._hold(None, None, event, ("ext", ext))
+            self._hold(None, None, event, ("ext", ext), raw)
         else:
-            self._waiting_annotations.setdefault(ext, []).append((event, None))
+            self._waiting_annotations.setdefault(ext, []).append(
+                (event if raw is None else _slim(event), raw))
 
     def _own_simple(self, owner: int, event: dict, raw=None) -> None:
         if self._keep:

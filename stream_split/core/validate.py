@@ -9,12 +9,16 @@ What this module must never do: reject legal oddities. String pids and tids, int
 float ``ts``, unknown categories, huge integers and string flow ids (Chrome allows them; they
 link nothing here, as Kineto writes integers) are carried through as ordinary events.
 A missing ``ph`` or ``ts`` stays an error of the input (``TraceEventError``): every trace event
-has them.
+has them. ``Splitter.feed`` checks the same rules inline on the fields it reads (the common
+case, at no extra lookup); ``unusable_field`` is called for an event that fails them, to say
+which field and why.
 """
 from __future__ import annotations
 
 #: Integers beyond this are legal JSON but not a time stamp or a duration in µs.
-_TIME_LIMIT = 2 ** 63
+TIME_LIMIT = _TIME_LIMIT = 2 ** 63
+#: What a pid or tid may be.
+THREAD_ID_TYPES = frozenset({int, str, float})
 
 #: Field -> what it must be when present, for the checks' messages.
 _EXPECTED = {"ph": "a string", "cat": "a string", "name": "a string", "dur": "a finite number within 64 bits",

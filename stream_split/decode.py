@@ -1,0 +1,744 @@
+"""The trace decoder: bytes in, events out with their original bytes. It does no I/O.
+
+``TraceDecoder`` is sans-I/O in the manner of h11: a chunk source (a file, stdin, a followed
+file, a Beam stream) hands it whatever bytes it has with ``receive_data(chunk)`` and ``b""`` at
+the end of the input; each call returns the events completed by that chunk, as an ``Events``
+batch (parsed events and, in parallel, each event's original bytes). It is the one place that
+
+- detects compression (gzip, possibly multi-member, and zstd), from the bytes, once;
+- tells the forms apart: the object form ``{"traceEvents": [...], ...}`` (header keys before
+  *and after* the array), the array form ``[...]`` (closing ``]`` optional) and JSON Lines;
+- keeps the header keys (``header_before``, ``header_after``) and tells a complete document
+  (``complete``) from one that stopped early (``stop_reason``) or a broken one
+  (``TraceInputError``, one line, "near byte N" of the JSON text).
+
+How events are found (numpy framing). Only the quotes, backslashes and brackets of a chunk are
+located (vectorized); a quote preceded by an odd run of backslashes is escaped; a bracket is
+inside a string when an odd number of real quotes precede it (``searchsorted``); a ``cumsum``
+over the remaining brackets gives the depth, whose returns to zero end the events. The state
+at a chunk's edge (inside a string or not, the depth, a pending escape, where the unfinished
+event opened) is carried to the next chunk, so every byte is framed once, however long an
+event is. The separators between events are checked vectorized too.
+
+Each framed event is parsed by ``orjson``. The standard library parses the rare event orjson
+refuses or would change: a run of 19 or more digits (an integer beyond 64 bits stays exact,
+with no textual rewriting), a lone surrogate escape, invalid UTF-8 (replaced by U+FFFD, and the
+event is then written from its parsed form: its original bytes are not UTF-8). Header keys are
+parsed by the standard library too. Nesting deeper than ``MAX_DEPTH`` is an error found on the
+bracket depths before anything recurses.
+"""
+from __future__ import annotations
+
+import json
+import zlib
+
+import numpy as np
+import orjson
+
+from stream_split.trace_format import EVENTS_KEY
+
+#: Deepest nesting of arrays and objects accepted in a document (Kineto writes about 6).
+MAX_DEPTH = 200
+
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_BOM = b"\xef\xbb\xbf"
+_WHITESPACE = b" \t\r\n"
+_EVENTS_KEY_BYTES = b'"' + EVENTS_KEY.encode() + b'"'
+#: How much of the first line of an object is read to tell JSON Lines from the object form.
+_FORM_LINE_LIMIT = 1 << 20
+
+# A run of 19 digits: the value may not fit 64 bits (orjson would make it a float).
+_DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x2E for b in range(256))
+_DIGIT_RUN = b"0" * 19
+
+
+class TraceInputError(Exception):
+    """The input cannot be read as a trace; the message is one line for the user."""
+
+
+class Events:
+    """A batch of decoded events: ``events`` (dicts) and ``raws`` (each event's original JSON
+    bytes, or None where the event had to change: invalid UTF-8 was replaced)."""
+
+    __slots__ = ("events", "raws")
+
+    def __init__(self, events=None, raws=None):
+        self.events = events if events is not None else []
+        self.raws = raws if raws is not None else []
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def extend(self, other: "Events") -> None:
+        self.events.extend(other.events)
+        self.raws.extend(other.raws)
+
+
+def _reject_constant(name):
+    raise ValueError(f"invalid literal {name}")
+
+
+def parse_exact(text: bytes):
+    """Parse one JSON value with the standard library: integers of any size exact, lone
+    surrogates kept, NaN/Infinity refused (not JSON). Invalid UTF-8 becomes U+FFFD; the second
+    value says whether that happened."""
+    try:
+        decoded, changed = text.decode("utf-8"), False
+    except UnicodeDecodeError:
+        decoded, changed = text.decode("utf-8", "replace"), True
+    return json.loads(decoded, parse_constant=_reject_constant), changed
+
+
+class Decompressor:
+    """Undoes gzip (any number of members) or zstd chunk by chunk, or passes plain bytes.
+
+    ``kind`` is None until the first bytes tell, then "plain", "gzip" or "zstd".
+    ``at_member_end``: every compressed byte so far belongs to finished members (a followed
+    JSON Lines file may stop here); ``truncated`` (after ``finish``) the input ended inside one."""
+
+    def __init__(self):
+        self.kind: str | None = None
+        self._head = b""
+        self._pending = b""  # compressed bytes not yet given to a decompressor
+        self._dec = None
+        self.members = 0
+        self.truncated = False
+
+    @property
+    def at_member_end(self) -> bool:
+        return self.kind in ("gzip", "zstd") and self.members > 0 and self._dec is None \
+            and not self._pending
+
+    def feed(self, data: bytes) -> bytes:
+        if self.kind is None:
+            self._head += data
+            head = self._head
+            if (len(head) < 2 and GZIP_MAGIC.startswith(head)) or \
+                    (len(head) < 4 and ZSTD_MAGIC.startswith(head)):
+                return b""
+            self._head = b""
+            if head[:2] == GZIP_MAGIC:
+                self.kind = "gzip"
+            elif head[:4] == ZSTD_MAGIC:
+                self.kind = "zstd"
+                try:
+                    import zstandard  # noqa: F401
+                except ImportError:
+                    raise TraceInputError("zstd input needs the 'zstandard' package "
+                                          "(pip install zstandard)") from None
+            else:
+                self.kind = "plain"
+                return head
+            data = head
+        if self.kind == "plain":
+            return data
+        return self._inflate(data)
+
+    def finish(self) -> bytes:
+        """End of input: what is left (plain bytes held while sniffing)."""
+        if self.kind is None:
+            head, self._head = self._head, b""
+            self.kind = "plain"
+            return head
+        if self.kind != "plain" and (self._dec is not None or self.members == 0):
+            self.truncated = True
+        return b""
+
+    def _inflate(self, data: bytes) -> bytes:
+        self._pending += data
+        out = []
+        magic = GZIP_MAGIC if self.kind == "gzip" else ZSTD_MAGIC
+        while self._pending:
+            if self._dec is None:
+                self._pending = self._pending.lstrip(b"\0")  # zero padding, as gzip allows
+                if not self._pending:
+                    break
+                if not magic.startswith(self._pending[:len(magic)]):
+                    raise TraceInputError(
+                        f"corrupt {self.kind} stream: unexpected bytes after the end of member "
+                        f"{self.members}")
+                if len(self._pending) < len(magic):
+                    break
+                self._dec = (zlib.decompressobj(wbits=31) if self.kind == "gzip" else
+                             __import__("zstandard").ZstdDecompressor().decompressobj())
+            dec = self._dec
+            try:
+                out.append(dec.decompress(self._pending))
+            except zlib.error as e:
+                raise TraceInputError(f"corrupt gzip stream: {e}") from None
+            except Exception as e:
+                if type(e).__name__ == "ZstdError":
+                    raise TraceInputError(f"corrupt zstd stream: {e}") from None
+                raise
+            if dec.eof:
+                self._pending = dec.unused_data
+                self._dec = None
+                self.members += 1
+            else:
+                self._pending = b""
+        return b"".join(out)
+
+
+def sniff_form(start: bytes, final: bool) -> str | None:
+    """"object", "array" or "jsonl" from the first bytes of the JSON text (BOM removed); None
+    when more bytes are needed. A first line that is one whole event means JSON Lines."""
+    text = start.lstrip()
+    if not text:
+        if final:
+            raise TraceInputError("empty input")
+        return None
+    if text[:1] == b"[":
+        return "array"
+    if text[:1] != b"{":
+        raise TraceInputError("not JSON: input starts with "
+                              f"{text[:12].decode('utf-8', 'replace')!r}")
+    newline = text.find(b"\n")
+    if newline < 0:
+        if not final and len(text) < _FORM_LINE_LIMIT:
+            return None
+        line = text[:_FORM_LINE_LIMIT].strip()
+    else:
+        line = text[:newline].strip()
+    if line.endswith(b"}") or line.endswith(b"},"):
+        try:
+            first = json.loads(line.rstrip(b","))
+        except (ValueError, RecursionError):  # deep nesting: the framer reports it
+            return "object"
+        if isinstance(first, dict) and "ph" in first and EVENTS_KEY not in first:
+            return "jsonl"
+    return "object"
+
+
+class Framing:
+    """The real quotes and the brackets outside strings of ``buf[start:]`` (see the module
+    docstring), given the state at ``start``: inside a string or not, the depth, and whether
+    the byte at ``start`` is escaped (an odd run of backslashes ended the bytes before it).
+    ``end_state`` is that state at the end of ``buf``."""
+
+    __slots__ = ("quotes", "brackets", "depth", "end_state")
+
+    def __init__(self, buf: bytes, start: int = 0, state: tuple = (False, 0, False)):
+        in_string, depth0, escaped = state
+        if escaped and start < len(buf):
+            start += 1
+        a = np.frombuffer(buf, np.uint8)[start:]
+        quotes = np.flatnonzero(a == 34)
+        slashes = np.flatnonzero(a == 92)
+        if quotes.size and slashes.size:
+            quotes = _unescaped(quotes, slashes)
+        brackets = np.flatnonzero((a == 123) | (a == 125) | (a == 91) | (a == 93))
+        if brackets.size and (quotes.size or in_string):
+            parity = np.searchsorted(quotes, brackets) & 1
+            brackets = brackets[parity == (1 if in_string else 0)]
+        kinds = a[brackets]
+        step = ((kinds == 123) | (kinds == 91)).view(np.int8) * 2 - 1
+        self.quotes = quotes + start
+        self.brackets = brackets + start
+        self.depth = np.cumsum(step, dtype=np.int32)
+        if depth0:
+            self.depth += depth0
+        end_in_string = in_string ^ bool(quotes.size & 1)
+        end_escaped = False
+        if slashes.size and slashes[-1] == a.size - 1:
+            last = len(buf) - 1
+            while last >= 0 and buf[last] == 0x5C:
+                last -= 1
+            end_escaped = bool((len(buf) - 1 - last) & 1)
+        end_depth = int(self.depth[-1]) if self.depth.size else depth0
+        self.end_state = (end_in_string, end_depth, end_escaped)
+
+
+def _unescaped(quotes: np.ndarray, slashes: np.ndarray) -> np.ndarray:
+    """The quotes not escaped: those not preceded by an odd run of backslashes."""
+    before = quotes - 1
+    k = np.searchsorted(slashes, before)
+    k_in = np.minimum(k, slashes.size - 1)
+    hit = slashes[k_in] == before
+    if not hit.any():
+        return quotes
+    # Start of the backslash run holding each backslash.
+    new_run = np.empty(slashes.size, bool)
+    new_run[0] = True
+    new_run[1:] = slashes[1:] - 1 != slashes[:-1]
+    run_index = np.maximum.accumulate(np.where(new_run, np.arange(slashes.size), 0))
+    run_start = slashes[run_index]
+    length = before - run_start[k_in] + 1
+    escaped = hit & ((length & 1) == 1)
+    return quotes[~escaped]
+
+
+class TraceDecoder:
+    """Sans-I/O decoder of one trace (see the module docstring).
+
+    ``receive_data(chunk)`` returns an ``Events`` batch; ``b""`` ends the input. Attributes:
+    ``compression``, ``form`` (None until known), ``header_before``, ``header_after``,
+    ``complete``, ``stop_reason``, ``bytes_in`` (input bytes received, compressed when the input
+    is), ``bytes_decoded`` (bytes of JSON text), ``ended`` (the end of input was received) and
+    ``at_rest`` (the document is complete, or a compressed stream ended between members: a
+    followed file may stop waiting for more)."""
+
+    def __init__(self, *, max_depth: int = MAX_DEPTH):
+        self.max_depth = max_depth
+        self._decompressor = Decompressor()
+        self.form: str | None = None
+        self.header_before: dict = {}
+        self.header_after: dict = {}
+        self.complete = False
+        self.stop_reason: str | None = None
+        self.bytes_in = 0
+        self.bytes_decoded = 0
+        self.ended = False
+        self._document_done = False
+        self._stage = "start"  # start -> head (object) -> events -> tail -> done
+        self._buf = b""
+        self._buf_offset = 0  # offset of _buf[0] in the JSON text
+        # Events stage: bytes of _buf already framed, the framing state there, and where the
+        # unfinished element opens (-1: none yet).
+        self._scan_from = 0
+        self._scan_state = (False, 0, False)
+        self._first_open = -1
+        self._after_event = False  # a comma is due before the next event
+        self._probe_at = 1 << 20  # an unfinished element this long is checked (doubling)
+        self._bom_checked = False
+        self._head_scanned = 0
+        self._out = Events()
+        self._error: TraceInputError | None = None
+
+    # -- public ---------------------------------------------------------------------------
+
+    @property
+    def compression(self) -> str | None:
+        return self._decompressor.kind
+
+    @property
+    def at_rest(self) -> bool:
+        return self._document_done or (self.form == "jsonl"
+                                       and self._decompressor.at_member_end)
+
+    def receive_data(self, data: bytes) -> Events:
+        """Take the next bytes of input (``b""``: the end); returns the events they complete.
+
+        An error of the input (``TraceInputError``) is raised after the events before it were
+        returned: by this call when there are none, else by the next one."""
+        if self._error is not None:
+            error, self._error = self._error, None
+            self.ended = True
+            raise error
+        if self.ended:
+            raise RuntimeError("receive_data after the end of input")
+        out = self._out = Events()
+        try:
+            if data:
+                self.bytes_in += len(data)
+                self._receive_plain(self._decompressor.feed(data), final=False)
+            else:
+                self.ended = True
+                self._receive_plain(self._decompressor.finish(), final=True)
+        except TraceInputError as error:
+            if not out.events:
+                self.ended = True
+                raise
+            self._error = error
+            self.ended = False
+        return out
+
+    # -- stages ---------------------------------------------------------------------------
+
+    def _receive_plain(self, plain: bytes, final: bool) -> None:
+        out = self._out
+        if plain:
+            self.bytes_decoded += len(plain)
+            if not self._bom_checked:
+                if len(self._buf) + len(plain) < len(_BOM) and not final and \
+                        _BOM.startswith(self._buf + plain):
+                    self._buf += plain
+                    return
+                plain = self._buf + plain
+                self._buf = b""
+                self._bom_checked = True
+                if plain.startswith(_BOM):
+                    plain = plain[len(_BOM):]
+                    self._buf_offset = len(_BOM)
+            if self._stage == "done":
+                if plain.strip():
+                    raise TraceInputError("not valid JSON: trailing garbage after the document "
+                                          f"(near byte {self.bytes_decoded - len(plain)})")
+                return
+            self._buf += plain
+        elif not final:
+            return
+        if self._stage == "start":
+            self.form = sniff_form(self._buf, final)
+            if self.form is None:
+                return
+            self._stage = "events" if self.form == "jsonl" else "head"
+            if self.form == "array":
+                lead = len(self._buf) - len(self._buf.lstrip())
+                self._consume(lead + 1)
+                self._reset_scan()
+                self._stage = "events"
+        if self._stage == "head":
+            self._read_head(final)
+        if self._stage == "events":
+            self._read_events(out, final)
+        if self._stage == "tail":
+            self._read_tail(final)
+        if final:
+            self._end_of_input()
+
+    def _consume(self, n: int) -> None:
+        self._buf = self._buf[n:]
+        self._buf_offset += n
+
+    def _check_depth(self, framing: Framing, base: int, limit_pos: int | None = None) -> int:
+        """The offset in ``_buf`` where the nesting first exceeds ``max_depth``, or -1."""
+        depth = framing.depth
+        if depth.size and int(depth.max()) + base > self.max_depth:
+            first = int(np.argmax(depth + base > self.max_depth))
+            return int(framing.brackets[first])
+        return -1
+
+    def _too_deep(self, pos: int) -> TraceInputError:
+        return TraceInputError(f"nested deeper than {self.max_depth} levels "
+                               f"(near byte {self._buf_offset + pos})")
+
+    def _read_head(self, final: bool) -> None:
+        """The object form up to the events array: the header keys before it."""
+        buf = self._buf
+        if not (final or _EVENTS_KEY_BYTES in buf or len(buf) >= 2 * self._head_scanned):
+            return
+        framing = Framing(buf)
+        too_deep = self._check_depth(framing, 0)
+        quotes = framing.quotes
+        pos = buf.find(_EVENTS_KEY_BYTES)
+        while pos >= 0:
+            k = int(np.searchsorted(quotes, pos))
+            is_quote = k < quotes.size and quotes[k] == pos
+            if is_quote and k % 2 == 0:  # opens a string
+                if 0 <= too_deep < pos:
+                    raise self._too_deep(too_deep)
+                b = int(np.searchsorted(framing.brackets, pos))
+                depth = int(framing.depth[b - 1]) if b else 0
+                after = buf[pos + len(_EVENTS_KEY_BYTES):].lstrip(_WHITESPACE)
+                if depth == 1 and after.startswith(b":"):
+                    value = after[1:].lstrip(_WHITESPACE)
+                    if not value and not final:
+                        break  # the value has not come yet
+                    if value[:1] != b"[":
+                        if not value:
+                            break
+                        raise TraceInputError(f"not a trace: \"{EVENTS_KEY}\" is not an array")
+                    self.header_before = self._header_before(buf[:pos])
+                    self._consume(len(buf) - len(value) + 1)
+                    self._reset_scan()
+                    self._stage = "events"
+                    return
+            pos = buf.find(_EVENTS_KEY_BYTES, pos + 1)
+        if too_deep >= 0:
+            raise self._too_deep(too_deep)
+        closed = np.flatnonzero(framing.depth == 0)
+        if closed.size:  # the object ended without the key
+            raise TraceInputError(f"not a trace: JSON object without \"{EVENTS_KEY}\"")
+        self._head_scanned = len(buf)
+
+    def _header_before(self, text: bytes) -> dict:
+        body = text.strip(_WHITESPACE)[1:].strip(_WHITESPACE)
+        if body.endswith(b","):
+            body = body[:-1]
+        if not body:
+            return {}
+        try:
+            value, _ = parse_exact(b"{" + body + b"}")
+        except ValueError as e:
+            raise TraceInputError(f"not valid JSON: {e} (in the header keys)") from None
+        return value if isinstance(value, dict) else {}
+
+    def _read_events(self, out: Events, final: bool) -> None:
+        buf = self._buf
+        framing = Framing(buf, self._scan_from, self._scan_state)
+        depth = framing.depth
+        brackets = framing.brackets
+        base = {"object": 2, "array": 1, "jsonl": 0}[self.form]
+        too_deep = self._check_depth(framing, base)
+        closes = np.flatnonzero(depth == 0)  # an element ends
+        array_end = -1
+        below = np.flatnonzero(depth < 0)
+        if below.size:
+            array_end = int(below[0])
+            closes = closes[closes < array_end]
+            if self.form == "jsonl":
+                raise TraceInputError(f"not valid JSON: unexpected {chr(buf[brackets[array_end]])!r}"
+                                      f" (near byte {self._buf_offset + int(brackets[array_end])})")
+        if too_deep >= 0:
+            closes = closes[brackets[closes] < too_deep]  # the elements that end before it
+        consumed = 0
+        if closes.size:
+            ends = brackets[closes] + 1
+            starts = np.empty(closes.size, np.int64)
+            starts[0] = self._first_open if self._first_open >= 0 else brackets[0]
+            starts[1:] = brackets[closes[:-1] + 1]
+            self._emit(buf, starts, ends, out)
+            consumed = int(ends[-1])
+            self._after_event = True
+        if too_deep >= 0:
+            self._check_gap(buf, consumed, too_deep, final=False)
+            raise self._too_deep(too_deep)
+        if array_end >= 0:
+            end_pos = int(brackets[array_end])
+            if buf[end_pos] != 0x5D:  # "}" at depth 0 of the array
+                raise TraceInputError(f"not valid JSON: unexpected '}}' "
+                                      f"(near byte {self._buf_offset + end_pos})")
+            self._check_gap(buf, consumed, end_pos, final=True)
+            self._consume(end_pos + 1)
+            self._reset_scan()
+            if self.form == "array":
+                self._document_done = True
+                self._stage = "done"
+                rest = self._buf
+                self._buf = b""
+                if rest.strip():
+                    raise TraceInputError("not valid JSON: trailing garbage after the document "
+                                          f"(near byte {self._buf_offset})")
+            else:
+                self._stage = "tail"
+            return
+        # What is left is one unfinished element (or separators): scanned already.
+        if closes.size:
+            next_open = int(closes[-1]) + 1
+            first_open = int(brackets[next_open]) - consumed if next_open < brackets.size else -1
+        elif self._first_open < 0 and brackets.size:
+            first_open = int(brackets[0])
+        else:
+            first_open = self._first_open
+        state = framing.end_state
+        if consumed:
+            self._consume(consumed)
+        self._first_open = first_open
+        self._scan_from = len(self._buf)
+        self._scan_state = state
+        if first_open >= 0 and (final or len(self._buf) - first_open >= self._probe_at):
+            self._probe_unfinished(first_open, final)
+
+    def _probe_unfinished(self, first_open: int, final: bool) -> None:
+        """An element still open at the end of the input, or grown large: a broken one (a
+        stray quote makes the rest of the file one long string) is an error where it breaks,
+        not a truncation; a merely unfinished one fails only at its end."""
+        self._probe_at = max(self._probe_at, 2 * (len(self._buf) - first_open))
+        text = self._buf[first_open:]
+        try:
+            parse_exact(text)
+        except RecursionError:
+            raise self._too_deep(first_open) from None
+        except ValueError as e:
+            pos = getattr(e, "pos", None)
+            message = getattr(e, "msg", "")
+            # A string running to the end says nothing (its start is where it was opened).
+            if pos is not None and pos < len(text.rstrip()) - 1 and \
+                    not message.startswith("Unterminated string"):
+                raise TraceInputError(f"not valid JSON: {getattr(e, 'msg', e)} "
+                                      f"(near byte {self._buf_offset + first_open + pos})") \
+                    from None
+
+    def _reset_scan(self) -> None:
+        self._scan_from = 0
+        self._scan_state = (False, 0, False)
+        self._first_open = -1
+
+    def _check_gap(self, buf: bytes, start: int, end: int, final: bool) -> None:
+        """Only separators may lie between the last event and ``end`` (a ``]`` when
+        ``final``, where no comma may come either)."""
+        gap = buf[start:end]
+        stripped = gap.strip(_WHITESPACE)
+        if not final and self.form != "jsonl" and stripped.startswith(b","):
+            stripped = stripped[1:].strip(_WHITESPACE)
+        if stripped and (final or not stripped.startswith((b"{", b"["))):
+            where = start + gap.find(stripped[:1])
+            raise self._unexpected(stripped, where)
+
+    def _unexpected(self, text: bytes, where: int) -> TraceInputError:
+        if text.startswith(b","):
+            return TraceInputError(f"not valid JSON: unexpected ',' "
+                                   f"(near byte {self._buf_offset + where})")
+        return TraceInputError("not a trace: an element of the events array is not an "
+                               f"object (near byte {self._buf_offset + where})")
+
+    def _emit(self, buf: bytes, starts: np.ndarray, ends: np.ndarray, out: Events) -> None:
+        """Parse the framed elements ``buf[starts[i]:ends[i]]`` into ``out``."""
+        if not bool((np.frombuffer(buf, np.uint8)[starts] == 123).all()):
+            bad = int(starts[np.argmax(np.frombuffer(buf, np.uint8)[starts] != 123)])
+            raise TraceInputError("not a trace: an element of the events array is not an "
+                                  f"object (near byte {self._buf_offset + bad})")
+        # Separators: between two events only whitespace and (array) one comma.
+        gaps_ok = self._gaps_ok(buf, starts, ends)
+        exact = self._needs_exact(buf, starts)
+        starts_l = starts.tolist()
+        ends_l = ends.tolist()
+        if not gaps_ok:
+            self._check_gaps_slowly(buf, starts_l, ends_l)
+        raws = [buf[s:e] for s, e in zip(starts_l, ends_l)]
+        if exact is None:
+            try:
+                events = list(map(orjson.loads, raws))
+            except orjson.JSONDecodeError:
+                events = None  # one of them needs a closer look: one by one
+        else:
+            events = None
+        if events is None:
+            events = []
+            loads = orjson.loads
+            for i, raw in enumerate(raws):
+                if exact is not None and exact[i]:
+                    event, raws[i] = self._parse_slowly(raw, starts_l[i])
+                else:
+                    try:
+                        event = loads(raw)
+                    except orjson.JSONDecodeError:
+                        event, raws[i] = self._parse_slowly(raw, starts_l[i])
+                events.append(event)
+        out.events.extend(events)
+        out.raws.extend(raws)
+
+    def _gaps_ok(self, buf: bytes, starts: np.ndarray, ends: np.ndarray) -> bool:
+        """Vectorized: only whitespace between events and (not JSON Lines) exactly one comma
+        before each event but the first of the array."""
+        a = np.frombuffer(buf, np.uint8)
+        n = starts.size
+        lengths = np.empty(n, np.int64)
+        lengths[0] = starts[0]
+        lengths[1:] = starts[1:] - ends[:-1]
+        total = int(lengths.sum())
+        commas_due = n - 1 + (1 if self._after_event else 0)
+        if self.form == "jsonl":
+            commas_due = 0
+        if total == 0:
+            return commas_due == 0
+        gap_of = np.repeat(np.arange(n), lengths)
+        first = np.zeros(n, np.int64)
+        first[1:] = ends[:-1]
+        positions = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths) \
+            + np.repeat(first, lengths)
+        gap = a[positions]
+        comma = gap == 44
+        blank = (gap == 32) | (gap == 10) | (gap == 13) | (gap == 9)
+        if not bool((comma | blank).all()):
+            return False
+        per_gap = np.bincount(gap_of[comma], minlength=n)
+        want = np.ones(n, np.int64) if self.form != "jsonl" else np.zeros(n, np.int64)
+        if self.form != "jsonl" and not self._after_event:
+            want[0] = 0
+        return bool((per_gap == want).all())
+
+    def _check_gaps_slowly(self, buf: bytes, starts: list, ends: list) -> None:
+        """Find and report the first bad separator (``_gaps_ok`` said there is one)."""
+        prev = 0
+        comma_due = self._after_event and self.form != "jsonl"
+        for s, e in zip(starts, ends):
+            gap = buf[prev:s]
+            stripped = gap.strip(_WHITESPACE)
+            if comma_due and stripped.startswith(b","):
+                stripped = stripped[1:].strip(_WHITESPACE)
+            elif comma_due or stripped:
+                where = prev + len(gap) - len(gap.lstrip(_WHITESPACE))
+                if comma_due and not stripped:
+                    raise TraceInputError(f"not valid JSON: expected ',' between events "
+                                          f"(near byte {self._buf_offset + s})")
+                raise self._unexpected(stripped, where)
+            if stripped:
+                raise self._unexpected(stripped, prev + gap.find(stripped[:1]))
+            comma_due = self.form != "jsonl"
+            prev = e
+
+    def _needs_exact(self, buf: bytes, starts: np.ndarray):
+        """A bool per event: it holds an integer of 19+ digits (parsed by the standard
+        library, exactly); a long fraction (``0.0014388489208633094``) is no reason."""
+        digits = buf.translate(_DIGITS_ONLY)
+        at = digits.find(_DIGIT_RUN)
+        if at < 0:
+            return None
+        exact = None
+        while at >= 0:
+            end = at + len(_DIGIT_RUN)
+            while end < len(digits) and digits[end] == 0x30:
+                end += 1
+            if at == 0 or buf[at - 1] not in b".eE":
+                i = int(np.searchsorted(starts, at, side="right")) - 1
+                if 0 <= i < starts.size:
+                    if exact is None:
+                        exact = np.zeros(starts.size, bool)
+                    exact[i] = True
+            at = digits.find(_DIGIT_RUN, end)
+        return exact
+
+    def _parse_slowly(self, raw: bytes, at: int):
+        """An event orjson refused or would change; returns (event, original bytes or None)."""
+        try:
+            event, changed = parse_exact(raw)
+        except RecursionError:
+            raise self._too_deep(at) from None
+        except ValueError as e:
+            pos = getattr(e, "pos", 0) or 0
+            message = getattr(e, "msg", str(e))
+            raise TraceInputError(f"not valid JSON: {message} "
+                                  f"(near byte {self._buf_offset + at + pos})") from None
+        if type(event) is not dict:
+            raise TraceInputError("not a trace: an element of the events array is "
+                                  f"{type(event).__name__}")
+        return event, (None if changed else raw)
+
+    def _read_tail(self, final: bool) -> None:
+        """After the events array: ``, "key": value ... }``."""
+        buf = self._buf
+        framing = Framing(buf)
+        too_deep = self._check_depth(framing, 1)
+        if too_deep >= 0:
+            raise self._too_deep(too_deep)
+        closes = np.flatnonzero(framing.depth < 0)
+        if not closes.size:
+            return
+        end = int(framing.brackets[closes[0]])
+        rest = buf[:end].strip(_WHITESPACE)
+        if buf[end] != 0x7D:
+            raise TraceInputError(f"not valid JSON: unexpected ']' "
+                                  f"(near byte {self._buf_offset + end})")
+        if rest:
+            if not rest.startswith(b","):
+                raise TraceInputError("not valid JSON: expected ',' or '}' after the events "
+                                      f"(near byte {self._buf_offset})")
+            try:
+                value, _ = parse_exact(b"{" + rest[1:] + b"}")
+            except ValueError as e:
+                raise TraceInputError(f"not valid JSON: {e} (in the header keys after the "
+                                      "events)") from None
+            if isinstance(value, dict):
+                value.pop(EVENTS_KEY, None)
+                self.header_after = value
+        trailing = buf[end + 1:]
+        self._consume(len(buf))
+        self._document_done = True
+        self._stage = "done"
+        if trailing.strip():
+            raise TraceInputError("not valid JSON: trailing garbage after the document "
+                                  f"(near byte {self._buf_offset - len(trailing)})")
+
+    def _end_of_input(self) -> None:
+        if self.form == "jsonl":
+            rest = self._buf.strip()
+            if rest:  # a last line cut short
+                self.complete = False
+                self.stop_reason = ("input ended before the end of the JSON document "
+                                    f"(after {self.bytes_decoded} bytes)")
+                return
+            self._document_done = True
+        if self._document_done:
+            if self._decompressor.truncated:
+                self.complete = False
+                self.stop_reason = "compressed stream ended before its end-of-stream marker"
+            else:
+                self.complete = True
+            return
+        self.complete = False
+        if self._decompressor.truncated and self.bytes_decoded == 0:
+            raise TraceInputError("corrupt or empty compressed stream")
+        self.stop_reason = ("input ended before the end of the JSON document "
+                            f"(after {self.bytes_decoded} bytes)")

@@ -1,0 +1,254 @@
+"""The decoder (numpy framing + orjson) against ijson, the reference: equal events and header
+keys on every shared trace and on a generated corpus; the read defects it fixed; original bytes
+into pieces; nothing left open."""
+import gzip
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from stream_split.decode import TraceDecoder
+from stream_split.read import TraceReader, reference_events
+
+SHARED_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+
+
+def decode(data: bytes, cuts=()):
+    """All events of ``data`` fed in pieces cut at ``cuts``; (events, raws, decoder)."""
+    decoder = TraceDecoder()
+    events, raws = [], []
+    pos = 0
+    for cut in sorted({c for c in cuts if 0 < c < len(data)}) + [len(data)]:
+        if cut > pos:
+            batch = decoder.receive_data(data[pos:cut])
+            events += batch.events
+            raws += batch.raws
+            pos = cut
+    batch = decoder.receive_data(b"")
+    return events + batch.events, raws + batch.raws, decoder
+
+
+RECORDED_TRACES = Path(__file__).resolve().parent / "data" / "cuda"
+
+
+def _traces(folder: Path):
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.rglob("*")
+                  if p.is_file() and p.name.endswith((".json", ".json.gz", ".zst"))
+                  and p.name != "truth.json")  # the answers, not a trace
+
+
+@pytest.mark.skipif(not SHARED_TRACES.is_dir(), reason="../shared/traces is absent")
+@pytest.mark.parametrize("path", _traces(SHARED_TRACES) + _traces(RECORDED_TRACES),
+                         ids=lambda p: p.name)
+def test_decoder_equals_ijson_on_every_shared_trace(path):
+    data = path.read_bytes()
+    expected, header, form, complete = reference_events(data)
+    with TraceReader(str(path)) as reader:
+        events = list(reader)
+    assert reader.complete is complete and reader.form == form
+    assert events == expected
+    if complete:
+        assert {**reader.header_before, **reader.header_after} == header
+
+
+# -- a corpus of nasty events, compared with ijson's pure-Python backend (exact big integers) ---
+
+_NASTY_TEXT = st.text(alphabet=st.sampled_from(
+    list('{}[]"\\,: \n\t/abé€😀\x00\x1f') + ["\ud800", "\udc00"]), max_size=20)
+_BIG = st.integers(min_value=-2 ** 90, max_value=2 ** 90)
+_VALUES = st.recursive(
+    st.none() | st.booleans() | _BIG | st.floats(allow_nan=False, allow_infinity=False)
+    | _NASTY_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_NASTY_TEXT, inner, max_size=4),
+    max_leaves=12)
+_EVENT = st.fixed_dictionaries(
+    {"ph": st.sampled_from(["X", "i", "M", "f"]), "ts": _BIG | st.floats(0, 1e12)},
+    optional={"name": _NASTY_TEXT, "args": st.dictionaries(_NASTY_TEXT, _VALUES, max_size=5),
+              "cat": _NASTY_TEXT, "id": _BIG})
+
+
+def _render(events, form, indent, ascii_only, header):
+    dump = lambda v: json.dumps(v, indent=indent, ensure_ascii=ascii_only)  # noqa: E731
+    if form == "jsonl":
+        return "".join(json.dumps(e, ensure_ascii=ascii_only) + "\n" for e in events).encode(
+            "utf-8", "surrogatepass")
+    if form == "array":
+        return dump(events).encode("utf-8", "surrogatepass")
+    doc = {**header, "traceEvents": events, "tail": header}
+    return dump(doc).encode("utf-8", "surrogatepass")
+
+
+@settings(max_examples=int(os.environ.get("DECODE_EXAMPLES", 150)), deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(events=st.lists(_EVENT, min_size=1, max_size=6), form=st.sampled_from(["object", "array", "jsonl"]),
+       indent=st.sampled_from([None, 0, 2]), ascii_only=st.booleans(),
+       header=st.dictionaries(_NASTY_TEXT, _VALUES, max_size=3),
+       cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=12),
+       gz=st.booleans(), long_event=st.booleans())
+def test_decoder_equals_ijson_on_a_nasty_corpus(events, form, indent, ascii_only, header, cuts,
+                                                gz, long_event):
+    if long_event:  # one event longer than any chunk, strings full of brackets
+        events = events + [{"ph": "X", "ts": 1, "args": {"s": '{"]\\' * 30_000}}]
+    if form == "jsonl" and not ascii_only:
+        ascii_only = True  # a raw U+2028 is fine, but keep JSON Lines to one line per event
+    if ascii_only is False and any("\ud800" in json.dumps(e) for e in events):
+        pass
+    data = _render(events, form, indent, ascii_only, header)
+    if not ascii_only:
+        # A lone surrogate cannot be UTF-8: json.dumps with ensure_ascii=False would write
+        # invalid bytes; those inputs are the U+FFFD case, compared separately.
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            data = _render(events, form, indent, True, header)
+    if gz:
+        data = gzip.compress(data, compresslevel=1)
+    expected, expected_header, _, complete = reference_events(data, backend="python")
+    assert complete
+    # ijson's pure-Python backend gives Decimal for floats unless use_float: it was asked to.
+    got, raws, decoder = decode(data, cuts + [len(data) // 2, 1, 65536])
+    assert got == expected
+    assert decoder.complete
+    if form == "object":
+        assert {**decoder.header_before, **decoder.header_after} == expected_header
+    for event, raw in zip(got, raws):
+        assert raw is not None and json.loads(raw) == json.loads(json.dumps(event))
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 7, 4096])
+def test_every_chunk_edge_gives_the_same_events(step):
+    events = [{"ph": "X", "ts": i, "name": 'a{"}]\\' * i, "args": {"n": 2 ** 70 + i}}
+              for i in range(5)]
+    data = json.dumps({"traceEvents": events, "after": [1, "]"]}, indent=1).encode()
+    got, _, decoder = decode(data, range(0, len(data), step))
+    assert got == events and decoder.header_after == {"after": [1, "]"]}
+
+
+# -- the read defects of the old reader (issue 10) ------------------------------------------------
+
+def test_a_19_digit_number_inside_a_string_is_valid_json():
+    doc = b'{"traceEvents": [{"ph": "X", "ts": 1, "name": "id 12345678901234567890123"}]}'
+    got, raws, decoder = decode(doc)
+    assert got == [{"ph": "X", "ts": 1, "name": "id 12345678901234567890123"}]
+    assert decoder.complete and raws[0] == doc[17:-2]
+
+
+@pytest.mark.parametrize("shift", range(-3, 4))
+def test_a_big_integer_on_a_read_boundary_stays_exact(shift):
+    big = 2 ** 80 + 7
+    pad = "x" * (65536 - 60 + shift)
+    doc = ('{"traceEvents": [{"ph": "i", "ts": 1, "name": "' + pad + '", "args": {"v": '
+           + str(big) + '}}]}').encode()
+    at = doc.index(str(big).encode())
+    for cuts in ([at], [at + 1], [at + 5], range(0, len(doc), 65536)):
+        got, _, _ = decode(doc, cuts)
+        assert got[0]["args"]["v"] == big
+    with TraceReader(io.BytesIO(doc), chunk_size=at) as reader:
+        assert list(reader)[0]["args"]["v"] == big
+
+
+@pytest.mark.parametrize("before_boundary", [1, 30, 60, 100, 150])
+def test_trailing_header_keys_survive_a_bracket_just_before_a_read_boundary(before_boundary):
+    tail = b', "traceName": "t.json", "displayTimeUnit": "ms", "baseTimeNanoseconds": 17}'
+    events = [{"ph": "i", "ts": i, "name": "x" * 100} for i in range(700)]
+    body = b'{"traceEvents": ' + json.dumps(events).encode()
+    pad = (65536 - before_boundary - len(body)) % 65536
+    events[0]["name"] += "y" * pad
+    body = b'{"traceEvents": ' + json.dumps(events).encode()
+    doc = body + tail
+    assert (65536 - len(body)) % 65536 == before_boundary
+    with TraceReader(io.BytesIO(gzip.compress(doc)), chunk_size=65536) as reader:
+        assert len(list(reader)) == 700
+    assert reader.complete
+    assert reader.header_after == {"traceName": "t.json", "displayTimeUnit": "ms",
+                                   "baseTimeNanoseconds": 17}
+    got, _, decoder = decode(doc, range(0, len(doc), 65536))
+    assert decoder.header_after == reader.header_after and len(got) == 700
+
+
+def test_a_header_over_16_mib_before_the_events_is_kept():
+    header = {"deviceProperties": [{"name": "d" * 1000, "id": i} for i in range(17_500)]}
+    doc = (json.dumps(header)[:-1] + ', "traceEvents": [{"ph": "i", "ts": 1}]}').encode()
+    assert len(doc) > 16 * 1024 * 1024
+    with TraceReader(io.BytesIO(doc)) as reader:
+        assert list(reader) == [{"ph": "i", "ts": 1}]
+    assert reader.complete and reader.header_before == header
+
+
+# -- original bytes out ---------------------------------------------------------------------------
+
+def test_pieces_hold_each_events_original_bytes(tmp_path):
+    from stream_split.testing.generate import generate
+    trace = generate("training", 1, steps=3)
+    # Kineto's layout: each event over several lines, keys in its order, spaces after colons.
+    text = ('{\n  "schemaVersion": 1,\n  "traceEvents": [\n'
+            + ",\n".join("  " + json.dumps(e, indent=2).replace("\n", "\n  ")
+                         for e in trace.events)
+            + '\n  ],\n  "traceName": "t"\n}\n').encode()
+    (tmp_path / "t.json").write_bytes(text)
+    _, raws, _ = decode(text)
+    originals = sorted(r for r in raws if b'"ph": "M"' not in r)
+    subprocess.run([sys.executable, "-m", "stream_split.cli", "split", str(tmp_path / "t.json"),
+                    "-o", str(tmp_path / "out"), "--plain-json"], check=True,
+                   capture_output=True)
+    written = []
+    for piece in sorted((tmp_path / "out").glob("*.json")):
+        if piece.name == "manifest.json":
+            continue
+        _, piece_raws, decoder = decode(piece.read_bytes())
+        assert decoder.header_before == {"schemaVersion": 1}
+        written += [r for r in piece_raws if b'"ph": "M"' not in r]
+    assert sorted(written) == originals
+
+
+def test_tag_writes_original_bytes_on_one_line(tmp_path):
+    event = b'{"ph": "X",\n "ts": 5, "name": "a\\nb", "args": {"big": 123456789012345678901234}}'
+    (tmp_path / "t.json").write_bytes(b'{"traceEvents": [' + event + b']}')
+    done = subprocess.run([sys.executable, "-m", "stream_split.cli", "tag",
+                           str(tmp_path / "t.json")], check=True, capture_output=True)
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1
+    assert lines[0].endswith(b'"event":' + event.replace(b"\n", b"") + b"}")
+    assert json.loads(lines[0])["event"]["args"]["big"] == 123456789012345678901234
+
+
+# -- nothing left open ----------------------------------------------------------------------------
+
+def test_the_library_api_leaves_nothing_open_under_dev_mode(tmp_path):
+    from stream_split.testing.generate import generate, render
+    small_trace = tmp_path / "small.json.gz"
+    small_trace.write_bytes(gzip.compress(
+        render(generate("training", 1, steps=6), "object").encode()))
+    code = ("import stream_split\n"
+            "from stream_split import SplitOptions\n"
+            f"list(stream_split.iterations({str(small_trace)!r}, SplitOptions(pending_limit=10)))\n"
+            f"it = stream_split.iterations({str(small_trace)!r})\n"
+            "next(it)\n"
+            "it.close()\n"
+            "import gc; gc.collect()\n")
+    done = subprocess.run([sys.executable, "-X", "dev", "-W", "error::ResourceWarning", "-c",
+                           code], capture_output=True)
+    assert done.returncode == 0 and b"ResourceWarning" not in done.stderr, done.stderr
+
+
+def test_the_reader_imports_no_follow_code_and_counts_input_bytes(tmp_path):
+    done = subprocess.run([sys.executable, "-c", "import sys, stream_split.read; "
+                           "print('stream_split.follow' in sys.modules)"],
+                          capture_output=True, check=True)
+    assert done.stdout.strip() == b"False"
+    data = gzip.compress(json.dumps({"traceEvents": [{"ph": "i", "ts": i} for i in range(9000)]})
+                         .encode())
+    (tmp_path / "t.json.gz").write_bytes(data)
+    with TraceReader(str(tmp_path / "t.json.gz")) as reader:
+        seen = []
+        for batch in reader.batches():
+            seen.append(reader.input_bytes)
+    assert seen == sorted(seen) and reader.input_bytes == len(data)
+    assert reader.compression == "gzip" and reader.complete
