@@ -169,25 +169,42 @@ class PieceWriter:
                 first = False
             if owner in self._spooled:
                 with open(self._spool_path(owner), "rb") as src:
-                    pending = b""
-                    while True:
-                        chunk = src.read(1 << 20)
-                        if not chunk:
-                            break
-                        if pending:
-                            out.write(pending)
-                        elif not first:
+                    size = _events_size(src)
+                    if size:
+                        if not first:
                             out.write(b",\n")
                         first = False
-                        pending = chunk
-                    if pending:
-                        out.write(pending[:-2] if pending.endswith(b",\n") else pending)
+                        _copy(src, out, size)
             out.write(b"\n]")
             for key, value in header_after.items():
                 if key in header_before:
                     continue
                 out.write(b",\n" + header_entry(key, value))
             out.write(b"\n}\n")
+
+
+#: Bytes copied at a time from a spool file into its piece.
+COPY_CHUNK = 1 << 20
+
+
+def _events_size(spool) -> int:
+    """A spool file holds ``event,\n`` per event: its size less the final separator."""
+    size = os.fstat(spool.fileno()).st_size
+    if size >= 2:
+        spool.seek(size - 2)
+        if spool.read(2) == b",\n":
+            size -= 2
+        spool.seek(0)
+    return size
+
+
+def _copy(src, out, size: int) -> None:
+    while size > 0:
+        chunk = src.read(min(COPY_CHUNK, size))
+        if not chunk:
+            raise OSError("spool file shrank while it was copied")
+        out.write(chunk)
+        size -= len(chunk)
 
 
 _LINE_BREAKS = b"\r\n"
