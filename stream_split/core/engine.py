@@ -42,7 +42,8 @@ from stream_split.core.validate import unusable_field
 from stream_split.serialize import RawEvent, event_json
 from stream_split.spill import MemorySpill
 from stream_split.trace_format import (
-    GPU_ANNOTATION_CAT, GPU_WORK_CATS, GRAPH_LAUNCH_NAMES, KERNEL_CATS, LAUNCH_FLOW_CAT, LAUNCH_NAMES,
+    COPY_LAUNCH_NAMES, GPU_ANNOTATION_CAT, GPU_WORK_CATS, GRAPH_LAUNCH_NAMES, KERNEL_CATS,
+    LAUNCH_FLOW_CAT, LAUNCH_NAMES,
     FLOW_PHASES as _FLOW_PHASES, METADATA_PHASE, PYTHON_FRAME_CAT, STRUCTURE_CATS)
 
 
@@ -232,7 +233,7 @@ class Splitter:
                     if args and "correlation" in args:
                         self._detector.observe_launch(
                             (event.get("pid"), event.get("tid")), ts, args["correlation"],
-                            name in GRAPH_LAUNCH_NAMES)
+                            name in GRAPH_LAUNCH_NAMES, name in COPY_LAUNCH_NAMES)
                 elif cat == PYTHON_FRAME_CAT:
                     self._detector.observe_frame((event.get("pid"), event.get("tid")), ts,
                                                  end, name or "")

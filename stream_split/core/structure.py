@@ -80,10 +80,32 @@ MATCHING = "matching"
 #: many times (the 4th instance's first op is the earliest moment a unit of three
 #: instances can be certain), besides every quarter of growth of the top level.
 _EAGER_TRIES = 8
+#: Online, the children of containers this shallow (depth of the container) are tried.
+_CONTAINER_DEPTH = 4
 #: Instance starts kept online, for the typical instance duration.
 _TYPICAL_OF = 64
 #: Ops kept of one instance while matching online (a bound, not a limit on instance size).
 _MAX_INSTANCE_OPS = 100_000
+
+
+def _opens_with_copy(level: list, unit: Unit) -> bool:
+    """Each instance read so far (all but the last, whose children may be unread) opens by
+    copying its input to the device: its first op (the first child of an instance that is
+    one op) launches a memory copy and is short beside the instance. A layer of a model
+    works on what is on the device already; a step (a request) brings its input there."""
+    pos = unit.positions
+    if len(pos) < MIN_INSTANCES:
+        return False
+    for a, b in zip(pos, pos[1:]):
+        first = level[a]
+        span = level[b].start - first.start if b - a > 1 else first.end - first.start
+        if b - a == 1:
+            if not first.kids:
+                return False
+            first = first.kids[0]
+        if not first.copies or first.end - first.start > span / 2:
+            return False
+    return True
 
 
 def _confidence(unit: Unit) -> float:
@@ -285,6 +307,7 @@ class StructureDetector:
         self._online_state = None
         self._modules: dict = {}  # thread -> its outermost nn.Module frames [(start, end)]
         self._online_evidence: dict = {}
+        self._matcher_path: set = set()  # ids of the containers around the matched level
 
     # -- streaming input ---------------------------------------------------------------
 
@@ -321,6 +344,7 @@ class StructureDetector:
                 return found
             state.roots.append(node)
             state.seen[node.sym] += 1
+            state.kid_seen.clear()
             if not found and self._online_allowed(state) and (
                     len(state.roots) >= state.next_try
                     or MIN_INSTANCES <= state.seen[node.sym] <= _EAGER_TRIES):
@@ -333,6 +357,14 @@ class StructureDetector:
                 parent.kids = []
             parent.kids.append(node)
             self._nodes += 1
+            if parent.depth < _CONTAINER_DEPTH and self._online_allowed(state):
+                counts = state.kid_seen.get(parent)
+                if counts is None:
+                    counts = state.kid_seen[parent] = Counter()
+                counts[node.sym] += 1
+                if MIN_INSTANCES <= counts[node.sym] <= _EAGER_TRIES:
+                    mine.append(node)
+                    return self._try_container(state, [n for n in mine[:-1] if n is not None])
         else:
             node = SKIPPED  # beyond the skeleton's depth or size: not kept, nor its children
         mine.append(node)
@@ -352,10 +384,30 @@ class StructureDetector:
         roots = state.roots
         if len(roots) >= state.next_try:
             state.next_try = max(len(roots) + 8, int(len(roots) * 1.25))
+        return self._confirm(state, roots, [])
+
+    def _try_container(self, state: ThreadSkeleton, path: list):
+        """Online inside a container (failure mode 3: the minor roots come only at the end):
+        ``path`` holds the open ops around the latest one, outermost first. They must be a
+        chain of dominant containers (``_dominant``, as the close path descends) and no
+        ``ProfilerStep`` (steps are their own evidence); then the unit among the innermost
+        one's children is confirmed like one at the top (``_confirm``)."""
+        level = state.roots
+        for container in path:
+            if self._dominant(level) is not container or \
+                    self._names[container.sym].startswith(PROFILER_STEP_PREFIX):
+                return ()
+            level = container.kids
+        return self._confirm(state, level, path)
+
+    def _confirm(self, state: ThreadSkeleton, roots: list, path: list):
+        """The online decision on one level of the loop thread (its top, or the children of
+        the containers ``path``); see ``_try_online``. Inside a container the loop's input
+        fetch may be a copy of each instance's input to the device (``_opens_with_copy``)."""
         unit = find_unit(roots, names=self._names, whole=False)
         if unit is None:
             return ()
-        verdict, why = self._iteration_test(state, roots, unit, [])
+        verdict, why = self._iteration_test(state, roots, unit, path)
         if not verdict:
             return ()
         # Every instance so far like the unit? Among so few, an idle cycle or another path
@@ -364,8 +416,8 @@ class StructureDetector:
         alike = all(shape == 0 for shape in unit.shapes[:-1]) or any(n.gpu for n in roots)
         # Cycles of the loop head: like the unit, or idle (the fetch found nothing to do).
         cycles = unit.like + unit.idle if alike else 0
-        if cycles >= MIN_INSTANCES and unit.like >= RULES.min_like and \
-                unit.phase == PHASE_INPUT_FETCH:
+        if cycles >= MIN_INSTANCES and unit.like >= RULES.min_like and (
+                unit.phase == PHASE_INPUT_FETCH or path and _opens_with_copy(roots, unit)):
             why = f"{why}; each instance opens with the loop's input fetch"
         else:
             if unit.exact < MIN_INSTANCES:
@@ -376,16 +428,19 @@ class StructureDetector:
                 return ()
             why = f"{why}; {inner}"
         self._matcher = _RootMatcher(state.key, roots, unit, self._names)
+        self._matcher_path = {id(n) for n in path}
         self.mode = MATCHING
         self._online_evidence = {
             "detector": self.name, "decided": f"online, after {unit.n} instances",
             "loop_thread": list(state.key),
-            "levels": [dict(_level_entry([], roots, unit, self._names), iteration_test=why)],
+            "levels": [dict(_level_entry([self._names[n.sym] for n in path], roots, unit,
+                                         self._names), iteration_test=why)],
             **_unit_evidence(unit, [roots[unit.first].sym], why, self._names)}
         self.wants_evidence = False
         self._matcher_key = next(k for k, v in self._threads.items() if v is state)
         self._threads = {self._matcher_key: state}  # the skeleton is no longer needed
         state.roots = []
+        state.kid_seen = {}
         return tuple(self._matcher.found)
 
     def _observe_matching(self, key, stack, start, end, name):
@@ -396,7 +451,8 @@ class StructureDetector:
         mine = state.stack
         del mine[depth:]
         is_step = name.startswith(PROFILER_STEP_PREFIX)
-        if any(node is not None for node in mine):  # not a top-level op
+        path = self._matcher_path
+        if any(node is not None and id(node) not in path for node in mine):  # not on the level
             mine.append(SKIPPED)
             return ()
         if is_step and not self._use_annotations:
@@ -428,9 +484,10 @@ class StructureDetector:
         self._online_last_end = max(self._online_last_end, end)
         return (FoundBoundary(start, state.key, name),)
 
-    def observe_launch(self, thread, ts: float, correlation, graph: bool) -> None:
+    def observe_launch(self, thread, ts: float, correlation, graph: bool,
+                       copy: bool = False) -> None:
         """A runtime call that launches GPU work: credit the ops around it with a kernel
-        (a graph launch is credited per kernel as its kernels arrive)."""
+        (a graph launch is credited per kernel as its kernels arrive), or a memory copy."""
         if self.mode != LEARNING:
             return
         path = [node for state in self._threads.values() if state.key == thread
@@ -441,6 +498,8 @@ class StructureDetector:
             self._graph_launches[correlation] = path
         for node in path:
             node.gpu += 1
+            if copy:
+                node.copies += 1
 
     def observe_gpu_work(self, correlation) -> None:
         """A kernel: one more for the ops of its graph launch, if it came from one."""
@@ -568,6 +627,8 @@ class StructureDetector:
             if held:
                 return False, held
             return True, "no nn.Module call holds two instances"
+        if _opens_with_copy(level, unit):
+            return True, "each instance opens by copying its input to the device"
         return self._inner_repeat(level, unit)
 
     @staticmethod
