@@ -49,9 +49,9 @@ from dataclasses import replace
 from stream_split.core.detect import DetectorResult, FoundBoundary, RetractLast
 from stream_split.core.skeleton import SKIPPED, Node, Symbols, ThreadSkeleton, flatten, start_of
 from stream_split.core.units import (
-    PHASE_INPUT_FETCH, RULES, Rules, Unit, find_unit, last_instance_end, shape_and_similarity,
+    PHASE_AFTER_SYNC, PHASE_INPUT_FETCH, RULES, Rules, Unit, find_unit, last_instance_end, shape_and_similarity,
     sure_ops, time_reference, typical_duration)
-from stream_split.trace_format import PROFILER_STEP_PREFIX
+from stream_split.trace_format import BLOCKING_SYNC_NAMES, PROFILER_STEP_PREFIX
 
 MODULE_FRAME_PREFIX = "nn.Module: "
 #: A unit must be seen this often before it is believed (see ``units.Rules``).
@@ -183,6 +183,12 @@ class _RootMatcher:
             for ops in instances) else None
         self.tentative = False  # the latest boundary came from a trigger, no anchor yet
         self.previous: list = []  # the instance before a tentative boundary (to merge back)
+        # After a host sync (``units._begin_at``): the small ops between the previous sync
+        # and the head open the instance too; a sync or a big op stops the walk back.
+        self.after_sync = unit.phase == PHASE_AFTER_SYNC
+        work = sorted(sum(n.end - n.start for n in ops) for ops in instances) or [0.0]
+        self.small = RULES.small_op_share * work[len(work) // 2]
+        self.syncs = {sym for sym, name in enumerate(names) if name in BLOCKING_SYNC_NAMES}
         self.starts = [level[p] for p in pos]
         self.found = [FoundBoundary(n.start, thread_key, names[n.sym]) for n in self.starts]
         # The last instance so far, up to its anchor; the ops read after it (the unit may
@@ -243,6 +249,8 @@ class _RootMatcher:
         lowest = 0 if self.tentative else 1
         while j > lowest and current[j - 1].sym in self.head:
             j -= 1
+        while self.after_sync and j > lowest and self._opens_after_sync(current[j - 1]):
+            j -= 1
         if self.tentative:  # the anchor confirms the trigger's boundary, or moves it later
             self.tentative = False
             if j == 0:
@@ -260,6 +268,12 @@ class _RootMatcher:
         self.current = current[j:]
         first = self.current[0]
         return (FoundBoundary(first.start, self.thread, self.names[first.sym]),)
+
+    def _opens_after_sync(self, node: Node) -> bool:
+        """A small op that is no sync, or an op of the head: between the previous sync and
+        the anchor, it opens the instance."""
+        return node.sym in self.head or (
+            node.end - node.start <= self.small and node.sym not in self.syncs)
 
     def finish(self) -> tuple[list, float, list]:
         """Shapes of every instance, where the last one ends (``last_instance_end``), and the
@@ -419,6 +433,9 @@ class StructureDetector:
         if cycles >= MIN_INSTANCES and unit.like >= RULES.min_like and (
                 unit.phase == PHASE_INPUT_FETCH or path and _opens_with_copy(roots, unit)):
             why = f"{why}; each instance opens with the loop's input fetch"
+        elif cycles >= MIN_INSTANCES and unit.like >= RULES.min_like and \
+                unit.phase == PHASE_AFTER_SYNC:
+            why = f"{why}; each instance begins right after the previous one's host sync"
         else:
             if unit.exact < MIN_INSTANCES:
                 return ()
