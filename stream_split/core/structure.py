@@ -15,15 +15,18 @@ and what a found unit means:
   ``serve_forever`` wrapper), its children are tried, descending through wrapper chains. A unit
   found inside a container is an iteration only if it is not a layer: it recurs outside the
   container (failure mode 3: minor roots at the top level), or no single ``nn.Module`` frame
-  holds all its instances (when Python frames were recorded), or one instance itself contains a
-  repeated sub-unit (a model with layers, not a layer). Otherwise the container is one iteration.
+  holds all its instances (when Python frames were recorded), or each instance opens by
+  copying its input to the device (``_opens_with_copy``: a step, not a layer), or one instance
+  itself contains a repeated sub-unit (a model with layers, not a layer). Otherwise the
+  container is one iteration.
 - a unit found on one section of the loop thread begins with the ops of its other sections
   that open most instances (``_align_sections``);
 - each instance's shape (0 when like the unit) goes to the engine, which reports cycles that
   took another path and do almost no GPU work as ``idle`` (``units.cycle_kinds``).
 
 Modes (``StructureDetector.mode``): ``LEARNING`` builds the skeleton and looks for the unit
-at the top of the main thread as it grows (``_try_online``); ``STEPS`` once ``ProfilerStep#N``
+at the top of the main thread as it grows (``_try_online``), and among the children of a chain
+of dominant containers there (``_try_container``: failure mode 3 before its minor roots); ``STEPS`` once ``ProfilerStep#N``
 repeats; ``MATCHING`` once the unit is confirmed online (``_RootMatcher``: the unit's first op
 is a boundary at once; the anchor confirms it, or a revision moves or retracts it). A trace
 never confirmed online is decided at close (``_decide``). Both decision paths apply one
@@ -144,8 +147,9 @@ def _tolerance(unit: Unit, names: list) -> dict:
 
 
 class _RootMatcher:
-    """After the unit is confirmed at the top of the loop thread: each new top-level op is
-    matched against the unit. Keeps the ops of the current instance only (its shape), so
+    """After the unit is confirmed at the top of the loop thread (or among a container's
+    children: then the ops whose only open ancestors are those containers, and after them the
+    top-level ops): each new op of that level is matched against the unit. Keeps the ops of the current instance only (its shape), so
     memory does not grow with the trace.
 
     - The **first op** of the unit (``trigger``: the op that opens every instance learned and
@@ -321,7 +325,7 @@ class StructureDetector:
         self._online_state = None
         self._modules: dict = {}  # thread -> its outermost nn.Module frames [(start, end)]
         self._online_evidence: dict = {}
-        self._matcher_path: set = set()  # ids of the containers around the matched level
+        self._matcher_path: tuple = ()  # the containers around the matched level
 
     # -- streaming input ---------------------------------------------------------------
 
@@ -445,7 +449,7 @@ class StructureDetector:
                 return ()
             why = f"{why}; {inner}"
         self._matcher = _RootMatcher(state.key, roots, unit, self._names)
-        self._matcher_path = {id(n) for n in path}
+        self._matcher_path = tuple(path)
         self.mode = MATCHING
         self._online_evidence = {
             "detector": self.name, "decided": f"online, after {unit.n} instances",
@@ -469,7 +473,8 @@ class StructureDetector:
         del mine[depth:]
         is_step = name.startswith(PROFILER_STEP_PREFIX)
         path = self._matcher_path
-        if any(node is not None and id(node) not in path for node in mine):  # not on the level
+        if any(node is not None and all(node is not c for c in path)
+               for node in mine):  # not on the level (inside an op of it)
             mine.append(SKIPPED)
             return ()
         if is_step and not self._use_annotations:
