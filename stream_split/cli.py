@@ -1,10 +1,13 @@
 """The ``stream-split`` command: a thin adapter from argv, files and pipes to ``run.drive``.
 
-Commands: ``split`` (pieces + manifest + the per-iteration table), ``boundaries`` (records
-as they become known), ``tag`` (every event back out with its iteration), ``explain`` (how
-the iteration was found), ``summary`` (the table of a split or a trace), ``plot`` (a picture
-of it). Progress goes to stderr when it is a terminal. An option that could not do what it
-asked (``options``) is an error or a warning, never silence. Bad input, a bad path or a bad option value ends with one line on stderr and exit status 2,
+Commands: ``split`` (pieces + manifest + the per-iteration table; several traces: one folder
+per rank and ``ranks.json``, see ``stream_split.ranks``), ``boundaries`` (records as they
+become known), ``tag`` (every event back out with its iteration), ``explain`` (how the
+iteration was found), ``summary`` (the table of a split or a trace; of a split of several
+ranks, iteration k across the ranks too), ``plot`` (a picture of it). Progress goes to stderr
+when it is a terminal. An option that could not do what it asked (``options``) is an error or
+a warning, never silence. Bad input, a bad path or a bad option value ends with one line on
+stderr and exit status 2,
 never a traceback; whatever was decided before an input error is written first. SIGINT and
 SIGTERM stop the run between two events (outputs stay whole) and exit 128 + the signal's
 number (130, 143). A closed stdout (``| head``) ends quietly.
@@ -12,6 +15,7 @@ number (130, 143). A closed stdout (``| head``) ends quietly.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -22,15 +26,15 @@ from stream_split.core.engine import DEFAULT_PENDING_LIMIT
 from stream_split.core.records import METADATA, OUTSIDE
 from stream_split.explain import plural
 from stream_split.options import (
-    OptionHadNoEffect, level_warning, parse_selection, require_selected, require_steps_found)
+    IterationChoice, OptionHadNoEffect, level_warning, parse_selection, parse_steps,
+    require_steps_found)
 from stream_split.output import OutputError, OutputFolder
 from stream_split.read import ReadInterrupted, TraceInputError, TraceReader
 from stream_split.run import StopRequest, drive, new_splitter, reader_info
 from stream_split.serialize import event_json
-from stream_split.stats import analyze_records
 from stream_split.summary import build_table, load_manifest, render_json, render_text
 from stream_split.write import (
-    PieceWriter, build_manifest, finish_split, piece_name, record_sink, OUTSIDE_NAME)
+    NAME_BY, PieceWriter, build_manifest, finish_split, piece_name, record_sink, OUTSIDE_NAME)
 from stream_split import progress
 from stream_split.plot import PlotUnavailable
 
@@ -50,6 +54,13 @@ def sample_trace_path() -> str:
 def _selection(text: str):
     try:
         return parse_selection(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _steps(text: str):
+    try:
+        return parse_steps(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
@@ -92,9 +103,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"stream-split {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def common(p, optional_trace=False):
-        p.add_argument("trace", nargs="?" if optional_trace else None,
-                       help="trace file (.json, .json.gz, .zst, JSON Lines) or - for stdin")
+    def common(p, several=False):
+        if several:
+            p.add_argument("trace", nargs="*",
+                           help="trace file (.json, .json.gz, .zst, JSON Lines) or - for stdin; "
+                                "several traces, or a folder of them, are the ranks of one "
+                                "job: OUT/rank_<r>/ each, and OUT/ranks.json")
+        else:
+            p.add_argument("trace",
+                           help="trace file (.json, .json.gz, .zst, JSON Lines) or - for stdin")
         p.add_argument("--detector", choices=("auto", "structure", "steps"), default="auto",
                        help="auto: structure with annotations as evidence (default); "
                             "structure: ignore annotations; steps: ProfilerStep#N only")
@@ -110,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="no progress on stderr (it shows only on a terminal anyway)")
 
     p = sub.add_parser("split", help="write one Chrome trace per iteration and a manifest")
-    common(p, optional_trace=True)
+    common(p, several=True)
     p.add_argument("--sample", action="store_true",
                    help="split the small sample trace shipped with the package (no TRACE)")
     p.add_argument("-o", "--output", default="stream-split-out",
@@ -120,6 +137,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--iterations", type=_selection, default=None,
                    help="write only these iterations, e.g. '0,3,10-19', or 'steady' (the "
                         "steady state); all are counted")
+    p.add_argument("--steps", type=_steps, default=None,
+                   help="write only the iterations of these ProfilerStep numbers, e.g. "
+                        "'15-17' (with --iterations: those both choose)")
+    p.add_argument("--name-by", choices=NAME_BY, default="index",
+                   help="name pieces by iteration index (iteration_00003) or by ProfilerStep "
+                        "number where there is one (step_15); idle cycles are idle_NNNNN")
     p.add_argument("--plot", action="store_true",
                    help="also draw OUTPUT/iterations.png (needs the [plot] extra)")
     p.add_argument("--plain-json", action="store_true", help="write .json instead of .json.gz")
@@ -137,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--json", action="store_true", help="print the evidence as JSON")
 
-    p = sub.add_parser("summary", help="the per-iteration table of a split folder or a trace")
+    p = sub.add_parser("summary", help="the per-iteration table of a split folder or a trace "
+                                       "(several ranks: also iteration k across the ranks)")
     common(p)
     p.add_argument("--json", action="store_true", help="print the table as one JSON document")
 
@@ -193,34 +217,31 @@ def _run(args, splitter, **sinks):
     return outcome.error, outcome.reader_info, reader
 
 
-def _chosen(selection, text: str, splitter) -> list[int] | None:
-    """The iterations ``--iterations`` chose (None: all); an error if it chose none."""
-    if selection is None:
-        return None
-    count = len(splitter.iterations)
-    if selection == "steady":
-        steady = analyze_records(splitter.iterations).steady_state
-        chosen = list(range(steady["first"], steady["last"] + 1)) if steady else []
-    else:
-        chosen = [i for i in range(count) if selection(i)]
-    require_selected("--iterations", text, len(chosen), count)
-    return chosen
+def _choice(args) -> IterationChoice:
+    """What ``--iterations`` and ``--steps`` chose (``options.IterationChoice``)."""
+    return IterationChoice(args.iterations, args.iterations_text,
+                           getattr(args, "steps", None), getattr(args, "steps_text", None))
+
+
+def _writer_options(args) -> dict:
+    """``PieceWriter`` options of ``split``: format and naming (the selection is
+    ``_choice``'s)."""
+    return {"compress": not args.plain_json, "compresslevel": args.compresslevel,
+            "name_by": getattr(args, "name_by", "index")}
 
 
 def split_folder(args) -> tuple[dict, str | None, dict]:
-    """``split``'s work, for the CLI and the library: (manifest, input error or None, reader
-    info). The folder is committed only when no option check failed."""
+    """``split``'s work on one trace, for the CLI and the library: (manifest, input error or
+    None, reader info). The folder is committed only when no option check failed."""
     if args.plot:
         from stream_split.plot import _pyplot
         _pyplot()  # no matplotlib: say so before the work, not after it
-    selection = args.iterations
+    choice = _choice(args)
     with OutputFolder(args.output, overwrite=args.overwrite) as folder:
-        writer = PieceWriter(folder.staging, compress=not args.plain_json,
-                             compresslevel=args.compresslevel,
-                             select=None if selection == "steady" else selection)
+        writer = PieceWriter(folder.staging, select=choice.early, **_writer_options(args))
         splitter = new_splitter(_options(args, keep_events=True), spill_dir=folder.staging)
         error, info, reader = _run(args, splitter, on_pairs=writer.add_many)
-        chosen = None if error else _chosen(selection, args.iterations_text, splitter)
+        chosen = None if error else choice.chosen(splitter.iterations)
         manifest = finish_split(writer, splitter, reader, source=args.trace, reader_info=info,
                                 error=error, owners=chosen)
         if args.plot:
@@ -235,8 +256,10 @@ def cmd_split(args) -> int:
         raise OptionHadNoEffect("give a TRACE to split, or --sample for the sample trace "
                                 "shipped with the package" if not args.sample else
                                 "give a TRACE or --sample, not both")
-    if args.sample:
-        args.trace = sample_trace_path()
+    traces = [sample_trace_path()] if args.sample else args.trace
+    if len(traces) > 1 or os.path.isdir(traces[0]):
+        return cmd_split_ranks(args, traces)
+    args.trace = traces[0]
     manifest, error, info = split_folder(args)
     if not args.quiet:
         render_text(build_table(manifest), sys.stdout, limit=SPLIT_TABLE_ROWS)
@@ -252,6 +275,35 @@ def cmd_split(args) -> int:
           + f") -> {os.path.join(args.output, 'manifest.json')}"
           + ("" if manifest["complete"] else "  [input incomplete]"))
     return _finish(error, info)
+
+
+def cmd_split_ranks(args, paths: list[str]) -> int:
+    """Several traces (or a folder of them): the ranks of one job, split in parallel."""
+    from stream_split.ranks import RANKS_FILE, RanksError, expand_traces, split_ranks
+    if args.follow or "-" in paths:
+        print("stream-split: error: several ranks are read from files: no --follow, no stdin",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.plot:
+        raise OptionHadNoEffect("--plot draws the split of one trace: run `stream-split plot "
+                                "OUT/rank_<r> -o picture.png` for a rank")
+    try:
+        with OutputFolder(args.output, overwrite=args.overwrite) as folder:
+            data = split_ranks(expand_traces(paths), folder.staging,
+                               _options(args, keep_events=True),
+                               writer_options=_writer_options(args), choice=_choice(args))
+            folder.commit()
+    except RanksError as e:
+        print(f"stream-split: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(f"{len(data['ranks'])} ranks, {len(data['iterations'])} iterations aligned by "
+          f"{data['aligned_by']}, {data['stragglers']} with a straggler"
+          + ("" if data["counts_agree"] else " (iteration counts differ)")
+          + f" -> {os.path.join(args.output, RANKS_FILE)}")
+    failed = [r for r in data["ranks"] if r["error"]]
+    for rank in failed:
+        print(f"stream-split: error: rank {rank['rank']}: {rank['error']}", file=sys.stderr)
+    return EXIT_BAD_INPUT if failed else 0
 
 
 def cmd_boundaries(args) -> int:
@@ -303,8 +355,17 @@ def _manifest_of(out_dir: str) -> dict:
 
 
 def cmd_summary(args) -> int:
-    """The table of a split folder (its manifest), or of a trace (split, no pieces)."""
+    """The table of a split folder (its manifest), or of a trace (split, no pieces); of the
+    folder of a split of several ranks (``ranks.json``), iteration k across the ranks."""
+    from stream_split.ranks import load_ranks, render_ranks
     error, info = None, {"complete": True}
+    ranks = load_ranks(args.trace) if os.path.isdir(args.trace) else None
+    if ranks is not None:
+        if args.json:
+            print(json.dumps(ranks, indent=1))
+        else:
+            render_ranks(ranks)
+        return 0
     if os.path.isdir(args.trace):
         manifest = _manifest_of(args.trace)
     else:
@@ -352,6 +413,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     args.stop = stop
     args.iterations_text = _option_text(argv, "--iterations")
+    args.steps_text = _option_text(argv, "--steps")
     try:
         status = COMMANDS[args.command](args)
         sys.stdout.flush()  # a full disk or a closed pipe shows here, not at exit

@@ -9,11 +9,13 @@ from __future__ import annotations
 import os
 
 from stream_split.core import SplitOptions
-from stream_split.options import OptionHadNoEffect, parse_selection
+from stream_split.options import OptionHadNoEffect, parse_selection, parse_steps
+from stream_split.write import NAME_BY
 
 #: The keyword options of ``split`` besides ``SplitOptions``'s ``detector``, ``level`` and
 #: ``pending_limit``.
-_WRITE_OPTIONS = ("overwrite", "iterations", "compress", "compresslevel", "plot")
+_WRITE_OPTIONS = ("overwrite", "iterations", "steps", "name_by", "compress", "compresslevel",
+                  "plot")
 
 
 class Manifest(dict):
@@ -41,10 +43,13 @@ class Manifest(dict):
 
 def split(trace, out_dir, *, detector: str = "auto", level: int | None = None,
           pending_limit: int | None = None, overwrite: bool = False, iterations=None,
-          compress: bool = True, compresslevel: int = 1, plot: bool = False) -> Manifest:
+          steps: str | None = None, name_by: str = "index", compress: bool = True,
+          compresslevel: int = 1, plot: bool = False) -> Manifest:
     """Split ``trace`` (a path, or ``-`` for stdin) into ``out_dir``: one Chrome trace per
     iteration, ``outside`` and ``manifest.json``. ``iterations``: None (all), a list of
-    indices, a string like ``"0,3,10-19"`` or ``"steady"``.
+    indices, a string like ``"0,3,10-19"`` or ``"steady"``; ``steps``: ``ProfilerStep``
+    numbers like ``"15-17"`` (with ``iterations``: those both choose); ``name_by``: ``"index"``
+    or ``"step"`` (pieces named ``step_N``).
 
     Raises ``ValueError`` for a bad option (also one that would do nothing, e.g.
     ``detector="steps"`` on a trace without ``ProfilerStep#N``), ``TraceInputError`` for
@@ -58,12 +63,16 @@ def split(trace, out_dir, *, detector: str = "auto", level: int | None = None,
     if not isinstance(compresslevel, int) or not 0 <= compresslevel <= 9:
         raise ValueError(f"compresslevel must be an integer 0..9, not {compresslevel!r}")
     selection, text = _selection(iterations)
+    if name_by not in NAME_BY:
+        raise ValueError(f"name_by must be one of {', '.join(NAME_BY)}, not {name_by!r}")
     args = build_parser().parse_args(["split", os.fspath(trace), "-o", os.fspath(out_dir)])
     args.detector, args.level, args.pending_limit = (
         options.detector, options.level, options.pending_limit)
     args.overwrite, args.plain_json, args.compresslevel, args.plot = (
         bool(overwrite), not compress, compresslevel, bool(plot))
+    args.trace = os.fspath(trace)  # one trace (split_folder); the CLI's TRACE is a list
     args.iterations, args.iterations_text = selection, text
+    args.steps, args.steps_text, args.name_by = parse_steps(steps), steps, name_by
     args.quiet, args.stop = True, StopRequest()
     manifest, error, _ = split_folder(args)
     if error:

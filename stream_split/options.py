@@ -7,6 +7,8 @@ that matches nothing. No I/O: the callers print or raise.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from stream_split.core.records import KIND_IDLE
 
 
@@ -14,13 +16,27 @@ class OptionHadNoEffect(ValueError):
     """An option the run could not honour; the message is one line, for the user."""
 
 
-def parse_selection(text: str | None):
-    """'0,3,5-9' -> predicate on iteration indices; 'steady' -> the string 'steady' (the
-    steady state, known at the end); None -> all. ValueError if malformed."""
+#: ``--iterations steady``: the steady state (``stream_split.stats``), known at the end.
+STEADY = "steady"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A predicate on numbers ('0,3,5-9'); picklable, so it can go to a worker process."""
+    chosen: frozenset
+    ranges: tuple
+
+    def __call__(self, n: int) -> bool:
+        return n in self.chosen or any(lo <= n <= hi for lo, hi in self.ranges)
+
+
+def parse_selection(text: str | None, *, steady: bool = True):
+    """'0,3,5-9' -> ``Selection``; 'steady' -> ``STEADY`` (when ``steady``: iterations, not
+    step numbers); None -> all. ValueError if malformed."""
     if not text:
         return None
-    if text.strip() == "steady":
-        return "steady"
+    if steady and text.strip() == STEADY:
+        return STEADY
     chosen, ranges = set(), []
     try:
         for part in text.split(","):
@@ -33,18 +49,65 @@ def parse_selection(text: str | None):
             else:
                 chosen.add(int(part))
     except ValueError:
-        raise ValueError(f"not a list of iterations like '0,3,10-19' or 'steady': {text!r}"
-                         ) from None
-    return lambda i: i in chosen or any(lo <= i <= hi for lo, hi in ranges)
+        like = "'0,3,10-19' or 'steady'" if steady else "'15-17'"
+        raise ValueError(f"not a list of {'iterations' if steady else 'step numbers'} like "
+                         f"{like}: {text!r}") from None
+    return Selection(frozenset(chosen), tuple(ranges))
 
 
-def require_selected(option: str, text: str, selected: int, available: int) -> None:
+def parse_steps(text: str | None):
+    """``--steps``: '15-17' -> ``Selection`` of ``ProfilerStep`` numbers; None -> all."""
+    return parse_selection(text, steady=False)
+
+
+@dataclass(frozen=True)
+class IterationChoice:
+    """What ``--iterations`` and ``--steps`` asked for (both: the iterations both chose).
+    Picklable. ``early`` selects by index while events are spooled; ``chosen`` decides at the
+    end, when the steady state and every iteration's step number are known."""
+    iterations: object = None  # Selection, STEADY or None
+    iterations_text: str | None = None
+    steps: Selection | None = None
+    steps_text: str | None = None
+
+    @property
+    def early(self):
+        """A predicate on iteration indices usable before the end, or None."""
+        return self.iterations if isinstance(self.iterations, Selection) else None
+
+    def chosen(self, records: list) -> list[int] | None:
+        """Indices of the chosen iterations of ``records`` (None: all); ``OptionHadNoEffect``
+        when a selection matched none."""
+        if self.iterations is None and self.steps is None:
+            return None
+        indices = [r.index for r in records]
+        if self.iterations == STEADY:
+            from stream_split.stats import analyze_records
+            steady = analyze_records(records).steady_state
+            indices = list(range(steady["first"], steady["last"] + 1)) if steady else []
+        elif self.iterations is not None:
+            indices = [i for i in indices if self.iterations(i)]
+        require_selected("--iterations", self.iterations_text, len(indices), len(records))
+        if self.steps is not None:
+            step_of = {r.index: r.step for r in records}
+            indices = [i for i in indices
+                       if step_of.get(i) is not None and self.steps(step_of[i])]
+            steps = [r.step for r in records if r.step is not None]
+            require_selected("--steps", self.steps_text, len(indices), len(records),
+                             f"the trace has steps {min(steps)}-{max(steps)}" if steps
+                             else "the trace has no ProfilerStep numbers")
+        return indices
+
+
+def require_selected(option: str, text: str | None, selected: int, available: int,
+                     found: str | None = None) -> None:
     """A selection (``option`` given as ``text``) that chose none of ``available`` items is
-    an error: the user asked for pieces and would get none."""
+    an error: the user asked for pieces and would get none. ``found`` says what there is."""
     if selected == 0:
         raise OptionHadNoEffect(
             f"{option} {text} matches none of the {available} "
-            f"iteration{'' if available == 1 else 's'} found")
+            f"iteration{'' if available == 1 else 's'} found"
+            + (f" ({found})" if found else ""))
 
 
 def require_steps_found(detector: str, iterations: list) -> None:

@@ -1,5 +1,5 @@
 """Pictures of a split: iteration time per iteration (outliers marked, idle cycles apart,
-steady state shaded) and GPU busy time beneath. PNG, SVG, or HTML (the SVG inside a page).
+serving phases in colours of their own, steady state shaded) and GPU busy time beneath. PNG, SVG, or HTML (the SVG inside a page).
 
 Draws from the table of ``summary.build_table`` (one source of the numbers); needs
 matplotlib (``pip install 'stream-split[plot]'``), imported only here.
@@ -10,8 +10,13 @@ import html
 import io
 import os
 
+from stream_split.core.phases import DECODE, IDLE, MIXED, PREFILL
 from stream_split.summary import build_table
 
+#: Marker colour of each serving phase (``core.phases``), in legend order.
+PHASE_COLOURS = {PREFILL: "tab:purple", MIXED: "tab:olive", DECODE: "tab:blue",
+                 IDLE: "tab:gray"}
+PHASE_ORDER = list(PHASE_COLOURS)
 #: Size of the figure in inches, and its resolution: 1200 x 750 pixels as PNG.
 FIGSIZE = (12, 7.5)
 DPI = 100
@@ -48,8 +53,18 @@ def figure(manifest: dict):
         for axis in (top, bottom):
             axis.axvspan(steady["first"] - 0.5, steady["last"] + 0.5, color="tab:green",
                          alpha=0.12, label="steady state" if axis is top else None)
-    top.plot([r["index"] for r in busy], [r["duration_ms"] for r in busy], "o-",
-             color="tab:blue", markersize=4, linewidth=1, label="iteration")
+    phases = sorted({r["phase"] for r in busy if r.get("phase")}, key=PHASE_ORDER.index)
+    if phases:  # a serving loop: one colour per phase, the line between them plain
+        top.plot([r["index"] for r in busy], [r["duration_ms"] for r in busy], "-",
+                 color="tab:gray", linewidth=0.6, alpha=0.6)
+        for phase in phases:
+            mine = [r for r in busy if r.get("phase") == phase]
+            top.plot([r["index"] for r in mine], [r["duration_ms"] for r in mine], "o",
+                     color=PHASE_COLOURS[phase], markersize=4, linestyle="none",
+                     label=f"{phase} ({len(mine)})")
+    else:
+        top.plot([r["index"] for r in busy], [r["duration_ms"] for r in busy], "o-",
+                 color="tab:blue", markersize=4, linewidth=1, label="iteration")
     if idle:
         top.plot([r["index"] for r in idle], [r["duration_ms"] for r in idle], "s",
                  color="tab:gray", markersize=4, linestyle="none", label="idle cycle")

@@ -119,6 +119,35 @@ def drive(reader: TraceReader, splitter: Splitter, *, on_pairs=None, on_record=N
     return RunOutcome(info, error)
 
 
+def split_file(source: str, out_dir: str, options: SplitOptions, *,
+               stop: StopRequest | None = None, choice=None, **writer_options):
+    """Split the trace at ``source`` into pieces and ``manifest.json`` in ``out_dir`` (an
+    existing folder of the caller's, e.g. a staging folder), only the iterations ``choice``
+    (an ``options.IterationChoice``) chose. Returns ``(manifest, error or None, header)``:
+    ``header`` is the trace's header keys (before and after the events). A choice that
+    matched nothing raises ``options.OptionHadNoEffect`` (nothing asked for: no output)."""
+    from stream_split.options import IterationChoice
+    from stream_split.write import PieceWriter, finish_split
+    choice = choice or IterationChoice()
+    writer = PieceWriter(out_dir, select=choice.early, **writer_options)
+    splitter = new_splitter(options, spill_dir=out_dir)
+    reader = None
+    try:
+        reader = TraceReader(source, stop=stop)
+    except (TraceInputError, ReadInterrupted) as e:
+        splitter.close()
+        error, info = str(e), reader_info(None)
+    else:
+        with reader:
+            outcome = drive(reader, splitter, on_pairs=writer.add_many, stop=stop)
+        error, info = outcome.error, outcome.reader_info
+    owners = None if error is not None else choice.chosen(splitter.iterations)
+    manifest = finish_split(writer, splitter, reader, source=source, reader_info=info,
+                            error=error, owners=owners)
+    header = {**reader.header_after, **reader.header_before} if reader is not None else {}
+    return manifest, error, header
+
+
 def scan_records(source, options: SplitOptions):
     """Boundary and IterationRecord records of one trace (library use; raises on bad input)."""
     from dataclasses import replace

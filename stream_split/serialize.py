@@ -35,3 +35,10 @@ def event_json(event) -> bytes:
     except (TypeError, orjson.JSONEncodeError):
         text = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
         return _SURROGATE_UTF8.sub(_surrogate_escape, text.encode("utf-8", "surrogatepass"))
+
+
+def spaced_json(value) -> bytes:
+    """JSON bytes with the standard library's spacing (``", "`` and ``": "``), as Kineto writes
+    its header keys; lone surrogates go out as escapes, as in ``event_json``."""
+    text = json.dumps(value, ensure_ascii=False)
+    return _SURROGATE_UTF8.sub(_surrogate_escape, text.encode("utf-8", "surrogatepass"))

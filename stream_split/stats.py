@@ -17,11 +17,17 @@ The rules (also in the README, "Steady state and outliers"):
   iterations that are outliers or slower than ``WARMUP_RATIO`` (1.25) times the group's
   median; at most half of a group is warm-up. ``first`` is the first non-idle iteration after
   every group's warm-up, ``last`` the last non-idle iteration (a slow step later on stays in
-  the steady state, flagged as an outlier: it is part of how the loop runs).
+  the steady state, flagged as an outlier: it is part of how the loop runs). With groups,
+  ``steady_state["groups"]`` gives each group's own ``first`` (after its warm-up), ``last``
+  and ``warmup``.
+- Iteration records (``analyze_records``) are grouped by their serving phase when they have
+  one: prefill, decode and mixed steps each have their own median, outliers and warm-up.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from stream_split.core.phases import IDLE as PHASE_IDLE
 
 KIND_IDLE = "idle"
 
@@ -113,12 +119,30 @@ def analyze(durations: list[float], kinds: list[str], groups: list | None = None
     if busy:
         first = next((i for i in busy if i > warmup_end), busy[-1])
         steady = {"first": first, "last": busy[-1]}
+        named = {key: idx for key, idx in members.items() if key is not None}
+        if named:  # each group's own steady state: its members after its own warm-up
+            steady["groups"] = {
+                str(key): {"first": idx[stats[key].warmup], "last": idx[-1],
+                           "warmup": stats[key].warmup}
+                for key, idx in sorted(named.items(), key=lambda item: item[1][0])}
     return IterationStats(outlier, reason, steady, stats)
 
 
+def record_groups(records: list) -> list | None:
+    """The serving phase of each record (``core.phases``) when any has one, else None."""
+    phases = [getattr(r, "phase", None) for r in records]
+    return phases if any(p is not None for p in phases) else None
+
+
 def analyze_records(records: list, groups: list | None = None) -> IterationStats:
-    """``analyze`` of iteration records (objects with ``duration_us`` and ``kind``)."""
-    return analyze([r.duration_us for r in records], [r.kind for r in records], groups)
+    """``analyze`` of iteration records (objects with ``duration_us``, ``kind`` and maybe
+    ``phase``). ``groups`` defaults to the records' serving phases: a decode step is compared
+    with decode steps, a prefill with prefills; a step of phase ``idle`` (it launches no GPU
+    work) stays out like an idle cycle."""
+    if groups is None:
+        groups = record_groups(records)
+    kinds = [KIND_IDLE if getattr(r, "phase", None) == PHASE_IDLE else r.kind for r in records]
+    return analyze([r.duration_us for r in records], kinds, groups)
 
 
 def annotate(records: list, groups: list | None = None) -> IterationStats:

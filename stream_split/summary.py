@@ -25,12 +25,15 @@ class Column:
     header: str
     fmt: str = "{}"  # format of a non-None value
     right: bool = True
+    #: Left out of the text table when no row has a value (e.g. ``phase`` outside serving).
+    optional: bool = False
 
 
 COLUMNS = (
     Column("index", "#"),
     Column("step", "step"),
     Column("kind", "kind", right=False),
+    Column("phase", "phase", right=False, optional=True),
     Column("start_ms", "start ms", "{:.3f}"),
     Column("duration_ms", "duration ms", "{:.3f}"),
     Column("cpu_ops", "CPU ops"),
@@ -58,7 +61,8 @@ def load_manifest(out_dir: str) -> dict:
 def build_table(manifest: dict) -> dict:
     """``{"input", "rows", "footer"}``: one row per iteration, times in ms from the start of
     the first iteration; the footer has the median and p90 iteration time (idle cycles
-    aside), the steady-state range and the outliers."""
+    aside), the steady-state range, the outliers and, for a serving loop, each phase's count
+    and median (a row's warm-up flag is its phase's)."""
     iterations = manifest.get("iterations") or []
     origin = min((it["start_ts"] for it in iterations), default=0.0)
     steady = manifest.get("steady_state")
@@ -67,13 +71,14 @@ def build_table(manifest: dict) -> dict:
         flags = []
         if it.get("outlier"):
             flags.append(f"outlier ({it.get('outlier_reason')})")
-        if steady and it["kind"] != "idle" and it["index"] < steady["first"]:
+        if _warming_up(it, steady):
             flags.append("warm-up")
         if not it.get("complete", True):
             flags.append("incomplete")
         rows.append({
             "index": it["index"], "kind": it["kind"],
             "step": it["step"] if it.get("step") is not None else step_number(it.get("first_op")),
+            "phase": it.get("phase"),
             "start_ms": round((it["start_ts"] - origin) / 1000, 3),
             "duration_ms": round(it["duration_us"] / 1000, 3),
             "cpu_ops": it.get("cpu_ops"), "kernels": it.get("kernels"),
@@ -88,9 +93,34 @@ def build_table(manifest: dict) -> dict:
         "p90_ms": None if p90 is None else round(p90 / 1000, 3),
         "steady_state": steady,
         "outliers": [it["index"] for it in iterations if it.get("outlier")],
+        "phases": _phase_footer(iterations),
     }
     return {"input": manifest.get("input"), "complete": manifest.get("complete"),
             "rows": rows, "footer": footer}
+
+
+def _warming_up(it: dict, steady: dict | None) -> bool:
+    """Before the steady state: of its phase's (serving loops), else of the whole loop's."""
+    if not steady or it["kind"] == "idle":
+        return False
+    own = (steady.get("groups") or {}).get(it.get("phase"))
+    return it["index"] < (own or steady)["first"]
+
+
+def _phase_footer(iterations: list[dict]) -> dict:
+    """Per serving phase (idle cycles aside): count, median and p90 in ms; {} without
+    phases."""
+    by_phase: dict = {}
+    for it in iterations:
+        if it["kind"] != "idle" and it.get("phase"):
+            by_phase.setdefault(it["phase"], []).append(it["duration_us"])
+    out = {}
+    for phase, durations in by_phase.items():
+        durations.sort()
+        out[phase] = {"iterations": len(durations),
+                      "median_ms": round(quantile(durations, 0.5) / 1000, 3),
+                      "p90_ms": round(quantile(durations, 0.9) / 1000, 3)}
+    return out
 
 
 def _gpu_active(it: dict) -> float:
@@ -135,6 +165,8 @@ def render_text(table: dict, stream, columns=COLUMNS, limit: int | None = None) 
     console = Console(file=stream, width=None if stream.isatty() else 120,
                       highlight=False, soft_wrap=False)
     view = Table(title=shown(table.get("input") or ""), title_justify="left")
+    columns = [c for c in columns
+               if not c.optional or any(r.get(c.key) is not None for r in table["rows"])]
     for column in columns:
         view.add_column(column.header, justify="right" if column.right else "left")
     for row in shown_rows(table["rows"], limit):
@@ -164,6 +196,10 @@ def footer_line(footer: dict) -> str:
     outliers = footer["outliers"]
     parts.append(f"outliers: {', '.join(f'#{i}' for i in outliers)}" if outliers
                  else "no outliers")
+    for phase, numbers in (footer.get("phases") or {}).items():
+        own = ((steady or {}).get("groups") or {}).get(phase)
+        parts.append(f"{phase}: {numbers['iterations']}, median {numbers['median_ms']:.3f} ms"
+                     + (f", steady from #{own['first']}" if own and own["warmup"] else ""))
     return "; ".join(parts)
 
 

@@ -62,3 +62,9 @@ BLOCKING_SYNC_NAMES = frozenset({
 INPUT_FETCH_PATTERN = (r"enumerate\(DataLoader\)|DataLoaderIter\.__next__|"
                        r"(?i:get_next_batch|next_batch|fetch_batch|load_batch|get_batch|"
                        r"(get|recv|poll|fetch)_(new_)?requests?)")
+
+#: Ops that happen once per turn of a training loop: the input fetch and the optimizer's step
+#: and ``zero_grad`` (``Optimizer.step#AdamW.step``). A cut whose every instance holds one of
+#: them once is the loop's own turn; a finer cut whose instances do not (the forward passes of
+#: an eval, the tokens of a rollout) is a part of it, however regular.
+LOOP_MARKER_PATTERN = INPUT_FETCH_PATTERN + r"|^Optimizer\.(step|zero_grad)#"

@@ -23,8 +23,9 @@ import shutil
 from collections import OrderedDict
 
 from stream_split.output import create_new
-from stream_split.serialize import event_json
-from stream_split.core.records import Boundary, IterationRecord, METADATA, OUTSIDE
+from stream_split.serialize import event_json, spaced_json
+from stream_split.core.records import (
+    Boundary, IterationRecord, KIND_IDLE, KIND_ITERATION, METADATA, OUTSIDE)
 from stream_split.options import level_used
 from stream_split.stats import analyze_records
 
@@ -33,7 +34,26 @@ MANIFEST_VERSION = 1
 OUTSIDE_NAME = "outside"
 
 
-def piece_name(index: int) -> str:
+def header_entry(key: str, value) -> bytes:
+    """One header key as Kineto writes it: on a line of its own, ``"key": value`` with a space
+    after every colon and comma (``"distributedInfo": {"backend": "nccl", "rank": 3, ...}``).
+    Tools read the header with regular expressions on the file's lines: HTA finds a trace's
+    rank with ``"rank":\\s+(\\d+)``, so ``"rank":3`` would make every piece rank 0."""
+    return b"  " + spaced_json(key) + b": " + spaced_json(value)
+
+
+#: How pieces are named: by iteration index (``iteration_00003``), or by the ``ProfilerStep``
+#: number where the iteration has one (``step_15``). Idle cycles are ``idle_00004`` either way.
+NAME_BY = ("index", "step")
+
+
+def piece_name(index: int, kind: str = KIND_ITERATION, step: int | None = None) -> str:
+    """The file name (without suffix) of iteration ``index``'s piece; ``step`` names it by its
+    ``ProfilerStep`` number instead."""
+    if kind == KIND_IDLE:
+        return f"idle_{index:05d}"
+    if step is not None:
+        return f"step_{step}"
     return f"iteration_{index:05d}"
 
 
@@ -41,11 +61,14 @@ class PieceWriter:
     """Spools events per owner and assembles one Chrome-trace file per piece at ``finish``."""
 
     def __init__(self, out_dir: str, *, compress: bool = True, compresslevel: int = 1,
-                 select=None, max_open: int = 16):
+                 select=None, name_by: str = "index", max_open: int = 16):
         self.out_dir = out_dir
         self.compress = compress
         self.compresslevel = compresslevel
-        self._select = select  # callable(index) -> bool, or None for all
+        # callable(index) -> bool, or None for all; what only the end decides (the steady
+        # state, step numbers) is the caller's choice of records at ``finish``
+        self._select = select
+        self.name_by = name_by
         self._max_open = max_open
         self._spool_dir = os.path.join(out_dir, ".spool")
         os.mkdir(self._spool_dir)
@@ -54,8 +77,12 @@ class PieceWriter:
         self.metadata: list[bytes] = []
         self.suffix = ".json.gz" if compress else ".json"
 
-    def file_for(self, owner: int) -> str:
-        return (OUTSIDE_NAME if owner == OUTSIDE else piece_name(owner)) + self.suffix
+    def file_for(self, record: IterationRecord | None) -> str:
+        """The piece's file name: of ``record``, or of the events outside (None)."""
+        if record is None:
+            return OUTSIDE_NAME + self.suffix
+        step = record.step if self.name_by == "step" else None
+        return piece_name(record.index, record.kind, step) + self.suffix
 
     def wants(self, owner: int) -> bool:
         return owner == OUTSIDE or self._select is None or self._select(owner)
@@ -99,13 +126,22 @@ class PieceWriter:
         self._open[owner] = handle
         return handle
 
-    def finish(self, owners, header_before: dict, header_after: dict) -> dict:
-        """Assemble every piece of ``owners`` (plus outside); returns {owner: file name}."""
+    def finish(self, records, header_before: dict, header_after: dict) -> dict:
+        """Assemble the piece of every wanted iteration of ``records`` (plus outside); returns
+        {owner: file name}."""
         for handle in self._open.values():
             handle.close()
         self._open.clear()
-        files = {owner: self.file_for(owner) for owner in list(owners) + [OUTSIDE]
-                 if self.wants(owner)}
+        files = {OUTSIDE: self.file_for(None)}
+        taken = set(files.values())
+        for record in records:
+            if not self.wants(record.index):
+                continue
+            name = self.file_for(record)
+            if name in taken:  # a step number seen twice: the index keeps them apart
+                name = piece_name(record.index, record.kind) + self.suffix
+            taken.add(name)
+            files[record.index] = name
         # zlib releases the GIL: assemble pieces on two threads (two cores).
         with ThreadPoolExecutor(max_workers=2) as pool:
             list(pool.map(lambda item: self._assemble(
@@ -118,10 +154,10 @@ class PieceWriter:
         with create_new(path) as raw, (
                 gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=self.compresslevel,
                               filename="") if self.compress else raw) as out:
-            out.write(b"{")
+            out.write(b"{\n")
             for key, value in header_before.items():
-                out.write(event_json(key) + b":" + event_json(value) + b",\n")
-            out.write(b'"traceEvents":[\n')
+                out.write(header_entry(key, value) + b",\n")
+            out.write(b'  "traceEvents": [\n')
             first = True
             for meta in self.metadata:
                 if not first:
@@ -147,8 +183,8 @@ class PieceWriter:
             for key, value in header_after.items():
                 if key in header_before:
                     continue
-                out.write(b",\n" + event_json(key) + b":" + event_json(value))
-            out.write(b"}\n")
+                out.write(b",\n" + header_entry(key, value))
+            out.write(b"\n}\n")
 
 
 def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | None,
@@ -196,10 +232,11 @@ def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | No
 
 def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_info: dict,
                  error: str | None, owners=None) -> dict:
-    """Assemble the pieces (of ``owners``, default all iterations) and write
+    """Assemble the pieces (of the iteration indices ``owners``, default all) and write
     ``manifest.json`` beside them; returns the manifest. The end of every `split` (the
     CLI's, the library's and the Beam transform's)."""
-    files = writer.finish(range(len(splitter.iterations)) if owners is None else owners,
+    chosen = None if owners is None else set(owners)
+    files = writer.finish([r for r in splitter.iterations if chosen is None or r.index in chosen],
                           reader.header_before if reader is not None else {},
                           reader.header_after if reader is not None else {})
     manifest = build_manifest(source=source, splitter=splitter, reader_info=reader_info,

@@ -22,3 +22,14 @@ def test_the_readme_test_command_installs_every_extra_the_tests_use():
     # The Beam and Dask tests skip without their extras: CI would pass without running them.
     extras = re.search(r"'\.\[([a-z,]+)\]'", quickstart_commands()[1]).group(1).split(",")
     assert {"test", "beam", "dask"} <= set(extras)
+
+
+def test_the_test_extra_brings_plot_and_hta_so_ci_runs_their_checks():
+    import tomllib
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    included = {name for dep in extras["test"] if dep.startswith("stream-split[")
+                for name in dep[len("stream-split["):-1].split(",")}
+    assert {"plot", "hta"} <= included
+    assert any(dep.startswith("holistictraceanalysis") for dep in extras["hta"])
+    assert any(dep.startswith("matplotlib") for dep in extras["plot"])

@@ -16,8 +16,6 @@ TRUTH = json.loads((RECORDED / "truth.json").read_text())
 #: Loops the detector does not yet split as their steps (issue 8): a strict xfail turns into a
 #: failure the day they pass, so this list stays honest.
 NOT_YET = {
-    "train_eval": "eval every 3rd step and a checkpoint every 4th: a sub-step unit is chosen",
-    "rollout": "a variable-length rollout with one .item() per token: the token loop is chosen",
     "serving_graphs": "decode (graph replay), prefill and mixed steps differ too much for one unit",
     "serving_graphs_annotated": "as serving_graphs; the step annotations differ by phase",
 }

@@ -117,9 +117,8 @@ def test_manifest_converts():
     assert as_dict(message.outside) == manifest["outside"]
     assert json_format.MessageToDict(message.detection) == {
         **manifest["detection"], "unit": ["ProfilerStep#N"]}
-    # A None (outlier_reason of a regular iteration) leaves the field unset.
     assert as_dict(message.iterations[0]) == pytest.approx(
-        {k: v for k, v in iteration.items() if v is not None})
+        {k: v for k, v in iteration.items() if v is not None})  # None leaves a field unset
     assert message.iterations[1].file == ""
     assert not message.iterations[1].HasField("gpu_end_ts")
     assert not schema.manifest_message({"input": "x"}).HasField("bytes_read")

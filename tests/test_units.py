@@ -1,5 +1,5 @@
 """The pure unit search (stream_split.core.units), fed levels of sibling ops directly."""
-from dataclasses import FrozenInstanceError, fields
+from dataclasses import FrozenInstanceError, fields, replace
 
 import pytest
 
@@ -99,3 +99,95 @@ def test_every_rule_is_named_and_the_rules_are_frozen():
                                                 "two_coverage", "min_coverage"}
     with pytest.raises(FrozenInstanceError):
         RULES.like = 0.1
+
+
+# A training step with GPU work per op: fetch (0), forward (1), loss (4), optimizer step (3),
+# zero_grad (5), sync (6); an eval pass is three more forwards, each with its sync.
+TRAIN = [0, 1, 4, 3, 5, 6]
+EVAL = [1, 6, 1, 6, 1, 6]
+TRAIN_DUR = {0: 5.0, 1: 100.0, 3: 60.0, 4: 5.0, 5: 2.0, 6: 20.0}
+TRAIN_GPU = {1: 40, 3: 30, 4: 2, 5: 1}
+TRAIN_NAMES = {0: "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+               1: "aten::linear", 3: "Optimizer.step#AdamW.step", 4: "aten::cross_entropy_loss",
+               5: "Optimizer.zero_grad#AdamW.zero_grad", 6: "aten::item"}
+
+
+def _names():
+    """The name of each symbol (0-9), as the detector passes them."""
+    return [TRAIN_NAMES.get(s, f"op{s}") for s in range(10)]
+
+
+def test_an_eval_pass_every_other_step_does_not_make_the_forward_the_unit():
+    # Half the steps carry an eval pass that doubles their work: by cost they are unlike a
+    # plain step, and the forward repeats more regularly than the step. Each step holds the
+    # loop's spine (fetch, loss, optimizer step, zero_grad) exactly once: the step is the unit.
+    pattern = (TRAIN + TRAIN + EVAL) * 4 + TRAIN
+    unit = find_unit(level_of(pattern, TRAIN_DUR, TRAIN_GPU), names=_names())
+    assert unit.n == 9
+    assert {0, 3, 4, 5} <= unit.spine
+    assert unit.like == 9, "every step holds the spine once, eval pass or not"
+
+
+def test_a_variable_length_inner_loop_is_part_of_the_step_that_holds_the_optimizer():
+    # A rollout of 2 to 6 forwards (each with its sync) before the update: the forwards repeat
+    # far more often, but the optimizer's step is once per turn of the outer loop only.
+    pattern = []
+    for length in (2, 5, 3, 6, 2, 4):
+        pattern += [7] + [1, 6] * length + [4, 3, 5]
+    dur = {**TRAIN_DUR, 7: 1.0}
+    unit = find_unit(level_of(pattern, dur, TRAIN_GPU), names=_names())
+    assert unit.n == 6
+
+
+def test_without_the_loop_markers_many_whole_steps_beat_their_super_period():
+    # Four steps then an eval op: the coarse cut at the eval op holds four steps each (the
+    # steps' spine four times, no marker once): the steps stay the unit.
+    pattern = (TRAIN * 4 + [9]) * 4
+    dur = {**TRAIN_DUR, 9: 30.0}
+    unit = find_unit(level_of(pattern, dur, TRAIN_GPU), names=_names())
+    assert unit.n == 16
+
+
+def test_unweighed_the_last_instance_ends_by_its_ops_not_its_time():
+    # A flattened step (parents' time holds their children's): four layers (4, 5, 6, 7) and
+    # the loss (8); the last layer runs faster than the others. It is still one layer.
+    rules = replace(RULES, weigh=False, like=1.0, like_share=0.24, min_like=4,
+                    min_coverage=0.3)
+    layer = [4, 5, 6, 7]
+    level = level_of(layer * 3, {4: 10.0, 5: 30.0, 6: 10.0, 7: 30.0}) + \
+        level_of(layer + [8], {4: 2.0, 5: 5.0, 6: 2.0, 7: 5.0, 8: 50.0})
+    unit = find_unit(level, rules)
+    assert unit is not None and len(unit.mode) == 4 and unit.like == 4
+
+
+def test_a_run_of_inserted_small_ops_does_not_hide_the_step_head_behind_it():
+    # Steps begin with 9 (small, one of the step's own ops); noise (tiny ops 5 and 6, each
+    # in one step only) sits between 9 and the anchor 0, longer than the step itself.
+    dur = {**DUR, 0: 3.0, 5: 0.2, 6: 0.2}
+    full = [9] + STEP
+    # 9 is missing from two steps: the noisy ones are half the evidence for it.
+    pattern = full + [9, 5, 5, 5, 5, 5] + STEP + STEP + [9, 6, 6, 6, 6, 6] + STEP + STEP + full
+    unit = find_unit(level_of(pattern, dur))
+    assert [pattern[p] for p in unit.positions] == [9, 9, 0, 9, 0, 9]
+
+
+def test_the_first_instance_votes_for_the_head_when_few_steps_kept_it():
+    # Three steps (one with an eval op 8); head ops 9 then 7 are dropped from the second
+    # step: the first and the last still show them before the anchor.
+    dur = {**DUR, 0: 3.0}
+    pattern = [9, 7] + STEP + STEP + [8] + [9, 7] + STEP
+    unit = find_unit(level_of(pattern, dur))
+    assert unit.n == 3 and pattern[unit.positions[0]] == 9 and pattern[unit.positions[2]] == 9
+
+
+def test_a_stray_sync_in_one_of_few_steps_does_not_place_the_loop_after_it():
+    # Steps 9, 1, 2, 3 (9 small); a stray sync (10) just before 1 in the first step only,
+    # an eval op (8) after the second. The loop begins at 9, not after the sync.
+    names = {i: f"op{i}" for i in range(12)}
+    names[10] = "aten::item"
+    names = [names[i] for i in range(12)]
+    dur = {**DUR, 9: 10.0, 10: 1.0}
+    pattern = [9, 10, 1, 2, 3] + [9, 1, 2, 3, 8] + [9, 1, 2, 3]
+    unit = find_unit(level_of(pattern, dur), names=names)
+    assert "sync" not in unit.phase
+    assert [pattern[p] for p in unit.positions] == [9, 9, 9]

@@ -33,6 +33,8 @@ from heapq import heappop, heappush
 
 from stream_split.core.detect import StepAnnotationDetector, FoundBoundary, RetractLast
 from stream_split.core.owners import MonotonicOwnerMap, Windows
+from stream_split.core.phases import (
+    NONE as _NO_ROLE, ROLES as _PHASE_ROLES, PhaseFacts, infer_phases)
 from stream_split.core.records import (
     Boundary, IterationRecord, METADATA, OUTSIDE, REVISION_MOVE, REVISION_RETRACT, Revision)
 from stream_split.core.stack import ThreadStacks
@@ -43,8 +45,8 @@ from stream_split.serialize import RawEvent, event_json
 from stream_split.spill import MemorySpill
 from stream_split.trace_format import (
     COPY_LAUNCH_NAMES, GPU_ANNOTATION_CAT, GPU_WORK_CATS, GRAPH_LAUNCH_NAMES, KERNEL_CATS,
-    LAUNCH_FLOW_CAT, LAUNCH_NAMES,
-    FLOW_PHASES as _FLOW_PHASES, METADATA_PHASE, PYTHON_FRAME_CAT, STRUCTURE_CATS)
+    LAUNCH_FLOW_CAT, LAUNCH_NAMES, PROFILER_STEP_PREFIX, FLOW_PHASES as _FLOW_PHASES,
+    METADATA_PHASE, PYTHON_FRAME_CAT, STRUCTURE_CATS)
 
 
 class TraceEventError(ValueError):
@@ -117,6 +119,8 @@ def _slim(event: dict) -> dict:
     args = event.get("args")
     if args:
         slim["args"] = {k: args[k] for k in _SLIM_ARGS if k in args}
+        if "Input Dims" in args and _PHASE_ROLES[event.get("name") or ""] != _NO_ROLE:
+            slim["args"]["Input Dims"] = args["Input Dims"]  # phase evidence (core.phases)
     return slim
 
 
@@ -153,6 +157,7 @@ class Splitter:
         self._waiting_count = 0
         self._waiting_annotations: dict = {}  # External id -> [gpu_user_annotation event]
         self._iterations: list[IterationRecord] = []
+        self._phase_facts: list[PhaseFacts] = []  # per iteration, for ``infer_phases``
         self._stream_end: dict = {}  # (pid, tid) of a GPU stream -> end of its last work
         self._gpu_end = None  # end of the last GPU work on any stream
         self._assigned: list = []
@@ -248,6 +253,9 @@ class Splitter:
                     record.events += 1
                     if cat == "cpu_op":
                         record.cpu_ops += 1
+                        role = _PHASE_ROLES[name] if ph == "X" else _NO_ROLE
+                        if role:
+                            self._phase_facts[owner].observe(role, name, args)
                     if end > record.end_ts:
                         record.end_ts = end
                     return
@@ -371,6 +379,7 @@ class Splitter:
         pid, tid = self._last_thread = found.thread
         self._iterations.append(IterationRecord(index=index, start_ts=found.start_ts,
                                                 first_op=found.first_op))
+        self._phase_facts.append(PhaseFacts())
         self._records.append(Boundary(index, found.start_ts, str(pid), str(tid), found.first_op))
         self._resolve_pending(found.start_ts)
 
@@ -473,8 +482,8 @@ class Splitter:
         else:
             record = self._iterations[owner]
             record.events += 1
-            if cat == "cpu_op":
-                record.cpu_ops += 1
+            if cat == "cpu_op" or cat == "user_annotation":
+                self._structure_facts(owner, record, cat, event)
             if end > record.end_ts:
                 record.end_ts = end
         args = event.get("args")
@@ -491,10 +500,27 @@ class Splitter:
                         for gpu_event, gpu_raw in waiting:
                             self._own_simple(owner, gpu_event, gpu_raw)
 
+    def _structure_facts(self, owner: int, record: IterationRecord, cat: str,
+                         event: dict) -> None:
+        """What a structural op of iteration ``owner`` tells: its step number, phase evidence."""
+        if cat == "cpu_op":
+            record.cpu_ops += 1
+        name = event.get("name") or ""
+        role = _PHASE_ROLES[name]
+        if role:
+            self._phase_facts[owner].observe(role, name, event.get("args"))
+        elif record.step is None and name.startswith(PROFILER_STEP_PREFIX):
+            digits = name[len(PROFILER_STEP_PREFIX):]
+            if digits.isdigit():
+                record.step = int(digits)
+
     def _own_launch(self, owner: int, corr, name) -> None:
         """A runtime call's owner is its GPU work's owner, now and for what waited for it."""
         if owner != OUTSIDE and name in LAUNCH_NAMES:
-            self._iterations[owner].launches += 1
+            record = self._iterations[owner]
+            record.launches += 1
+            if name in GRAPH_LAUNCH_NAMES:
+                record.graph_launches += 1
         self._correlations.add(corr, owner)
         waiting = self._waiting_gpu.pop(corr, None)
         if waiting:
@@ -580,6 +606,11 @@ class Splitter:
             elif record.end_ts < record.start_ts:
                 record.end_ts = record.start_ts
             record.kind = kinds[i]
+        phases = infer_phases(kinds, self._phase_facts,
+                              [r.graph_launches for r in self._iterations],
+                              [r.launches for r in self._iterations])
+        for record, (phase, evidence) in zip(self._iterations, phases):
+            record.phase, record.phase_evidence = phase, evidence
         self.evidence = dict(result.evidence)
         self.evidence["correlation_ranges"] = len(self._correlations)
         self.evidence["correlation_order_breaks"] = self._correlations.order_breaks

@@ -98,6 +98,14 @@ class IterationRecord:
     #: Far from the median iteration time (``stream_split.stats``); set once all are known.
     outlier: bool = False
     outlier_reason: str | None = None
+    #: N of the ``ProfilerStep#N`` annotation inside the iteration; None without one.
+    step: int | None = None
+    #: Runtime calls that replay a captured CUDA graph (``cudaGraphLaunch``), among ``launches``.
+    graph_launches: int = 0
+    #: Serving loops: "prefill", "decode", "mixed" or "idle" (``core.phases``); None otherwise.
+    phase: str | None = None
+    #: What decided ``phase``: "annotation", "kind", "graph", "shapes" or "graph+shapes".
+    phase_evidence: str | None = None
     extra: dict = field(default_factory=dict)
 
     @property

@@ -35,6 +35,8 @@ detector (``structure.py``) decides where to look and what a found unit means.
    - of the cuts of about the same count (rotations of one loop, or a cut that lost an
      instance where its anchor was dropped), the clearly more regular one wins (summed
      similarity; each extra instance must pay for itself), else the fewer, then the earliest;
+     the cuts near the winner are compared too (the coarsest cut may have lost a third of
+     its instances);
    - after the phase: a cut into the same instances plus idle cycles (the loop head starts
      both: failure mode 2) wins over the one that swallows the idle cycles.
 5. **Phase.** Where the loop begins among the unit's ops (``_phase``): before the op that
@@ -42,7 +44,12 @@ detector (``structure.py``) decides where to look and what a found unit means.
    the previous instance, with the small ops before the step's first spine op (never between a
    step's last op and its own sync); else at the anchor, extended to the left over the ops that
    precede it in every instance, then over those found before it in most instances (the
-   *head*: the first ops of the step, each of which may be missing in a few instances).
+   *head*: the first ops of the step, each of which may be missing in a few instances). Noise
+   only ever drops small ops, so a small head op is counted among the instances that show
+   any head and a big one among all; the first instance votes too; a run of inserted tiny
+   ops does not hide a head op behind it. A sync is the loop's phase only when it closes
+   most instances, and the walk to the loop's first op takes each op as often as the
+   representative has it before its anchor (a prologue op of the same kind stays out).
 
 Also here, shared by both decision paths: where the last instance ends
 (``last_instance_end``) and the kind of each cycle (``cycle_kinds``).
@@ -57,9 +64,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from stream_split.core.records import KIND_IDLE, KIND_ITERATION
-from stream_split.trace_format import BLOCKING_SYNC_NAMES, INPUT_FETCH_PATTERN
+from stream_split.trace_format import (BLOCKING_SYNC_NAMES, INPUT_FETCH_PATTERN,
+                                       LOOP_MARKER_PATTERN)
 
 _INPUT_FETCH = re.compile(INPUT_FETCH_PATTERN)
+_LOOP_MARKER = re.compile(LOOP_MARKER_PATTERN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +136,9 @@ class Rules:
     length_slack: float = 1.3
     #: Representatives tried when looking for the medoid instance (cost: this x instances).
     medoid_trials: int = 7
+    #: The spine of a unit: the ops found in this share of its like instances (a step's
+    #: data fetch, its sync); an op noise drops now and then still belongs to it.
+    spine_share: float = 0.8
     #: A run of this many small ops of new kinds after the last instance is no noise.
     max_head: int = 16
     #: A head op (before the anchor, opening the step) is found in at least this share of the
@@ -152,6 +164,13 @@ class Rules:
     #: ... and it spends at least this share of its time in ops of kinds the representative
     #: has not (``idle_step``).
     idle_own_ops: float = 0.5
+    #: A cut whose inner instances each hold at least this many kinds of op exactly once
+    #: (the loss, ``Optimizer.step``, ``zero_grad``, the input fetch) has a *spine*: an instance
+    #: that holds the whole spine once is one turn of the loop, like the unit, however much
+    #: else it does (an eval pass, a checkpoint, a rollout of any length). Two kinds could be
+    #: a coincidence; three are the program's own loop body. Only where instances are weighed
+    #: (``weigh``): the exact search inside a container compares op for op.
+    spine_ops: int = 3
     #: A cut must be good as a whole: its mean similarity times its coverage reaches this. A
     #: rare op that happens to cut the loop into a few unlike pieces does not.
     min_quality: float = 0.45
@@ -198,6 +217,9 @@ class Unit:
     #: Unlike instances that do (almost) none of the representative's GPU work: cycles that
     #: took another path (``idle_step``). They neither count for nor against the unit.
     idle: int = 0
+    #: Kinds of op found exactly once in every inner instance (``_loop_body``), when there are
+    #: at least ``Rules.spine_ops`` of them: the program's own loop body.
+    spine: frozenset = frozenset()
 
     @property
     def n(self) -> int:
@@ -337,14 +359,19 @@ def _differing(a: dict, b: dict, top: int = 3) -> list:
 # -- one candidate ---------------------------------------------------------------------
 
 
-def _segments(pos: list, level: list) -> list:
+def _segments(pos: list, level: list, rules: Rules) -> list:
     """(start, end) of each instance. The last one runs into whatever follows the loop: it
-    ends once it has about the median instance's ops and time (noise may add ops to it)."""
+    ends once it has about the median instance's ops and time (noise may add ops to it).
+    Unweighed (a flattened subtree: a parent's time holds its children's), by ops alone:
+    the last of four layers a little faster than the others is still one layer, not one
+    layer and the loss after it."""
     m = len(level)
     spans = [(pos[k], pos[k + 1]) for k in range(len(pos) - 1)]
     if not spans:
         return [(pos[-1], m)]
     ops = sorted(b - a for a, b in spans)[len(spans) // 2]
+    if not rules.weigh:
+        return spans + [(pos[-1], min(m, pos[-1] + ops))]
     time = sorted(sum(level[i].end - level[i].start for i in range(a, b))
                   for a, b in spans)[len(spans) // 2]
     end, done = pos[-1], 0.0
@@ -358,7 +385,7 @@ def _segments(pos: list, level: list) -> list:
 def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> Unit:
     """Cut ``level`` at ``pos``: the representative, each instance's similarity, coverage."""
     inner = [(pos[k], pos[k + 1]) for k in range(len(pos) - 1)]
-    spans = _segments(pos, level)
+    spans = _segments(pos, level, rules)
     bags = [_bag(level, a, b) for a, b in spans]
     shapes = [tuple(syms[a:b]) for a, b in spans]
     # The representative: the one that explains the most instances (like it, or idle beside
@@ -384,11 +411,21 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> 
             best = (key, r, sims, [w for _, w in scored], reference, idle_at)
     _, rep, sims, ws, reference, idle_at = best
     rep_shape = shapes[rep]
-    like = sum(1 for s in sims if s >= rules.like)
-    fragments = sum(1 for a, b in inner if b - a < 0.5 * len(rep_shape))
+    spine = _loop_body(shapes, rules)
+    held = _spine_held(shapes, spine)
+    liked = [x >= rules.like or h for x, h in zip(sims, held)]
+    idle_at = [idle and not h for idle, h in zip(idle_at, held)]
+    like = sum(liked)
+    # A fragment has under half the representative's ops and, where work is weighed, under
+    # half its work: a step without the four inserted ``detach`` ops of the representative
+    # is no fragment of it.
+    fragments = sum(1 for k, (a, b) in enumerate(inner) if b - a < 0.5 * len(rep_shape)
+                    and (not rules.weigh
+                         or _work_ratio(bags[k], reference) < rules.piece_work_share))
     # Coverage counts every instance of about the unit's length (an eval step is unlike a plain
-    # one, yet part of the loop); the like share above is what judges regularity.
-    width = len(rep_shape)
+    # one, yet part of the loop); the like share above is what judges regularity. The length
+    # is the median instance's: the representative may carry a run of inserted small ops.
+    width = sorted(b - a for a, b in inner)[len(inner) // 2] if inner else len(rep_shape)
     coverage = _coverage(level, [(a, b) for a, b in spans[:-1]
                                  if 0.5 * width <= b - a <= 4 * width] + spans[-1:], rules)
     worst = min(range(len(sims)), key=sims.__getitem__)
@@ -398,20 +435,44 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> 
     inner_sims = [x for x, idle in zip(sims[1:-1], idle_at[1:-1]) if not idle]
     # An unlike instance doing less work than the representative, on its path, is a piece of
     # a step (an eval forward cut out of its step): such a cut is no cut into whole steps.
-    pieces = sum(1 for x, idle, bag in zip(sims[1:-1], idle_at[1:-1], bags[1:-1])
-                 if not idle and x < rules.like
+    pieces = sum(1 for ok, idle, bag in zip(liked[1:-1], idle_at[1:-1], bags[1:-1])
+                 if not idle and not ok
                  and _work_ratio(bag, reference) < rules.piece_work_share)
     unit = Unit(positions=list(pos), mode=rep_shape, similarity=[round(s, 3) for s in sims],
                 like=like, fragments=fragments, coverage=coverage, anchor=anchor,
-                shapes=[0 if x >= rules.like else _unlike_shape(bag, reference, shape, rules)
-                        for x, bag, shape in zip(sims, bags, shapes)],
+                shapes=[0 if ok else _unlike_shape(bag, reference, shape, rules)
+                        for ok, bag, shape in zip(liked, bags, shapes)],
                 exact=sum(1 for sh in shapes if sh == rep_shape),
                 differing=_differing(ws[worst], ws[rep]),
                 reference=reference, idle=sum(idle_at),
                 inner_worst=min(inner_sims) if inner_sims else 1.0, pieces=pieces,
                 even=all(0.5 * len(rep_shape) <= b - a <= 1.5 * len(rep_shape)
-                         for a, b in inner))
+                         for a, b in inner), spine=spine)
     return unit
+
+
+def _loop_body(shapes: list, rules: Rules) -> frozenset:
+    """The cut's spine: the kinds of op found exactly once in every inner instance, when there
+    are at least ``Rules.spine_ops`` of them (the last instance may be cut short: not asked)."""
+    inner = shapes[:-1]
+    if len(inner) < 2 or not rules.weigh:
+        return frozenset()
+    spine = None
+    for shape in inner:
+        once = {s for s, c in Counter(shape).items() if c == 1}
+        spine = once if spine is None else spine & once
+        if len(spine) < rules.spine_ops:
+            return frozenset()
+    return frozenset(spine)
+
+
+def _spine_held(shapes: list, spine: frozenset) -> list:
+    """Per instance: does it hold the whole spine, each kind exactly once? Then it is one turn
+    of the loop, like the unit, however much else it does."""
+    if not spine:
+        return [False] * len(shapes)
+    last = Counter(shapes[-1])
+    return [True] * (len(shapes) - 1) + [all(last.get(s) == 1 for s in spine)]
 
 
 #: Marks the shape of an instance that took another path (ops of its own): a candidate idle
@@ -501,8 +562,13 @@ def _qualifies(unit: Unit, rules: Rules) -> bool:
             and unit.coverage >= rules.min_coverage)
 
 
-def _super_period(coarse: Unit, fine: Unit, rules: Rules) -> bool:
-    """Is each of ``coarse``'s instances, on average, several of ``fine``'s?"""
+def _super_period(coarse: Unit, fine: Unit, rules: Rules, markers: frozenset) -> bool:
+    """Is each of ``coarse``'s instances, on average, several of ``fine``'s? Not when the
+    coarse cut's spine holds a loop marker (the optimizer's step, the input fetch) that the
+    finer cut's instances do not each hold: the finer one cuts a part of the loop's turn (the
+    forwards of an eval pass, the tokens of a rollout)."""
+    if (coarse.spine & markers) - fine.spine:
+        return False
     return fine.n >= rules.super_period_ratio * coarse.n
 
 
@@ -532,19 +598,27 @@ def _more_regular(a: Unit, b: Unit, rules: Rules) -> bool:
     return a.first < b.first
 
 
-def _choose(candidates: list, rules: Rules) -> Unit:
+def _choose(candidates: list, rules: Rules, markers: frozenset = frozenset()) -> Unit:
     """The coarsest candidate that is not a super-period of whole finer steps; of the cuts of
     that same loop, the clearly more regular one, else the earliest."""
     fine = [c for c in candidates if _whole_steps(c, rules)]
     pool = [c for c in candidates
-            if not any(f.n > c.n and not _same_loop(c, f, rules) and _super_period(c, f, rules)
+            if not any(f.n > c.n and not _same_loop(c, f, rules) and _super_period(c, f, rules, markers)
                        for f in fine)] or candidates
     coarsest = min(pool, key=lambda c: c.n)
     same = [c for c in pool if _same_loop(c, coarsest, rules)]
     best = same[0]
     for c in same[1:]:
         best = c if _more_regular(c, best, rules) else best
-    return best
+    # The cuts of the winner's loop too: the coarsest cut may have lost a third of its
+    # instances (its anchor dropped by noise), so a cut of every step is out of its reach.
+    while True:
+        more = [c for c in pool if c not in same and _same_loop(c, best, rules)]
+        if not more:
+            return best
+        same.extend(more)
+        for c in more:
+            best = c if _more_regular(c, best, rules) else best
 
 
 def _idle_cycles_apart(best: Unit, candidates: list, rules: Rules) -> Unit | None:
@@ -589,7 +663,8 @@ def find_unit(level: list, rules: Rules = RULES, names: list | None = None,
             candidates.append(unit)
     if not candidates:
         return None
-    best = _phased(_choose(candidates, rules), level, syms, positions, names, rules, whole)
+    markers = frozenset(s for s in positions if names and _LOOP_MARKER.search(names[s]))
+    best = _phased(_choose(candidates, rules, markers), level, syms, positions, names, rules, whole)
     apart = _idle_cycles_apart(best, candidates, rules)
     if apart is None:
         return best
@@ -630,13 +705,13 @@ def _phase(unit: Unit, level: list, syms: list, positions: dict, names,
         if fetch:
             return _begin_at(unit, fetch[0], level, syms, positions, noise, rules,
                              PHASE_INPUT_FETCH)
-        after_sync = _after_sync(unit, spine, names)
+        after_sync = _after_sync(unit, spine, names, syms, rules)
         if after_sync is not None:
             syncs = {q for q, x in enumerate(syms) if names[x] in BLOCKING_SYNC_NAMES}
             return _begin_at(unit, after_sync, level, syms, positions, noise, rules,
                              PHASE_AFTER_SYNC,
                              tiny - syncs)
-    return _extend_head(unit, level, syms, noise, rules, whole)
+    return _extend_head(unit, level, syms, noise, rules, whole, tiny)
 
 
 def _spine(unit: Unit, syms: list, rules: Rules, once: bool = True) -> list:
@@ -654,15 +729,20 @@ def _spine(unit: Unit, syms: list, rules: Rules, once: bool = True) -> list:
     if not like_n:
         return []
     order = {s: i for i, s in reversed(list(enumerate(unit.mode)))}
-    return sorted((s for s, n in seen.items() if n >= 0.8 * like_n and s in order),
+    return sorted((s for s, n in seen.items() if n >= rules.spine_share * like_n and s in order),
                   key=order.__getitem__)
 
 
-def _after_sync(unit: Unit, spine: list, names: list):
+def _after_sync(unit: Unit, spine: list, names: list, syms: list, rules: Rules):
     """The first spine op after a blocking sync that closes most instances (cyclically)."""
     mode = unit.mode
+    pos = unit.positions
+    inner = [set(syms[a:b]) for a, b in zip(pos, pos[1:])]
     for i, s in enumerate(mode):
-        if names[s] in BLOCKING_SYNC_NAMES and s in spine:  # a stray sync is noise
+        # A stray sync is noise: it is in the spine of the like instances, and in most of all
+        # the instances (with one like step beside an eval step, any op of it is "spine").
+        if names[s] in BLOCKING_SYNC_NAMES and s in spine and \
+                sum(s in ops for ops in inner) >= rules.spine_share * len(inner):
             for k in range(1, len(mode)):
                 nxt = mode[(i + k) % len(mode)]
                 if nxt in spine and names[nxt] not in BLOCKING_SYNC_NAMES:
@@ -670,18 +750,25 @@ def _after_sync(unit: Unit, spine: list, names: list):
     return None
 
 
-def _walk_left(unit: Unit, syms: list, head: set, noise: set,
-               take_noise: bool = False) -> list:
+def _walk_left(unit: Unit, syms: list, head, noise: set, take_noise: bool = False) -> list:
     """Each instance's beginning moved left from its anchor to the leftmost op of ``head``
     reachable over head ops and ``noise`` positions (not past the previous anchor); with
-    ``take_noise``, to the leftmost noise op too (everything after a sync is the step's)."""
+    ``take_noise``, to the leftmost noise op too (everything after a sync is the step's).
+    A ``Counter`` head is taken at most as often as it counts each kind of op: the ops that
+    precede the anchor in the representative, no more (``model.to(device)`` before the first
+    fetch is the prologue's, though an ``aten::to`` follows each fetch)."""
     pos = unit.positions
     new = []
     for i, p in enumerate(pos):
         lo = pos[i - 1] + 1 if i else 0
+        left = Counter(head) if isinstance(head, Counter) else None
         start = p
         q = p - 1
         while q >= lo and (syms[q] in head or q in noise):
+            if syms[q] in head and left is not None:
+                if not left[syms[q]]:
+                    break
+                left[syms[q]] -= 1
             if take_noise or syms[q] in head:
                 start = q
             q -= 1
@@ -703,7 +790,7 @@ def _begin_at(unit: Unit, first: int, level: list, syms: list, positions: dict,
             unit = moved
         else:
             mode = unit.mode
-            head = set(mode[mode.index(first):]) - {unit.anchor}
+            head = Counter(s for s in mode[mode.index(first):] if s != unit.anchor)
             unit.positions = _walk_left(unit, syms, head, noise)
     if after_sync:  # the small ops back to the previous sync open the step
         unit.positions = _walk_left(unit, syms, set(), after_sync, take_noise=True)
@@ -744,7 +831,7 @@ def _exact_head(unit: Unit, syms: list) -> int:
 
 
 def _extend_head(unit: Unit, level: list, syms: list, noise: set, rules: Rules,
-                 whole: bool) -> Unit:
+                 whole: bool, tiny: set = frozenset()) -> Unit:
     """Move each instance's beginning left over the head: the ops that come just before the
     anchor in most instances, so the boundary is the step's first op. The head is read right
     to left by vote: at each step the op found next to the left in most of the instances
@@ -771,25 +858,36 @@ def _extend_head(unit: Unit, level: list, syms: list, noise: set, rules: Rules,
     # closes instances (the previous instance's tail) or the previous anchor; not where the
     # previous instance took another path.
     windows = []
-    for i in range(1, n):
-        if _took_another_path(unit.shapes[i - 1]):
+    for i in range(0 if whole else 1, n):
+        if i and _took_another_path(unit.shapes[i - 1]):
             continue  # after an idle poll: its last op is no evidence of a step's head
         window = []
         q = pos[i] - 1
-        while q > pos[i - 1] and syms[q] not in closing and syms[q] != unit.anchor and \
-                len(window) < len(unit.mode):
+        kept = 0  # a run of inserted small ops (noise) does not use up the window
+        while q > (pos[i - 1] if i else -1) and syms[q] not in closing and \
+                syms[q] != unit.anchor and kept < len(unit.mode):
             window.append(syms[q])
+            kept += q not in noise
             q -= 1
         windows.append(window)
+    # The first instance's window (complete levels only) votes too: with three steps, two of
+    # which lost their small head ops to noise, it is half the evidence. It may hold the
+    # prologue's last ops, but they are seldom found before another instance.
     in_window = Counter(s for w in windows for s in set(w))
-    anywhere = Counter(syms[pos[0]:])
+    # Kinds of op that are small wherever they occur (``tiny``: positions of small ops).
+    big = {syms[q] for q in range(len(syms)) if q not in tiny}
+    anywhere = Counter(syms[pos[0] - len(windows[0]) if whole and windows else pos[0]:])
     filled = sum(1 for w in windows if w)
-    # Head ops: in many head windows, or (dropped by noise in the other instances) seldom
-    # seen anywhere else; either way in at least two.
+    # Head ops: in many head windows (counting those noise left empty only for small
+    # ops: noise drops small ops, a big one missing is missing), or (small ones dropped by
+    # noise in the other instances) seldom seen anywhere else; either way in at least two.
+    # An eval pass that ends every third step is no head of the next step, though only
+    # ever seen before it.
     head = {s for s, c in in_window.items()
-            if c >= 2 and (c >= rules.head_share * filled
-                                        or c >= rules.head_only_share * anywhere[s])}
-    region = set(in_window)
+            if c >= 2 and (c >= rules.head_share * (len(windows) if s in big else filled)
+                           or (c >= rules.head_only_share * anywhere[s] and s not in big))}
+    later = windows[1:] if whole else windows
+    region = {s for w in later for s in w}
     if not head:
         return unit
     unit.positions = _walk_left(unit, syms, head, noise)

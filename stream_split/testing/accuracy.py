@@ -229,7 +229,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="write the scores as JSON")
     ap.add_argument("--noise", action="store_true",
                     help="with --shared: noisy variants of the traces with ProfilerStep#N "
-                         f"(rates {', '.join(f'{r:.0%}' for r in NOISE_RATES)}, 3 seeds each)")
+                         f"(rates {', '.join(f'{r * 100:.0f}%%' for r in NOISE_RATES)}, 3 seeds each)")
     ap.add_argument("--copies", type=int, default=1,
                     help="with --noise: tile this many noisy copies of each trace")
     args = ap.parse_args(argv)

@@ -109,7 +109,8 @@ _CBID = {"cudaLaunchKernel": 211, "cudaMemcpyAsync": 41, "cudaMemsetAsync": 51,
 class Truth:
     """The expected answer for a generated trace.
 
-    ``iterations``: ``{"index", "kind", "start_ts", "end_ts"}`` in order (µs, as in the trace);
+    ``iterations``: ``{"index", "kind", "start_ts", "end_ts"}`` in order (µs, as in the trace),
+    plus ``"phase"`` where a serving scenario labels its steps;
     ``end_ts`` is the window end: the next iteration's start, or for the last one the end of its
     last loop-thread op, computed as a reader does (``ts + dur`` of the written floats). ``owners`` is parallel to ``GeneratedTrace.events``: an iteration
     index, -1 for outside, None for metadata.
@@ -142,6 +143,7 @@ class TraceOptions:
     queue_lag_us: minimum delay from a launch's end to its GPU start; None: the scenario's own.
     pre_trace_kernels: GPU work launched before the trace window (no runtime call in the file).
     distributed: add a ``distributedInfo`` header key.
+    rank, world_size: this trace's place in a distributed job (``distributedInfo``).
     """
     layout: str = "kineto"
     metadata: str = "last"
@@ -149,6 +151,8 @@ class TraceOptions:
     queue_lag_us: float | None = None
     pre_trace_kernels: int = 0
     distributed: bool = True
+    rank: int = 0
+    world_size: int = 1
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
@@ -216,6 +220,7 @@ class TraceBuilder:
         self.stream_free = {s: 0 for s in self.streams}
         self.lag_ns = 0 if options.queue_lag_us is None else int(options.queue_lag_us * 1000)
         self.boundaries: list[tuple[int, str]] = []
+        self.phases: dict[int, str] = {}  # iteration index -> serving phase, where labelled
         self.last_end: int | None = None
         self._loop_op_end = 0
         self._pending_boundary: int | None = None
@@ -267,9 +272,12 @@ class TraceBuilder:
             self.tid = previous
 
     # -- iterations -----------------------------------------------------------------------------
-    def begin_iteration(self, kind: str = "iteration") -> None:
-        """The next op opened on the loop thread is this iteration's first CPU op."""
+    def begin_iteration(self, kind: str = "iteration", phase: str | None = None) -> None:
+        """The next op opened on the loop thread is this iteration's first CPU op; ``phase``
+        labels a serving step (prefill, decode, mixed, idle) in the truth."""
         assert self.tid == self.loop_tid, "iterations begin on the loop thread"
+        if phase is not None:
+            self.phases[len(self.boundaries)] = phase
         self.boundaries.append((self.now, kind))
         self._pending_boundary = self.now
 

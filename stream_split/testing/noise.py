@@ -99,6 +99,7 @@ class _Step:
 
     def __init__(self, span: dict, base: _Base):
         self.span = span
+        self.ends_trace = False  # the trace's last step: nothing is inserted after its ops
         lo, hi = span["ts"], _end(span)
         window = [e for e in base.thread_events if e is not span and lo <= e["ts"] < hi]
         inside = [e for e in window if e.get("ph") == "X" and e.get("cat") in STRUCTURE_CATS]
@@ -148,31 +149,35 @@ def _new_op(name: str, like: dict, ts: float, dur: float) -> dict:
             "ts": round(ts, 3), "dur": round(dur, 3), "args": {"noise": True}}
 
 
-def _insert_into_gap(step: _Step, rng: random.Random, names: list, inserted: dict) -> None:
+def _insert_into_gap(step: _Step, rng: random.Random, names: list, inserted: list,
+                     removed: set) -> None:
     """Put ``names`` (one small op each) one after the other into a gap between two top-level
-    ops of the step."""
-    ops = step.top
+    ops of the step that are still there."""
+    ops = [op for op in step.top if id(op) not in removed]
+    if not ops:
+        return
     # Between two ops, or after the last one: the step's first op stays its first op (what
-    # comes before it is the previous step's as far as any splitter can tell).
+    # comes before it is the previous step's as far as any splitter can tell), also where
+    # the first op was dropped; and the trace's last step keeps its last op (what comes
+    # after it is the epilogue as far as any splitter can tell).
     edges = [_end(op) for op in ops]
-    nexts = [op["ts"] for op in ops[1:]] + [_end(step.span)]
+    nexts = [op["ts"] for op in ops[1:]] + ([] if step.ends_trace else [_end(step.span)])
     gaps = [(a, b) for a, b in zip(edges, nexts) if b - a > 0.01 * len(names) + 0.002]
     if not gaps:
         return
     a, b = rng.choice(gaps)
     slot = (b - a) / (len(names) + 1)
-    before = next((op for op in ops if op["ts"] >= b), None)
     for k, name in enumerate(names):
         ts = a + slot * (k + 0.5)
         dur = min(slot * 0.5, 2.0)
-        inserted.setdefault(id(before) if before is not None else None, []).append(
-            _new_op(name, step.span, ts, dur))
+        inserted.append(_new_op(name, step.span, ts, dur))
 
 
 def _mutate_step(step: _Step, rate: float, rng: random.Random, base: _Base, removed: set,
-                 inserted: dict) -> None:
+                 inserted: list) -> None:
     want = rate * len(step.top)
     count = int(want) + (rng.random() < want - int(want))
+    runs = []  # inserted after every drop: into the gaps between the ops that remain
     for _ in range(count):
         kind = rng.choice(KINDS)
         small = [i for i in step.small if id(step.top[i]) not in removed]
@@ -186,36 +191,62 @@ def _mutate_step(step: _Step, rate: float, rng: random.Random, base: _Base, remo
                 victims = [i for i in small if step.top[i].get("name") == name]
                 _drop(step.top[rng.choice(victims)], base, removed)
             elif repeated:
-                _insert_into_gap(step, rng, [rng.choice(repeated)], inserted)
+                runs.append([rng.choice(repeated)])
             else:
-                _insert_into_gap(step, rng, [rng.choice(SPORADIC_OPS)] * rng.randint(2, 4),
-                                 inserted)
+                runs.append([rng.choice(SPORADIC_OPS)] * rng.randint(2, 4))
         else:
-            _insert_into_gap(step, rng, [rng.choice(SPORADIC_OPS)], inserted)
+            runs.append([rng.choice(SPORADIC_OPS)])
+    for names in runs:
+        _insert_into_gap(step, rng, names, inserted, removed)
 
 
-def _noisy_copy(base: _Base, rate: float, rng: random.Random) -> list:
-    """One noisy version of the base's events in their own file order."""
-    events, thread = base.events, base.thread
+def _noisy_copy(base: _Base, rate: float, rng: random.Random, last: bool = True) -> list:
+    """One noisy version of the base's events in their own file order; ``last``: the copy
+    that ends the trace."""
     removed: set = set()
-    inserted: dict = {}
-    for span in base.spans:
-        _mutate_step(_Step(span, base), rate, rng, base, removed, inserted)
-    out = []
-    for e in events:
-        out.extend(inserted.pop(id(e), ()))
-        if id(e) not in removed:
-            out.append(e)
-    for rest in inserted.values():  # before nothing: before the thread's next cpu_op in time
-        for op in rest:
-            at = next((i for i, e in enumerate(out) if e.get("cat") == "cpu_op"
-                       and (e.get("pid"), e.get("tid")) == thread and e["ts"] > op["ts"]),
-                      None)
-            if at is None:
-                at = 1 + max((i for i, e in enumerate(out) if e.get("cat") == "cpu_op"
-                              and (e.get("pid"), e.get("tid")) == thread), default=len(out) - 1)
-            out.insert(at, op)
-    return out
+    inserted: list = []
+    for i, span in enumerate(base.spans):
+        step = _Step(span, base)
+        step.ends_trace = last and i == len(base.spans) - 1
+        _mutate_step(step, rate, rng, base, removed, inserted)
+    out = [e for e in base.events if id(e) not in removed]
+    mine = [i for i, e in enumerate(out) if (e.get("pid"), e.get("tid")) == base.thread
+            and e.get("cat") in _CPU_SECTIONS and _timed(e)]
+    ops = [i for i in mine if out[i].get("cat") == "cpu_op"]
+    at: dict = {}
+    for op in inserted:
+        at.setdefault(_file_place(out, mine, ops, op["ts"]), []).append(op)
+    placed = []
+    for i, e in enumerate(out):
+        placed.extend(sorted(at.pop(i, ()), key=_start_ts))
+        placed.append(e)
+    placed.extend(sorted((op for ops in at.values() for op in ops), key=_start_ts))
+    return placed
+
+
+def _start_ts(e: dict) -> float:
+    return e["ts"]
+
+
+def _file_place(out: list, mine: list, ops: list, ts: float) -> int:
+    """Where an op of the loop thread starting at ``ts`` goes in the file: among the thread's
+    cpu_ops (their section, when the file keeps them apart), before the first that starts
+    later, and before the thread's events just ahead of that one that start later too (an
+    annotation, a ``ProfilerStep``, written among the cpu_ops): the thread's events stay in
+    time order, as a profiler writes them, so the op opens no new section. ``mine``, ``ops``:
+    the file positions of the thread's CPU events, and of its cpu_ops."""
+    later = next((i for i in ops if out[i]["ts"] > ts), None)
+    if later is None:  # after the last cpu_op, and the thread's events that follow it in time
+        if not ops:
+            return len(out)
+        k = bisect_left(mine, ops[-1])
+        while k + 1 < len(mine) and out[mine[k]]["ts"] <= out[mine[k + 1]]["ts"] <= ts:
+            k += 1
+        return mine[k] + 1
+    k = bisect_left(mine, later)
+    while k > 0 and out[mine[k - 1]]["ts"] > ts:
+        k -= 1
+    return mine[k]
 
 
 def _section(e: dict) -> tuple:
@@ -268,7 +299,7 @@ def noisy_events(events: list, rate: float, seed: int, copies: int = 1) -> list:
     sections: dict = {}
     base = _Base(body)
     for k in range(copies):
-        for e in _noisy_copy(base, rate, rng):
+        for e in _noisy_copy(base, rate, rng, last=k == copies - 1):
             sections.setdefault(_section(e), []).append(_shift(e, k, dt, strides, step_stride))
     out = [e for section in sections.values() for e in section]
     return out + meta

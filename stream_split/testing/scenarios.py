@@ -109,9 +109,11 @@ def _zero_grad(b: TraceBuilder) -> None:
 def training(b: TraceBuilder, *, steps: int = 8, layers: int = 3, annotate_steps: bool = True,
              eval_every: int = 4, eval_forwards: int = 3, autograd_thread: bool = True,
              prologue: bool = True, epilogue: bool = True, outer_wrapper: bool = False,
-             memory_events: bool = False, graph_eval: bool = False) -> None:
+             memory_events: bool = False, graph_eval: bool = False, slow_step: int = -1,
+             slow_us: float = 3000.0) -> None:
     """Training loop: data, forward, backward (autograd thread), optimizer, eval every few steps.
-    Iterations: `steps`; the eval pass belongs to the step before it."""
+    Step `slow_step` waits `slow_us` longer for its batch (a straggling rank). Iterations:
+    `steps`; the eval pass belongs to the step before it."""
     main = b.thread("python", main=True, loop=True)
     grad = b.thread("pt_autograd_0") if autograd_thread else main
     b.set_default_lag(40)
@@ -134,6 +136,8 @@ def training(b: TraceBuilder, *, steps: int = 8, layers: int = 3, annotate_steps
                           "user_annotation"):
                     b.leaf("aten::stack", 20, 60)
                     b.leaf("aten::cat", 5, 15)
+                    if step == slow_step:
+                        b.work(slow_us)
                 _to_device(b, 1 << 20)
                 _zero_grad(b)
                 for _ in range(layers):
@@ -599,6 +603,111 @@ def rollout(b: TraceBuilder, *, steps: int = 6, layers: int = 2) -> None:
         b.work(5, 30)
 
 
+_HIDDEN, _HEADS, _HEAD_DIM, _VOCAB = 4096, 32, 128, 128_256
+
+
+def _serving_layer(b: TraceBuilder, prefill_tokens: int, decodes: int, context: int) -> None:
+    """One decoder layer of a serving step over ``prefill_tokens`` prompt tokens and
+    ``decodes`` one-token requests, with shapes as the profiler records them (``Input Dims``):
+    the projections see every token; prefill and decode attention run apart (a query of the
+    prompt's length, a query of one token against ``context`` cached tokens)."""
+    tokens = prefill_tokens + decodes
+    with b.op("aten::linear", args={"Input Dims": [[tokens, _HIDDEN], [3 * _HIDDEN, _HIDDEN], []]}):
+        b.leaf("aten::t", 1, 3)
+        b.launch(K_GEMM, 8, 40)
+    if prefill_tokens:
+        q = [1, _HEADS, prefill_tokens, _HEAD_DIM]
+        with b.op("aten::scaled_dot_product_attention", args={"Input Dims": [q, q, q]}):
+            with b.op("aten::_scaled_dot_product_flash_attention", args={"Input Dims": [q, q, q]}):
+                b.launch(K_FLASH, 20, 60)
+    if decodes:
+        q, kv = [decodes, _HEADS, 1, _HEAD_DIM], [decodes, _HEADS, context, _HEAD_DIM]
+        with b.op("aten::scaled_dot_product_attention", args={"Input Dims": [q, kv, kv]}):
+            with b.op("aten::_scaled_dot_product_efficient_attention",
+                      args={"Input Dims": [q, kv, kv]}):
+                b.launch(K_FLASH, 5, 15)
+    with b.op("aten::linear", args={"Input Dims": [[tokens, _HIDDEN], [_HIDDEN, _HIDDEN], []]}):
+        b.launch(K_GEMM, 8, 40)
+    _eltwise(b, "aten::add", K_ADD)
+
+
+def _phase_annotation(style: str, phase: str, prefills: int, prefill_tokens: int,
+                      decodes: int) -> str | None:
+    if style == "vllm":
+        return (f"execute_{prefills + decodes}_context_{prefills}({prefill_tokens})"
+                f"_generation_{decodes}({decodes})")
+    if style == "sglang":
+        if phase == "decode":
+            return f"step[DECODE bs={decodes}]"
+        mode = "EXTEND" if phase == "prefill" else "MIXED"
+        return f"step[{mode} bs={prefills + decodes} toks={prefill_tokens + decodes}]"
+    return None
+
+
+def serving_phases(b: TraceBuilder, *, steps: int = 30, annotations: str = "none",
+                   layers: int = 2, graph_share: float = 0.85, prefill_wait_us: float = 0.0,
+                   warmup_decodes: int = 0, warmup_us: float = 0.0) -> None:
+    """An LLM server's loop with every serving phase: each cycle polls for requests, then runs
+    an eager prefill, a decode step (replayed as a CUDA graph for a `graph_share` of them,
+    eager when the batch was not captured), a chunked-prefill mixed step, or waits (an idle
+    poll). `annotations`: "none", "vllm" (`execute_..._context_N(..)_generation_M(..)`) or
+    "sglang" (`step[DECODE bs=..]`, `step[EXTEND ..]`, `step[MIXED ..]`). Truth: each record's
+    `phase`; idle polls are records of kind idle. Step times as a server's: a step with
+    prompts (prefill, mixed) waits `prefill_wait_us` longer for its sample (the GPU computing
+    the prompts), and the first `warmup_decodes` decode steps spend `warmup_us` more (graph
+    capture, compilation); both 0 by default."""
+    if annotations not in ("none", "vllm", "sglang"):
+        raise ValueError(f"annotations must be none, vllm or sglang, not {annotations!r}")
+    b.thread("EngineCore", main=True, loop=True)
+    b.set_default_lag(300)
+    order = ["prefill", "decode", "decode", "mixed", "idle"]
+    order += b.rng.choices(["decode", "prefill", "mixed", "idle"], weights=[12, 1, 2, 1],
+                           k=max(0, int(steps) - len(order)))
+    decodes, context = b.rng.randint(8, 48), 512
+    for phase in order[:int(steps)]:
+        b.begin_iteration("idle" if phase == "idle" else "iteration", phase=phase)
+        with b.op("get_requests", "user_annotation"):
+            b.leaf("aten::empty", 1, 3)
+            b.work(10, 30)
+        if phase == "idle":
+            with b.op("idle_wait", "user_annotation"):
+                b.work(200, 500)
+            b.end_iteration()
+            b.work(5, 20)
+            continue
+        prefills = b.rng.randint(1, 4) if phase != "decode" else 0
+        prefill_tokens = prefills * b.rng.randint(200, 1500) if prefills else 0
+        active = 0 if phase == "prefill" else decodes
+        with b.op("schedule", "user_annotation"):
+            b.work(40, 120)
+        with b.op("prepare_inputs", "user_annotation"):
+            with b.op("aten::copy_"):
+                b.memcpy("HtoD", 4096)
+        name = _phase_annotation(annotations, phase, prefills, prefill_tokens, active)
+        with b.op(name, "user_annotation") if name else contextlib.nullcontext():
+            if phase == "decode" and b.rng.random() < graph_share:
+                with b.op("CUDAGraph.replay"):
+                    b.graph_launch([K_GEMM, K_FLASH, K_GEMM, K_ADD] * int(layers), 2.0, 8.0)
+            else:
+                for _ in range(int(layers)):
+                    _serving_layer(b, prefill_tokens, active, context)
+        seqs = prefills + active
+        with b.op("aten::linear", args={"Input Dims": [[seqs, _HIDDEN], [_VOCAB, _HIDDEN], []]}):
+            b.launch(K_GEMM, 8, 30)
+        with b.op("sample", "user_annotation"):
+            with b.op("aten::argmax", args={"Input Dims": [[seqs, _VOCAB]]}):
+                b.launch(K_ARGMAX, 2, 6)
+            if prefills and prefill_wait_us:
+                b.work(prefill_wait_us)
+            if phase == "decode" and warmup_decodes > 0 and warmup_us:
+                warmup_decodes -= 1
+                b.work(warmup_us)
+        b.end_iteration()
+        b.work(5, 20)
+        decodes = max(1, decodes + prefills + b.rng.randint(-3, 1))
+        context += 1
+
+
 SCENARIOS: dict[str, Callable[..., None]] = {
     "training": training,
     "serving": serving,
@@ -614,6 +723,7 @@ SCENARIOS: dict[str, Callable[..., None]] = {
     "two_steps": two_steps,
     "dynamic_shapes": dynamic_shapes,
     "serving_polls": serving_polls,
+    "serving_phases": serving_phases,
     "rollout": rollout,
 }
 

@@ -1,0 +1,209 @@
+"""Serving phases: which iterations of an inference server's loop are prefill, decode, mixed or
+idle, and which evidence decided. Pure: no I/O, no state beyond a cache of op-name roles.
+
+The engine feeds each iteration's structural ops through ``PhaseFacts.observe`` (only the few
+ops whose ``ROLES[name]`` is not ``NONE``), counts its graph launches, and at the end asks
+``infer_phases`` for one ``(phase, evidence)`` per iteration. The evidence, strongest first:
+
+1. ``annotation``: the framework's own step annotation names the phase.
+   vLLM (and SGLang's copy of it): ``execute_<t>_context_<n>(...)_generation_<m>(...)``
+   (``n`` prefill and ``m`` decode requests: both -> mixed, only ``n`` -> prefill, only ``m``
+   -> decode);
+   SGLang: ``step[DECODE bs=64]``, ``step[EXTEND bs=4 toks=16384]`` (prefill),
+   ``step[MIXED ...]``, ``step[IDLE]``.
+2. ``kind``: a cycle the structure found to be idle (a server's empty poll) is ``idle``;
+   ``no launches``: so is a step that launches no GPU work at all.
+3. ``graph`` / ``shapes`` / ``graph+shapes``: a replayed CUDA graph (``cudaGraphLaunch``) is
+   decode work (servers capture decode batches, never prompts); shapes with one token per
+   sequence are decode work, with several prefill work: an attention query (``Input Dims``
+   ``[b, h, s, d]`` or ``[b, s, h, d]``; paged/decode attention ops are decode, varlen,
+   prefill and extend ops prefill) or a GEMM-like op's ``[batch, seq, hidden]`` input.
+   Prefill work together with decode work (eager or replayed) is ``mixed``: a chunked-prefill
+   step. TraceLens looks at batch sizes only and so cannot tell a mixed step from a prefill;
+   the tokens per sequence can.
+4. ``shapes`` (tokens): the tokens of a step are the most rows of its GEMM-like ops
+   (``aten::linear``/``mm``/``addmm``/``matmul``) or of a varlen attention query
+   (``[tokens, heads, dim]``). Prefill and decode steps split at the widest gap between the
+   steps' token counts (at least ``TOKEN_GAP``x), or at ``DECODE_MAX_TOKENS`` when all steps
+   are alike. Without attention query lengths, a step with graph replays and many tokens is
+   ``mixed`` (piecewise graphs around eager attention over a prompt), an eager one
+   ``prefill`` or ``decode`` by its tokens.
+
+Only serving loops get phases: a trace with backward ops (training) gets none, and so does one
+with no decode evidence anywhere (no annotation, no graph replay, no one-token query).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+PREFILL, DECODE, MIXED, IDLE = "prefill", "decode", "mixed", "idle"
+PHASES = (PREFILL, DECODE, MIXED, IDLE)
+
+#: Two clusters of per-step token counts are prefill and decode when the larger is at least
+#: this many times the smaller (a prompt is hundreds of tokens; a decode step one per request).
+TOKEN_GAP = 4.0
+#: Without a gap: a step of at most this many tokens is a decode step (one token per request;
+#: decode batches beyond 256 requests are rare).
+DECODE_MAX_TOKENS = 256
+
+# Roles of an op name for phase evidence.
+NONE, GEMM, ATTENTION, BACKWARD, FRAMEWORK_STEP = range(5)
+
+_GEMM_NAMES = {"aten::linear": 0, "aten::mm": 0, "aten::matmul": 0, "aten::addmm": 1}
+_VLLM = re.compile(r"context_(\d+)(?:\([^)]*\))?_generation_(\d+)")
+_SGLANG = re.compile(r"step\[(DECODE|EXTEND|PREFILL|MIXED|IDLE)\b([^\]]*)\]")
+_SGLANG_PHASE = {"DECODE": DECODE, "EXTEND": PREFILL, "PREFILL": PREFILL, "MIXED": MIXED,
+                 "IDLE": IDLE}
+_CACHE_LIMIT = 10_000
+
+
+def _role(name: str) -> int:
+    if name in _GEMM_NAMES:
+        return GEMM
+    if name.startswith("autograd::engine::evaluate_function"):
+        return BACKWARD
+    if "_generation_" in name or name.startswith("step["):
+        return FRAMEWORK_STEP
+    lower = name.lower()
+    if "attention" in lower or "attn" in lower:
+        return ATTENTION
+    return NONE
+
+
+class _Roles(dict):
+    """``ROLES[name]``: a dict lookup for names seen before (the engine's hot path)."""
+
+    def __missing__(self, name):
+        role = _role(name)
+        # Framework step names carry numbers (one name per step): not cached, so the cache
+        # stays bounded by the program's op names.
+        if role != FRAMEWORK_STEP and len(self) < _CACHE_LIMIT:
+            self[name] = role
+        return role
+
+
+ROLES = _Roles()
+
+
+def annotation_phase(name: str) -> str | None:
+    """The phase a framework step annotation names, or None."""
+    m = _VLLM.search(name)
+    if m:
+        prefills, decodes = int(m.group(1)), int(m.group(2))
+        if prefills and decodes:
+            return MIXED
+        return PREFILL if prefills else DECODE if decodes else IDLE
+    m = _SGLANG.search(name)
+    if m:
+        return _SGLANG_PHASE[m.group(1)]
+    return None
+
+
+def _dims(args, i: int):
+    dims = args.get("Input Dims") if args else None
+    if isinstance(dims, list) and len(dims) > i and isinstance(dims[i], list):
+        return dims[i]
+    return None
+
+
+@dataclass(slots=True)
+class PhaseFacts:
+    """What one iteration's ops say about its phase."""
+    annotation: str | None = None  # the phase its framework step annotation names
+    max_tokens: int = 0            # most rows of a GEMM-like op's input, or of a varlen
+    #                                attention query ([tokens, heads, dim]): tokens in the step
+    decode_work: int = 0           # ops whose shapes show one token per sequence
+    prefill_work: int = 0          # ops whose shapes show several tokens per sequence
+    backward: int = 0              # autograd ops: a training step
+
+    def observe(self, role: int, name: str, args) -> None:
+        if role == GEMM:
+            dims = _dims(args, _GEMM_NAMES[name])
+            if dims and len(dims) >= 2 and all(isinstance(d, int) for d in dims):
+                rows = 1
+                for d in dims[:-1]:
+                    rows *= d
+                if rows > self.max_tokens:
+                    self.max_tokens = rows
+                if len(dims) == 3:  # [batch, seq, hidden]: seq tokens per sequence
+                    self._count(DECODE if dims[1] == 1 else PREFILL)
+        elif role == ATTENTION:
+            q = _dims(args, 0)
+            if q and len(q) == 3 and isinstance(q[0], int) and q[0] > self.max_tokens:
+                self.max_tokens = q[0]  # a varlen query, [tokens, heads, dim]
+            self._count(_query_kind(name, q))
+        elif role == BACKWARD:
+            self.backward += 1
+        elif role == FRAMEWORK_STEP and self.annotation is None:
+            self.annotation = annotation_phase(name)
+
+    def _count(self, work: str | None) -> None:
+        if work == DECODE:
+            self.decode_work += 1
+        elif work == PREFILL:
+            self.prefill_work += 1
+
+
+def _query_kind(name: str, q) -> str | None:
+    """Decode (one-token query) or prefill work, from an attention op's name and query dims."""
+    lower = name.lower()
+    if "decode" in lower or "paged_attention" in lower:
+        return DECODE
+    if q and len(q) == 4 and all(isinstance(d, int) for d in q):
+        # [batch, heads, seq, dim] (aten SDPA) or [batch, seq, heads, dim] (flash_attn): a
+        # query of one token has a 1 in one of the middle two places.
+        return DECODE if 1 in (q[1], q[2]) else PREFILL
+    if "varlen" in lower or "prefill" in lower or "extend" in lower:
+        return PREFILL
+    return None
+
+
+def _token_threshold(counts: list[int]) -> float:
+    """Token count above which a step is prefill: the widest gap, else DECODE_MAX_TOKENS."""
+    values = sorted(set(c for c in counts if c > 0))
+    best, threshold = TOKEN_GAP, DECODE_MAX_TOKENS
+    for lo, hi in zip(values, values[1:]):
+        if hi / lo >= best:
+            best, threshold = hi / lo, (lo * hi) ** 0.5
+    return threshold
+
+
+def is_serving(facts: list[PhaseFacts], graph_launches: list[int]) -> bool:
+    """A serving loop: no backward pass, and decode evidence somewhere."""
+    if any(f.backward for f in facts):
+        return False
+    return any(f.annotation is not None or f.decode_work for f in facts) or any(
+        graph_launches)
+
+
+def infer_phases(kinds: list[str], facts: list[PhaseFacts], graph_launches: list[int],
+                 launches: list[int]) -> list[tuple[str | None, str | None]]:
+    """One ``(phase, evidence)`` per iteration; ``(None, None)`` everywhere when the loop is
+    not a serving loop."""
+    if not is_serving(facts, graph_launches):
+        return [(None, None)] * len(facts)
+    threshold = _token_threshold([f.max_tokens for f, kind in zip(facts, kinds)
+                                  if kind != IDLE and f.annotation is None])
+    out = []
+    for kind, f, graphs, launched in zip(kinds, facts, graph_launches, launches):
+        if f.annotation is not None:
+            out.append((f.annotation, "annotation"))
+        elif kind == IDLE:
+            out.append((IDLE, "kind"))
+        elif not launched:
+            out.append((IDLE, "no launches"))
+        elif f.prefill_work and (f.decode_work or graphs):
+            out.append((MIXED, "shapes" if f.decode_work and not graphs else "graph+shapes"))
+        elif f.prefill_work:
+            out.append((PREFILL, "shapes"))
+        elif graphs:
+            large = f.max_tokens > threshold
+            out.append((MIXED, "graph+shapes") if large else (DECODE, "graph"))
+        elif f.decode_work:
+            out.append((DECODE, "shapes"))
+        elif f.max_tokens:
+            out.append((PREFILL if f.max_tokens > threshold else DECODE, "shapes"))
+        else:
+            out.append((None, None))
+    return out

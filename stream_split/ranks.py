@@ -1,0 +1,247 @@
+"""Several ranks of one job at once: each rank's trace split into ``OUT/rank_<r>/``, and
+iteration k lined up across the ranks in ``OUT/ranks.json`` (the straggler view).
+
+- ``split_ranks``: splits the traces in parallel processes (up to the core count), one trace
+  per process, each into a folder of its own, then names the folders by rank and writes
+  ``ranks.json``. The rank is the header's ``distributedInfo.rank``, else the number after
+  ``rank`` in the file name (``rank3.json.gz``, ``trace_rank_3...``); two traces of one rank,
+  or a trace with neither, are an error.
+- ``align_ranks`` (pure): iteration k of every rank, aligned by ``ProfilerStep`` number when
+  every rank's iterations have one, else by position (with ``counts_agree`` saying whether the
+  ranks have as many iterations each). Idle cycles are not aligned. Per iteration: each rank's
+  duration, the slowest and fastest rank, the spread (slowest - fastest, and slowest /
+  fastest), and ``straggler``: the slowest rank when it took at least ``STRAGGLER_RATIO``
+  times the median of the other ranks.
+- ``ranks_table``: the rows ``stream-split summary OUT`` prints for a multi-rank folder.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import statistics
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+
+from stream_split.output import create_new
+
+RANKS_FILE = "ranks.json"
+RANKS_FORMAT = "stream-split/ranks"
+RANKS_VERSION = 1
+#: The slowest rank of an iteration is a straggler when it took at least this many times the
+#: median of the other ranks (a 20 % slower rank holds the whole job back by as much).
+STRAGGLER_RATIO = 1.2
+#: File names a folder of traces is searched for (not recursively).
+TRACE_SUFFIXES = (".json", ".json.gz", ".zst", ".jsonl", ".jsonl.gz")
+
+_RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
+
+
+class RanksError(Exception):
+    """The traces cannot be split as ranks of one job; the message is one line."""
+
+
+def rank_folder(rank: int) -> str:
+    return f"rank_{rank}"
+
+
+def rank_from_name(path: str) -> int | None:
+    """The rank a file name gives (``rank0.json.gz``, ``trace_rank_3.pt.trace.json``)."""
+    found = _RANK_IN_NAME.findall(os.path.basename(path))
+    return int(found[-1]) if found else None
+
+
+def rank_from_header(header: dict) -> int | None:
+    info = header.get("distributedInfo")
+    rank = info.get("rank") if isinstance(info, dict) else None
+    return rank if isinstance(rank, int) and not isinstance(rank, bool) else None
+
+
+def expand_traces(paths: list[str]) -> list[str]:
+    """The trace files named, a folder standing for the trace files directly inside it."""
+    out = []
+    for path in paths:
+        if os.path.isdir(path):
+            out += sorted(os.path.join(path, name) for name in os.listdir(path)
+                          if name.endswith(TRACE_SUFFIXES)
+                          and os.path.isfile(os.path.join(path, name)))
+        else:
+            out.append(path)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    source: str
+    out_dir: str
+    options: object  # SplitOptions
+    writer_options: dict
+    choice: object = None  # options.IterationChoice
+
+
+def _worker_init() -> None:
+    """A worker stops between two events on SIGINT/SIGTERM, as the CLI does."""
+    from stream_split.run import StopRequest
+    global _STOP
+    _STOP = StopRequest()
+    signal.signal(signal.SIGINT, _STOP.request)
+    signal.signal(signal.SIGTERM, _STOP.request)
+
+
+_STOP = None
+
+
+def _split_one(job: _Job) -> dict:
+    from stream_split.run import split_file
+    os.mkdir(job.out_dir)
+    manifest, error, header = split_file(job.source, job.out_dir, job.options, stop=_STOP,
+                                         choice=job.choice, **job.writer_options)
+    return {"header_rank": rank_from_header(header), "error": error,
+            "complete": manifest["complete"],
+            "iterations": [{k: it.get(k) for k in ("index", "kind", "step", "duration_us",
+                                                    "gpu_busy_us", "phase", "file")}
+                           for it in manifest["iterations"]]}
+
+
+def split_ranks(sources: list[str], staging: str, options, *, writer_options: dict,
+                choice=None, workers: int | None = None) -> dict:
+    """Split every trace of ``sources`` into ``staging/rank_<r>/`` (the iterations ``choice``
+    chose, an ``options.IterationChoice``; default all) and write ``staging/ranks.json``;
+    returns its content. Raises ``RanksError``."""
+    if len(sources) < 2:
+        raise RanksError("several ranks need two or more traces")
+    workers = max(1, min(len(sources), workers or os.cpu_count() or 1))
+    jobs = [_Job(src, os.path.join(staging, f".trace-{i}"), options, writer_options, choice)
+            for i, src in enumerate(sources)]
+    with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init) as pool:
+        results = list(pool.map(_split_one, jobs))
+    ranks: dict[int, dict] = {}
+    for job, result in zip(jobs, results):
+        rank, source = result["header_rank"], "distributedInfo"
+        if rank is None:
+            rank, source = rank_from_name(job.source), "file name"
+        if rank is None:
+            raise RanksError(f"cannot tell the rank of {job.source}: no distributedInfo.rank "
+                             "in its header and no rank number in its name")
+        if rank in ranks:
+            raise RanksError(f"{ranks[rank]['trace']} and {job.source} are both rank {rank}")
+        os.rename(job.out_dir, os.path.join(staging, rank_folder(rank)))
+        ranks[rank] = {"rank": rank, "trace": job.source, "folder": rank_folder(rank),
+                       "rank_from": source, "complete": result["complete"],
+                       "error": result["error"], "iterations": result["iterations"]}
+    data = align_ranks({r: ranks[r]["iterations"] for r in ranks})
+    data["ranks"] = [{k: v for k, v in ranks[r].items() if k != "iterations"}
+                     | {"iterations": sum(it["kind"] != "idle" for it in ranks[r]["iterations"])}
+                     for r in sorted(ranks)]
+    data = {"format": RANKS_FORMAT, "version": RANKS_VERSION, **data}
+    with create_new(os.path.join(staging, RANKS_FILE), "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1)
+        f.write("\n")
+    return data
+
+
+def align_ranks(iterations: dict[int, list[dict]]) -> dict:
+    """Line iteration k up across ranks (``{rank: [manifest iteration, ...]}``); pure."""
+    busy = {r: [it for it in its if it.get("kind") != "idle"] for r, its in iterations.items()}
+    counts = {r: len(its) for r, its in busy.items()}
+    by_step = all(its and all(it.get("step") is not None for it in its)
+                  for its in busy.values())
+    if by_step:
+        keyed = {r: {it["step"]: it for it in its} for r, its in busy.items()}
+        keys = sorted(set().union(*(k.keys() for k in keyed.values())))
+    else:
+        keyed = {r: dict(enumerate(its)) for r, its in busy.items()}
+        keys = list(range(max(counts.values(), default=0)))
+    rows = []
+    slowest_count = {r: 0 for r in sorted(iterations)}
+    for k, key in enumerate(keys):
+        present = {r: keyed[r][key] for r in sorted(keyed) if key in keyed[r]}
+        durations = {r: it["duration_us"] for r, it in present.items()}
+        row = {"k": k, "step": key if by_step else None,
+               "index": {str(r): it["index"] for r, it in present.items()},
+               "duration_us": {str(r): d for r, d in durations.items()},
+               "gpu_busy_us": {str(r): it.get("gpu_busy_us") for r, it in present.items()},
+               "missing_ranks": [r for r in sorted(keyed) if key not in keyed[r]]}
+        row.update(_spread(durations))
+        if row["slowest_rank"] is not None:
+            slowest_count[row["slowest_rank"]] += 1
+        rows.append(row)
+    return {"aligned_by": "step" if by_step else "index",
+            "counts": {str(r): n for r, n in sorted(counts.items())},
+            "counts_agree": len(set(counts.values())) <= 1,
+            "straggler_ratio": STRAGGLER_RATIO,
+            "stragglers": sum(row["straggler"] is not None for row in rows),
+            "slowest_count": {str(r): n for r, n in slowest_count.items()},
+            "iterations": rows}
+
+
+def _spread(durations: dict[int, float]) -> dict:
+    if not durations:
+        return {"slowest_rank": None, "fastest_rank": None, "spread_us": None,
+                "spread_ratio": None, "straggler": None}
+    slowest = max(durations, key=lambda r: (durations[r], -r))
+    fastest = min(durations, key=lambda r: (durations[r], r))
+    others = [d for r, d in durations.items() if r != slowest]
+    straggler = None
+    if others and durations[slowest] >= STRAGGLER_RATIO * statistics.median(others):
+        straggler = slowest
+    low = durations[fastest]
+    return {"slowest_rank": slowest, "fastest_rank": fastest,
+            "spread_us": round(durations[slowest] - low, 3),
+            "spread_ratio": round(durations[slowest] / low, 3) if low > 0 else None,
+            "straggler": straggler}
+
+
+def load_ranks(out_dir: str) -> dict | None:
+    """``OUT/ranks.json`` of a multi-rank split, or None when ``out_dir`` is not one."""
+    path = os.path.join(out_dir, RANKS_FILE)
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def ranks_table(data: dict) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the straggler table: per aligned iteration, each rank's duration,
+    the slowest rank, the spread (slowest - fastest; times in ms), slowest / fastest, and the
+    straggler flag."""
+    ranks = [str(r["rank"]) for r in data["ranks"]]
+    header = ["k", "step"] + [f"rank {r}" for r in ranks] + [
+        "slowest", "spread", "ratio", "flag"]
+    rows = []
+    for row in data["iterations"]:
+        cells = [str(row["k"]), "" if row["step"] is None else str(row["step"])]
+        for r in ranks:
+            d = row["duration_us"].get(r)
+            cells.append("-" if d is None else f"{d / 1000:.3f}")
+        cells += ["" if row["slowest_rank"] is None else str(row["slowest_rank"]),
+                  "" if row["spread_us"] is None else f"{row['spread_us'] / 1000:.3f}",
+                  "" if row["spread_ratio"] is None else f"{row['spread_ratio']:.2f}x",
+                  "straggler" if row["straggler"] is not None
+                  else ("missing: " + ",".join(map(str, row["missing_ranks"])))
+                  if row["missing_ranks"] else ""]
+        rows.append(cells)
+    return header, rows
+
+
+def render_ranks(data: dict, console=None) -> None:
+    """Print the straggler table with ``rich`` (to ``console``, or stdout)."""
+    from rich.console import Console
+    from rich.table import Table
+    console = console or Console()
+    header, rows = ranks_table(data)
+    table = Table(title=f"{len(data['ranks'])} ranks, aligned by {data['aligned_by']} "
+                        "(times in ms)")
+    for i, name in enumerate(header):
+        table.add_column(name, justify="left" if i >= len(header) - 1 else "right")
+    for cells in rows:
+        table.add_row(*cells, style="bold red" if cells[-1].startswith("straggler") else None)
+    console.print(table)
+    notes = [f"{data['stragglers']} straggling iteration(s) (slowest rank >= "
+             f"{data['straggler_ratio']}x the median of the others)"]
+    if not data["counts_agree"]:
+        notes.append("the ranks have different iteration counts: "
+                     + ", ".join(f"rank {r}: {n}" for r, n in data["counts"].items()))
+    for note in notes:
+        console.print(note)

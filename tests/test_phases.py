@@ -1,0 +1,109 @@
+"""Serving phases: every step of a generated serving loop gets its phase (prefill, decode,
+mixed, idle), from the framework's annotations when present and from graph launches and op
+shapes when not; training loops get none."""
+import json
+from pathlib import Path
+
+import pytest
+
+import stream_split
+from conftest import SHARED_TRACES, needs_shared, run_cli
+from stream_split.core.phases import annotation_phase
+from stream_split.testing.generate import generate, write_trace
+
+
+def _phases(tmp_path, scenario, seed, **params):
+    gen = generate(scenario, seed=seed, **params)
+    path = tmp_path / f"{scenario}-{seed}.json.gz"
+    write_trace(gen, str(path))
+    return gen, list(stream_split.iterations(str(path)))
+
+
+@pytest.mark.parametrize("annotations", ["vllm", "sglang"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_every_serving_step_gets_the_phase_its_annotation_names(tmp_path, annotations, seed):
+    gen, records = _phases(tmp_path, "serving_phases", seed, annotations=annotations)
+    truth = [(it["kind"], it["phase"]) for it in gen.truth.iterations]
+    assert [(r.kind, r.phase) for r in records] == truth
+    assert {r.phase_evidence for r in records if r.kind != "idle"} == {"annotation"}
+    assert {p for _, p in truth} == {"prefill", "decode", "mixed", "idle"}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_every_serving_step_gets_its_phase_from_graphs_and_shapes_without_annotations(
+        tmp_path, seed):
+    gen, records = _phases(tmp_path, "serving_phases", seed)
+    assert [(r.kind, r.phase) for r in records] == [
+        (it["kind"], it["phase"]) for it in gen.truth.iterations]
+    evidence = {(r.phase, r.phase_evidence) for r in records}
+    assert ("decode", "graph") in evidence  # replayed CUDA graphs
+    assert ("mixed", "shapes") in evidence  # prefill and one-token queries in one step
+    assert ("idle", "kind") in evidence
+
+
+def test_decode_steps_run_eagerly_are_told_by_their_one_token_queries(tmp_path):
+    gen, records = _phases(tmp_path, "serving_phases", 5, graph_share=0.0)
+    assert [r.phase for r in records] == [it["phase"] for it in gen.truth.iterations]
+    assert all(r.graph_launches == 0 for r in records)
+    assert {r.phase_evidence for r in records if r.phase == "decode"} == {"shapes"}
+
+
+@pytest.mark.parametrize("scenario, params", [
+    ("training", {}), ("training", {"graph_eval": True}), ("serving_polls", {}),
+    ("rollout", {})])
+def test_loops_that_are_not_serving_get_no_phase(tmp_path, scenario, params):
+    _, records = _phases(tmp_path, scenario, 1, **params)
+    assert records and {(r.phase, r.phase_evidence) for r in records} == {(None, None)}
+
+
+@pytest.mark.parametrize("name, phase", [
+    ("execute_15360_context_15(sq15360sk15360sqsq15728640sqsk15728640)_generation_0"
+     "(sq0sk0sqsq0sqsk0)", "prefill"),
+    ("execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)",
+     "decode"),
+    ("execute_8192_context_9(sq8155sk8430)_generation_37(sq37sk34489)", "mixed"),
+    ("step[DECODE bs=64]", "decode"), ("step[EXTEND bs=4 toks=16384]", "prefill"),
+    ("step[MIXED bs=12 toks=2048]", "mixed"), ("step[IDLE]", "idle"),
+    ("ProfilerStep#3", None), ("step_counter", None)])
+def test_framework_step_annotations_name_their_phase(name, phase):
+    assert annotation_phase(name) == phase
+
+
+def test_phase_and_its_evidence_are_in_the_manifest(tmp_path):
+    gen = generate("serving_phases", seed=0, annotations="sglang")
+    write_trace(gen, str(tmp_path / "t.json.gz"))
+    run_cli("split", tmp_path / "t.json.gz", "-o", tmp_path / "out")
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert [(it["phase"], it["phase_evidence"] == "annotation" or it["kind"] == "idle")
+            for it in manifest["iterations"]] == [
+        (it["phase"], True) for it in gen.truth.iterations]
+
+
+RECORDED = Path(__file__).parent / "data" / "cuda"
+
+
+@pytest.mark.parametrize("name", ["serving_graphs", "serving_graphs_annotated"])
+def test_recorded_gpu_serving_steps_get_their_phase(name):
+    """A toy server recorded on an H200 (scripts/record_cuda_traces.py): decode as a replayed
+    CUDA graph, prefill eager, mixed steps both, idle polls that launch nothing."""
+    truth = json.loads((RECORDED / "truth.json").read_text())["programs"][name]
+    records = list(stream_split.iterations(str(RECORDED / f"{name}.json.gz")))
+    assert [r.step for r in records] == sorted(map(int, truth))
+    assert [r.phase for r in records] == [truth[str(r.step)]["phase"] for r in records]
+    evidence = {r.phase_evidence for r in records if r.phase != "idle"}
+    assert evidence == ({"annotation"} if name.endswith("annotated")
+                        else {"graph", "shapes", "graph+shapes"})
+
+
+@needs_shared
+@pytest.mark.shared
+@pytest.mark.parametrize("trace, phase, evidence", [
+    ("inference/sglang_prefilldecode/sglang_Qwen3-8B_prefilldecode.json.gz", "prefill",
+     "annotation"),
+    ("inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz", "decode", "annotation"),
+    ("inference/vllm_decode_full/graph_execution.json.gz", "decode", "annotation"),
+    ("inference/vllm_prefilldecode_piecewise/graph_execution.json.gz", "mixed", "annotation"),
+])
+def test_real_serving_steps_get_their_phase(trace, phase, evidence):
+    records = list(stream_split.iterations(str(SHARED_TRACES / "tracelens" / trace)))
+    assert [(r.phase, r.phase_evidence) for r in records] == [(phase, evidence)]
