@@ -37,6 +37,10 @@ LAUNCH_NAMES = frozenset({
     "hipMemcpyAsync", "hipMemcpyWithStream", "hipMemsetAsync", "hipGraphLaunch",
 })
 
+#: Launches of a memory copy (an instance that opens with one copies its input to the device).
+COPY_LAUNCH_NAMES = frozenset({"cudaMemcpyAsync", "cudaMemcpy", "hipMemcpyAsync",
+                               "hipMemcpyWithStream"})
+
 #: Launches of a whole captured graph: one correlation id, many kernels.
 GRAPH_LAUNCH_NAMES = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch"})
 

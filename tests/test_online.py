@@ -8,13 +8,13 @@ from stream_split.core.detect import DetectorResult, FoundBoundary, RetractLast
 from stream_split.core.records import apply_revision
 from stream_split.core.skeleton import Node as _Node
 from stream_split.core.structure import _RootMatcher
-from stream_split.core.units import Unit
+from stream_split.core.units import PHASE_AFTER_SYNC, Unit
 from stream_split.schema import record_message
 from stream_split.testing.generate import generate
 from stream_split.testing.replay import FIRST_SCORED, SCENARIOS, live_trace, replay
 
-#: Loop shapes confirmed at the top of the loop thread (nested roots are decided at close).
-ONLINE = [name for name in SCENARIOS if name != "deep_roots"]
+#: Every loop shape is confirmed online (nested roots inside their container).
+ONLINE = list(SCENARIOS)
 
 
 @pytest.mark.parametrize("name", ONLINE)
@@ -69,6 +69,58 @@ def test_an_instance_that_begins_after_its_first_op_moves_the_boundary():
     matcher.push(_Node(3, 102, 103, 0))  # X: not head; the instance begins after it
     found = matcher.push(_Node(1, 104, 105, 0))
     assert len(found) == 1 and found[0].moves_last and found[0].start_ts == 104
+
+
+def _decided(events):
+    splitter = Splitter(SplitOptions(keep_events=False))
+    for event in events:
+        splitter.feed(event)
+    splitter.close()
+    return splitter
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_nested_roots_are_confirmed_online_inside_their_container(seed):
+    # Failure mode 3: the steps run inside serve_forever > engine_loop > run_engine; the
+    # minor roots at the top level only come at the end. Each step copies its input to the
+    # device first: a step, not a layer.
+    trace = generate("deep_roots", seed=seed, layout="time", inner_steps=6, minor_roots=3)
+    splitter = _decided(trace.events)
+    assert splitter.evidence["decided"].startswith("online")
+    assert "copying its input" in splitter.evidence["why"]
+    assert [it.start_ts for it in splitter.iterations] == [
+        it.start_ts for it in _decided(generate("deep_roots", seed=seed, inner_steps=6,
+                                                minor_roots=3).events).iterations]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_without_a_data_loader_the_loop_is_confirmed_online_after_the_host_sync(seed):
+    trace = generate("noisy_training", seed=seed, fetch=False, layout="time")
+    splitter = _decided(trace.events)
+    assert splitter.evidence["decided"].startswith("online")
+    assert splitter.evidence["phase"] == PHASE_AFTER_SYNC
+    assert [it.start_ts for it in splitter.iterations] == [
+        it.start_ts for it in _decided(generate("noisy_training", seed=seed,
+                                                fetch=False).events).iterations]
+
+
+def test_after_a_host_sync_the_instance_begins_at_the_small_ops_that_follow_it():
+    # Instances: S (the sync, long) then small X, then the anchor B and C. Each instance
+    # begins at X, right after the previous sync (as units._begin_at cuts at close).
+    names = ["aten::item", "X", "B", "C"]
+    level = []
+    t = 0.0
+    for _ in range(3):
+        for sym, dur in ((1, 1), (2, 40), (3, 40), (0, 30)):
+            level.append(_Node(sym, t, t + dur, 0))
+            t += dur + 1
+    unit = Unit(positions=[0, 4, 8], mode=(1, 2, 3, 0), similarity=[1.0] * 3, like=3,
+                fragments=0, coverage=1.0, anchor=2, shapes=[0, 0, 0], exact=3,
+                phase=PHASE_AFTER_SYNC)
+    matcher = _RootMatcher(("p", "t"), level, unit, names)
+    matcher.push(_Node(1, t, t + 1, 0))  # X, small: not yet a boundary
+    found = matcher.push(_Node(2, t + 2, t + 42, 0))  # B: the instance began at X
+    assert [f.start_ts for f in found] == [t]
 
 
 class _ScriptedDetector:

@@ -78,7 +78,7 @@ class StepAnnotationDetector:
     def observe_frame(self, thread, start, end, name) -> None:
         """Python frames are no evidence for step annotations."""
 
-    def observe_launch(self, thread, ts, correlation, graph) -> None:
+    def observe_launch(self, thread, ts, correlation, graph, copy=False) -> None:
         """Nor is GPU work."""
 
     def observe_gpu_work(self, correlation) -> None:

@@ -49,8 +49,9 @@ from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPE
     unusable_field
 from stream_split.spill import MemorySpill
 from stream_split.trace_format import (
-    GPU_ANNOTATION_CAT, GPU_WORK_CATS, GRAPH_LAUNCH_NAMES, KERNEL_CATS, LAUNCH_FLOW_CAT, LAUNCH_NAMES,
-    PROFILER_STEP_PREFIX, FLOW_PHASES as _FLOW_PHASES, METADATA_PHASE, PYTHON_FRAME_CAT, STRUCTURE_CATS)
+    COPY_LAUNCH_NAMES, GPU_ANNOTATION_CAT, GPU_WORK_CATS, GRAPH_LAUNCH_NAMES, KERNEL_CATS,
+    LAUNCH_FLOW_CAT, LAUNCH_NAMES, PROFILER_STEP_PREFIX, FLOW_PHASES as _FLOW_PHASES,
+    METADATA_PHASE, PYTHON_FRAME_CAT, STRUCTURE_CATS)
 
 
 class TraceEventError(ValueError):
@@ -266,7 +267,8 @@ class Splitter:
                 if name in LAUNCH_NAMES:
                     if args and "correlation" in args:
                         self._detector.observe_launch(
-                            (pid, tid), ts, args["correlation"], name in GRAPH_LAUNCH_NAMES)
+                            (pid, tid), ts, args["correlation"],
+                            name in GRAPH_LAUNCH_NAMES, name in COPY_LAUNCH_NAMES)
                 elif cat == PYTHON_FRAME_CAT:
                     self._detector.observe_frame((pid, tid), ts, end, name or "")
         windows = self._windows

@@ -19,7 +19,7 @@ _DIGITS = re.compile(r"\d+")
 
 
 class Node:
-    __slots__ = ("sym", "start", "end", "kids", "depth", "gpu")
+    __slots__ = ("sym", "start", "end", "kids", "depth", "gpu", "copies")
 
     def __init__(self, sym: int, start: float, end: float, depth: int):
         self.sym = sym
@@ -28,6 +28,7 @@ class Node:
         self.kids = None
         self.depth = depth
         self.gpu = 0  # kernels launched from this op's subtree (known once launches arrive)
+        self.copies = 0  # memory copies launched from this op's subtree
 
 
 SKIPPED = Node(-1, 0.0, 0.0, 0)
@@ -35,7 +36,7 @@ SKIPPED = Node(-1, 0.0, 0.0, 0)
 
 class ThreadSkeleton:
     """The skeleton of one section of one thread (key: its (pid, tid))."""
-    __slots__ = ("key", "main", "roots", "stack", "steps", "next_try", "seen")
+    __slots__ = ("key", "main", "roots", "stack", "steps", "next_try", "seen", "kid_seen")
 
     def __init__(self, key, first_try: int):
         self.key = key
@@ -47,6 +48,9 @@ class ThreadSkeleton:
         self.steps: list = []  # top-level ProfilerStep spans: (start, end, name)
         self.next_try = first_try  # top-level ops before the next online attempt
         self.seen: Counter = Counter()  # top-level symbol -> occurrences (for online tries)
+        #: Under the current top-level op: a shallow container -> its children's symbol
+        #: counts (for online tries inside a container; cleared at each new top-level op).
+        self.kid_seen: dict = {}
 
     def path_at(self, ts: float) -> list:
         """The ops open at ``ts``, outermost first (the ops a launch at ``ts`` runs under)."""

@@ -15,15 +15,18 @@ and what a found unit means:
   ``serve_forever`` wrapper), its children are tried, descending through wrapper chains. A unit
   found inside a container is an iteration only if it is not a layer: it recurs outside the
   container (failure mode 3: minor roots at the top level), or no single ``nn.Module`` frame
-  holds all its instances (when Python frames were recorded), or one instance itself contains a
-  repeated sub-unit (a model with layers, not a layer). Otherwise the container is one iteration.
+  holds all its instances (when Python frames were recorded), or each instance opens by
+  copying its input to the device (``_opens_with_copy``: a step, not a layer), or one instance
+  itself contains a repeated sub-unit (a model with layers, not a layer). Otherwise the
+  container is one iteration.
 - a unit found on one section of the loop thread begins with the ops of its other sections
   that open most instances (``_align_sections``);
 - each instance's shape (0 when like the unit) goes to the engine, which reports cycles that
   took another path and do almost no GPU work as ``idle`` (``units.cycle_kinds``).
 
 Modes (``StructureDetector.mode``): ``LEARNING`` builds the skeleton and looks for the unit
-at the top of the main thread as it grows (``_try_online``); ``STEPS`` once ``ProfilerStep#N``
+at the top of the main thread as it grows (``_try_online``), and among the children of a chain
+of dominant containers there (``_try_container``: failure mode 3 before its minor roots); ``STEPS`` once ``ProfilerStep#N``
 repeats; ``MATCHING`` once the unit is confirmed online (``_RootMatcher``: the unit's first op
 is a boundary at once; the anchor confirms it, or a revision moves or retracts it). A trace
 never confirmed online is decided at close (``_decide``). Both decision paths apply one
@@ -49,9 +52,9 @@ from dataclasses import replace
 from stream_split.core.detect import DetectorResult, FoundBoundary, RetractLast
 from stream_split.core.skeleton import SKIPPED, Node, Symbols, ThreadSkeleton, flatten, start_of
 from stream_split.core.units import (
-    PHASE_INPUT_FETCH, RULES, Rules, Unit, find_unit, last_instance_end, shape_and_similarity,
+    PHASE_AFTER_SYNC, PHASE_INPUT_FETCH, RULES, Rules, Unit, find_unit, last_instance_end, shape_and_similarity,
     sure_ops, time_reference, typical_duration)
-from stream_split.trace_format import PROFILER_STEP_PREFIX
+from stream_split.trace_format import BLOCKING_SYNC_NAMES, PROFILER_STEP_PREFIX
 
 MODULE_FRAME_PREFIX = "nn.Module: "
 #: A unit must be seen this often before it is believed (see ``units.Rules``).
@@ -80,10 +83,32 @@ MATCHING = "matching"
 #: many times (the 4th instance's first op is the earliest moment a unit of three
 #: instances can be certain), besides every quarter of growth of the top level.
 _EAGER_TRIES = 8
+#: Online, the children of containers this shallow (depth of the container) are tried.
+_CONTAINER_DEPTH = 4
 #: Instance starts kept online, for the typical instance duration.
 _TYPICAL_OF = 64
 #: Ops kept of one instance while matching online (a bound, not a limit on instance size).
 _MAX_INSTANCE_OPS = 100_000
+
+
+def _opens_with_copy(level: list, unit: Unit) -> bool:
+    """Each instance read so far (all but the last, whose children may be unread) opens by
+    copying its input to the device: its first op (the first child of an instance that is
+    one op) launches a memory copy and is short beside the instance. A layer of a model
+    works on what is on the device already; a step (a request) brings its input there."""
+    pos = unit.positions
+    if len(pos) < MIN_INSTANCES:
+        return False
+    for a, b in zip(pos, pos[1:]):
+        first = level[a]
+        span = level[b].start - first.start if b - a > 1 else first.end - first.start
+        if b - a == 1:
+            if not first.kids:
+                return False
+            first = first.kids[0]
+        if not first.copies or first.end - first.start > span / 2:
+            return False
+    return True
 
 
 def _confidence(unit: Unit) -> float:
@@ -122,8 +147,9 @@ def _tolerance(unit: Unit, names: list) -> dict:
 
 
 class _RootMatcher:
-    """After the unit is confirmed at the top of the loop thread: each new top-level op is
-    matched against the unit. Keeps the ops of the current instance only (its shape), so
+    """After the unit is confirmed at the top of the loop thread (or among a container's
+    children: then the ops whose only open ancestors are those containers, and after them the
+    top-level ops): each new op of that level is matched against the unit. Keeps the ops of the current instance only (its shape), so
     memory does not grow with the trace.
 
     - The **first op** of the unit (``trigger``: the op that opens every instance learned and
@@ -161,6 +187,12 @@ class _RootMatcher:
             for ops in instances) else None
         self.tentative = False  # the latest boundary came from a trigger, no anchor yet
         self.previous: list = []  # the instance before a tentative boundary (to merge back)
+        # After a host sync (``units._begin_at``): the small ops between the previous sync
+        # and the head open the instance too; a sync or a big op stops the walk back.
+        self.after_sync = unit.phase == PHASE_AFTER_SYNC
+        work = sorted(sum(n.end - n.start for n in ops) for ops in instances) or [0.0]
+        self.small = RULES.small_op_share * work[len(work) // 2]
+        self.syncs = {sym for sym, name in enumerate(names) if name in BLOCKING_SYNC_NAMES}
         self.starts = [level[p] for p in pos]
         self.found = [FoundBoundary(n.start, thread_key, names[n.sym]) for n in self.starts]
         # The last instance so far, up to its anchor; the ops read after it (the unit may
@@ -221,6 +253,8 @@ class _RootMatcher:
         lowest = 0 if self.tentative else 1
         while j > lowest and current[j - 1].sym in self.head:
             j -= 1
+        while self.after_sync and j > lowest and self._opens_after_sync(current[j - 1]):
+            j -= 1
         if self.tentative:  # the anchor confirms the trigger's boundary, or moves it later
             self.tentative = False
             if j == 0:
@@ -238,6 +272,12 @@ class _RootMatcher:
         self.current = current[j:]
         first = self.current[0]
         return (FoundBoundary(first.start, self.thread, self.names[first.sym]),)
+
+    def _opens_after_sync(self, node: Node) -> bool:
+        """A small op that is no sync, or an op of the head: between the previous sync and
+        the anchor, it opens the instance."""
+        return node.sym in self.head or (
+            node.end - node.start <= self.small and node.sym not in self.syncs)
 
     def finish(self) -> tuple[list, float, list]:
         """Shapes of every instance, where the last one ends (``last_instance_end``), and the
@@ -285,6 +325,7 @@ class StructureDetector:
         self._online_state = None
         self._modules: dict = {}  # thread -> its outermost nn.Module frames [(start, end)]
         self._online_evidence: dict = {}
+        self._matcher_path: tuple = ()  # the containers around the matched level
 
     # -- streaming input ---------------------------------------------------------------
 
@@ -321,6 +362,7 @@ class StructureDetector:
                 return found
             state.roots.append(node)
             state.seen[node.sym] += 1
+            state.kid_seen.clear()
             if not found and self._online_allowed(state) and (
                     len(state.roots) >= state.next_try
                     or MIN_INSTANCES <= state.seen[node.sym] <= _EAGER_TRIES):
@@ -333,6 +375,14 @@ class StructureDetector:
                 parent.kids = []
             parent.kids.append(node)
             self._nodes += 1
+            if parent.depth < _CONTAINER_DEPTH and self._online_allowed(state):
+                counts = state.kid_seen.get(parent)
+                if counts is None:
+                    counts = state.kid_seen[parent] = Counter()
+                counts[node.sym] += 1
+                if MIN_INSTANCES <= counts[node.sym] <= _EAGER_TRIES:
+                    mine.append(node)
+                    return self._try_container(state, [n for n in mine[:-1] if n is not None])
         else:
             node = SKIPPED  # beyond the skeleton's depth or size: not kept, nor its children
         mine.append(node)
@@ -352,10 +402,30 @@ class StructureDetector:
         roots = state.roots
         if len(roots) >= state.next_try:
             state.next_try = max(len(roots) + 8, int(len(roots) * 1.25))
+        return self._confirm(state, roots, [])
+
+    def _try_container(self, state: ThreadSkeleton, path: list):
+        """Online inside a container (failure mode 3: the minor roots come only at the end):
+        ``path`` holds the open ops around the latest one, outermost first. They must be a
+        chain of dominant containers (``_dominant``, as the close path descends) and no
+        ``ProfilerStep`` (steps are their own evidence); then the unit among the innermost
+        one's children is confirmed like one at the top (``_confirm``)."""
+        level = state.roots
+        for container in path:
+            if self._dominant(level) is not container or \
+                    self._names[container.sym].startswith(PROFILER_STEP_PREFIX):
+                return ()
+            level = container.kids
+        return self._confirm(state, level, path)
+
+    def _confirm(self, state: ThreadSkeleton, roots: list, path: list):
+        """The online decision on one level of the loop thread (its top, or the children of
+        the containers ``path``); see ``_try_online``. Inside a container the loop's input
+        fetch may be a copy of each instance's input to the device (``_opens_with_copy``)."""
         unit = find_unit(roots, names=self._names, whole=False)
         if unit is None:
             return ()
-        verdict, why = self._iteration_test(state, roots, unit, [])
+        verdict, why = self._iteration_test(state, roots, unit, path)
         if not verdict:
             return ()
         # Every instance so far like the unit? Among so few, an idle cycle or another path
@@ -364,9 +434,12 @@ class StructureDetector:
         alike = all(shape == 0 for shape in unit.shapes[:-1]) or any(n.gpu for n in roots)
         # Cycles of the loop head: like the unit, or idle (the fetch found nothing to do).
         cycles = unit.like + unit.idle if alike else 0
-        if cycles >= MIN_INSTANCES and unit.like >= RULES.min_like and \
-                unit.phase == PHASE_INPUT_FETCH:
+        if cycles >= MIN_INSTANCES and unit.like >= RULES.min_like and (
+                unit.phase == PHASE_INPUT_FETCH or path and _opens_with_copy(roots, unit)):
             why = f"{why}; each instance opens with the loop's input fetch"
+        elif cycles >= MIN_INSTANCES and unit.like >= RULES.min_like and \
+                unit.phase == PHASE_AFTER_SYNC:
+            why = f"{why}; each instance begins right after the previous one's host sync"
         else:
             if unit.exact < MIN_INSTANCES:
                 return ()
@@ -376,16 +449,19 @@ class StructureDetector:
                 return ()
             why = f"{why}; {inner}"
         self._matcher = _RootMatcher(state.key, roots, unit, self._names)
+        self._matcher_path = tuple(path)
         self.mode = MATCHING
         self._online_evidence = {
             "detector": self.name, "decided": f"online, after {unit.n} instances",
             "loop_thread": list(state.key),
-            "levels": [dict(_level_entry([], roots, unit, self._names), iteration_test=why)],
+            "levels": [dict(_level_entry([self._names[n.sym] for n in path], roots, unit,
+                                         self._names), iteration_test=why)],
             **_unit_evidence(unit, [roots[unit.first].sym], why, self._names)}
         self.wants_evidence = False
         self._matcher_key = next(k for k, v in self._threads.items() if v is state)
         self._threads = {self._matcher_key: state}  # the skeleton is no longer needed
         state.roots = []
+        state.kid_seen = {}
         return tuple(self._matcher.found)
 
     def _observe_matching(self, key, stack, start, end, name):
@@ -396,7 +472,9 @@ class StructureDetector:
         mine = state.stack
         del mine[depth:]
         is_step = name.startswith(PROFILER_STEP_PREFIX)
-        if any(node is not None for node in mine):  # not a top-level op
+        path = self._matcher_path
+        if any(node is not None and all(node is not c for c in path)
+               for node in mine):  # not on the level (inside an op of it)
             mine.append(SKIPPED)
             return ()
         if is_step and not self._use_annotations:
@@ -428,9 +506,10 @@ class StructureDetector:
         self._online_last_end = max(self._online_last_end, end)
         return (FoundBoundary(start, state.key, name),)
 
-    def observe_launch(self, thread, ts: float, correlation, graph: bool) -> None:
+    def observe_launch(self, thread, ts: float, correlation, graph: bool,
+                       copy: bool = False) -> None:
         """A runtime call that launches GPU work: credit the ops around it with a kernel
-        (a graph launch is credited per kernel as its kernels arrive)."""
+        (a graph launch is credited per kernel as its kernels arrive), or a memory copy."""
         if self.mode != LEARNING:
             return
         path = [node for state in self._threads.values() if state.key == thread
@@ -441,6 +520,8 @@ class StructureDetector:
             self._graph_launches[correlation] = path
         for node in path:
             node.gpu += 1
+            if copy:
+                node.copies += 1
 
     def observe_gpu_work(self, correlation) -> None:
         """A kernel: one more for the ops of its graph launch, if it came from one."""
@@ -568,6 +649,8 @@ class StructureDetector:
             if held:
                 return False, held
             return True, "no nn.Module call holds two instances"
+        if _opens_with_copy(level, unit):
+            return True, "each instance opens by copying its input to the device"
         return self._inner_repeat(level, unit)
 
     @staticmethod

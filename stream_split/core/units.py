@@ -183,6 +183,9 @@ class Rules:
 RULES = Rules()
 #: ``Unit.phase`` of a unit whose instances open with the loop's input fetch.
 PHASE_INPUT_FETCH = "before the input fetch"
+#: ``Unit.phase`` of a unit whose instances begin right after the previous one's host sync
+#: (with the small ops back to that sync: ``_begin_at``).
+PHASE_AFTER_SYNC = "right after the previous instance's blocking sync"
 
 
 @dataclass(slots=True)
@@ -706,7 +709,7 @@ def _phase(unit: Unit, level: list, syms: list, positions: dict, names,
         if after_sync is not None:
             syncs = {q for q, x in enumerate(syms) if names[x] in BLOCKING_SYNC_NAMES}
             return _begin_at(unit, after_sync, level, syms, positions, noise, rules,
-                             "right after the previous instance's blocking sync",
+                             PHASE_AFTER_SYNC,
                              tiny - syncs)
     return _extend_head(unit, level, syms, noise, rules, whole, tiny)
 
