@@ -53,7 +53,7 @@ from stream_split.core.detect import DetectorResult, FoundBoundary, RetractLast
 from stream_split.core.skeleton import SKIPPED, Node, Symbols, ThreadSkeleton, flatten, start_of
 from stream_split.core.units import (
     PHASE_AFTER_SYNC, PHASE_INPUT_FETCH, RULES, Rules, Unit, find_unit, last_instance_end, shape_and_similarity,
-    sure_ops, time_reference, typical_duration)
+    sure_ops, time_reference, turns_the_loop, typical_duration)
 from stream_split.trace_format import BLOCKING_SYNC_NAMES, PROFILER_STEP_PREFIX
 
 MODULE_FRAME_PREFIX = "nn.Module: "
@@ -89,6 +89,15 @@ _CONTAINER_DEPTH = 4
 _TYPICAL_OF = 64
 #: Ops kept of one instance while matching online (a bound, not a limit on instance size).
 _MAX_INSTANCE_OPS = 100_000
+
+
+def _every_fetch_opens(level: list, unit: Unit) -> bool:
+    """Every input fetch read so far opens an instance of the unit. A unit learned from a few
+    cycles only (three idle polls after two steps, before any GPU work is known) leaves the
+    earlier fetches outside it: it is not the loop yet."""
+    fetch = level[unit.first].sym
+    opens = set(unit.positions)
+    return all(i in opens for i, node in enumerate(level) if node.sym == fetch)
 
 
 def _opens_with_copy(level: list, unit: Unit) -> bool:
@@ -435,10 +444,13 @@ class StructureDetector:
         # Cycles of the loop head: like the unit, or idle (the fetch found nothing to do).
         cycles = unit.like + unit.idle if alike else 0
         if cycles >= MIN_INSTANCES and unit.like >= RULES.min_like and (
-                unit.phase == PHASE_INPUT_FETCH or path and _opens_with_copy(roots, unit)):
+                unit.phase == PHASE_INPUT_FETCH and _every_fetch_opens(roots, unit)
+                or path and _opens_with_copy(roots, unit)):
             why = f"{why}; each instance opens with the loop's input fetch"
         elif cycles >= MIN_INSTANCES and unit.like >= RULES.min_like and \
-                unit.phase == PHASE_AFTER_SYNC:
+                unit.phase == PHASE_AFTER_SYNC and turns_the_loop(unit, self._names):
+            # (A loop between syncs with no optimizer step in it may be the inner loop of a
+            # step whose update is still to come: a rollout's tokens. It waits for close.)
             why = f"{why}; each instance begins right after the previous one's host sync"
         else:
             if unit.exact < MIN_INSTANCES:

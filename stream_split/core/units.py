@@ -466,6 +466,13 @@ def _loop_body(shapes: list, rules: Rules) -> frozenset:
     return frozenset(spine)
 
 
+def turns_the_loop(unit: Unit, names: list) -> bool:
+    """Does each instance hold a loop marker once (the optimizer's step, ``zero_grad``, the
+    input fetch: ``LOOP_MARKER_PATTERN``)? Then an instance is a whole turn of the training
+    loop, not the inner loop of a step (the tokens of a rollout, seen before its update)."""
+    return any(_LOOP_MARKER.search(names[s]) for s in unit.spine)
+
+
 def _spine_held(shapes: list, spine: frozenset) -> list:
     """Per instance: does it hold the whole spine, each kind exactly once? Then it is one turn
     of the loop, like the unit, however much else it does."""
