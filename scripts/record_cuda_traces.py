@@ -37,6 +37,7 @@ Writes ``OUT_DIR/<name>.json.gz`` per program and ``OUT_DIR/truth.json``: per pr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import os
@@ -330,7 +331,7 @@ def serving(out_dir: str, device: str, annotated: bool) -> dict:
                 toks = sum(p for p, _ in arriving)
                 kind = {"prefill": "EXTEND", "decode": "DECODE", "mixed": "MIXED"}[phase]
                 label = f"step[{kind} bs={len(arriving) + decoding}" + (f" toks={toks}]" if toks else "]")
-            ctx = record_function(label) if label else _null()
+            ctx = record_function(label) if label else contextlib.nullcontext()
             with ctx:
                 if phase == "idle":
                     time.sleep(0.003)  # the scheduler polls its queue
@@ -354,14 +355,6 @@ def serving(out_dir: str, device: str, annotated: bool) -> dict:
                      prefill_tokens=sum(p for p, _ in arriving), annotation=label)
             rec.step()
     return rec.recorded_truth()
-
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 PROGRAMS = {

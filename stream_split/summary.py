@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass
 
 from stream_split.stats import quantile
+from stream_split.trace_format import profiler_step_number
 
 MANIFEST_NAME = "manifest.json"
-_STEP = re.compile(r"^ProfilerStep#(\d+)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +43,9 @@ COLUMNS = (
 
 
 def step_number(first_op: str | None) -> int | None:
-    """N of an iteration that begins with ``ProfilerStep#N``, else None."""
-    m = _STEP.match(first_op or "")
-    return int(m.group(1)) if m else None
+    """N of an iteration that begins with ``ProfilerStep#N``, else None (manifests written
+    before iterations carried their ``step``)."""
+    return profiler_step_number(first_op)
 
 
 def load_manifest(out_dir: str) -> dict:

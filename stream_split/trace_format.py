@@ -47,6 +47,14 @@ GRAPH_LAUNCH_NAMES = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLau
 #: Step annotations written by ``torch.profiler.profile.step()``.
 PROFILER_STEP_PREFIX = "ProfilerStep#"
 
+
+def profiler_step_number(name) -> int | None:
+    """N of a ``ProfilerStep#N`` annotation's name, else None."""
+    if not name or not name.startswith(PROFILER_STEP_PREFIX):
+        return None
+    digits = name[len(PROFILER_STEP_PREFIX):]
+    return int(digits) if digits.isdigit() else None
+
 #: Header key that holds the events in the object form.
 EVENTS_KEY = "traceEvents"
 

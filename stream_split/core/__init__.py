@@ -7,5 +7,5 @@ from stream_split.core.engine import Splitter, SplitOptions, TraceEventError
 from stream_split.core.records import (
     Boundary, IterationRecord, Revision, OUTSIDE, METADATA, KIND_IDLE, KIND_ITERATION)
 
-__all__ = ["Splitter", "SplitOptions", "TraceEventError", "Boundary", "IterationRecord",
+__all__ = ["Splitter", "SplitOptions", "TraceEventError", "Boundary", "IterationRecord", "Revision",
            "OUTSIDE", "METADATA", "KIND_IDLE", "KIND_ITERATION"]

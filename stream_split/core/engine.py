@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from heapq import heappop, heappush
 
-from stream_split.core.detect import StepAnnotationDetector, FoundBoundary, RetractLast
+from stream_split.core.detect import StepAnnotationDetector, RetractLast
 from stream_split.core.owners import MonotonicOwnerMap, Windows
 from stream_split.core.phases import (
     NONE as _NO_ROLE, ROLES as _PHASE_ROLES, PhaseFacts, infer_phases)
@@ -51,7 +51,7 @@ from stream_split.spill import MemorySpill
 from stream_split.trace_format import (
     COPY_LAUNCH_NAMES, GPU_ANNOTATION_CAT, GPU_WORK_CATS, GRAPH_LAUNCH_NAMES, KERNEL_CATS,
     LAUNCH_FLOW_CAT, LAUNCH_NAMES, PROFILER_STEP_PREFIX, FLOW_PHASES as _FLOW_PHASES,
-    METADATA_PHASE, PYTHON_FRAME_CAT, STRUCTURE_CATS)
+    METADATA_PHASE, PYTHON_FRAME_CAT, STRUCTURE_CATS, profiler_step_number)
 
 
 class TraceEventError(ValueError):
@@ -556,9 +556,7 @@ class Splitter:
         if role:
             self._phase_facts[owner].observe(role, name, event.get("args"))
         elif record.step is None and name.startswith(PROFILER_STEP_PREFIX):
-            digits = name[len(PROFILER_STEP_PREFIX):]
-            if digits.isdigit():
-                record.step = int(digits)
+            record.step = profiler_step_number(name)
 
     def _own_launch(self, owner: int, corr, name) -> None:
         """A runtime call's owner is its GPU work's owner, now and for what waited for it."""
