@@ -195,7 +195,7 @@ def sniff_form(start: bytes, final: bool) -> str | None:
                               f"{text[:12].decode('utf-8', 'replace')!r}")
     newline = text.find(b"\n")
     if newline < 0:
-        if not final and len(text) < _FORM_LINE_LIMIT:
+        if not final and len(text) < _FORM_LINE_LIMIT and not _one_whole_value(text):
             return None
         line = text[:_FORM_LINE_LIMIT].strip()
     else:
@@ -208,6 +208,17 @@ def sniff_form(start: bytes, final: bool) -> str | None:
         if isinstance(first, dict) and "ph" in first and EVENTS_KEY not in first:
             return "jsonl"
     return "object"
+
+
+def _one_whole_value(text: bytes) -> bool:
+    """The text (no newline in it yet) is one JSON value whose last bracket has come: a
+    one-line document written without a final newline is complete, not waiting for a line."""
+    stripped = text.rstrip(_WHITESPACE)
+    if not stripped.endswith(b"}"):
+        return False
+    depth = Framing(stripped).depth
+    return bool(depth.size) and int(depth[-1]) == 0 and int(np.flatnonzero(depth == 0)[0]) == \
+        depth.size - 1
 
 
 class Framing:
