@@ -895,17 +895,55 @@ def _extend_head(unit: Unit, level: list, syms: list, noise: set, rules: Rules,
                            or (c >= rules.head_only_share * anywhere[s] and s not in big))}
     later = windows[1:] if whole else windows
     region = {s for w in later for s in w}
-    if not head:
-        return unit
-    unit.positions = _walk_left(unit, syms, head, noise)
-    # The first instance has no previous one: what comes just before it of the head's region
-    # (a head op a common-op test cannot vouch for with so few instances) is its own.
-    first = unit.positions[0]
-    while first > 0 and syms[first - 1] in region - closing:
-        first -= 1
-    unit.positions[0] = first
-    unit.phase = "at the step's first op (the head before the anchor)"
+    # Kinds of op never seen in the level but in head windows: a step's own first op that
+    # noise dropped from the other steps is one of them (``_after_loop_edge``).
+    head_only = {s for s, c in in_window.items() if c >= anywhere[s]} - closing - {unit.anchor}
+    if head:
+        unit.positions = _walk_left(unit, syms, head, noise)
+        # The first instance has no previous one: what comes just before it of the head's
+        # region (a head op a common-op test cannot vouch for with so few instances) is its own.
+        first = unit.positions[0]
+        while first > 0 and syms[first - 1] in region - closing:
+            first -= 1
+        unit.positions[0] = first
+    moved = _after_loop_edge(unit, level, syms, head_only)
+    if head or moved:
+        unit.phase = "at the step's first op (the head before the anchor)"
     return unit
+
+
+def _after_loop_edge(unit: Unit, level: list, syms: list, head_only: set) -> bool:
+    """Move each instance's beginning left over the ops the vote could not place (each seen
+    in one head window only: the step's first op where noise dropped it from the others) that
+    lie after the loop's edge: an op joins the step when the idle gap before it is wider than
+    the one after it. Between two steps the host runs the loop itself (``prof.step()``, the
+    ``for`` statement, the fetch's Python), so the widest gap is where one step ends and the
+    next begins; an op the previous step ended with (inserted there by noise, its own sync)
+    lies before that gap. The level's first op has no gap before it: it opens the first
+    instance when the gap after it is narrower than the loop's edge before the other
+    instances (a prologue ends with a wider one). Only kinds seen in head windows and nowhere
+    else in the level move (``head_only``): a kind that also occurs inside instances is no
+    head. Returns whether a beginning moved."""
+    pos = unit.positions
+    moved = False
+    for i in list(range(1, len(pos))) + [0]:
+        lo = pos[i - 1] + 1 if i else 0
+        start = p = pos[i]
+        while start - 1 >= lo and syms[start - 1] in head_only:
+            q = start - 1
+            after = level[start].start - level[q].end
+            if q > 0:
+                before = level[q].start - level[q - 1].end
+            else:  # the level's first op: the loop's edge as the other instances show it
+                edges = sorted(level[b].start - level[b - 1].end for b in pos[1:])
+                before = edges[len(edges) // 2] if edges else 0.0
+            if before <= after:
+                break
+            start = q
+        if start != p:
+            pos[i] = start
+            moved = True
+    return moved
 
 
 # -- where the last instance ends -------------------------------------------------------
