@@ -369,7 +369,7 @@ class StructureDetector:
             if not state.main and len(state.roots) >= _SIDE_THREAD_ROOTS:
                 mine.append(SKIPPED)  # a side thread's top level: enough to rank it
                 return found
-            state.roots.append(node)
+            state.add_root(node)
             state.seen[node.sym] += 1
             state.kid_seen.clear()
             if not found and self._online_allowed(state) and (
@@ -543,8 +543,15 @@ class StructureDetector:
                 node.gpu += 1
 
     def observe_frame(self, thread, start: float, end: float, name: str) -> None:
-        """A Python frame; only outermost ``nn.Module`` calls are kept (layer evidence)."""
-        if self.mode != LEARNING or not name.startswith(MODULE_FRAME_PREFIX):
+        """A Python frame: the opener of the main thread's top-level op it opens (the phase
+        at the outermost frame of the step, ``_at_outermost_frames``); outermost
+        ``nn.Module`` calls are also kept (layer evidence)."""
+        if self.mode != LEARNING:
+            return
+        for state in self._threads.values():
+            if state.key == thread and state.main:
+                state.observe_frame(start, end, name)
+        if not name.startswith(MODULE_FRAME_PREFIX):
             return
         modules = self._modules.setdefault(thread, [])
         if modules and start < modules[-1][1]:
@@ -764,10 +771,44 @@ class StructureDetector:
                              [b - a for a, b in zip(pos, pos[1:])] or [width],
                              {n.sym for n in level[pos[0]:pos[-1]]},
                              [level[p].start for p in pos])
+        boundaries, last_end, moved = self._at_outermost_frames(thread, boundaries, last_end)
         evidence.update(_unit_evidence(unit, anchor, why, names), instances=len(boundaries),
                         exact=unit.exact, variants=sum(shape != 0 for shape in shapes))
+        if moved:
+            evidence["phase"] = f"{evidence['phase']}, then at the outermost Python frame " \
+                                f"that opens the step ({moved} of {len(boundaries)})"
         return DetectorResult(boundaries=boundaries, last_end=last_end, shapes=shapes,
                               evidence=evidence)
+
+    def _at_outermost_frames(self, thread: ThreadSkeleton, boundaries: list,
+                             last_end: float) -> tuple[list, float, int]:
+        """The phase at the outermost frame of the step: a boundary at a top-level op that
+        Python frames open (``Node.opener``: each begins after the previous top-level op
+        ended and holds this one: ``training_step`` around the step's first ``aten::`` op,
+        one to three wrappers deep) moves back to the start of the outermost of them that
+        ends before the next boundary (the program's own frame holds every step), so the
+        user's own frames before the first op are the step's. The last iteration ends no
+        earlier than its opening frame. Returns the boundaries, the last end and how many
+        moved."""
+        openers = {n.start: n.opener for t in self._threads.values()
+                   if t.key == thread.key for n in t.roots if n.opener is not None}
+        if not openers:
+            return boundaries, last_end, 0
+        moved = []
+        floor = float("-inf")
+        last_frame = None
+        for i, b in enumerate(boundaries):
+            ceiling = boundaries[i + 1].start_ts if i + 1 < len(boundaries) else float("inf")
+            frame = min((f for f in openers.get(b.start_ts, ()) if f[1] <= ceiling),
+                        default=None)
+            if frame is not None and floor < frame[0] < b.start_ts:
+                b = FoundBoundary(frame[0], b.thread, frame[2])
+            moved.append(b)
+            floor = b.start_ts
+            last_frame = frame
+        if last_frame is not None and last_end is not None:
+            last_end = max(last_end, last_frame[1])
+        return moved, last_end, sum(a is not b for a, b in zip(moved, boundaries))
 
     def _align_sections(self, thread: ThreadSkeleton, level, unit: Unit, boundaries: list) -> list:
         """A unit found on one section of the loop thread (its annotations, say) begins with

@@ -895,9 +895,12 @@ def _extend_head(unit: Unit, level: list, syms: list, noise: set, rules: Rules,
                            or (c >= rules.head_only_share * anywhere[s] and s not in big))}
     later = windows[1:] if whole else windows
     region = {s for w in later for s in w}
-    # Kinds of op never seen in the level but in head windows: a step's own first op that
-    # noise dropped from the other steps is one of them (``_after_loop_edge``).
-    head_only = {s for s, c in in_window.items() if c >= anywhere[s]} - closing - {unit.anchor}
+    # Small kinds of op never seen in the level but in head windows: a step's own first op
+    # that noise dropped from the other steps is one of them (``_after_loop_edge``). A big
+    # one seen once is no head op noise dropped elsewhere (noise drops small ops only): a
+    # prologue's ``load_weights`` before the first step.
+    head_only = {s for s, c in in_window.items() if c >= anywhere[s]} - closing - big \
+        - {unit.anchor}
     if head:
         unit.positions = _walk_left(unit, syms, head, noise)
         # The first instance has no previous one: what comes just before it of the head's
