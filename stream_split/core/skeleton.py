@@ -65,10 +65,8 @@ class ThreadSkeleton:
         """A new top-level op; the Python frames read before it that open it are its opener."""
         roots = self.roots
         if self.frames:
-            lo = roots[-1].end if roots else float("-inf")
-            for frame in self.frames:
-                _open_with(node, lo, frame)
-            self.frames = [f for f in self.frames if f[0] > node.start]
+            self.frames = open_pending(node, roots[-1].end if roots else float("-inf"),
+                                       self.frames)
         roots.append(node)
 
     def observe_frame(self, start: float, end: float, name: str) -> None:
@@ -136,6 +134,21 @@ def _open_with(node: Node, after: float, frame: tuple) -> None:
         if len(node.opener) > MAX_OPENERS:
             node.opener.sort()
             del node.opener[MAX_OPENERS:]
+
+
+def open_pending(node: Node, after: float, frames: list) -> list:
+    """The frames read before ``node`` that open it become its openers (``_open_with``;
+    ``after``: the end of the op before it on its level); returns those that begin after it
+    (they may open a later op)."""
+    for frame in frames:
+        _open_with(node, after, frame)
+    return [f for f in frames if f[0] > node.start]
+
+
+def outermost_opener(node: Node, ceiling: float = float("inf")) -> tuple | None:
+    """The outermost Python frame that opens ``node`` and ends by ``ceiling`` (the next
+    instance's start, where known: the program's own frame opens the first op of all)."""
+    return min((f for f in node.opener or () if f[1] <= ceiling), default=None)
 
 
 def start_of(node: Node) -> float:

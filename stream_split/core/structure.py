@@ -50,7 +50,9 @@ from collections import Counter
 from dataclasses import replace
 
 from stream_split.core.detect import DetectorResult, FoundBoundary, RetractLast
-from stream_split.core.skeleton import SKIPPED, Node, Symbols, ThreadSkeleton, flatten, start_of
+from stream_split.core.skeleton import (
+    MAX_PENDING_FRAMES, SKIPPED, Node, Symbols, ThreadSkeleton, flatten, open_pending,
+    outermost_opener, start_of)
 from stream_split.core.units import (
     PHASE_AFTER_SYNC, PHASE_INPUT_FETCH, RULES, Rules, Unit, find_unit, last_instance_end, shape_and_similarity,
     sure_ops, time_reference, turns_the_loop, typical_duration)
@@ -203,7 +205,13 @@ class _RootMatcher:
         self.small = RULES.small_op_share * work[len(work) // 2]
         self.syncs = {sym for sym, name in enumerate(names) if name in BLOCKING_SYNC_NAMES}
         self.starts = [level[p] for p in pos]
-        self.found = [FoundBoundary(n.start, thread_key, names[n.sym]) for n in self.starts]
+        # Python frames read before the op they open (a file in time order): pending until
+        # the next op of the level is read (``skeleton.open_pending``).
+        self.frames: list = []
+        self.last_end = level[-1].end if level else float("-inf")
+        self.last_start = level[-1].start if level else float("-inf")
+        ceilings = [n.start for n in self.starts[1:]] + [float("inf")]
+        self.found = [self._boundary(n, ceiling=c) for n, c in zip(self.starts, ceilings)]
         # The last instance so far, up to its anchor; the ops read after it (the unit may
         # have been found from its middle ops) are matched like any new op, so no instance
         # begun meanwhile is missed.
@@ -240,6 +248,10 @@ class _RootMatcher:
         return merged
 
     def push(self, node: Node) -> tuple:
+        if self.frames:
+            self.frames = open_pending(node, self.last_end, self.frames)
+        self.last_end = node.end
+        self.last_start = node.start
         current = self.current
         current.append(node)
         sym = node.sym
@@ -251,7 +263,7 @@ class _RootMatcher:
             instance = current[:-1]
             self._begin(instance, node)
             self.previous, self.current, self.tentative = instance, [node], True
-            out.append(FoundBoundary(node.start, self.thread, self.names[sym]))
+            out.append(self._boundary(node))
             return tuple(out)
         if sym != self.anchor or self.waiting:
             self.waiting = self.waiting and sym != self.anchor
@@ -274,13 +286,25 @@ class _RootMatcher:
             first = self.current[j]
             self.starts[-1] = first
             self.current = current[j:]
-            return (FoundBoundary(first.start, self.thread, self.names[first.sym],
-                                  moves_last=True,
-                                  why="the instance begins after the op that triggered it"),)
+            return (self._boundary(first, moves_last=True,
+                                   why="the instance begins after the op that triggered it"),)
         self._begin(current[:j], current[j])
         self.current = current[j:]
-        first = self.current[0]
-        return (FoundBoundary(first.start, self.thread, self.names[first.sym]),)
+        return (self._boundary(self.current[0]),)
+
+    def _boundary(self, first: Node, ceiling: float = float("inf"), **kw) -> FoundBoundary:
+        """The boundary of an instance whose first op is ``first``: at the outermost Python
+        frame that opens it, if one was read before it (the phase at the outermost frame of
+        the step, as ``StructureDetector._at_outermost_frames`` at close)."""
+        frame = outermost_opener(first, ceiling)
+        if frame is None:
+            return FoundBoundary(first.start, self.thread, self.names[first.sym], **kw)
+        return FoundBoundary(frame[0], self.thread, frame[2], **kw)
+
+    def observe_frame(self, start: float, end: float, name: str) -> None:
+        """A Python frame of the loop thread, read before the op it may open."""
+        if start > self.last_start and len(self.frames) < MAX_PENDING_FRAMES:
+            self.frames.append((start, end, name))
 
     def _opens_after_sync(self, node: Node) -> bool:
         """A small op that is no sync, or an op of the head: between the previous sync and
@@ -335,6 +359,9 @@ class StructureDetector:
         self._modules: dict = {}  # thread -> its outermost nn.Module frames [(start, end)]
         self._online_evidence: dict = {}
         self._matcher_path: tuple = ()  # the containers around the matched level
+        #: Python frames came before the ops they open (a file in time order, not Kineto's
+        #: sections): the matcher keeps reading them.
+        self._frames_before_ops = False
 
     # -- streaming input ---------------------------------------------------------------
 
@@ -469,7 +496,9 @@ class StructureDetector:
             "levels": [dict(_level_entry([self._names[n.sym] for n in path], roots, unit,
                                          self._names), iteration_test=why)],
             **_unit_evidence(unit, [roots[unit.first].sym], why, self._names)}
-        self.wants_evidence = False
+        # Python frames read before the ops they open (a file in time order) still move
+        # boundaries; else no more evidence is needed.
+        self.wants_evidence = self._frames_before_ops
         self._matcher_key = next(k for k, v in self._threads.items() if v is state)
         self._threads = {self._matcher_key: state}  # the skeleton is no longer needed
         state.roots = []
@@ -546,11 +575,16 @@ class StructureDetector:
         """A Python frame: the opener of the main thread's top-level op it opens (the phase
         at the outermost frame of the step, ``_at_outermost_frames``); outermost
         ``nn.Module`` calls are also kept (layer evidence)."""
+        if self.mode == MATCHING:
+            if thread == self._matcher.thread:
+                self._matcher.observe_frame(start, end, name)
+            return
         if self.mode != LEARNING:
             return
         for state in self._threads.values():
             if state.key == thread and state.main:
                 state.observe_frame(start, end, name)
+                self._frames_before_ops = self._frames_before_ops or bool(state.frames)
         if not name.startswith(MODULE_FRAME_PREFIX):
             return
         modules = self._modules.setdefault(thread, [])
@@ -790,17 +824,17 @@ class StructureDetector:
         user's own frames before the first op are the step's. The last iteration ends no
         earlier than its opening frame. Returns the boundaries, the last end and how many
         moved."""
-        openers = {n.start: n.opener for t in self._threads.values()
-                   if t.key == thread.key for n in t.roots if n.opener is not None}
-        if not openers:
+        opened = {n.start: n for t in self._threads.values()
+                  if t.key == thread.key for n in t.roots if n.opener is not None}
+        if not opened:
             return boundaries, last_end, 0
         moved = []
         floor = float("-inf")
         last_frame = None
         for i, b in enumerate(boundaries):
             ceiling = boundaries[i + 1].start_ts if i + 1 < len(boundaries) else float("inf")
-            frame = min((f for f in openers.get(b.start_ts, ()) if f[1] <= ceiling),
-                        default=None)
+            node = opened.get(b.start_ts)
+            frame = None if node is None else outermost_opener(node, ceiling)
             if frame is not None and floor < frame[0] < b.start_ts:
                 b = FoundBoundary(frame[0], b.thread, frame[2])
             moved.append(b)
