@@ -50,6 +50,8 @@ detector (``structure.py``) decides where to look and what a found unit means.
    ops does not hide a head op behind it. A sync is the loop's phase only when it closes
    most instances, and the walk to the loop's first op takes each op as often as the
    representative has it before its anchor (a prologue op of the same kind stays out).
+   A small op the vote cannot place (seen before one instance only) opens that instance when
+   it lies after the loop's edge, the wider idle gap (``_after_loop_edge``).
 
 Also here, shared by both decision paths: where the last instance ends
 (``last_instance_end``) and the kind of each cycle (``cycle_kinds``).
@@ -148,6 +150,13 @@ class Rules:
     #: ... or found in a head window at this share of its occurrences (a head op that noise
     #: dropped from most steps is still only ever seen there).
     head_only_share: float = 0.8
+    #: A small op before an instance that the vote cannot place (its kind seen in one head
+    #: window only: the step's first op that noise dropped from the other steps, or the
+    #: previous step's last op) opens the instance when the idle gap before it is more than
+    #: this many times the gap after it. Between two steps the host runs the loop itself
+    #: (``prof.step()``, the ``for`` statement), so the widest gap is where the loop turns;
+    #: any wider gap says so (``_after_loop_edge``).
+    edge_gap_ratio: float = 1.0
     #: Symbols seen in fewer than this share of the instances are sporadic: a head walk steps
     #: over them.
     sporadic_share: float = 0.5
@@ -909,13 +918,14 @@ def _extend_head(unit: Unit, level: list, syms: list, noise: set, rules: Rules,
         while first > 0 and syms[first - 1] in region - closing:
             first -= 1
         unit.positions[0] = first
-    moved = _after_loop_edge(unit, level, syms, head_only)
+    moved = _after_loop_edge(unit, level, syms, head_only, rules)
     if head or moved:
         unit.phase = "at the step's first op (the head before the anchor)"
     return unit
 
 
-def _after_loop_edge(unit: Unit, level: list, syms: list, head_only: set) -> bool:
+def _after_loop_edge(unit: Unit, level: list, syms: list, head_only: set,
+                     rules: Rules) -> bool:
     """Move each instance's beginning left over the ops the vote could not place (each seen
     in one head window only: the step's first op where noise dropped it from the others) that
     lie after the loop's edge: an op joins the step when the idle gap before it is wider than
@@ -940,7 +950,7 @@ def _after_loop_edge(unit: Unit, level: list, syms: list, head_only: set) -> boo
             else:  # the level's first op: the loop's edge as the other instances show it
                 edges = sorted(level[b].start - level[b - 1].end for b in pos[1:])
                 before = edges[len(edges) // 2] if edges else 0.0
-            if before <= after:
+            if before <= rules.edge_gap_ratio * after:
                 break
             start = q
         if start != p:
