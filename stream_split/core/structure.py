@@ -362,6 +362,7 @@ class StructureDetector:
         #: Python frames came before the ops they open (a file in time order, not Kineto's
         #: sections): the matcher keeps reading them.
         self._frames_before_ops = False
+        self._early_frames: dict = {}  # thread -> Python frames read before its first op
 
     # -- streaming input ---------------------------------------------------------------
 
@@ -375,6 +376,7 @@ class StructureDetector:
         state = self._threads.get((thread, section))
         if state is None:
             state = self._threads[(thread, section)] = ThreadSkeleton(thread, 4 * MIN_INSTANCES)
+            state.frames = self._early_frames.pop(thread, [])
         depth = len(stack) - 1
         mine = state.stack
         del mine[depth:]
@@ -581,10 +583,16 @@ class StructureDetector:
             return
         if self.mode != LEARNING:
             return
-        for state in self._threads.values():
-            if state.key == thread and state.main:
+        states = [state for state in self._threads.values() if state.key == thread]
+        for state in states:
+            if state.main:
                 state.observe_frame(start, end, name)
                 self._frames_before_ops = self._frames_before_ops or bool(state.frames)
+        if not states and thread[0] == thread[1]:  # before the thread's first op
+            early = self._early_frames.setdefault(thread, [])
+            if len(early) < MAX_PENDING_FRAMES:
+                early.append((start, end, name))
+            self._frames_before_ops = True
         if not name.startswith(MODULE_FRAME_PREFIX):
             return
         modules = self._modules.setdefault(thread, [])
