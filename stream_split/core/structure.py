@@ -45,7 +45,7 @@ the trace. Everything the engine waits on meanwhile is spilled.
 """
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import replace
 
@@ -122,6 +122,10 @@ def _opens_with_copy(level: list, unit: Unit) -> bool:
     return True
 
 
+def _start_of_entry(entry: tuple) -> float:
+    return entry[0]
+
+
 def _confidence(unit: Unit) -> float:
     return min(1.0, unit.coverage) * (unit.score / unit.n) * min(1.0, unit.n / 3)
 
@@ -174,8 +178,11 @@ class _RootMatcher:
       is a boundary at once, at the first of the head ops just before it (``Unit.head``).
     """
 
-    def __init__(self, thread_key, level: list, unit: Unit, names: list):
+    def __init__(self, thread_key, level: list, unit: Unit, names: list, opening=()):
         self.thread = thread_key
+        #: (start, name) of the ops of the thread's other sections that open instances, in
+        #: time order (``StructureDetector._section_openers``).
+        self.opening = list(opening)
         self.names = names
         self.mode = unit.mode
         self.anchor = unit.anchor
@@ -211,7 +218,10 @@ class _RootMatcher:
         self.last_end = level[-1].end if level else float("-inf")
         self.last_start = level[-1].start if level else float("-inf")
         ceilings = [n.start for n in self.starts[1:]] + [float("inf")]
-        self.found = [self._boundary(n, ceiling=c) for n, c in zip(self.starts, ceilings)]
+        afters = [level[p - 1].end if p else float("-inf") for p in pos]
+        floors = [float("-inf")] + [n.start for n in self.starts[:-1]]
+        self.found = [self._boundary(n, a, ceiling=c, floor=f)
+                      for n, a, c, f in zip(self.starts, afters, ceilings, floors)]
         # The last instance so far, up to its anchor; the ops read after it (the unit may
         # have been found from its middle ops) are matched like any new op, so no instance
         # begun meanwhile is missed.
@@ -248,8 +258,9 @@ class _RootMatcher:
         return merged
 
     def push(self, node: Node) -> tuple:
+        after = self.last_end  # the end of the op before ``node`` on the level
         if self.frames:
-            self.frames = open_pending(node, self.last_end, self.frames)
+            self.frames = open_pending(node, after, self.frames)
         self.last_end = node.end
         self.last_start = node.start
         current = self.current
@@ -263,7 +274,7 @@ class _RootMatcher:
             instance = current[:-1]
             self._begin(instance, node)
             self.previous, self.current, self.tentative = instance, [node], True
-            out.append(self._boundary(node))
+            out.append(self._boundary(node, after))
             return tuple(out)
         if sym != self.anchor or self.waiting:
             self.waiting = self.waiting and sym != self.anchor
@@ -286,20 +297,35 @@ class _RootMatcher:
             first = self.current[j]
             self.starts[-1] = first
             self.current = current[j:]
-            return (self._boundary(first, moves_last=True,
+            return (self._boundary(first, current[j - 1].end, moves_last=True,
                                    why="the instance begins after the op that triggered it"),)
         self._begin(current[:j], current[j])
         self.current = current[j:]
-        return (self._boundary(self.current[0]),)
+        return (self._boundary(current[j], current[j - 1].end),)
 
-    def _boundary(self, first: Node, ceiling: float = float("inf"), **kw) -> FoundBoundary:
-        """The boundary of an instance whose first op is ``first``: at the outermost Python
-        frame that opens it, if one was read before it (the phase at the outermost frame of
-        the step, as ``StructureDetector._at_outermost_frames`` at close)."""
+    def _boundary(self, first: Node, after: float, ceiling: float = float("inf"),
+                  floor: float | None = None, **kw) -> FoundBoundary:
+        """The boundary of an instance whose first op is ``first`` (``after``: the end of the
+        op before it on the level): at the outermost Python frame that opens it, if one was
+        read before it (the phase at the outermost frame of the step, as
+        ``StructureDetector._at_outermost_frames`` at close), or at the op of the thread's
+        other sections that opens it (``opening``: a ``zero_grad`` annotation before the
+        step's first cpu_op, as ``StructureDetector._align_sections`` at close), whichever
+        is first."""
+        start, name = first.start, self.names[first.sym]
         frame = outermost_opener(first, ceiling)
-        if frame is None:
-            return FoundBoundary(first.start, self.thread, self.names[first.sym], **kw)
-        return FoundBoundary(frame[0], self.thread, frame[2], **kw)
+        if frame is not None:
+            start, name = frame[0], frame[2]
+        opening = self.opening
+        if opening:
+            # The opening ops after the previous instance's first op (it lies inside the
+            # ``DistributedDataParallel.forward`` that opened it): the first of them.
+            if floor is None:
+                floor = self.starts[-2].start if len(self.starts) > 1 else float("-inf")
+            del opening[:bisect_right(opening, floor, key=_start_of_entry)]
+            if opening and opening[0][0] < start:
+                start, name = opening[0][0], opening[0][1]
+        return FoundBoundary(start, self.thread, name, **kw)
 
     def observe_frame(self, start: float, end: float, name: str) -> None:
         """A Python frame of the loop thread, read before the op it may open."""
@@ -489,7 +515,8 @@ class StructureDetector:
             if not whole:
                 return ()
             why = f"{why}; {inner}"
-        self._matcher = _RootMatcher(state.key, roots, unit, self._names)
+        opening = [] if path else self._section_openers(state, roots, unit)
+        self._matcher = _RootMatcher(state.key, roots, unit, self._names, opening)
         self._matcher_path = tuple(path)
         self.mode = MATCHING
         self._online_evidence = {
@@ -852,35 +879,61 @@ class StructureDetector:
             last_end = max(last_end, last_frame[1])
         return moved, last_end, sum(a is not b for a, b in zip(moved, boundaries))
 
-    def _align_sections(self, thread: ThreadSkeleton, level, unit: Unit, boundaries: list) -> list:
-        """A unit found on one section of the loop thread (its annotations, say) begins with
-        the ops of the thread's other sections (its cpu_ops) that open each instance: those
-        found between the end of the previous instance and the boundary in most instances
-        (``aten::randn`` before a ``data_fwd`` annotation). Kineto writes a thread's sections
-        apart, so no single section sees the whole step."""
+    def _opening_elsewhere(self, thread: ThreadSkeleton, level, unit: Unit):
+        """The ops of the loop thread's other sections (in time order), and the kinds of them
+        that open most instances of ``unit`` (found between the end of the previous instance
+        and the instance's first op: ``aten::randn`` before a ``data_fwd`` annotation, a
+        ``zero_grad`` annotation before the step's first cpu_op). Kineto writes a thread's
+        sections apart, so no single section sees the whole step."""
         pos = unit.positions
         others = [n for t in self._threads.values() if t is not thread and t.key == thread.key
                   for n in t.roots]
-        if not others or len(boundaries) != len(pos) or len(pos) < 3:
-            return boundaries
+        if not others or len(pos) < 3:
+            return [], set()
         others.sort(key=start_of)
         starts = [n.start for n in others]
         gaps = []
+        for i, p in enumerate(pos):
+            before = level[pos[i - 1]:p] if i else level[:pos[0]]
+            lo = max((n.end for n in before), default=float("-inf"))
+            gaps.append(others[bisect_left(starts, lo):bisect_left(starts, level[p].start)])
+        seen_in = Counter(sym for gap in gaps[1:] for sym in {n.sym for n in gap})
+        opening = {sym for sym, c in seen_in.items() if c >= 0.5 * (len(gaps) - 1)}
+        # ... and found at most once from one instance's first op to the next one's: the
+        # first of them after an instance's first op opens the next instance.
+        for a, b in zip(pos, pos[1:]):
+            turn = Counter(n.sym for n in others[bisect_left(starts, level[a].start):
+                                                 bisect_left(starts, level[b].start)])
+            opening = {sym for sym in opening if turn[sym] <= 1}
+        return others, opening
+
+    def _section_openers(self, thread: ThreadSkeleton, level, unit: Unit) -> list:
+        """Online: (start, name) of every op of the thread's other sections, read so far, of
+        a kind that opens instances (``_opening_elsewhere``): the matcher begins each new
+        instance at the one before its first op (``_RootMatcher._boundary``)."""
+        others, opening = self._opening_elsewhere(thread, level, unit)
+        return [(n.start, self._names[n.sym]) for n in others if n.sym in opening]
+
+    def _align_sections(self, thread: ThreadSkeleton, level, unit: Unit, boundaries: list) -> list:
+        """A unit found on one section of the loop thread (its annotations, say) begins with
+        the ops of the thread's other sections that open most instances
+        (``_opening_elsewhere``)."""
+        pos = unit.positions
+        if len(boundaries) != len(pos):
+            return boundaries
+        others, opening = self._opening_elsewhere(thread, level, unit)
+        if not opening:
+            return boundaries
+        starts = [n.start for n in others]
+        aligned = []
         for i, b in enumerate(boundaries):
             before = level[pos[i - 1]:pos[i]] if i else level[:pos[0]]
             lo = max((n.end for n in before), default=float("-inf"))
-            gaps.append(others[bisect_left(starts, lo):bisect_left(starts, b.start_ts)])
-        seen_in = Counter(sym for gap in gaps[1:] for sym in {n.sym for n in gap})
-        opening = {sym for sym, c in seen_in.items() if c >= 0.5 * (len(gaps) - 1)}
-        if not opening:
-            return boundaries
-        aligned = []
-        for b, gap in zip(boundaries, gaps):
+            gap = others[bisect_left(starts, lo):bisect_left(starts, b.start_ts)]
             first = next((n for n in gap if n.sym in opening), None)
             aligned.append(b if first is None else
                            FoundBoundary(first.start, b.thread, self._names[first.sym]))
         return aligned
-
 
     def _single(self, thread: ThreadSkeleton, path, evidence) -> DetectorResult:
         """No repeating unit: the loop thread's work is one iteration."""
