@@ -206,24 +206,18 @@ def level_with_edges(steps, durations, edge=500.0, gap=1.0):
     return ops, pattern
 
 
-def test_a_step_first_op_noise_dropped_elsewhere_joins_its_step_after_the_loop_edge():
-    # Three steps whose first op is a small 5 (``aten::randint``), but for the last one,
-    # where noise dropped it and kept a small 6 (``aten::randn``) that the others lost: seen
-    # once, it gets no vote; it lies after the wide gap where the loop turns, so it opens
-    # the step.
+@pytest.mark.parametrize("kept_by", [2, 0])
+def test_a_step_first_op_noise_dropped_elsewhere_joins_its_step_after_the_loop_edge(kept_by):
+    # Three steps whose first op is a small 5 (``aten::randint``), but for one, where noise
+    # dropped it and kept a small 6 (``aten::randn``) that the others lost: seen once, it
+    # gets no vote; it lies after the wide gap where the loop turns, so it opens the step
+    # (the first step too: the level's first op, its gap after narrower than the loop's edge).
     dur = {**DUR, 5: 4.0, 6: 15.0}
-    ops, pattern = level_with_edges([[5] + STEP[1:], [5] + STEP[1:] + [8], [6] + STEP[1:]],
-                                    dur)
+    steps = [[5] + STEP[1:], [5] + STEP[1:] + [8], [5] + STEP[1:]]
+    steps[kept_by][0] = 6
+    ops, pattern = level_with_edges(steps, dur)
     unit = find_unit(ops)
-    assert [pattern[p] for p in unit.positions] == [5, 5, 6]
-
-
-def test_the_first_step_takes_its_own_first_op_that_no_other_step_kept():
-    dur = {**DUR, 5: 4.0, 6: 15.0}
-    ops, pattern = level_with_edges([[6] + STEP[1:], [5] + STEP[1:] + [8], [5] + STEP[1:]],
-                                    dur)
-    unit = find_unit(ops)
-    assert [pattern[p] for p in unit.positions] == [6, 5, 5]
+    assert [pattern[p] for p in unit.positions] == [step[0] for step in steps]
 
 
 def test_a_small_op_before_the_loop_edge_stays_with_the_step_it_ends():
