@@ -212,4 +212,5 @@ def test_online_in_time_order_the_boundary_is_at_the_outermost_python_frame():
     got, splitter = owners_of(events, STRUCTURE)
     assert splitter.evidence["decided"].startswith("online")
     assert [it.start_ts for it in splitter.iterations] == [a for a, _ in spans]
+    assert "outermost Python frame" in splitter.evidence["phase"]
     assert not _frames_in_their_step(events, got, spans)

@@ -183,6 +183,7 @@ class _RootMatcher:
         #: (start, name) of the ops of the thread's other sections that open instances, in
         #: time order (``StructureDetector._section_openers``).
         self.opening = list(opening)
+        self.at_frames = 0  # boundaries put at the outermost Python frame (evidence)
         self.names = names
         self.mode = unit.mode
         self.anchor = unit.anchor
@@ -316,6 +317,7 @@ class _RootMatcher:
         frame = outermost_opener(first, ceiling)
         if frame is not None:
             start, name = frame[0], frame[2]
+            self.at_frames += 1
         opening = self.opening
         if opening:
             # The opening ops after the previous instance's first op (it lies inside the
@@ -326,6 +328,13 @@ class _RootMatcher:
             if opening and opening[0][0] < start:
                 start, name = opening[0][0], opening[0][1]
         return FoundBoundary(start, self.thread, name, **kw)
+
+    def phase_note(self) -> str:
+        """What the phase at the outermost frame did online, for the evidence."""
+        if not self.at_frames:
+            return ""
+        return f", then at the outermost Python frame that opens the step ({self.at_frames} " \
+               f"boundaries)"
 
     def observe_frame(self, start: float, end: float, name: str) -> None:
         """A Python frame of the loop thread, read before the op it may open."""
@@ -642,6 +651,7 @@ class StructureDetector:
             shapes, last_end, revisions = self._matcher.finish()
             sims = self._matcher.similarity
             evidence = dict(self._online_evidence, instances=len(shapes),
+                            phase=self._online_evidence["phase"] + self._matcher.phase_note(),
                             variants=sum(1 for sh in shapes if sh != 0), similarity=sims,
                             like=sum(1 for x in sims if x >= RULES.like),
                             worst_similarity=min(sims, default=0.0))
