@@ -5,7 +5,9 @@ Each structural CPU op becomes a ``Node``: its symbol (the op's name with digits
 beneath it (``gpu``, credited once launches arrive) and its children. A ``ThreadSkeleton``
 holds one section of one thread: its top-level ops (``roots``), the open ops parallel to the
 engine's stack, its top-level ``ProfilerStep`` spans and how often each symbol has occurred at
-its top level (for the online tries). ``SKIPPED`` stands for an op that is not kept (beyond
+its top level (for the online tries); and for each top-level op, the Python frames that open
+it (``Node.opener``: the wrappers of a step around its first op, for the phase at the
+outermost frame). ``SKIPPED`` stands for an op that is not kept (beyond
 the skeleton's depth or size), nor are its children. How much is kept is the detector's
 choice (``structure.StructureDetector``).
 """

@@ -20,7 +20,10 @@ and what a found unit means:
   itself contains a repeated sub-unit (a model with layers, not a layer). Otherwise the
   container is one iteration.
 - a unit found on one section of the loop thread begins with the ops of its other sections
-  that open most instances (``_align_sections``);
+  that open most instances (``_align_sections``; online ``_RootMatcher._boundary``);
+- the phase at the outermost frame of the step: when Python frames open the step's first op,
+  the boundary is at the outermost of them (``_at_outermost_frames``; online, where the file
+  brings frames before the ops they hold, ``_RootMatcher._boundary``);
 - each instance's shape (0 when like the unit) goes to the engine, which reports cycles that
   took another path and do almost no GPU work as ``idle`` (``units.cycle_kinds``).
 
@@ -398,6 +401,7 @@ class StructureDetector:
         #: sections): the matcher keeps reading them.
         self._frames_before_ops = False
         self._early_frames: dict = {}  # thread -> Python frames read before its first op
+        self._sections_of: dict = {}  # thread -> its skeletons (one per section), learning
 
     # -- streaming input ---------------------------------------------------------------
 
@@ -412,6 +416,7 @@ class StructureDetector:
         if state is None:
             state = self._threads[(thread, section)] = ThreadSkeleton(thread, 4 * MIN_INSTANCES)
             state.frames = self._early_frames.pop(thread, [])
+            self._sections_of.setdefault(thread, []).append(state)
         depth = len(stack) - 1
         mine = state.stack
         del mine[depth:]
@@ -539,6 +544,7 @@ class StructureDetector:
         self.wants_evidence = self._frames_before_ops
         self._matcher_key = next(k for k, v in self._threads.items() if v is state)
         self._threads = {self._matcher_key: state}  # the skeleton is no longer needed
+        self._sections_of, self._early_frames = {}, {}
         state.roots = []
         state.kid_seen = {}
         return tuple(self._matcher.found)
@@ -575,6 +581,7 @@ class StructureDetector:
             self._online_state = state
             self.wants_evidence = False
             self._threads = {}  # the skeleton is no longer needed
+            self._sections_of, self._early_frames = {}, {}
             state.roots = []
             self._online_count = len(state.steps)
             self._online_last_end = max(s[1] for s in state.steps)
@@ -619,7 +626,7 @@ class StructureDetector:
             return
         if self.mode != LEARNING:
             return
-        states = [state for state in self._threads.values() if state.key == thread]
+        states = self._sections_of.get(thread, ())
         for state in states:
             if state.main:
                 state.observe_frame(start, end, name)
