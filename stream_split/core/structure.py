@@ -49,7 +49,7 @@ the trace. Everything the engine waits on meanwhile is spilled.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import replace
 
 from stream_split.core.detect import DetectorResult, FoundBoundary, RetractLast
@@ -92,6 +92,9 @@ _EAGER_TRIES = 8
 _CONTAINER_DEPTH = 4
 #: Instance starts kept online, for the typical instance duration.
 _TYPICAL_OF = 64
+#: Ops of the matched level kept while matching online, to weigh the work between an opening
+#: op of another section and an instance's first op (``_RootMatcher._little_work_after``).
+_RECENT_OPS = 256
 #: Ops kept of one instance while matching online (a bound, not a limit on instance size).
 _MAX_INSTANCE_OPS = 100_000
 
@@ -223,9 +226,13 @@ class _RootMatcher:
         self.last_start = level[-1].start if level else float("-inf")
         ceilings = [n.start for n in self.starts[1:]] + [float("inf")]
         afters = [level[p - 1].end if p else float("-inf") for p in pos]
-        floors = [float("-inf")] + [n.start for n in self.starts[:-1]]
-        self.found = [self._boundary(n, a, ceiling=c, floor=f)
-                      for n, a, c, f in zip(self.starts, afters, ceilings, floors)]
+        self.found = []
+        for k, (n, a, c) in enumerate(zip(self.starts, afters, ceilings)):
+            self.recent = deque(level[pos[k - 1] if k else 0:pos[k]], maxlen=_RECENT_OPS)
+            floor = self.starts[k - 1].start if k else float("-inf")
+            anchor = next((m for m in level[pos[k]:] if m.sym == self.anchor), n)
+            self.found.append(self._boundary(n, a, ceiling=c, floor=floor, upto=anchor.start))
+        self.recent = deque(level[pos[-1]:], maxlen=_RECENT_OPS)
         # The last instance so far, up to its anchor; the ops read after it (the unit may
         # have been found from its middle ops) are matched like any new op, so no instance
         # begun meanwhile is missed.
@@ -267,6 +274,7 @@ class _RootMatcher:
             self.frames = open_pending(node, after, self.frames)
         self.last_end = node.end
         self.last_start = node.start
+        self.recent.append(node)
         current = self.current
         current.append(node)
         sym = node.sym
@@ -308,7 +316,8 @@ class _RootMatcher:
         return (self._boundary(current[j], current[j - 1].end),)
 
     def _boundary(self, first: Node, after: float, ceiling: float = float("inf"),
-                  floor: float | None = None, **kw) -> FoundBoundary:
+                  floor: float | None = None, upto: float | None = None,
+                  **kw) -> FoundBoundary:
         """The boundary of an instance whose first op is ``first`` (``after``: the end of the
         op before it on the level): at the outermost Python frame that opens it, if one was
         read before it (the phase at the outermost frame of the step, as
@@ -324,13 +333,33 @@ class _RootMatcher:
         opening = self.opening
         if opening:
             # The opening ops after the previous instance's first op (it lies inside the
-            # ``DistributedDataParallel.forward`` that opened it): the first of them.
+            # ``DistributedDataParallel.forward`` that opened it): the first of them with
+            # little work of this level after it (noise ops inserted after ``zero_grad``,
+            # not the previous instance's own ops).
             if floor is None:
                 floor = self.starts[-2].start if len(self.starts) > 1 else float("-inf")
+            if upto is None:
+                upto = self.last_start  # the op being read: the anchor (or the trigger)
             del opening[:bisect_right(opening, floor, key=_start_of_entry)]
-            if opening and opening[0][0] < start:
-                start, name = opening[0][0], opening[0][1]
+            for o_start, o_name in opening:
+                if o_start >= max(start, upto):
+                    break
+                # Before the first op, with little work of this level after it; or between
+                # the first op and the anchor: the ops of the head before it (inserted after
+                # the previous step's optimizer) are the previous instance's.
+                if o_start > first.start or self._little_work_after(o_start, first.start):
+                    start, name = o_start, o_name
+                    break
         return FoundBoundary(start, self.thread, name, **kw)
+
+    def _little_work_after(self, lo: float, hi: float) -> bool:
+        """Do the ops of this level read lately (``recent``) that begin in [lo, hi) do
+        little work (a small op's, ``small``)? Not when the ops kept do not reach back to
+        ``lo``."""
+        recent = self.recent
+        if len(recent) == recent.maxlen and recent[0].start > lo:
+            return False
+        return sum(n.end - n.start for n in recent if lo <= n.start < hi) <= self.small
 
     def phase_note(self) -> str:
         """What the phase at the outermost frame did online, for the evidence."""
@@ -916,12 +945,6 @@ class StructureDetector:
             gaps.append(others[bisect_left(starts, lo):bisect_left(starts, level[p].start)])
         seen_in = Counter(sym for gap in gaps[1:] for sym in {n.sym for n in gap})
         opening = {sym for sym, c in seen_in.items() if c >= 0.5 * (len(gaps) - 1)}
-        # ... and found at most once from one instance's first op to the next one's: the
-        # first of them after an instance's first op opens the next instance.
-        for a, b in zip(pos, pos[1:]):
-            turn = Counter(n.sym for n in others[bisect_left(starts, level[a].start):
-                                                 bisect_left(starts, level[b].start)])
-            opening = {sym for sym in opening if turn[sym] <= 1}
         return others, opening
 
     def _section_openers(self, thread: ThreadSkeleton, level, unit: Unit) -> list:
