@@ -164,28 +164,22 @@ def test_noisy_variants_keep_the_steps_as_truth_and_change_every_step():
 
 @needs_shared
 @pytest.mark.slow
-def test_a_unit_found_on_the_annotation_section_begins_with_the_cpu_ops_that_open_it():
-    # In Kineto's layout a thread's annotations (data_fwd, backward, optimizer) and its
-    # cpu_ops (aten::randn, aten::randint open each step) are separate sections; the step
-    # begins with the cpu_ops. A tile of ten copies, with the steps as the truth.
+@pytest.mark.parametrize("name,rate,steps", [
+    # Decided at close on the annotations (data_fwd, backward, optimizer); the cpu_ops
+    # aten::randn, aten::randint open each step.
+    ("torch_cpu/s1_schedule_step.json.gz", 0.0, 60),
+    # Decided online on the cpu_ops; the zero_grad annotation opens each step, and the ops
+    # noise inserted right after it (before the first cpu_op of DDP's forward) are the step's.
+    ("tracelens/mi300/resnet_act_checkpoint.json.gz", 0.1, 30)])
+def test_a_unit_found_on_one_section_begins_with_the_ops_of_another_that_open_it(name, rate,
+                                                                                 steps):
+    # In Kineto's layout a thread's annotations and its cpu_ops are separate sections. A
+    # tile of ten copies, with the steps as the truth.
     from stream_split.testing.accuracy import read_events, score_stripped
     from stream_split.testing.noise import noisy_events
-    events = read_events(SHARED_TRACES / "torch_cpu/s1_schedule_step.json.gz")
-    score = score_stripped(noisy_events(events, 0.0, seed=0, copies=10), "s1 x10", "steps")
-    assert score.ok and score.expected == 60, score
-
-
-@needs_shared
-@pytest.mark.slow
-def test_online_the_step_begins_at_the_annotation_that_opens_it_in_another_section():
-    # A tile of ten noisy ResNet steps x 3, decided online on the loop thread's cpu_ops: the
-    # step opens with the zero_grad annotation (another Kineto section), and the ops noise
-    # inserted right after it (before the first cpu_op of DDP's forward) are the step's.
-    from stream_split.testing.accuracy import read_events, score_stripped
-    from stream_split.testing.noise import noisy_events
-    events = read_events(SHARED_TRACES / "tracelens/mi300/resnet_act_checkpoint.json.gz")
-    score = score_stripped(noisy_events(events, 0.1, seed=0, copies=10), "resnet x10", "noisy")
-    assert score.ok and score.expected == 30, score
+    events = read_events(SHARED_TRACES / name)
+    score = score_stripped(noisy_events(events, rate, seed=0, copies=10), name, "steps")
+    assert score.ok and score.expected == steps, score
 
 
 @needs_shared
