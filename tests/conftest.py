@@ -83,3 +83,32 @@ def write_corrupt_gzip_trace(path, seed=4) -> None:
         g.render(g.generate("training", seed=seed), "object", True).encode()))
     data[-8] ^= 0xFF
     Path(path).write_bytes(bytes(data))
+
+
+def frames_away_from_their_step(events, found):
+    """The phase at the outermost frame of the step, checked against ``ProfilerStep#N``: for
+    each step, the outermost Python frame that begins inside the step and holds its first
+    cpu_op (``training_step``); every Python frame inside that one (it included) must be in
+    the piece of that op. ``found``: owners parallel to ``events``. Returns the frames that
+    are not, as (name, ts, owner, owner of the step's first op)."""
+    steps = sorted((e["ts"], e["ts"] + e["dur"], e["tid"]) for e in events
+                   if e.get("ph") == "X" and e.get("cat") == "user_annotation"
+                   and str(e.get("name", "")).startswith("ProfilerStep#"))
+    ops = sorted((e["ts"], e.get("dur") or 0, e["tid"], o) for e, o in zip(events, found)
+                 if e.get("cat") == "cpu_op")
+    frames = [(e, o) for e, o in zip(events, found) if e.get("cat") == "python_function"]
+    away = []
+    for lo, hi, tid in steps:
+        first = next((op for op in ops if op[2] == tid and lo <= op[0] < hi), None)
+        if first is None:
+            continue
+        ts, dur, _, owner = first
+        openers = [e for e, _ in frames if e["tid"] == tid and lo <= e["ts"] <= ts
+                   and e["ts"] + e["dur"] >= ts + dur]
+        if not openers:
+            continue
+        top = min(openers, key=lambda e: e["ts"])
+        a, b = top["ts"], top["ts"] + top["dur"]
+        away += [(e["name"], e["ts"], o, owner) for e, o in frames
+                 if e["tid"] == tid and a <= e["ts"] and e["ts"] + e["dur"] <= b and o != owner]
+    return away

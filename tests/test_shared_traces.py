@@ -105,3 +105,14 @@ def test_out_of_order_traces_split_as_after_sorting(name):
     as_sorted, split_sorted = _owners_by_identity(events, ordered)
     assert len(split_read.iterations) == len(split_sorted.iterations) >= 4
     assert as_read == as_sorted
+
+
+def test_the_frames_of_each_step_land_in_its_piece_with_the_steps_stripped():
+    # s4 (with_stack): each step's train_step frame opens it before its first aten op.
+    from conftest import frames_away_from_their_step
+    from stream_split.core import SplitOptions
+    from stream_split.testing.accuracy import owners, read_events
+    events = read_events(SHARED_TRACES / "torch_cpu/s4_stack_shapes.json.gz")
+    got, splitter = owners(events, SplitOptions(detector="structure"))
+    assert len(splitter.iterations) == 4
+    assert not frames_away_from_their_step(events, got)

@@ -147,3 +147,70 @@ def test_level_one_splits_at_the_unit_below_the_iteration():
     _, splitter = owners_of(trace.events, SplitOptions(level=1))
     assert len(splitter.iterations) == 6 * 8
     assert splitter.evidence["level"] == 1
+
+
+def _wrapped_loop(steps=4, sync=False):
+    """A loop on one thread whose step body is reached through Python wrappers (``with_stack``):
+    ``main`` holds every step; each step's ``training_step`` frame opens with the user's own
+    frames (``prepare``) before the first aten op, inside ``optimise``. Returns the events
+    (Kineto's layout: the thread's ops, then its Python frames) and each step's span."""
+    ops, frames, spans = [], [], []
+    frame = lambda name, a, b: {"ph": "X", "cat": "python_function", "name": name, "pid": 1,
+                                "tid": 1, "ts": a, "dur": b - a}
+    op = lambda name, a, b: {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1,
+                             "ts": a, "dur": b - a}
+    t = 1000.0
+    for _ in range(steps):
+        frames += [frame("train.py(30): training_step", t, t + 420),
+                   frame("train.py(12): prepare", t + 1, t + 5),
+                   frame("train.py(20): optimise", t + 6, t + 415),
+                   frame("<built-in method randn>", t + 8, t + 30)]
+        ops += [op("aten::randn", t + 10, t + 28), op("aten::linear", t + 40, t + 140),
+                op("autograd::engine::evaluate_function: AddmmBackward0", t + 150, t + 300),
+                op("Optimizer.step#SGD.step", t + 310, t + 360)]
+        if sync:
+            ops.append(op("aten::item", t + 370, t + 410))
+        spans.append((t, t + 420))
+        frames.append(frame("loop.py(40): note", t + 430, t + 440))
+        t += 500
+    frames.insert(0, frame("loop.py(1): main", 900.0, t + 100))
+    return ops + frames, spans
+
+
+def _frames_in_their_step(events, got, spans):
+    """The frames that lie inside a step, each with the owner of the step's first op."""
+    owner_of_step = {}
+    for e, o in zip(events, got):
+        for k, (a, b) in enumerate(spans):
+            if e["name"] == "aten::randn" and a <= e["ts"] < b:
+                owner_of_step[k] = o
+    wrong = [(e["name"], e["ts"], o) for e, o in zip(events, got)
+             if e["cat"] == "python_function" for k, (a, b) in enumerate(spans)
+             if a <= e["ts"] and e["ts"] + e["dur"] <= b and o != owner_of_step[k]]
+    return wrong
+
+
+def test_the_boundary_is_at_the_outermost_python_frame_that_opens_the_step():
+    # Decided at close, the frames read after the ops (Kineto's layout): each boundary moves
+    # back from aten::randn to training_step (not to main: it holds every step), and the
+    # user's frames before the first op are the step's.
+    events, spans = _wrapped_loop()
+    got, splitter = owners_of(events, STRUCTURE)
+    assert splitter.evidence["decided"] == "at close"
+    assert [(it.start_ts, it.first_op) for it in splitter.iterations] == \
+        [(a, "train.py(30): training_step") for a, _ in spans]
+    assert "outermost Python frame" in splitter.evidence["phase"]
+    assert not _frames_in_their_step(events, got, spans)
+
+
+def test_online_in_time_order_the_boundary_is_at_the_outermost_python_frame():
+    # Confirmed online (each step ends with its sync and holds the optimizer's step), in a
+    # file in time order: each frame comes before the ops it holds, and every boundary is
+    # emitted at its step's training_step frame.
+    events, spans = _wrapped_loop(steps=6, sync=True)
+    events.sort(key=lambda e: (e["ts"], -e["dur"]))
+    got, splitter = owners_of(events, STRUCTURE)
+    assert splitter.evidence["decided"].startswith("online")
+    assert [it.start_ts for it in splitter.iterations] == [a for a, _ in spans]
+    assert "outermost Python frame" in splitter.evidence["phase"]
+    assert not _frames_in_their_step(events, got, spans)

@@ -191,3 +191,53 @@ def test_a_stray_sync_in_one_of_few_steps_does_not_place_the_loop_after_it():
     unit = find_unit(level_of(pattern, dur), names=names)
     assert "sync" not in unit.phase
     assert [pattern[p] for p in unit.positions] == [9, 9, 9]
+
+
+def level_with_edges(steps, durations, edge=500.0, gap=1.0):
+    """Ops of ``steps`` (lists of symbols) one after the other: ``gap`` between the ops of a
+    step, ``edge`` (the host running the loop itself) before each step's first op."""
+    ops, t, pattern = [], 0.0, []
+    for k, step in enumerate(steps):
+        for i, sym in enumerate(step):
+            t += (edge if k and not i else gap) if ops else 0.0
+            ops.append(Op(sym, t, t + durations[sym]))
+            t += durations[sym]
+            pattern.append(sym)
+    return ops, pattern
+
+
+@pytest.mark.parametrize("kept_by", [2, 0])
+def test_a_step_first_op_noise_dropped_elsewhere_joins_its_step_after_the_loop_edge(kept_by):
+    # Three steps whose first op is a small 5 (``aten::randint``), but for one, where noise
+    # dropped it and kept a small 6 (``aten::randn``) that the others lost: seen once, it
+    # gets no vote; it lies after the wide gap where the loop turns, so it opens the step
+    # (the first step too: the level's first op, its gap after narrower than the loop's edge).
+    dur = {**DUR, 5: 4.0, 6: 15.0}
+    steps = [[5] + STEP[1:], [5] + STEP[1:] + [8], [5] + STEP[1:]]
+    steps[kept_by][0] = 6
+    ops, pattern = level_with_edges(steps, dur)
+    unit = find_unit(ops)
+    assert [pattern[p] for p in unit.positions] == [step[0] for step in steps]
+
+
+def test_a_small_op_before_the_loop_edge_stays_with_the_step_it_ends():
+    # The second step ends with a tiny 7 (inserted by noise, or its own stray op), then the
+    # loop turns (wide gap): 7 is seen once, before an instance, yet it is the previous
+    # step's.
+    dur = {**DUR, 5: 4.0, 7: 1.0}
+    steps = [[5] + STEP[1:], [5] + STEP[1:] + [7], STEP[1:], [5] + STEP[1:]]
+    ops, pattern = level_with_edges(steps, dur)
+    ops[len(steps[0]) + len(steps[1]) - 1].start -= 100.0  # 7 right after the optimizer
+    ops[len(steps[0]) + len(steps[1]) - 1].end -= 100.0
+    unit = find_unit(ops)
+    assert [pattern[p] for p in unit.positions] == [5, 5, 1, 5]
+
+
+def test_a_big_op_seen_once_before_the_first_step_is_the_prologue_not_its_head():
+    # ``load_weights`` (8, big) just before the first step, with no gap after it: noise drops
+    # small ops only, so a big op seen once is no step head that the others lost.
+    dur = {**DUR, 5: 4.0}
+    ops, pattern = level_with_edges([[8, 5] + STEP[1:], [5] + STEP[1:], [5] + STEP[1:]], dur)
+    unit = find_unit(ops)
+    assert [pattern[p] for p in unit.positions] == [5, 5, 5]
+    assert unit.positions[0] == 1

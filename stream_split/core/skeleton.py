@@ -5,21 +5,23 @@ Each structural CPU op becomes a ``Node``: its symbol (the op's name with digits
 beneath it (``gpu``, credited once launches arrive) and its children. A ``ThreadSkeleton``
 holds one section of one thread: its top-level ops (``roots``), the open ops parallel to the
 engine's stack, its top-level ``ProfilerStep`` spans and how often each symbol has occurred at
-its top level (for the online tries). ``SKIPPED`` stands for an op that is not kept (beyond
+its top level (for the online tries); and for each top-level op, the Python frames that open
+it (``Node.opener``: the wrappers of a step around its first op, for the phase at the
+outermost frame). ``SKIPPED`` stands for an op that is not kept (beyond
 the skeleton's depth or size), nor are its children. How much is kept is the detector's
 choice (``structure.StructureDetector``).
 """
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter
 
 _DIGITS = re.compile(r"\d+")
 
 
 class Node:
-    __slots__ = ("sym", "start", "end", "kids", "depth", "gpu", "copies")
+    __slots__ = ("sym", "start", "end", "kids", "depth", "gpu", "copies", "opener")
 
     def __init__(self, sym: int, start: float, end: float, depth: int):
         self.sym = sym
@@ -29,6 +31,10 @@ class Node:
         self.depth = depth
         self.gpu = 0  # kernels launched from this op's subtree (known once launches arrive)
         self.copies = 0  # memory copies launched from this op's subtree
+        #: The Python frames that open this top-level op, (start, end, name) each: they
+        #: begin after the previous top-level op ended and hold this one (the wrappers of
+        #: a step around its first op, ``training_step``); None if none was seen.
+        self.opener = None
 
 
 SKIPPED = Node(-1, 0.0, 0.0, 0)
@@ -36,7 +42,8 @@ SKIPPED = Node(-1, 0.0, 0.0, 0)
 
 class ThreadSkeleton:
     """The skeleton of one section of one thread (key: its (pid, tid))."""
-    __slots__ = ("key", "main", "roots", "stack", "steps", "next_try", "seen", "kid_seen")
+    __slots__ = ("key", "main", "roots", "stack", "steps", "next_try", "seen", "kid_seen",
+                 "frames")
 
     def __init__(self, key, first_try: int):
         self.key = key
@@ -51,6 +58,29 @@ class ThreadSkeleton:
         #: Under the current top-level op: a shallow container -> its children's symbol
         #: counts (for online tries inside a container; cleared at each new top-level op).
         self.kid_seen: dict = {}
+        #: Python frames that begin after the latest top-level op began (a file written in
+        #: time order reads them before the op they open): (start, end, name), at most
+        #: ``MAX_PENDING_FRAMES``, matched once the next top-level op is read.
+        self.frames: list = []
+
+    def add_root(self, node: Node) -> None:
+        """A new top-level op; the Python frames read before it that open it are its opener."""
+        roots = self.roots
+        if self.frames:
+            self.frames = open_pending(node, roots[-1].end if roots else float("-inf"),
+                                       self.frames)
+        roots.append(node)
+
+    def observe_frame(self, start: float, end: float, name: str) -> None:
+        """A Python frame of this thread: the opener of the top-level op it opens (see
+        ``Node.opener``), or kept until that op is read."""
+        roots = self.roots
+        i = bisect_left(roots, start, key=start_of)
+        if i == len(roots):
+            if len(self.frames) < MAX_PENDING_FRAMES:
+                self.frames.append((start, end, name))
+            return
+        _open_with(roots[i], roots[i - 1].end if i else float("-inf"), (start, end, name))
 
     def path_at(self, ts: float) -> list:
         """The ops open at ``ts``, outermost first (the ops a launch at ``ts`` runs under)."""
@@ -83,6 +113,44 @@ class Symbols:
                 self._of["\x00" + family] = sym
             self._of[name] = sym
         return sym
+
+
+#: Python frames kept while waiting for the top-level op they may open (a bound: the frames
+#: read within one top-level op of a file in time order).
+MAX_PENDING_FRAMES = 4096
+#: Frames kept that open one top-level op (a wrapper chain; the program's own module frame
+#: opens the first op too).
+MAX_OPENERS = 16
+
+
+def _open_with(node: Node, after: float, frame: tuple) -> None:
+    """``frame`` opens ``node`` when it begins after ``after`` (the end of the top-level op
+    before it: a frame that began earlier holds the previous op too, the loop's own frame)
+    and holds ``node``. The frames that open one op are nested: a short chain (at most
+    ``MAX_OPENERS``, the outermost kept)."""
+    start, end, _ = frame
+    if after <= start <= node.start and end >= node.end:
+        if node.opener is None:
+            node.opener = []
+        node.opener.append(frame)
+        if len(node.opener) > MAX_OPENERS:
+            node.opener.sort()
+            del node.opener[MAX_OPENERS:]
+
+
+def open_pending(node: Node, after: float, frames: list) -> list:
+    """The frames read before ``node`` that open it become its openers (``_open_with``;
+    ``after``: the end of the op before it on its level); returns those that begin after it
+    (they may open a later op)."""
+    for frame in frames:
+        _open_with(node, after, frame)
+    return [f for f in frames if f[0] > node.start]
+
+
+def outermost_opener(node: Node, ceiling: float = float("inf")) -> tuple | None:
+    """The outermost Python frame that opens ``node`` and ends by ``ceiling`` (the next
+    instance's start, where known: the program's own frame opens the first op of all)."""
+    return min((f for f in node.opener or () if f[1] <= ceiling), default=None)
 
 
 def start_of(node: Node) -> float:

@@ -20,7 +20,10 @@ and what a found unit means:
   itself contains a repeated sub-unit (a model with layers, not a layer). Otherwise the
   container is one iteration.
 - a unit found on one section of the loop thread begins with the ops of its other sections
-  that open most instances (``_align_sections``);
+  that open most instances (``_align_sections``; online ``_RootMatcher._boundary``);
+- the phase at the outermost frame of the step: when Python frames open the step's first op,
+  the boundary is at the outermost of them (``_at_outermost_frames``; online, where the file
+  brings frames before the ops they hold, ``_RootMatcher._boundary``);
 - each instance's shape (0 when like the unit) goes to the engine, which reports cycles that
   took another path and do almost no GPU work as ``idle`` (``units.cycle_kinds``).
 
@@ -45,12 +48,14 @@ the trace. Everything the engine waits on meanwhile is spilled.
 """
 from __future__ import annotations
 
-from bisect import bisect_left
-from collections import Counter
+from bisect import bisect_left, bisect_right
+from collections import Counter, deque
 from dataclasses import replace
 
 from stream_split.core.detect import DetectorResult, FoundBoundary, RetractLast
-from stream_split.core.skeleton import SKIPPED, Node, Symbols, ThreadSkeleton, flatten, start_of
+from stream_split.core.skeleton import (
+    MAX_PENDING_FRAMES, SKIPPED, Node, Symbols, ThreadSkeleton, flatten, open_pending,
+    outermost_opener, start_of)
 from stream_split.core.units import (
     PHASE_AFTER_SYNC, PHASE_INPUT_FETCH, RULES, Rules, Unit, find_unit, last_instance_end, shape_and_similarity,
     sure_ops, time_reference, turns_the_loop, typical_duration)
@@ -87,6 +92,9 @@ _EAGER_TRIES = 8
 _CONTAINER_DEPTH = 4
 #: Instance starts kept online, for the typical instance duration.
 _TYPICAL_OF = 64
+#: Ops of the matched level kept while matching online, to weigh the work between an opening
+#: op of another section and an instance's first op (``_RootMatcher._little_work_after``).
+_RECENT_OPS = 256
 #: Ops kept of one instance while matching online (a bound, not a limit on instance size).
 _MAX_INSTANCE_OPS = 100_000
 
@@ -118,6 +126,10 @@ def _opens_with_copy(level: list, unit: Unit) -> bool:
         if not first.copies or first.end - first.start > span / 2:
             return False
     return True
+
+
+def _start_of_entry(entry: tuple) -> float:
+    return entry[0]
 
 
 def _confidence(unit: Unit) -> float:
@@ -172,8 +184,12 @@ class _RootMatcher:
       is a boundary at once, at the first of the head ops just before it (``Unit.head``).
     """
 
-    def __init__(self, thread_key, level: list, unit: Unit, names: list):
+    def __init__(self, thread_key, level: list, unit: Unit, names: list, opening=()):
         self.thread = thread_key
+        #: (start, name) of the ops of the thread's other sections that open instances, in
+        #: time order (``StructureDetector._section_openers``).
+        self.opening = list(opening)
+        self.at_frames = 0  # boundaries put at the outermost Python frame (evidence)
         self.names = names
         self.mode = unit.mode
         self.anchor = unit.anchor
@@ -203,7 +219,20 @@ class _RootMatcher:
         self.small = RULES.small_op_share * work[len(work) // 2]
         self.syncs = {sym for sym, name in enumerate(names) if name in BLOCKING_SYNC_NAMES}
         self.starts = [level[p] for p in pos]
-        self.found = [FoundBoundary(n.start, thread_key, names[n.sym]) for n in self.starts]
+        # Python frames read before the op they open (a file in time order): pending until
+        # the next op of the level is read (``skeleton.open_pending``).
+        self.frames: list = []
+        self.last_end = level[-1].end if level else float("-inf")
+        self.last_start = level[-1].start if level else float("-inf")
+        ceilings = [n.start for n in self.starts[1:]] + [float("inf")]
+        afters = [level[p - 1].end if p else float("-inf") for p in pos]
+        self.found = []
+        for k, (n, a, c) in enumerate(zip(self.starts, afters, ceilings)):
+            self.recent = deque(level[pos[k - 1] if k else 0:pos[k]], maxlen=_RECENT_OPS)
+            floor = self.starts[k - 1].start if k else float("-inf")
+            anchor = next((m for m in level[pos[k]:] if m.sym == self.anchor), n)
+            self.found.append(self._boundary(n, a, ceiling=c, floor=floor, upto=anchor.start))
+        self.recent = deque(level[pos[-1]:], maxlen=_RECENT_OPS)
         # The last instance so far, up to its anchor; the ops read after it (the unit may
         # have been found from its middle ops) are matched like any new op, so no instance
         # begun meanwhile is missed.
@@ -240,6 +269,12 @@ class _RootMatcher:
         return merged
 
     def push(self, node: Node) -> tuple:
+        after = self.last_end  # the end of the op before ``node`` on the level
+        if self.frames:
+            self.frames = open_pending(node, after, self.frames)
+        self.last_end = node.end
+        self.last_start = node.start
+        self.recent.append(node)
         current = self.current
         current.append(node)
         sym = node.sym
@@ -251,7 +286,7 @@ class _RootMatcher:
             instance = current[:-1]
             self._begin(instance, node)
             self.previous, self.current, self.tentative = instance, [node], True
-            out.append(FoundBoundary(node.start, self.thread, self.names[sym]))
+            out.append(self._boundary(node, after))
             return tuple(out)
         if sym != self.anchor or self.waiting:
             self.waiting = self.waiting and sym != self.anchor
@@ -274,13 +309,69 @@ class _RootMatcher:
             first = self.current[j]
             self.starts[-1] = first
             self.current = current[j:]
-            return (FoundBoundary(first.start, self.thread, self.names[first.sym],
-                                  moves_last=True,
-                                  why="the instance begins after the op that triggered it"),)
+            return (self._boundary(first, current[j - 1].end, moves_last=True,
+                                   why="the instance begins after the op that triggered it"),)
         self._begin(current[:j], current[j])
         self.current = current[j:]
-        first = self.current[0]
-        return (FoundBoundary(first.start, self.thread, self.names[first.sym]),)
+        return (self._boundary(current[j], current[j - 1].end),)
+
+    def _boundary(self, first: Node, after: float, ceiling: float = float("inf"),
+                  floor: float | None = None, upto: float | None = None,
+                  **kw) -> FoundBoundary:
+        """The boundary of an instance whose first op is ``first`` (``after``: the end of the
+        op before it on the level): at the outermost Python frame that opens it, if one was
+        read before it (the phase at the outermost frame of the step, as
+        ``StructureDetector._at_outermost_frames`` at close), or at the op of the thread's
+        other sections that opens it (``opening``: a ``zero_grad`` annotation before the
+        step's first cpu_op, as ``StructureDetector._align_sections`` at close), whichever
+        is first."""
+        start, name = first.start, self.names[first.sym]
+        frame = outermost_opener(first, ceiling)
+        if frame is not None:
+            start, name = frame[0], frame[2]
+            self.at_frames += 1
+        opening = self.opening
+        if opening:
+            # The opening ops after the previous instance's first op (it lies inside the
+            # ``DistributedDataParallel.forward`` that opened it): the first of them with
+            # little work of this level after it (noise ops inserted after ``zero_grad``,
+            # not the previous instance's own ops).
+            if floor is None:
+                floor = self.starts[-2].start if len(self.starts) > 1 else float("-inf")
+            if upto is None:
+                upto = self.last_start  # the op being read: the anchor (or the trigger)
+            del opening[:bisect_right(opening, floor, key=_start_of_entry)]
+            for o_start, o_name in opening:
+                if o_start >= max(start, upto):
+                    break
+                # Before the first op, with little work of this level after it; or between
+                # the first op and the anchor: the ops of the head before it (inserted after
+                # the previous step's optimizer) are the previous instance's.
+                if o_start > first.start or self._little_work_after(o_start, first.start):
+                    start, name = o_start, o_name
+                    break
+        return FoundBoundary(start, self.thread, name, **kw)
+
+    def _little_work_after(self, lo: float, hi: float) -> bool:
+        """Do the ops of this level read lately (``recent``) that begin in [lo, hi) do
+        little work (a small op's, ``small``)? Not when the ops kept do not reach back to
+        ``lo``."""
+        recent = self.recent
+        if len(recent) == recent.maxlen and recent[0].start > lo:
+            return False
+        return sum(n.end - n.start for n in recent if lo <= n.start < hi) <= self.small
+
+    def phase_note(self) -> str:
+        """What the phase at the outermost frame did online, for the evidence."""
+        if not self.at_frames:
+            return ""
+        return f", then at the outermost Python frame that opens the step ({self.at_frames} " \
+               f"boundaries)"
+
+    def observe_frame(self, start: float, end: float, name: str) -> None:
+        """A Python frame of the loop thread, read before the op it may open."""
+        if start > self.last_start and len(self.frames) < MAX_PENDING_FRAMES:
+            self.frames.append((start, end, name))
 
     def _opens_after_sync(self, node: Node) -> bool:
         """A small op that is no sync, or an op of the head: between the previous sync and
@@ -335,6 +426,11 @@ class StructureDetector:
         self._modules: dict = {}  # thread -> its outermost nn.Module frames [(start, end)]
         self._online_evidence: dict = {}
         self._matcher_path: tuple = ()  # the containers around the matched level
+        #: Python frames came before the ops they open (a file in time order, not Kineto's
+        #: sections): the matcher keeps reading them.
+        self._frames_before_ops = False
+        self._early_frames: dict = {}  # thread -> Python frames read before its first op
+        self._sections_of: dict = {}  # thread -> its skeletons (one per section), learning
 
     # -- streaming input ---------------------------------------------------------------
 
@@ -348,6 +444,8 @@ class StructureDetector:
         state = self._threads.get((thread, section))
         if state is None:
             state = self._threads[(thread, section)] = ThreadSkeleton(thread, 4 * MIN_INSTANCES)
+            state.frames = self._early_frames.pop(thread, [])
+            self._sections_of.setdefault(thread, []).append(state)
         depth = len(stack) - 1
         mine = state.stack
         del mine[depth:]
@@ -369,7 +467,7 @@ class StructureDetector:
             if not state.main and len(state.roots) >= _SIDE_THREAD_ROOTS:
                 mine.append(SKIPPED)  # a side thread's top level: enough to rank it
                 return found
-            state.roots.append(node)
+            state.add_root(node)
             state.seen[node.sym] += 1
             state.kid_seen.clear()
             if not found and self._online_allowed(state) and (
@@ -460,7 +558,8 @@ class StructureDetector:
             if not whole:
                 return ()
             why = f"{why}; {inner}"
-        self._matcher = _RootMatcher(state.key, roots, unit, self._names)
+        opening = [] if path else self._section_openers(state, roots, unit)
+        self._matcher = _RootMatcher(state.key, roots, unit, self._names, opening)
         self._matcher_path = tuple(path)
         self.mode = MATCHING
         self._online_evidence = {
@@ -469,9 +568,12 @@ class StructureDetector:
             "levels": [dict(_level_entry([self._names[n.sym] for n in path], roots, unit,
                                          self._names), iteration_test=why)],
             **_unit_evidence(unit, [roots[unit.first].sym], why, self._names)}
-        self.wants_evidence = False
+        # Python frames read before the ops they open (a file in time order) still move
+        # boundaries; else no more evidence is needed.
+        self.wants_evidence = self._frames_before_ops
         self._matcher_key = next(k for k, v in self._threads.items() if v is state)
         self._threads = {self._matcher_key: state}  # the skeleton is no longer needed
+        self._sections_of, self._early_frames = {}, {}
         state.roots = []
         state.kid_seen = {}
         return tuple(self._matcher.found)
@@ -508,6 +610,7 @@ class StructureDetector:
             self._online_state = state
             self.wants_evidence = False
             self._threads = {}  # the skeleton is no longer needed
+            self._sections_of, self._early_frames = {}, {}
             state.roots = []
             self._online_count = len(state.steps)
             self._online_last_end = max(s[1] for s in state.steps)
@@ -543,8 +646,26 @@ class StructureDetector:
                 node.gpu += 1
 
     def observe_frame(self, thread, start: float, end: float, name: str) -> None:
-        """A Python frame; only outermost ``nn.Module`` calls are kept (layer evidence)."""
-        if self.mode != LEARNING or not name.startswith(MODULE_FRAME_PREFIX):
+        """A Python frame: the opener of the main thread's top-level op it opens (the phase
+        at the outermost frame of the step, ``_at_outermost_frames``); outermost
+        ``nn.Module`` calls are also kept (layer evidence)."""
+        if self.mode == MATCHING:
+            if thread == self._matcher.thread:
+                self._matcher.observe_frame(start, end, name)
+            return
+        if self.mode != LEARNING:
+            return
+        states = self._sections_of.get(thread, ())
+        for state in states:
+            if state.main:
+                state.observe_frame(start, end, name)
+                self._frames_before_ops = self._frames_before_ops or bool(state.frames)
+        if not states and thread[0] == thread[1]:  # before the thread's first op
+            early = self._early_frames.setdefault(thread, [])
+            if len(early) < MAX_PENDING_FRAMES:
+                early.append((start, end, name))
+            self._frames_before_ops = True
+        if not name.startswith(MODULE_FRAME_PREFIX):
             return
         modules = self._modules.setdefault(thread, [])
         if modules and start < modules[-1][1]:
@@ -566,6 +687,7 @@ class StructureDetector:
             shapes, last_end, revisions = self._matcher.finish()
             sims = self._matcher.similarity
             evidence = dict(self._online_evidence, instances=len(shapes),
+                            phase=self._online_evidence["phase"] + self._matcher.phase_note(),
                             variants=sum(1 for sh in shapes if sh != 0), similarity=sims,
                             like=sum(1 for x in sims if x >= RULES.like),
                             worst_similarity=min(sims, default=0.0))
@@ -764,40 +886,94 @@ class StructureDetector:
                              [b - a for a, b in zip(pos, pos[1:])] or [width],
                              {n.sym for n in level[pos[0]:pos[-1]]},
                              [level[p].start for p in pos])
+        boundaries, last_end, moved = self._at_outermost_frames(thread, boundaries, last_end)
         evidence.update(_unit_evidence(unit, anchor, why, names), instances=len(boundaries),
                         exact=unit.exact, variants=sum(shape != 0 for shape in shapes))
+        if moved:
+            evidence["phase"] = f"{evidence['phase']}, then at the outermost Python frame " \
+                                f"that opens the step ({moved} of {len(boundaries)})"
         return DetectorResult(boundaries=boundaries, last_end=last_end, shapes=shapes,
                               evidence=evidence)
 
-    def _align_sections(self, thread: ThreadSkeleton, level, unit: Unit, boundaries: list) -> list:
-        """A unit found on one section of the loop thread (its annotations, say) begins with
-        the ops of the thread's other sections (its cpu_ops) that open each instance: those
-        found between the end of the previous instance and the boundary in most instances
-        (``aten::randn`` before a ``data_fwd`` annotation). Kineto writes a thread's sections
-        apart, so no single section sees the whole step."""
+    def _at_outermost_frames(self, thread: ThreadSkeleton, boundaries: list,
+                             last_end: float) -> tuple[list, float, int]:
+        """The phase at the outermost frame of the step: a boundary at a top-level op that
+        Python frames open (``Node.opener``: each begins after the previous top-level op
+        ended and holds this one: ``training_step`` around the step's first ``aten::`` op,
+        one to three wrappers deep) moves back to the start of the outermost of them that
+        ends before the next boundary (the program's own frame holds every step), so the
+        user's own frames before the first op are the step's. The last iteration ends no
+        earlier than its opening frame. Returns the boundaries, the last end and how many
+        moved."""
+        opened = {n.start: n for t in self._threads.values()
+                  if t.key == thread.key for n in t.roots if n.opener is not None}
+        if not opened:
+            return boundaries, last_end, 0
+        moved = []
+        floor = float("-inf")
+        last_frame = None
+        for i, b in enumerate(boundaries):
+            ceiling = boundaries[i + 1].start_ts if i + 1 < len(boundaries) else float("inf")
+            node = opened.get(b.start_ts)
+            frame = None if node is None else outermost_opener(node, ceiling)
+            if frame is not None and floor < frame[0] < b.start_ts:
+                b = FoundBoundary(frame[0], b.thread, frame[2])
+            moved.append(b)
+            floor = b.start_ts
+            last_frame = frame
+        if last_frame is not None and last_end is not None:
+            last_end = max(last_end, last_frame[1])
+        return moved, last_end, sum(a is not b for a, b in zip(moved, boundaries))
+
+    def _opening_elsewhere(self, thread: ThreadSkeleton, level, unit: Unit):
+        """The ops of the loop thread's other sections (in time order), and the kinds of them
+        that open most instances of ``unit`` (found between the end of the previous instance
+        and the instance's first op: ``aten::randn`` before a ``data_fwd`` annotation, a
+        ``zero_grad`` annotation before the step's first cpu_op). Kineto writes a thread's
+        sections apart, so no single section sees the whole step."""
         pos = unit.positions
         others = [n for t in self._threads.values() if t is not thread and t.key == thread.key
                   for n in t.roots]
-        if not others or len(boundaries) != len(pos) or len(pos) < 3:
-            return boundaries
+        if not others or len(pos) < 3:
+            return [], set()
         others.sort(key=start_of)
         starts = [n.start for n in others]
         gaps = []
+        for i, p in enumerate(pos):
+            before = level[pos[i - 1]:p] if i else level[:pos[0]]
+            lo = max((n.end for n in before), default=float("-inf"))
+            gaps.append(others[bisect_left(starts, lo):bisect_left(starts, level[p].start)])
+        seen_in = Counter(sym for gap in gaps[1:] for sym in {n.sym for n in gap})
+        opening = {sym for sym, c in seen_in.items() if c >= 0.5 * (len(gaps) - 1)}
+        return others, opening
+
+    def _section_openers(self, thread: ThreadSkeleton, level, unit: Unit) -> list:
+        """Online: (start, name) of every op of the thread's other sections, read so far, of
+        a kind that opens instances (``_opening_elsewhere``): the matcher begins each new
+        instance at the one before its first op (``_RootMatcher._boundary``)."""
+        others, opening = self._opening_elsewhere(thread, level, unit)
+        return [(n.start, self._names[n.sym]) for n in others if n.sym in opening]
+
+    def _align_sections(self, thread: ThreadSkeleton, level, unit: Unit, boundaries: list) -> list:
+        """A unit found on one section of the loop thread (its annotations, say) begins with
+        the ops of the thread's other sections that open most instances
+        (``_opening_elsewhere``)."""
+        pos = unit.positions
+        if len(boundaries) != len(pos):
+            return boundaries
+        others, opening = self._opening_elsewhere(thread, level, unit)
+        if not opening:
+            return boundaries
+        starts = [n.start for n in others]
+        aligned = []
         for i, b in enumerate(boundaries):
             before = level[pos[i - 1]:pos[i]] if i else level[:pos[0]]
             lo = max((n.end for n in before), default=float("-inf"))
-            gaps.append(others[bisect_left(starts, lo):bisect_left(starts, b.start_ts)])
-        seen_in = Counter(sym for gap in gaps[1:] for sym in {n.sym for n in gap})
-        opening = {sym for sym, c in seen_in.items() if c >= 0.5 * (len(gaps) - 1)}
-        if not opening:
-            return boundaries
-        aligned = []
-        for b, gap in zip(boundaries, gaps):
+            gap = others[bisect_left(starts, lo):bisect_left(starts, b.start_ts)]
             first = next((n for n in gap if n.sym in opening), None)
             aligned.append(b if first is None else
                            FoundBoundary(first.start, b.thread, self._names[first.sym]))
         return aligned
-
 
     def _single(self, thread: ThreadSkeleton, path, evidence) -> DetectorResult:
         """No repeating unit: the loop thread's work is one iteration."""

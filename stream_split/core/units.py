@@ -50,6 +50,8 @@ detector (``structure.py``) decides where to look and what a found unit means.
    ops does not hide a head op behind it. A sync is the loop's phase only when it closes
    most instances, and the walk to the loop's first op takes each op as often as the
    representative has it before its anchor (a prologue op of the same kind stays out).
+   A small op the vote cannot place (seen before one instance only) opens that instance when
+   it lies after the loop's edge, the wider idle gap (``_after_loop_edge``).
 
 Also here, shared by both decision paths: where the last instance ends
 (``last_instance_end``) and the kind of each cycle (``cycle_kinds``).
@@ -148,6 +150,13 @@ class Rules:
     #: ... or found in a head window at this share of its occurrences (a head op that noise
     #: dropped from most steps is still only ever seen there).
     head_only_share: float = 0.8
+    #: A small op before an instance that the vote cannot place (its kind seen in one head
+    #: window only: the step's first op that noise dropped from the other steps, or the
+    #: previous step's last op) opens the instance when the idle gap before it is more than
+    #: this many times the gap after it. Between two steps the host runs the loop itself
+    #: (``prof.step()``, the ``for`` statement), so the widest gap is where the loop turns;
+    #: any wider gap says so (``_after_loop_edge``).
+    edge_gap_ratio: float = 1.0
     #: Symbols seen in fewer than this share of the instances are sporadic: a head walk steps
     #: over them.
     sporadic_share: float = 0.5
@@ -895,17 +904,59 @@ def _extend_head(unit: Unit, level: list, syms: list, noise: set, rules: Rules,
                            or (c >= rules.head_only_share * anywhere[s] and s not in big))}
     later = windows[1:] if whole else windows
     region = {s for w in later for s in w}
-    if not head:
-        return unit
-    unit.positions = _walk_left(unit, syms, head, noise)
-    # The first instance has no previous one: what comes just before it of the head's region
-    # (a head op a common-op test cannot vouch for with so few instances) is its own.
-    first = unit.positions[0]
-    while first > 0 and syms[first - 1] in region - closing:
-        first -= 1
-    unit.positions[0] = first
-    unit.phase = "at the step's first op (the head before the anchor)"
+    # Small kinds of op never seen in the level but in head windows: a step's own first op
+    # that noise dropped from the other steps is one of them (``_after_loop_edge``). A big
+    # one seen once is no head op noise dropped elsewhere (noise drops small ops only): a
+    # prologue's ``load_weights`` before the first step.
+    head_only = {s for s, c in in_window.items() if c >= anywhere[s]} - closing - big \
+        - {unit.anchor}
+    if head:
+        unit.positions = _walk_left(unit, syms, head, noise)
+        # The first instance has no previous one: what comes just before it of the head's
+        # region (a head op a common-op test cannot vouch for with so few instances) is its own.
+        first = unit.positions[0]
+        while first > 0 and syms[first - 1] in region - closing:
+            first -= 1
+        unit.positions[0] = first
+    moved = _after_loop_edge(unit, level, syms, head_only, rules)
+    if head or moved:
+        unit.phase = "at the step's first op (the head before the anchor)"
     return unit
+
+
+def _after_loop_edge(unit: Unit, level: list, syms: list, head_only: set,
+                     rules: Rules) -> bool:
+    """Move each instance's beginning left over the ops the vote could not place (each seen
+    in one head window only: the step's first op where noise dropped it from the others) that
+    lie after the loop's edge: an op joins the step when the idle gap before it is wider than
+    the one after it. Between two steps the host runs the loop itself (``prof.step()``, the
+    ``for`` statement, the fetch's Python), so the widest gap is where one step ends and the
+    next begins; an op the previous step ended with (inserted there by noise, its own sync)
+    lies before that gap. The level's first op has no gap before it: it opens the first
+    instance when the gap after it is narrower than the loop's edge before the other
+    instances (a prologue ends with a wider one). Only kinds seen in head windows and nowhere
+    else in the level move (``head_only``): a kind that also occurs inside instances is no
+    head. Returns whether a beginning moved."""
+    pos = unit.positions
+    moved = False
+    for i in list(range(1, len(pos))) + [0]:
+        lo = pos[i - 1] + 1 if i else 0
+        start = p = pos[i]
+        while start - 1 >= lo and syms[start - 1] in head_only:
+            q = start - 1
+            after = level[start].start - level[q].end
+            if q > 0:
+                before = level[q].start - level[q - 1].end
+            else:  # the level's first op: the loop's edge as the other instances show it
+                edges = sorted(level[b].start - level[b - 1].end for b in pos[1:])
+                before = edges[len(edges) // 2] if edges else 0.0
+            if before <= rules.edge_gap_ratio * after:
+                break
+            start = q
+        if start != p:
+            pos[i] = start
+            moved = True
+    return moved
 
 
 # -- where the last instance ends -------------------------------------------------------

@@ -17,6 +17,7 @@ This is a measuring tool, not a test: tests assert on the generated scenarios se
 from __future__ import annotations
 
 import argparse
+from bisect import bisect_right
 import json
 import sys
 from collections import Counter
@@ -81,15 +82,25 @@ def _is_scored(event: dict) -> str | None:
 
 
 def _between_steps(events: list, reference: list) -> list:
-    """Per event: is it an op that lies between two reference iterations or across an edge of
-    one (outside in the reference, yet inside the loop's span)? Such ops may go either side."""
-    spans = [(e["ts"], e["ts"] + (e.get("dur") or 0)) for e in events
-             if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")]
+    """Per event: is it a CPU op that lies between two reference steps or across an edge of
+    one (inside the loop's span, yet not inside exactly one ``ProfilerStep#N``)? Such ops may
+    go either side (the acceptance of issue 8); the steps' own split puts them somewhere, so
+    they are not scored."""
+    spans = sorted((e["ts"], e["ts"] + (e.get("dur") or 0)) for e in events
+                   if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")
+                   and e.get("cat") in STRUCTURE_CATS)
     if not spans:
         return [False] * len(events)
-    lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
-    return [r == OUTSIDE and e.get("cat") == "cpu_op" and lo <= e.get("ts", lo - 1) < hi
-            for e, r in zip(events, reference)]
+    lo, hi = spans[0][0], max(b for _, b in spans)
+    starts = [a for a, _ in spans]
+
+    def inside_one(e: dict) -> bool:
+        ts, end = e["ts"], e["ts"] + (e.get("dur") or 0)
+        k = bisect_right(starts, ts) - 1
+        return k >= 0 and end <= spans[k][1]
+
+    return [e.get("cat") == "cpu_op" and lo <= e.get("ts", lo - 1) < hi and not inside_one(e)
+            for e in events]
 
 
 def compare(events: list, reference: list, found: list, either_side: list | None = None) -> dict:
