@@ -10,8 +10,9 @@ boundary (and revision) record, the number of JSON bytes read when it came out, 
 of the whole input; and where the loop thread's CPU section ends (the offset of its last
 structural op). A boundary that only comes out at close is counted as ``at_close``.
 
-The offset has the granularity of the reader's chunks (one batch of events per chunk): a record reported at
-offset X came out while the parser held bytes up to X.
+The offset has the granularity of the reader's chunks (one batch of events per chunk,
+``--chunk`` bytes of JSON, 64 KiB by default: a small trace is a few chunks at the CLI's
+512 KiB): a record reported at offset X came out while the parser held bytes up to X.
 """
 from __future__ import annotations
 
@@ -24,11 +25,16 @@ from stream_split.read import TraceReader
 from stream_split.trace_format import STRUCTURE_CATS
 
 
-def record_offsets(path: str, detector: str = "structure") -> dict:
+#: Bytes of JSON per read (a compressed input is read in a 16th of it).
+CHUNK = 64 * 1024
+
+
+def record_offsets(path: str, detector: str = "structure", chunk: int = CHUNK) -> dict:
     """Offsets (JSON bytes read) of each boundary / revision record of ``path``."""
     splitter = Splitter(SplitOptions(detector=detector, keep_events=False))
     offsets, last_op = [], {}
-    with TraceReader(path) as reader:
+    with TraceReader(path, chunk_size=chunk) as reader:
+        splitter.note_header(reader.header_before)
         for batch in reader.batches():
             for event in batch.events:
                 splitter.feed(event)
@@ -49,6 +55,7 @@ def record_offsets(path: str, detector: str = "structure") -> dict:
     boundaries = [o for t, o in offsets if t == "boundary"]
     return {"trace": path, "detector": detector, "bytes": total,
             "decided": splitter.evidence.get("decided"),
+            "waited": splitter.evidence.get("waited"),
             "boundaries": len(boundaries) + at_close.count("boundary"),
             "online": len(boundaries), "at_close": at_close.count("boundary"),
             "revisions": sum(1 for t, _ in offsets if t == "revision")
@@ -62,16 +69,19 @@ def main(argv=None) -> int:
     ap.add_argument("traces", nargs="+")
     ap.add_argument("--detector", default="structure", choices=["auto", "structure", "steps"])
     ap.add_argument("--json", default=None)
+    ap.add_argument("--chunk", type=int, default=CHUNK,
+                    help="bytes of JSON per read (the offsets' granularity)")
     args = ap.parse_args(argv)
     results = []
     for path in args.traces:
-        r = record_offsets(path, args.detector)
+        r = record_offsets(path, args.detector, args.chunk)
         results.append(r)
         offs = r["offsets"]
         print(f"{path}: {r['boundaries']} boundaries, {r['online']} before the end "
               f"({r['at_close']} at close, {r['revisions']} revisions); offsets "
               f"{offs[0] if offs else '-'} .. {offs[-1] if offs else '-'} of the input; "
-              f"loop thread's CPU section ends at {r['loop_section_end']}; {r['decided']}",
+              f"loop thread's CPU section ends at {r['loop_section_end']}; {r['decided']}"
+              + (f" (it waited: {r['waited']})" if r["waited"] else ""),
               flush=True)
     if args.json:
         with open(args.json, "w") as f:
