@@ -4,9 +4,9 @@ A detector sees every structural CPU op (``cpu_op`` / ``user_annotation``) once,
 with its thread's stack of open ops and the thread's section (a new one each time the thread's
 ops go back in time: Kineto writes a thread's annotations and its ops as separate sorted
 runs), and answers with the boundaries that became certain. A detector may also revise its latest
-boundary (``FoundBoundary(moves_last=True)`` or ``RetractLast``), never an earlier one. A launch
-or a Python frame (``observe_launch``, ``observe_frame``) may answer with boundaries too: in a
-Kineto file the first one ends the loop thread's CPU section. It
+boundary (``FoundBoundary(moves_last=True)`` or ``RetractLast``), never an earlier one. A launch,
+GPU work or a Python frame (``observe_launch``, ``observe_gpu_work``, ``observe_frame``) may
+answer with boundaries too: in a Kineto file the first one ends the loop thread's CPU section. It
 never sees GPU events and never looks back at events: what it needs to remember it keeps in
 bounded summaries. ``close()`` returns the boundaries still undecided at the end of the input
 and where the last iteration ends. ``note_facts(TraceFacts)`` tells it, before the events, what
@@ -109,7 +109,7 @@ class StepAnnotationDetector:
     def observe_launch(self, thread, ts, correlation, graph, copy=False) -> None:
         """Nor is GPU work."""
 
-    def observe_gpu_work(self, correlation) -> None:
+    def observe_gpu_work(self, correlation, ts=None) -> None:
         """Nor is GPU work."""
 
     def note_facts(self, facts: TraceFacts) -> None:

@@ -237,7 +237,10 @@ class Splitter:
             if route == _BY_CORRELATION:
                 corr = args.get("correlation") if args else None
                 if self._detector.wants_evidence:
-                    self._detector.observe_gpu_work(corr)
+                    found = self._detector.observe_gpu_work(corr, ts)
+                    if found:  # Kineto's GPU block began: the loop thread's decided
+                        for boundary in found:
+                            self._add_boundary(boundary)
                 self._route_linked(event, corr, raw)
                 return
             if route == _BY_FLOW_ID:

@@ -597,12 +597,21 @@ class StructureDetector:
                 node.copies += 1
         return ()
 
-    def observe_gpu_work(self, correlation) -> None:
-        """A kernel: one more for the ops of its graph launch, if it came from one."""
+    def observe_gpu_work(self, correlation, ts: float) -> tuple:
+        """A kernel: one more for the ops of its graph launch, if it came from one. The
+        first GPU work from before the loop thread's latest ops is in Kineto's GPU block
+        (CUPTI may write a kernel before the first launch): as ``observe_launch``."""
+        if self.mode != LEARNING:
+            return ()
+        if not self._frames_read and ts < self._section_starts[0]:
+            found = self._section_ended(launch=True)
+            if self.mode != LEARNING:
+                return found
         path = self._graph_launches.get(correlation)
         if path is not None:
             for node in path:
                 node.gpu += 1
+        return ()
 
     def observe_frame(self, thread, start: float, end: float, name: str) -> tuple:
         """A Python frame; only outermost ``nn.Module`` calls are kept (layer evidence). The
