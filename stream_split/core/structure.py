@@ -35,7 +35,7 @@ never confirmed online is decided at close (``_decide``).
 
 Kineto's sections. A Kineto file holds each thread's CPU ops together (the loop thread's
 first), then Python frames (``with_stack``), then the GPU block (launches and kernels). The
-loop thread's section has ended when something from before its latest top-level op arrives:
+loop thread's section has ended when something from before its latest ops arrives:
 an op of another thread, a Python frame or a launch (in a time-ordered stream nothing comes
 from the past, so this never fires there). Then every CPU op of the loop thread has been
 read, and what the close decision still lacks is only what comes after: GPU work (kernels
@@ -357,8 +357,9 @@ class StructureDetector:
         self._matcher_path: tuple = ()  # the containers around the matched level
         self._facts = TraceFacts()  # what the header says will (not) follow
         # The main thread whose CPU ops are being read, and the starts of its latest two
-        # top-level ops: anything from before both (another thread's op, a frame, a launch)
-        # ends its section (one op of slack: a live writer may be a little out of order).
+        # ops (Kineto writes them in start order): anything from before both (another
+        # thread's op, a frame, a launch, GPU work) ends its section (one op of slack: a
+        # live writer may be a little out of order).
         self._section_thread = None
         self._section_starts = (float("-inf"), float("-inf"))
         self._section_over = False  # the loop thread's CPU section has ended
@@ -390,6 +391,9 @@ class StructureDetector:
         state = self._threads.get((thread, section))
         if state is None:
             state = self._threads[(thread, section)] = ThreadSkeleton(thread, 4 * MIN_INSTANCES)
+        if state.main and self._section_thread in (None, thread):
+            self._section_thread = thread
+            self._section_starts = (self._section_starts[1], start)
         depth = len(stack) - 1
         mine = state.stack
         del mine[depth:]
@@ -414,9 +418,6 @@ class StructureDetector:
             state.roots.append(node)
             state.seen[node.sym] += 1
             state.kid_seen.clear()
-            if state.main and self._section_thread in (None, thread):
-                self._section_thread = thread
-                self._section_starts = (self._section_starts[1], start)
             if not found and self._online_allowed(state) and (
                     len(state.roots) >= state.next_try
                     or MIN_INSTANCES <= state.seen[node.sym] <= _EAGER_TRIES):
