@@ -11,7 +11,7 @@ from conftest import SHARED_TRACES, needs_shared
 from stream_split.core import Splitter, SplitOptions
 from stream_split.core.detect import TraceFacts
 from stream_split.read import TraceReader
-from stream_split.testing.generate import generate
+from stream_split.testing.generate import SCENARIOS, generate
 from stream_split.trace_format import GPU_WORK_CATS, LAUNCH_FLOW_CAT, STRUCTURE_CATS
 
 RECORDED = Path(__file__).parent / "data" / "cuda"
@@ -133,3 +133,26 @@ def test_a_cpu_trace_of_two_threads_is_split_when_the_loop_threads_section_ends(
     out, splitter = _split(events, header)
     end = _loop_section_end(events, splitter.evidence["loop_thread"])
     assert len(out) == 6 and all(i == end + 1 for i in out)
+
+
+#: Generated loops whose unit needs the GPU work that follows the CPU section (Kineto's
+#: layout, the header says a GPU is there): they wait for close, and say why.
+NEEDS_GPU_WORK = {
+    "deep_roots": "a step inside its containers is told from a layer by its input copy",
+    "two_steps": "two instances are a loop only when they hold nearly all of the GPU work",
+    "single_forward": "one forward: whether its layers are the unit depends on the kernels",
+    "gpu_only": "no CPU ops: no loop thread, no section",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_generated_kineto_files_come_out_by_the_loop_threads_section_end_or_say_why(name):
+    trace = generate(name, seed=0)
+    out, splitter = _split(trace.events, trace.header_before)
+    if name in NEEDS_GPU_WORK:
+        assert set(out) <= {None}
+        assert name == "gpu_only" or "GPU work follows" in splitter.evidence["waited"]
+        return
+    ends = _loop_section_end(trace.events, trace.truth.loop_thread)
+    assert out and all(i is not None and i <= ends + 1 for i in out)
+    assert len(splitter.iterations) == len(trace.truth.iterations)
