@@ -582,10 +582,9 @@ class StructureDetector:
         the boundaries that the end of the CPU section decides are returned."""
         if self.mode != LEARNING:
             return ()
-        if not self._frames_read and ts < self._section_starts[0]:
-            found = self._section_ended(launch=True)
-            if self.mode != LEARNING:
-                return found
+        found = self._from_the_past(ts, gpu_block=True)
+        if found is not None:
+            return found
         path = [node for state in self._threads.values() if state.key == thread
                 for node in state.path_at(ts)]  # each section of the thread
         if not path:
@@ -604,10 +603,9 @@ class StructureDetector:
         (CUPTI may write a kernel before the first launch): as ``observe_launch``."""
         if self.mode != LEARNING:
             return ()
-        if not self._frames_read and ts < self._section_starts[0]:
-            found = self._section_ended(launch=True)
-            if self.mode != LEARNING:
-                return found
+        found = self._from_the_past(ts, gpu_block=True)
+        if found is not None:
+            return found
         path = self._graph_launches.get(correlation)
         if path is not None:
             for node in path:
@@ -620,10 +618,9 @@ class StructureDetector:
         boundaries that decides are returned."""
         if self.mode != LEARNING:
             return ()
-        if not self._section_over and start < self._section_starts[0]:
-            found = self._section_ended(launch=False)
-            if self.mode != LEARNING:
-                return found
+        found = self._from_the_past(start, gpu_block=False)
+        if found is not None:
+            return found
         if not name.startswith(MODULE_FRAME_PREFIX):
             return ()
         modules = self._modules.setdefault(thread, [])
@@ -633,6 +630,16 @@ class StructureDetector:
         return ()
 
     # -- decision at the end of the loop thread's CPU section (Kineto's layout) ---------
+
+    def _from_the_past(self, ts: float, gpu_block: bool):
+        """A frame, or (``gpu_block``) a launch or GPU work, at ``ts``: from before the loop
+        thread's latest ops, it ends the section (a launch also the frames before the GPU
+        block). Returns the boundaries decided then, or None while still learning."""
+        if ts >= self._section_starts[0] or (
+                self._frames_read if gpu_block else self._section_over):
+            return None
+        found = self._section_ended(launch=gpu_block)
+        return found if self.mode != LEARNING else None
 
     def _section_ended(self, launch: bool) -> tuple:
         """The loop thread's CPU section has ended (see the module docstring); ``launch``:
