@@ -156,3 +156,25 @@ def test_generated_kineto_files_come_out_by_the_loop_threads_section_end_or_say_
     ends = _loop_section_end(trace.events, trace.truth.loop_thread)
     assert out and all(i is not None and i <= ends + 1 for i in out)
     assert len(splitter.iterations) == len(trace.truth.iterations)
+
+
+def test_the_cli_hands_the_header_to_the_core_and_explain_says_when_it_decided(tmp_path):
+    # A real file through the real entry point: the header written before the events is
+    # what lets the decision be made at the section's end; without it (JSON Lines) the same
+    # split waits for close.
+    import dataclasses
+
+    from conftest import run_cli
+    from stream_split.testing.generate import write_trace
+    trace = generate("two_steps", seed=2)
+    events, header = _cpu_only(trace)
+    cpu_only = dataclasses.replace(trace, events=events, header_before=header)
+    write_trace(cpu_only, str(tmp_path / "t.json.gz"))
+    write_trace(cpu_only, str(tmp_path / "t.jsonl"), form="jsonl")
+    early = run_cli("explain", tmp_path / "t.json.gz", "--detector", "structure").stdout.decode()
+    late = run_cli("explain", tmp_path / "t.jsonl", "--detector", "structure").stdout.decode()
+    assert "(decided at the end of the loop thread's CPU section)" in early
+    assert "(decided at close)" in late
+    records = [run_cli("boundaries", tmp_path / name, "--detector", "structure").stdout
+               for name in ("t.json.gz", "t.jsonl")]
+    assert records[0] == records[1]
