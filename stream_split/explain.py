@@ -80,6 +80,9 @@ def _lines(splitter) -> list[str]:
     lines.extend(_tolerance(ev))
     if ev.get("why"):
         lines.append(f"why: {ev['why']}")
+    if ev.get("waited"):
+        lines.append(f"decided at close, not at the end of the loop thread's CPU section: "
+                     f"{ev['waited']}")
     if "confidence" in ev:
         lines.append(f"confidence: {ev['confidence']} of 1. How sure the detector is that "
                      f"the unit is one iteration (coverage x mean similarity x "

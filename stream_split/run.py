@@ -107,6 +107,7 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
             for record in held:
                 emit(record, cut_short)
 
+    splitter.note_header(reader.header_before)  # known once the reader has its form
     try:
         for batch in reader.batches():
             if keep:

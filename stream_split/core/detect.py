@@ -4,10 +4,13 @@ A detector sees every structural CPU op (``cpu_op`` / ``user_annotation``) once,
 with its thread's stack of open ops and the thread's section (a new one each time the thread's
 ops go back in time: Kineto writes a thread's annotations and its ops as separate sorted
 runs), and answers with the boundaries that became certain. A detector may also revise its latest
-boundary (``FoundBoundary(moves_last=True)`` or ``RetractLast``), never an earlier one. It
+boundary (``FoundBoundary(moves_last=True)`` or ``RetractLast``), never an earlier one. A launch,
+GPU work or a Python frame (``observe_launch``, ``observe_gpu_work``, ``observe_frame``) may
+answer with boundaries too: in a Kineto file the first one ends the loop thread's CPU section. It
 never sees GPU events and never looks back at events: what it needs to remember it keeps in
 bounded summaries. ``close()`` returns the boundaries still undecided at the end of the input
-and where the last iteration ends.
+and where the last iteration ends. ``note_facts(TraceFacts)`` tells it, before the events, what
+the trace's header promises (no GPU work, no Python frames): evidence that will not come.
 
 Detectors:
 - ``StepAnnotationDetector``: ``ProfilerStep#N`` spans (what HTA and tb-profiler rely on);
@@ -18,6 +21,31 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from stream_split.trace_format import PROFILER_STEP_PREFIX
+
+
+@dataclass(frozen=True, slots=True)
+class TraceFacts:
+    """What a trace's header says of the evidence that follows its CPU ops (Kineto writes the
+    header first): ``None`` where it says nothing. The adapter reads the header and hands it
+    over as data (``from_header``); the core never reads a file."""
+    #: False: ``"deviceProperties": []``, the profiler saw no GPU: no launch, no kernel.
+    gpu: bool | None = None
+    #: False: neither ``with_stack`` nor ``with_modules`` is set (the profiler writes them
+    #: only when set): no ``python_function`` frames, so no ``nn.Module`` evidence.
+    frames: bool | None = None
+
+    @classmethod
+    def from_header(cls, header: dict | None) -> "TraceFacts":
+        """The facts of the header keys written before the events (none: nothing known)."""
+        if not header:
+            return cls()
+        devices = header.get("deviceProperties")
+        gpu = bool(devices) if isinstance(devices, list) else None
+        # The torch profiler writes the header's config keys only when they are set; a
+        # header without ``deviceProperties`` is no torch header, and says nothing.
+        frames = None if gpu is None else any(
+            header.get(key) not in (None, 0, False) for key in ("with_stack", "with_modules"))
+        return cls(gpu=gpu, frames=frames)
 
 
 @dataclass(slots=True)
@@ -81,8 +109,11 @@ class StepAnnotationDetector:
     def observe_launch(self, thread, ts, correlation, graph, copy=False) -> None:
         """Nor is GPU work."""
 
-    def observe_gpu_work(self, correlation) -> None:
+    def observe_gpu_work(self, correlation, ts=None) -> None:
         """Nor is GPU work."""
+
+    def note_facts(self, facts: TraceFacts) -> None:
+        """Nor is the header."""
 
     def close(self) -> DetectorResult:
         return DetectorResult(

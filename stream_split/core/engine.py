@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from heapq import heappop, heappush
 
-from stream_split.core.detect import StepAnnotationDetector, RetractLast
+from stream_split.core.detect import StepAnnotationDetector, RetractLast, TraceFacts
 from stream_split.core.owners import MonotonicOwnerMap, Windows
 from stream_split.core.phases import (
     NONE as _NO_ROLE, ROLES as _PHASE_ROLES, PhaseFacts, infer_phases)
@@ -237,7 +237,10 @@ class Splitter:
             if route == _BY_CORRELATION:
                 corr = args.get("correlation") if args else None
                 if self._detector.wants_evidence:
-                    self._detector.observe_gpu_work(corr)
+                    found = self._detector.observe_gpu_work(corr, ts)
+                    if found:  # Kineto's GPU block began: the loop thread's decided
+                        for boundary in found:
+                            self._add_boundary(boundary)
                 self._route_linked(event, corr, raw)
                 return
             if route == _BY_FLOW_ID:
@@ -264,13 +267,17 @@ class Splitter:
                     for boundary in found:
                         self._add_boundary(boundary)
             elif self._detector.wants_evidence:
+                found = None
                 if name in LAUNCH_NAMES:
                     if args and "correlation" in args:
-                        self._detector.observe_launch(
+                        found = self._detector.observe_launch(
                             (pid, tid), ts, args["correlation"],
                             name in GRAPH_LAUNCH_NAMES, name in COPY_LAUNCH_NAMES)
                 elif cat == PYTHON_FRAME_CAT:
-                    self._detector.observe_frame((pid, tid), ts, end, name or "")
+                    found = self._detector.observe_frame((pid, tid), ts, end, name or "")
+                if found:  # Kineto's next section began: the loop thread's decided
+                    for boundary in found:
+                        self._add_boundary(boundary)
         windows = self._windows
         if windows.cached_lo <= ts and end <= windows.cached_hi:  # the common case, inline
             owner = windows.cached_owner
@@ -292,6 +299,11 @@ class Splitter:
             self._own_cpu(windows.owner(ts, end), event, end, raw, cat)
         else:
             self._hold(end, ts, event, None, raw)
+
+    def note_header(self, header: dict | None) -> None:
+        """The trace's header keys written before its events (an adapter passes them before
+        the first ``feed``): what they promise of the evidence to come (``TraceFacts``)."""
+        self._detector.note_facts(TraceFacts.from_header(header))
 
     def close(self) -> None:
         """End of input: decide everything still pending and emit the iteration records.

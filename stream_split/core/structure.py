@@ -31,8 +31,25 @@ Modes (``StructureDetector.mode``): ``LEARNING`` builds the skeleton and looks f
 at the top of the main thread as it grows (``_try_online``), and among the children of a chain
 of dominant containers there (``_try_container``: failure mode 3 before its minor roots); ``STEPS`` once ``ProfilerStep#N``
 repeats; ``MATCHING`` once the unit is confirmed online (``_RootMatcher``: the unit's first op
-is a boundary at once; the anchor confirms it, or a revision moves or retracts it). A trace
-never confirmed online is decided at close (``_decide``). Both decision paths apply one
+is a boundary at once; the anchor confirms it, or a revision moves or retracts it);
+``SECTION_END`` once the loop thread's CPU section has ended in a Kineto file and the rest
+of the file can hold no evidence the decision uses (``_section_ended``, below). A trace
+never confirmed online is decided at close (``_decide``).
+
+Kineto's sections. A Kineto file holds each thread's CPU ops together (the loop thread's
+first), then Python frames (``with_stack``), then the GPU block (launches and kernels). The
+loop thread's section has ended when something from before its latest ops arrives:
+an op of another thread, a Python frame or a launch (in a time-ordered stream nothing comes
+from the past, so this never fires there). Then every CPU op of the loop thread has been
+read, and what the close decision still lacks is only what comes after: GPU work (kernels
+per op weigh the instances, copies tell a step from a layer) and Python frames (``nn.Module``
+calls tell layers). The header says whether they will come (``TraceFacts``, given by the
+adapter): with neither (``deviceProperties: []``, no ``with_stack``) the close decision is
+made right there, and is the same decision. Otherwise the online confirmation
+(``_confirm``: evidence that needs no GPU work) is tried once more on the whole section, at
+its top and down its chain of dominant containers, once the frames are read (at the first
+launch: the GPU block follows the frames); what it cannot confirm waits for close, and
+``evidence["waited"]`` says why. Both decision paths apply one
 iteration test (``_iteration_test``), find where the last instance ends one way
 (``_last_end``) and report the same evidence (``_level_entry``, ``_unit_evidence``).
 
@@ -52,7 +69,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter, deque
 from dataclasses import replace
 
-from stream_split.core.detect import DetectorResult, FoundBoundary, RetractLast
+from stream_split.core.detect import DetectorResult, FoundBoundary, RetractLast, TraceFacts
 from stream_split.core.skeleton import (
     MAX_PENDING_FRAMES, SKIPPED, Node, Symbols, ThreadSkeleton, flatten, open_pending,
     outermost_opener, start_of)
@@ -97,6 +114,9 @@ _TYPICAL_OF = 64
 _RECENT_OPS = 256
 #: Ops kept of one instance while matching online (a bound, not a limit on instance size).
 _MAX_INSTANCE_OPS = 100_000
+#: The close decision, made at the end of the loop thread's CPU section (Kineto's layout)
+#: because the header says that no evidence it uses follows.
+SECTION_END = "section end"
 
 
 def _every_fetch_opens(level: list, unit: Unit) -> bool:
@@ -431,6 +451,22 @@ class StructureDetector:
         self._frames_before_ops = False
         self._early_frames: dict = {}  # thread -> Python frames read before its first op
         self._sections_of: dict = {}  # thread -> its skeletons (one per section), learning
+        self._facts = TraceFacts()  # what the header says will (not) follow
+        # The main thread whose CPU ops are being read, and the starts of its latest two
+        # ops (Kineto writes them in start order): anything from before both (another
+        # thread's op, a frame, a launch, GPU work) ends its section (one op of slack: a
+        # live writer may be a little out of order).
+        self._section_thread = None
+        self._section_starts = (float("-inf"), float("-inf"))
+        self._section_over = False  # the loop thread's CPU section has ended
+        self._frames_read = False  # ... and a launch came since: Python frames are all read
+        self._tried_at_end = False  # the online confirmation was tried on the whole section
+        self._waited = ""  # why the decision could not be made at the section end
+        self._early: DetectorResult | None = None  # the close decision, made at SECTION_END
+
+    def note_facts(self, facts: TraceFacts) -> None:
+        """What the header says will (not) follow the CPU ops (before the first event)."""
+        self._facts = facts
 
     # -- streaming input ---------------------------------------------------------------
 
@@ -441,11 +477,21 @@ class StructureDetector:
             return ()
         if self.mode == MATCHING:
             return self._observe_matching((thread, section), stack, start, end, name)
+        if self.mode == SECTION_END:
+            return ()
+        if not self._section_over and start < self._section_starts[0] and \
+                thread != self._section_thread:
+            found = self._section_ended(launch=False)
+            if self.mode != LEARNING:
+                return found
         state = self._threads.get((thread, section))
         if state is None:
             state = self._threads[(thread, section)] = ThreadSkeleton(thread, 4 * MIN_INSTANCES)
             state.frames = self._early_frames.pop(thread, [])
             self._sections_of.setdefault(thread, []).append(state)
+        if state.main and self._section_thread in (None, thread):
+            self._section_thread = thread
+            self._section_starts = (self._section_starts[1], start)
         depth = len(stack) - 1
         mine = state.stack
         del mine[depth:]
@@ -525,10 +571,16 @@ class StructureDetector:
             level = container.kids
         return self._confirm(state, level, path)
 
-    def _confirm(self, state: ThreadSkeleton, roots: list, path: list):
+    def _confirm(self, state: ThreadSkeleton, roots: list, path: list,
+                 section_read: bool = False):
         """The online decision on one level of the loop thread (its top, or the children of
         the containers ``path``); see ``_try_online``. Inside a container the loop's input
-        fetch may be a copy of each instance's input to the device (``_opens_with_copy``)."""
+        fetch may be a copy of each instance's input to the device (``_opens_with_copy``).
+        ``section_read``: the loop thread's whole CPU section is read (Kineto's layout), so
+        no later instance can differ: a unit whose every instance is like it and turns the
+        loop (a loop marker in each, once) is confirmed too. A coarser cut of several such
+        instances loses to them at close (the super-period rule) and a finer one turns no
+        loop, whatever the kernels that come later weigh."""
         unit = find_unit(roots, names=self._names, whole=False)
         if unit is None:
             return ()
@@ -550,6 +602,10 @@ class StructureDetector:
             # (A loop between syncs with no optimizer step in it may be the inner loop of a
             # step whose update is still to come: a rollout's tokens. It waits for close.)
             why = f"{why}; each instance begins right after the previous one's host sync"
+        elif section_read and unit.n >= MIN_INSTANCES and unit.like == unit.n and \
+                all(shape == 0 for shape in unit.shapes) and turns_the_loop(unit, self._names):
+            why = (f"{why}; at the end of the loop thread's CPU section every instance is "
+                   f"like the unit and turns the loop")
         else:
             if unit.exact < MIN_INSTANCES:
                 return ()
@@ -622,39 +678,55 @@ class StructureDetector:
         return (FoundBoundary(start, state.key, name),)
 
     def observe_launch(self, thread, ts: float, correlation, graph: bool,
-                       copy: bool = False) -> None:
+                       copy: bool = False) -> tuple:
         """A runtime call that launches GPU work: credit the ops around it with a kernel
-        (a graph launch is credited per kernel as its kernels arrive), or a memory copy."""
+        (a graph launch is credited per kernel as its kernels arrive), or a memory copy.
+        The first launch from before the loop thread's latest ops begins Kineto's GPU block:
+        the boundaries that the end of the CPU section decides are returned."""
         if self.mode != LEARNING:
-            return
+            return ()
+        found = self._from_the_past(ts, gpu_block=True)
+        if found is not None:
+            return found
         path = [node for state in self._threads.values() if state.key == thread
                 for node in state.path_at(ts)]  # each section of the thread
         if not path:
-            return
+            return ()
         if graph:
             self._graph_launches[correlation] = path
         for node in path:
             node.gpu += 1
             if copy:
                 node.copies += 1
+        return ()
 
-    def observe_gpu_work(self, correlation) -> None:
-        """A kernel: one more for the ops of its graph launch, if it came from one."""
+    def observe_gpu_work(self, correlation, ts: float) -> tuple:
+        """A kernel: one more for the ops of its graph launch, if it came from one. The
+        first GPU work from before the loop thread's latest ops is in Kineto's GPU block
+        (CUPTI may write a kernel before the first launch): as ``observe_launch``."""
+        if self.mode != LEARNING:
+            return ()
+        found = self._from_the_past(ts, gpu_block=True)
+        if found is not None:
+            return found
         path = self._graph_launches.get(correlation)
         if path is not None:
             for node in path:
                 node.gpu += 1
+        return ()
 
-    def observe_frame(self, thread, start: float, end: float, name: str) -> None:
+    def observe_frame(self, thread, start: float, end: float, name: str) -> tuple:
         """A Python frame: the opener of the main thread's top-level op it opens (the phase
         at the outermost frame of the step, ``_at_outermost_frames``); outermost
-        ``nn.Module`` calls are also kept (layer evidence)."""
+        ``nn.Module`` calls are also kept (layer evidence). The first frame from before the
+        loop thread's latest ops ends its CPU section: the boundaries that decides are
+        returned."""
         if self.mode == MATCHING:
             if thread == self._matcher.thread:
                 self._matcher.observe_frame(start, end, name)
-            return
+            return ()
         if self.mode != LEARNING:
-            return
+            return ()
         states = self._sections_of.get(thread, ())
         for state in states:
             if state.main:
@@ -665,16 +737,116 @@ class StructureDetector:
             if len(early) < MAX_PENDING_FRAMES:
                 early.append((start, end, name))
             self._frames_before_ops = True
+        found = self._from_the_past(start, gpu_block=False)
+        if found is not None:
+            return found
         if not name.startswith(MODULE_FRAME_PREFIX):
-            return
+            return ()
         modules = self._modules.setdefault(thread, [])
         if modules and start < modules[-1][1]:
-            return  # nested in the previous outermost module call
+            return ()  # nested in the previous outermost module call
         modules.append((start, end))
+        return ()
+
+    # -- decision at the end of the loop thread's CPU section (Kineto's layout) ---------
+
+    def _from_the_past(self, ts: float, gpu_block: bool):
+        """A frame, or (``gpu_block``) a launch or GPU work, at ``ts``: from before the loop
+        thread's latest ops, it ends the section (a launch also the frames before the GPU
+        block). Returns the boundaries decided then, or None while still learning."""
+        if ts >= self._section_starts[0] or (
+                self._frames_read if gpu_block else self._section_over):
+            return None
+        found = self._section_ended(launch=gpu_block)
+        return found if self.mode != LEARNING else None
+
+    def _section_ended(self, launch: bool) -> tuple:
+        """The loop thread's CPU section has ended (see the module docstring); ``launch``:
+        the GPU block has begun, so the Python frames are read too. Decides what no later
+        evidence can change; returns the boundaries found."""
+        self._section_over = True
+        self._frames_read = self._frames_read or launch
+        if self._facts.frames is not False and not self._frames_read:
+            self._waited = ("Python frames (the header's with_stack), nn.Module evidence, "
+                            "follow the CPU section")
+            return ()
+        if self._facts.gpu is False:
+            return self._decide_at_section_end()
+        if self._tried_at_end or self._level:
+            return ()
+        self._tried_at_end = True
+        found = self._confirm_section()
+        if not found:
+            self._waited = (
+                "GPU work follows the CPU section (the header's deviceProperties), and "
+                "nothing that needs none confirms the unit (an input fetch or a host sync "
+                "opening every instance, whole exact instances, every instance alike and "
+                "turning the loop)")
+        return found
+
+    def _section_state(self) -> ThreadSkeleton | None:
+        """The skeleton of the section just ended (of its thread, the one with most ops)."""
+        states = [t for t in self._threads.values() if t.key == self._section_thread]
+        return max(states, key=lambda t: len(t.roots), default=None)
+
+    def _decide_at_section_end(self) -> tuple:
+        """No GPU work and no Python frames follow: the close decision, now."""
+        thread = self._loop_thread()
+        state = self._section_state()
+        if thread is None or thread is not state:
+            return ()
+        result = self._decide(thread)
+        result.evidence["decided"] = "at the end of the loop thread's CPU section"
+        result.evidence["why_then"] = ("the header says no GPU work and no Python frames "
+                                       "follow it")
+        self._early = replace(result, boundaries=[])
+        self.mode = SECTION_END
+        self.wants_evidence = False
+        self._threads = {}  # the skeleton is no longer needed
+        return tuple(result.boundaries)
+
+    def _confirm_section(self) -> tuple:
+        """The online confirmation (``_confirm``), tried on the loop thread's whole CPU
+        section: at its top, then down its chain of dominant containers (as ``_decide``
+        descends). The ops after a container, read already, go to the matcher as the
+        online path would have given them (the minor roots of failure mode 3)."""
+        state = self._section_state()
+        if state is None or not state.roots or not self._online_allowed(state):
+            return ()
+        level, path = state.roots, []
+        while True:
+            trailing = self._after_containers(state.roots, path)
+            found = self._confirm(state, level, path, section_read=True)
+            if found:
+                self._online_evidence["decided"] = (
+                    f"at the end of the loop thread's CPU section, after "
+                    f"{len(self._matcher.shapes) + 1} instances")
+                for node in trailing:
+                    found += self._matcher.push(node)
+                return found
+            container = self._dominant(level)
+            if container is None or not container.kids or len(path) >= _CONTAINER_DEPTH \
+                    or self._names[container.sym].startswith(PROFILER_STEP_PREFIX):
+                return ()
+            path.append(container)
+            level = container.kids
+
+    @staticmethod
+    def _after_containers(roots: list, path: list) -> list:
+        """The ops after each container of ``path`` on its own level, in time order (the
+        innermost level's first)."""
+        levels = [roots] + [c.kids for c in path[:-1]]
+        after = []
+        for level, container in reversed(list(zip(levels, path))):
+            i = next(i for i, node in enumerate(level) if node is container)
+            after.extend(level[i + 1:])
+        return after
 
     # -- decision at the end -----------------------------------------------------------
 
     def close(self) -> DetectorResult:
+        if self.mode == SECTION_END:
+            return self._early
         if self.mode == STEPS:
             return DetectorResult(
                 last_end=self._online_last_end,
@@ -698,7 +870,10 @@ class StructureDetector:
             return DetectorResult(evidence={"detector": self.name, "decided": "at close",
                                             "why": "no CPU ops: nothing drives a loop",
                                             "instances": 0, "confidence": 1.0})
-        return self._decide(thread)
+        result = self._decide(thread)
+        if self._waited:
+            result.evidence["waited"] = self._waited
+        return result
 
     def _loop_thread(self):
         candidates = [t for t in self._threads.values() if t.roots]

@@ -136,8 +136,12 @@ def compare(events: list, reference: list, found: list, either_side: list | None
             "kernels_right": share["kernel"]}
 
 
-def owners(events: list, options: SplitOptions) -> tuple[list, Splitter]:
+def owners(events: list, options: SplitOptions, header: dict | None = None
+           ) -> tuple[list, Splitter]:
+    """Each event's owner, the events fed in file order after the header keys ``header``
+    (as the CLI does)."""
     splitter = Splitter(options)
+    splitter.note_header(header)
     index = {id(e): i for i, e in enumerate(events)}
     for e in events:
         splitter.feed(e)
@@ -154,7 +158,8 @@ def score_generated(scenarios=None, seeds=range(3), detector: str = "auto") -> l
     for name in scenarios or sorted(SCENARIOS):
         for seed in seeds:
             trace = generate(name, seed=seed)
-            got, splitter = owners(trace.events, SplitOptions(detector=detector))
+            got, splitter = owners(trace.events, SplitOptions(detector=detector),
+                                   trace.header_before)
             expected = sum(1 for it in trace.truth.iterations if it["kind"] == "iteration")
             found = sum(1 for it in splitter.iterations if it.kind == "iteration")
             scores.append(Score(f"{name}#{seed}", "ground truth", expected, found,
@@ -165,22 +170,23 @@ def score_generated(scenarios=None, seeds=range(3), detector: str = "auto") -> l
 
 def score_real(path: Path, root: Path) -> Score:
     rel = str(path.relative_to(root))
-    events = read_events(path)
+    events, header = read_trace(path)
     unit = lambda sp: " ".join(sp.evidence.get("unit") or [])
     if _step_spans(events) >= 2:
-        return score_stripped(events, rel, "ProfilerStep#N (stripped)")
-    got, splitter = owners(events, SplitOptions(detector="auto"))
+        return score_stripped(events, rel, "ProfilerStep#N (stripped)", header)
+    got, splitter = owners(events, SplitOptions(detector="auto"), header)
     found = sum(1 for it in splitter.iterations if it.kind == "iteration")
     expected = KNOWN_COUNTS.get(rel, -1)
     return Score(rel, "known count" if expected >= 0 else "unknown", expected, found,
                  unit=unit(splitter))
 
 
-def score_stripped(events: list, name: str, reference: str) -> Score:
+def score_stripped(events: list, name: str, reference: str, header: dict | None = None
+                   ) -> Score:
     """A trace with ``ProfilerStep#N`` spans: the split by those spans is the reference; the
     detector runs with them made invisible."""
-    ref, ref_splitter = owners(events, SplitOptions(detector="steps"))
-    got, splitter = owners(events, SplitOptions(detector="structure"))
+    ref, ref_splitter = owners(events, SplitOptions(detector="steps"), header)
+    got, splitter = owners(events, SplitOptions(detector="structure"), header)
     found = sum(1 for it in splitter.iterations if it.kind == "iteration")
     return Score(name, reference, len(ref_splitter.iterations), found,
                  unit=" ".join(splitter.evidence.get("unit") or []),
@@ -193,12 +199,20 @@ def _step_spans(events: list) -> int:
 
 
 def read_events(path) -> list:
+    return read_trace(path)[0]
+
+
+def read_trace(path) -> tuple[list, dict]:
+    """The events of the trace at ``path`` and its header keys written before them."""
     events: list = []
+    header: dict = {}
     try:
-        events.extend(TraceReader(str(path)))
+        with TraceReader(str(path)) as reader:
+            header = reader.header_before
+            events.extend(reader)
     except Exception:  # noqa: BLE001 - a broken corpus file is reported, not fatal
         pass
-    return events
+    return events, header
 
 
 def score_noisy(root: Path, rates=NOISE_RATES, seeds=range(3), copies: int = 1) -> list[Score]:
@@ -207,7 +221,7 @@ def score_noisy(root: Path, rates=NOISE_RATES, seeds=range(3), copies: int = 1) 
     from stream_split.testing.noise import noisy_events
     scores = []
     for path in sorted(root.rglob("*.json.gz")):
-        events = read_events(path)
+        events, header = read_trace(path)
         if _step_spans(events) < 2:
             continue
         rel = str(path.relative_to(root))
@@ -215,7 +229,8 @@ def score_noisy(root: Path, rates=NOISE_RATES, seeds=range(3), copies: int = 1) 
             for seed in seeds:
                 noisy = noisy_events(events, rate, seed, copies)
                 tag = f"{rel} {int(rate * 100)}%#{seed}" + (f" x{copies}" if copies > 1 else "")
-                scores.append(score_stripped(noisy, tag, "noisy ProfilerStep (stripped)"))
+                scores.append(score_stripped(noisy, tag, "noisy ProfilerStep (stripped)",
+                                             header))
     return scores
 
 
