@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 import os
 import shutil
 from collections import OrderedDict
+from itertools import chain, repeat
 
 from stream_split.output import create_new
 from stream_split.serialize import event_json, spaced_json
@@ -214,24 +215,26 @@ def tag_lines(pairs) -> bytes:
     """The ``tag`` stream's lines for decided (owner, event) pairs: ``{"iteration": N or null,
     "piece": name, "event": EVENT}``. An event's original bytes go out as they came, less their
     line breaks (only whitespace between tokens in JSON: a string cannot hold a raw one)."""
-    heads = {}
-    lines = []
-    for owner, event in pairs:
-        head = heads.get(owner)
-        if head is None:
-            if owner == METADATA:
-                head = b'{"iteration":null,"piece":"metadata","event":'
-            elif owner == OUTSIDE:
-                head = b'{"iteration":null,"piece":"' + OUTSIDE_NAME.encode() + b'","event":'
-            else:
-                head = (b'{"iteration":' + str(owner).encode() + b',"piece":"'
-                        + piece_name(owner).encode() + b'","event":')
-            heads[owner] = head
-        if event.__class__ is bytes:
-            lines.append(head + event.translate(None, _LINE_BREAKS) + b"}\n")
-        else:
-            lines.append(head + event_json(event) + b"}\n")
-    return b"".join(lines)
+    if not pairs:
+        return b""
+    owners, events = zip(*pairs)
+    heads = {owner: _tag_head(owner) for owner in set(owners)}
+    bodies = [event if event.__class__ is bytes else event_json(event) for event in events]
+    joined = b"".join(bodies)
+    if b"\n" in joined or b"\r" in joined:  # rare: an event written over several lines
+        bodies = [body.translate(None, _LINE_BREAKS) for body in bodies]
+    return b"".join(chain.from_iterable(zip(map(heads.__getitem__, owners), bodies,
+                                            repeat(b"}\n"))))
+
+
+def _tag_head(owner: int) -> bytes:
+    """The start of a ``tag`` line of ``owner``'s events, up to the event."""
+    if owner == METADATA:
+        return b'{"iteration":null,"piece":"metadata","event":'
+    if owner == OUTSIDE:
+        return b'{"iteration":null,"piece":"' + OUTSIDE_NAME.encode() + b'","event":'
+    return (b'{"iteration":' + str(owner).encode() + b',"piece":"'
+            + piece_name(owner).encode() + b'","event":')
 
 
 def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | None,

@@ -35,6 +35,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from heapq import heappop, heappush
+from itertools import repeat
+
+import numpy as np
 
 from stream_split.core.detect import StepAnnotationDetector, RetractLast
 from stream_split.core.owners import MonotonicOwnerMap, Windows
@@ -124,6 +127,44 @@ def _slim(event: dict) -> dict:
         if "Input Dims" in args and _PHASE_ROLES[event.get("name") or ""] != _NO_ROLE:
             slim["args"]["Input Dims"] = args["Input Dims"]  # phase evidence (core.phases)
     return slim
+
+
+#: What a held plain Python frame needs to be decided later (``_own_cpu`` reads no more).
+_HELD_FRAME = {"ph": "X", "cat": PYTHON_FRAME_CAT}
+_FRAME_FIELD_TYPES = {
+    "ts": {float}, "dur": {float, type(None)}, "name": {str, type(None)},
+    "pid": {*_ID_TYPES, type(None)}, "tid": {*_ID_TYPES, type(None)},
+    "args": {dict, type(None)}}
+
+
+def _plain_frames(events: list, wants_evidence: bool):
+    """(starts, ends) float64 arrays when every event of ``events`` is a Python frame that
+    ``feed`` would only own by its window (an ``X`` of category ``python_function`` with
+    usable fields and no correlation or External id), else None."""
+    n = len(events)
+    get = dict.get
+    if set(map(type, events)) != {dict} \
+            or list(map(get, events, repeat("ph", n))).count("X") != n \
+            or list(map(get, events, repeat("cat", n))).count(PYTHON_FRAME_CAT) != n:
+        return None
+    columns = {}
+    for key, types in _FRAME_FIELD_TYPES.items():
+        column = columns[key] = list(map(get, events, repeat(key, n)))
+        if not set(map(type, column)) <= types:
+            return None
+    for args in columns["args"]:
+        if args and ("correlation" in args or "External id" in args):
+            return None
+    if wants_evidence and not LAUNCH_NAMES.isdisjoint(columns["name"]):
+        return None  # feed gives a frame named like a launch to the detector as one
+    starts = np.array(columns["ts"], np.float64)
+    durs = columns["dur"]
+    durs = np.array([0.0 if d is None else d for d in durs] if None in durs else durs,
+                    np.float64)
+    if not (np.isfinite(starts).all() and np.isfinite(durs).all()):
+        return None
+    ends = np.where(durs != 0.0, starts + durs, starts)  # feed: ``if dur: end = ts + dur``
+    return starts, ends
 
 
 def make_detector(options: SplitOptions):
@@ -272,7 +313,7 @@ class Splitter:
                 elif cat == PYTHON_FRAME_CAT:
                     self._detector.observe_frame((pid, tid), ts, end, name or "")
         windows = self._windows
-        if windows.cached_lo <= ts and end <= windows.cached_hi:  # the common case, inline
+        if windows.cached_lo <= ts <= end < windows.cached_hi:  # the common case, inline
             owner = windows.cached_owner
             if not self._keep and owner >= 0:
                 if not args or ("correlation" not in args and cat != "user_annotation"):
@@ -292,6 +333,90 @@ class Splitter:
             self._own_cpu(windows.owner(ts, end), event, end, raw, cat)
         else:
             self._hold(end, ts, event, None, raw)
+
+    def feed_batch(self, events: list, raws: list | None = None, frame_runs=()) -> None:
+        """Events in file order, as ``feed`` takes them one by one (``raws`` parallel to
+        ``events``, or None). ``frame_runs``: (i, j) slices of ``events`` that look like plain
+        Python frames (the decoder tells them from their bytes); each is checked here and
+        decided a whole run at once (``_feed_frames``), with the same outcome as ``feed``."""
+        feed = self.feed
+        at = 0
+        for i, j in frame_runs:
+            for k in range(at, i):
+                feed(events[k], raws[k] if raws is not None else None)
+            self._feed_frames(events[i:j], raws[i:j] if raws is not None else None)
+            at = j
+        if at == 0 and raws is None:
+            for event in events:
+                feed(event)
+            return
+        for k in range(at, len(events)):
+            feed(events[k], raws[k] if raws is not None else None)
+
+    def _feed_frames(self, events: list, raws: list | None) -> None:
+        """A run of events that ``_plain_frames`` accepts (else one by one): CPU-side ``X``
+        events that link nothing, decided by their window all at once (``Windows.owners``).
+        The order of the decisions, held events, spill and counts are ``feed``'s."""
+        columns = _plain_frames(events, self._detector.wants_evidence)
+        if columns is None:
+            feed = self.feed
+            for k, event in enumerate(events):
+                feed(event, raws[k] if raws is not None else None)
+            return
+        starts, ends = columns
+        n = len(events)
+        self.events_in += n
+        if self._detector.wants_evidence:
+            observe = self._detector.observe_frame
+            for event, start, end in zip(events, starts.tolist(), ends.tolist()):
+                observe((event.get("pid"), event.get("tid")), start, end,
+                        event.get("name") or "")
+        now = self._windows.decidable_many(ends)
+        decided = np.flatnonzero(now)
+        if decided.size == n:
+            owners = self._windows.owners(starts, ends)
+            self._count_cpu(owners, ends)
+        else:
+            owners = self._windows.owners(starts[decided], ends[decided])
+            self._count_cpu(owners, ends[decided])
+        if self._keep:
+            if raws is None:
+                kept = events
+            elif None in raws:  # an event that had to change is handed back as its dict
+                kept = [event if raw is None else raw for event, raw in zip(events, raws)]
+            else:
+                kept = raws
+            if decided.size < n:
+                kept = [kept[k] for k in decided.tolist()]
+            self._assigned.extend(zip(owners.tolist(), kept))
+        if decided.size < n:
+            hold = self._hold
+            starts_l, ends_l = starts.tolist(), ends.tolist()
+            for k in np.flatnonzero(~now).tolist():
+                raw = raws[k] if raws is not None else None
+                event = events[k] if self._keep and raw is None else _HELD_FRAME
+                hold(ends_l[k], starts_l[k], event, None, raw, slim=False)
+
+    def _count_cpu(self, owners: np.ndarray, ends: np.ndarray) -> None:
+        """Count decided CPU-side events that link nothing (``_own_cpu``'s numbers), all at
+        once: per iteration the events and the latest end."""
+        outside = owners < 0
+        n_outside = int(outside.sum())
+        self.outside_events += n_outside
+        if n_outside == owners.size:
+            return
+        if n_outside:
+            owners, ends = owners[~outside], ends[~outside]
+        counts = np.bincount(owners)
+        latest = np.full(counts.size, -np.inf)
+        np.maximum.at(latest, owners, ends)
+        iterations = self._iterations
+        for owner in np.flatnonzero(counts).tolist():
+            record = iterations[owner]
+            record.events += int(counts[owner])
+            end = float(latest[owner])
+            if end > record.end_ts:
+                record.end_ts = end
 
     def close(self) -> None:
         """End of input: decide everything still pending and emit the iteration records.
@@ -459,11 +584,13 @@ class Splitter:
                                       found.first_op, found.why))
         self._resolve_pending(found.start_ts)
 
-    def _hold(self, end, start, event: dict, link, raw=None) -> None:
+    def _hold(self, end, start, event: dict, link, raw=None, slim=True) -> None:
+        """Hold an undecided event (``slim=False``: ``event`` is what to hold already)."""
         if not self._keep:
             raw = None
-            event = _slim(event)
-        elif raw is not None:
+            if slim:
+                event = _slim(event)
+        elif raw is not None and slim:
             event = _slim(event)
         self._seq += 1
         if link is None:  # decided by a boundary at or after its end: a heap on the end
