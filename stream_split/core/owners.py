@@ -91,6 +91,11 @@ class Windows:
         if not edges:
             return np.full(starts.size, OUTSIDE, np.int64)
         edges = np.asarray(edges, np.float64)
+        if edges.size > 1 and not (edges[1:] >= edges[:-1]).all():
+            # A last end before the last start: the edges are not sorted, bisect on them
+            # answers what it answers.
+            return np.array([self.owner(s, e) for s, e in zip(starts.tolist(), ends.tolist())],
+                            np.int64)
         n_iter = len(self.starts)
         seg_s = np.searchsorted(edges, starts, "right") - 1
         seg_e = np.where(ends > starts, np.searchsorted(edges, ends, "left") - 1, seg_s)
