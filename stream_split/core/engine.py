@@ -390,12 +390,12 @@ class Splitter:
                 kept = [kept[k] for k in decided.tolist()]
             self._assigned.extend(zip(owners.tolist(), kept))
         if decided.size < n:
-            hold = self._hold
-            starts_l, ends_l = starts.tolist(), ends.tolist()
-            for k in np.flatnonzero(~now).tolist():
-                raw = raws[k] if raws is not None else None
-                event = events[k] if self._keep and raw is None else _HELD_FRAME
-                hold(ends_l[k], starts_l[k], event, None, raw, slim=False)
+            later = np.flatnonzero(~now)
+            held_raws = [raws[k] for k in later.tolist()] if raws is not None and self._keep \
+                else [None] * later.size
+            held = [events[k] if raw is None and self._keep else _HELD_FRAME
+                    for k, raw in zip(later.tolist(), held_raws)]
+            self._hold_frames(ends[later].tolist(), starts[later].tolist(), held, held_raws)
 
     def _count_cpu(self, owners: np.ndarray, ends: np.ndarray) -> None:
         """Count decided CPU-side events that link nothing (``_own_cpu``'s numbers), all at
@@ -584,19 +584,38 @@ class Splitter:
                                       found.first_op, found.why))
         self._resolve_pending(found.start_ts)
 
-    def _hold(self, end, start, event: dict, link, raw=None, slim=True) -> None:
-        """Hold an undecided event (``slim=False``: ``event`` is what to hold already)."""
+    def _hold(self, end, start, event: dict, link, raw=None) -> None:
         if not self._keep:
             raw = None
-            if slim:
-                event = _slim(event)
-        elif raw is not None and slim:
+            event = _slim(event)
+        elif raw is not None:
             event = _slim(event)
         self._seq += 1
         if link is None:  # decided by a boundary at or after its end: a heap on the end
             heappush(self._pending, (end, self._seq, start, event, link, raw))
         else:  # decided when its launch (or annotation) is seen
             self._pending_links.append((end, self._seq, start, event, link, raw))
+        self._bound_held()
+
+    def _hold_frames(self, ends: list, starts: list, events: list, raws: list) -> None:
+        """Hold CPU-side events (already slim, as ``_hold`` makes them) in this order: the
+        same items, spilled at the same points, as ``_hold`` one by one."""
+        first = self._seq + 1
+        self._seq += len(ends)
+        items = list(zip(ends, range(first, self._seq + 1), starts, events, repeat(None), raws))
+        limit = self.options.pending_limit
+        pending = self._pending
+        at = 0
+        while at < len(items):
+            room = max(1, limit - len(pending) - len(self._pending_links))
+            for item in items[at:at + room]:
+                heappush(pending, item)
+            at += room
+            self._bound_held()
+            pending = self._pending
+
+    def _bound_held(self) -> None:
+        """Spill what is held once it reaches ``pending_limit``; track the most held."""
         if len(self._pending) + len(self._pending_links) >= self.options.pending_limit:
             # Spill in small batches sorted by end, so that a boundary re-reads at most one
             # batch it only partly decides.
