@@ -617,7 +617,11 @@ class TraceDecoder:
         raws = [buf[s:e] for s, e in zip(starts_l, ends_l)]
         if exact is None:
             try:
-                events = list(map(orjson.loads, raws))
+                if gaps_ok and self.form != "jsonl":
+                    # The events and their separators are an array's items: one parse.
+                    events = orjson.loads(b"[" + buf[starts_l[0]:ends_l[-1]] + b"]")
+                else:
+                    events = list(map(orjson.loads, raws))
             except orjson.JSONDecodeError:
                 events = None  # one of them needs a closer look: one by one
         else:
