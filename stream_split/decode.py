@@ -314,10 +314,12 @@ class TraceDecoder:
     ``complete``, ``stop_reason``, ``bytes_in`` (input bytes received, compressed when the input
     is), ``bytes_decoded`` (bytes of JSON text), ``ended`` (the end of input was received) and
     ``at_rest`` (the document is complete, or a compressed stream ended between members: a
-    followed file may stop waiting for more)."""
+    followed file may stop waiting for more). ``keep_raws`` (default True): False leaves the
+    batches' ``raws`` empty, for a consumer that never writes an event."""
 
     def __init__(self, *, max_depth: int = MAX_DEPTH):
         self.max_depth = max_depth
+        self.keep_raws = True
         self._decompressor = Decompressor()
         self.form: str | None = None
         self.header_before: dict = {}
@@ -614,18 +616,19 @@ class TraceDecoder:
         ends_l = ends.tolist()
         if not gaps_ok:
             self._check_gaps_slowly(buf, starts_l, ends_l)
-        raws = [buf[s:e] for s, e in zip(starts_l, ends_l)]
-        if exact is None:
-            try:
-                if gaps_ok and self.form != "jsonl":
-                    # The events and their separators are an array's items: one parse.
-                    events = orjson.loads(b"[" + buf[starts_l[0]:ends_l[-1]] + b"]")
-                else:
-                    events = list(map(orjson.loads, raws))
+        events = raws = None
+        if exact is None and gaps_ok and self.form != "jsonl":
+            try:  # the events and their separators are an array's items: one parse
+                events = orjson.loads(b"[" + buf[starts_l[0]:ends_l[-1]] + b"]")
             except orjson.JSONDecodeError:
-                events = None  # one of them needs a closer look: one by one
-        else:
-            events = None
+                pass  # one of them needs a closer look: one by one
+        if events is None or self.keep_raws:
+            raws = [buf[s:e] for s, e in zip(starts_l, ends_l)]
+        if events is None and exact is None:
+            try:
+                events = list(map(orjson.loads, raws))
+            except orjson.JSONDecodeError:
+                pass
         if events is None:
             events = []
             loads = orjson.loads
@@ -640,7 +643,8 @@ class TraceDecoder:
                 events.append(event)
         base = len(out.events)
         out.events.extend(events)
-        out.raws.extend(raws)
+        if self.keep_raws:
+            out.raws.extend(raws)
         out.frame_runs.extend((base + i, base + j) for i, j in _frame_runs(buf, starts, ends))
 
     def _gaps_ok(self, buf: bytes, starts: np.ndarray, ends: np.ndarray) -> bool:

@@ -141,7 +141,7 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
                 emit(record, cut_short)
 
     try:
-        for batches, batch in enumerate(reader.batches(), 1):
+        for batches, batch in enumerate(reader.batches(raws=keep), 1):
             feed_batch(batch.events, batch.raws if keep else None, batch.frame_runs)
             hand_out()
             collect_young(batches)
