@@ -26,6 +26,8 @@ import shutil
 from collections import OrderedDict
 from itertools import chain, repeat
 
+import numpy as np
+
 from stream_split.output import create_new
 from stream_split.serialize import event_json, spaced_json
 from stream_split.core.records import (
@@ -61,6 +63,22 @@ def piece_name(index: int, kind: str = KIND_ITERATION, step: int | None = None) 
     return f"iteration_{index:05d}"
 
 
+def _by_owner(pairs) -> dict:
+    """{owner: [event bytes, in the order given]} of (owner, event) pairs (an event as a dict
+    is serialized)."""
+    if not pairs:
+        return {}
+    owners, events = zip(*pairs)
+    if not set(map(type, events)) <= {bytes}:
+        events = [e if e.__class__ is bytes else event_json(e) for e in events]
+    if len(set(owners)) == 1:
+        return {owners[0]: list(events)}
+    ids = np.array(owners)
+    order = np.argsort(ids, kind="stable")
+    groups = np.split(order, np.flatnonzero(np.diff(ids[order])) + 1)
+    return {owners[group[0]]: [events[k] for k in group.tolist()] for group in groups}
+
+
 class PieceWriter:
     """Spools events per owner and assembles one Chrome-trace file per piece at ``finish``."""
 
@@ -93,13 +111,7 @@ class PieceWriter:
 
     def add_many(self, pairs) -> None:
         """A batch of decided events: one write per piece, not one per event."""
-        by_owner: dict = {}
-        for owner, event in pairs:
-            chunk = by_owner.get(owner)
-            if chunk is None:
-                chunk = by_owner[owner] = []
-            chunk.append(event if event.__class__ is bytes else event_json(event))
-        for owner, chunk in by_owner.items():
+        for owner, chunk in _by_owner(pairs).items():
             if owner == METADATA:
                 self.metadata.extend(chunk)
                 continue

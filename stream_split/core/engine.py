@@ -36,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from heapq import heappop, heappush
 from itertools import repeat
+from operator import itemgetter
 
 import numpy as np
 
@@ -131,10 +132,10 @@ def _slim(event: dict) -> dict:
 
 #: What a held plain Python frame needs to be decided later (``_own_cpu`` reads no more).
 _HELD_FRAME = {"ph": "X", "cat": PYTHON_FRAME_CAT}
-_FRAME_FIELD_TYPES = {
-    "ts": {float}, "dur": {float, type(None)}, "name": {str, type(None)},
-    "pid": {*_ID_TYPES, type(None)}, "tid": {*_ID_TYPES, type(None)},
-    "args": {dict, type(None)}}
+_FRAME_KEYS = ("ph", "cat", "ts", "dur", "name", "pid", "tid", "args")
+_FRAME_FIELD_TYPES = ({str}, {str}, {float}, {float, type(None)}, {str, type(None)},
+                      {*_ID_TYPES, type(None)}, {*_ID_TYPES, type(None)}, {dict, type(None)})
+_frame_fields = itemgetter(*_FRAME_KEYS)
 
 
 def _plain_frames(events: list, wants_evidence: bool):
@@ -142,23 +143,25 @@ def _plain_frames(events: list, wants_evidence: bool):
     ``feed`` would only own by its window (an ``X`` of category ``python_function`` with
     usable fields and no correlation or External id), else None."""
     n = len(events)
-    get = dict.get
-    if set(map(type, events)) != {dict} \
-            or list(map(get, events, repeat("ph", n))).count("X") != n \
-            or list(map(get, events, repeat("cat", n))).count(PYTHON_FRAME_CAT) != n:
+    if set(map(type, events)) != {dict}:
         return None
-    columns = {}
-    for key, types in _FRAME_FIELD_TYPES.items():
-        column = columns[key] = list(map(get, events, repeat(key, n)))
+    try:  # the fields of each event in one pass (Kineto writes all of them)
+        columns = list(zip(*map(_frame_fields, events)))
+    except KeyError:
+        get = dict.get
+        columns = [list(map(get, events, repeat(key, n))) for key in _FRAME_KEYS]
+    ph, cat, ts, durs, names, _, _, all_args = columns
+    if ph.count("X") != n or cat.count(PYTHON_FRAME_CAT) != n:
+        return None
+    for column, types in zip(columns, _FRAME_FIELD_TYPES):
         if not set(map(type, column)) <= types:
             return None
-    for args in columns["args"]:
+    for args in all_args:
         if args and ("correlation" in args or "External id" in args):
             return None
-    if wants_evidence and not LAUNCH_NAMES.isdisjoint(columns["name"]):
+    if wants_evidence and not LAUNCH_NAMES.isdisjoint(names):
         return None  # feed gives a frame named like a launch to the detector as one
-    starts = np.array(columns["ts"], np.float64)
-    durs = columns["dur"]
+    starts = np.array(ts, np.float64)
     durs = np.array([0.0 if d is None else d for d in durs] if None in durs else durs,
                     np.float64)
     if not (np.isfinite(starts).all() and np.isfinite(durs).all()):
