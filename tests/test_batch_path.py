@@ -206,3 +206,18 @@ def test_real_traces_split_the_same_with_frame_runs_decided_at_once(detector):
         assert runs_decided_at_once(batches, options), path
         one_by_one, batched = run_both_ways(batches, options)
         assert_same(one_by_one, batched)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_reading_a_trace_leaves_garbage_collection_as_it_found_it(enabled):
+    import gc
+    from stream_split.cli import sample_trace_path
+    from stream_split.run import scan_records
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        records = scan_records(sample_trace_path(), SplitOptions())
+        assert records, "the sample trace has iterations"
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
