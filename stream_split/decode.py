@@ -35,7 +35,7 @@ import zlib
 import numpy as np
 import orjson
 
-from stream_split.trace_format import EVENTS_KEY
+from stream_split.trace_format import EVENTS_KEY, PYTHON_FRAME_CAT
 
 #: Deepest nesting of arrays and objects accepted in a document (Kineto writes about 6).
 MAX_DEPTH = 200
@@ -45,6 +45,10 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _BOM = b"\xef\xbb\xbf"
 _WHITESPACE = b" \t\r\n"
 _EVENTS_KEY_BYTES = b'"' + EVENTS_KEY.encode() + b'"'
+#: How Kineto begins a Python frame event, and the shortest run of them worth a batch.
+FRAME_PREFIX = b'{"ph": "X", "cat": "' + PYTHON_FRAME_CAT.encode() + b'", '
+_FRAME_PREFIX_BYTES = np.frombuffer(FRAME_PREFIX, np.uint8)
+MIN_FRAME_RUN = 8
 #: How much of the first line of an object is read to tell JSON Lines from the object form.
 _FORM_LINE_LIMIT = 1 << 20
 
@@ -59,20 +63,26 @@ class TraceInputError(Exception):
 
 class Events:
     """A batch of decoded events: ``events`` (dicts) and ``raws`` (each event's original JSON
-    bytes, or None where the event had to change: invalid UTF-8 was replaced)."""
+    bytes, or None where the event had to change: invalid UTF-8 was replaced).
+    ``frame_runs``: (i, j) slices of ``events`` that begin as Kineto writes a Python frame
+    (``FRAME_PREFIX``), at least ``MIN_FRAME_RUN`` long: a hint for the engine, which checks
+    them (``Splitter.feed_batch``)."""
 
-    __slots__ = ("events", "raws")
+    __slots__ = ("events", "raws", "frame_runs")
 
-    def __init__(self, events=None, raws=None):
+    def __init__(self, events=None, raws=None, frame_runs=None):
         self.events = events if events is not None else []
         self.raws = raws if raws is not None else []
+        self.frame_runs = frame_runs if frame_runs is not None else []
 
     def __len__(self) -> int:
         return len(self.events)
 
     def extend(self, other: "Events") -> None:
+        base = len(self.events)
         self.events.extend(other.events)
         self.raws.extend(other.raws)
+        self.frame_runs.extend((i + base, j + base) for i, j in other.frame_runs)
 
 
 def _reject_constant(name):
@@ -260,6 +270,23 @@ class Framing:
         self.end_state = (end_in_string, end_depth, end_escaped)
 
 
+def _frame_runs(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> list:
+    """(i, j) slices of the framed events ``buf[starts[k]:ends[k]]`` that begin with
+    ``FRAME_PREFIX``, ``MIN_FRAME_RUN`` or more in a row."""
+    width = _FRAME_PREFIX_BYTES.size
+    if starts.size < MIN_FRAME_RUN or len(buf) < width:
+        return []
+    a = np.frombuffer(buf, np.uint8)
+    long_enough = ends - starts > width
+    heads = a[np.minimum(starts, a.size - width)[:, None] + np.arange(width)]
+    frame = long_enough & (heads == _FRAME_PREFIX_BYTES).all(axis=1)
+    if not frame.any():
+        return []
+    edges = np.flatnonzero(np.diff(frame.view(np.int8), prepend=0, append=0))
+    return [(i, j) for i, j in zip(edges[0::2].tolist(), edges[1::2].tolist())
+            if j - i >= MIN_FRAME_RUN]
+
+
 def _unescaped(quotes: np.ndarray, slashes: np.ndarray) -> np.ndarray:
     """The quotes not escaped: those not preceded by an odd run of backslashes."""
     before = quotes - 1
@@ -287,10 +314,12 @@ class TraceDecoder:
     ``complete``, ``stop_reason``, ``bytes_in`` (input bytes received, compressed when the input
     is), ``bytes_decoded`` (bytes of JSON text), ``ended`` (the end of input was received) and
     ``at_rest`` (the document is complete, or a compressed stream ended between members: a
-    followed file may stop waiting for more)."""
+    followed file may stop waiting for more). ``keep_raws`` (default True): False leaves the
+    batches' ``raws`` empty, for a consumer that never writes an event."""
 
     def __init__(self, *, max_depth: int = MAX_DEPTH):
         self.max_depth = max_depth
+        self.keep_raws = True
         self._decompressor = Decompressor()
         self.form: str | None = None
         self.header_before: dict = {}
@@ -587,14 +616,19 @@ class TraceDecoder:
         ends_l = ends.tolist()
         if not gaps_ok:
             self._check_gaps_slowly(buf, starts_l, ends_l)
-        raws = [buf[s:e] for s, e in zip(starts_l, ends_l)]
-        if exact is None:
+        events = raws = None
+        if exact is None and gaps_ok and self.form != "jsonl":
+            try:  # the events and their separators are an array's items: one parse
+                events = orjson.loads(b"[" + buf[starts_l[0]:ends_l[-1]] + b"]")
+            except orjson.JSONDecodeError:
+                pass  # one of them needs a closer look: one by one
+        if events is None or self.keep_raws:
+            raws = [buf[s:e] for s, e in zip(starts_l, ends_l)]
+        if events is None and exact is None:
             try:
                 events = list(map(orjson.loads, raws))
             except orjson.JSONDecodeError:
-                events = None  # one of them needs a closer look: one by one
-        else:
-            events = None
+                pass
         if events is None:
             events = []
             loads = orjson.loads
@@ -607,8 +641,11 @@ class TraceDecoder:
                     except orjson.JSONDecodeError:
                         event, raws[i] = self._parse_slowly(raw, starts_l[i])
                 events.append(event)
+        base = len(out.events)
         out.events.extend(events)
-        out.raws.extend(raws)
+        if self.keep_raws:
+            out.raws.extend(raws)
+        out.frame_runs.extend((base + i, base + j) for i, j in _frame_runs(buf, starts, ends))
 
     def _gaps_ok(self, buf: bytes, starts: np.ndarray, ends: np.ndarray) -> bool:
         """Vectorized: only whitespace between events and (not JSON Lines) exactly one comma

@@ -53,13 +53,13 @@ class ProgressReader:
     def __getattr__(self, name):
         return getattr(self._reader, name)
 
-    def batches(self):
+    def batches(self, raws: bool = True):
         progress = self._progress
         started = time.monotonic()
         events = shown = 0
         progress.start()
         try:
-            for batch in self._reader.batches():
+            for batch in self._reader.batches(raws):
                 yield batch
                 events += len(batch.events)
                 if events - shown >= UPDATE_EVERY:

@@ -259,9 +259,11 @@ class TraceReader:
             pending.extend(decoder.receive_data(self._read_chunk()))
         return pending
 
-    def batches(self) -> Iterator[Events]:
-        """Batches of events, as the source's bytes come (one per chunk that completes any)."""
+    def batches(self, raws: bool = True) -> Iterator[Events]:
+        """Batches of events, as the source's bytes come (one per chunk that completes any);
+        ``raws=False``: without the events' original bytes (``TraceDecoder.keep_raws``)."""
         decoder = self.decoder
+        decoder.keep_raws = raws
         if self._pending:
             batch, self._pending = self._pending, Events()
             yield batch

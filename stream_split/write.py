@@ -24,6 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 import os
 import shutil
 from collections import OrderedDict
+from itertools import chain, repeat
+
+import numpy as np
 
 from stream_split.output import create_new
 from stream_split.serialize import event_json, spaced_json
@@ -60,6 +63,22 @@ def piece_name(index: int, kind: str = KIND_ITERATION, step: int | None = None) 
     return f"iteration_{index:05d}"
 
 
+def _by_owner(pairs) -> dict:
+    """{owner: [event bytes, in the order given]} of (owner, event) pairs (an event as a dict
+    is serialized)."""
+    if not pairs:
+        return {}
+    owners, events = zip(*pairs)
+    if not set(map(type, events)) <= {bytes}:
+        events = [e if e.__class__ is bytes else event_json(e) for e in events]
+    if len(set(owners)) == 1:
+        return {owners[0]: list(events)}
+    ids = np.array(owners)
+    order = np.argsort(ids, kind="stable")
+    groups = np.split(order, np.flatnonzero(np.diff(ids[order])) + 1)
+    return {owners[group[0]]: [events[k] for k in group.tolist()] for group in groups}
+
+
 class PieceWriter:
     """Spools events per owner and assembles one Chrome-trace file per piece at ``finish``."""
 
@@ -92,13 +111,7 @@ class PieceWriter:
 
     def add_many(self, pairs) -> None:
         """A batch of decided events: one write per piece, not one per event."""
-        by_owner: dict = {}
-        for owner, event in pairs:
-            chunk = by_owner.get(owner)
-            if chunk is None:
-                chunk = by_owner[owner] = []
-            chunk.append(event if event.__class__ is bytes else event_json(event))
-        for owner, chunk in by_owner.items():
+        for owner, chunk in _by_owner(pairs).items():
             if owner == METADATA:
                 self.metadata.extend(chunk)
                 continue
@@ -214,24 +227,29 @@ def tag_lines(pairs) -> bytes:
     """The ``tag`` stream's lines for decided (owner, event) pairs: ``{"iteration": N or null,
     "piece": name, "event": EVENT}``. An event's original bytes go out as they came, less their
     line breaks (only whitespace between tokens in JSON: a string cannot hold a raw one)."""
-    heads = {}
-    lines = []
-    for owner, event in pairs:
-        head = heads.get(owner)
-        if head is None:
-            if owner == METADATA:
-                head = b'{"iteration":null,"piece":"metadata","event":'
-            elif owner == OUTSIDE:
-                head = b'{"iteration":null,"piece":"' + OUTSIDE_NAME.encode() + b'","event":'
-            else:
-                head = (b'{"iteration":' + str(owner).encode() + b',"piece":"'
-                        + piece_name(owner).encode() + b'","event":')
-            heads[owner] = head
-        if event.__class__ is bytes:
-            lines.append(head + event.translate(None, _LINE_BREAKS) + b"}\n")
-        else:
-            lines.append(head + event_json(event) + b"}\n")
-    return b"".join(lines)
+    if not pairs:
+        return b""
+    owners, events = zip(*pairs)
+    heads = {owner: _tag_head(owner) for owner in set(owners)}
+    bodies = [event if event.__class__ is bytes else event_json(event) for event in events]
+    lines = b"".join(chain.from_iterable(zip(map(heads.__getitem__, owners), bodies,
+                                             repeat(b"}\n"))))
+    if lines.count(b"\n") == len(bodies) and b"\r" not in lines:
+        return lines
+    # Rare: an event written over several lines.
+    bodies = [body.translate(None, _LINE_BREAKS) for body in bodies]
+    return b"".join(chain.from_iterable(zip(map(heads.__getitem__, owners), bodies,
+                                            repeat(b"}\n"))))
+
+
+def _tag_head(owner: int) -> bytes:
+    """The start of a ``tag`` line of ``owner``'s events, up to the event."""
+    if owner == METADATA:
+        return b'{"iteration":null,"piece":"metadata","event":'
+    if owner == OUTSIDE:
+        return b'{"iteration":null,"piece":"' + OUTSIDE_NAME.encode() + b'","event":'
+    return (b'{"iteration":' + str(owner).encode() + b',"piece":"'
+            + piece_name(owner).encode() + b'","event":')
 
 
 def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | None,

@@ -35,6 +35,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from heapq import heappop, heappush
+from itertools import repeat
+from operator import itemgetter
+
+import numpy as np
 
 from stream_split.core.detect import StepAnnotationDetector, RetractLast, TraceFacts
 from stream_split.core.owners import MonotonicOwnerMap, Windows
@@ -126,6 +130,44 @@ def _slim(event: dict) -> dict:
     return slim
 
 
+#: What a held plain Python frame needs to be decided later (``_own_cpu`` reads no more).
+_HELD_FRAME = {"ph": "X", "cat": PYTHON_FRAME_CAT}
+_FRAME_KEYS = ("ph", "cat", "ts", "dur", "name", "pid", "tid", "args")
+_FRAME_FIELD_TYPES = ({str}, {str}, {float}, {float, type(None)}, {str, type(None)},
+                      {*_ID_TYPES, type(None)}, {*_ID_TYPES, type(None)}, {dict, type(None)})
+_frame_fields = itemgetter(*_FRAME_KEYS)
+
+
+def _plain_frames(events: list):
+    """(starts, ends) float64 arrays when every event of ``events`` is a Python frame that
+    ``feed`` would only own by its window (an ``X`` of category ``python_function`` with
+    usable fields and no correlation or External id), else None."""
+    n = len(events)
+    if set(map(type, events)) != {dict}:
+        return None
+    try:  # the fields of each event in one pass (Kineto writes all of them)
+        columns = list(zip(*map(_frame_fields, events)))
+    except KeyError:
+        get = dict.get
+        columns = [list(map(get, events, repeat(key, n))) for key in _FRAME_KEYS]
+    ph, cat, ts, durs, names, _, _, all_args = columns
+    if ph.count("X") != n or cat.count(PYTHON_FRAME_CAT) != n:
+        return None
+    for column, types in zip(columns, _FRAME_FIELD_TYPES):
+        if not set(map(type, column)) <= types:
+            return None
+    for args in all_args:
+        if args and ("correlation" in args or "External id" in args):
+            return None
+    starts = np.array(ts, np.float64)
+    durs = np.array([0.0 if d is None else d for d in durs] if None in durs else durs,
+                    np.float64)
+    if not (np.isfinite(starts).all() and np.isfinite(durs).all()):
+        return None
+    ends = np.where(durs != 0.0, starts + durs, starts)  # feed: ``if dur: end = ts + dur``
+    return starts, ends
+
+
 def make_detector(options: SplitOptions):
     if options.detector == "steps":
         return StepAnnotationDetector()
@@ -178,6 +220,8 @@ class Splitter:
         self._records: list = []
         self._keep = self.options.keep_events
         self.events_in = 0
+        #: Python frames decided a run at once (``feed_batch``), the rest one by one.
+        self.frames_at_once = 0
         self.metadata_events = 0
         self.outside_events = 0
         self.outside_kernels = 0
@@ -279,7 +323,7 @@ class Splitter:
                     for boundary in found:
                         self._add_boundary(boundary)
         windows = self._windows
-        if windows.cached_lo <= ts and end <= windows.cached_hi:  # the common case, inline
+        if windows.cached_lo <= ts <= end < windows.cached_hi:  # the common case, inline
             owner = windows.cached_owner
             if not self._keep and owner >= 0:
                 if not args or ("correlation" not in args and cat != "user_annotation"):
@@ -304,6 +348,89 @@ class Splitter:
         """The trace's header keys written before its events (an adapter passes them before
         the first ``feed``): what they promise of the evidence to come (``TraceFacts``)."""
         self._detector.note_facts(TraceFacts.from_header(header))
+
+    def feed_batch(self, events: list, raws: list | None = None, frame_runs=()) -> None:
+        """Events in file order, as ``feed`` takes them one by one (``raws`` parallel to
+        ``events``, or None). ``frame_runs``: (i, j) slices of ``events`` that look like plain
+        Python frames (the decoder tells them from their bytes); each is checked here and
+        decided a whole run at once (``_feed_frames``), with the same outcome as ``feed``."""
+        feed = self.feed
+        at = 0
+        for i, j in frame_runs:
+            for k in range(at, i):
+                feed(events[k], raws[k] if raws is not None else None)
+            self._feed_frames(events[i:j], raws[i:j] if raws is not None else None)
+            at = j
+        if at == 0 and raws is None:
+            for event in events:
+                feed(event)
+            return
+        for k in range(at, len(events)):
+            feed(events[k], raws[k] if raws is not None else None)
+
+    def _feed_frames(self, events: list, raws: list | None) -> None:
+        """A run of events that ``_plain_frames`` accepts (else one by one): CPU-side ``X``
+        events that link nothing, decided by their window all at once (``Windows.owners``).
+        The order of the decisions, held events, spill and counts are ``feed``'s."""
+        # While the detector wants frames as evidence, each one may end the loop thread's
+        # Kineto section and decide boundaries that the next frame's owner depends on: one
+        # by one then (``feed``), as the detector reads them.
+        columns = None if self._detector.wants_evidence else _plain_frames(events)
+        if columns is None:
+            feed = self.feed
+            for k, event in enumerate(events):
+                feed(event, raws[k] if raws is not None else None)
+            return
+        starts, ends = columns
+        n = len(events)
+        self.frames_at_once += n
+        self.events_in += n
+        now = self._windows.decidable_many(ends)
+        decided = np.flatnonzero(now)
+        if decided.size == n:
+            owners = self._windows.owners(starts, ends)
+            self._count_cpu(owners, ends)
+        else:
+            owners = self._windows.owners(starts[decided], ends[decided])
+            self._count_cpu(owners, ends[decided])
+        if self._keep:
+            if raws is None:
+                kept = events
+            elif None in raws:  # an event that had to change is handed back as its dict
+                kept = [event if raw is None else raw for event, raw in zip(events, raws)]
+            else:
+                kept = raws
+            if decided.size < n:
+                kept = [kept[k] for k in decided.tolist()]
+            self._assigned.extend(zip(owners.tolist(), kept))
+        if decided.size < n:
+            later = np.flatnonzero(~now)
+            held_raws = [raws[k] for k in later.tolist()] if raws is not None and self._keep \
+                else [None] * later.size
+            held = [events[k] if raw is None and self._keep else _HELD_FRAME
+                    for k, raw in zip(later.tolist(), held_raws)]
+            self._hold_frames(ends[later].tolist(), starts[later].tolist(), held, held_raws)
+
+    def _count_cpu(self, owners: np.ndarray, ends: np.ndarray) -> None:
+        """Count decided CPU-side events that link nothing (``_own_cpu``'s numbers), all at
+        once: per iteration the events and the latest end."""
+        outside = owners < 0
+        n_outside = int(outside.sum())
+        self.outside_events += n_outside
+        if n_outside == owners.size:
+            return
+        if n_outside:
+            owners, ends = owners[~outside], ends[~outside]
+        counts = np.bincount(owners)
+        latest = np.full(counts.size, -np.inf)
+        np.maximum.at(latest, owners, ends)
+        iterations = self._iterations
+        for owner in np.flatnonzero(counts).tolist():
+            record = iterations[owner]
+            record.events += int(counts[owner])
+            end = float(latest[owner])
+            if end > record.end_ts:
+                record.end_ts = end
 
     def close(self) -> None:
         """End of input: decide everything still pending and emit the iteration records.
@@ -482,6 +609,27 @@ class Splitter:
             heappush(self._pending, (end, self._seq, start, event, link, raw))
         else:  # decided when its launch (or annotation) is seen
             self._pending_links.append((end, self._seq, start, event, link, raw))
+        self._bound_held()
+
+    def _hold_frames(self, ends: list, starts: list, events: list, raws: list) -> None:
+        """Hold CPU-side events (already slim, as ``_hold`` makes them) in this order: the
+        same items, spilled at the same points, as ``_hold`` one by one."""
+        first = self._seq + 1
+        self._seq += len(ends)
+        items = list(zip(ends, range(first, self._seq + 1), starts, events, repeat(None), raws))
+        limit = self.options.pending_limit
+        pending = self._pending
+        at = 0
+        while at < len(items):
+            room = max(1, limit - len(pending) - len(self._pending_links))
+            for item in items[at:at + room]:
+                heappush(pending, item)
+            at += room
+            self._bound_held()
+            pending = self._pending
+
+    def _bound_held(self) -> None:
+        """Spill what is held once it reaches ``pending_limit``; track the most held."""
         if len(self._pending) + len(self._pending_links) >= self.options.pending_limit:
             # Spill in small batches sorted by end, so that a boundary re-reads at most one
             # batch it only partly decides.

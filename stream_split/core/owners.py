@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 
+import numpy as np
+
 from stream_split.core.records import OUTSIDE
 
 
@@ -30,7 +32,9 @@ class Windows:
 
     def forget(self) -> None:
         """Drop the cached window (the edges changed). The cache is the last window an op
-        fell in whole: [cached_lo, cached_hi] -> cached_owner (callers may test it inline)."""
+        fell in whole: an op with ``cached_lo <= start <= end < cached_hi`` is decidable and
+        owned by ``cached_owner`` (callers may test it inline); ``owner`` gives the same answer
+        with or without it."""
         self.cached_lo, self.cached_hi, self.cached_owner = 1.0, 0.0, OUTSIDE
 
     def add(self, ts: float) -> int:
@@ -52,7 +56,7 @@ class Windows:
 
     def owner(self, start: float, end: float) -> int:
         """Owner of an op spanning [start, end]; call only when ``decidable(end)``."""
-        if self.cached_lo <= start and end <= self.cached_hi:  # most ops: the last window
+        if self.cached_lo <= start <= end < self.cached_hi:  # most ops: the last window
             return self.cached_owner
         edges = self._edges
         if not edges:
@@ -71,6 +75,36 @@ class Windows:
         edge = edges[seg_s + 1]
         seg = seg_s if (edge - start) >= (end - edge) else seg_e
         return seg if 0 <= seg < n_iter else OUTSIDE
+
+    def decidable_many(self, ends: np.ndarray) -> np.ndarray:
+        """``decidable`` of each end (a bool array)."""
+        if self.closed:
+            return np.ones(ends.size, bool)
+        if not self.starts:
+            return np.zeros(ends.size, bool)
+        return ends < self.starts[-1]
+
+    def owners(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """``owner`` of each op (float64 arrays of starts and ends), all at once: the same
+        rules on the same edges (call only where ``decidable_many``)."""
+        edges = self._edges
+        if not edges:
+            return np.full(starts.size, OUTSIDE, np.int64)
+        edges = np.asarray(edges, np.float64)
+        if edges.size > 1 and not (edges[1:] >= edges[:-1]).all():
+            # A last end before the last start: the edges are not sorted, bisect on them
+            # answers what it answers.
+            return np.array([self.owner(s, e) for s, e in zip(starts.tolist(), ends.tolist())],
+                            np.int64)
+        n_iter = len(self.starts)
+        seg_s = np.searchsorted(edges, starts, "right") - 1
+        seg_e = np.where(ends > starts, np.searchsorted(edges, ends, "left") - 1, seg_s)
+        # Across one edge: the side holding most of the op.
+        edge = edges[np.minimum(seg_s + 1, edges.size - 1)]
+        seg = np.where(seg_e == seg_s, seg_s,
+                       np.where((edge - starts) >= (ends - edge), seg_s, seg_e))
+        inside = (seg >= 0) & (seg < n_iter) & (seg_e - seg_s < 2)
+        return np.where(inside, seg, OUTSIDE)
 
 
 class MonotonicOwnerMap:
