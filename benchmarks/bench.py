@@ -511,9 +511,9 @@ def main(argv=None) -> int:
     print(f"\n{a.detector} detector, median of {a.repeat} repeats (scale tiles: "
           f"{a.scale_repeat}); 'vs ijson' = events/s relative to the bare ijson parse of the "
           "same tile in the same repeat; peak RSS = whole process")
-    if a.strip_steps:
-        print("tiles have no ProfilerStep#N: the steps detector finds 0 iterations "
-              "(all events go to 'outside'); still a valid throughput/memory measurement")
+    if a.strip_steps and a.detector == "steps":
+        print("tiles have no ProfilerStep#N: the steps detector finds no iteration and the "
+              "commands end with status 2; use --detector auto to measure the stripped tiles")
     print_table(summaries, a.commands)
     code_end = code_fingerprint()
     env["code_at_end"] = code_end

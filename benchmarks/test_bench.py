@@ -19,22 +19,22 @@ spec.loader.exec_module(bench)
 SAMPLE = HERE.parent / "stream_split" / "data"
 
 
-def _summary(copies, rss, ratio_b=1.0, ratio_s=1.0):
+def _summary(copies, rss, ratio_b=1.0, ratio_s=1.0, ratio_t=1.0):
     row = lambda r, ratio: {"rss_mb": r, "ratio": ratio, "wall_s": 1.0}  # noqa: E731
     return {"tile": f"x{copies}", "events": 10, "json_mb": 1, "gz_mb": 1,
             "commands": {"ijson": row(20, 1.0), "boundaries": row(rss, ratio_b),
-                         "split": row(rss, ratio_s), "tag": row(rss, 1.0)}}
+                         "split": row(rss, ratio_s), "tag": row(rss, ratio_t)}}
 
 
 def test_checks_pass_and_fail():
-    good = bench.evaluate_checks({1: _summary(1, 80), 10: _summary(10, 90, 0.7, 0.5),
+    good = bench.evaluate_checks({1: _summary(1, 80), 10: _summary(10, 90, 1.1, 0.9, 0.8),
                                   40: _summary(40, 100)}, None)
     assert {c["status"] for c in good} == {"PASS"}
-    bad = bench.evaluate_checks({1: _summary(1, 80), 10: _summary(10, 90, 0.5, 0.3),
+    bad = bench.evaluate_checks({1: _summary(1, 80), 10: _summary(10, 90, 0.9, 0.7, 0.7),
                                  40: _summary(40, 210)}, None)
-    assert [c["status"] for c in bad] == ["FAIL", "FAIL", "FAIL", "FAIL"]
+    assert [c["status"] for c in bad] == ["FAIL"] * 5
     missing = bench.evaluate_checks({10: _summary(10, 90)}, None)
-    assert [c["status"] for c in missing] == ["n/a", "n/a", "PASS", "PASS"]
+    assert [c["status"] for c in missing] == ["n/a", "n/a", "PASS", "PASS", "PASS"]
 
 
 def test_scale_checks():
