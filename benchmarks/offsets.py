@@ -71,11 +71,11 @@ def record_offsets(path: str, detector: str = "structure", chunk: int = CHUNK) -
     closing = [r.to_dict()["type"] for r in splitter.pop_records()]
     loop = splitter.evidence.get("loop_thread") or []
     loop = tuple(loop) if len(loop) == 2 else None
-    section_end = last_op[loop][1] if loop in last_op else None
+    has_loop = loop in last_op
+    section_end = last_op[loop][1] if has_loop else None
     ends_at = ender.get(loop)
     online = [(i, o) for t, i, o in records if t == "boundary"]
-    in_section = sum(1 for i, _ in online if loop in last_op
-                     and (ends_at is None or i <= ends_at))
+    in_section = sum(1 for i, _ in online if has_loop and (ends_at is None or i <= ends_at))
     return {"trace": path, "detector": detector, "bytes": total,
             "decided": splitter.evidence.get("decided"),
             "waited": splitter.evidence.get("waited"),

@@ -75,8 +75,8 @@ def drive(reader: TraceReader, splitter: Splitter, *, on_pairs=None, on_record=N
 
 @contextmanager
 def young_collections_only():
-    """Replace Python's automatic garbage collection, while a trace is read, by one collection
-    of the young generations per batch (``collect_young``).
+    """Replace Python's automatic garbage collection, while a trace is read, by a collection
+    of the young generations every ``COLLECT_EVERY`` batches (``collect_young``).
 
     Every event makes a few containers (its dict, a pair, a held item) that refcounting frees
     as soon as the event is decided; the automatic collector still walks them every 700

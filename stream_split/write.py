@@ -232,14 +232,15 @@ def tag_lines(pairs) -> bytes:
     owners, events = zip(*pairs)
     heads = {owner: _tag_head(owner) for owner in set(owners)}
     bodies = [event if event.__class__ is bytes else event_json(event) for event in events]
-    lines = b"".join(chain.from_iterable(zip(map(heads.__getitem__, owners), bodies,
-                                             repeat(b"}\n"))))
+
+    def join(bodies: list) -> bytes:
+        return b"".join(chain.from_iterable(zip(map(heads.__getitem__, owners), bodies,
+                                                repeat(b"}\n"))))
+    lines = join(bodies)
     if lines.count(b"\n") == len(bodies) and b"\r" not in lines:
         return lines
     # Rare: an event written over several lines.
-    bodies = [body.translate(None, _LINE_BREAKS) for body in bodies]
-    return b"".join(chain.from_iterable(zip(map(heads.__getitem__, owners), bodies,
-                                            repeat(b"}\n"))))
+    return join([body.translate(None, _LINE_BREAKS) for body in bodies])
 
 
 def _tag_head(owner: int) -> bytes:

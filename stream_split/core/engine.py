@@ -133,7 +133,9 @@ def _slim(event: dict) -> dict:
 #: What a held plain Python frame needs to be decided later (``_own_cpu`` reads no more).
 _HELD_FRAME = {"ph": "X", "cat": PYTHON_FRAME_CAT}
 _FRAME_KEYS = ("ph", "cat", "ts", "dur", "name", "pid", "tid", "args")
-_FRAME_FIELD_TYPES = ({str}, {str}, {float}, {float, type(None)}, {str, type(None)},
+#: The types ``feed`` accepts for the fields after ``ph`` and ``cat`` (those two are
+#: compared with their one value).
+_FRAME_FIELD_TYPES = ({float}, {float, type(None)}, {str, type(None)},
                       {*_ID_TYPES, type(None)}, {*_ID_TYPES, type(None)}, {dict, type(None)})
 _frame_fields = itemgetter(*_FRAME_KEYS)
 
@@ -153,7 +155,7 @@ def _plain_frames(events: list):
     ph, cat, ts, durs, names, _, _, all_args = columns
     if ph.count("X") != n or cat.count(PYTHON_FRAME_CAT) != n:
         return None
-    for column, types in zip(columns, _FRAME_FIELD_TYPES):
+    for column, types in zip(columns[2:], _FRAME_FIELD_TYPES):
         if not set(map(type, column)) <= types:
             return None
     for args in all_args:
@@ -280,11 +282,8 @@ class Splitter:
         if route is not None:
             if route == _BY_CORRELATION:
                 corr = args.get("correlation") if args else None
-                if self._detector.wants_evidence:
-                    found = self._detector.observe_gpu_work(corr, ts)
-                    if found:  # Kineto's GPU block began: the loop thread's decided
-                        for boundary in found:
-                            self._add_boundary(boundary)
+                if self._detector.wants_evidence:  # may end Kineto's CPU section
+                    self._add_boundaries(self._detector.observe_gpu_work(corr, ts))
                 self._route_linked(event, corr, raw)
                 return
             if route == _BY_FLOW_ID:
@@ -307,21 +306,16 @@ class Splitter:
                 stack = stacks.push(thread, name, ts, end)
                 found = self._detector.observe(thread, stack, ts, end, name,
                                                stacks.section(thread))
-                if found:
-                    for boundary in found:
-                        self._add_boundary(boundary)
-            elif self._detector.wants_evidence:
-                found = None
+                self._add_boundaries(found)
+            elif self._detector.wants_evidence:  # a launch or a frame may end the section
                 if name in LAUNCH_NAMES:
                     if args and "correlation" in args:
-                        found = self._detector.observe_launch(
+                        self._add_boundaries(self._detector.observe_launch(
                             (pid, tid), ts, args["correlation"],
-                            name in GRAPH_LAUNCH_NAMES, name in COPY_LAUNCH_NAMES)
+                            name in GRAPH_LAUNCH_NAMES, name in COPY_LAUNCH_NAMES))
                 elif cat == PYTHON_FRAME_CAT:
-                    found = self._detector.observe_frame((pid, tid), ts, end, name or "")
-                if found:  # Kineto's next section began: the loop thread's decided
-                    for boundary in found:
-                        self._add_boundary(boundary)
+                    self._add_boundaries(
+                        self._detector.observe_frame((pid, tid), ts, end, name or ""))
         windows = self._windows
         if windows.cached_lo <= ts <= end < windows.cached_hi:  # the common case, inline
             owner = windows.cached_owner
@@ -354,21 +348,19 @@ class Splitter:
         ``events``, or None). ``frame_runs``: (i, j) slices of ``events`` that look like plain
         Python frames (the decoder tells them from their bytes); each is checked here and
         decided a whole run at once (``_feed_frames``), with the same outcome as ``feed``."""
+        if raws is None:
+            raws = [None] * len(events)
         feed = self.feed
         at = 0
         for i, j in frame_runs:
             for k in range(at, i):
-                feed(events[k], raws[k] if raws is not None else None)
-            self._feed_frames(events[i:j], raws[i:j] if raws is not None else None)
+                feed(events[k], raws[k])
+            self._feed_frames(events[i:j], raws[i:j])
             at = j
-        if at == 0 and raws is None:
-            for event in events:
-                feed(event)
-            return
         for k in range(at, len(events)):
-            feed(events[k], raws[k] if raws is not None else None)
+            feed(events[k], raws[k])
 
-    def _feed_frames(self, events: list, raws: list | None) -> None:
+    def _feed_frames(self, events: list, raws: list) -> None:
         """A run of events that ``_plain_frames`` accepts (else one by one): CPU-side ``X``
         events that link nothing, decided by their window all at once (``Windows.owners``).
         The order of the decisions, held events, spill and counts are ``feed``'s."""
@@ -378,8 +370,8 @@ class Splitter:
         columns = None if self._detector.wants_evidence else _plain_frames(events)
         if columns is None:
             feed = self.feed
-            for k, event in enumerate(events):
-                feed(event, raws[k] if raws is not None else None)
+            for event, raw in zip(events, raws):
+                feed(event, raw)
             return
         starts, ends = columns
         n = len(events)
@@ -394,19 +386,15 @@ class Splitter:
             owners = self._windows.owners(starts[decided], ends[decided])
             self._count_cpu(owners, ends[decided])
         if self._keep:
-            if raws is None:
-                kept = events
-            elif None in raws:  # an event that had to change is handed back as its dict
+            kept = raws
+            if None in raws:  # no bytes, or an event that had to change: its dict
                 kept = [event if raw is None else raw for event, raw in zip(events, raws)]
-            else:
-                kept = raws
             if decided.size < n:
                 kept = [kept[k] for k in decided.tolist()]
             self._assigned.extend(zip(owners.tolist(), kept))
         if decided.size < n:
             later = np.flatnonzero(~now)
-            held_raws = [raws[k] for k in later.tolist()] if raws is not None and self._keep \
-                else [None] * later.size
+            held_raws = [raws[k] for k in later.tolist()] if self._keep else [None] * later.size
             held = [events[k] if raw is None and self._keep else _HELD_FRAME
                     for k, raw in zip(later.tolist(), held_raws)]
             self._hold_frames(ends[later].tolist(), starts[later].tolist(), held, held_raws)
@@ -551,6 +539,12 @@ class Splitter:
         """Refuse an event: it is not counted as read, so the counts still balance."""
         self.events_in -= 1
         raise TraceEventError(f"event #{self.events_in + 1} {problem}")
+
+    def _add_boundaries(self, found) -> None:
+        """What the detector found (boundaries and revisions of the latest), if anything."""
+        if found:
+            for boundary in found:
+                self._add_boundary(boundary)
 
     def _add_boundary(self, found) -> None:
         windows = self._windows

@@ -21,7 +21,7 @@ from stream_split.core.records import OUTSIDE
 
 class Windows:
     __slots__ = ("starts", "last_end", "closed", "_edges", "cached_lo", "cached_hi",
-                 "cached_owner")
+                 "cached_owner", "_edge_array")
 
     def __init__(self):
         self.starts: list[float] = []
@@ -36,6 +36,7 @@ class Windows:
         owned by ``cached_owner`` (callers may test it inline); ``owner`` gives the same answer
         with or without it."""
         self.cached_lo, self.cached_hi, self.cached_owner = 1.0, 0.0, OUTSIDE
+        self._edge_array = None  # the edges as an array, for ``owners``: made on demand
 
     def add(self, ts: float) -> int:
         self.starts.append(ts)
@@ -87,11 +88,13 @@ class Windows:
     def owners(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """``owner`` of each op (float64 arrays of starts and ends), all at once: the same
         rules on the same edges (call only where ``decidable_many``)."""
-        edges = self._edges
-        if not edges:
+        if not self._edges:
             return np.full(starts.size, OUTSIDE, np.int64)
-        edges = np.asarray(edges, np.float64)
-        if edges.size > 1 and not (edges[1:] >= edges[:-1]).all():
+        if self._edge_array is None:
+            edges = np.asarray(self._edges, np.float64)
+            self._edge_array = edges, bool((edges[1:] >= edges[:-1]).all())
+        edges, ordered = self._edge_array
+        if not ordered:
             # A last end before the last start: the edges are not sorted, bisect on them
             # answers what it answers.
             return np.array([self.owner(s, e) for s, e in zip(starts.tolist(), ends.tolist())],

@@ -242,16 +242,13 @@ class _RootMatcher:
         # Python frames read before the op they open (a file in time order): pending until
         # the next op of the level is read (``skeleton.open_pending``).
         self.frames: list = []
-        self.last_end = level[-1].end if level else float("-inf")
-        self.last_start = level[-1].start if level else float("-inf")
         ceilings = [n.start for n in self.starts[1:]] + [float("inf")]
-        afters = [level[p - 1].end if p else float("-inf") for p in pos]
         self.found = []
-        for k, (n, a, c) in enumerate(zip(self.starts, afters, ceilings)):
+        for k, (n, c) in enumerate(zip(self.starts, ceilings)):
             self.recent = deque(level[pos[k - 1] if k else 0:pos[k]], maxlen=_RECENT_OPS)
             floor = self.starts[k - 1].start if k else float("-inf")
             anchor = next((m for m in level[pos[k]:] if m.sym == self.anchor), n)
-            self.found.append(self._boundary(n, a, ceiling=c, floor=floor, upto=anchor.start))
+            self.found.append(self._boundary(n, ceiling=c, floor=floor, upto=anchor.start))
         self.recent = deque(level[pos[-1]:], maxlen=_RECENT_OPS)
         # The last instance so far, up to its anchor; the ops read after it (the unit may
         # have been found from its middle ops) are matched like any new op, so no instance
@@ -289,11 +286,8 @@ class _RootMatcher:
         return merged
 
     def push(self, node: Node) -> tuple:
-        after = self.last_end  # the end of the op before ``node`` on the level
-        if self.frames:
-            self.frames = open_pending(node, after, self.frames)
-        self.last_end = node.end
-        self.last_start = node.start
+        if self.frames:  # ``recent[-1]``: the op before ``node`` on the level
+            self.frames = open_pending(node, self.recent[-1].end, self.frames)
         self.recent.append(node)
         current = self.current
         current.append(node)
@@ -306,7 +300,7 @@ class _RootMatcher:
             instance = current[:-1]
             self._begin(instance, node)
             self.previous, self.current, self.tentative = instance, [node], True
-            out.append(self._boundary(node, after))
+            out.append(self._boundary(node))
             return tuple(out)
         if sym != self.anchor or self.waiting:
             self.waiting = self.waiting and sym != self.anchor
@@ -329,17 +323,17 @@ class _RootMatcher:
             first = self.current[j]
             self.starts[-1] = first
             self.current = current[j:]
-            return (self._boundary(first, current[j - 1].end, moves_last=True,
+            return (self._boundary(first, moves_last=True,
                                    why="the instance begins after the op that triggered it"),)
         self._begin(current[:j], current[j])
         self.current = current[j:]
-        return (self._boundary(current[j], current[j - 1].end),)
+        return (self._boundary(current[j]),)
 
-    def _boundary(self, first: Node, after: float, ceiling: float = float("inf"),
+    def _boundary(self, first: Node, ceiling: float = float("inf"),
                   floor: float | None = None, upto: float | None = None,
                   **kw) -> FoundBoundary:
-        """The boundary of an instance whose first op is ``first`` (``after``: the end of the
-        op before it on the level): at the outermost Python frame that opens it, if one was
+        """The boundary of an instance whose first op is ``first``: at the outermost Python
+        frame that opens it, if one was
         read before it (the phase at the outermost frame of the step, as
         ``StructureDetector._at_outermost_frames`` at close), or at the op of the thread's
         other sections that opens it (``opening``: a ``zero_grad`` annotation before the
@@ -359,7 +353,7 @@ class _RootMatcher:
             if floor is None:
                 floor = self.starts[-2].start if len(self.starts) > 1 else float("-inf")
             if upto is None:
-                upto = self.last_start  # the op being read: the anchor (or the trigger)
+                upto = self.recent[-1].start  # the op being read: the anchor (or trigger)
             del opening[:bisect_right(opening, floor, key=_start_of_entry)]
             for o_start, o_name in opening:
                 if o_start >= max(start, upto):
@@ -390,7 +384,7 @@ class _RootMatcher:
 
     def observe_frame(self, start: float, end: float, name: str) -> None:
         """A Python frame of the loop thread, read before the op it may open."""
-        if start > self.last_start and len(self.frames) < MAX_PENDING_FRAMES:
+        if start > self.recent[-1].start and len(self.frames) < MAX_PENDING_FRAMES:
             self.frames.append((start, end, name))
 
     def _opens_after_sync(self, node: Node) -> bool:
@@ -479,10 +473,9 @@ class StructureDetector:
             return self._observe_matching((thread, section), stack, start, end, name)
         if self.mode == SECTION_END:
             return ()
-        if not self._section_over and start < self._section_starts[0] and \
-                thread != self._section_thread:
-            found = self._section_ended(launch=False)
-            if self.mode != LEARNING:
+        if thread != self._section_thread:
+            found = self._from_the_past(start, gpu_block=False)
+            if found is not None:
                 return found
         state = self._threads.get((thread, section))
         if state is None:

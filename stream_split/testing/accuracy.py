@@ -81,7 +81,7 @@ def _is_scored(event: dict) -> str | None:
     return None
 
 
-def _between_steps(events: list, reference: list) -> list:
+def _between_steps(events: list) -> list:
     """Per event: is it a CPU op that lies between two reference steps or across an edge of
     one (inside the loop's span, yet not inside exactly one ``ProfilerStep#N``)? Such ops may
     go either side (the acceptance of issue 8); the steps' own split puts them somewhere, so
@@ -190,7 +190,7 @@ def score_stripped(events: list, name: str, reference: str, header: dict | None 
     found = sum(1 for it in splitter.iterations if it.kind == "iteration")
     return Score(name, reference, len(ref_splitter.iterations), found,
                  unit=" ".join(splitter.evidence.get("unit") or []),
-                 **compare(events, ref, got, _between_steps(events, ref)))
+                 **compare(events, ref, got, _between_steps(events)))
 
 
 def _step_spans(events: list) -> int:
