@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import json
 import zlib
+from typing import Any, Literal, TypedDict, Union
 
+import msgspec
 import numpy as np
 import orjson
 
-from stream_split.trace_format import EVENTS_KEY, PYTHON_FRAME_CAT
+from stream_split.trace_format import ENGINE_ARGS, ENGINE_FIELDS, EVENTS_KEY, PYTHON_FRAME_CAT
 
 #: Deepest nesting of arrays and objects accepted in a document (Kineto writes about 6).
 MAX_DEPTH = 200
@@ -61,12 +63,45 @@ class TraceInputError(Exception):
     """The input cannot be read as a trace; the message is one line for the user."""
 
 
+class FrameRun:
+    """Events ``i`` to ``j`` (excluded) of a batch begin as Kineto writes a Python frame
+    (``FRAME_PREFIX``), at least ``MIN_FRAME_RUN`` of them in a row: a hint for the engine,
+    which checks them (``Splitter.feed_batch``).
+
+    In a slim batch (``TraceDecoder.slim``) the decoder may have read the run's times in bulk
+    instead of making a dict per frame: then ``starts`` and ``ends`` are float64 arrays (``ts``
+    and ``ts + dur``, as ``Splitter.feed`` computes them) and every frame in it is one the engine
+    owns by its window alone (an ``X`` of category ``python_function`` with a finite float
+    ``ts``, a float or null ``dur``, usable ``name``, ``pid`` and ``tid``, and no correlation
+    or External id in its ``args``); the batch's ``events`` hold None in their place, and
+    ``events()`` parses them when the engine must look at each one. Otherwise ``starts`` is
+    None and ``events()`` is the batch's dicts."""
+
+    __slots__ = ("i", "j", "starts", "ends", "_text", "_events")
+
+    def __init__(self, i: int, j: int, starts=None, ends=None, text: bytes = b"",
+                 events: list | None = None):
+        self.i, self.j = i, j
+        self.starts, self.ends = starts, ends
+        self._text = text  # the run's bytes, separators included (when read in bulk)
+        self._events = events
+
+    def shifted(self, by: int) -> "FrameRun":
+        return FrameRun(self.i + by, self.j + by, self.starts, self.ends, self._text,
+                        self._events)
+
+    def events(self) -> list:
+        """The run's events as dicts (parsed now, for a run read in bulk)."""
+        if self._events is None:
+            self._events = _parse_items(b"[" + self._text + b"]")
+        return self._events
+
+
 class Events:
     """A batch of decoded events: ``events`` (dicts) and ``raws`` (each event's original JSON
     bytes, or None where the event had to change: invalid UTF-8 was replaced).
-    ``frame_runs``: (i, j) slices of ``events`` that begin as Kineto writes a Python frame
-    (``FRAME_PREFIX``), at least ``MIN_FRAME_RUN`` long: a hint for the engine, which checks
-    them (``Splitter.feed_batch``)."""
+    ``frame_runs``: the ``FrameRun`` of the batch, in order (a slim batch holds None in
+    ``events`` for the frames of a run read in bulk)."""
 
     __slots__ = ("events", "raws", "frame_runs")
 
@@ -82,7 +117,85 @@ class Events:
         base = len(self.events)
         self.events.extend(other.events)
         self.raws.extend(other.raws)
-        self.frame_runs.extend((i + base, j + base) for i, j in other.frame_runs)
+        self.frame_runs.extend(run.shifted(base) for run in other.frame_runs)
+
+
+def _parse_items(array: bytes) -> list:
+    """The items of a JSON array of events already checked by the fast path (``msgspec``),
+    parsed in full; one by one with the standard library where orjson refuses one (a
+    number beyond a double, which both the fast path and ``parse_exact`` accept)."""
+    try:
+        return orjson.loads(array)
+    except orjson.JSONDecodeError:
+        return parse_exact(array)[0]
+
+
+# What a slim batch reads of an event: the fields the engine reads, each as it is in the
+# JSON (``Any``: the engine checks their types itself), ``args`` only as an object (or null:
+# anything else is not a slim event, and the batch is parsed in full, where the engine finds
+# the event invalid). Unknown fields are skipped, but still checked as JSON by msgspec.
+_SlimArgs = TypedDict("_SlimArgs", {key: Any for key in ENGINE_ARGS}, total=False)
+_SlimEvent = TypedDict("_SlimEvent", {**{key: Any for key in ENGINE_FIELDS},
+                                      "args": Union[_SlimArgs, None]}, total=False)
+_SLIM_EVENTS = msgspec.json.Decoder(list[_SlimEvent])
+
+
+class _FrameArgs(msgspec.Struct, gc=False):
+    """A frame's ``args``: any object (its keys are not read)."""
+
+
+class _PlainFrame(msgspec.Struct, gc=False):
+    """What the engine needs to own a Python frame by its window alone, with the types it
+    accepts there (see ``FrameRun``); anything else fails the decode and the run is read as
+    dicts."""
+    ph: Literal["X"]
+    cat: Literal["python_function"]
+    ts: float
+    dur: Union[float, None] = None
+    name: Union[str, None] = None
+    pid: Union[int, float, str, None] = None
+    tid: Union[int, float, str, None] = None
+    args: Union[_FrameArgs, None] = None
+
+
+_PLAIN_FRAMES = msgspec.json.Decoder(list[_PlainFrame])
+#: Keys that make a frame more than its window's (it links to GPU work or an annotation).
+_LINKING_ARGS = (b'"correlation"', b'"External id"')
+#: A float beyond this may have been an integer in the text (msgspec makes it a float): such
+#: a run is read as dicts, where ``feed`` compares the integer exactly.
+_EXACT_FLOAT_INTEGERS = 2.0 ** 53
+
+
+def _utf8(text: bytes) -> bool:
+    """The bytes are UTF-8 (msgspec does not check the strings it skips)."""
+    if text.isascii():
+        return True
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _frame_columns(text: bytes):
+    """(starts, ends) of a run of Python frames (their bytes, separators between them
+    included) when every one is a plain frame (``FrameRun``), else None. The run is valid JSON
+    when this answers (msgspec checks every byte; UTF-8 too, checked here)."""
+    if any(key in text for key in _LINKING_ARGS):
+        return None
+    if not _utf8(text):
+        return None  # read as dicts: the bad bytes are replaced there
+    try:
+        frames = _PLAIN_FRAMES.decode(b"[" + text + b"]")
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    n = len(frames)
+    starts = np.fromiter([f.ts for f in frames], np.float64, n)
+    durs = np.fromiter([0.0 if f.dur is None else f.dur for f in frames], np.float64, n)
+    if not (np.abs(starts).max(initial=0.0) < _EXACT_FLOAT_INTEGERS and
+            np.abs(durs).max(initial=0.0) < _EXACT_FLOAT_INTEGERS):
+        return None
+    return starts, np.where(durs != 0.0, starts + durs, starts)  # feed: ``if dur: ts + dur``
 
 
 def _reject_constant(name):
@@ -315,11 +428,16 @@ class TraceDecoder:
     is), ``bytes_decoded`` (bytes of JSON text), ``ended`` (the end of input was received) and
     ``at_rest`` (the document is complete, or a compressed stream ended between members: a
     followed file may stop waiting for more). ``keep_raws`` (default True): False leaves the
-    batches' ``raws`` empty, for a consumer that never writes an event."""
+    batches' ``raws`` empty, for a consumer that never writes an event. ``slim`` (default
+    False): batches for the engine alone, whose events hold only the fields it reads
+    (``trace_format.ENGINE_FIELDS``) and whose runs of Python frames may be read in bulk
+    (``FrameRun``); every event is still checked as JSON, and what the fast path refuses is
+    parsed in full."""
 
     def __init__(self, *, max_depth: int = MAX_DEPTH):
         self.max_depth = max_depth
         self.keep_raws = True
+        self.slim = False
         self._decompressor = Decompressor()
         self.form: str | None = None
         self.header_before: dict = {}
@@ -616,6 +734,67 @@ class TraceDecoder:
         ends_l = ends.tolist()
         if not gaps_ok:
             self._check_gaps_slowly(buf, starts_l, ends_l)
+        runs = _frame_runs(buf, starts, ends)
+        if self.slim and gaps_ok and self.form != "jsonl":
+            self._emit_slim(buf, starts_l, ends_l, exact, runs, out)
+            return
+        base = len(out.events)
+        events, raws = self._parse_full(buf, starts_l, ends_l, exact, gaps_ok)
+        out.events.extend(events)
+        if self.keep_raws:
+            out.raws.extend(raws)
+        out.frame_runs.extend(FrameRun(base + i, base + j, events=events[i:j]) for i, j in runs)
+
+    def _emit_slim(self, buf: bytes, starts: list, ends: list, exact, runs: list,
+                   out: Events) -> None:
+        """``_emit`` for the engine alone (``slim``): the events between the frame runs with
+        the fields the engine reads, each frame run read in bulk when it can be
+        (``_frame_columns``); whatever the fast path refuses is parsed in full, as ever."""
+        base = len(out.events)
+        at = 0
+        for i, j in [*runs, (len(starts), len(starts))]:
+            if at < i:
+                self._emit_slim_events(buf, starts[at:i], ends[at:i],
+                                       None if exact is None else exact[at:i], out)
+            if i == j:
+                break
+            columns = None
+            if exact is None or not exact[i:j].any():
+                text = buf[starts[i]:ends[j - 1]]
+                columns = _frame_columns(text)
+            if columns is None:
+                events = self._emit_slim_events(buf, starts[i:j], ends[i:j],
+                                                None if exact is None else exact[i:j], out)
+                out.frame_runs.append(FrameRun(base + i, base + j, events=events))
+            else:
+                out.events.extend([None] * (j - i))
+                if self.keep_raws:
+                    out.raws.extend([buf[s:e] for s, e in zip(starts[i:j], ends[i:j])])
+                out.frame_runs.append(FrameRun(base + i, base + j, *columns, text))
+            at = j
+
+    def _emit_slim_events(self, buf: bytes, starts: list, ends: list, exact, out: Events):
+        """Events with the fields the engine reads (one msgspec call), or in full where an
+        event needs the exact path or msgspec refuses one; appended to ``out`` and returned."""
+        events = raws = None
+        text = buf[starts[0]:ends[-1]]
+        if (exact is None or not exact.any()) and _utf8(text):
+            try:
+                events = _SLIM_EVENTS.decode(b"[" + text + b"]")
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                pass  # something odd: in full, where errors are told precisely
+        if events is None:
+            events, raws = self._parse_full(buf, starts, ends, exact, True)
+        elif self.keep_raws:
+            raws = [buf[s:e] for s, e in zip(starts, ends)]
+        out.events.extend(events)
+        if self.keep_raws:
+            out.raws.extend(raws)
+        return events
+
+    def _parse_full(self, buf: bytes, starts_l: list, ends_l: list, exact, gaps_ok: bool):
+        """Every field of the events ``buf[starts_l[k]:ends_l[k]]``: (events, raws), raws
+        None unless kept or needed."""
         events = raws = None
         if exact is None and gaps_ok and self.form != "jsonl":
             try:  # the events and their separators are an array's items: one parse
@@ -641,11 +820,7 @@ class TraceDecoder:
                     except orjson.JSONDecodeError:
                         event, raws[i] = self._parse_slowly(raw, starts_l[i])
                 events.append(event)
-        base = len(out.events)
-        out.events.extend(events)
-        if self.keep_raws:
-            out.raws.extend(raws)
-        out.frame_runs.extend((base + i, base + j) for i, j in _frame_runs(buf, starts, ends))
+        return events, raws
 
     def _gaps_ok(self, buf: bytes, starts: np.ndarray, ends: np.ndarray) -> bool:
         """Vectorized: only whitespace between events and (not JSON Lines) exactly one comma

@@ -53,13 +53,13 @@ class ProgressReader:
     def __getattr__(self, name):
         return getattr(self._reader, name)
 
-    def batches(self, raws: bool = True):
+    def batches(self, raws: bool = True, slim: bool = False):
         progress = self._progress
         started = time.monotonic()
         events = shown = 0
         progress.start()
         try:
-            for batch in self._reader.batches(raws):
+            for batch in self._reader.batches(raws, slim):
                 yield batch
                 events += len(batch.events)
                 if events - shown >= UPDATE_EVERY:

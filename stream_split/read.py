@@ -259,11 +259,13 @@ class TraceReader:
             pending.extend(decoder.receive_data(self._read_chunk()))
         return pending
 
-    def batches(self, raws: bool = True) -> Iterator[Events]:
+    def batches(self, raws: bool = True, slim: bool = False) -> Iterator[Events]:
         """Batches of events, as the source's bytes come (one per chunk that completes any);
-        ``raws=False``: without the events' original bytes (``TraceDecoder.keep_raws``)."""
+        ``raws=False``: without the events' original bytes (``TraceDecoder.keep_raws``);
+        ``slim=True``: for the engine alone (``TraceDecoder.slim``)."""
         decoder = self.decoder
         decoder.keep_raws = raws
+        decoder.slim = slim
         if self._pending:
             batch, self._pending = self._pending, Events()
             yield batch

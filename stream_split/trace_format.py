@@ -55,6 +55,12 @@ def profiler_step_number(name) -> int | None:
     digits = name[len(PROFILER_STEP_PREFIX):]
     return int(digits) if digits.isdigit() else None
 
+#: The fields of an event that the engine reads (``Splitter.feed`` and what it calls), and
+#: those of its ``args``: all that a held event keeps, and all that a batch read for the
+#: engine alone holds (``TraceDecoder.slim``).
+ENGINE_FIELDS = ("ph", "cat", "name", "ts", "dur", "pid", "tid", "id")
+ENGINE_ARGS = ("correlation", "External id", "Input Dims")
+
 #: Header key that holds the events in the object form.
 EVENTS_KEY = "traceEvents"
 

@@ -1,7 +1,9 @@
 """Runs of Python frames decided a run at once (``Splitter.feed_batch``) give exactly what
 feeding every event one by one gives: the same (owner, event bytes) pairs in the same order,
-the same records and counts, held, spilled or decided at once; and ``Windows.owners`` is
-``Windows.owner`` for every op. Real decoder, real engine, real files."""
+the same records and counts, held, spilled or decided at once; also when the batches are the
+decoder's slim ones (only the fields the engine reads, frame runs read in bulk), as ``drive``
+reads them; and ``Windows.owners`` is ``Windows.owner`` for every op. Real decoder, real
+engine, real files."""
 from __future__ import annotations
 
 import functools
@@ -17,22 +19,27 @@ from stream_split.core import SplitOptions, Splitter
 from stream_split.core.owners import Windows
 from stream_split.decode import FRAME_PREFIX, TraceDecoder
 from stream_split.testing.generate import generate
-from stream_split.trace_format import LAUNCH_NAMES
+from stream_split.trace_format import ENGINE_ARGS, ENGINE_FIELDS, LAUNCH_NAMES
 
 
-def decoded_batches(text: bytes, chunk: int) -> list:
-    """The decoder's batches of ``text`` read ``chunk`` bytes at a time."""
+def decoded_batches(text: bytes, chunk: int, slim: bool = False) -> list:
+    """The decoder's batches of ``text`` read ``chunk`` bytes at a time (``slim``: for the
+    engine alone, as ``drive`` reads them)."""
     decoder = TraceDecoder()
+    decoder.slim = slim
     batches = [decoder.receive_data(text[i:i + chunk]) for i in range(0, len(text), chunk)]
     batches.append(decoder.receive_data(b""))
     return [b for b in batches if b.events]
 
 
-def run_both_ways(batches: list, options: SplitOptions) -> tuple[dict, dict]:
-    """What a splitter decides when every event is fed one by one, and when the batches are
-    fed with their frame runs (``drive``'s call), deciding after every batch as ``drive``."""
+def run_both_ways(batches: list, options: SplitOptions, slim: list | None = None):
+    """What a splitter decides when every event of ``batches`` is fed one by one, and when
+    the batches (or the same input's ``slim`` batches) are fed with their frame runs
+    (``drive``'s call), deciding after every batch as ``drive``."""
     results = []
     for batched in (False, True):
+        if batched and slim is not None:
+            batches = slim
         splitter = Splitter(options)
         pairs, records = [], []
 
@@ -117,7 +124,9 @@ def test_frame_runs_decided_at_once_equal_feeding_them_one_by_one(
     text = kineto_text(with_frame_runs(trace.events, seed, runs))
     batches = decoded_batches(text, chunk)
     options = SplitOptions(detector=detector, keep_events=keep, pending_limit=pending_limit)
-    assert_same(*run_both_ways(batches, options))
+    one_by_one, batched = run_both_ways(batches, options)
+    assert_same(one_by_one, batched)
+    assert_same(one_by_one, run_both_ways(batches, options, decoded_batches(text, chunk, True))[1])
 
 
 @pytest.mark.parametrize("keep", [True, False])
@@ -133,13 +142,47 @@ def test_a_trace_with_many_frame_runs_splits_the_same_decided_at_once(keep, pend
     one_by_one, batched = run_both_ways(batches, options)
     assert one_by_one["at_once"] == 0 and batched["at_once"] >= 80  # ten runs of 8 or more
     assert_same(one_by_one, batched)
+    slim = decoded_batches(text, 4096, slim=True)
+    assert any(run.starts is not None for batch in slim for run in batch.frame_runs)
+    from_slim = run_both_ways(batches, options, slim)[1]
+    assert from_slim["at_once"] >= 80
+    assert_same(one_by_one, from_slim)
+
+
+def test_a_slim_batch_holds_only_what_the_engine_reads_and_frame_runs_in_bulk():
+    trace = generate("training", seed=3, steps=3)
+    text = kineto_text(with_frame_runs(trace.events, 2, 8))
+    full = [b for b in decoded_batches(text, 1 << 20)]
+    slim = [b for b in decoded_batches(text, 1 << 20, slim=True)]
+    assert [r for b in full for r in b.raws] == [r for b in slim for r in b.raws]
+    events = [e for b in full for e in b.events]
+    bulk = {k for b in slim for run in b.frame_runs if run.starts is not None
+            for k in range(run.i, run.j)}
+    assert bulk, "plain frame runs are read in bulk"
+    for k, event in enumerate(e for b in slim for e in b.events):
+        if k in bulk:
+            assert event is None
+            continue
+        want = {key: events[k][key] for key in ENGINE_FIELDS if key in events[k]}
+        if "args" in events[k]:
+            want["args"] = {key: events[k]["args"][key] for key in ENGINE_ARGS
+                            if key in events[k]["args"]}
+        assert event == want
+    offset = 0
+    for b in slim:
+        for run in b.frame_runs:
+            if run.starts is not None:  # parsed in full on demand, with the times read in bulk
+                parsed = run.events()
+                assert parsed == events[offset + run.i:offset + run.j]
+                assert run.starts.tolist() == [float(e["ts"]) for e in parsed]
+        offset += len(b.events)
 
 
 def test_the_decoder_marks_runs_of_kineto_python_frames_and_nothing_else():
     trace = generate("training", seed=2, steps=3)
     text = kineto_text(with_frame_runs(trace.events, 9, 6))
     batches = decoded_batches(text, 1 << 20)
-    marked = [k for batch in batches for i, j in batch.frame_runs for k in range(i, j)]
+    marked = [k for batch in batches for run in batch.frame_runs for k in range(run.i, run.j)]
     assert marked, "the runs of 8 or more frames are marked"
     events = [e for batch in batches for e in batch.events]
     raws = [r for batch in batches for r in batch.raws]
@@ -201,6 +244,8 @@ def test_real_traces_split_the_same_with_frame_runs_decided_at_once(detector):
         # (the loop not decided yet): only with step annotations must runs go at once.
         assert batched["at_once"] or detector != "steps", path
         assert_same(one_by_one, batched)
+        slim = decoded_batches(gzip.open(path).read(), 1 << 20, slim=True)
+        assert_same(one_by_one, run_both_ways(batches, options, slim)[1])
 
 
 @pytest.mark.parametrize("enabled", [True, False])

@@ -345,36 +345,43 @@ class Splitter:
 
     def feed_batch(self, events: list, raws: list | None = None, frame_runs=()) -> None:
         """Events in file order, as ``feed`` takes them one by one (``raws`` parallel to
-        ``events``, or None). ``frame_runs``: (i, j) slices of ``events`` that look like plain
-        Python frames (the decoder tells them from their bytes); each is checked here and
-        decided a whole run at once (``_feed_frames``), with the same outcome as ``feed``."""
+        ``events``, or None). ``frame_runs``: the runs of events that look like plain Python
+        frames (the decoder tells them from their bytes: ``decode.FrameRun``, with ``i``, ``j``,
+        maybe their times in bulk, and ``events()``); each is checked here and decided a whole
+        run at once (``_feed_frames``), with the same outcome as ``feed``."""
         if raws is None:
             raws = [None] * len(events)
         feed = self.feed
         at = 0
-        for i, j in frame_runs:
-            for k in range(at, i):
+        for run in frame_runs:
+            for k in range(at, run.i):
                 feed(events[k], raws[k])
-            self._feed_frames(events[i:j], raws[i:j])
-            at = j
+            self._feed_frames(run, raws[run.i:run.j])
+            at = run.j
         for k in range(at, len(events)):
             feed(events[k], raws[k])
 
-    def _feed_frames(self, events: list, raws: list) -> None:
-        """A run of events that ``_plain_frames`` accepts (else one by one): CPU-side ``X``
-        events that link nothing, decided by their window all at once (``Windows.owners``).
-        The order of the decisions, held events, spill and counts are ``feed``'s."""
+    def _feed_frames(self, run, raws: list) -> None:
+        """A run of events that are plain Python frames (read in bulk, or accepted by
+        ``_plain_frames``; else fed one by one): CPU-side ``X`` events that link nothing,
+        decided by their window all at once (``Windows.owners``). The order of the decisions,
+        held events, spill and counts are ``feed``'s."""
         # While the detector wants frames as evidence, each one may end the loop thread's
         # Kineto section and decide boundaries that the next frame's owner depends on: one
         # by one then (``feed``), as the detector reads them.
-        columns = None if self._detector.wants_evidence else _plain_frames(events)
+        if self._detector.wants_evidence:
+            columns = None
+        elif run.starts is not None:
+            columns = run.starts, run.ends
+        else:
+            columns = _plain_frames(run.events())
         if columns is None:
             feed = self.feed
-            for event, raw in zip(events, raws):
+            for event, raw in zip(run.events(), raws):
                 feed(event, raw)
             return
         starts, ends = columns
-        n = len(events)
+        n = len(raws)
         self.frames_at_once += n
         self.events_in += n
         now = self._windows.decidable_many(ends)
@@ -385,18 +392,20 @@ class Splitter:
         else:
             owners = self._windows.owners(starts[decided], ends[decided])
             self._count_cpu(owners, ends[decided])
+        changed = self._keep and None in raws  # no bytes, or an event that had to change
         if self._keep:
             kept = raws
-            if None in raws:  # no bytes, or an event that had to change: its dict
-                kept = [event if raw is None else raw for event, raw in zip(events, raws)]
+            if changed:
+                kept = [event if raw is None else raw for event, raw in zip(run.events(), raws)]
             if decided.size < n:
                 kept = [kept[k] for k in decided.tolist()]
             self._assigned.extend(zip(owners.tolist(), kept))
         if decided.size < n:
-            later = np.flatnonzero(~now)
-            held_raws = [raws[k] for k in later.tolist()] if self._keep else [None] * later.size
-            held = [events[k] if raw is None and self._keep else _HELD_FRAME
-                    for k, raw in zip(later.tolist(), held_raws)]
+            later = np.flatnonzero(~now).tolist()
+            held_raws = [raws[k] for k in later] if self._keep else [None] * len(later)
+            events = run.events() if changed else None
+            held = [events[k] if raw is None and changed else _HELD_FRAME
+                    for k, raw in zip(later, held_raws)]
             self._hold_frames(ends[later].tolist(), starts[later].tolist(), held, held_raws)
 
     def _count_cpu(self, owners: np.ndarray, ends: np.ndarray) -> None:
