@@ -49,7 +49,10 @@ _WHITESPACE = b" \t\r\n"
 _EVENTS_KEY_BYTES = b'"' + EVENTS_KEY.encode() + b'"'
 #: How Kineto begins a Python frame event, and the shortest run of them worth a batch.
 FRAME_PREFIX = b'{"ph": "X", "cat": "' + PYTHON_FRAME_CAT.encode() + b'", '
-_FRAME_PREFIX_BYTES = np.frombuffer(FRAME_PREFIX, np.uint8)
+# The prefix as 8-byte words at these offsets (the last one overlaps): compared a word at a time.
+_FRAME_PREFIX_OFFSETS = (*range(0, len(FRAME_PREFIX) - 8, 8), len(FRAME_PREFIX) - 8)
+_FRAME_PREFIX_WORDS = [int.from_bytes(FRAME_PREFIX[k:k + 8], "little")
+                       for k in _FRAME_PREFIX_OFFSETS]
 MIN_FRAME_RUN = 8
 #: How much of the first line of an object is read to tell JSON Lines from the object form.
 _FORM_LINE_LIMIT = 1 << 20
@@ -122,12 +125,14 @@ class Events:
 
 def _parse_items(array: bytes) -> list:
     """The items of a JSON array of events already checked by the fast path (``msgspec``),
-    parsed in full; one by one with the standard library where orjson refuses one (a
-    number beyond a double, which both the fast path and ``parse_exact`` accept)."""
-    try:
-        return orjson.loads(array)
-    except orjson.JSONDecodeError:
-        return parse_exact(array)[0]
+    parsed in full: by the standard library when an integer may not fit 64 bits (orjson
+    would make it a float) or orjson refuses a number (beyond a double), else by orjson."""
+    if array.translate(_DIGITS_ONLY).find(_DIGIT_RUN) < 0:
+        try:
+            return orjson.loads(array)
+        except orjson.JSONDecodeError:
+            pass
+    return parse_exact(array)[0]
 
 
 # What a slim batch reads of an event: the fields the engine reads, each as it is in the
@@ -141,7 +146,10 @@ _SLIM_EVENTS = msgspec.json.Decoder(list[_SlimEvent])
 
 
 class _FrameArgs(msgspec.Struct, gc=False):
-    """A frame's ``args``: any object (its keys are not read)."""
+    """A frame's ``args``: any object without the keys that would link the frame to GPU work
+    or an annotation (no value is of the type ``UnsetType``: their presence fails the decode)."""
+    correlation: msgspec.UnsetType = msgspec.UNSET
+    external_id: msgspec.UnsetType = msgspec.field(name="External id", default=msgspec.UNSET)
 
 
 class _PlainFrame(msgspec.Struct, gc=False):
@@ -159,8 +167,6 @@ class _PlainFrame(msgspec.Struct, gc=False):
 
 
 _PLAIN_FRAMES = msgspec.json.Decoder(list[_PlainFrame])
-#: Keys that make a frame more than its window's (it links to GPU work or an annotation).
-_LINKING_ARGS = (b'"correlation"', b'"External id"')
 #: A float beyond this may have been an integer in the text (msgspec makes it a float): such
 #: a run is read as dicts, where ``feed`` compares the integer exactly.
 _EXACT_FLOAT_INTEGERS = 2.0 ** 53
@@ -181,8 +187,6 @@ def _frame_columns(text: bytes):
     """(starts, ends) of a run of Python frames (their bytes, separators between them
     included) when every one is a plain frame (``FrameRun``), else None. The run is valid JSON
     when this answers (msgspec checks every byte; UTF-8 too, checked here)."""
-    if any(key in text for key in _LINKING_ARGS):
-        return None
     if not _utf8(text):
         return None  # read as dicts: the bad bytes are replaced there
     try:
@@ -345,34 +349,44 @@ def _one_whole_value(text: bytes) -> bool:
 
 
 class Framing:
-    """The real quotes and the brackets outside strings of ``buf[start:]`` (see the module
+    """The brackets outside strings of ``buf[start:]`` and their depths (see the module
     docstring), given the state at ``start``: inside a string or not, the depth, and whether
     the byte at ``start`` is escaped (an odd run of backslashes ended the bytes before it).
-    ``end_state`` is that state at the end of ``buf``."""
+    ``end_state`` is that state at the end of ``buf``; ``quotes`` the real quotes (found when
+    asked: only the header's reader needs them).
 
-    __slots__ = ("quotes", "brackets", "depth", "end_state")
+    A bracket is outside strings when an even number of real quotes precede it (odd when
+    ``start`` is inside a string): the quotes between two brackets are counted in one pass
+    (``np.add.reduceat`` over a quote mask), never listed."""
+
+    __slots__ = ("brackets", "depth", "end_state", "_a", "_start", "_quotes")
 
     def __init__(self, buf: bytes, start: int = 0, state: tuple = (False, 0, False)):
         in_string, depth0, escaped = state
         if escaped and start < len(buf):
             start += 1
         a = np.frombuffer(buf, np.uint8)[start:]
-        quotes = np.flatnonzero(a == 34)
-        slashes = np.flatnonzero(a == 92)
-        if quotes.size and slashes.size:
-            quotes = _unescaped(quotes, slashes)
+        self._a, self._start, self._quotes = a, start, None
         brackets = np.flatnonzero((a == 123) | (a == 125) | (a == 91) | (a == 93))
-        if brackets.size and (quotes.size or in_string):
-            parity = np.searchsorted(quotes, brackets) & 1
-            brackets = brackets[parity == (1 if in_string else 0)]
+        is_quote = (a == 34).view(np.uint8)
+        slashes = np.flatnonzero(a == 92)
+        if slashes.size:
+            is_quote[_escaped_quotes(a, slashes)] = 0
+        if a.size:
+            # Quotes before the first bracket, between each two, and after the last.
+            counts = np.add.reduceat(is_quote, np.concatenate(([0], brackets)), dtype=np.int64)
+            quotes_before = np.cumsum(counts[:-1])
+            n_quotes = int(counts.sum())
+            brackets = brackets[(quotes_before & 1) == (1 if in_string else 0)]
+        else:
+            n_quotes = 0
         kinds = a[brackets]
         step = ((kinds == 123) | (kinds == 91)).view(np.int8) * 2 - 1
-        self.quotes = quotes + start
         self.brackets = brackets + start
         self.depth = np.cumsum(step, dtype=np.int32)
         if depth0:
             self.depth += depth0
-        end_in_string = in_string ^ bool(quotes.size & 1)
+        end_in_string = in_string ^ bool(n_quotes & 1)
         end_escaped = False
         if slashes.size and slashes[-1] == a.size - 1:
             last = len(buf) - 1
@@ -382,41 +396,48 @@ class Framing:
         end_depth = int(self.depth[-1]) if self.depth.size else depth0
         self.end_state = (end_in_string, end_depth, end_escaped)
 
+    @property
+    def quotes(self) -> np.ndarray:
+        """Offsets in ``buf`` of the real (unescaped) quotes."""
+        if self._quotes is None:
+            a = self._a
+            quotes = np.flatnonzero(a == 34)
+            slashes = np.flatnonzero(a == 92)
+            if quotes.size and slashes.size:
+                quotes = np.setdiff1d(quotes, _escaped_quotes(a, slashes), assume_unique=True)
+            self._quotes = quotes + self._start
+        return self._quotes
+
+
+def _escaped_quotes(a: np.ndarray, slashes: np.ndarray) -> np.ndarray:
+    """Offsets in ``a`` of the quotes escaped by the backslashes at ``slashes`` (an odd run of
+    them right before)."""
+    new_run = np.empty(slashes.size, bool)
+    new_run[0] = True
+    new_run[1:] = slashes[1:] - 1 != slashes[:-1]
+    run_starts = slashes[new_run]
+    run_ends = np.append(slashes[np.flatnonzero(new_run)[1:] - 1], slashes[-1]) + 1
+    after = run_ends[((run_ends - run_starts) & 1 == 1) & (run_ends < a.size)]
+    return after[a[after] == 34]
+
 
 def _frame_runs(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> list:
     """(i, j) slices of the framed events ``buf[starts[k]:ends[k]]`` that begin with
     ``FRAME_PREFIX``, ``MIN_FRAME_RUN`` or more in a row."""
-    width = _FRAME_PREFIX_BYTES.size
+    width = len(FRAME_PREFIX)
     if starts.size < MIN_FRAME_RUN or len(buf) < width:
         return []
-    a = np.frombuffer(buf, np.uint8)
-    long_enough = ends - starts > width
-    heads = a[np.minimum(starts, a.size - width)[:, None] + np.arange(width)]
-    frame = long_enough & (heads == _FRAME_PREFIX_BYTES).all(axis=1)
+    # Every 8 bytes of the buffer as a little-endian word, one word per offset (a view).
+    words = np.ndarray((len(buf) - 7,), "<u8", buf, strides=(1,))
+    heads = np.minimum(starts, len(buf) - width)
+    frame = ends - starts > width
+    for offset, word in zip(_FRAME_PREFIX_OFFSETS, _FRAME_PREFIX_WORDS):
+        frame &= words[heads + offset] == word
     if not frame.any():
         return []
     edges = np.flatnonzero(np.diff(frame.view(np.int8), prepend=0, append=0))
     return [(i, j) for i, j in zip(edges[0::2].tolist(), edges[1::2].tolist())
             if j - i >= MIN_FRAME_RUN]
-
-
-def _unescaped(quotes: np.ndarray, slashes: np.ndarray) -> np.ndarray:
-    """The quotes not escaped: those not preceded by an odd run of backslashes."""
-    before = quotes - 1
-    k = np.searchsorted(slashes, before)
-    k_in = np.minimum(k, slashes.size - 1)
-    hit = slashes[k_in] == before
-    if not hit.any():
-        return quotes
-    # Start of the backslash run holding each backslash.
-    new_run = np.empty(slashes.size, bool)
-    new_run[0] = True
-    new_run[1:] = slashes[1:] - 1 != slashes[:-1]
-    run_index = np.maximum.accumulate(np.where(new_run, np.arange(slashes.size), 0))
-    run_start = slashes[run_index]
-    length = before - run_start[k_in] + 1
-    escaped = hit & ((length & 1) == 1)
-    return quotes[~escaped]
 
 
 class TraceDecoder:
@@ -729,15 +750,15 @@ class TraceDecoder:
                                   f"object (near byte {self._buf_offset + bad})")
         # Separators: between two events only whitespace and (array) one comma.
         gaps_ok = self._gaps_ok(buf, starts, ends)
-        exact = self._needs_exact(buf, starts)
         starts_l = starts.tolist()
         ends_l = ends.tolist()
         if not gaps_ok:
             self._check_gaps_slowly(buf, starts_l, ends_l)
         runs = _frame_runs(buf, starts, ends)
         if self.slim and gaps_ok and self.form != "jsonl":
-            self._emit_slim(buf, starts_l, ends_l, exact, runs, out)
+            self._emit_slim(buf, starts_l, ends_l, runs, out)
             return
+        exact = self._needs_exact(buf, starts)
         base = len(out.events)
         events, raws = self._parse_full(buf, starts_l, ends_l, exact, gaps_ok)
         out.events.extend(events)
@@ -745,26 +766,22 @@ class TraceDecoder:
             out.raws.extend(raws)
         out.frame_runs.extend(FrameRun(base + i, base + j, events=events[i:j]) for i, j in runs)
 
-    def _emit_slim(self, buf: bytes, starts: list, ends: list, exact, runs: list,
-                   out: Events) -> None:
+    def _emit_slim(self, buf: bytes, starts: list, ends: list, runs: list, out: Events):
         """``_emit`` for the engine alone (``slim``): the events between the frame runs with
         the fields the engine reads, each frame run read in bulk when it can be
-        (``_frame_columns``); whatever the fast path refuses is parsed in full, as ever."""
+        (``_frame_columns``); whatever the fast path refuses is parsed in full, as ever.
+        (msgspec keeps integers of any size exact: no digit-run search unless it refuses.)"""
         base = len(out.events)
         at = 0
         for i, j in [*runs, (len(starts), len(starts))]:
             if at < i:
-                self._emit_slim_events(buf, starts[at:i], ends[at:i],
-                                       None if exact is None else exact[at:i], out)
+                self._emit_slim_events(buf, starts[at:i], ends[at:i], out)
             if i == j:
                 break
-            columns = None
-            if exact is None or not exact[i:j].any():
-                text = buf[starts[i]:ends[j - 1]]
-                columns = _frame_columns(text)
+            text = buf[starts[i]:ends[j - 1]]
+            columns = _frame_columns(text)
             if columns is None:
-                events = self._emit_slim_events(buf, starts[i:j], ends[i:j],
-                                                None if exact is None else exact[i:j], out)
+                events = self._emit_slim_events(buf, starts[i:j], ends[i:j], out)
                 out.frame_runs.append(FrameRun(base + i, base + j, events=events))
             else:
                 out.events.extend([None] * (j - i))
@@ -773,17 +790,18 @@ class TraceDecoder:
                 out.frame_runs.append(FrameRun(base + i, base + j, *columns, text))
             at = j
 
-    def _emit_slim_events(self, buf: bytes, starts: list, ends: list, exact, out: Events):
-        """Events with the fields the engine reads (one msgspec call), or in full where an
-        event needs the exact path or msgspec refuses one; appended to ``out`` and returned."""
+    def _emit_slim_events(self, buf: bytes, starts: list, ends: list, out: Events):
+        """Events with the fields the engine reads (one msgspec call), or in full where
+        msgspec refuses one; appended to ``out`` and returned."""
         events = raws = None
         text = buf[starts[0]:ends[-1]]
-        if (exact is None or not exact.any()) and _utf8(text):
+        if _utf8(text):
             try:
                 events = _SLIM_EVENTS.decode(b"[" + text + b"]")
             except (msgspec.DecodeError, msgspec.ValidationError):
                 pass  # something odd: in full, where errors are told precisely
         if events is None:
+            exact = self._needs_exact(buf, np.array(starts, np.int64))
             events, raws = self._parse_full(buf, starts, ends, exact, True)
         elif self.keep_raws:
             raws = [buf[s:e] for s, e in zip(starts, ends)]

@@ -221,6 +221,7 @@ class Splitter:
         self._assigned: list = []
         self._records: list = []
         self._keep = self.options.keep_events
+        self._input_slim = False  # the batch being fed holds slim events (``feed_batch``)
         self.events_in = 0
         #: Python frames decided a run at once (``feed_batch``), the rest one by one.
         self.frames_at_once = 0
@@ -343,12 +344,16 @@ class Splitter:
         the first ``feed``): what they promise of the evidence to come (``TraceFacts``)."""
         self._detector.note_facts(TraceFacts.from_header(header))
 
-    def feed_batch(self, events: list, raws: list | None = None, frame_runs=()) -> None:
+    def feed_batch(self, events: list, raws: list | None = None, frame_runs=(),
+                   slim: bool = False) -> None:
         """Events in file order, as ``feed`` takes them one by one (``raws`` parallel to
         ``events``, or None). ``frame_runs``: the runs of events that look like plain Python
         frames (the decoder tells them from their bytes: ``decode.FrameRun``, with ``i``, ``j``,
         maybe their times in bulk, and ``events()``); each is checked here and decided a whole
-        run at once (``_feed_frames``), with the same outcome as ``feed``."""
+        run at once (``_feed_frames``), with the same outcome as ``feed``. ``slim``: the events
+        hold little more than the fields the engine reads (``TraceDecoder.slim``): held as
+        they are, not copied to a slim dict."""
+        self._input_slim = slim
         if raws is None:
             raws = [None] * len(events)
         feed = self.feed
@@ -360,6 +365,7 @@ class Splitter:
             at = run.j
         for k in range(at, len(events)):
             feed(events[k], raws[k])
+        self._input_slim = False
 
     def _feed_frames(self, run, raws: list) -> None:
         """A run of events that are plain Python frames (read in bulk, or accepted by
@@ -407,6 +413,11 @@ class Splitter:
             held = [events[k] if raw is None and changed else _HELD_FRAME
                     for k, raw in zip(later, held_raws)]
             self._hold_frames(ends[later].tolist(), starts[later].tolist(), held, held_raws)
+
+    def _slimmed(self, event: dict) -> dict:
+        """What a held event keeps (``_slim``): the event itself when the batch being fed is
+        already slim (``feed_batch(..., slim=True)``)."""
+        return event if self._input_slim else _slim(event)
 
     def _count_cpu(self, owners: np.ndarray, ends: np.ndarray) -> None:
         """Count decided CPU-side events that link nothing (``_own_cpu``'s numbers), all at
@@ -604,9 +615,9 @@ class Splitter:
     def _hold(self, end, start, event: dict, link, raw=None) -> None:
         if not self._keep:
             raw = None
-            event = _slim(event)
+            event = self._slimmed(event)
         elif raw is not None:
-            event = _slim(event)
+            event = self._slimmed(event)
         self._seq += 1
         if link is None:  # decided by a boundary at or after its end: a heap on the end
             heappush(self._pending, (end, self._seq, start, event, link, raw))
@@ -747,7 +758,7 @@ class Splitter:
         else:
             self._waiting_count += 1
             self._waiting_gpu.setdefault(key, []).append(
-                (event if raw is None else _slim(event), raw))
+                (event if raw is None else self._slimmed(event), raw))
 
     def _own_linked(self, owner: int, event: dict, raw=None) -> None:
         if event.get("cat") not in GPU_WORK_CATS:  # a flow: counted, no GPU numbers
@@ -793,7 +804,7 @@ class Splitter:
             self._hold(None, None, event, ("ext", ext), raw)
         else:
             self._waiting_annotations.setdefault(ext, []).append(
-                (event if raw is None else _slim(event), raw))
+                (event if raw is None else self._slimmed(event), raw))
 
     def _own_simple(self, owner: int, event: dict, raw=None) -> None:
         if self._keep:
