@@ -62,7 +62,7 @@ class TraceEventError(ValueError):
     """An event lacks a field every trace event must have; the message is one line."""
 
 
-DEFAULT_PENDING_LIMIT = 20_000
+DEFAULT_PENDING_LIMIT = 10_000
 #: How many invalid events the manifest describes (all are counted).
 INVALID_EXAMPLES = 5
 
@@ -196,6 +196,8 @@ class Splitter:
         self.options = options or SplitOptions()
         self._detector = detector if detector is not None else make_detector(self.options)
         self._stacks = ThreadStacks(self.options.stack_tolerance_us)
+        # A detector that never reads the stack of open ops (step annotations) gets none.
+        self._reads_stacks = getattr(self._detector, "reads_stacks", True)
         self._windows = Windows()
         self._correlations = MonotonicOwnerMap()
         self._annotations = MonotonicOwnerMap()
@@ -304,7 +306,8 @@ class Splitter:
                 thread = (pid, tid)
                 name = name or ""
                 stacks = self._stacks
-                stack = stacks.push(thread, name, ts, end)
+                stack = stacks.push(thread, name, ts, end) if self._reads_stacks \
+                    else stacks.note_start(thread, ts)
                 found = self._detector.observe(thread, stack, ts, end, name,
                                                stacks.section(thread))
                 self._add_boundaries(found)
@@ -472,6 +475,7 @@ class Splitter:
     def end_of_input(self) -> None:
         if self.closed:
             return
+        self._note_held()
         self._result = self._detector.close()
         for boundary in self._result.boundaries:
             self._add_boundary(boundary)
@@ -487,6 +491,7 @@ class Splitter:
         the iteration records."""
         if not self._needs_drain:
             return False
+        self._note_held()
         if self._due is None:
             self._due = self._spill.due(float("inf") if self.closed
                                         else self._windows.starts[-1])
@@ -623,7 +628,8 @@ class Splitter:
             heappush(self._pending, (end, self._seq, start, event, link, raw))
         else:  # decided when its launch (or annotation) is seen
             self._pending_links.append((end, self._seq, start, event, link, raw))
-        self._bound_held()
+        if len(self._pending) + len(self._pending_links) >= self.options.pending_limit:
+            self._bound_held()
 
     def _hold_frames(self, ends: list, starts: list, events: list, raws: list) -> None:
         """Hold CPU-side events (already slim, as ``_hold`` makes them) in this order: the
@@ -643,14 +649,20 @@ class Splitter:
             pending = self._pending
 
     def _bound_held(self) -> None:
-        """Spill what is held once it reaches ``pending_limit``; track the most held."""
+        """Spill what is held once it reaches ``pending_limit``."""
         if len(self._pending) + len(self._pending_links) >= self.options.pending_limit:
+            self._note_held()
             # Spill in small batches sorted by end, so that a boundary re-reads at most one
             # batch it only partly decides.
             held = sorted(self._pending) + self._pending_links
             for i in range(0, len(held), _SPILL_BATCH):
                 self._spill.put(held[i:i + _SPILL_BATCH])
             self._pending, self._pending_links = [], []
+
+    def _note_held(self) -> None:
+        """Track the most events held at once, in memory and spilled. Only a hold adds to
+        them, so the most is reached right before something held is decided: every path
+        that decides held events calls this first (not every hold)."""
         n = len(self._pending) + len(self._pending_links) + len(self._spill)
         if n > self.max_pending:
             self.max_pending = n
@@ -679,6 +691,7 @@ class Splitter:
     def _resolve_pending(self, until: float) -> None:
         """A boundary at ``until``: decide the in-memory held events it decides; spilled
         ones are left to ``decided()`` so that one call never loads the whole spill."""
+        self._note_held()
         if len(self._spill):
             self._needs_drain = True
         pending = self._pending
