@@ -218,8 +218,11 @@ class Splitter:
         self._waiting_annotations: dict = {}  # External id -> [gpu_user_annotation event]
         self._iterations: list[IterationRecord] = []
         self._phase_facts: list[PhaseFacts] = []  # per iteration, for ``infer_phases``
-        self._stream_end: dict = {}  # (pid, tid) of a GPU stream -> end of its last work
-        self._gpu_end = None  # end of the last GPU work on any stream
+        # (iteration, pid, tid of a GPU stream) -> (latest start, latest end) of its work
+        # there; iteration -> the same over all its streams (a few entries per iteration,
+        # like its record)
+        self._stream_end: dict = {}
+        self._gpu_end: dict = {}
         self._assigned: list = []
         self._records: list = []
         self._keep = self.options.keep_events
@@ -498,8 +501,10 @@ class Splitter:
         if self._due:
             batch = self._spill.take(self._due.pop(0))
             kept = [item for item in batch if not self._resolve(item)]
-            if kept:
-                self._spill.put(kept)
+            if kept and self.closed:
+                self._spill.put(kept)  # GPU work for the final pass
+            elif kept:  # held in memory again (spilled again only if that is full)
+                self._hold_items(kept)
             return True
         self._due = None
         if self.closed:
@@ -648,6 +653,16 @@ class Splitter:
             self._bound_held()
             pending = self._pending
 
+    def _hold_items(self, items: list) -> None:
+        """Hold again items taken back from the spill that are not decided yet."""
+        pending, links = self._pending, self._pending_links
+        for item in items:
+            if item[4] is None:
+                heappush(pending, item)
+            else:
+                links.append(item)
+        self._bound_held()
+
     def _bound_held(self) -> None:
         """Spill what is held once it reaches ``pending_limit``."""
         if len(self._pending) + len(self._pending_links) >= self.options.pending_limit:
@@ -790,20 +805,36 @@ class Splitter:
         record.kernels += kernel
         start = event["ts"]
         end = start + (event.get("dur") or 0)
-        stream = (event.get("pid"), event.get("tid"))
-        last = self._stream_end.get(stream)
-        # Busy time is the union of work per stream (same-stream overlaps are jitter),
-        # summed over streams.
-        record.gpu_busy_us += max(0.0, end - max(start, last)) if last is not None else end - start
-        if last is None or end > last:
-            self._stream_end[stream] = end
-        # Active time: the union over all streams, in the order the trace lists GPU work
-        # (exact when it is in time order, else a lower bound): never more than the span.
-        gpu_end = self._gpu_end
-        record.gpu_active_us += (max(0.0, end - max(start, gpu_end)) if gpu_end is not None
-                                 else end - start)
-        if gpu_end is None or end > gpu_end:
-            self._gpu_end = end
+        # Busy time is the union of the iteration's work per stream (same-stream overlaps are
+        # jitter), summed over streams; active time the union over all its streams. Both are
+        # kept per iteration: the order in which iterations' work is decided (held, spilled,
+        # waiting for a launch) changes nothing. Within an iteration, work that comes after
+        # a later-starting one on its stream (decided out of order) adds its whole duration
+        # to the busy time (a stream runs one thing at a time) and to the active time, which
+        # is then capped by the busy time and the iteration's GPU span.
+        stream = (owner, event.get("pid"), event.get("tid"))
+        seen = self._stream_end.get(stream)
+        if seen is None:
+            record.gpu_busy_us += end - start
+            self._stream_end[stream] = (start, end)
+        elif start >= seen[0]:  # in time order on its stream
+            record.gpu_busy_us += max(0.0, end - max(start, seen[1]))
+            self._stream_end[stream] = (start, max(end, seen[1]))
+        else:
+            record.gpu_busy_us += end - start
+            if end > seen[1]:
+                self._stream_end[stream] = (seen[0], end)
+        seen = self._gpu_end.get(owner)
+        if seen is None:
+            record.gpu_active_us += end - start
+            self._gpu_end[owner] = (start, end)
+        elif start >= seen[0]:
+            record.gpu_active_us += max(0.0, end - max(start, seen[1]))
+            self._gpu_end[owner] = (start, max(end, seen[1]))
+        else:
+            record.gpu_active_us += end - start  # capped at the end (``_finish_records``)
+            if end > seen[1]:
+                self._gpu_end[owner] = (seen[0], end)
         if record.gpu_start_ts is None or start < record.gpu_start_ts:
             record.gpu_start_ts = start
         if record.gpu_end_ts is None or end > record.gpu_end_ts:
@@ -832,6 +863,9 @@ class Splitter:
         last_end = self._windows.last_end
         kinds = cycle_kinds(result.shapes, [r.kernels for r in self._iterations])
         for i, record in enumerate(self._iterations):
+            if record.gpu_events:  # see ``_own_linked``: work decided out of order
+                record.gpu_active_us = min(record.gpu_active_us, record.gpu_busy_us,
+                                           record.gpu_end_ts - record.gpu_start_ts)
             if i + 1 < len(starts):
                 record.end_ts = starts[i + 1]
             elif last_end is not None and last_end != float("inf"):
