@@ -12,16 +12,25 @@ batch (parsed events and, in parallel, each event's original bytes). It is the o
   (``complete``) from one that stopped early (``stop_reason``) or a broken one
   (``TraceInputError``, one line, "near byte N" of the JSON text).
 
-How events are found (numpy framing). Only the quotes, backslashes and brackets of a chunk are
+How events are found (numpy framing). Only the brackets and backslashes of a chunk are
 located (vectorized); a quote preceded by an odd run of backslashes is escaped; a bracket is
-inside a string when an odd number of real quotes precede it (``searchsorted``); a ``cumsum``
+inside a string when an odd number of real quotes precede it (the quotes between two brackets
+are counted in one pass, ``np.add.reduceat``); a ``cumsum``
 over the remaining brackets gives the depth, whose returns to zero end the events. The state
 at a chunk's edge (inside a string or not, the depth, a pending escape, where the unfinished
 event opened) is carried to the next chunk, so every byte is framed once, however long an
 event is. The separators between events are checked vectorized too.
 
-Each framed event is parsed by ``orjson``. The standard library parses the rare event orjson
-refuses or would change: a run of 19 or more digits (an integer beyond 64 bits stays exact,
+For the engine alone (``slim``, what ``run.drive`` reads), ``msgspec`` parses each run of
+events between Python frames into dicts holding only the fields the engine reads, and each run
+of Python frames (``FrameRun``) into the columns the engine decides them by (their times), with
+no dict per frame; msgspec checks every byte as JSON all the same, and whatever it refuses
+(or any doubt: a 64-bit-unsafe time, bytes that are not UTF-8) is parsed in full as below.
+``engine_views`` rebuilds the engine's view of an event from its bytes (the spill keeps only
+those).
+
+Each framed event is otherwise parsed by ``orjson``. The standard library parses the rare
+event orjson refuses or would change: a run of 19 or more digits (an integer beyond 64 bits stays exact,
 with no textual rewriting), a lone surrogate escape, invalid UTF-8 (replaced by U+FFFD, and the
 event is then written from its parsed form: its original bytes are not UTF-8). Header keys are
 parsed by the standard library too. Nesting deeper than ``MAX_DEPTH`` is an error found on the
