@@ -336,11 +336,21 @@ def _size_factor(ratio: float, rules: Rules) -> float:
 
 def _likeness(bag_totals: tuple, reference: tuple, rules: Rules) -> tuple[float, dict]:
     bag, time, gpu, count = bag_totals
-    ref_w, ref_time, ref_gpu, ref_count = reference
-    w = _weights(bag, (time, gpu, count), (ref_time > 0, ref_gpu > 0), rules)
+    w = _weights(bag, (time, gpu, count), _active(reference), rules)
+    return _likeness_of(w, (time, gpu, count), reference, rules), w
+
+
+def _active(reference: tuple) -> tuple:
+    """The components of an instance's composition that count against ``reference``: time
+    and kernels where the reference has any (``_weights``)."""
+    return reference[1] > 0, reference[2] > 0
+
+
+def _likeness_of(w: dict, totals: tuple, reference: tuple, rules: Rules) -> float:
+    """The similarity of an instance (its composition ``w``, its totals) to ``reference``."""
     # The lesser of the two: an eval step is unlike a plain one by what it adds, not twice.
-    ratio = _size_ratio((time, gpu, count), reference, rules)
-    return min(similarity(w, ref_w), _size_factor(ratio, rules)), w
+    ratio = _size_ratio(totals, reference, rules)
+    return min(similarity(w, reference[0]), _size_factor(ratio, rules))
 
 
 def _reference(bag_totals: tuple, rules: Rules) -> tuple:
@@ -365,37 +375,219 @@ def _differing(a: dict, b: dict, top: int = 3) -> list:
     return [(s, round(g, 3)) for g, s in gaps[:top] if g > 0]
 
 
+# -- what one search keeps for the next --------------------------------------------------
+
+
+class SearchMemo:
+    """What the unit search computed on one level, kept for the next search on it.
+
+    Online the detector searches a level again each time it has grown by an op or a few
+    (``structure.StructureDetector._confirm``), and most of what it evaluates is the same as
+    the last time: a cut's instances but the last do not change as the level grows, nor do
+    their likenesses to the same representative. This holds:
+
+    - per cut (the positions of an anchor's occurrences): its instances but the last, their
+      bags and median size (``_Cut``), and against each representative tried, each one's
+      likeness, how many are like it and which are idle (``row``; the cut of an anchor
+      that occurred again since extends the row of the shorter one);
+    - per span ``(a, b)`` of the level: its bag (``_bag``), its kernels (``_coverage``), its
+      composition against each set of active components (``_weights``); per (representative
+      span, span): the likeness and the share of time in ops the representative lacks
+      (``_own_ops``).
+
+    Each value is computed exactly as the search computes it without the memo (the same
+    functions, on the same ops, in the same order), so the decisions are the same.
+
+    Invalidation. Every value depends only on the ops inside its spans: their symbol, start
+    and end never change once read and a level only grows at its end; their kernels
+    (``Node.gpu``, counts) only grow as launches are credited. ``begin`` starts each search:
+    on another level (another list) or with other rules, everything goes; where an op's
+    kernels changed since the previous search, every value whose spans reach that op goes.
+    Values the previous search did not use go too: the memo holds at most two searches'
+    worth (the last one's, and what the current one has used so far), never the level's
+    history.
+
+    ``find_unit`` without a memo uses a fresh one: within one search too, each span and pair
+    is computed once.
+    """
+
+    __slots__ = ("level", "rules", "_gpu", "_current", "_previous", "_gpu_total",
+                 "_level_end")
+
+    def __init__(self):
+        self.level: list | None = None
+        self.rules: Rules | None = None
+        self._gpu: list = []  # each op's kernels when the latest search began
+        self._current: dict = {}  # key -> (reach, value), used by the current search
+        self._previous: dict = {}  # ... by the one before it (dropped unless used again)
+        self._gpu_total = 0  # kernels of the whole level (``_coverage``)
+        self._level_end = 0.0  # where its last op ends (``_coverage``)
+
+    def begin(self, level: list, rules: Rules) -> None:
+        """A search on ``level`` with ``rules`` begins: drop what can have changed."""
+        gpu = [node.gpu for node in level]
+        if level is not self.level or rules is not self.rules:
+            self.level, self.rules = level, rules
+            self._previous = {}
+        else:
+            old = self._gpu
+            self._previous = self._current
+            if gpu[:len(old)] != old:  # kernels credited: keep what lies before the first
+                changed = next(i for i, (x, y) in enumerate(zip(gpu, old)) if x != y)
+                self._previous = {k: v for k, v in self._previous.items()
+                                  if v[0] <= changed}
+        self._current = {}
+        self._gpu = gpu
+        self._gpu_total = sum(gpu)
+        self._level_end = max(node.end for node in level)
+
+    @property
+    def gpu_total(self) -> int:
+        """The kernels of the whole level."""
+        return self._gpu_total
+
+    @property
+    def level_end(self) -> float:
+        """Where the last op of the level ends."""
+        return self._level_end
+
+    def _get(self, key, reach: int, make, *args):
+        """The value under ``key`` (its spans end by ``reach``): kept, or ``make(*args)``."""
+        hit = self._current.get(key)
+        if hit is None:
+            hit = self._previous.pop(key, None)
+            if hit is None:
+                hit = (reach, make(*args))
+            self._current[key] = hit
+        return hit[1]
+
+    def cut(self, positions: tuple) -> _Cut:
+        """The instances but the last of the cut at ``positions`` (``_Cut``)."""
+        return self._get(("cut", positions), positions[-1], self._make_cut, positions)
+
+    def _make_cut(self, positions: tuple) -> _Cut:
+        spans = [(positions[k], positions[k + 1]) for k in range(len(positions) - 1)]
+        if not spans:
+            return _Cut(positions, spans, [], 0, 0.0)
+        middle = len(spans) // 2
+        ops = sorted(b - a for a, b in spans)[middle]
+        level = self.level
+        time = sorted(sum(level[i].end - level[i].start for i in range(a, b))
+                      for a, b in spans)[middle] if self.rules.weigh else 0.0
+        return _Cut(positions, spans, [self.bag(span) for span in spans], ops, time)
+
+    def row(self, ref_span: tuple, cut: _Cut) -> tuple:
+        """The instances of ``cut`` but its last one against the representative
+        ``ref_span``: each one's likeness (``likeness``), its similarity, how many are like
+        it (``Rules.like``) and which are idle (``_idle_flags``). Kept per anchor (its first
+        occurrence): as the level grows its cut only gains instances at the end, so the row
+        kept for a shorter cut is extended by the new ones."""
+        key = ("row", ref_span, cut.positions[0])
+        hit = self._current.get(key) or self._previous.pop(key, None)
+        spans = cut.spans
+        done, scored, sims, like_n, idle_at = hit[1] if hit else (0, [], [], 0, [])
+        if done < len(spans):
+            new = [self.likeness(ref_span, span) for span in spans[done:]]
+            new_sims = [x for x, _ in new]
+            scored, sims = scored + new, sims + new_sims
+            like_n += sum(1 for x in new_sims if x >= self.rules.like)
+            idle_at = idle_at + _idle_flags(new_sims, cut.bags[done:], spans[done:],
+                                            ref_span, self)
+            hit = None
+        if hit is None:
+            hit = (cut.positions[-1], (len(spans), scored, sims, like_n, idle_at))
+        self._current[key] = hit
+        return scored, sims, like_n, idle_at
+
+    def bag(self, span: tuple) -> tuple:
+        """``_bag`` of ``span``."""
+        return self._get(("bag", span), span[1], _bag, self.level, *span)
+
+    def gpu(self, span: tuple) -> int:
+        """The kernels of the ops of ``span``, as ``_coverage`` sums them."""
+        return self._get(("gpu", span), span[1], _summed_gpu, self.level, *span)
+
+    def reference(self, span: tuple) -> tuple:
+        """``_reference`` of the instance ``span``."""
+        return self._get(("reference", span), span[1], self._make_reference, span)
+
+    def _make_reference(self, span: tuple) -> tuple:
+        bag, time, gpu, count = self.bag(span)
+        return self.weights(span, (time > 0, gpu > 0)), time, gpu, count
+
+    def weights(self, span: tuple, active: tuple) -> dict:
+        """``_weights`` of the instance ``span`` for the components ``active``."""
+        return self._get(("weights", span, active), span[1], self._make_weights, span,
+                         active)
+
+    def _make_weights(self, span: tuple, active: tuple) -> dict:
+        bag, time, gpu, count = self.bag(span)
+        return _weights(bag, (time, gpu, count), active, self.rules)
+
+    def likeness(self, ref_span: tuple, span: tuple) -> tuple[float, dict]:
+        """``_likeness`` of the instance ``span`` to the representative ``ref_span``."""
+        return self._get(("likeness", ref_span, span), max(ref_span[1], span[1]),
+                         self._make_likeness, ref_span, span)
+
+    def _make_likeness(self, ref_span: tuple, span: tuple) -> tuple[float, dict]:
+        reference = self.reference(ref_span)
+        _, time, gpu, count = self.bag(span)
+        w = self.weights(span, _active(reference))
+        return _likeness_of(w, (time, gpu, count), reference, self.rules), w
+
+    def own_ops(self, ref_span: tuple, span: tuple) -> float:
+        """``_own_ops`` of the instance ``span`` against the representative ``ref_span``."""
+        return self._get(("own", ref_span, span), max(ref_span[1], span[1]),
+                         lambda: _own_ops(self.bag(span), self.reference(ref_span)))
+
+
+@dataclass(slots=True)
+class _Cut:
+    """The instances of a cut but the last: what the level's growth does not change."""
+    positions: tuple  # where each instance begins (the anchor's occurrences)
+    spans: list       # (start, end) of each instance but the last
+    bags: list        # their ``_bag``
+    ops: int          # the median of their op counts
+    time: float       # ... and of their summed times (weighed rules only)
+
+
+def _summed_gpu(level: list, a: int, b: int) -> int:
+    return sum(level[i].gpu for i in range(a, b))
+
+
 # -- one candidate ---------------------------------------------------------------------
 
 
-def _segments(pos: list, level: list, rules: Rules) -> list:
+def _segments(cut: _Cut, level: list, rules: Rules) -> list:
     """(start, end) of each instance. The last one runs into whatever follows the loop: it
     ends once it has about the median instance's ops and time (noise may add ops to it).
     Unweighed (a flattened subtree: a parent's time holds its children's), by ops alone:
     the last of four layers a little faster than the others is still one layer, not one
     layer and the loss after it."""
     m = len(level)
-    spans = [(pos[k], pos[k + 1]) for k in range(len(pos) - 1)]
+    last = cut.positions[-1]
+    spans = list(cut.spans)
     if not spans:
-        return [(pos[-1], m)]
-    ops = sorted(b - a for a, b in spans)[len(spans) // 2]
+        return [(last, m)]
+    ops = cut.ops
     if not rules.weigh:
-        return spans + [(pos[-1], min(m, pos[-1] + ops))]
-    time = sorted(sum(level[i].end - level[i].start for i in range(a, b))
-                  for a, b in spans)[len(spans) // 2]
-    end, done = pos[-1], 0.0
-    while end < m and (end - pos[-1] < ops or done < 0.9 * time):
+        return spans + [(last, min(m, last + ops))]
+    time = cut.time
+    end, done = last, 0.0
+    while end < m and (end - last < ops or done < 0.9 * time):
         done += level[end].end - level[end].start
         end += 1
-    spans.append((pos[-1], end))
+    spans.append((last, end))
     return spans
 
 
-def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> Unit:
+def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules,
+              memo: SearchMemo) -> Unit:
     """Cut ``level`` at ``pos``: the representative, each instance's similarity, coverage."""
-    inner = [(pos[k], pos[k + 1]) for k in range(len(pos) - 1)]
-    spans = _segments(pos, level, rules)
-    bags = [_bag(level, a, b) for a, b in spans]
+    cut = memo.cut(tuple(pos))
+    inner = cut.spans
+    spans = _segments(cut, level, rules)
+    bags = cut.bags + [memo.bag(spans[-1])]
     shapes = [tuple(syms[a:b]) for a, b in spans]
     # The representative: the one that explains the most instances (like it, or idle beside
     # it), tried among the most common exact shape, a few instances spread over the level and
@@ -410,11 +602,14 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> 
         trial_idx.add(max(range(len(inner)), key=lambda k: bags[k][2]))
     best = None
     for r in sorted(trial_idx):
-        reference = _reference(bags[r], rules)
-        scored = [_likeness(bag, reference, rules) for bag in bags]
-        sims = [x for x, _ in scored]
-        idle_at = _idle_flags(sims, bags, reference, rules)
-        key = (sum(1 for x in sims if x >= rules.like) + sum(idle_at),
+        ref_span = spans[r]
+        reference = memo.reference(ref_span)
+        # The instances but the last, as the previous search on this level found them.
+        scored, sims, like_n, idle_at = memo.row(ref_span, cut)
+        last = memo.likeness(ref_span, spans[-1])
+        scored, sims = scored + [last], sims + [last[0]]
+        idle_at = idle_at + _idle_flags(sims[-1:], bags[-1:], spans[-1:], ref_span, memo)
+        key = (like_n + (last[0] >= rules.like) + sum(idle_at),
                sorted(sims)[len(sims) // 2])
         if best is None or key > best[0]:
             best = (key, r, sims, [w for _, w in scored], reference, idle_at)
@@ -436,7 +631,8 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> 
     # is the median instance's: the representative may carry a run of inserted small ops.
     width = sorted(b - a for a, b in inner)[len(inner) // 2] if inner else len(rep_shape)
     coverage = _coverage(level, [(a, b) for a, b in spans[:-1]
-                                 if 0.5 * width <= b - a <= 4 * width] + spans[-1:], rules)
+                                 if 0.5 * width <= b - a <= 4 * width] + spans[-1:], rules,
+                         memo)
     worst = min(range(len(sims)), key=sims.__getitem__)
     # The least similar instance that is not an idle cycle, nor at an edge of the level (the
     # first may hold a prologue, the last an epilogue): unlike and busy is what a layer's
@@ -449,8 +645,9 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> 
                  and _work_ratio(bag, reference) < rules.piece_work_share)
     unit = Unit(positions=list(pos), mode=rep_shape, similarity=[round(s, 3) for s in sims],
                 like=like, fragments=fragments, coverage=coverage, anchor=anchor,
-                shapes=[0 if ok else _unlike_shape(bag, reference, shape, rules)
-                        for ok, bag, shape in zip(liked, bags, shapes)],
+                shapes=[0 if ok else _other_path_marked(
+                            memo.own_ops(spans[rep], span), shape, rules)
+                        for ok, span, shape in zip(liked, spans, shapes)],
                 exact=sum(1 for sh in shapes if sh == rep_shape),
                 differing=_differing(ws[worst], ws[rep]),
                 reference=reference, idle=sum(idle_at),
@@ -512,7 +709,13 @@ def _own_ops(bag_totals: tuple, reference: tuple) -> float:
 
 
 def _unlike_shape(bag_totals: tuple, reference: tuple, shape: tuple, rules: Rules):
-    if _own_ops(bag_totals, reference) >= rules.idle_own_ops:
+    return _other_path_marked(_own_ops(bag_totals, reference), shape, rules)
+
+
+def _other_path_marked(own_ops: float, shape: tuple, rules: Rules):
+    """The shape of an unlike instance, marked when it spends ``own_ops`` (``_own_ops``) of
+    its time in ops of its own: it took another path."""
+    if own_ops >= rules.idle_own_ops:
         return (OTHER_PATH, shape)
     return shape
 
@@ -536,28 +739,34 @@ def shape_and_similarity(nodes: list, unit: Unit, rules: Rules = RULES) -> tuple
     return _unlike_shape(bag, unit.reference, shape, rules), round(sim, 3)
 
 
-def _idle_flags(sims: list, bags: list, reference: tuple, rules: Rules) -> list:
+def _idle_flags(sims: list, bags: list, spans: list, ref_span: tuple,
+                memo: SearchMemo) -> list:
     """Per instance: is it an idle cycle, one that took another path: unlike the
-    representative, doing (almost) none of its GPU work, with ops of its own
-    (``idle_step``)? An eval forward cut out of a step is a part of the step's ops instead."""
-    ref_gpu = reference[2]
-    return [ref_gpu > 0 and sim < rules.like and bag[2] < rules.idle_work_share * ref_gpu
-            and _own_ops(bag, reference) >= rules.idle_own_ops
-            for sim, bag in zip(sims, bags)]
+    representative (the instance ``ref_span``), doing (almost) none of its GPU work, with
+    ops of its own (``idle_step``)? An eval forward cut out of a step is a part of the
+    step's ops instead."""
+    rules = memo.rules
+    ref_gpu = memo.bag(ref_span)[2]
+    if not ref_gpu > 0:
+        return [False] * len(sims)
+    return [sim < rules.like and bag[2] < rules.idle_work_share * ref_gpu
+            and memo.own_ops(ref_span, span) >= rules.idle_own_ops
+            for sim, bag, span in zip(sims, bags, spans)]
 
 
-def _coverage(level: list, spans: list, rules: Rules) -> float:
+def _coverage(level: list, spans: list, rules: Rules, memo: SearchMemo) -> float:
     m = len(level)
     if not spans:
         return 0.0
     if not rules.weigh:
         return sum(b - a for a, b in spans) / m
-    gpu_total = sum(node.gpu for node in level)
+    gpu_total = memo.gpu_total
     if gpu_total > 0:  # GPU work decides where it is known (kernels launched per op)
-        return sum(level[i].gpu for a, b in spans for i in range(a, b)) / gpu_total
+        # Kernels are counts: summed span by span they add up exactly as op by op.
+        return sum(memo.gpu(span) for span in spans) / gpu_total
     # CPU time of the instances' windows (start to next start: idle gaps belong to the
     # iteration), each capped, so that one blocking sync cannot make tiny instances cover.
-    total = max(node.end for node in level) - level[0].start
+    total = memo.level_end - level[0].start
     times = sorted((level[b].start if b < m else max(level[i].end for i in range(a, b)))
                    - level[a].start for a, b in spans)
     cap = rules.time_cap * times[len(times) // 2]
@@ -653,14 +862,19 @@ def _idle_cycles_apart(best: Unit, candidates: list, rules: Rules) -> Unit | Non
 
 
 def find_unit(level: list, rules: Rules = RULES, names: list | None = None,
-              whole: bool = True) -> Unit | None:
+              whole: bool = True, memo: SearchMemo | None = None) -> Unit | None:
     """The outermost repeating unit of a sequence of sibling ops, or None. ``names``: the
     name of each symbol, for the phase rules that read names (input fetch, sync). ``whole``:
     the level is complete (at the end of the input), not cut off in the middle of an
-    instance (online): only then can its end tell where an instance ends."""
+    instance (online): only then can its end tell where an instance ends. ``memo``: what
+    the previous search on this level computed (``SearchMemo``), to search it again after
+    it grew; the answer is the same with or without it."""
     m = len(level)
     if m < 2:
         return None
+    if memo is None:
+        memo = SearchMemo()
+    memo.begin(level, rules)
     syms = [node.sym for node in level]
     positions: dict = {}
     for i, s in enumerate(syms):
@@ -674,24 +888,25 @@ def find_unit(level: list, rules: Rules = RULES, names: list | None = None,
         if key in seen:
             continue
         seen.add(key)
-        unit = _evaluate(pos, sym, level, syms, rules)
+        unit = _evaluate(pos, sym, level, syms, rules, memo)
         if _qualifies(unit, rules):
             candidates.append(unit)
     if not candidates:
         return None
     markers = frozenset(s for s in positions if names and _LOOP_MARKER.search(names[s]))
-    best = _phased(_choose(candidates, rules, markers), level, syms, positions, names, rules, whole)
+    best = _phased(_choose(candidates, rules, markers), level, syms, positions, names, rules,
+                   whole, memo)
     apart = _idle_cycles_apart(best, candidates, rules)
     if apart is None:
         return best
-    return _phased(apart, level, syms, positions, names, rules, whole)
+    return _phased(apart, level, syms, positions, names, rules, whole, memo)
 
 
-def _phased(unit: Unit, level, syms, positions, names, rules, whole) -> Unit:
+def _phased(unit: Unit, level, syms, positions, names, rules, whole, memo) -> Unit:
     """``_phase``, and the head it found: the kinds of op between each instance's new
     beginning and its anchor."""
     anchors = list(unit.positions)
-    unit = _phase(unit, level, syms, positions, names, rules, whole)
+    unit = _phase(unit, level, syms, positions, names, rules, memo, whole)
     if unit.positions != anchors and len(unit.positions) == len(anchors):
         unit.head = frozenset(syms[q] for a, b in zip(unit.positions, anchors)
                               for q in range(a, b))
@@ -699,7 +914,7 @@ def _phased(unit: Unit, level, syms, positions, names, rules, whole) -> Unit:
 
 
 def _phase(unit: Unit, level: list, syms: list, positions: dict, names,
-           rules: Rules, whole: bool = True) -> Unit:
+           rules: Rules, memo: SearchMemo, whole: bool = True) -> Unit:
     """Where the loop begins among the unit's ops (see the module docstring, step 5)."""
     pos = unit.positions
     seen_in: Counter = Counter()
@@ -719,12 +934,12 @@ def _phase(unit: Unit, level: list, syms: list, positions: dict, names,
         fetch = [s for s in _spine(unit, syms, rules, once=False)
                  if _INPUT_FETCH.search(names[s])]
         if fetch:
-            return _begin_at(unit, fetch[0], level, syms, positions, noise, rules,
+            return _begin_at(unit, fetch[0], level, syms, positions, noise, memo,
                              PHASE_INPUT_FETCH)
         after_sync = _after_sync(unit, spine, names, syms, rules)
         if after_sync is not None:
             syncs = {q for q, x in enumerate(syms) if names[x] in BLOCKING_SYNC_NAMES}
-            return _begin_at(unit, after_sync, level, syms, positions, noise, rules,
+            return _begin_at(unit, after_sync, level, syms, positions, noise, memo,
                              PHASE_AFTER_SYNC,
                              tiny - syncs)
     return _extend_head(unit, level, syms, noise, rules, whole, tiny)
@@ -793,14 +1008,15 @@ def _walk_left(unit: Unit, syms: list, head, noise: set, take_noise: bool = Fals
 
 
 def _begin_at(unit: Unit, first: int, level: list, syms: list, positions: dict,
-              noise: set, rules: Rules, why: str, after_sync: set | None = None) -> Unit:
+              noise: set, memo: SearchMemo, why: str, after_sync: set | None = None) -> Unit:
     """The loop begins at ``first``: cut at it when it cuts the same loop as well as the
     anchor did; else (it is missing in some instances) each instance begins at it, or where
     it is missing at the next of the representative's ops that follow it up to the anchor.
     ``after_sync``: the positions of the small ops that are no syncs: those between the
     previous sync and ``first`` open the step too (an eval pass after the sync does not)."""
     if first != unit.anchor:
-        moved = _evaluate(positions[first], first, level, syms, rules)
+        rules = memo.rules
+        moved = _evaluate(positions[first], first, level, syms, rules, memo)
         if _qualifies(moved, rules) and moved.n >= rules.same_loop_ratio * unit.n and \
                 moved.score >= unit.score - rules.score_margin * unit.n:
             unit = moved
