@@ -289,8 +289,9 @@ def _weights(bag: dict, totals: tuple, active: tuple, rules: Rules) -> dict:
 def similarity(a: dict, b: dict) -> float:
     """Weighted Jaccard index of two compositions."""
     lo = hi = 0.0
+    in_a, in_b = a.get, b.get
     for s in a.keys() | b.keys():
-        x, y = a.get(s, 0.0), b.get(s, 0.0)
+        x, y = in_a(s, 0.0), in_b(s, 0.0)
         if x < y:
             lo += x
             hi += y
@@ -392,8 +393,7 @@ class SearchMemo:
       that occurred again since extends the row of the shorter one);
     - per span ``(a, b)`` of the level: its bag (``_bag``), its kernels (``_coverage``), its
       composition against each set of active components (``_weights``); per (representative
-      span, span): the likeness and the share of time in ops the representative lacks
-      (``_own_ops``).
+      span, span): the share of time in ops the representative lacks (``_own_ops``).
 
     Each value is computed exactly as the search computes it without the memo (the same
     functions, on the same ops, in the same order), so the decisions are the same.
@@ -441,6 +441,10 @@ class SearchMemo:
         self._gpu_total = sum(gpu)
         self._level_end = max(node.end for node in level)
 
+    def __len__(self) -> int:
+        """How many values are held."""
+        return len(self._current) + len(self._previous)
+
     @property
     def gpu_total(self) -> int:
         """The kernels of the whole level."""
@@ -487,7 +491,7 @@ class SearchMemo:
         spans = cut.spans
         done, scored, sims, like_n, idle_at = hit[1] if hit else (0, [], [], 0, [])
         if done < len(spans):
-            new = [self.likeness(ref_span, span) for span in spans[done:]]
+            new = self._likenesses(ref_span, spans[done:], cut.bags[done:])
             new_sims = [x for x, _ in new]
             scored, sims = scored + new, sims + new_sims
             like_n += sum(1 for x in new_sims if x >= self.rules.like)
@@ -525,15 +529,20 @@ class SearchMemo:
         return _weights(bag, (time, gpu, count), active, self.rules)
 
     def likeness(self, ref_span: tuple, span: tuple) -> tuple[float, dict]:
-        """``_likeness`` of the instance ``span`` to the representative ``ref_span``."""
-        return self._get(("likeness", ref_span, span), max(ref_span[1], span[1]),
-                         self._make_likeness, ref_span, span)
+        """``_likeness`` of the instance ``span`` to the representative ``ref_span`` (not
+        kept: the rows keep those of the instances that recur)."""
+        return self._likenesses(ref_span, [span], [self.bag(span)])[0]
 
-    def _make_likeness(self, ref_span: tuple, span: tuple) -> tuple[float, dict]:
+    def _likenesses(self, ref_span: tuple, spans: list, bags: list) -> list:
+        """``_likeness`` of each instance of ``spans`` (``bags``, theirs) to ``ref_span``."""
         reference = self.reference(ref_span)
-        _, time, gpu, count = self.bag(span)
-        w = self.weights(span, _active(reference))
-        return _likeness_of(w, (time, gpu, count), reference, self.rules), w
+        active = _active(reference)
+        rules = self.rules
+        out = []
+        for span, (_, time, gpu, count) in zip(spans, bags):
+            w = self.weights(span, active)
+            out.append((_likeness_of(w, (time, gpu, count), reference, rules), w))
+        return out
 
     def own_ops(self, ref_span: tuple, span: tuple) -> float:
         """``_own_ops`` of the instance ``span`` against the representative ``ref_span``."""
