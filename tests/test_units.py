@@ -4,6 +4,7 @@ from dataclasses import FrozenInstanceError, fields, replace
 
 import pytest
 
+from stream_split.core import units
 from stream_split.core.units import (
     RULES, Rules, SearchMemo, cycle_kinds, find_unit, last_instance_end, similarity, sure_ops)
 
@@ -296,3 +297,18 @@ def test_the_memo_holds_one_search_worth_not_the_history_of_the_level():
     once = SearchMemo()
     find_unit(list(level), names=_names(), whole=False, memo=once)
     assert 0 < len(memo) <= 2 * len(once)
+
+
+def test_beyond_its_budget_the_memo_keeps_no_more_and_the_answers_stay_the_same(monkeypatch):
+    # A huge level: each search keeps values up to the budget (in ops covered), makes the
+    # rest and lets it go, as a search without a memo does.
+    monkeypatch.setattr(units, "MEMO_BUDGET", 300)
+    ops = _noisy_training(11, 20)
+    memo = SearchMemo()
+    level: list = []
+    for i, op in enumerate(ops):
+        level.append(op)
+        if len(level) >= 8 and i % 4 == 0:
+            remembered = find_unit(level, names=_names(), whole=False, memo=memo)
+            assert remembered == find_unit(list(level), names=_names(), whole=False)
+            assert 0 < memo.size <= 2 * 300

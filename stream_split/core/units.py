@@ -378,6 +378,11 @@ def _differing(a: dict, b: dict, top: int = 3) -> list:
 
 # -- what one search keeps for the next --------------------------------------------------
 
+#: What a ``SearchMemo`` keeps per search, in ops covered by its values (a bag or composition
+#: of an instance of 40 ops counts 40): about 200 bytes each, so a few megabytes at most.
+#: A level of a few thousand ops cut by a few dozen anchors fits.
+MEMO_BUDGET = 1 << 16
+
 
 class SearchMemo:
     """What the unit search computed on one level, kept for the next search on it.
@@ -407,19 +412,26 @@ class SearchMemo:
     worth (the last one's, and what the current one has used so far), never the level's
     history.
 
+    Memory. A search without a memo holds one cut's bags at a time; kept, every cut's stay.
+    So each search keeps values only up to ``MEMO_BUDGET`` (counted in the ops they cover);
+    beyond, values are made and not kept (as without a memo). A search on a huge level then
+    costs what it did without one, and the memo stays bounded (the budget for each of the
+    two searches), however long the trace.
+
     ``find_unit`` without a memo uses a fresh one: within one search too, each span and pair
     is computed once.
     """
 
     __slots__ = ("level", "rules", "_gpu", "_current", "_previous", "_gpu_total",
-                 "_level_end")
+                 "_level_end", "_size")
 
     def __init__(self):
         self.level: list | None = None
         self.rules: Rules | None = None
         self._gpu: list = []  # each op's kernels when the latest search began
-        self._current: dict = {}  # key -> (reach, value), used by the current search
+        self._current: dict = {}  # key -> (reach, size, value), used by the current search
         self._previous: dict = {}  # ... by the one before it (dropped unless used again)
+        self._size = 0  # the ops covered by the values in ``_current``
         self._gpu_total = 0  # kernels of the whole level (``_coverage``)
         self._level_end = 0.0  # where its last op ends (``_coverage``)
 
@@ -437,6 +449,7 @@ class SearchMemo:
                 self._previous = {k: v for k, v in self._previous.items()
                                   if v[0] <= changed}
         self._current = {}
+        self._size = 0
         self._gpu = gpu
         self._gpu_total = sum(gpu)
         self._level_end = max(node.end for node in level)
@@ -444,6 +457,11 @@ class SearchMemo:
     def __len__(self) -> int:
         """How many values are held."""
         return len(self._current) + len(self._previous)
+
+    @property
+    def size(self) -> int:
+        """The ops covered by the values held (``MEMO_BUDGET``)."""
+        return self._size + sum(hit[1] for hit in self._previous.values())
 
     @property
     def gpu_total(self) -> int:
@@ -455,19 +473,42 @@ class SearchMemo:
         """Where the last op of the level ends."""
         return self._level_end
 
-    def _get(self, key, reach: int, make, *args):
-        """The value under ``key`` (its spans end by ``reach``): kept, or ``make(*args)``."""
+    def _get(self, key, reach: int, size: int, make, *args):
+        """The value under ``key`` (its spans end by ``reach``; it covers ``size`` ops):
+        kept, or ``make(*args)``."""
+        value = self._lookup(key)
+        if value is None:
+            value = self._keep(key, reach, size, make(*args))
+        return value
+
+    def _lookup(self, key):
+        """The value kept under ``key`` (now the current search's, within the budget), or
+        None."""
         hit = self._current.get(key)
         if hit is None:
-            hit = self._previous.pop(key, None)
+            hit = self._previous.get(key)
             if hit is None:
-                hit = (reach, make(*args))
-            self._current[key] = hit
-        return hit[1]
+                return None
+            if self._size + hit[1] <= MEMO_BUDGET:
+                del self._previous[key]
+                self._current[key] = hit
+                self._size += hit[1]
+        return hit[2]
+
+    def _keep(self, key, reach: int, size: int, value):
+        """Keep ``value`` under ``key`` for the next search, while within the budget."""
+        old = self._current.get(key)
+        grows = size - (old[1] if old else 0)
+        if self._size + grows <= MEMO_BUDGET:
+            self._current[key] = (reach, size, value)
+            self._size += grows
+        return value
 
     def cut(self, positions: tuple) -> _Cut:
         """The instances but the last of the cut at ``positions`` (``_Cut``)."""
-        return self._get(("cut", positions), positions[-1], self._make_cut, positions)
+        return self._get(("cut", positions), positions[-1],
+                         positions[-1] - positions[0] + len(positions), self._make_cut,
+                         positions)
 
     def _make_cut(self, positions: tuple) -> _Cut:
         spans = [(positions[k], positions[k + 1]) for k in range(len(positions) - 1)]
@@ -487,9 +528,8 @@ class SearchMemo:
         occurrence): as the level grows its cut only gains instances at the end, so the row
         kept for a shorter cut is extended by the new ones."""
         key = ("row", ref_span, cut.positions[0])
-        hit = self._current.get(key) or self._previous.pop(key, None)
         spans = cut.spans
-        done, scored, sims, like_n, idle_at = hit[1] if hit else (0, [], [], 0, [])
+        done, scored, sims, like_n, idle_at = self._lookup(key) or (0, [], [], 0, [])
         if done < len(spans):
             new = self._likenesses(ref_span, spans[done:], cut.bags[done:])
             new_sims = [x for x, _ in new]
@@ -497,23 +537,21 @@ class SearchMemo:
             like_n += sum(1 for x in new_sims if x >= self.rules.like)
             idle_at = idle_at + _idle_flags(new_sims, cut.bags[done:], spans[done:],
                                             ref_span, self)
-            hit = None
-        if hit is None:
-            hit = (cut.positions[-1], (len(spans), scored, sims, like_n, idle_at))
-        self._current[key] = hit
+            self._keep(key, cut.positions[-1], 3 * len(spans),
+                       (len(spans), scored, sims, like_n, idle_at))
         return scored, sims, like_n, idle_at
 
     def bag(self, span: tuple) -> tuple:
         """``_bag`` of ``span``."""
-        return self._get(("bag", span), span[1], _bag, self.level, *span)
+        return self._get(("bag", span), span[1], span[1] - span[0], _bag, self.level, *span)
 
     def gpu(self, span: tuple) -> int:
         """The kernels of the ops of ``span``, as ``_coverage`` sums them."""
-        return self._get(("gpu", span), span[1], _summed_gpu, self.level, *span)
+        return self._get(("gpu", span), span[1], 1, _summed_gpu, self.level, *span)
 
     def reference(self, span: tuple) -> tuple:
         """``_reference`` of the instance ``span``."""
-        return self._get(("reference", span), span[1], self._make_reference, span)
+        return self._get(("reference", span), span[1], 1, self._make_reference, span)
 
     def _make_reference(self, span: tuple) -> tuple:
         bag, time, gpu, count = self.bag(span)
@@ -521,8 +559,8 @@ class SearchMemo:
 
     def weights(self, span: tuple, active: tuple) -> dict:
         """``_weights`` of the instance ``span`` for the components ``active``."""
-        return self._get(("weights", span, active), span[1], self._make_weights, span,
-                         active)
+        return self._get(("weights", span, active), span[1], span[1] - span[0],
+                         self._make_weights, span, active)
 
     def _make_weights(self, span: tuple, active: tuple) -> dict:
         bag, time, gpu, count = self.bag(span)
@@ -546,7 +584,7 @@ class SearchMemo:
 
     def own_ops(self, ref_span: tuple, span: tuple) -> float:
         """``_own_ops`` of the instance ``span`` against the representative ``ref_span``."""
-        return self._get(("own", ref_span, span), max(ref_span[1], span[1]),
+        return self._get(("own", ref_span, span), max(ref_span[1], span[1]), 1,
                          lambda: _own_ops(self.bag(span), self.reference(ref_span)))
 
 
