@@ -379,9 +379,9 @@ def _differing(a: dict, b: dict, top: int = 3) -> list:
 # -- what one search keeps for the next --------------------------------------------------
 
 #: What a ``SearchMemo`` keeps per search, in ops covered by its values (a bag or composition
-#: of an instance of 40 ops counts 40): about 200 bytes each, so a few megabytes at most.
-#: A level of a few thousand ops cut by a few dozen anchors fits.
-MEMO_BUDGET = 1 << 16
+#: of an instance of 40 ops counts 40): about 90 bytes each (measured), some 3 MB. The
+#: searches of the resnet trace's top level (600 ops, 19 anchors) keep under 30 000.
+MEMO_BUDGET = 1 << 15
 
 
 class SearchMemo:
@@ -554,17 +554,15 @@ class SearchMemo:
         return self._get(("reference", span), span[1], 1, self._make_reference, span)
 
     def _make_reference(self, span: tuple) -> tuple:
-        bag, time, gpu, count = self.bag(span)
-        return self.weights(span, (time > 0, gpu > 0)), time, gpu, count
+        bag = self.bag(span)
+        _, time, gpu, count = bag
+        return self.weights(span, bag, (time > 0, gpu > 0)), time, gpu, count
 
-    def weights(self, span: tuple, active: tuple) -> dict:
-        """``_weights`` of the instance ``span`` for the components ``active``."""
+    def weights(self, span: tuple, bag: tuple, active: tuple) -> dict:
+        """``_weights`` of the instance ``span`` (``bag``, its ``_bag``) for the components
+        ``active``."""
         return self._get(("weights", span, active), span[1], span[1] - span[0],
-                         self._make_weights, span, active)
-
-    def _make_weights(self, span: tuple, active: tuple) -> dict:
-        bag, time, gpu, count = self.bag(span)
-        return _weights(bag, (time, gpu, count), active, self.rules)
+                         _weights_of, bag, active, self.rules)
 
     def likeness(self, ref_span: tuple, span: tuple) -> tuple[float, dict]:
         """``_likeness`` of the instance ``span`` to the representative ``ref_span`` (not
@@ -577,9 +575,9 @@ class SearchMemo:
         active = _active(reference)
         rules = self.rules
         out = []
-        for span, (_, time, gpu, count) in zip(spans, bags):
-            w = self.weights(span, active)
-            out.append((_likeness_of(w, (time, gpu, count), reference, rules), w))
+        for span, bag in zip(spans, bags):
+            w = self.weights(span, bag, active)
+            out.append((_likeness_of(w, bag[1:], reference, rules), w))
         return out
 
     def own_ops(self, ref_span: tuple, span: tuple) -> float:
@@ -596,6 +594,11 @@ class _Cut:
     bags: list        # their ``_bag``
     ops: int          # the median of their op counts
     time: float       # ... and of their summed times (weighed rules only)
+
+
+def _weights_of(bag_totals: tuple, active: tuple, rules: Rules) -> dict:
+    bag, time, gpu, count = bag_totals
+    return _weights(bag, (time, gpu, count), active, rules)
 
 
 def _summed_gpu(level: list, a: int, b: int) -> int:
