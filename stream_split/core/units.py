@@ -306,15 +306,19 @@ def _size_ratio(totals: tuple, reference: tuple, rules: Rules) -> float:
     little its op count (tiny noise ops add count, not work)."""
     time, gpu, count = totals
     _, ref_time, ref_gpu, ref_count = reference
-    parts = []
+    weights, weighted = [], []  # each part's weight, and its ratio times its weight
     if rules.weigh and ref_time > 0:
-        parts.append((rules.time_weight, time / ref_time))
+        weights.append(rules.time_weight)
+        weighted.append(rules.time_weight * (time / ref_time))
     if rules.weigh and ref_gpu > 0:
-        parts.append((rules.gpu_weight, gpu / ref_gpu))
+        weights.append(rules.gpu_weight)
+        weighted.append(rules.gpu_weight * (gpu / ref_gpu))
     if ref_count:
-        parts.append((rules.count_weight if rules.weigh else 1.0, count / ref_count))
-    weight = sum(w for w, _ in parts)
-    return sum(w * x for w, x in parts) / weight if weight else 0.0
+        w = rules.count_weight if rules.weigh else 1.0
+        weights.append(w)
+        weighted.append(w * (count / ref_count))
+    weight = sum(weights)
+    return sum(weighted) / weight if weight else 0.0
 
 
 def _work_ratio(bag_totals: tuple, reference: tuple) -> float:
