@@ -61,7 +61,9 @@ Memory: below the top level the skeleton is capped at ``max_nodes`` ops, and kep
 main threads (pid == tid); a side thread keeps at most 10 000 top-level ops. Once the unit
 is confirmed online the skeleton is dropped. A loop that is never confirmed online keeps its
 main thread's top level (about 100 bytes per top-level op) until the end: that part grows with
-the trace. Everything the engine waits on meanwhile is spilled.
+the trace. Everything the engine waits on meanwhile is spilled. The online tries search the
+same few levels again as they grow: the last search of each (at most ``_MEMOS`` levels) is
+kept for the next (``units.SearchMemo``, at most twice ``units.MEMO_BUDGET`` ops' worth each).
 """
 from __future__ import annotations
 

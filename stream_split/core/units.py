@@ -56,6 +56,13 @@ detector (``structure.py``) decides where to look and what a found unit means.
 Also here, shared by both decision paths: where the last instance ends
 (``last_instance_end``) and the kind of each cycle (``cycle_kinds``).
 
+Cost. Online the same level is searched again each time it grows by a few ops: every anchor's
+cut, up to ``Rules.medoid_trials`` representatives, every instance compared to each. A
+``SearchMemo`` carries what a search computed to the next search on the same level (a cut's
+instances but the last, and their likeness to each representative, do not change as the level
+grows), computed by the same functions on the same ops: the answers are the same with or
+without it.
+
 Every threshold lives in ``Rules`` with the reason for its value.
 """
 from __future__ import annotations
