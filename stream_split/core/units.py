@@ -643,11 +643,23 @@ def _segments(cut: _Cut, level: list, rules: Rules) -> list:
 
 
 def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules,
-              memo: SearchMemo) -> Unit:
-    """Cut ``level`` at ``pos``: the representative, each instance's similarity, coverage."""
+              memo: SearchMemo) -> Unit | None:
+    """Cut ``level`` at ``pos``: the representative, each instance's similarity, coverage;
+    None when its count and coverage alone rule it out (``_may_qualify``): no similarity
+    could make it qualify, so none is computed."""
     cut = memo.cut(tuple(pos))
     inner = cut.spans
     spans = _segments(cut, level, rules)
+    # Coverage counts every instance of about the unit's length (an eval step is unlike a plain
+    # one, yet part of the loop); the like share below is what judges regularity. The length
+    # is the median instance's: the representative may carry a run of inserted small ops.
+    # (Without inner instances only the last one counts, whatever the length.)
+    width = sorted(b - a for a, b in inner)[len(inner) // 2] if inner else 0
+    coverage = _coverage(level, [(a, b) for a, b in spans[:-1]
+                                 if 0.5 * width <= b - a <= 4 * width] + spans[-1:], rules,
+                         memo)
+    if not _may_qualify(len(pos), coverage, rules):
+        return None
     bags = cut.bags + [memo.bag(spans[-1])]
     shapes = [tuple(syms[a:b]) for a, b in spans]
     # The representative: the one that explains the most instances (like it, or idle beside
@@ -687,13 +699,6 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules,
     fragments = sum(1 for k, (a, b) in enumerate(inner) if b - a < 0.5 * len(rep_shape)
                     and (not rules.weigh
                          or _work_ratio(bags[k], reference) < rules.piece_work_share))
-    # Coverage counts every instance of about the unit's length (an eval step is unlike a plain
-    # one, yet part of the loop); the like share above is what judges regularity. The length
-    # is the median instance's: the representative may carry a run of inserted small ops.
-    width = sorted(b - a for a, b in inner)[len(inner) // 2] if inner else len(rep_shape)
-    coverage = _coverage(level, [(a, b) for a, b in spans[:-1]
-                                 if 0.5 * width <= b - a <= 4 * width] + spans[-1:], rules,
-                         memo)
     worst = min(range(len(sims)), key=sims.__getitem__)
     # The least similar instance that is not an idle cycle, nor at an edge of the level (the
     # first may hold a prologue, the last an epilogue): unlike and busy is what a layer's
@@ -834,18 +839,26 @@ def _coverage(level: list, spans: list, rules: Rules, memo: SearchMemo) -> float
     return sum(min(t, cap) for t in times) / total if total > 0 else 0.0
 
 
-def _qualifies(unit: Unit, rules: Rules) -> bool:
-    n = unit.n
+def _may_qualify(n: int, coverage: float, rules: Rules) -> bool:
+    """The tests of ``_qualifies`` that a cut's number of instances and its coverage decide
+    alone: a cut that fails them is not evaluated further (``_evaluate``)."""
     if n < 2:
         return False
     if n < rules.min_instances:
-        return (n == 2 and rules.weigh and unit.worst >= rules.two_similarity
-                and unit.coverage >= rules.two_coverage)
+        return n == 2 and rules.weigh and coverage >= rules.two_coverage
+    return coverage >= rules.min_coverage
+
+
+def _qualifies(unit: Unit | None, rules: Rules) -> bool:
+    if unit is None or not _may_qualify(unit.n, unit.coverage, rules):
+        return False
+    n = unit.n
+    if n < rules.min_instances:
+        return unit.worst >= rules.two_similarity
     return (unit.like >= rules.min_like
             and unit.like >= rules.like_share * (n - unit.idle)
             and unit.score / n * unit.coverage >= rules.min_quality
-            and unit.fragments <= rules.fragment_share * n
-            and unit.coverage >= rules.min_coverage)
+            and unit.fragments <= rules.fragment_share * n)
 
 
 def _super_period(coarse: Unit, fine: Unit, rules: Rules, markers: frozenset) -> bool:
