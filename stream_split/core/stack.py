@@ -9,22 +9,14 @@ Memory is the depth of the deepest open nesting per thread, never the length of 
 from __future__ import annotations
 
 
-class _Thread:
-    """One thread's open ops, where its latest op started and how many sections it has."""
-    __slots__ = ("stack", "last_start", "sections")
-
-    def __init__(self):
-        self.stack: list = []  # [(end, name, start), ...], outermost first
-        self.last_start = float("-inf")
-        self.sections = 0
-
-
 class ThreadStacks:
-    __slots__ = ("_threads", "_tolerance", "sections_started")
+    __slots__ = ("_stacks", "_tolerance", "_last_start", "_sections", "sections_started")
 
     def __init__(self, tolerance_us: float = 1.0):
-        self._threads: dict = {}  # thread -> _Thread (one lookup per op)
+        self._stacks: dict = {}
         self._tolerance = tolerance_us
+        self._last_start: dict = {}
+        self._sections: dict = {}
         self.sections_started = 0  # times a thread's ops went back in time
 
     def push(self, thread, name: str, start: float, end: float) -> list:
@@ -34,15 +26,16 @@ class ThreadStacks:
         ``user_annotation`` spans may all come before its ``cpu_op`` events. An op that
         starts before the previous one of its thread begins a new *section*: the stack is
         cleared rather than nesting ops under spans they cannot be inside."""
-        state = self._threads.get(thread)
-        if state is None:
-            state = self._threads[thread] = _Thread()
-        stack = state.stack
-        if start < state.last_start:
+        stack = self._stacks.get(thread)
+        if stack is None:
+            stack = self._stacks[thread] = []
+            self._sections[thread] = 0
+        last = self._last_start.get(thread)
+        if last is not None and start < last:
             stack.clear()
-            state.sections += 1
+            self._sections[thread] += 1
             self.sections_started += 1
-        state.last_start = start
+        self._last_start[thread] = start
         tol = self._tolerance
         while stack:
             top_end, _, top_start = stack[-1]
@@ -55,5 +48,4 @@ class ThreadStacks:
 
     def section(self, thread) -> int:
         """How many times this thread's ops went back in time so far."""
-        state = self._threads.get(thread)
-        return state.sections if state is not None else 0
+        return self._sections.get(thread, 0)
