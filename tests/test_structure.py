@@ -214,3 +214,30 @@ def test_online_in_time_order_the_boundary_is_at_the_outermost_python_frame():
     assert [it.start_ts for it in splitter.iterations] == [a for a, _ in spans]
     assert "outermost Python frame" in splitter.evidence["phase"]
     assert not _frames_in_their_step(events, got, spans)
+
+
+@pytest.mark.parametrize("layout", ["time", "kineto"])
+def test_online_searches_that_remember_the_last_one_split_as_fresh_searches_do(
+        layout, monkeypatch):
+    # The online tries search a level again as it grows, each with the memo of the last
+    # search on it (``units.SearchMemo``); launches credit kernels to the ops meanwhile (in
+    # time order) or after them (Kineto's sections). Every owner and every piece of evidence
+    # is the same as with a fresh search each time.
+    from stream_split.core import structure
+    from stream_split.core.units import SearchMemo
+    from stream_split.testing.accuracy import owners
+    from stream_split.testing.replay import SCENARIOS
+
+    def run():
+        out = []
+        for scenario, params in SCENARIOS.values():
+            events = generate(scenario, seed=2, layout=layout, **params).events
+            found, splitter = owners(events, SplitOptions(detector="structure"))
+            out.append((found, splitter.evidence,
+                        [(it.start_ts, it.kind) for it in splitter.iterations]))
+        return out
+
+    remembered = run()
+    monkeypatch.setattr(structure.StructureDetector, "_memo_for",
+                        lambda self, level: SearchMemo())
+    assert run() == remembered

@@ -1,10 +1,12 @@
 """The pure unit search (stream_split.core.units), fed levels of sibling ops directly."""
+import random
 from dataclasses import FrozenInstanceError, fields, replace
 
 import pytest
 
+from stream_split.core import units
 from stream_split.core.units import (
-    RULES, Rules, cycle_kinds, find_unit, last_instance_end, similarity, sure_ops)
+    RULES, Rules, SearchMemo, cycle_kinds, find_unit, last_instance_end, similarity, sure_ops)
 
 
 class Op:
@@ -241,3 +243,72 @@ def test_a_big_op_seen_once_before_the_first_step_is_the_prologue_not_its_head()
     unit = find_unit(ops)
     assert [pattern[p] for p in unit.positions] == [5, 5, 5]
     assert unit.positions[0] == 1
+
+
+def _noisy_training(seed: int, steps: int) -> list:
+    """Ops of ``steps`` training steps (``TRAIN``, an eval pass now and then), with noise:
+    durations vary, small ops (7, 8, 9) are inserted and the zero_grad is sometimes missing."""
+    rng = random.Random(seed)
+    pattern = []
+    for _ in range(steps):
+        step = list(TRAIN) + (EVAL if rng.random() < 0.2 else [])
+        if rng.random() < 0.2:
+            step.remove(5)
+        for _ in range(rng.randrange(3)):
+            step.insert(rng.randrange(1, len(step)), rng.choice([7, 8, 9]))
+        pattern += step
+    ops, t = [], 0.0
+    for sym in pattern:
+        d = TRAIN_DUR.get(sym, 1.0) * rng.uniform(0.8, 1.25)
+        ops.append(Op(sym, t, t + d))
+        t += d + rng.uniform(0.5, 2.0)
+    return ops
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_remembered_search_finds_what_a_fresh_one_finds_as_the_level_grows(seed):
+    # Online the detector searches a level again as it grows, with the memo of the last
+    # search; GPU work is credited meanwhile, to old ops too (a launch read late). Every
+    # answer is the fresh search's, field for field.
+    ops = _noisy_training(seed, 14)
+    rng = random.Random(seed)
+    memo = SearchMemo()
+    level: list = []
+    for i, op in enumerate(ops):
+        level.append(op)
+        if i % 5 == 4:  # kernels of a recent op, now and then of an old one
+            level[rng.randrange(len(level)) if i % 15 == 4 else -1].gpu += TRAIN_GPU.get(
+                level[-1].sym, 1)
+        if len(level) < 8 or i % 3:
+            continue
+        remembered = find_unit(level, names=_names(), whole=False, memo=memo)
+        fresh = find_unit(list(level), names=_names(), whole=False)
+        assert remembered == fresh
+
+
+def test_the_memo_holds_one_search_worth_not_the_history_of_the_level():
+    ops = _noisy_training(7, 20)
+    memo = SearchMemo()
+    level: list = []
+    for op in ops:
+        level.append(op)
+        if len(level) >= 8:
+            find_unit(level, names=_names(), whole=False, memo=memo)
+    once = SearchMemo()
+    find_unit(list(level), names=_names(), whole=False, memo=once)
+    assert 0 < len(memo) <= 2 * len(once)
+
+
+def test_beyond_its_budget_the_memo_keeps_no_more_and_the_answers_stay_the_same(monkeypatch):
+    # A huge level: each search keeps values up to the budget (in ops covered), makes the
+    # rest and lets it go, as a search without a memo does.
+    monkeypatch.setattr(units, "MEMO_BUDGET", 300)
+    ops = _noisy_training(11, 20)
+    memo = SearchMemo()
+    level: list = []
+    for i, op in enumerate(ops):
+        level.append(op)
+        if len(level) >= 8 and i % 4 == 0:
+            remembered = find_unit(level, names=_names(), whole=False, memo=memo)
+            assert remembered == find_unit(list(level), names=_names(), whole=False)
+            assert 0 < memo.size <= 2 * 300

@@ -61,7 +61,9 @@ Memory: below the top level the skeleton is capped at ``max_nodes`` ops, and kep
 main threads (pid == tid); a side thread keeps at most 10 000 top-level ops. Once the unit
 is confirmed online the skeleton is dropped. A loop that is never confirmed online keeps its
 main thread's top level (about 100 bytes per top-level op) until the end: that part grows with
-the trace. Everything the engine waits on meanwhile is spilled.
+the trace. Everything the engine waits on meanwhile is spilled. The online tries search the
+same few levels again as they grow: the last search of each (at most ``_MEMOS`` levels) is
+kept for the next (``units.SearchMemo``, at most twice ``units.MEMO_BUDGET`` ops' worth each).
 """
 from __future__ import annotations
 
@@ -74,8 +76,9 @@ from stream_split.core.skeleton import (
     MAX_PENDING_FRAMES, SKIPPED, Node, Symbols, ThreadSkeleton, flatten, open_pending,
     outermost_opener, start_of)
 from stream_split.core.units import (
-    PHASE_AFTER_SYNC, PHASE_INPUT_FETCH, RULES, Rules, Unit, find_unit, last_instance_end, shape_and_similarity,
-    sure_ops, time_reference, turns_the_loop, typical_duration)
+    PHASE_AFTER_SYNC, PHASE_INPUT_FETCH, RULES, Rules, SearchMemo, Unit, find_unit,
+    last_instance_end, shape_and_similarity, sure_ops, time_reference, turns_the_loop,
+    typical_duration)
 from stream_split.trace_format import BLOCKING_SYNC_NAMES, PROFILER_STEP_PREFIX
 
 MODULE_FRAME_PREFIX = "nn.Module: "
@@ -107,6 +110,9 @@ MATCHING = "matching"
 _EAGER_TRIES = 8
 #: Online, the children of containers this shallow (depth of the container) are tried.
 _CONTAINER_DEPTH = 4
+#: Levels whose last search is kept for the next online try on them (``units.SearchMemo``):
+#: the top level and the chain of containers below it.
+_MEMOS = _CONTAINER_DEPTH + 1
 #: Instance starts kept online, for the typical instance duration.
 _TYPICAL_OF = 64
 #: Ops of the matched level kept while matching online, to weigh the work between an opening
@@ -457,6 +463,8 @@ class StructureDetector:
         self._tried_at_end = False  # the online confirmation was tried on the whole section
         self._waited = ""  # why the decision could not be made at the section end
         self._early: DetectorResult | None = None  # the close decision, made at SECTION_END
+        #: The last search on each level tried online lately, latest last (``_memo_for``).
+        self._memos: list = []
 
     def note_facts(self, facts: TraceFacts) -> None:
         """What the header says will (not) follow the CPU ops (before the first event)."""
@@ -574,7 +582,7 @@ class StructureDetector:
         loop (a loop marker in each, once) is confirmed too. A coarser cut of several such
         instances loses to them at close (the super-period rule) and a finer one turns no
         loop, whatever the kernels that come later weigh."""
-        unit = find_unit(roots, names=self._names, whole=False)
+        unit = find_unit(roots, names=self._names, whole=False, memo=self._memo_for(roots))
         if unit is None:
             return ()
         verdict, why = self._iteration_test(state, roots, unit, path)
@@ -622,10 +630,24 @@ class StructureDetector:
         self.wants_evidence = self._frames_before_ops
         self._matcher_key = next(k for k, v in self._threads.items() if v is state)
         self._threads = {self._matcher_key: state}  # the skeleton is no longer needed
-        self._sections_of, self._early_frames = {}, {}
+        self._sections_of, self._early_frames, self._memos = {}, {}, []
         state.roots = []
         state.kid_seen = {}
         return tuple(self._matcher.found)
+
+    def _memo_for(self, level: list) -> SearchMemo:
+        """The memo of the last search on ``level`` (``units.SearchMemo``): the online tries
+        search the same few levels again each time they grow by an op or a few. One memo
+        per level tried lately, at most ``_MEMOS`` (the least recently tried goes)."""
+        memos = self._memos
+        for i, memo in enumerate(memos):
+            if memo.level is level:
+                memos.append(memos.pop(i))
+                return memo
+        memo = SearchMemo()
+        memos.append(memo)
+        del memos[:-_MEMOS]
+        return memo
 
     def _observe_matching(self, key, stack, start, end, name):
         if key != self._matcher_key:
@@ -659,7 +681,7 @@ class StructureDetector:
             self._online_state = state
             self.wants_evidence = False
             self._threads = {}  # the skeleton is no longer needed
-            self._sections_of, self._early_frames = {}, {}
+            self._sections_of, self._early_frames, self._memos = {}, {}, []
             state.roots = []
             self._online_count = len(state.steps)
             self._online_last_end = max(s[1] for s in state.steps)
@@ -795,7 +817,7 @@ class StructureDetector:
         self._early = replace(result, boundaries=[])
         self.mode = SECTION_END
         self.wants_evidence = False
-        self._threads = {}  # the skeleton is no longer needed
+        self._threads, self._memos = {}, []  # the skeleton is no longer needed
         return tuple(result.boundaries)
 
     def _confirm_section(self) -> tuple:

@@ -56,6 +56,13 @@ detector (``structure.py``) decides where to look and what a found unit means.
 Also here, shared by both decision paths: where the last instance ends
 (``last_instance_end``) and the kind of each cycle (``cycle_kinds``).
 
+Cost. Online the same level is searched again each time it grows by a few ops: every anchor's
+cut, up to ``Rules.medoid_trials`` representatives, every instance compared to each. A
+``SearchMemo`` carries what a search computed to the next search on the same level (a cut's
+instances but the last, and their likeness to each representative, do not change as the level
+grows), computed by the same functions on the same ops: the answers are the same with or
+without it.
+
 Every threshold lives in ``Rules`` with the reason for its value.
 """
 from __future__ import annotations
@@ -289,8 +296,9 @@ def _weights(bag: dict, totals: tuple, active: tuple, rules: Rules) -> dict:
 def similarity(a: dict, b: dict) -> float:
     """Weighted Jaccard index of two compositions."""
     lo = hi = 0.0
+    in_a, in_b = a.get, b.get
     for s in a.keys() | b.keys():
-        x, y = a.get(s, 0.0), b.get(s, 0.0)
+        x, y = in_a(s, 0.0), in_b(s, 0.0)
         if x < y:
             lo += x
             hi += y
@@ -305,15 +313,19 @@ def _size_ratio(totals: tuple, reference: tuple, rules: Rules) -> float:
     little its op count (tiny noise ops add count, not work)."""
     time, gpu, count = totals
     _, ref_time, ref_gpu, ref_count = reference
-    parts = []
+    weights, weighted = [], []  # each part's weight, and its ratio times its weight
     if rules.weigh and ref_time > 0:
-        parts.append((rules.time_weight, time / ref_time))
+        weights.append(rules.time_weight)
+        weighted.append(rules.time_weight * (time / ref_time))
     if rules.weigh and ref_gpu > 0:
-        parts.append((rules.gpu_weight, gpu / ref_gpu))
+        weights.append(rules.gpu_weight)
+        weighted.append(rules.gpu_weight * (gpu / ref_gpu))
     if ref_count:
-        parts.append((rules.count_weight if rules.weigh else 1.0, count / ref_count))
-    weight = sum(w for w, _ in parts)
-    return sum(w * x for w, x in parts) / weight if weight else 0.0
+        w = rules.count_weight if rules.weigh else 1.0
+        weights.append(w)
+        weighted.append(w * (count / ref_count))
+    weight = sum(weights)
+    return sum(weighted) / weight if weight else 0.0
 
 
 def _work_ratio(bag_totals: tuple, reference: tuple) -> float:
@@ -336,11 +348,21 @@ def _size_factor(ratio: float, rules: Rules) -> float:
 
 def _likeness(bag_totals: tuple, reference: tuple, rules: Rules) -> tuple[float, dict]:
     bag, time, gpu, count = bag_totals
-    ref_w, ref_time, ref_gpu, ref_count = reference
-    w = _weights(bag, (time, gpu, count), (ref_time > 0, ref_gpu > 0), rules)
+    w = _weights(bag, (time, gpu, count), _active(reference), rules)
+    return _likeness_of(w, (time, gpu, count), reference, rules), w
+
+
+def _active(reference: tuple) -> tuple:
+    """The components of an instance's composition that count against ``reference``: time
+    and kernels where the reference has any (``_weights``)."""
+    return reference[1] > 0, reference[2] > 0
+
+
+def _likeness_of(w: dict, totals: tuple, reference: tuple, rules: Rules) -> float:
+    """The similarity of an instance (its composition ``w``, its totals) to ``reference``."""
     # The lesser of the two: an eval step is unlike a plain one by what it adds, not twice.
-    ratio = _size_ratio((time, gpu, count), reference, rules)
-    return min(similarity(w, ref_w), _size_factor(ratio, rules)), w
+    ratio = _size_ratio(totals, reference, rules)
+    return min(similarity(w, reference[0]), _size_factor(ratio, rules))
 
 
 def _reference(bag_totals: tuple, rules: Rules) -> tuple:
@@ -365,37 +387,280 @@ def _differing(a: dict, b: dict, top: int = 3) -> list:
     return [(s, round(g, 3)) for g, s in gaps[:top] if g > 0]
 
 
+# -- what one search keeps for the next --------------------------------------------------
+
+#: What a ``SearchMemo`` keeps per search, in ops covered by its values (a bag or composition
+#: of an instance of 40 ops counts 40): about 90 bytes each (measured), some 3 MB. The
+#: searches of the resnet trace's top level (600 ops, 19 anchors) keep under 30 000.
+MEMO_BUDGET = 1 << 15
+
+
+class SearchMemo:
+    """What the unit search computed on one level, kept for the next search on it.
+
+    Online the detector searches a level again each time it has grown by an op or a few
+    (``structure.StructureDetector._confirm``), and most of what it evaluates is the same as
+    the last time: a cut's instances but the last do not change as the level grows, nor do
+    their likenesses to the same representative. This holds:
+
+    - per cut (the positions of an anchor's occurrences): its instances but the last, their
+      bags and median size (``_Cut``), and against each representative tried, each one's
+      likeness, how many are like it and which are idle (``row``; the cut of an anchor
+      that occurred again since extends the row of the shorter one);
+    - per span ``(a, b)`` of the level: its bag (``_bag``), its kernels (``_coverage``), its
+      composition against each set of active components (``_weights``); per (representative
+      span, span): the share of time in ops the representative lacks (``_own_ops``).
+
+    Each value is computed exactly as the search computes it without the memo (the same
+    functions, on the same ops, in the same order), so the decisions are the same.
+
+    Invalidation. Every value depends only on the ops inside its spans: their symbol, start
+    and end never change once read and a level only grows at its end; their kernels
+    (``Node.gpu``, counts) only grow as launches are credited. ``begin`` starts each search:
+    on another level (another list) or with other rules, everything goes; where an op's
+    kernels changed since the previous search, every value whose spans reach that op goes.
+    Values the previous search did not use go too: the memo holds at most two searches'
+    worth (the last one's, and what the current one has used so far), never the level's
+    history.
+
+    Memory. A search without a memo holds one cut's bags at a time; kept, every cut's stay.
+    So each search keeps values only up to ``MEMO_BUDGET`` (counted in the ops they cover);
+    beyond, values are made and not kept (as without a memo). A search on a huge level then
+    costs what it did without one, and the memo stays bounded (the budget for each of the
+    two searches), however long the trace.
+
+    ``find_unit`` without a memo uses a fresh one: within one search too, each span and pair
+    is computed once.
+    """
+
+    __slots__ = ("level", "rules", "_gpu", "_current", "_previous", "_gpu_total",
+                 "_level_end", "_size")
+
+    def __init__(self):
+        self.level: list | None = None
+        self.rules: Rules | None = None
+        self._gpu: list = []  # each op's kernels when the latest search began
+        self._current: dict = {}  # key -> (reach, size, value), used by the current search
+        self._previous: dict = {}  # ... by the one before it (dropped unless used again)
+        self._size = 0  # the ops covered by the values in ``_current``
+        self._gpu_total = 0  # kernels of the whole level (``_coverage``)
+        self._level_end = 0.0  # where its last op ends (``_coverage``)
+
+    def begin(self, level: list, rules: Rules) -> None:
+        """A search on ``level`` with ``rules`` begins: drop what can have changed."""
+        gpu = [node.gpu for node in level]
+        if level is not self.level or rules is not self.rules:
+            self.level, self.rules = level, rules
+            self._previous = {}
+        else:
+            old = self._gpu
+            self._previous = self._current
+            if gpu[:len(old)] != old:  # kernels credited: keep what lies before the first
+                changed = next(i for i, (x, y) in enumerate(zip(gpu, old)) if x != y)
+                self._previous = {k: v for k, v in self._previous.items()
+                                  if v[0] <= changed}
+        self._current = {}
+        self._size = 0
+        self._gpu = gpu
+        self._gpu_total = sum(gpu)
+        self._level_end = max(node.end for node in level)
+
+    def __len__(self) -> int:
+        """How many values are held."""
+        return len(self._current) + len(self._previous)
+
+    @property
+    def size(self) -> int:
+        """The ops covered by the values held (``MEMO_BUDGET``)."""
+        return self._size + sum(hit[1] for hit in self._previous.values())
+
+    @property
+    def gpu_total(self) -> int:
+        """The kernels of the whole level."""
+        return self._gpu_total
+
+    @property
+    def level_end(self) -> float:
+        """Where the last op of the level ends."""
+        return self._level_end
+
+    def _get(self, key, reach: int, size: int, make, *args):
+        """The value under ``key`` (its spans end by ``reach``; it covers ``size`` ops):
+        kept, or ``make(*args)``."""
+        value = self._lookup(key)
+        if value is None:
+            value = self._keep(key, reach, size, make(*args))
+        return value
+
+    def _lookup(self, key):
+        """The value kept under ``key`` (now the current search's, within the budget), or
+        None."""
+        hit = self._current.get(key)
+        if hit is None:
+            hit = self._previous.get(key)
+            if hit is None:
+                return None
+            if self._size + hit[1] <= MEMO_BUDGET:
+                del self._previous[key]
+                self._current[key] = hit
+                self._size += hit[1]
+        return hit[2]
+
+    def _keep(self, key, reach: int, size: int, value):
+        """Keep ``value`` under ``key`` for the next search, while within the budget."""
+        old = self._current.get(key)
+        grows = size - (old[1] if old else 0)
+        if self._size + grows <= MEMO_BUDGET:
+            self._current[key] = (reach, size, value)
+            self._size += grows
+        return value
+
+    def cut(self, positions: tuple) -> _Cut:
+        """The instances but the last of the cut at ``positions`` (``_Cut``)."""
+        return self._get(("cut", positions), positions[-1],
+                         positions[-1] - positions[0] + len(positions), self._make_cut,
+                         positions)
+
+    def _make_cut(self, positions: tuple) -> _Cut:
+        spans = [(positions[k], positions[k + 1]) for k in range(len(positions) - 1)]
+        if not spans:
+            return _Cut(positions, spans, [], 0, 0.0)
+        middle = len(spans) // 2
+        ops = sorted(b - a for a, b in spans)[middle]
+        level = self.level
+        time = sorted(sum(level[i].end - level[i].start for i in range(a, b))
+                      for a, b in spans)[middle] if self.rules.weigh else 0.0
+        return _Cut(positions, spans, [self.bag(span) for span in spans], ops, time)
+
+    def row(self, ref_span: tuple, cut: _Cut) -> tuple:
+        """The instances of ``cut`` but its last one against the representative
+        ``ref_span``: each one's likeness (``likeness``), its similarity, how many are like
+        it (``Rules.like``) and which are idle (``_idle_flags``). Kept per anchor (its first
+        occurrence): as the level grows its cut only gains instances at the end, so the row
+        kept for a shorter cut is extended by the new ones."""
+        key = ("row", ref_span, cut.positions[0])
+        spans = cut.spans
+        done, scored, sims, like_n, idle_at = self._lookup(key) or (0, [], [], 0, [])
+        if done < len(spans):
+            new = self._likenesses(ref_span, spans[done:], cut.bags[done:])
+            new_sims = [x for x, _ in new]
+            scored, sims = scored + new, sims + new_sims
+            like_n += sum(1 for x in new_sims if x >= self.rules.like)
+            idle_at = idle_at + _idle_flags(new_sims, cut.bags[done:], spans[done:],
+                                            ref_span, self)
+            self._keep(key, cut.positions[-1], 3 * len(spans),
+                       (len(spans), scored, sims, like_n, idle_at))
+        return scored, sims, like_n, idle_at
+
+    def bag(self, span: tuple) -> tuple:
+        """``_bag`` of ``span``."""
+        return self._get(("bag", span), span[1], span[1] - span[0], _bag, self.level, *span)
+
+    def gpu(self, span: tuple) -> int:
+        """The kernels of the ops of ``span``, as ``_coverage`` sums them."""
+        return self._get(("gpu", span), span[1], 1, _summed_gpu, self.level, *span)
+
+    def reference(self, span: tuple) -> tuple:
+        """``_reference`` of the instance ``span``."""
+        return self._get(("reference", span), span[1], 1, self._make_reference, span)
+
+    def _make_reference(self, span: tuple) -> tuple:
+        bag = self.bag(span)
+        _, time, gpu, count = bag
+        return self.weights(span, bag, (time > 0, gpu > 0)), time, gpu, count
+
+    def weights(self, span: tuple, bag: tuple, active: tuple) -> dict:
+        """``_weights`` of the instance ``span`` (``bag``, its ``_bag``) for the components
+        ``active``."""
+        return self._get(("weights", span, active), span[1], span[1] - span[0],
+                         _weights_of, bag, active, self.rules)
+
+    def likeness(self, ref_span: tuple, span: tuple) -> tuple[float, dict]:
+        """``_likeness`` of the instance ``span`` to the representative ``ref_span`` (not
+        kept: the rows keep those of the instances that recur)."""
+        return self._likenesses(ref_span, [span], [self.bag(span)])[0]
+
+    def _likenesses(self, ref_span: tuple, spans: list, bags: list) -> list:
+        """``_likeness`` of each instance of ``spans`` (``bags``, theirs) to ``ref_span``."""
+        reference = self.reference(ref_span)
+        active = _active(reference)
+        rules = self.rules
+        out = []
+        for span, bag in zip(spans, bags):
+            w = self.weights(span, bag, active)
+            out.append((_likeness_of(w, bag[1:], reference, rules), w))
+        return out
+
+    def own_ops(self, ref_span: tuple, span: tuple) -> float:
+        """``_own_ops`` of the instance ``span`` against the representative ``ref_span``."""
+        return self._get(("own", ref_span, span), max(ref_span[1], span[1]), 1,
+                         lambda: _own_ops(self.bag(span), self.reference(ref_span)))
+
+
+@dataclass(slots=True)
+class _Cut:
+    """The instances of a cut but the last: what the level's growth does not change."""
+    positions: tuple  # where each instance begins (the anchor's occurrences)
+    spans: list       # (start, end) of each instance but the last
+    bags: list        # their ``_bag``
+    ops: int          # the median of their op counts
+    time: float       # ... and of their summed times (weighed rules only)
+
+
+def _weights_of(bag_totals: tuple, active: tuple, rules: Rules) -> dict:
+    bag, time, gpu, count = bag_totals
+    return _weights(bag, (time, gpu, count), active, rules)
+
+
+def _summed_gpu(level: list, a: int, b: int) -> int:
+    return sum(level[i].gpu for i in range(a, b))
+
+
 # -- one candidate ---------------------------------------------------------------------
 
 
-def _segments(pos: list, level: list, rules: Rules) -> list:
+def _segments(cut: _Cut, level: list, rules: Rules) -> list:
     """(start, end) of each instance. The last one runs into whatever follows the loop: it
     ends once it has about the median instance's ops and time (noise may add ops to it).
     Unweighed (a flattened subtree: a parent's time holds its children's), by ops alone:
     the last of four layers a little faster than the others is still one layer, not one
     layer and the loss after it."""
     m = len(level)
-    spans = [(pos[k], pos[k + 1]) for k in range(len(pos) - 1)]
+    last = cut.positions[-1]
+    spans = list(cut.spans)
     if not spans:
-        return [(pos[-1], m)]
-    ops = sorted(b - a for a, b in spans)[len(spans) // 2]
+        return [(last, m)]
+    ops = cut.ops
     if not rules.weigh:
-        return spans + [(pos[-1], min(m, pos[-1] + ops))]
-    time = sorted(sum(level[i].end - level[i].start for i in range(a, b))
-                  for a, b in spans)[len(spans) // 2]
-    end, done = pos[-1], 0.0
-    while end < m and (end - pos[-1] < ops or done < 0.9 * time):
+        return spans + [(last, min(m, last + ops))]
+    time = cut.time
+    end, done = last, 0.0
+    while end < m and (end - last < ops or done < 0.9 * time):
         done += level[end].end - level[end].start
         end += 1
-    spans.append((pos[-1], end))
+    spans.append((last, end))
     return spans
 
 
-def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> Unit:
-    """Cut ``level`` at ``pos``: the representative, each instance's similarity, coverage."""
-    inner = [(pos[k], pos[k + 1]) for k in range(len(pos) - 1)]
-    spans = _segments(pos, level, rules)
-    bags = [_bag(level, a, b) for a, b in spans]
+def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules,
+              memo: SearchMemo) -> Unit | None:
+    """Cut ``level`` at ``pos``: the representative, each instance's similarity, coverage;
+    None when its count and coverage alone rule it out (``_may_qualify``): no similarity
+    could make it qualify, so none is computed."""
+    cut = memo.cut(tuple(pos))
+    inner = cut.spans
+    spans = _segments(cut, level, rules)
+    # Coverage counts every instance of about the unit's length (an eval step is unlike a plain
+    # one, yet part of the loop); the like share below is what judges regularity. The length
+    # is the median instance's: the representative may carry a run of inserted small ops.
+    # (Without inner instances only the last one counts, whatever the length.)
+    width = sorted(b - a for a, b in inner)[len(inner) // 2] if inner else 0
+    coverage = _coverage(level, [(a, b) for a, b in spans[:-1]
+                                 if 0.5 * width <= b - a <= 4 * width] + spans[-1:], rules,
+                         memo)
+    if not _may_qualify(len(pos), coverage, rules):
+        return None
+    bags = cut.bags + [memo.bag(spans[-1])]
     shapes = [tuple(syms[a:b]) for a, b in spans]
     # The representative: the one that explains the most instances (like it, or idle beside
     # it), tried among the most common exact shape, a few instances spread over the level and
@@ -410,11 +675,14 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> 
         trial_idx.add(max(range(len(inner)), key=lambda k: bags[k][2]))
     best = None
     for r in sorted(trial_idx):
-        reference = _reference(bags[r], rules)
-        scored = [_likeness(bag, reference, rules) for bag in bags]
-        sims = [x for x, _ in scored]
-        idle_at = _idle_flags(sims, bags, reference, rules)
-        key = (sum(1 for x in sims if x >= rules.like) + sum(idle_at),
+        ref_span = spans[r]
+        reference = memo.reference(ref_span)
+        # The instances but the last, as the previous search on this level found them.
+        scored, sims, like_n, idle_at = memo.row(ref_span, cut)
+        last = memo.likeness(ref_span, spans[-1])
+        scored, sims = scored + [last], sims + [last[0]]
+        idle_at = idle_at + _idle_flags(sims[-1:], bags[-1:], spans[-1:], ref_span, memo)
+        key = (like_n + (last[0] >= rules.like) + sum(idle_at),
                sorted(sims)[len(sims) // 2])
         if best is None or key > best[0]:
             best = (key, r, sims, [w for _, w in scored], reference, idle_at)
@@ -431,12 +699,6 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> 
     fragments = sum(1 for k, (a, b) in enumerate(inner) if b - a < 0.5 * len(rep_shape)
                     and (not rules.weigh
                          or _work_ratio(bags[k], reference) < rules.piece_work_share))
-    # Coverage counts every instance of about the unit's length (an eval step is unlike a plain
-    # one, yet part of the loop); the like share above is what judges regularity. The length
-    # is the median instance's: the representative may carry a run of inserted small ops.
-    width = sorted(b - a for a, b in inner)[len(inner) // 2] if inner else len(rep_shape)
-    coverage = _coverage(level, [(a, b) for a, b in spans[:-1]
-                                 if 0.5 * width <= b - a <= 4 * width] + spans[-1:], rules)
     worst = min(range(len(sims)), key=sims.__getitem__)
     # The least similar instance that is not an idle cycle, nor at an edge of the level (the
     # first may hold a prologue, the last an epilogue): unlike and busy is what a layer's
@@ -449,8 +711,9 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules) -> 
                  and _work_ratio(bag, reference) < rules.piece_work_share)
     unit = Unit(positions=list(pos), mode=rep_shape, similarity=[round(s, 3) for s in sims],
                 like=like, fragments=fragments, coverage=coverage, anchor=anchor,
-                shapes=[0 if ok else _unlike_shape(bag, reference, shape, rules)
-                        for ok, bag, shape in zip(liked, bags, shapes)],
+                shapes=[0 if ok else _other_path_marked(
+                            memo.own_ops(spans[rep], span), shape, rules)
+                        for ok, span, shape in zip(liked, spans, shapes)],
                 exact=sum(1 for sh in shapes if sh == rep_shape),
                 differing=_differing(ws[worst], ws[rep]),
                 reference=reference, idle=sum(idle_at),
@@ -512,7 +775,13 @@ def _own_ops(bag_totals: tuple, reference: tuple) -> float:
 
 
 def _unlike_shape(bag_totals: tuple, reference: tuple, shape: tuple, rules: Rules):
-    if _own_ops(bag_totals, reference) >= rules.idle_own_ops:
+    return _other_path_marked(_own_ops(bag_totals, reference), shape, rules)
+
+
+def _other_path_marked(own_ops: float, shape: tuple, rules: Rules):
+    """The shape of an unlike instance, marked when it spends ``own_ops`` (``_own_ops``) of
+    its time in ops of its own: it took another path."""
+    if own_ops >= rules.idle_own_ops:
         return (OTHER_PATH, shape)
     return shape
 
@@ -536,46 +805,60 @@ def shape_and_similarity(nodes: list, unit: Unit, rules: Rules = RULES) -> tuple
     return _unlike_shape(bag, unit.reference, shape, rules), round(sim, 3)
 
 
-def _idle_flags(sims: list, bags: list, reference: tuple, rules: Rules) -> list:
+def _idle_flags(sims: list, bags: list, spans: list, ref_span: tuple,
+                memo: SearchMemo) -> list:
     """Per instance: is it an idle cycle, one that took another path: unlike the
-    representative, doing (almost) none of its GPU work, with ops of its own
-    (``idle_step``)? An eval forward cut out of a step is a part of the step's ops instead."""
-    ref_gpu = reference[2]
-    return [ref_gpu > 0 and sim < rules.like and bag[2] < rules.idle_work_share * ref_gpu
-            and _own_ops(bag, reference) >= rules.idle_own_ops
-            for sim, bag in zip(sims, bags)]
+    representative (the instance ``ref_span``), doing (almost) none of its GPU work, with
+    ops of its own (``idle_step``)? An eval forward cut out of a step is a part of the
+    step's ops instead."""
+    rules = memo.rules
+    ref_gpu = memo.bag(ref_span)[2]
+    if not ref_gpu > 0:
+        return [False] * len(sims)
+    return [sim < rules.like and bag[2] < rules.idle_work_share * ref_gpu
+            and memo.own_ops(ref_span, span) >= rules.idle_own_ops
+            for sim, bag, span in zip(sims, bags, spans)]
 
 
-def _coverage(level: list, spans: list, rules: Rules) -> float:
+def _coverage(level: list, spans: list, rules: Rules, memo: SearchMemo) -> float:
     m = len(level)
     if not spans:
         return 0.0
     if not rules.weigh:
         return sum(b - a for a, b in spans) / m
-    gpu_total = sum(node.gpu for node in level)
+    gpu_total = memo.gpu_total
     if gpu_total > 0:  # GPU work decides where it is known (kernels launched per op)
-        return sum(level[i].gpu for a, b in spans for i in range(a, b)) / gpu_total
+        # Kernels are counts: summed span by span they add up exactly as op by op.
+        return sum(memo.gpu(span) for span in spans) / gpu_total
     # CPU time of the instances' windows (start to next start: idle gaps belong to the
     # iteration), each capped, so that one blocking sync cannot make tiny instances cover.
-    total = max(node.end for node in level) - level[0].start
+    total = memo.level_end - level[0].start
     times = sorted((level[b].start if b < m else max(level[i].end for i in range(a, b)))
                    - level[a].start for a, b in spans)
     cap = rules.time_cap * times[len(times) // 2]
     return sum(min(t, cap) for t in times) / total if total > 0 else 0.0
 
 
-def _qualifies(unit: Unit, rules: Rules) -> bool:
-    n = unit.n
+def _may_qualify(n: int, coverage: float, rules: Rules) -> bool:
+    """The tests of ``_qualifies`` that a cut's number of instances and its coverage decide
+    alone: a cut that fails them is not evaluated further (``_evaluate``)."""
     if n < 2:
         return False
     if n < rules.min_instances:
-        return (n == 2 and rules.weigh and unit.worst >= rules.two_similarity
-                and unit.coverage >= rules.two_coverage)
+        return n == 2 and rules.weigh and coverage >= rules.two_coverage
+    return coverage >= rules.min_coverage
+
+
+def _qualifies(unit: Unit | None, rules: Rules) -> bool:
+    if unit is None or not _may_qualify(unit.n, unit.coverage, rules):
+        return False
+    n = unit.n
+    if n < rules.min_instances:
+        return unit.worst >= rules.two_similarity
     return (unit.like >= rules.min_like
             and unit.like >= rules.like_share * (n - unit.idle)
             and unit.score / n * unit.coverage >= rules.min_quality
-            and unit.fragments <= rules.fragment_share * n
-            and unit.coverage >= rules.min_coverage)
+            and unit.fragments <= rules.fragment_share * n)
 
 
 def _super_period(coarse: Unit, fine: Unit, rules: Rules, markers: frozenset) -> bool:
@@ -653,14 +936,19 @@ def _idle_cycles_apart(best: Unit, candidates: list, rules: Rules) -> Unit | Non
 
 
 def find_unit(level: list, rules: Rules = RULES, names: list | None = None,
-              whole: bool = True) -> Unit | None:
+              whole: bool = True, memo: SearchMemo | None = None) -> Unit | None:
     """The outermost repeating unit of a sequence of sibling ops, or None. ``names``: the
     name of each symbol, for the phase rules that read names (input fetch, sync). ``whole``:
     the level is complete (at the end of the input), not cut off in the middle of an
-    instance (online): only then can its end tell where an instance ends."""
+    instance (online): only then can its end tell where an instance ends. ``memo``: what
+    the previous search on this level computed (``SearchMemo``), to search it again after
+    it grew; the answer is the same with or without it."""
     m = len(level)
     if m < 2:
         return None
+    if memo is None:
+        memo = SearchMemo()
+    memo.begin(level, rules)
     syms = [node.sym for node in level]
     positions: dict = {}
     for i, s in enumerate(syms):
@@ -674,24 +962,25 @@ def find_unit(level: list, rules: Rules = RULES, names: list | None = None,
         if key in seen:
             continue
         seen.add(key)
-        unit = _evaluate(pos, sym, level, syms, rules)
+        unit = _evaluate(pos, sym, level, syms, rules, memo)
         if _qualifies(unit, rules):
             candidates.append(unit)
     if not candidates:
         return None
     markers = frozenset(s for s in positions if names and _LOOP_MARKER.search(names[s]))
-    best = _phased(_choose(candidates, rules, markers), level, syms, positions, names, rules, whole)
+    best = _phased(_choose(candidates, rules, markers), level, syms, positions, names, rules,
+                   whole, memo)
     apart = _idle_cycles_apart(best, candidates, rules)
     if apart is None:
         return best
-    return _phased(apart, level, syms, positions, names, rules, whole)
+    return _phased(apart, level, syms, positions, names, rules, whole, memo)
 
 
-def _phased(unit: Unit, level, syms, positions, names, rules, whole) -> Unit:
+def _phased(unit: Unit, level, syms, positions, names, rules, whole, memo) -> Unit:
     """``_phase``, and the head it found: the kinds of op between each instance's new
     beginning and its anchor."""
     anchors = list(unit.positions)
-    unit = _phase(unit, level, syms, positions, names, rules, whole)
+    unit = _phase(unit, level, syms, positions, names, rules, memo, whole)
     if unit.positions != anchors and len(unit.positions) == len(anchors):
         unit.head = frozenset(syms[q] for a, b in zip(unit.positions, anchors)
                               for q in range(a, b))
@@ -699,7 +988,7 @@ def _phased(unit: Unit, level, syms, positions, names, rules, whole) -> Unit:
 
 
 def _phase(unit: Unit, level: list, syms: list, positions: dict, names,
-           rules: Rules, whole: bool = True) -> Unit:
+           rules: Rules, memo: SearchMemo, whole: bool = True) -> Unit:
     """Where the loop begins among the unit's ops (see the module docstring, step 5)."""
     pos = unit.positions
     seen_in: Counter = Counter()
@@ -719,12 +1008,12 @@ def _phase(unit: Unit, level: list, syms: list, positions: dict, names,
         fetch = [s for s in _spine(unit, syms, rules, once=False)
                  if _INPUT_FETCH.search(names[s])]
         if fetch:
-            return _begin_at(unit, fetch[0], level, syms, positions, noise, rules,
+            return _begin_at(unit, fetch[0], level, syms, positions, noise, memo,
                              PHASE_INPUT_FETCH)
         after_sync = _after_sync(unit, spine, names, syms, rules)
         if after_sync is not None:
             syncs = {q for q, x in enumerate(syms) if names[x] in BLOCKING_SYNC_NAMES}
-            return _begin_at(unit, after_sync, level, syms, positions, noise, rules,
+            return _begin_at(unit, after_sync, level, syms, positions, noise, memo,
                              PHASE_AFTER_SYNC,
                              tiny - syncs)
     return _extend_head(unit, level, syms, noise, rules, whole, tiny)
@@ -793,14 +1082,15 @@ def _walk_left(unit: Unit, syms: list, head, noise: set, take_noise: bool = Fals
 
 
 def _begin_at(unit: Unit, first: int, level: list, syms: list, positions: dict,
-              noise: set, rules: Rules, why: str, after_sync: set | None = None) -> Unit:
+              noise: set, memo: SearchMemo, why: str, after_sync: set | None = None) -> Unit:
     """The loop begins at ``first``: cut at it when it cuts the same loop as well as the
     anchor did; else (it is missing in some instances) each instance begins at it, or where
     it is missing at the next of the representative's ops that follow it up to the anchor.
     ``after_sync``: the positions of the small ops that are no syncs: those between the
     previous sync and ``first`` open the step too (an eval pass after the sync does not)."""
     if first != unit.anchor:
-        moved = _evaluate(positions[first], first, level, syms, rules)
+        rules = memo.rules
+        moved = _evaluate(positions[first], first, level, syms, rules, memo)
         if _qualifies(moved, rules) and moved.n >= rules.same_loop_ratio * unit.n and \
                 moved.score >= unit.score - rules.score_margin * unit.n:
             unit = moved
