@@ -30,9 +30,8 @@ import struct
 import threading
 import zlib
 from collections import OrderedDict
-from itertools import chain, repeat
-
-import numpy as np
+from itertools import chain, groupby, repeat
+from operator import itemgetter
 
 from stream_split.output import create_new
 from stream_split.serialize import event_json, spaced_json
@@ -70,19 +69,25 @@ def piece_name(index: int, kind: str = KIND_ITERATION, step: int | None = None) 
 
 
 def _by_owner(pairs) -> dict:
-    """{owner: [event bytes, in the order given]} of (owner, event) pairs (an event as a dict
-    is serialized)."""
-    if not pairs:
-        return {}
-    owners, events = zip(*pairs)
-    if not set(map(type, events)) <= {bytes}:
-        events = [e if e.__class__ is bytes else event_json(e) for e in events]
-    if len(set(owners)) == 1:
-        return {owners[0]: list(events)}
-    ids = np.array(owners)
-    order = np.argsort(ids, kind="stable")
-    groups = np.split(order, np.flatnonzero(np.diff(ids[order])) + 1)
-    return {owners[group[0]]: [events[k] for k in group.tolist()] for group in groups}
+    """{owner: [event, in the order given]} of (owner, event) pairs. Decided events come in
+    long runs of one owner (file order): grouped a run at a time."""
+    groups = {}
+    for owner, run in groupby(pairs, _OWNER):
+        events = list(map(_EVENT, run))
+        if owner in groups:
+            groups[owner].extend(events)
+        else:
+            groups[owner] = events
+    return groups
+
+
+_OWNER = itemgetter(0)
+_EVENT = itemgetter(1)
+
+
+def _as_bytes(events: list) -> list:
+    """Events as JSON bytes (an event given as a dict is serialized)."""
+    return [e if e.__class__ is bytes else event_json(e) for e in events]
 
 
 #: Bytes of events gathered (over all pieces) before they are handed to the spool thread as
@@ -132,7 +137,7 @@ class PieceWriter:
         event has none before it."""
         for owner, chunk in _by_owner(pairs).items():
             if owner == METADATA:
-                self.metadata.extend(chunk)
+                self.metadata.extend(_as_bytes(chunk))
                 continue
             if not self.wants(owner):
                 continue
@@ -140,7 +145,10 @@ class PieceWriter:
                 chunk.insert(0, b"")
             else:
                 self._started.add(owner)
-            data = b",\n".join(chunk)
+            try:
+                data = b",\n".join(chunk)
+            except TypeError:  # events given as dicts
+                data = b",\n".join(_as_bytes(chunk))
             self._pending.setdefault(owner, []).append(data)
             self._pending_size += len(data)
         if self._pending_size >= SPOOL_TASK_BYTES:
@@ -383,7 +391,7 @@ def tag_lines(pairs) -> bytes:
         return b""
     owners, events = zip(*pairs)
     heads = {owner: _tag_head(owner) for owner in set(owners)}
-    bodies = [event if event.__class__ is bytes else event_json(event) for event in events]
+    bodies = _as_bytes(events)
 
     def join(bodies: list) -> bytes:
         return b"".join(chain.from_iterable(zip(map(heads.__getitem__, owners), bodies,

@@ -110,6 +110,18 @@ def test_an_event_larger_than_a_copy_chunk_and_a_spool_task_is_written_whole(tmp
         assert [e["name"] for e in trace["traceEvents"]] == ["big", "small"]
 
 
+def test_events_given_as_dicts_are_serialized_beside_original_bytes(tmp_path):
+    writer = PieceWriter(str(tmp_path))
+    writer.add_many([(METADATA, {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2}),
+                     (0, b'{"ph": "i", "name": "raw", "ts": 1}'),
+                     (0, {"ph": "i", "name": "dict", "ts": 2}), (OUTSIDE, {"ph": "i", "ts": 3})])
+    files = writer.finish([IterationRecord(index=0, start_ts=0.0, end_ts=3.0)], {}, {})
+    piece = json.loads(gzip.decompress((tmp_path / files[0]).read_bytes()))
+    assert [e["name"] for e in piece["traceEvents"]] == ["thread_name", "raw", "dict"]
+    outside = json.loads(gzip.decompress((tmp_path / files[OUTSIDE]).read_bytes()))
+    assert [e["ts"] for e in outside["traceEvents"][1:]] == [3]
+
+
 def test_a_failure_on_the_spool_thread_is_raised_by_finish(tmp_path):
     writer = PieceWriter(str(tmp_path))
     os.rmdir(tmp_path / ".spool")  # the spool thread cannot create its files
