@@ -30,6 +30,7 @@ import struct
 import threading
 import zlib
 from collections import OrderedDict
+from contextlib import suppress
 from itertools import chain, groupby, repeat
 from operator import itemgetter
 
@@ -230,8 +231,8 @@ def _piece_tail(header_before: dict, header_after: dict) -> bytes:
 
 class _SpoolThread:
     """Appends each owner's events to its spool file (``<owner>.part``), deflated when
-    ``level`` is set, on a thread of its own: zlib, crc32 and file writes release the GIL,
-    so this runs on the second core while the main thread reads.
+    ``level`` is set, on a thread of its own: deflate (ISA-L's or zlib's), crc32 and file
+    writes release the GIL, so this runs on the second core while the main thread reads.
 
     A spool file is a series of raw-deflate segments, each from a compressor of its own and
     ended by ``Z_SYNC_FLUSH`` (byte-aligned, not final): a compressor's segment ends when it
@@ -275,17 +276,21 @@ class _SpoolThread:
             raise error
 
     def _run(self) -> None:
+        task = ()
         try:
             while (task := self._tasks.get()) is not None:
                 for owner, data in task:
                     self._write(owner, data)
-        except BaseException as e:  # handed to the main thread at its next put or close
-            self._error = e
-            while self._tasks.get() is not None:  # release a main thread blocked on put
-                pass
-        finally:
             while self._open:
                 self._end_segment(*self._open.popitem(last=False))
+        except BaseException as e:  # handed to the main thread at its next put or close
+            self._error = e
+            for handle, _ in self._open.values():
+                with suppress(OSError):
+                    handle.close()
+            self._open.clear()
+            while task is not None:  # release a main thread blocked on a full queue
+                task = self._tasks.get()
 
     def _write(self, owner: int, data: bytes) -> None:
         entry = self._open.get(owner)
