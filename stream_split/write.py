@@ -98,7 +98,7 @@ def _as_bytes(events: list) -> list:
 #: small ones.
 SPOOL_TASK_BYTES = 1 << 20
 #: Tasks waiting for the spool thread at most: reading waits when compression falls behind.
-SPOOL_QUEUE_TASKS = 4
+SPOOL_QUEUE_TASKS = 2
 
 
 class PieceWriter:
