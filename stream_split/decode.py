@@ -145,6 +145,17 @@ _SlimEvent = TypedDict("_SlimEvent", {**{key: Any for key in ENGINE_FIELDS},
 _SLIM_EVENTS = msgspec.json.Decoder(list[_SlimEvent])
 
 
+def engine_views(raws: list) -> list:
+    """What a slim batch holds of each event (``TraceDecoder.slim``), from events' original
+    bytes that the decoder read before (valid JSON objects): for a store that keeps only the
+    bytes of events held for later (``spill.TempFileSpill``)."""
+    array = b"[" + b",".join(raws) + b"]"
+    try:
+        return _SLIM_EVENTS.decode(array)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return parse_exact(array)[0]  # what msgspec refuses and the decoder took
+
+
 class _FrameArgs(msgspec.Struct, gc=False):
     """A frame's ``args``: any object without the keys that would link the frame to GPU work
     or an annotation (no value is of the type ``UnsetType``: their presence fails the decode)."""

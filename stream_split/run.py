@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from stream_split.core import IterationRecord, Splitter, SplitOptions, TraceEventError
+from stream_split.decode import engine_views
 from stream_split.read import ReadInterrupted, TraceInputError, TraceReader
 from stream_split.spill import TempFileSpill
 from stream_split.stats import annotate as annotate_outliers
@@ -61,7 +62,7 @@ def reader_info(reader: TraceReader | None) -> dict:
 
 
 def new_splitter(options: SplitOptions, spill_dir: str | None = None) -> Splitter:
-    return Splitter(options, spill=TempFileSpill(spill_dir))
+    return Splitter(options, spill=TempFileSpill(spill_dir, reparse=engine_views))
 
 
 def drive(reader: TraceReader, splitter: Splitter, *, on_pairs=None, on_record=None,

@@ -4,9 +4,9 @@ What this module owns: how an event, a record and a piece look on disk or on a p
 - ``PieceWriter``: events arrive in file order, not piece order (a piece's GPU work comes at
   the end of a Kineto file, metadata and trailing header keys may come last of all), so each
   piece's events are spooled to a temporary file as they are decided, already compressed: a
-  thread of its own deflates them while the main thread reads (zlib releases the GIL, so
-  that is the second core). At the end every piece is assembled into a complete Chrome trace
-  (header keys, all metadata, its events): its head and tail are deflated then and the
+  thread of its own deflates them while the main thread reads (deflating releases the GIL,
+  so that is the second core). At the end every piece is assembled into a complete Chrome
+  trace (header keys, all metadata, its events): its head and tail are deflated then and the
   spooled segments copied between them as they are, into one gzip member whose CRC32 is
   combined from the parts'. At most ``max_open`` spool files and compressors are open at
   once, and what is kept per piece is two integers: memory does not grow with the number of

@@ -14,23 +14,57 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from stream_split.decode import TraceDecoder
 from stream_split.read import TraceReader, reference_events
+from stream_split.trace_format import ENGINE_ARGS, ENGINE_FIELDS
 
 SHARED_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 
 
-def decode(data: bytes, cuts=()):
-    """All events of ``data`` fed in pieces cut at ``cuts``; (events, raws, decoder)."""
+def decode(data: bytes, cuts=(), slim: bool = False):
+    """All events of ``data`` fed in pieces cut at ``cuts``; (events, raws, decoder). With
+    ``slim``, the events of frame runs read in bulk are (ts, end) pairs from their columns."""
     decoder = TraceDecoder()
+    decoder.slim = slim
     events, raws = [], []
     pos = 0
+
+    def take(batch):
+        got = list(batch.events)
+        for run in batch.frame_runs:
+            if run.starts is not None:
+                got[run.i:run.j] = list(zip(run.starts.tolist(), run.ends.tolist()))
+        events.extend(got)
+        raws.extend(batch.raws)
     for cut in sorted({c for c in cuts if 0 < c < len(data)}) + [len(data)]:
         if cut > pos:
-            batch = decoder.receive_data(data[pos:cut])
-            events += batch.events
-            raws += batch.raws
+            take(decoder.receive_data(data[pos:cut]))
             pos = cut
-    batch = decoder.receive_data(b"")
-    return events + batch.events, raws + batch.raws, decoder
+    take(decoder.receive_data(b""))
+    return events, raws, decoder
+
+
+def engine_view(event):
+    """What the engine reads of an event (a slim batch holds at least that), or of a Python
+    frame read in bulk: its (ts, end)."""
+    if isinstance(event, tuple):
+        return event
+    view = {key: event[key] for key in ENGINE_FIELDS if key in event}
+    if isinstance(event.get("args"), dict):
+        view["args"] = {key: event["args"][key] for key in ENGINE_ARGS if key in event["args"]}
+    elif "args" in event:
+        view["args"] = event["args"]
+    return view
+
+
+def assert_slim_matches(slim_events: list, expected: list) -> None:
+    """A slim decode holds what the engine reads of each reference event; a frame read in
+    bulk has the reference's times (``ts``, and ``ts + dur`` as ``feed`` computes it)."""
+    assert len(slim_events) == len(expected)
+    for got, want in zip(slim_events, expected):
+        if isinstance(got, tuple):
+            ts, dur = want["ts"], want.get("dur")
+            assert got == (float(ts), float(ts + dur) if dur else float(ts))
+        else:
+            assert engine_view(got) == engine_view(want)
 
 
 RECORDED_TRACES = Path(__file__).resolve().parent / "data" / "cuda"
@@ -56,6 +90,10 @@ def test_decoder_equals_ijson_on_every_shared_trace(path):
     assert events == expected
     if complete:
         assert {**reader.header_before, **reader.header_after} == header
+    # The engine's own read (slim batches, Python frames in bulk): the same fields and bytes.
+    slim, slim_raws, _ = decode(data, [1 << 16, 1 << 20], slim=True)
+    assert_slim_matches(slim, expected)
+    assert slim_raws == decode(data, [1 << 16, 1 << 20])[1]
 
 
 # -- a corpus of nasty events, compared with ijson's pure-Python backend (exact big integers) ---
@@ -68,6 +106,15 @@ _VALUES = st.recursive(
     | _NASTY_TEXT,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_NASTY_TEXT, inner, max_size=4),
     max_leaves=12)
+# A Python frame as Kineto writes it (its first keys in Kineto's order), with nasty names, big
+# integers and odd args: a run of them may be read in bulk by a slim decode.
+_FRAME = st.builds(
+    lambda name, ts, dur, pid, args: {"ph": "X", "cat": "python_function", "name": name,
+                                      "pid": pid, "tid": pid, "ts": ts, "dur": dur, "args": args},
+    _NASTY_TEXT, st.floats(0, 1e12) | _BIG, st.none() | st.floats(0, 1e3) | _BIG,
+    _BIG | _NASTY_TEXT,
+    st.none() | st.dictionaries(st.sampled_from(["Python id", "correlation", "External id",
+                                                 "x"]), _VALUES, max_size=3))
 _EVENT = st.fixed_dictionaries(
     {"ph": st.sampled_from(["X", "i", "M", "f"]), "ts": _BIG | st.floats(0, 1e12)},
     optional={"name": _NASTY_TEXT, "args": st.dictionaries(_NASTY_TEXT, _VALUES, max_size=5),
@@ -91,11 +138,13 @@ def _render(events, form, indent, ascii_only, header):
        indent=st.sampled_from([None, 0, 2]), ascii_only=st.booleans(),
        header=st.dictionaries(_NASTY_TEXT, _VALUES, max_size=3),
        cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=12),
-       gz=st.booleans(), long_event=st.booleans())
+       gz=st.booleans(), long_event=st.booleans(), frames=st.lists(_FRAME, max_size=12),
+       slim=st.booleans())
 def test_decoder_equals_ijson_on_a_nasty_corpus(events, form, indent, ascii_only, header, cuts,
-                                                gz, long_event):
+                                                gz, long_event, frames, slim):
     if long_event:  # one event longer than any chunk, strings full of brackets
         events = events + [{"ph": "X", "ts": 1, "args": {"s": '{"]\\' * 30_000}}]
+    events = events[:1] + frames + events[1:]  # Python frames as Kineto writes them
     if form == "jsonl" and not ascii_only:
         ascii_only = True  # a raw U+2028 is fine, but keep JSON Lines to one line per event
     if ascii_only is False and any("\ud800" in json.dumps(e) for e in events):
@@ -113,8 +162,12 @@ def test_decoder_equals_ijson_on_a_nasty_corpus(events, form, indent, ascii_only
     expected, expected_header, _, complete = reference_events(data, backend="python")
     assert complete
     # ijson's pure-Python backend gives Decimal for floats unless use_float: it was asked to.
-    got, raws, decoder = decode(data, cuts + [len(data) // 2, 1, 65536])
-    assert got == expected
+    got, raws, decoder = decode(data, cuts + [len(data) // 2, 1, 65536], slim=slim)
+    if slim:
+        assert_slim_matches(got, expected)
+        got = expected  # the original bytes of each event, below
+    else:
+        assert got == expected
     assert decoder.complete
     if form == "object":
         assert {**decoder.header_before, **decoder.header_after} == expected_header
@@ -252,3 +305,19 @@ def test_the_reader_imports_no_follow_code_and_counts_input_bytes(tmp_path):
             seen.append(reader.input_bytes)
     assert seen == sorted(seen) and reader.input_bytes == len(data)
     assert reader.compression == "gzip" and reader.complete
+
+
+@pytest.mark.parametrize("name", ['plain', '{"]\\', 'é€😀', 'tab\there', '\ud800 lone', 'x' * 70_000])
+def test_a_run_of_python_frames_with_any_name_is_read_in_bulk_or_in_full_alike(name):
+    frames = [{"ph": "X", "cat": "python_function", "name": f"{name} {k}", "pid": 1, "tid": 2,
+               "ts": 1000.5 + k, "dur": [0.25, None, 0, 3][k % 4],
+               "args": {"Python id": k, "Python parent id": None}} for k in range(12)]
+    data = json.dumps({"traceEvents": [{"ph": "M", "ts": 0}] + frames}).encode()
+    expected = reference_events(data, backend="python")[0]
+    for cuts in ([], [len(data) // 3, len(data) // 2], list(range(0, len(data), 4096))):
+        got, raws, _ = decode(data, cuts, slim=True)
+        assert_slim_matches(got, expected)
+        assert [json.loads(raw) for raw in raws] == expected
+    bulk = sum(isinstance(event, tuple) for event in decode(data, slim=True)[0])
+    # A lone surrogate is not JSON that msgspec takes: that run is read in full, as ever.
+    assert bulk == (0 if "\ud800" in name else 12)

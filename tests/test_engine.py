@@ -4,7 +4,7 @@ detector (the structural detector has its own tests). Fed event lists directly, 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import owners_of
+from conftest import REPO, SHARED_TRACES, owners_of
 from stream_split.core import OUTSIDE, SplitOptions, Splitter, TraceEventError
 from stream_split.testing.generate import generate
 
@@ -184,3 +184,57 @@ def test_events_fed_with_their_original_bytes_come_back_as_those_bytes():
             break
     assert splitter.max_pending > 11  # some waited, in the spill too
     assert sorted(e for _, e in out) == sorted(raws)
+
+
+def _records_with_limit(path: str, detector: str, limit: int) -> list:
+    from stream_split.run import scan_records
+    return [r.to_dict() for r in scan_records(path, SplitOptions(detector=detector,
+                                                                 pending_limit=limit))]
+
+
+_GPU_ORDER_TRACES = [
+    REPO / "tests" / "data" / "cuda" / "train_eval.json.gz",
+    REPO / "tests" / "data" / "cuda" / "serving_graphs.json.gz",
+    # GPU work of its first iteration is decided out of order (held for its launch).
+    SHARED_TRACES / "tracelens" / "h100" / "google_owlv2-large-patch14-ensemble__1016001.json.gz",
+]
+
+
+@pytest.mark.parametrize("path", _GPU_ORDER_TRACES, ids=lambda p: p.name)
+def test_iteration_records_do_not_depend_on_how_much_is_held_in_memory(path):
+    """GPU busy and active time are kept per iteration, and work decided out of order (held,
+    spilled, waiting for its launch) counts whole on its stream: the records, GPU times
+    included, are the same whatever ``pending_limit`` spills."""
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    records = {limit: _records_with_limit(str(path), "auto", limit) for limit in (50, 100_000)}
+    assert records[50] == records[100_000]
+    for record in records[50]:
+        if record.get("type") == "iteration" and record["gpu_events"]:
+            assert 0 < record["gpu_active_us"] <= record["gpu_busy_us"] + 1e-6
+
+
+def test_gpu_work_decided_out_of_order_still_counts_its_busy_time():
+    """A kernel that waits for its launch is decided after a later kernel of its iteration on
+    the same stream: the busy and active times are still the union of the two (20 µs)."""
+    def op(name, ts, dur, cat="cpu_op", **args):
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur,
+                "args": args}
+
+    def kernel(corr, ts):
+        return {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": ts,
+                "dur": 10.0, "args": {"correlation": corr}}
+    events = [op("ProfilerStep#1", 0.0, 100.0, "user_annotation"),
+              op("ProfilerStep#2", 100.0, 100.0, "user_annotation"),
+              op("cudaLaunchKernel", 5.0, 1.0, "cuda_runtime", correlation=2),
+              kernel(2, 30.0),
+              kernel(1, 10.0),  # before its launch in the file: it waits
+              op("cudaLaunchKernel", 4.0, 0.5, "cuda_runtime", correlation=1)]
+    splitter = Splitter(SplitOptions(detector="steps"))
+    for event in events:
+        splitter.feed(event)
+    splitter.close()
+    first = splitter.iterations[0]
+    assert first.kernels == 2
+    assert first.gpu_busy_us == pytest.approx(20.0)
+    assert first.gpu_active_us == pytest.approx(20.0)

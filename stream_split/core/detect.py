@@ -83,6 +83,8 @@ class StepAnnotationDetector:
     name = "profiler_step"
     #: Whether the engine should report launches, GPU work and Python frames.
     wants_evidence = False
+    #: Whether ``observe`` reads the stack of open ops (else the engine keeps none).
+    reads_stacks = False
 
     def __init__(self):
         self.loop_thread = None

@@ -62,7 +62,7 @@ class TraceEventError(ValueError):
     """An event lacks a field every trace event must have; the message is one line."""
 
 
-DEFAULT_PENDING_LIMIT = 20_000
+DEFAULT_PENDING_LIMIT = 10_000
 #: How many invalid events the manifest describes (all are counted).
 INVALID_EXAMPLES = 5
 
@@ -196,6 +196,8 @@ class Splitter:
         self.options = options or SplitOptions()
         self._detector = detector if detector is not None else make_detector(self.options)
         self._stacks = ThreadStacks(self.options.stack_tolerance_us)
+        # A detector that never reads the stack of open ops (step annotations) gets none.
+        self._reads_stacks = getattr(self._detector, "reads_stacks", True)
         self._windows = Windows()
         self._correlations = MonotonicOwnerMap()
         self._annotations = MonotonicOwnerMap()
@@ -216,8 +218,11 @@ class Splitter:
         self._waiting_annotations: dict = {}  # External id -> [gpu_user_annotation event]
         self._iterations: list[IterationRecord] = []
         self._phase_facts: list[PhaseFacts] = []  # per iteration, for ``infer_phases``
-        self._stream_end: dict = {}  # (pid, tid) of a GPU stream -> end of its last work
-        self._gpu_end = None  # end of the last GPU work on any stream
+        # (iteration, pid, tid of a GPU stream) -> (latest start, latest end) of its work
+        # there; iteration -> the same over all its streams (a few entries per iteration,
+        # like its record)
+        self._stream_end: dict = {}
+        self._gpu_end: dict = {}
         self._assigned: list = []
         self._records: list = []
         self._keep = self.options.keep_events
@@ -304,7 +309,8 @@ class Splitter:
                 thread = (pid, tid)
                 name = name or ""
                 stacks = self._stacks
-                stack = stacks.push(thread, name, ts, end)
+                stack = stacks.push(thread, name, ts, end) if self._reads_stacks \
+                    else stacks.note_start(thread, ts)
                 found = self._detector.observe(thread, stack, ts, end, name,
                                                stacks.section(thread))
                 self._add_boundaries(found)
@@ -472,6 +478,7 @@ class Splitter:
     def end_of_input(self) -> None:
         if self.closed:
             return
+        self._note_held()
         self._result = self._detector.close()
         for boundary in self._result.boundaries:
             self._add_boundary(boundary)
@@ -487,14 +494,17 @@ class Splitter:
         the iteration records."""
         if not self._needs_drain:
             return False
+        self._note_held()
         if self._due is None:
             self._due = self._spill.due(float("inf") if self.closed
                                         else self._windows.starts[-1])
         if self._due:
             batch = self._spill.take(self._due.pop(0))
             kept = [item for item in batch if not self._resolve(item)]
-            if kept:
-                self._spill.put(kept)
+            if kept and self.closed:
+                self._spill.put(kept)  # GPU work for the final pass
+            elif kept:  # held in memory again (spilled again only if that is full)
+                self._hold_items(kept)
             return True
         self._due = None
         if self.closed:
@@ -623,7 +633,8 @@ class Splitter:
             heappush(self._pending, (end, self._seq, start, event, link, raw))
         else:  # decided when its launch (or annotation) is seen
             self._pending_links.append((end, self._seq, start, event, link, raw))
-        self._bound_held()
+        if len(self._pending) + len(self._pending_links) >= self.options.pending_limit:
+            self._bound_held()
 
     def _hold_frames(self, ends: list, starts: list, events: list, raws: list) -> None:
         """Hold CPU-side events (already slim, as ``_hold`` makes them) in this order: the
@@ -642,15 +653,31 @@ class Splitter:
             self._bound_held()
             pending = self._pending
 
+    def _hold_items(self, items: list) -> None:
+        """Hold again items taken back from the spill that are not decided yet."""
+        pending, links = self._pending, self._pending_links
+        for item in items:
+            if item[4] is None:
+                heappush(pending, item)
+            else:
+                links.append(item)
+        self._bound_held()
+
     def _bound_held(self) -> None:
-        """Spill what is held once it reaches ``pending_limit``; track the most held."""
+        """Spill what is held once it reaches ``pending_limit``."""
         if len(self._pending) + len(self._pending_links) >= self.options.pending_limit:
+            self._note_held()
             # Spill in small batches sorted by end, so that a boundary re-reads at most one
             # batch it only partly decides.
             held = sorted(self._pending) + self._pending_links
             for i in range(0, len(held), _SPILL_BATCH):
                 self._spill.put(held[i:i + _SPILL_BATCH])
             self._pending, self._pending_links = [], []
+
+    def _note_held(self) -> None:
+        """Track the most events held at once, in memory and spilled. Only a hold adds to
+        them, so the most is reached right before something held is decided: every path
+        that decides held events calls this first (not every hold)."""
         n = len(self._pending) + len(self._pending_links) + len(self._spill)
         if n > self.max_pending:
             self.max_pending = n
@@ -679,6 +706,7 @@ class Splitter:
     def _resolve_pending(self, until: float) -> None:
         """A boundary at ``until``: decide the in-memory held events it decides; spilled
         ones are left to ``decided()`` so that one call never loads the whole spill."""
+        self._note_held()
         if len(self._spill):
             self._needs_drain = True
         pending = self._pending
@@ -777,20 +805,36 @@ class Splitter:
         record.kernels += kernel
         start = event["ts"]
         end = start + (event.get("dur") or 0)
-        stream = (event.get("pid"), event.get("tid"))
-        last = self._stream_end.get(stream)
-        # Busy time is the union of work per stream (same-stream overlaps are jitter),
-        # summed over streams.
-        record.gpu_busy_us += max(0.0, end - max(start, last)) if last is not None else end - start
-        if last is None or end > last:
-            self._stream_end[stream] = end
-        # Active time: the union over all streams, in the order the trace lists GPU work
-        # (exact when it is in time order, else a lower bound): never more than the span.
-        gpu_end = self._gpu_end
-        record.gpu_active_us += (max(0.0, end - max(start, gpu_end)) if gpu_end is not None
-                                 else end - start)
-        if gpu_end is None or end > gpu_end:
-            self._gpu_end = end
+        # Busy time is the union of the iteration's work per stream (same-stream overlaps are
+        # jitter), summed over streams; active time the union over all its streams. Both are
+        # kept per iteration: the order in which iterations' work is decided (held, spilled,
+        # waiting for a launch) changes nothing. Within an iteration, work that comes after
+        # a later-starting one on its stream (decided out of order) adds its whole duration
+        # to the busy time (a stream runs one thing at a time) and to the active time, which
+        # is then capped by the busy time and the iteration's GPU span.
+        stream = (owner, event.get("pid"), event.get("tid"))
+        seen = self._stream_end.get(stream)
+        if seen is None:
+            record.gpu_busy_us += end - start
+            self._stream_end[stream] = (start, end)
+        elif start >= seen[0]:  # in time order on its stream
+            record.gpu_busy_us += max(0.0, end - max(start, seen[1]))
+            self._stream_end[stream] = (start, max(end, seen[1]))
+        else:
+            record.gpu_busy_us += end - start
+            if end > seen[1]:
+                self._stream_end[stream] = (seen[0], end)
+        seen = self._gpu_end.get(owner)
+        if seen is None:
+            record.gpu_active_us += end - start
+            self._gpu_end[owner] = (start, end)
+        elif start >= seen[0]:
+            record.gpu_active_us += max(0.0, end - max(start, seen[1]))
+            self._gpu_end[owner] = (start, max(end, seen[1]))
+        else:
+            record.gpu_active_us += end - start  # capped at the end (``_finish_records``)
+            if end > seen[1]:
+                self._gpu_end[owner] = (seen[0], end)
         if record.gpu_start_ts is None or start < record.gpu_start_ts:
             record.gpu_start_ts = start
         if record.gpu_end_ts is None or end > record.gpu_end_ts:
@@ -819,6 +863,9 @@ class Splitter:
         last_end = self._windows.last_end
         kinds = cycle_kinds(result.shapes, [r.kernels for r in self._iterations])
         for i, record in enumerate(self._iterations):
+            if record.gpu_events:  # see ``_own_linked``: work decided out of order
+                record.gpu_active_us = min(record.gpu_active_us, record.gpu_busy_us,
+                                           record.gpu_end_ts - record.gpu_start_ts)
             if i + 1 < len(starts):
                 record.end_ts = starts[i + 1]
             elif last_end is not None and last_end != float("inf"):

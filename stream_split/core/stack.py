@@ -9,6 +9,9 @@ Memory is the depth of the deepest open nesting per thread, never the length of 
 from __future__ import annotations
 
 
+_NO_STACK: list = []
+
+
 class ThreadStacks:
     __slots__ = ("_stacks", "_tolerance", "_last_start", "_sections", "sections_started")
 
@@ -45,6 +48,18 @@ class ThreadStacks:
                 break
         stack.append((end, name, start))
         return stack
+
+    def note_start(self, thread, start: float) -> list:
+        """What ``push`` counts of an op (its thread's sections), for a reader that never
+        looks at the stacks; returns an empty stack."""
+        last = self._last_start.get(thread)
+        if last is None:
+            self._sections[thread] = 0
+        elif start < last:
+            self._sections[thread] += 1
+            self.sections_started += 1
+        self._last_start[thread] = start
+        return _NO_STACK
 
     def section(self, thread) -> int:
         """How many times this thread's ops went back in time so far."""
