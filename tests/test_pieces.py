@@ -76,22 +76,6 @@ def test_real_profiler_steps_name_the_pieces(tmp_path):
         f"step_{n}.json.gz" for n in range(2, 8)]
 
 
-def test_a_spool_one_byte_past_a_copy_chunk_still_gives_valid_json(tmp_path):
-    # The spool holds "event,\n" per event; when its size is one byte past the copy chunk,
-    # the final separator straddles two reads and must still be left out.
-    import json
-    from stream_split.write import COPY_CHUNK, PieceWriter
-    head = b'{"ph": "i", "name": "big", "ts": 1, "pad": "'
-    event = head + b"x" * (COPY_CHUNK + 1 - len(head) - 2 - 2) + b'"}'
-    assert len(event + b",\n") == COPY_CHUNK + 1
-    writer = PieceWriter(str(tmp_path), compress=False)
-    writer.add_many([(0, event)])
-    writer._open.pop(0).close()
-    path = tmp_path / "piece.json"
-    writer._assemble(0, str(path), {}, {})
-    assert [e["name"] for e in json.loads(path.read_bytes())["traceEvents"]] == ["big"]
-
-
 @pytest.mark.parametrize("trace", ["train_eval", "serving_graphs"])
 def test_pieces_are_the_same_whatever_is_spilled_on_the_way(trace, tmp_path):
     """A tiny ``pending_limit`` sends most held events through the spill file, where only

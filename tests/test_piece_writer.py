@@ -1,0 +1,132 @@
+"""How ``PieceWriter`` puts a piece on disk: events compressed while the input is read, each
+piece one gzip member that gzip, zcat and zlib read whole, holding the input's exact event
+bytes, with the metadata before them and the header keys around them."""
+import gzip
+import json
+import os
+import random
+import subprocess
+import zlib
+
+import pytest
+
+from stream_split.core.records import METADATA, OUTSIDE, IterationRecord
+from stream_split.write import COPY_CHUNK, SPOOL_TASK_BYTES, PieceWriter
+
+HEADER_BEFORE = {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 3}}
+HEADER_AFTER = {"traceName": "t.json", "displayTimeUnit": "ms"}
+META = [b'{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "python"}}']
+
+
+def _event(owner: int, n: int, rng) -> bytes:
+    # original bytes as a profiler writes them: spaces, a float, an escape, random padding
+    pad = "".join(rng.choice("abcdef0123") for _ in range(rng.randrange(0, 300)))
+    return (f'{{"ph": "X", "cat": "cpu_op", "name": "op\\"{owner}", "ts": {n}.125, '
+            f'"dur": 1, "args": {{"pad": "{pad}"}}}}').encode()
+
+
+def _write(tmp_path, batches, *, compress: bool, max_open: int = 16, level: int = 1):
+    out = tmp_path / ("gz" if compress else "plain")
+    out.mkdir()
+    writer = PieceWriter(str(out), compress=compress, compresslevel=level, max_open=max_open)
+    for batch in batches:
+        writer.add_many(batch)
+    owners = sorted({owner for batch in batches for owner, _ in batch} - {METADATA, OUTSIDE})
+    records = [IterationRecord(index=owner, start_ts=0.0, end_ts=1.0) for owner in owners]
+    files = writer.finish(records, HEADER_BEFORE, HEADER_AFTER)
+    assert not os.path.exists(out / ".spool")
+    return out, files
+
+
+def _interleaved(owners: int, events: int, seed: int = 1):
+    """Batches of events of ``owners`` pieces in an order that keeps every piece's spool
+    segment being closed and reopened, plus metadata at the end (as Kineto writes it)."""
+    rng = random.Random(seed)
+    pairs = [(rng.randrange(-1, owners), None) for _ in range(events)]
+    pairs = [(owner, _event(owner, n, rng)) for n, (owner, _) in enumerate(pairs)]
+    batches = [pairs[k:k + 97] for k in range(0, len(pairs), 97)]
+    batches.append([(METADATA, META[0])])
+    return pairs, batches
+
+
+@pytest.mark.parametrize("compress", [True, False])
+def test_pieces_hold_the_exact_event_bytes_in_input_order_after_the_metadata(tmp_path, compress):
+    pairs, batches = _interleaved(owners=5, events=4000)
+    out, files = _write(tmp_path, batches, compress=compress, max_open=2)
+    for owner, name in files.items():
+        data = (out / name).read_bytes()
+        text = gzip.decompress(data) if compress else data
+        expected = [event for o, event in pairs if o == owner]
+        assert text.startswith(b'{\n  "schemaVersion": 1,\n  "distributedInfo": {"backend": '
+                               b'"nccl", "rank": 3},\n  "traceEvents": [\n' + META[0] + b",\n")
+        assert text.endswith(b'\n],\n  "traceName": "t.json",\n  "displayTimeUnit": "ms"\n}\n')
+        assert b",\n".join(expected) in text
+        trace = json.loads(text)
+        assert len(trace["traceEvents"]) == 1 + len(expected)
+        assert trace["traceEvents"][0]["ph"] == "M"
+
+
+@pytest.mark.parametrize("level", [1, 0, 6])  # ISA-L's level 1; zlib's others
+def test_a_compressed_piece_is_one_gzip_member_that_gzip_zcat_and_zlib_read_whole(tmp_path,
+                                                                                   level):
+    # Enough bytes for several hand-overs to the spool thread, and max_open=2 over 5 pieces:
+    # every piece is made of many deflate segments.
+    pairs, batches = _interleaved(owners=5, events=30000)
+    assert sum(len(e) for _, e in pairs) > 3 * SPOOL_TASK_BYTES
+    plain, _ = _write(tmp_path, batches, compress=False, max_open=2)
+    out, files = _write(tmp_path, batches, compress=True, max_open=2, level=level)
+    for name in files.values():
+        expected = (plain / name.removesuffix(".gz")).read_bytes()
+        data = (out / name).read_bytes()
+        member = zlib.decompressobj(wbits=31)  # gzip: header, checks the CRC32 and size
+        assert member.decompress(data) == expected
+        assert member.eof and member.unused_data == b""  # one member, nothing after it
+        assert gzip.decompress(data) == expected
+        zcat = subprocess.run(["zcat", str(out / name)], capture_output=True, check=True)
+        assert zcat.stdout == expected
+        subprocess.run(["gzip", "-t", str(out / name)], check=True)
+
+
+def test_the_trailer_checksum_is_checked_by_readers(tmp_path):
+    # the combined CRC32 is what passes the readers' check: a changed one fails it
+    _, batches = _interleaved(owners=1, events=200)
+    out, files = _write(tmp_path, batches, compress=True)
+    data = (out / files[0]).read_bytes()
+    gzip.decompress(data)
+    forged = data[:-8] + bytes([data[-8] ^ 1]) + data[-7:]
+    with pytest.raises(gzip.BadGzipFile, match="CRC"):
+        gzip.decompress(forged)
+
+
+def test_an_event_larger_than_a_copy_chunk_and_a_spool_task_is_written_whole(tmp_path):
+    head = b'{"ph": "i", "name": "big", "ts": 1, "pad": "'
+    event = head + b"x" * (max(COPY_CHUNK, SPOOL_TASK_BYTES) + 1) + b'"}'
+    for compress in (False, True):
+        folder = tmp_path / str(compress)
+        folder.mkdir()
+        writer = PieceWriter(str(folder), compress=compress)
+        writer.add_many([(0, event), (0, b'{"ph": "i", "name": "small", "ts": 2}')])
+        files = writer.finish([IterationRecord(index=0, start_ts=0.0, end_ts=3.0)], {}, {})
+        data = (folder / files[0]).read_bytes()
+        trace = json.loads(gzip.decompress(data) if compress else data)
+        assert [e["name"] for e in trace["traceEvents"]] == ["big", "small"]
+
+
+def test_events_given_as_dicts_are_serialized_beside_original_bytes(tmp_path):
+    writer = PieceWriter(str(tmp_path))
+    writer.add_many([(METADATA, {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2}),
+                     (0, b'{"ph": "i", "name": "raw", "ts": 1}'),
+                     (0, {"ph": "i", "name": "dict", "ts": 2}), (OUTSIDE, {"ph": "i", "ts": 3})])
+    files = writer.finish([IterationRecord(index=0, start_ts=0.0, end_ts=3.0)], {}, {})
+    piece = json.loads(gzip.decompress((tmp_path / files[0]).read_bytes()))
+    assert [e["name"] for e in piece["traceEvents"]] == ["thread_name", "raw", "dict"]
+    outside = json.loads(gzip.decompress((tmp_path / files[OUTSIDE]).read_bytes()))
+    assert [e["ts"] for e in outside["traceEvents"][1:]] == [3]
+
+
+def test_a_failure_on_the_spool_thread_is_raised_by_finish(tmp_path):
+    writer = PieceWriter(str(tmp_path))
+    os.rmdir(tmp_path / ".spool")  # the spool thread cannot create its files
+    writer.add_many([(0, b'{"ph": "i", "ts": 1, "pad": "' + b"x" * SPOOL_TASK_BYTES + b'"}')])
+    with pytest.raises(FileNotFoundError):
+        writer.finish([IterationRecord(index=0, start_ts=0.0, end_ts=1.0)], {}, {})
