@@ -87,9 +87,10 @@ class IterationRecord:
     #: GPU busy time: the union of work per stream, summed over streams (stream-time: with
     #: concurrent streams it can exceed the iteration's duration).
     gpu_busy_us: float = 0.0
-    #: Time at least one GPU stream was busy (union over all streams): at most the span of
-    #: the iteration's GPU work. Counted in the order the trace lists GPU work: exact when
-    #: that is time order, else a lower bound.
+    #: Time at least one GPU stream was busy (union over all streams): at most the busy time
+    #: and the span of the iteration's GPU work. Counted in the order its work is decided:
+    #: exact when that is time order; work decided out of order counts whole (a slight
+    #: over-count, capped). See ``Splitter._own_linked``.
     gpu_active_us: float = 0.0
     gpu_start_ts: float | None = None
     gpu_end_ts: float | None = None
