@@ -39,12 +39,12 @@ bracket depths before anything recurses.
 from __future__ import annotations
 
 import json
-import zlib
 from typing import Any, Literal, TypedDict, Union
 
 import msgspec
 import numpy as np
 import orjson
+from isal import isal_zlib  # zlib's inflate, about 4x faster (ISA-L); same stream semantics
 
 from stream_split.trace_format import ENGINE_ARGS, ENGINE_FIELDS, EVENTS_KEY, PYTHON_FRAME_CAT
 
@@ -307,12 +307,12 @@ class Decompressor:
                         f"{self.members}")
                 if len(self._pending) < len(magic):
                     break
-                self._dec = (zlib.decompressobj(wbits=31) if self.kind == "gzip" else
+                self._dec = (isal_zlib.decompressobj(wbits=31) if self.kind == "gzip" else
                              __import__("zstandard").ZstdDecompressor().decompressobj())
             dec = self._dec
             try:
                 out.append(dec.decompress(self._pending))
-            except zlib.error as e:
+            except isal_zlib.error as e:
                 raise TraceInputError(f"corrupt gzip stream: {e}") from None
             except Exception as e:
                 if type(e).__name__ == "ZstdError":
