@@ -144,7 +144,7 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
     splitter.note_header(reader.header_before)  # known once the reader has its form
     try:
         for batches, batch in enumerate(reader.batches(raws=keep, slim=True), 1):
-            feed_batch(batch.events, batch.raws if keep else None, batch.frame_runs, slim=True)
+            feed_batch(batch.events, batch.raws if keep else None, batch.frame_runs)
             hand_out()
             collect_young(batches)
             if stop is not None and stop.requested:

@@ -53,8 +53,7 @@ def run_both_ways(batches: list, options: SplitOptions, slim: list | None = None
         for batch in batches:
             raws = batch.raws if options.keep_events else None
             if batched:
-                splitter.feed_batch(batch.events, raws, batch.frame_runs,
-                                    slim=slim is not None)
+                splitter.feed_batch(batch.events, raws, batch.frame_runs)
             else:
                 for k, event in enumerate(batch.events):
                     splitter.feed(event, raws[k] if raws is not None else None)

@@ -115,19 +115,33 @@ def _arrival(item) -> int:
 _WAITING_IN_MEMORY = 4096
 
 
-_SLIM_KEYS = ("ph", "cat", "name", "ts", "dur", "pid", "tid", "id")
-_SLIM_ARGS = ("correlation", "External id")
+#: The ``args`` that deciding a CPU-side event reads (``_own_cpu``), besides ``Input Dims``.
+_HELD_ARGS = ("correlation", "External id")
 
 
-def _slim(event: dict) -> dict:
-    """What the engine still needs of an event it only counts (boundaries, summaries)."""
-    slim = {k: event[k] for k in _SLIM_KEYS if k in event}
-    args = event.get("args")
-    if args:
-        slim["args"] = {k: args[k] for k in _SLIM_ARGS if k in args}
-        if "Input Dims" in args and _PHASE_ROLES[event.get("name") or ""] != _NO_ROLE:
-            slim["args"]["Input Dims"] = args["Input Dims"]  # phase evidence (core.phases)
-    return slim
+def _held_view(event: dict, link) -> dict:
+    """What an undecided event keeps while it is held or spilled, when it is not handed out
+    itself: the fields that deciding it reads, no more (a slim event holds about five times
+    more). A CPU-side event (``link`` None) is decided by ``_own_cpu``: its phase, category,
+    name and link ids, and its ``Input Dims`` when its name is phase evidence (``core.phases``);
+    GPU work waiting for its launch by ``_own_linked``: its category, times and stream; a flow
+    or a GPU annotation is only counted."""
+    cat = event.get("cat")
+    if link is None:
+        name = event.get("name")
+        view = {"ph": event.get("ph"), "cat": cat, "name": name}
+        args = event.get("args")
+        if args:
+            kept = {key: args[key] for key in _HELD_ARGS if key in args}
+            if "Input Dims" in args and _PHASE_ROLES[name or ""] != _NO_ROLE:
+                kept["Input Dims"] = args["Input Dims"]
+            if kept:
+                view["args"] = kept
+        return view
+    if cat in GPU_WORK_CATS:
+        return {"cat": cat, "ts": event["ts"], "dur": event.get("dur"), "pid": event.get("pid"),
+                "tid": event.get("tid")}
+    return {"cat": cat}
 
 
 #: What a held plain Python frame needs to be decided later (``_own_cpu`` reads no more).
@@ -226,7 +240,6 @@ class Splitter:
         self._assigned: list = []
         self._records: list = []
         self._keep = self.options.keep_events
-        self._input_slim = False  # the batch being fed holds slim events (``feed_batch``)
         self.events_in = 0
         #: Python frames decided a run at once (``feed_batch``), the rest one by one.
         self.frames_at_once = 0
@@ -350,16 +363,13 @@ class Splitter:
         the first ``feed``): what they promise of the evidence to come (``TraceFacts``)."""
         self._detector.note_facts(TraceFacts.from_header(header))
 
-    def feed_batch(self, events: list, raws: list | None = None, frame_runs=(),
-                   slim: bool = False) -> None:
+    def feed_batch(self, events: list, raws: list | None = None, frame_runs=()) -> None:
         """Events in file order, as ``feed`` takes them one by one (``raws`` parallel to
         ``events``, or None). ``frame_runs``: the runs of events that look like plain Python
         frames (the decoder tells them from their bytes: ``decode.FrameRun``, with ``i``, ``j``,
         maybe their times in bulk, and ``events()``); each is checked here and decided a whole
-        run at once (``_feed_frames``), with the same outcome as ``feed``. ``slim``: the events
-        hold little more than the fields the engine reads (``TraceDecoder.slim``): held as
-        they are, not copied to a slim dict."""
-        self._input_slim = slim
+        run at once (``_feed_frames``), with the same outcome as ``feed``. The events may be
+        slim (``TraceDecoder.slim``: the fields the engine reads) or whole."""
         if raws is None:
             raws = [None] * len(events)
         feed = self.feed
@@ -371,7 +381,6 @@ class Splitter:
             at = run.j
         for k in range(at, len(events)):
             feed(events[k], raws[k])
-        self._input_slim = False
 
     def _feed_frames(self, run, raws: list) -> None:
         """A run of events that are plain Python frames (read in bulk, or accepted by
@@ -420,10 +429,12 @@ class Splitter:
                     for k, raw in zip(later, held_raws)]
             self._hold_frames(ends[later].tolist(), starts[later].tolist(), held, held_raws)
 
-    def _slimmed(self, event: dict) -> dict:
-        """What a held event keeps (``_slim``): the event itself when the batch being fed is
-        already slim (``feed_batch(..., slim=True)``)."""
-        return event if self._input_slim else _slim(event)
+    def _held_event(self, event: dict, raw, link) -> dict:
+        """What a held event keeps: itself when it is handed out once decided (kept events
+        without their original bytes), else ``_held_view``."""
+        if self._keep and raw is None:
+            return event
+        return _held_view(event, link)
 
     def _count_cpu(self, owners: np.ndarray, ends: np.ndarray) -> None:
         """Count decided CPU-side events that link nothing (``_own_cpu``'s numbers), all at
@@ -625,9 +636,7 @@ class Splitter:
     def _hold(self, end, start, event: dict, link, raw=None) -> None:
         if not self._keep:
             raw = None
-            event = self._slimmed(event)
-        elif raw is not None:
-            event = self._slimmed(event)
+        event = self._held_event(event, raw, link)
         self._seq += 1
         if link is None:  # decided by a boundary at or after its end: a heap on the end
             heappush(self._pending, (end, self._seq, start, event, link, raw))
@@ -637,7 +646,7 @@ class Splitter:
             self._bound_held()
 
     def _hold_frames(self, ends: list, starts: list, events: list, raws: list) -> None:
-        """Hold CPU-side events (already slim, as ``_hold`` makes them) in this order: the
+        """Hold CPU-side events (already what ``_hold`` keeps of them) in this order: the
         same items, spilled at the same points, as ``_hold`` one by one."""
         first = self._seq + 1
         self._seq += len(ends)
@@ -786,7 +795,7 @@ class Splitter:
         else:
             self._waiting_count += 1
             self._waiting_gpu.setdefault(key, []).append(
-                (event if raw is None else self._slimmed(event), raw))
+                (self._held_event(event, raw, ("corr", key)), raw))
 
     def _own_linked(self, owner: int, event: dict, raw=None) -> None:
         if event.get("cat") not in GPU_WORK_CATS:  # a flow: counted, no GPU numbers
@@ -848,7 +857,7 @@ class Splitter:
             self._hold(None, None, event, ("ext", ext), raw)
         else:
             self._waiting_annotations.setdefault(ext, []).append(
-                (event if raw is None else self._slimmed(event), raw))
+                (self._held_event(event, raw, ("ext", ext)), raw))
 
     def _own_simple(self, owner: int, event: dict, raw=None) -> None:
         if self._keep:
