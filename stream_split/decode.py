@@ -26,8 +26,6 @@ events between Python frames into dicts holding only the fields the engine reads
 of Python frames (``FrameRun``) into the columns the engine decides them by (their times), with
 no dict per frame; msgspec checks every byte as JSON all the same, and whatever it refuses
 (or any doubt: a 64-bit-unsafe time, bytes that are not UTF-8) is parsed in full as below.
-``engine_views`` rebuilds the engine's view of an event from its bytes (the spill keeps only
-those).
 
 Each framed event is otherwise parsed by ``orjson``. The standard library parses the rare
 event orjson refuses or would change: a run of 19 or more digits (an integer beyond 64 bits stays exact,
@@ -152,17 +150,6 @@ _SlimArgs = TypedDict("_SlimArgs", {key: Any for key in ENGINE_ARGS}, total=Fals
 _SlimEvent = TypedDict("_SlimEvent", {**{key: Any for key in ENGINE_FIELDS},
                                       "args": Union[_SlimArgs, None]}, total=False)
 _SLIM_EVENTS = msgspec.json.Decoder(list[_SlimEvent])
-
-
-def engine_views(raws: list) -> list:
-    """What a slim batch holds of each event (``TraceDecoder.slim``), from events' original
-    bytes that the decoder read before (valid JSON objects): for a store that keeps only the
-    bytes of events held for later (``spill.TempFileSpill``)."""
-    array = b"[" + b",".join(raws) + b"]"
-    try:
-        return _SLIM_EVENTS.decode(array)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return parse_exact(array)[0]  # what msgspec refuses and the decoder took
 
 
 class _FrameArgs(msgspec.Struct, gc=False):

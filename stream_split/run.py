@@ -11,7 +11,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from stream_split.core import IterationRecord, Splitter, SplitOptions, TraceEventError
-from stream_split.decode import engine_views
 from stream_split.read import ReadInterrupted, TraceInputError, TraceReader
 from stream_split.spill import TempFileSpill
 from stream_split.stats import annotate as annotate_outliers
@@ -62,7 +61,7 @@ def reader_info(reader: TraceReader | None) -> dict:
 
 
 def new_splitter(options: SplitOptions, spill_dir: str | None = None) -> Splitter:
-    return Splitter(options, spill=TempFileSpill(spill_dir, reparse=engine_views))
+    return Splitter(options, spill=TempFileSpill(spill_dir))
 
 
 def drive(reader: TraceReader, splitter: Splitter, *, on_pairs=None, on_record=None,

@@ -4,12 +4,8 @@ The engine hands it batches of held events when more than ``pending_limit`` are 
 (e.g. everything read before an unannotated loop's structure is decided, or a thread written
 before the loop thread) and takes back, one batch at a time, only the batches that a new
 boundary may decide: each batch remembers the earliest end among its events. Pickle is only
-ever read back by the process that wrote it.
-
-A held event that came with its original bytes need not be pickled as a dict: given a
-``reparse`` function (``decode.engine_views``: the fields the engine reads, from the bytes),
-``TempFileSpill`` writes the bytes alone and rebuilds the event when it takes the batch back
-(one parse for the batch; a dict costs several times more to pickle and unpickle).
+ever read back by the process that wrote it. What a held event keeps is already small (the
+engine's ``_held_view``: a few fields, and its original bytes when they are written).
 """
 from __future__ import annotations
 
@@ -71,18 +67,15 @@ class TempFileSpill(MemorySpill):
     last batch is taken back (every run ends by draining the store), so no caller has a file
     to close, and a run that never spills never makes one."""
 
-    def __init__(self, directory: str | None = None, reparse=None):
+    def __init__(self, directory: str | None = None):
         super().__init__()
         self._directory = directory
         self._file = None
-        self._reparse = reparse
         self.spilled_total = 0
 
     def put(self, items) -> None:
         items = list(items)
         key = batch_key(items)
-        if self._reparse is not None:  # (end, seq, start, event, link, raw): the bytes alone
-            items = [item if item[5] is None else (*item[:3], None, *item[4:]) for item in items]
         if self._file is None:
             self._file = tempfile.TemporaryFile(dir=self._directory,
                                                 prefix="stream-split-spill-")
@@ -98,13 +91,6 @@ class TempFileSpill(MemorySpill):
         _, (offset, n) = self._batches.pop(handle)
         self._file.seek(offset)
         items = pickle.load(self._file)
-        if self._reparse is not None:
-            bare = [k for k, item in enumerate(items) if item[3] is None and item[5] is not None]
-            if bare:
-                events = self._reparse([items[k][5] for k in bare])
-                for k, event in zip(bare, events):
-                    end, seq, start, _, link, raw = items[k]
-                    items[k] = (end, seq, start, event, link, raw)
         self._count -= n
         if not self._batches:  # empty: give the file back
             self.close()

@@ -56,8 +56,8 @@ def profiler_step_number(name) -> int | None:
     return int(digits) if digits.isdigit() else None
 
 #: The fields of an event that the engine reads (``Splitter.feed`` and what it calls), and
-#: those of its ``args``: all that a held event keeps, and all that a batch read for the
-#: engine alone holds (``TraceDecoder.slim``).
+#: those of its ``args``: all that a batch read for the engine alone holds
+#: (``TraceDecoder.slim``); a held event keeps fewer (``engine._held_view``).
 ENGINE_FIELDS = ("ph", "cat", "name", "ts", "dur", "pid", "tid", "id")
 ENGINE_ARGS = ("correlation", "External id", "Input Dims")
 

@@ -78,8 +78,8 @@ def test_real_profiler_steps_name_the_pieces(tmp_path):
 
 @pytest.mark.parametrize("trace", ["train_eval", "serving_graphs"])
 def test_pieces_are_the_same_whatever_is_spilled_on_the_way(trace, tmp_path):
-    """A tiny ``pending_limit`` sends most held events through the spill file, where only
-    their original bytes are kept (``spill.TempFileSpill(reparse=...)``): every piece holds
+    """A tiny ``pending_limit`` sends most held events through the spill file (their original
+    bytes and what the engine reads of them, ``engine._held_view``): every piece holds
     the same events, byte for byte (decided in another order), and every record is the same
     as when nothing is spilled."""
     import gzip
