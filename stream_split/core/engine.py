@@ -121,8 +121,9 @@ _HELD_ARGS = ("correlation", "External id")
 
 def _held_view(event: dict, link) -> dict:
     """What an undecided event keeps while it is held or spilled, when it is not handed out
-    itself: the fields that deciding it reads, no more (a slim event holds about five times
-    more). A CPU-side event (``link`` None) is decided by ``_own_cpu``: its phase, category,
+    itself: the fields that deciding it reads, no more (on the resnet 10x tile's spilled
+    events: 580 bytes in memory and 68 pickled, against 990 and 149 for the slim event).
+    A CPU-side event (``link`` None) is decided by ``_own_cpu``: its phase, category,
     name and link ids, and its ``Input Dims`` when its name is phase evidence (``core.phases``);
     GPU work waiting for its launch by ``_own_linked``: its category, times and stream; a flow
     or a GPU annotation is only counted."""
