@@ -75,14 +75,13 @@ class TempFileSpill(MemorySpill):
 
     def put(self, items) -> None:
         items = list(items)
-        key = batch_key(items)
         if self._file is None:
             self._file = tempfile.TemporaryFile(dir=self._directory,
                                                 prefix="stream-split-spill-")
         self._file.seek(0, os.SEEK_END)
         offset = self._file.tell()
         pickle.dump(items, self._file, protocol=pickle.HIGHEST_PROTOCOL)
-        self._batches[self._next] = (key, (offset, len(items)))
+        self._batches[self._next] = (batch_key(items), (offset, len(items)))
         self._next += 1
         self._count += len(items)
         self.spilled_total += len(items)

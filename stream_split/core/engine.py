@@ -145,6 +145,22 @@ def _held_view(event: dict, link) -> dict:
     return {"cat": cat}
 
 
+def _add_to_union(unions: dict, key, start: float, end: float) -> float:
+    """Add work ``[start, end]`` to the union of work kept under ``key`` (its latest start and
+    latest end); returns the time it adds: what lies past the latest end when it comes in
+    start order, else its whole duration (work decided out of order; see ``_own_linked``)."""
+    seen = unions.get(key)
+    if seen is None:
+        unions[key] = (start, end)
+        return end - start
+    if start >= seen[0]:  # in time order
+        unions[key] = (start, max(end, seen[1]))
+        return max(0.0, end - max(start, seen[1]))
+    if end > seen[1]:
+        unions[key] = (seen[0], end)
+    return end - start
+
+
 #: What a held plain Python frame needs to be decided later (``_own_cpu`` reads no more).
 _HELD_FRAME = {"ph": "X", "cat": PYTHON_FRAME_CAT}
 _FRAME_KEYS = ("ph", "cat", "ts", "dur", "name", "pid", "tid", "args")
@@ -822,29 +838,10 @@ class Splitter:
         # a later-starting one on its stream (decided out of order) adds its whole duration
         # to the busy time (a stream runs one thing at a time) and to the active time, which
         # is then capped by the busy time and the iteration's GPU span.
-        stream = (owner, event.get("pid"), event.get("tid"))
-        seen = self._stream_end.get(stream)
-        if seen is None:
-            record.gpu_busy_us += end - start
-            self._stream_end[stream] = (start, end)
-        elif start >= seen[0]:  # in time order on its stream
-            record.gpu_busy_us += max(0.0, end - max(start, seen[1]))
-            self._stream_end[stream] = (start, max(end, seen[1]))
-        else:
-            record.gpu_busy_us += end - start
-            if end > seen[1]:
-                self._stream_end[stream] = (seen[0], end)
-        seen = self._gpu_end.get(owner)
-        if seen is None:
-            record.gpu_active_us += end - start
-            self._gpu_end[owner] = (start, end)
-        elif start >= seen[0]:
-            record.gpu_active_us += max(0.0, end - max(start, seen[1]))
-            self._gpu_end[owner] = (start, max(end, seen[1]))
-        else:
-            record.gpu_active_us += end - start  # capped at the end (``_finish_records``)
-            if end > seen[1]:
-                self._gpu_end[owner] = (seen[0], end)
+        record.gpu_busy_us += _add_to_union(
+            self._stream_end, (owner, event.get("pid"), event.get("tid")), start, end)
+        # (active time is capped at the end: ``_finish_records``)
+        record.gpu_active_us += _add_to_union(self._gpu_end, owner, start, end)
         if record.gpu_start_ts is None or start < record.gpu_start_ts:
             record.gpu_start_ts = start
         if record.gpu_end_ts is None or end > record.gpu_end_ts:

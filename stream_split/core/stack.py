@@ -32,13 +32,8 @@ class ThreadStacks:
         stack = self._stacks.get(thread)
         if stack is None:
             stack = self._stacks[thread] = []
-            self._sections[thread] = 0
-        last = self._last_start.get(thread)
-        if last is not None and start < last:
+        if self._new_section(thread, start):
             stack.clear()
-            self._sections[thread] += 1
-            self.sections_started += 1
-        self._last_start[thread] = start
         tol = self._tolerance
         while stack:
             top_end, _, top_start = stack[-1]
@@ -52,14 +47,21 @@ class ThreadStacks:
     def note_start(self, thread, start: float) -> list:
         """What ``push`` counts of an op (its thread's sections), for a reader that never
         looks at the stacks; returns an empty stack."""
+        self._new_section(thread, start)
+        return _NO_STACK
+
+    def _new_section(self, thread, start: float) -> bool:
+        """Count an op's start: True when it goes back in time (a new section begins)."""
         last = self._last_start.get(thread)
+        self._last_start[thread] = start
         if last is None:
             self._sections[thread] = 0
-        elif start < last:
+            return False
+        if start < last:
             self._sections[thread] += 1
             self.sections_started += 1
-        self._last_start[thread] = start
-        return _NO_STACK
+            return True
+        return False
 
     def section(self, thread) -> int:
         """How many times this thread's ops went back in time so far."""
