@@ -67,6 +67,20 @@ def owners_of(events, splitter_options=None, feed_order=None):
     return got, splitter
 
 
+def assert_split_exactly(trace, options=None):
+    """``trace`` (a ``GeneratedTrace``) split as its truth says: the same iterations (start and
+    kind) and every event in its true piece. Returns the Splitter (its evidence, records).
+    ``options`` default to the structure detector with annotations as evidence."""
+    from stream_split.core import SplitOptions
+    got, splitter = owners_of(trace.events, options or SplitOptions(detector="auto"))
+    assert [(it.start_ts, it.kind) for it in splitter.iterations] == \
+        [(it["start_ts"], it["kind"]) for it in trace.truth.iterations], splitter.evidence
+    wrong = [(e.get("cat"), e.get("name"), o, t)
+             for e, o, t in zip(trace.events, got, trace.truth.owners) if o != t]
+    assert not wrong, f"{len(wrong)} events in the wrong piece, e.g. {wrong[:3]}"
+    return splitter
+
+
 def write_truncated_trace(path, seed=3) -> None:
     """A killed writer's trace: gzip stream and JSON both cut off two thirds of the way in."""
     import gzip
