@@ -402,14 +402,9 @@ class Splitter:
     def _feed_frames(self, run, raws: list) -> None:
         """A run of events that are plain Python frames (read in bulk, or accepted by
         ``_plain_frames``; else fed one by one): CPU-side ``X`` events that link nothing,
-        decided by their window all at once (``Windows.owners``). The order of the decisions,
-        held events, spill and counts are ``feed``'s."""
-        # While the detector wants frames as evidence, each one may end the loop thread's
-        # Kineto section and decide boundaries that the next frame's owner depends on: one
-        # by one then (``feed``), as the detector reads them.
-        if self._detector.wants_evidence:
-            columns = None
-        elif run.starts is not None:
+        decided by their window a stretch at a time (``_own_frames``). The order of the
+        decisions, held events, spill and counts are ``feed``'s."""
+        if run.starts is not None:
             columns = run.starts, run.ends
         else:
             columns = _plain_frames(run.events())
@@ -419,7 +414,40 @@ class Splitter:
                 feed(event, raw)
             return
         starts, ends = columns
-        n = len(raws)
+        detector = self._detector
+        if not detector.wants_evidence:
+            self._own_frames(run, raws, starts, ends, 0, len(raws))
+            return
+        # While the detector wants frames as evidence, each one may end the loop thread's
+        # Kineto section or confirm the unit, and so decide boundaries that the next frame's
+        # owner depends on: the frames go to the detector one by one, as ``feed`` gives them,
+        # and the frames between two such boundaries are decided together.
+        observe = detector.observe_frame
+        at = 0
+        for k, (event, start, end) in enumerate(zip(run.events(), starts.tolist(),
+                                                     ends.tolist())):
+            if not detector.wants_evidence:
+                break
+            name = event.get("name")
+            if name in LAUNCH_NAMES:  # feed: observed as a launch, which a frame never is
+                continue
+            found = observe((event.get("pid"), event.get("tid")), start, end, name or "")
+            if found:
+                self._own_frames(run, raws, starts, ends, at, k)
+                self._add_boundaries(found)
+                at = k
+        self._own_frames(run, raws, starts, ends, at, len(raws))
+
+    def _own_frames(self, run, raws: list, starts: np.ndarray, ends: np.ndarray,
+                    a: int, b: int) -> None:
+        """Frames ``a`` to ``b`` (excluded) of ``run``, times ``starts`` and ``ends``: owned
+        now by the windows known (``Windows.owners``) or held, all at once."""
+        n = b - a
+        if n <= 0:
+            return
+        raws = raws[a:b]
+        if n < len(starts):
+            starts, ends = starts[a:b], ends[a:b]
         self.frames_at_once += n
         self.events_in += n
         now = self._windows.decidable_many(ends)
@@ -431,17 +459,17 @@ class Splitter:
             owners = self._windows.owners(starts[decided], ends[decided])
             self._count_cpu(owners, ends[decided])
         changed = self._keep and None in raws  # no bytes, or an event that had to change
+        events = run.events()[a:b] if changed else None
         if self._keep:
             kept = raws
             if changed:
-                kept = [event if raw is None else raw for event, raw in zip(run.events(), raws)]
+                kept = [event if raw is None else raw for event, raw in zip(events, raws)]
             if decided.size < n:
                 kept = [kept[k] for k in decided.tolist()]
             self._assigned.extend(zip(owners.tolist(), kept))
         if decided.size < n:
             later = np.flatnonzero(~now).tolist()
             held_raws = [raws[k] for k in later] if self._keep else [None] * len(later)
-            events = run.events() if changed else None
             held = [events[k] if raw is None and changed else _HELD_FRAME
                     for k, raw in zip(later, held_raws)]
             self._hold_frames(ends[later].tolist(), starts[later].tolist(), held, held_raws)
