@@ -345,14 +345,7 @@ class Splitter:
                                                stacks.section(thread))
                 self._add_boundaries(found)
             elif self._detector.wants_evidence:  # a launch or a frame may end the section
-                if name in LAUNCH_NAMES:
-                    if args and "correlation" in args:
-                        self._add_boundaries(self._detector.observe_launch(
-                            (pid, tid), ts, args["correlation"],
-                            name in GRAPH_LAUNCH_NAMES, name in COPY_LAUNCH_NAMES))
-                elif cat == PYTHON_FRAME_CAT:
-                    self._add_boundaries(
-                        self._detector.observe_frame((pid, tid), ts, end, name or ""))
+                self._add_boundaries(self._evidence_of(pid, tid, ts, end, name, cat, args))
         windows = self._windows
         if windows.cached_lo <= ts <= end < windows.cached_hi:  # the common case, inline
             owner = windows.cached_owner
@@ -422,21 +415,33 @@ class Splitter:
         # Kineto section or confirm the unit, and so decide boundaries that the next frame's
         # owner depends on: the frames go to the detector one by one, as ``feed`` gives them,
         # and the frames between two such boundaries are decided together.
-        observe = detector.observe_frame
+        evidence_of = self._evidence_of
         at = 0
         for k, (event, start, end) in enumerate(zip(run.events(), starts.tolist(),
                                                      ends.tolist())):
             if not detector.wants_evidence:
                 break
-            name = event.get("name")
-            if name in LAUNCH_NAMES:  # feed: observed as a launch, which a frame never is
-                continue
-            found = observe((event.get("pid"), event.get("tid")), start, end, name or "")
+            found = evidence_of(event.get("pid"), event.get("tid"), start, end,
+                                event.get("name"), PYTHON_FRAME_CAT, None)
             if found:
                 self._own_frames(run, raws, starts, ends, at, k)
                 self._add_boundaries(found)
                 at = k
         self._own_frames(run, raws, starts, ends, at, len(raws))
+
+    def _evidence_of(self, pid, tid, ts, end, name, cat, args) -> tuple:
+        """What the detector finds in a CPU-side ``X`` event that is not structure, while it
+        wants evidence: a launch (by its correlation id) or a Python frame may end the loop
+        thread's Kineto section or confirm the unit."""
+        if name in LAUNCH_NAMES:
+            if args and "correlation" in args:
+                return self._detector.observe_launch(
+                    (pid, tid), ts, args["correlation"],
+                    name in GRAPH_LAUNCH_NAMES, name in COPY_LAUNCH_NAMES)
+            return ()
+        if cat == PYTHON_FRAME_CAT:
+            return self._detector.observe_frame((pid, tid), ts, end, name or "")
+        return ()
 
     def _own_frames(self, run, raws: list, starts: np.ndarray, ends: np.ndarray,
                     a: int, b: int) -> None:
@@ -445,9 +450,7 @@ class Splitter:
         n = b - a
         if n <= 0:
             return
-        raws = raws[a:b]
-        if n < len(starts):
-            starts, ends = starts[a:b], ends[a:b]
+        raws, starts, ends = raws[a:b], starts[a:b], ends[a:b]
         self.frames_at_once += n
         self.events_in += n
         now = self._windows.decidable_many(ends)

@@ -612,10 +612,11 @@ class StructureDetector:
                 return ()
             if unit.phase == PHASE_INPUT_FETCH and not _every_fetch_opens(roots, unit) \
                     and not any(n.gpu for n in roots):
-                # Each instance fetches input more than once: it may be two turns of the loop,
-                # a busy one and an idle poll (a server alternating them three times running),
-                # which only the GPU work to come tells apart from a step of micro-batches.
-                # It waits for that work (at close in a Kineto file).
+                # A fetch opens no instance (the input-fetch branch above requires that it
+                # does): an instance that fetches twice may be two turns of the loop, a busy
+                # one and an idle poll (a server alternating them three times running), which
+                # only the GPU work to come tells apart from a step of micro-batches. It waits
+                # for that work (at close in a Kineto file).
                 return ()
             whole, inner = self._inner_repeat(roots, unit,
                                               ONLINE_INNER_RULES if alike else INNER_RULES)
