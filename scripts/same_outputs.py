@@ -1,0 +1,136 @@
+"""Fingerprint what the commands write, to show that a refactoring changed no output.
+
+    python scripts/same_outputs.py record before.json     # on the old code
+    python scripts/same_outputs.py record after.json      # on the new code
+    python scripts/same_outputs.py compare before.json after.json
+
+For every input of the corpus it runs ``boundaries`` (JSON Lines and protobuf), ``tag``,
+``explain --json`` and ``split`` (pieces decompressed, manifest, in file order) under each
+detector and keeps one SHA-256 per output. The corpus: every trace under ``../shared/traces``
+(when present), every recording in ``tests/data``, and generated scenarios (every scenario at
+several seeds, the random variants of the property tests, and noisy copies), written once
+into a scratch folder by this project's own generator.
+
+It runs the command line of the checkout it sits in (``python -m stream_split.cli`` with this
+checkout first on ``PYTHONPATH``, so a git worktree measures its own code), two at a time.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from stream_split.testing.generate import SCENARIOS, generate, random_variant, write_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "traces"
+DETECTORS = ("auto", "structure", "steps")
+#: Seeds of each scenario, and how many random variants (the property tests' draws).
+SEEDS = (0, 1, 2)
+VARIANTS = 40
+
+
+def _corpus(scratch: Path) -> dict[str, Path]:
+    inputs: dict[str, Path] = {}
+    if SHARED.is_dir():
+        for path in sorted(SHARED.rglob("*.json*")):
+            inputs[f"shared/{path.relative_to(SHARED)}"] = path
+    for path in sorted((ROOT / "tests" / "data").rglob("*.json.gz")):
+        inputs[f"data/{path.relative_to(ROOT / 'tests' / 'data')}"] = path
+    for name in SCENARIOS:
+        for seed in SEEDS:
+            path = scratch / f"{name}-{seed}.json"
+            write_trace(generate(name, seed), str(path))
+            inputs[f"generated/{name}-{seed}"] = path
+    for seed in range(VARIANTS):
+        path = scratch / f"variant-{seed}.json"
+        write_trace(random_variant(seed).generate(), str(path))
+        inputs[f"variant/{seed}"] = path
+    return inputs
+
+
+def _digest_folder(folder: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(folder.iterdir()):
+        data = path.read_bytes()
+        if path.name.endswith(".gz"):
+            data = gzip.decompress(data)
+        h.update(path.name.encode() + b"\0" + hashlib.sha256(data).digest())
+    return h.hexdigest()
+
+
+COMMAND = [sys.executable, "-m", "stream_split.cli"]
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
+    [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+
+def _run(argv: list[str]) -> str:
+    done = subprocess.run([*COMMAND, *argv], capture_output=True, timeout=600, env=ENV)
+    h = hashlib.sha256(done.stdout)
+    h.update(f"rc={done.returncode}".encode())
+    return h.hexdigest()
+
+
+def _fingerprint(name: str, path: Path, scratch: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for detector in DETECTORS:
+        common = [str(path), "--detector", detector, "--quiet"]
+        out[f"boundaries/{detector}"] = _run(["boundaries", *common])
+        out[f"protobuf/{detector}"] = _run(["boundaries", *common, "--format", "protobuf"])
+        out[f"tag/{detector}"] = _run(["tag", *common])
+        out[f"explain/{detector}"] = _run(["explain", *common, "--json"])
+        folder = scratch / "split" / name.replace("/", "_") / detector
+        rc = subprocess.run([*COMMAND, "split", *common, "-o", str(folder)],
+                            capture_output=True, timeout=600, env=ENV).returncode
+        out[f"split/{detector}"] = f"rc={rc} " + (_digest_folder(folder) if folder.is_dir() else "-")
+    return out
+
+
+def record(target: str) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = Path(tmp)
+        inputs = _corpus(scratch)
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            results = dict(zip(inputs, pool.map(
+                lambda item: _fingerprint(item[0], item[1], scratch), inputs.items())))
+    Path(target).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+    print(f"{len(results)} inputs, {sum(map(len, results.values()))} outputs -> {target}")
+    return 0
+
+
+def compare(before: str, after: str) -> int:
+    a = json.loads(Path(before).read_text())
+    b = json.loads(Path(after).read_text())
+    differ = [f"{name} {key}" for name in sorted(set(a) | set(b))
+              for key in sorted(set(a.get(name, {})) | set(b.get(name, {})))
+              if a.get(name, {}).get(key) != b.get(name, {}).get(key)]
+    for line in differ:
+        print("differs:", line)
+    total = sum(map(len, a.values()))
+    print(f"{len(a)} inputs, {total} outputs compared; {len(differ)} differ")
+    return 1 if differ else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("record").add_argument("target")
+    p = sub.add_parser("compare")
+    p.add_argument("before")
+    p.add_argument("after")
+    args = parser.parse_args(argv)
+    if args.command == "record":
+        return record(args.target)
+    return compare(args.before, args.after)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
