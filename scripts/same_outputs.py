@@ -57,14 +57,20 @@ def _corpus(scratch: Path) -> dict[str, Path]:
     return inputs
 
 
-def _digest_folder(folder: Path) -> str:
+def _digest_folder(folder: Path, scratch: Path) -> str:
     h = hashlib.sha256()
     for path in sorted(folder.iterdir()):
         data = path.read_bytes()
         if path.name.endswith(".gz"):
             data = gzip.decompress(data)
-        h.update(path.name.encode() + b"\0" + hashlib.sha256(data).digest())
+        h.update(path.name.encode() + b"\0" + hashlib.sha256(_portable(data, scratch)).digest())
     return h.hexdigest()
+
+
+def _portable(data: bytes, scratch: Path) -> bytes:
+    """``data`` with the scratch folder's path (a new one each run, named in manifests) made
+    the same word every run."""
+    return data.replace(str(scratch).encode(), b"<scratch>")
 
 
 COMMAND = [sys.executable, "-m", "stream_split.cli"]
@@ -72,9 +78,9 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
     [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
 
 
-def _run(argv: list[str]) -> str:
+def _run(argv: list[str], scratch: Path) -> str:
     done = subprocess.run([*COMMAND, *argv], capture_output=True, timeout=600, env=ENV)
-    h = hashlib.sha256(done.stdout)
+    h = hashlib.sha256(_portable(done.stdout, scratch))
     h.update(f"rc={done.returncode}".encode())
     return h.hexdigest()
 
@@ -83,21 +89,23 @@ def _fingerprint(name: str, path: Path, scratch: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for detector in DETECTORS:
         common = [str(path), "--detector", detector, "--quiet"]
-        out[f"boundaries/{detector}"] = _run(["boundaries", *common])
-        out[f"protobuf/{detector}"] = _run(["boundaries", *common, "--format", "protobuf"])
-        out[f"tag/{detector}"] = _run(["tag", *common])
-        out[f"explain/{detector}"] = _run(["explain", *common, "--json"])
+        out[f"boundaries/{detector}"] = _run(["boundaries", *common], scratch)
+        out[f"protobuf/{detector}"] = _run(["boundaries", *common, "--format", "protobuf"], scratch)
+        out[f"tag/{detector}"] = _run(["tag", *common], scratch)
+        out[f"explain/{detector}"] = _run(["explain", *common, "--json"], scratch)
         folder = scratch / "split" / name.replace("/", "_") / detector
         rc = subprocess.run([*COMMAND, "split", *common, "-o", str(folder)],
                             capture_output=True, timeout=600, env=ENV).returncode
-        out[f"split/{detector}"] = f"rc={rc} " + (_digest_folder(folder) if folder.is_dir() else "-")
+        out[f"split/{detector}"] = f"rc={rc} " + (_digest_folder(folder, scratch) if folder.is_dir() else "-")
     return out
 
 
-def record(target: str) -> int:
+def record(target: str, only: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         inputs = _corpus(scratch)
+        if only:
+            inputs = {k: v for k, v in inputs.items() if k.startswith(tuple(only))}
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
             results = dict(zip(inputs, pool.map(
                 lambda item: _fingerprint(item[0], item[1], scratch), inputs.items())))
@@ -122,13 +130,16 @@ def compare(before: str, after: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("record").add_argument("target")
+    p = sub.add_parser("record")
+    p.add_argument("target")
+    p.add_argument("--only", nargs="+", metavar="PREFIX",
+                   help="only the inputs whose names start so (shared/, data/, generated/, variant/)")
     p = sub.add_parser("compare")
     p.add_argument("before")
     p.add_argument("after")
     args = parser.parse_args(argv)
     if args.command == "record":
-        return record(args.target)
+        return record(args.target, args.only)
     return compare(args.before, args.after)
 
 
