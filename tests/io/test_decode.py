@@ -16,7 +16,7 @@ from stream_split.decode import TraceDecoder
 from stream_split.read import TraceReader, reference_events
 from stream_split.trace_format import ENGINE_ARGS, ENGINE_FIELDS
 
-SHARED_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+SHARED_TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
 
 
 def decode(data: bytes, cuts=(), slim: bool = False):
@@ -67,7 +67,7 @@ def assert_slim_matches(slim_events: list, expected: list) -> None:
             assert engine_view(got) == engine_view(want)
 
 
-RECORDED_TRACES = Path(__file__).resolve().parent / "data" / "cuda"
+RECORDED_TRACES = Path(__file__).resolve().parents[1] / "data" / "cuda"
 
 
 def _traces(folder: Path):

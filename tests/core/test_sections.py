@@ -14,7 +14,7 @@ from stream_split.read import TraceReader
 from stream_split.testing.generate import SCENARIOS, generate
 from stream_split.trace_format import GPU_WORK_CATS, LAUNCH_FLOW_CAT, STRUCTURE_CATS
 
-RECORDED = Path(__file__).parent / "data" / "cuda"
+RECORDED = Path(__file__).parents[1] / "data" / "cuda"
 #: What Kineto writes after the CPU ops of a CPU-only trace's threads goes too: GPU work,
 #: its launches (runtime calls carry a correlation id) and flows.
 _GPU_SIDE = set(GPU_WORK_CATS) | {LAUNCH_FLOW_CAT, "cuda_runtime", "cuda_driver",

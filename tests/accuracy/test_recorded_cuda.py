@@ -10,7 +10,7 @@ import pytest
 
 from conftest import run_cli, load_piece
 
-RECORDED = Path(__file__).parent / "data" / "cuda"
+RECORDED = Path(__file__).parents[1] / "data" / "cuda"
 TRUTH = json.loads((RECORDED / "truth.json").read_text())
 
 #: Loops the detector does not yet split as their steps (issue 8): a strict xfail turns into a
