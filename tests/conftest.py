@@ -37,6 +37,19 @@ def shared_trace_paths():
     return sorted(str(p) for p in SHARED_TRACES.rglob("*.json.gz"))
 
 
+#: A real trace larger than this (as stored, compressed or not) makes its case slow: the 19
+#: real traces and recordings of 0.3-4 MB take most of a run's time, the 22 smaller ones show
+#: the same behaviours in seconds.
+LARGE_TRACE_BYTES = 250_000
+
+
+def large_ones_slow(cases, path_of=Path) -> list:
+    """``cases`` as test parameters, those whose trace (``path_of(case)``) is large marked
+    ``slow`` (deselected by default, run by ``.ci/run``: see pyproject.toml)."""
+    return [pytest.param(case, marks=pytest.mark.slow)
+            if os.path.getsize(path_of(case)) > LARGE_TRACE_BYTES else case for case in cases]
+
+
 needs_shared = pytest.mark.skipif(not SHARED_TRACES.is_dir(),
                                   reason="../shared/traces is absent (a user's clone has none)")
 

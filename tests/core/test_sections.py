@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SHARED_TRACES, needs_shared
+from conftest import SHARED_TRACES, large_ones_slow, needs_shared
 from stream_split.core import Splitter, SplitOptions
 from stream_split.core.detect import TraceFacts
 from stream_split.read import TraceReader
@@ -105,7 +105,8 @@ def _recorded(name):
     return events, header
 
 
-@pytest.mark.parametrize("name", ["dynamic_shapes", "rollout", "train_wrapped"])
+@pytest.mark.parametrize("name", large_ones_slow(["dynamic_shapes", "rollout", "train_wrapped"],
+                                                  lambda name: RECORDED / f"{name}.json.gz"))
 def test_recorded_loops_with_the_steps_stripped_come_out_before_any_gpu_work(name):
     # At the latest when the GPU block's first launch or kernel is read (a few runtime calls
     # into the block), before any GPU work is owned.

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from conftest import large_ones_slow
+
 from stream_split.decode import TraceDecoder
 from stream_split.read import TraceReader, reference_events
 from stream_split.trace_format import ENGINE_ARGS, ENGINE_FIELDS
@@ -79,7 +81,8 @@ def _traces(folder: Path):
 
 
 @pytest.mark.skipif(not SHARED_TRACES.is_dir(), reason="../shared/traces is absent")
-@pytest.mark.parametrize("path", _traces(SHARED_TRACES) + _traces(RECORDED_TRACES),
+@pytest.mark.parametrize("path",
+                         large_ones_slow(_traces(SHARED_TRACES) + _traces(RECORDED_TRACES)),
                          ids=lambda p: p.name)
 def test_decoder_equals_ijson_on_every_shared_trace(path):
     data = path.read_bytes()

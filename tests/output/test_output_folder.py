@@ -28,6 +28,7 @@ def _full_run_seconds(trace, tmp_path) -> float:
     return time.monotonic() - started
 
 
+@pytest.mark.slow
 def test_kill_9_at_ten_points_then_a_rerun_finds_every_event_exactly_once(long_trace, tmp_path):
     data = long_trace.read_bytes()
     old_trace = tmp_path / "old.json"
