@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import SHARED_TRACES, needs_shared, run_cli
+from stream_split.output import FOLDER_MARKER, TEMP_PREFIX, lock_path, target_key
 from stream_split.testing.generate import generate, render
 
 CLI = [sys.executable, "-m", "stream_split.cli"]
@@ -51,13 +52,16 @@ def _key(event) -> str:
 def _check_pieces(out_dir: Path, input_bytes: bytes | None) -> dict:
     """The manifest of ``out_dir``, after checking it against its pieces and (when given) the
     input: every non-metadata event exactly once, every piece holding all the metadata, no file
-    the manifest does not name."""
+    the manifest does not name (besides the folder's marker, which lists them all)."""
     manifest = json.loads((out_dir / "manifest.json").read_text())
     counts = manifest["counts"]
     named = {it["file"] for it in manifest["iterations"] if it["file"]}
     if manifest["outside"]["file"]:
         named.add(manifest["outside"]["file"])
-    assert set(os.listdir(out_dir)) == named | {"manifest.json"}, "no stale or stray files"
+    assert set(os.listdir(out_dir)) == named | {"manifest.json", FOLDER_MARKER}, \
+        "no stale or stray files"
+    marker = json.loads((out_dir / FOLDER_MARKER).read_text())
+    assert marker["files"] == sorted(named | {"manifest.json"})
     seen = collections.Counter()
     metadata = None
     by_file = {it["file"]: it["events"] for it in manifest["iterations"] if it["file"]}
@@ -82,9 +86,15 @@ def _check_pieces(out_dir: Path, input_bytes: bytes | None) -> dict:
     return manifest
 
 
+def _temp_prefix(parent: Path, name: str) -> str:
+    """The names of the staging folders (and replaced results) of a split into parent/name."""
+    return TEMP_PREFIX + target_key(str(parent / name))
+
+
 def _no_leftovers(parent: Path, name: str) -> None:
-    left = [p for p in os.listdir(parent) if p.startswith(f".{name}.") and not p.endswith(".lock")]
+    left = [p for p in os.listdir(parent) if p.startswith(_temp_prefix(parent, name))]
     assert left == [], f"staging leftovers: {left}"
+    assert not os.path.lexists(lock_path(str(parent / name))), "the lock file is left"
 
 
 def _one_error_line(stderr: bytes) -> str:
@@ -119,7 +129,7 @@ def _split(trace, out, *extra, **kwargs):
 def _wait_for_staging(parent: Path, name: str, proc) -> None:
     """Handshake: the run has taken its folder (so it is past start-up)."""
     deadline = time.monotonic() + WAIT
-    while not any(p.startswith(f".{name}.staging-") for p in os.listdir(parent)):
+    while not any(p.startswith(_temp_prefix(parent, name)) for p in os.listdir(parent)):
         assert proc.poll() is None, proc.stderr.read().decode()
         assert time.monotonic() < deadline
         time.sleep(0.005)
@@ -249,7 +259,8 @@ def test_overwrite_removes_the_stale_pieces_of_a_larger_split(small_trace, tmp_p
     manifest = json.loads((out / "manifest.json").read_text())
     files = {it["file"] for it in manifest["iterations"] if it["file"]} | {
         manifest["outside"]["file"], "manifest.json"}
-    assert set(os.listdir(out)) == files and "iteration_00001.json.gz" not in files
+    assert set(os.listdir(out)) == files | {FOLDER_MARKER}
+    assert "iteration_00001.json.gz" not in files
 
 
 def test_a_non_empty_folder_is_refused_without_overwrite(small_trace, tmp_path):
@@ -266,22 +277,31 @@ def test_a_non_empty_folder_is_refused_without_overwrite(small_trace, tmp_path):
 def test_links_planted_in_the_output_folder_are_never_followed(small_trace, tmp_path):
     victim = tmp_path / "victim"
     victim.write_bytes(b"precious")
+    victims = tmp_path / "victims"
+    victims.mkdir()
+    (victims / "v").write_bytes(b"precious")
     out = tmp_path / "d"
-    (out / ".spool").mkdir(parents=True)
-    for name in (".spool/0.part", "iteration_00001.json.gz.tmp", "iteration_00001.json.gz",
-                 "manifest.json", "manifest.json.tmp"):
+    run_cli("split", small_trace, "-o", out)
+    (out / "iteration_00001.json.gz").unlink()  # one of ours, now a link: not ours any more
+    planted = (".spool/0.part", "iteration_00001.json.gz.tmp", "iteration_00001.json.gz",
+               "manifest.json.tmp")
+    (out / ".spool").mkdir()
+    for name in planted:
         (out / name).symlink_to(victim)
-    (tmp_path / ".d.staging-planted").symlink_to(victim)  # not a folder: left alone
-    done = run_cli("split", small_trace, "-o", out, "--overwrite")
-    assert done.returncode == 0
-    assert victim.read_bytes() == b"precious"
-    _check_pieces(out, small_trace.read_bytes())
+    # Named like a staging folder of this target, a link: left alone.
+    (tmp_path / (_temp_prefix(tmp_path, "d") + "planted1")).symlink_to(victims)
+    done = run_cli("split", small_trace, "-o", out, "--overwrite", check=False)
+    assert done.returncode == 2
+    assert "iteration_00001.json.gz" in _one_error_line(done.stderr)
+    assert victim.read_bytes() == b"precious" and (victims / "v").read_bytes() == b"precious"
+    assert all((out / name).is_symlink() for name in planted)
 
 
-def test_a_planted_lock_link_is_refused(small_trace, tmp_path):
+def test_a_planted_lock_link_is_refused(small_trace, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # the runs' and lock_path's
     victim = tmp_path / "victim"
     victim.write_bytes(b"precious")
-    (tmp_path / ".d.lock").symlink_to(victim)
+    Path(lock_path(str(tmp_path / "d"))).symlink_to(victim)
     done = run_cli("split", small_trace, "-o", tmp_path / "d", check=False)
     assert done.returncode == 2 and "lock" in _one_error_line(done.stderr)
     assert victim.read_bytes() == b"precious"
@@ -362,10 +382,12 @@ def test_deep_nesting_is_one_clear_error(tmp_path, where, command):
     assert done.returncode == 2
     line = _one_error_line(done.stderr)
     assert "nested deeper than 200 levels (near byte" in line
-    if command == "split":
+    if command == "split" and where == "header":  # before the first event: nothing written
+        assert not (tmp_path / "d").exists()
+    elif command == "split":
         manifest = _check_pieces(tmp_path / "d", None)
         assert manifest["complete"] is False and "nested deeper" in manifest["stop_reason"]
-        assert manifest["counts"]["events_in"] == (1 if where == "args" else 0)
+        assert manifest["counts"]["events_in"] == 1
 
 
 def _input_paths(tmp_path):
@@ -434,18 +456,32 @@ def test_stdout_on_a_full_device_is_one_line(small_trace, command):
 
 # -- defect 8: a blocked read wakes up on the first signal -----------------------------------------
 
+def _wait_until_open(proc, path: Path) -> None:
+    """Handshake: ``proc`` holds ``path`` open (so it is past start-up, its handlers set)."""
+    deadline = time.monotonic() + WAIT
+    fds = Path(f"/proc/{proc.pid}/fd")
+    while not any(os.path.realpath(fd) == os.path.realpath(path) for fd in fds.iterdir()
+                  if os.path.islink(fd)):
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
 @pytest.mark.parametrize("follow", [[], ["--follow"]], ids=["read", "follow"])
 def test_sigterm_stops_a_split_of_a_fifo_with_no_writer(tmp_path, follow):
+    """Stopped before its input's first byte, a split writes nothing (no folder, no lock)."""
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     proc = _split(fifo, tmp_path / "d", *follow)
-    _wait_for_staging(tmp_path, "d", proc)
+    _wait_until_open(proc, fifo)
     time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=10)
     assert proc.returncode == 143, err.decode()
-    manifest = _check_pieces(tmp_path / "d", None)
-    assert manifest["complete"] is False and "interrupted" in manifest["stop_reason"]
+    assert "nothing written" in err.decode() and "Traceback" not in err.decode()
+    assert sorted(os.listdir(tmp_path)) == ["fifo"]
+    _no_leftovers(tmp_path, "d")
 
 
 @pytest.mark.parametrize("command", ["boundaries", "tag", "explain"])
