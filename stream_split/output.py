@@ -275,9 +275,10 @@ class OutputFolder:
         self._made = []
 
     def _replace_earlier_output(self) -> None:
-        refusal = self._refusal()
-        if refusal:
-            raise OutputError(f"nothing written: while the split ran, {refusal}")
+        if self._refusal():
+            held = foreign_entries(self.target) or sorted(os.listdir(self.target))
+            raise OutputError(f"nothing written: {self.target} changed while the split ran "
+                              f"(it holds {_shown(held)})")
         # Renamed away first: a crash between the two renames leaves no target at all, never
         # a mix; the next run deletes what the renamed one's marker lists.
         parked = self._new_temp_folder()
@@ -357,13 +358,17 @@ def read_marker(folder: str) -> dict | None:
     return marker
 
 
+def _walk(folder: str):
+    """``os.walk`` (links not followed), with each folder's path relative to ``folder`` as a
+    prefix for its names (``""``, ``"rank_0/"``)."""
+    for top, dirs, names in os.walk(folder):
+        rel = os.path.relpath(top, folder)
+        yield top, "" if rel == "." else rel.replace(os.sep, "/") + "/", dirs, names
+
+
 def _files_under(folder: str) -> list[str]:
     """Every file under ``folder`` (relative, ``/``-separated, sorted), the marker aside."""
-    found = []
-    for top, _, names in os.walk(folder):
-        rel = os.path.relpath(top, folder)
-        prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
-        found += [prefix + name for name in names]
+    found = [prefix + name for _, prefix, _, names in _walk(folder) for name in names]
     return sorted(name for name in found if name != FOLDER_MARKER)
 
 
@@ -378,9 +383,7 @@ def foreign_entries(folder: str) -> list[str]:
     on_the_way = {path.rsplit("/", 1)[0] + "/" for path in listed if "/" in path}
     on_the_way |= {p[:i + 1] for p in on_the_way for i, c in enumerate(p) if c == "/"}
     foreign = []
-    for top, dirs, names in os.walk(folder):
-        rel = os.path.relpath(top, folder)
-        prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+    for top, prefix, dirs, names in _walk(folder):
         for name in list(dirs):
             if os.path.islink(os.path.join(top, name)):
                 foreign.append(prefix + name)

@@ -11,6 +11,7 @@ import gzip
 import json
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -680,6 +681,7 @@ def _fuzz(base: bytes, tmp_path: Path, capfd, examples: int):
         trace = tmp_path / "fuzz.json"
         trace.write_bytes(data)
         out = tmp_path / "out"
+        shutil.rmtree(out, ignore_errors=True)  # a failed start leaves the last example's
         args = [command, trace, "--pending-limit", "50"]
         if command == "split":
             args += ["-o", out, "--overwrite"]
