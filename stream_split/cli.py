@@ -199,7 +199,7 @@ def _run(args, splitter, reader=None, **sinks):
     splitter, so that a manifest can be written. Then the options that could have done
     nothing are checked: ``OptionHadNoEffect`` for an error, a warning on stderr."""
     try:
-        reader = reader or _open_reader(args)
+        reader = reader if reader is not None else _open_reader(args)
     except (TraceInputError, ReadInterrupted) as e:
         splitter.close()
         info = reader_info(None)
@@ -301,6 +301,10 @@ def cmd_split_ranks(args, paths: list[str]) -> int:
             data = split_ranks(expand_traces(paths), folder.staging,
                                _options(args, keep_events=True),
                                writer_options=_writer_options(args), choice=_choice(args))
+            unread = [rank for rank in data["ranks"] if rank["error"] and not rank["iterations"]]
+            if len(unread) == len(data["ranks"]):  # no trace among them: nothing to keep
+                raise RanksError(f"no trace could be read: {unread[0]['trace']}: "
+                                 f"{unread[0]['error']}")
             folder.commit()
     except RanksError as e:
         print(f"stream-split: error: {e}", file=sys.stderr)

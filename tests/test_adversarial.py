@@ -89,7 +89,7 @@ def _check_pieces(out_dir: Path, input_bytes: bytes | None) -> dict:
 
 def _temp_prefix(parent: Path, name: str) -> str:
     """The names of the staging folders (and replaced results) of a split into parent/name."""
-    return TEMP_PREFIX + target_key(str(parent / name))
+    return TEMP_PREFIX + target_key(str(parent / name)) + "-"
 
 
 def _no_leftovers(parent: Path, name: str) -> None:

@@ -234,6 +234,26 @@ def test_a_folder_named_like_a_staging_folder_is_left_alone(tmp_path, runtime):
         assert (tmp_path / name / "mine.txt").read_text() == "mine"
 
 
+def test_leftovers_of_a_crashed_run_go_but_a_users_file_in_them_stays(tmp_path, runtime):
+    trace = _trace(tmp_path / "t.json")
+    out = tmp_path / "out"
+    prefix = TEMP_PREFIX + target_key(str(out))
+    # A crash between the two renames of a replacement: the earlier output, renamed away;
+    # a file of the user's has come into it since.
+    assert _cli("split", trace, "-o", out).returncode == 0
+    parked = tmp_path / (prefix + "-parked01")
+    out.rename(parked)
+    (parked / "mine.txt").write_text("mine")
+    # A crash during a run: its staging folder (marked, no list yet), a piece half written.
+    staging = tmp_path / (prefix + "-staging1")
+    staging.mkdir()
+    (staging / FOLDER_MARKER).write_text('{"format": "stream-split/folder", "files": null}')
+    (staging / "iteration_00000.json.gz").write_bytes(b"\x1f\x8b")
+    assert _cli("split", trace, "-o", out).returncode == 0
+    assert not staging.exists()
+    assert sorted(os.listdir(parked)) == ["mine.txt"]
+
+
 def test_a_folder_name_of_255_bytes_works(tmp_path, runtime):
     trace = _trace(tmp_path / "t.json")
     out = tmp_path / ("n" * 255)
@@ -286,15 +306,19 @@ def _not_traces(tmp_path: Path) -> dict:
     (tmp_path / "folder" / "readme.txt").write_text("no trace here")
     (tmp_path / "one").mkdir()
     _trace(tmp_path / "one" / "t.json")
+    (tmp_path / "jsons").mkdir()  # named like ranks, none a trace
+    for r in range(2):
+        (tmp_path / "jsons" / f"rank{r}.json").write_text('{"settings": {"lr": 0.1}}')
     return {"a missing input": "missing.json.gz", "a JSON object without traceEvents":
             "object.json", "a long header without traceEvents": "long.json.gz",
             "not JSON": "text.json", "a folder that is not a trace": "folder",
-            "a folder of one trace": "one"}
+            "a folder of one trace": "one", "a folder of JSON files, no trace": "jsons"}
 
 
 @pytest.mark.parametrize("case", ["a missing input", "a JSON object without traceEvents",
                                   "a long header without traceEvents", "not JSON",
-                                  "a folder that is not a trace", "a folder of one trace"])
+                                  "a folder that is not a trace", "a folder of one trace",
+                                  "a folder of JSON files, no trace"])
 @pytest.mark.parametrize("output", ["m1", "new/m1"])
 def test_a_failed_start_leaves_no_folder_no_lock_and_prints_no_table(tmp_path, runtime, case,
                                                                      output):
