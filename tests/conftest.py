@@ -16,6 +16,7 @@ import pytest
 from hypothesis import settings
 
 from stream_split.cli import main as cli_main
+from stream_split.output import FOLDER_MARKER, TEMP_PREFIX, lock_path, target_key
 from stream_split.testing.generate import generate, render
 
 # Property tests draw the same examples on every run ("repeatable"), so a run here and a CI
@@ -176,13 +177,16 @@ def _key(event) -> str:
 def check_pieces(out_dir: Path, input_bytes: bytes | None) -> dict:
     """The manifest of ``out_dir``, after checking it against its pieces and (when given) the
     input: every non-metadata event exactly once, every piece holding all the metadata, no file
-    the manifest does not name."""
+    the manifest does not name (besides the folder's marker, which lists them all)."""
     manifest = json.loads((out_dir / "manifest.json").read_text())
     counts = manifest["counts"]
     named = {it["file"] for it in manifest["iterations"] if it["file"]}
     if manifest["outside"]["file"]:
         named.add(manifest["outside"]["file"])
-    assert set(os.listdir(out_dir)) == named | {"manifest.json"}, "no stale or stray files"
+    assert set(os.listdir(out_dir)) == named | {"manifest.json", FOLDER_MARKER}, \
+        "no stale or stray files"
+    marker = json.loads((out_dir / FOLDER_MARKER).read_text())
+    assert marker["files"] == sorted(named | {"manifest.json"})
     seen = collections.Counter()
     metadata = None
     by_file = {it["file"]: it["events"] for it in manifest["iterations"] if it["file"]}
@@ -207,9 +211,15 @@ def check_pieces(out_dir: Path, input_bytes: bytes | None) -> dict:
     return manifest
 
 
+def temp_prefix(parent: Path, name: str) -> str:
+    """The names of the staging folders (and replaced results) of a split into parent/name."""
+    return TEMP_PREFIX + target_key(str(parent / name)) + "-"
+
+
 def no_staging_leftovers(parent: Path, name: str) -> None:
-    left = [p for p in os.listdir(parent) if p.startswith(f".{name}.") and not p.endswith(".lock")]
+    left = [p for p in os.listdir(parent) if p.startswith(temp_prefix(parent, name))]
     assert left == [], f"staging leftovers: {left}"
+    assert not os.path.lexists(lock_path(str(parent / name))), "the lock file is left"
 
 
 def one_error_line(stderr: bytes) -> str:
@@ -244,7 +254,7 @@ def start_split(trace, out, *extra, **kwargs):
 def wait_for_staging(parent: Path, name: str, proc) -> None:
     """Handshake: the run has taken its folder (so it is past start-up)."""
     deadline = time.monotonic() + PROCESS_WAIT
-    while not any(p.startswith(f".{name}.staging-") for p in os.listdir(parent)):
+    while not any(p.startswith(temp_prefix(parent, name)) for p in os.listdir(parent)):
         assert proc.poll() is None, proc.stderr.read().decode()
         assert time.monotonic() < deadline
         time.sleep(0.005)

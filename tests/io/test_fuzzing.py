@@ -8,6 +8,7 @@ import collections
 import gzip
 import json
 import os
+import shutil
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -127,6 +128,7 @@ def _fuzz(base: bytes, tmp_path: Path, capfd, examples: int):
         trace = tmp_path / "fuzz.json"
         trace.write_bytes(data)
         out = tmp_path / "out"
+        shutil.rmtree(out, ignore_errors=True)  # a failed start leaves the last example's
         args = [command, trace, "--pending-limit", "50"]
         if command == "split":
             args += ["-o", out, "--overwrite"]

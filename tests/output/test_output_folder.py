@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import (PROCESS_WAIT, check_pieces, no_staging_leftovers, one_error_line, run_cli,
-                      start_split)
+                      start_split, temp_prefix)
+from stream_split.output import FOLDER_MARKER, lock_path
 from stream_split.testing.generate import generate, render
 
 
@@ -108,7 +109,8 @@ def test_overwrite_removes_the_stale_pieces_of_a_larger_split(small_trace, tmp_p
     manifest = json.loads((out / "manifest.json").read_text())
     files = {it["file"] for it in manifest["iterations"] if it["file"]} | {
         manifest["outside"]["file"], "manifest.json"}
-    assert set(os.listdir(out)) == files and "iteration_00001.json.gz" not in files
+    assert set(os.listdir(out)) == files | {FOLDER_MARKER}
+    assert "iteration_00001.json.gz" not in files
 
 
 def test_a_non_empty_folder_is_refused_without_overwrite(small_trace, tmp_path):
@@ -125,22 +127,31 @@ def test_a_non_empty_folder_is_refused_without_overwrite(small_trace, tmp_path):
 def test_links_planted_in_the_output_folder_are_never_followed(small_trace, tmp_path):
     victim = tmp_path / "victim"
     victim.write_bytes(b"precious")
+    victims = tmp_path / "victims"
+    victims.mkdir()
+    (victims / "v").write_bytes(b"precious")
     out = tmp_path / "d"
-    (out / ".spool").mkdir(parents=True)
-    for name in (".spool/0.part", "iteration_00001.json.gz.tmp", "iteration_00001.json.gz",
-                 "manifest.json", "manifest.json.tmp"):
+    run_cli("split", small_trace, "-o", out)
+    (out / "iteration_00001.json.gz").unlink()  # one of ours, now a link: not ours any more
+    planted = (".spool/0.part", "iteration_00001.json.gz.tmp", "iteration_00001.json.gz",
+               "manifest.json.tmp")
+    (out / ".spool").mkdir()
+    for name in planted:
         (out / name).symlink_to(victim)
-    (tmp_path / ".d.staging-planted").symlink_to(victim)  # not a folder: left alone
-    done = run_cli("split", small_trace, "-o", out, "--overwrite")
-    assert done.returncode == 0
-    assert victim.read_bytes() == b"precious"
-    check_pieces(out, small_trace.read_bytes())
+    # Named like a staging folder of this target, a link: left alone.
+    (tmp_path / (temp_prefix(tmp_path, "d") + "planted1")).symlink_to(victims)
+    done = run_cli("split", small_trace, "-o", out, "--overwrite", check=False)
+    assert done.returncode == 2
+    assert "iteration_00001.json.gz" in one_error_line(done.stderr)
+    assert victim.read_bytes() == b"precious" and (victims / "v").read_bytes() == b"precious"
+    assert all((out / name).is_symlink() for name in planted)
 
 
-def test_a_planted_lock_link_is_refused(small_trace, tmp_path):
+def test_a_planted_lock_link_is_refused(small_trace, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # the runs' and lock_path's
     victim = tmp_path / "victim"
     victim.write_bytes(b"precious")
-    (tmp_path / ".d.lock").symlink_to(victim)
+    Path(lock_path(str(tmp_path / "d"))).symlink_to(victim)
     done = run_cli("split", small_trace, "-o", tmp_path / "d", check=False)
     assert done.returncode == 2 and "lock" in one_error_line(done.stderr)
     assert victim.read_bytes() == b"precious"
