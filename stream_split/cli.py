@@ -131,7 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="stream-split-out",
                    help="output folder (made whole at the end; must be new or empty)")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace a non-empty output folder (its old files all go)")
+                   help="replace an earlier output of stream-split (a folder holding "
+                        "anything else, or the input, is refused)")
     p.add_argument("--iterations", type=_selection, default=None,
                    help="write only these iterations, e.g. '0,3,10-19', or 'steady' (the "
                         "steady state); all are counted")
@@ -176,21 +177,29 @@ def _options(args, keep_events: bool) -> SplitOptions:
 
 
 def _open_reader(args) -> TraceReader:
-    if args.follow:
-        from stream_split.follow import FollowedFile
-        followed = FollowedFile(args.trace, idle_timeout=args.idle_timeout)
-        args.stop.watch(followed)
-        return TraceReader(followed, name=args.trace)
-    return TraceReader(args.trace, stop=args.stop)
+    """The trace, read up to its first event. A stop before that raises ``ReadInterrupted``
+    (a followed file that was stopped ends "empty": not an input error)."""
+    try:
+        if args.follow:
+            from stream_split.follow import FollowedFile
+            followed = FollowedFile(args.trace, idle_timeout=args.idle_timeout)
+            args.stop.watch(followed)
+            return TraceReader(followed, name=args.trace)
+        return TraceReader(args.trace, stop=args.stop)
+    except TraceInputError:
+        if args.stop.requested:
+            raise ReadInterrupted() from None
+        raise
 
 
-def _run(args, splitter, **sinks):
+def _run(args, splitter, reader=None, **sinks):
     """Read the trace through ``splitter``: (error or None, reader info, the reader or None).
-    An input that cannot be opened, or a stop before its first byte, still closes the
+    ``reader``: the trace opened already (``split`` opens it before it creates anything). An
+    input that cannot be opened, or a stop before its first byte, still closes the
     splitter, so that a manifest can be written. Then the options that could have done
     nothing are checked: ``OptionHadNoEffect`` for an error, a warning on stderr."""
     try:
-        reader = _open_reader(args)
+        reader = reader if reader is not None else _open_reader(args)
     except (TraceInputError, ReadInterrupted) as e:
         splitter.close()
         info = reader_info(None)
@@ -235,10 +244,12 @@ def split_folder(args) -> tuple[dict, str | None, dict]:
         from stream_split.plot import _pyplot
         _pyplot()  # no matplotlib: say so before the work, not after it
     choice = _choice(args)
-    with OutputFolder(args.output, overwrite=args.overwrite) as folder:
+    # The trace is opened (and shown to be one) before the folder makes anything on disk.
+    with OutputFolder(args.output, overwrite=args.overwrite, inputs=[args.trace]) as folder, \
+            _open_reader(args) as reader:
         writer = PieceWriter(folder.staging, select=choice.early, **_writer_options(args))
         splitter = new_splitter(_options(args, keep_events=True), spill_dir=folder.staging)
-        error, info, reader = _run(args, splitter, on_pairs=writer.add_many)
+        error, info, reader = _run(args, splitter, reader, on_pairs=writer.add_many)
         chosen = None if error else choice.chosen(splitter.iterations)
         manifest = finish_split(writer, splitter, reader, source=args.trace, reader_info=info,
                                 error=error, owners=chosen)
@@ -286,10 +297,14 @@ def cmd_split_ranks(args, paths: list[str]) -> int:
         raise OptionHadNoEffect("--plot draws the split of one trace: run `stream-split plot "
                                 "OUT/rank_<r> -o picture.png` for a rank")
     try:
-        with OutputFolder(args.output, overwrite=args.overwrite) as folder:
+        with OutputFolder(args.output, overwrite=args.overwrite, inputs=paths) as folder:
             data = split_ranks(expand_traces(paths), folder.staging,
                                _options(args, keep_events=True),
                                writer_options=_writer_options(args), choice=_choice(args))
+            unread = [rank for rank in data["ranks"] if rank["error"] and not rank["iterations"]]
+            if len(unread) == len(data["ranks"]):  # no trace among them: nothing to keep
+                raise RanksError(f"no trace could be read: {unread[0]['trace']}: "
+                                 f"{unread[0]['error']}")
             folder.commit()
     except RanksError as e:
         print(f"stream-split: error: {e}", file=sys.stderr)
@@ -409,6 +424,10 @@ def main(argv=None) -> int:
     except (TraceInputError, OutputError, OptionHadNoEffect, PlotUnavailable) as e:
         print(f"stream-split: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except ReadInterrupted:  # `split` stopped before its input's first event: nothing written
+        print("stream-split: interrupted before the input began: nothing written",
+              file=sys.stderr)
+        return EXIT_SIGNAL_BASE + stop.signal
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep Python from complaining
         # about the closed stdout at exit.

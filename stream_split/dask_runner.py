@@ -5,7 +5,7 @@ pipeline into ``dask.bag`` operations (``Create``, ``ParDo``, ``GroupByKey``, ``
 every other primitive is passed through as a no-op) and computes them on a
 ``dask.distributed`` cluster. Read in its source (``dask_runner.py``,
 ``transform_evaluator.py``, ``overrides.py``) and confirmed on a real cluster
-(``tests/test_dask.py``), five of its behaviours break pipelines that are correct on every
+(``tests/beam/test_dask.py``), five of its behaviours break pipelines that are correct on every
 other runner:
 
 1. **Only the last leaf is computed.** ``run_pipeline`` computes "just the last value" of

@@ -1,34 +1,66 @@
-"""Output folders as transactions: a split is written into a private staging folder beside its
-target and moved into place only when it is finished.
+"""Output folders as transactions, and ours alone: a split is written into a private staging
+folder beside its target and moved into place only when it is finished; what the tool did not
+write is never removed.
 
 What it guarantees (README "Output contract"):
-- One writer per target. A second run into the same folder fails at once: an advisory lock
-  (``flock``) on ``.<name>.lock`` beside the target is held for the whole run; the kernel drops
-  it when the process dies, even by ``kill -9``, so a crash never leaves a stale lock.
-- The target is never written piecemeal. Pieces, spool and spill files live in
-  ``.<name>.staging-XXXX`` (made by ``mkdtemp``: a new folder, mode 0700, so no one can plant a
-  link in it) and every file in it is created with ``O_EXCL | O_NOFOLLOW``. ``commit`` renames
+- One writer per target. A second run into the same folder, or into a folder inside it, fails
+  at once: an advisory lock (``flock``) on a file in the user's runtime folder
+  (``$XDG_RUNTIME_DIR``, else the temporary folder), named by a hash of the target's path, is
+  held for the whole run and removed at its end; the kernel drops the lock when the process
+  dies, even by ``kill -9``, so a crash never leaves a stale lock. Nothing is created beside
+  or inside the target before the caller first asks for ``staging`` (so a run that fails
+  before it writes, e.g. on a missing input, leaves nothing; parent folders it made are
+  removed again).
+- The target is never written piecemeal. Pieces, spool and spill files live in a staging
+  folder ``.stream-split-<hash>-XXXXXXXX`` beside it (made by ``mkdtemp``: new, mode 0700, so
+  no one can plant a link in it; a name of fixed length, so that a target name of NAME_MAX
+  bytes still works) and every file in it is created with ``O_EXCL | O_NOFOLLOW``. ``commit``
+  writes the folder's marker (``FOLDER_MARKER``: the list of the files written) and renames
   the finished folder onto the target. After a crash at any point the target holds the
   previous complete result, or nothing (a replaced result is renamed away first).
-- A non-empty target is refused unless ``overwrite``; with it, the old result goes as a whole:
-  no stale piece of a larger earlier split stays beside a new manifest.
-- Leftovers of a crashed run (staging folders, a replaced result not yet deleted) are removed
-  by the next run into the same target, under the lock.
+- A non-empty target is refused unless ``overwrite``; with it, only an earlier output of ours
+  is replaced: a target holding anything its marker does not list, or holding the input, is
+  refused, naming what it holds. Whatever appears in the target while a run goes on is never
+  deleted: the commit then fails instead.
+- Leftovers of a crashed run into the same target (its staging folder, a replaced result not
+  yet deleted) are removed by the next run, under the lock: a staging folder as a whole, a
+  replaced result file by file as its marker lists them. A folder without our marker is
+  never touched.
 
-What it must never do: follow a link planted inside the target or the staging folder, or
-leave a folder holding a manifest of one run beside the pieces of another.
+What it must never do: follow a link planted inside the target or the staging folder, delete
+a file that a run did not write, or leave a folder holding a manifest of one run beside the
+pieces of another.
 """
 from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
+import json
 import os
 import shutil
 import stat
 import tempfile
+from contextlib import suppress
 
 #: Flags for every file written into a staging folder: a new file, never through a link.
 CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+#: In every folder the tool wrote: which files it wrote (``{"format": MARKER_FORMAT,
+#: "version": 1, "files": ["manifest.json", ...]}``, paths relative, ``/``-separated, the
+#: marker itself aside). In a staging folder, from its creation on: ``"files": null``.
+FOLDER_MARKER = ".stream-split"
+MARKER_FORMAT = "stream-split/folder"
+MARKER_VERSION = 1
+#: Staging folders and replaced results, beside the target: this, the target's key, ``-`` and
+#: ``mkdtemp``'s 8 characters.
+TEMP_PREFIX = ".stream-split-"
+_TEMP_SUFFIX_LENGTH = 8
+#: Hex digits of the SHA-256 of the target's path in the names of its lock and temp folders.
+KEY_LENGTH = 16
+#: Names shown in a refusal at most (then "and N more").
+SHOWN_NAMES = 5
+#: Attempts to take a lock whose file its last holder removed as it was opened.
+_LOCK_ATTEMPTS = 10
 
 
 class OutputError(Exception):
@@ -47,67 +79,138 @@ def _umask() -> int:
     return mask
 
 
-class OutputFolder:
-    """``with OutputFolder(target, overwrite=...) as folder:`` write into ``folder.staging``,
-    then ``folder.commit()``. Leaving the block without ``commit`` discards the staging
-    folder and leaves the target as it was."""
+def target_key(target: str) -> str:
+    """A short name for the output folder ``target``: a hash of its path, its parent resolved
+    (two spellings of one folder share a lock)."""
+    parent, name = os.path.split(os.path.abspath(target))
+    path = os.path.join(os.path.realpath(parent), name)
+    return hashlib.sha256(os.fsencode(path)).hexdigest()[:KEY_LENGTH]
 
-    def __init__(self, target: str, *, overwrite: bool = False):
+
+def runtime_dir() -> str:
+    """The user's runtime folder (``$XDG_RUNTIME_DIR``), else the temporary folder."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isabs(runtime) and os.path.isdir(runtime):
+        return runtime
+    return tempfile.gettempdir()
+
+
+def lock_path(target: str) -> str:
+    """The lock file of a run into ``target`` (in the runtime folder; the user's id in its name
+    keeps users of a shared temporary folder apart)."""
+    return os.path.join(runtime_dir(), f"stream-split-{os.getuid()}-{target_key(target)}.lock")
+
+
+class OutputFolder:
+    """``with OutputFolder(target, overwrite=..., inputs=[...]) as folder:`` write into
+    ``folder.staging`` (made on first use), then ``folder.commit()``. Leaving the block without
+    ``commit`` discards the staging folder and leaves the target as it was. ``inputs``: the
+    paths read (a target holding one of them is refused)."""
+
+    def __init__(self, target: str, *, overwrite: bool = False, inputs=()):
         if not target:
             raise OutputError("the output folder is an empty path")
         self.target = os.path.abspath(target)
         self.overwrite = overwrite
+        self.inputs = tuple(os.fspath(p) for p in inputs)
         self.parent, self.name = os.path.split(self.target)
         if not self.name:
             raise OutputError(f"cannot write into the root folder: {target}")
-        self.staging: str | None = None
+        self._temp_prefix = f"{TEMP_PREFIX}{target_key(self.target)}-"
+        self._staging: str | None = None
+        self._made: list[str] = []  # parent folders this run made (removed if it commits none)
         self._lock_fd: int | None = None
+        self._lock_path: str | None = None
 
     def __enter__(self) -> "OutputFolder":
         try:
-            self._open()
+            self._lock()
+            self._refuse_inside_a_running_target()
+            self._check_target()
         except BaseException:
             self._release()
             raise
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.staging is not None:
-            shutil.rmtree(self.staging, ignore_errors=True)
-            self.staging = None
+        if self._staging is not None:
+            shutil.rmtree(self._staging, ignore_errors=True)
+            self._staging = None
+        for folder in reversed(self._made):  # none after a commit
+            with suppress(OSError):
+                os.rmdir(folder)  # only when still empty
+        self._made = []
         self._release()
 
-    def _open(self) -> None:
-        try:
-            os.makedirs(self.parent, exist_ok=True)
-        except OSError as e:
-            raise OutputError(f"cannot create {self.parent}: {e.strerror}") from None
+    @property
+    def staging(self) -> str:
+        """The private folder to write into: made on first use, so that a run that stops
+        before (an input that is missing or no trace) leaves nothing behind."""
+        if self._staging is None:
+            self._make_parent()
+            self._remove_leftovers()
+            staging = self._new_temp_folder()
+            _write_marker(staging, None)
+            self._staging = staging
+        return self._staging
+
+    def _make_parent(self) -> None:
+        missing = []
+        folder = self.parent
+        while not os.path.lexists(folder):
+            missing.append(folder)
+            folder = os.path.dirname(folder)
+        for folder in reversed(missing):
+            try:
+                os.mkdir(folder)
+            except FileExistsError:
+                continue
+            except OSError as e:
+                raise OutputError(f"cannot create {folder}: {e.strerror}") from None
+            self._made.append(folder)
         if not os.path.isdir(self.parent):
             raise OutputError(f"not a folder: {self.parent}")
-        self._lock()
-        self._check_target()
-        self._remove_leftovers()
+
+    def _new_temp_folder(self) -> str:
         try:
-            self.staging = tempfile.mkdtemp(prefix=f".{self.name}.staging-", dir=self.parent)
+            return tempfile.mkdtemp(prefix=self._temp_prefix, dir=self.parent)
         except OSError as e:
             raise OutputError(f"cannot write in {self.parent}: {e.strerror}") from None
 
     def _lock(self) -> None:
-        path = os.path.join(self.parent, f".{self.name}.lock")
-        try:
-            self._lock_fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                                    0o666)
-        except OSError as e:
-            raise OutputError(f"cannot create the lock file {path}: {e.strerror}") from None
-        try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise OutputError(f"another stream-split is writing to {self.target}") from None
+        path = lock_path(self.target)
+        for _ in range(_LOCK_ATTEMPTS):
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            except OSError as e:
+                raise OutputError(f"cannot create the lock file {path}: {e.strerror}") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                break
+            if _is_file_at(fd, path):
+                self._lock_fd, self._lock_path = fd, path
+                return
+            os.close(fd)  # its holder removed it as we opened it: take the next one
+        raise OutputError(f"another stream-split is writing to {self.target}")
 
     def _release(self) -> None:
         if self._lock_fd is not None:
+            with suppress(OSError):
+                os.unlink(self._lock_path)  # while still held: see _lock
             os.close(self._lock_fd)  # drops the flock
             self._lock_fd = None
+
+    def _refuse_inside_a_running_target(self) -> None:
+        """A run into a folder that a running split will replace as a whole is refused (its
+        result would be in the way of that commit)."""
+        folder = os.path.realpath(self.parent)
+        while os.path.basename(folder):
+            if _locked_by_another(lock_path(folder)):
+                raise OutputError(f"another stream-split is writing to {folder}, which holds "
+                                  f"{self.target}")
+            folder = os.path.dirname(folder)
 
     def _check_target(self) -> None:
         try:
@@ -120,39 +223,265 @@ class OutputFolder:
             raise OutputError(f"the output folder is a symbolic link: {self.target}")
         if not stat.S_ISDIR(info.st_mode):
             raise OutputError(f"the output is not a folder: {self.target}")
-        if os.listdir(self.target) and not self.overwrite:
-            raise OutputError(f"the output folder is not empty: {self.target} "
-                              "(--overwrite replaces it)")
+        refusal = self._refusal()
+        if refusal:
+            raise OutputError(refusal)
+
+    def _refusal(self) -> str | None:
+        """Why the target, as it is now, cannot be replaced (None: it is empty, or an earlier
+        output of ours and ``overwrite``)."""
+        try:
+            if not os.listdir(self.target):
+                return None
+        except OSError as e:
+            return f"cannot use {self.target}: {e.strerror}"
+        held = _inputs_inside(self.target, self.inputs)
+        if held:
+            return f"the output folder holds the input {_shown(held)}: {self.target}"
+        if not self.overwrite:
+            return (f"the output folder is not empty: {self.target} (--overwrite replaces an "
+                    "earlier output of stream-split)")
+        foreign = foreign_entries(self.target)
+        if foreign:
+            return (f"the output folder holds files stream-split did not write: "
+                    f"{_shown(foreign)} (--overwrite replaces only an earlier output of "
+                    f"stream-split): {self.target}")
+        return None
 
     def _remove_leftovers(self) -> None:
-        """Staging folders of crashed runs and results replaced but not yet deleted."""
+        """Staging folders of crashed runs into this target and results replaced but not yet
+        deleted (under the lock: no run into this target is alive)."""
         for entry in os.scandir(self.parent):
-            if self._is_leftover(entry.name) and entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, ignore_errors=True)
-
-    def _is_leftover(self, name: str) -> bool:
-        # Exactly ``.<name>.<kind>-`` and mkdtemp's 8 characters: never the staging folder of
-        # another target whose name starts like this one (``out`` and ``out.staging-x``).
-        for kind in ("staging", "replaced"):
-            prefix = f".{self.name}.{kind}-"
-            if name.startswith(prefix):
-                suffix = name[len(prefix):]
-                return len(suffix) == 8 and "." not in suffix
-        return False
+            if (entry.name.startswith(self._temp_prefix)
+                    and len(entry.name) == len(self._temp_prefix) + _TEMP_SUFFIX_LENGTH
+                    and entry.is_dir(follow_symlinks=False)):
+                _remove_leftover(entry.path)
 
     def commit(self) -> None:
-        """Move the finished staging folder onto the target (replacing an old result)."""
+        """Move the finished staging folder onto the target (replacing an earlier output of
+        ours); raises ``OutputError``, writing nothing, when the target is no longer ours to
+        replace (something appeared in it while the run went on)."""
         staging = self.staging
+        os.unlink(os.path.join(staging, FOLDER_MARKER))
+        _write_marker(staging, _files_under(staging))
         os.chmod(staging, 0o777 & ~_umask())  # mkdtemp's 0700 was for building it
         try:
             os.rename(staging, self.target)  # atomic; replaces an empty folder
         except OSError as e:
             if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
                 raise
-            # An old result: rename it away first. A crash between the two renames leaves no
-            # target at all, never a mix; the next run deletes the renamed one.
-            replaced = tempfile.mkdtemp(prefix=f".{self.name}.replaced-", dir=self.parent)
-            os.rename(self.target, os.path.join(replaced, "old"))
-            os.rename(staging, self.target)
-            shutil.rmtree(replaced, ignore_errors=True)
-        self.staging = None
+            self._replace_earlier_output()
+        self._staging = None
+        self._made = []
+
+    def _replace_earlier_output(self) -> None:
+        if self._refusal():
+            held = foreign_entries(self.target) or sorted(os.listdir(self.target))
+            raise OutputError(f"nothing written: {self.target} changed while the split ran "
+                              f"(it holds {_shown(held)})")
+        # Renamed away first: a crash between the two renames leaves no target at all, never
+        # a mix; the next run deletes what the renamed one's marker lists.
+        parked = self._new_temp_folder()
+        os.rename(self.target, parked)  # onto the empty folder mkdtemp made
+        os.rename(self._staging, self.target)
+        _remove_listed(parked)
+        _move_back(parked, self.target)
+
+
+def _is_file_at(fd: int, path: str) -> bool:
+    """Whether the open file ``fd`` is still the one named ``path``."""
+    try:
+        named = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    held = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _locked_by_another(path: str) -> bool:
+    """Whether a running split holds the lock file ``path`` (an existing one: none is made)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _shown(names: list[str]) -> str:
+    """Names for a one-line message (a name with a line break or a control character in it
+    is shown escaped)."""
+    shown = ", ".join(n if n.isprintable() else ascii(n) for n in names[:SHOWN_NAMES])
+    more = len(names) - SHOWN_NAMES
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+# -- the marker: what a folder holds that the tool wrote --------------------------------------
+
+def _write_marker(folder: str, files: list[str] | None) -> None:
+    with create_new(os.path.join(folder, FOLDER_MARKER), "w", encoding="utf-8") as f:
+        json.dump({"format": MARKER_FORMAT, "version": MARKER_VERSION, "files": files}, f,
+                  indent=0)
+        f.write("\n")
+
+
+def _is_relative_path(path) -> bool:
+    parts = path.split("/") if isinstance(path, str) else [""]
+    return all(part not in ("", ".", "..") and "\0" not in part for part in parts)
+
+
+def read_marker(folder: str) -> dict | None:
+    """The marker of ``folder`` (``files``: a list, or None for a staging folder), or None when
+    it has none (or one that is not ours: a link, not JSON, a path outside the folder)."""
+    try:
+        fd = os.open(os.path.join(folder, FOLDER_MARKER),
+                     os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with open(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        try:
+            marker = json.loads(f.read())
+        except (OSError, ValueError):
+            return None
+    if not isinstance(marker, dict) or marker.get("format") != MARKER_FORMAT:
+        return None
+    files = marker.get("files")
+    if files is not None and not (isinstance(files, list) and all(map(_is_relative_path, files))):
+        return None
+    return marker
+
+
+def _walk(folder: str):
+    """``os.walk`` (links not followed), with each folder's path relative to ``folder`` as a
+    prefix for its names (``""``, ``"rank_0/"``)."""
+    for top, dirs, names in os.walk(folder):
+        rel = os.path.relpath(top, folder)
+        yield top, "" if rel == "." else rel.replace(os.sep, "/") + "/", dirs, names
+
+
+def _files_under(folder: str) -> list[str]:
+    """Every file under ``folder`` (relative, ``/``-separated, sorted), the marker aside."""
+    found = [prefix + name for _, prefix, _, names in _walk(folder) for name in names]
+    return sorted(name for name in found if name != FOLDER_MARKER)
+
+
+def foreign_entries(folder: str) -> list[str]:
+    """What ``folder`` holds that its marker does not list as a file the tool wrote (a folder
+    on the way to one is not foreign): relative paths, a foreign folder's ending in ``/``
+    (not looked into); a link or anything but a regular file is foreign."""
+    marker = read_marker(folder)
+    listed = set(marker["files"] or ()) if marker is not None else set()
+    if marker is not None:
+        listed.add(FOLDER_MARKER)
+    on_the_way = {path.rsplit("/", 1)[0] + "/" for path in listed if "/" in path}
+    on_the_way |= {p[:i + 1] for p in on_the_way for i, c in enumerate(p) if c == "/"}
+    foreign = []
+    for top, prefix, dirs, names in _walk(folder):
+        for name in list(dirs):
+            if os.path.islink(os.path.join(top, name)):
+                foreign.append(prefix + name)
+                dirs.remove(name)
+            elif prefix + name + "/" not in on_the_way:
+                foreign.append(prefix + name + "/")
+                dirs.remove(name)
+        foreign += [prefix + name for name in names
+                    if prefix + name not in listed or not _is_regular(os.path.join(top, name))]
+    return sorted(foreign)
+
+
+def _is_regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _inputs_inside(folder: str, inputs) -> list[str]:
+    """The inputs that are ``folder``, lie inside it (resolved paths), or are one of its files
+    under another name (a hard link)."""
+    real = os.path.realpath(folder)
+    held, files = [], {}
+    for path in inputs:
+        if path == "-":
+            continue
+        try:
+            info = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        resolved = os.path.realpath(path)
+        if resolved == real or resolved.startswith(real.rstrip(os.sep) + os.sep):
+            held.append(path)
+        elif stat.S_ISREG(info.st_mode):
+            files[(info.st_dev, info.st_ino)] = path
+    if files:
+        for top, _, names in os.walk(folder):
+            for name in names:
+                with suppress(OSError):
+                    info = os.lstat(os.path.join(top, name))
+                    if (info.st_dev, info.st_ino) in files:
+                        held.append(files.pop((info.st_dev, info.st_ino)))
+    return held
+
+
+# -- removing what the tool wrote, and nothing else ---------------------------------------------
+
+def _unlink_inside(folder: str, path: str) -> None:
+    """Remove the regular file ``path`` (relative) under ``folder``, never through a link."""
+    parts = path.split("/")
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                            dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        if stat.S_ISREG(os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode):
+            os.unlink(parts[-1], dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _remove_listed(folder: str) -> None:
+    """Remove the files ``folder``'s marker lists, the marker, and the folders left empty;
+    anything else stays (and with it the folders holding it)."""
+    marker = read_marker(folder)
+    for path in (marker["files"] or ()) if marker is not None else ():
+        with suppress(OSError):
+            _unlink_inside(folder, path)
+    if marker is not None:
+        with suppress(OSError):
+            os.unlink(os.path.join(folder, FOLDER_MARKER))
+    for top, dirs, _ in os.walk(folder, topdown=False):
+        for name in dirs:
+            with suppress(OSError):
+                os.rmdir(os.path.join(top, name))
+    with suppress(OSError):
+        os.rmdir(folder)
+
+
+def _remove_leftover(folder: str) -> None:
+    """A temp folder of a crashed run: a staging folder (its marker without a list: every file
+    in it was written by that run, in a folder no one else could write to) as a whole; a
+    replaced result as its marker lists; a folder without a marker only if empty."""
+    marker = read_marker(folder)
+    if marker is not None and marker["files"] is None:
+        shutil.rmtree(folder, ignore_errors=True)
+    else:
+        _remove_listed(folder)
+
+
+def _move_back(parked: str, target: str) -> None:
+    """What appeared in an earlier output between the last look at it and its renaming away
+    (not ours): back into the target where its name is free, else left where it is."""
+    with suppress(OSError):
+        for name in os.listdir(parked):
+            if not os.path.lexists(os.path.join(target, name)):
+                os.rename(os.path.join(parked, name), os.path.join(target, name))
+        os.rmdir(parked)

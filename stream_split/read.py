@@ -192,7 +192,7 @@ class TraceReader:
         self._chunk = chunk_size
         self._started = False
         try:
-            self._pending = self._until_form()
+            self._pending = self._until_first_event()
         except BaseException:
             self.close()
             raise
@@ -250,12 +250,13 @@ class TraceReader:
             return self._chunk
         return max(1, self._chunk // _COMPRESSED_SHARE)  # compressed, or not known yet
 
-    def _until_form(self) -> Events:
-        """Read until the form is known (errors such as "empty input" or "not JSON" come at
-        once, as opening does); returns the events decoded on the way."""
+    def _until_first_event(self) -> Events:
+        """Read until the first event (or the end): errors such as "empty input", "not JSON"
+        or "not a trace" come at once, as opening does, so that a caller (``split``) creates
+        nothing for an input that is none; returns the events decoded on the way."""
         decoder = self.decoder
         pending = Events()
-        while decoder.form is None and not decoder.ended:
+        while not pending.events and not decoder.ended:
             pending.extend(decoder.receive_data(self._read_chunk()))
         return pending
 

@@ -1,14 +1,23 @@
-"""Shared fixtures: the project's generated traces, and the real traces in ../shared (if any)."""
+"""Shared fixtures and helpers: the project's generated traces, the real traces in ../shared (if
+any), runs of the real `stream-split` command and checks of the folders they write."""
 from __future__ import annotations
 
+import collections
+import gzip
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from stream_split.cli import main as cli_main
+from stream_split.output import FOLDER_MARKER, TEMP_PREFIX, lock_path, target_key
+from stream_split.testing.generate import generate, render
 
 # Property tests draw the same examples on every run ("repeatable"), so a run here and a CI
 # run check the same cases and CI never fails on a draw nobody saw before. To look for new
@@ -27,6 +36,19 @@ def shared_trace_paths():
     if not SHARED_TRACES.is_dir():
         return []
     return sorted(str(p) for p in SHARED_TRACES.rglob("*.json.gz"))
+
+
+#: A real trace larger than this (as stored, compressed or not) makes its case slow: the 19
+#: real traces and recordings of 0.3-4 MB take most of a run's time, the 22 smaller ones show
+#: the same behaviours in seconds.
+LARGE_TRACE_BYTES = 250_000
+
+
+def large_ones_slow(cases, path_of=Path) -> list:
+    """``cases`` as test parameters, those whose trace (``path_of(case)``) is large marked
+    ``slow`` (deselected by default, run by ``.ci/run``: see pyproject.toml)."""
+    return [pytest.param(case, marks=pytest.mark.slow)
+            if os.path.getsize(path_of(case)) > LARGE_TRACE_BYTES else case for case in cases]
 
 
 needs_shared = pytest.mark.skipif(not SHARED_TRACES.is_dir(),
@@ -126,3 +148,128 @@ def frames_away_from_their_step(events, found):
         away += [(e["name"], e["ts"], o, owner) for e, o in frames
                  if e["tid"] == tid and a <= e["ts"] and e["ts"] + e["dur"] <= b and o != owner]
     return away
+
+
+# -- runs of the real command and checks of their folders, independent of the splitter ----------
+
+CLI = [sys.executable, "-m", "stream_split.cli"]
+#: Upper limit for a run that takes seconds: only a hung run ever waits this long.
+PROCESS_WAIT = 60
+
+
+def events_of(data: bytes) -> list:
+    """The events of a whole trace (object, array or JSON Lines), parsed by the standard
+    library."""
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    text = data.decode("utf-8", "replace").lstrip("\ufeff")
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return value["traceEvents"] if isinstance(value, dict) else value
+
+
+def _key(event) -> str:
+    return json.dumps(event, sort_keys=True)
+
+
+def check_pieces(out_dir: Path, input_bytes: bytes | None) -> dict:
+    """The manifest of ``out_dir``, after checking it against its pieces and (when given) the
+    input: every non-metadata event exactly once, every piece holding all the metadata, no file
+    the manifest does not name (besides the folder's marker, which lists them all)."""
+    manifest = json.loads((out_dir / "manifest.json").read_text())
+    counts = manifest["counts"]
+    named = {it["file"] for it in manifest["iterations"] if it["file"]}
+    if manifest["outside"]["file"]:
+        named.add(manifest["outside"]["file"])
+    assert set(os.listdir(out_dir)) == named | {"manifest.json", FOLDER_MARKER}, \
+        "no stale or stray files"
+    marker = json.loads((out_dir / FOLDER_MARKER).read_text())
+    assert marker["files"] == sorted(named | {"manifest.json"})
+    seen = collections.Counter()
+    metadata = None
+    by_file = {it["file"]: it["events"] for it in manifest["iterations"] if it["file"]}
+    by_file[manifest["outside"]["file"]] = manifest["outside"]["events"]
+    for name in named:
+        events = events_of((out_dir / name).read_bytes())
+        meta = [_key(e) for e in events if e.get("ph") == "M"]
+        body = [_key(e) for e in events if e.get("ph") != "M"]
+        assert metadata is None or meta == metadata, "every piece holds the same metadata"
+        metadata = meta
+        assert len(body) == by_file[name], f"{name}: manifest count"
+        seen.update(body)
+    assert counts["conserved"] is True
+    assert sum(seen.values()) == counts["events_out"] == counts["non_metadata_in"]
+    if input_bytes is not None:
+        expected = collections.Counter(_key(e) for e in events_of(input_bytes)
+                                       if e.get("ph") != "M")
+        if manifest["complete"]:
+            assert seen == expected, "every input event exactly once"
+        else:  # a stop: what is there came from the input, each at most as often
+            assert not seen - expected, "no event that is not in the input, none duplicated"
+    return manifest
+
+
+def temp_prefix(parent: Path, name: str) -> str:
+    """The names of the staging folders (and replaced results) of a split into parent/name."""
+    return TEMP_PREFIX + target_key(str(parent / name)) + "-"
+
+
+def no_staging_leftovers(parent: Path, name: str) -> None:
+    left = [p for p in os.listdir(parent) if p.startswith(temp_prefix(parent, name))]
+    assert left == [], f"staging leftovers: {left}"
+    assert not os.path.lexists(lock_path(str(parent / name))), "the lock file is left"
+
+
+def one_error_line(stderr: bytes) -> str:
+    text = stderr.decode("utf-8", "replace")
+    assert "Traceback" not in text, text
+    lines = text.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("stream-split: error: "), text
+    return lines[0]
+
+
+@pytest.fixture(scope="session")
+def long_trace(tmp_path_factory):
+    """A generated trace (9.5 MB) that a split takes 0.3-1 s on, depending on the machine; the
+    kill and signal tests time it before they choose their moments."""
+    path = tmp_path_factory.mktemp("long") / "long.json"
+    path.write_bytes(render(generate("training", 0, steps=120), "object").encode())
+    return path
+
+
+@pytest.fixture(scope="session")
+def small_trace(tmp_path_factory):
+    path = tmp_path_factory.mktemp("small") / "small.json"
+    path.write_bytes(render(generate("training", 1, steps=6), "object").encode())
+    return path
+
+
+def start_split(trace, out, *extra, **kwargs):
+    return subprocess.Popen(CLI + ["split", str(trace), "-o", str(out), *map(str, extra)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+
+
+def wait_for_staging(parent: Path, name: str, proc) -> None:
+    """Handshake: the run has taken its folder (so it is past start-up)."""
+    deadline = time.monotonic() + PROCESS_WAIT
+    while not any(p.startswith(temp_prefix(parent, name)) for p in os.listdir(parent)):
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+
+
+def run_in_process(argv, capfd) -> tuple[int, str]:
+    """``stream-split`` in this process (hundreds of cases in seconds); the handlers it
+    installs for SIGINT/SIGTERM are put back afterwards."""
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        try:
+            status = cli_main([str(a) for a in argv])
+        except SystemExit as e:
+            status = e.code
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+    return status, capfd.readouterr().err

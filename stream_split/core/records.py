@@ -143,6 +143,6 @@ def _iteration_fields() -> tuple[tuple[str, type, bool], ...]:
 
 #: ``(name, type, nullable)`` of every key of ``IterationRecord.to_dict()``, in its order
 #: (``extra`` keys aside): the one source of the JSON fields and of the Parquet schema
-#: (``stream_split.beam``), derived from the dataclass; ``tests/test_schema.py`` checks it
+#: (``stream_split.beam``), derived from the dataclass; ``tests/output/test_schema.py`` checks it
 #: against the ``Iteration`` message of ``records.proto``.
 ITERATION_FIELDS = _iteration_fields()

@@ -417,7 +417,7 @@ def random_variant(seed: int) -> Variant:
     """A random scenario with random parameters, kept small (a few hundred to a few thousand
     events). Deterministic from ``seed``."""
     rng = random.Random(seed)
-    # serving_phases (tests/test_phases.py) is left out: the variants drawn stay those the
+    # serving_phases (tests/core/test_phases.py) is left out: the variants drawn stay those the
     # property tests were checked on.
     scenario = rng.choice([s for s in SCENARIOS if s not in ("sample", "serving_phases")])
     p: dict[str, Any] = {

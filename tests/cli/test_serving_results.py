@@ -105,7 +105,7 @@ def test_iterations_steady_works_with_steps_and_name_by_step(tmp_path):
     assert not (tmp_path / "none").exists()
 
 
-RECORDED = Path(__file__).parent / "data" / "cuda"
+RECORDED = Path(__file__).parents[1] / "data" / "cuda"
 
 
 @pytest.mark.parametrize("name", ["serving_graphs", "serving_graphs_annotated"])

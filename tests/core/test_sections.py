@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SHARED_TRACES, needs_shared
+from conftest import SHARED_TRACES, large_ones_slow, needs_shared
 from stream_split.core import Splitter, SplitOptions
 from stream_split.core.detect import TraceFacts
 from stream_split.read import TraceReader
 from stream_split.testing.generate import SCENARIOS, generate
 from stream_split.trace_format import GPU_WORK_CATS, LAUNCH_FLOW_CAT, STRUCTURE_CATS
 
-RECORDED = Path(__file__).parent / "data" / "cuda"
+RECORDED = Path(__file__).parents[1] / "data" / "cuda"
 #: What Kineto writes after the CPU ops of a CPU-only trace's threads goes too: GPU work,
 #: its launches (runtime calls carry a correlation id) and flows.
 _GPU_SIDE = set(GPU_WORK_CATS) | {LAUNCH_FLOW_CAT, "cuda_runtime", "cuda_driver",
@@ -105,7 +105,8 @@ def _recorded(name):
     return events, header
 
 
-@pytest.mark.parametrize("name", ["dynamic_shapes", "rollout", "train_wrapped"])
+@pytest.mark.parametrize("name", large_ones_slow(["dynamic_shapes", "rollout", "train_wrapped"],
+                                                  lambda name: RECORDED / f"{name}.json.gz"))
 def test_recorded_loops_with_the_steps_stripped_come_out_before_any_gpu_work(name):
     # At the latest when the GPU block's first launch or kernel is read (a few runtime calls
     # into the block), before any GPU work is owned.

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli, load_piece
+from conftest import large_ones_slow, load_piece, run_cli
 
-RECORDED = Path(__file__).parent / "data" / "cuda"
+RECORDED = Path(__file__).parents[1] / "data" / "cuda"
 TRUTH = json.loads((RECORDED / "truth.json").read_text())
 
 #: Loops the detector does not yet split as their steps (issue 8): a strict xfail turns into a
@@ -25,6 +25,11 @@ def _trace(name: str) -> Path:
     return RECORDED / f"{name}.json.gz"
 
 
+def _expected_to_split(name):
+    """A recording as a test parameter: a strict xfail for the loops not split yet."""
+    return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=NOT_YET[name]))
+
+
 @pytest.mark.parametrize("name", sorted(TRUTH["programs"]))
 def test_recorded_steps_match_the_truth_file(name):
     from stream_split.testing.accuracy import read_events
@@ -33,16 +38,15 @@ def test_recorded_steps_match_the_truth_file(name):
     assert steps == {f"ProfilerStep#{n}" for n in TRUTH["programs"][name]}
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=NOT_YET[n])) if n in NOT_YET else n
-    for n in sorted(TRUTH["programs"])])
+@pytest.mark.parametrize("name", [_expected_to_split(n) for n in sorted(NOT_YET)] + large_ones_slow(
+    sorted(set(TRUTH["programs"]) - set(NOT_YET)), _trace))
 def test_recorded_gpu_loop_splits_as_its_steps_with_the_steps_stripped(name):
     from stream_split.testing.accuracy import read_events, score_stripped
     score = score_stripped(read_events(_trace(name)), name, "ProfilerStep#N (stripped)")
     assert score.ok, score
 
 
-@pytest.mark.parametrize("name", sorted(TRUTH["programs"]))
+@pytest.mark.parametrize("name", large_ones_slow(sorted(TRUTH["programs"]), _trace))
 def test_every_event_of_a_recorded_gpu_loop_lands_in_exactly_one_piece(name, tmp_path):
     from stream_split.testing.accuracy import read_events
     run_cli("split", _trace(name), "-o", tmp_path, "--detector", "structure")

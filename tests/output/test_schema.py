@@ -14,7 +14,7 @@ from google.protobuf import json_format
 from stream_split import schema
 from stream_split.core.records import ITERATION_FIELDS, Boundary, IterationRecord
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROTO = os.path.join(ROOT, "proto", "stream_split", "v1", "records.proto")
 
 BOUNDARY = Boundary(3, 1234.5, "17", "17", "ProfilerStep#3")

@@ -33,12 +33,12 @@ from conftest import write_truncated_trace  # noqa: E402
 
 pytestmark = pytest.mark.beam
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 STEPS = SplitOptions(detector="steps")  # the structural detector is being rewritten
 
 
 def _shared() -> Path | None:
-    for candidate in (Path("/work/shared"), Path(__file__).resolve().parents[2] / "shared"):
+    for candidate in (Path("/work/shared"), Path(__file__).resolve().parents[3] / "shared"):
         if (candidate / "traces").is_dir():
             return candidate
     return None

@@ -28,7 +28,7 @@ from stream_split.testing import generate as g  # noqa: E402
 
 pytestmark = [pytest.mark.beam, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 WORKERS = 2
 #: Small real traces, one of them truncated, added to the archive when ../shared is present.
 SHARED_SAMPLE = ("torch_cpu/s1_schedule_step.json.gz", "torch_cpu/s7_truncated.json.gz",
@@ -39,9 +39,11 @@ SHARED_SAMPLE = ("torch_cpu/s1_schedule_step.json.gz", "torch_cpu/s7_truncated.j
 def dask_cluster(tmp_path_factory):
     """``tcp://127.0.0.1:PORT`` of a scheduler with two single-threaded worker processes."""
     from stream_split.testing.dask_cluster import local_dask_cluster
-    # This module's DoFns are pickled by reference: the workers import it from tests/.
+    # This module's DoFns are pickled by reference: the workers import it from tests/beam/
+    # (and conftest from tests/).
     with local_dask_cluster(WORKERS, tmp_path_factory.mktemp("dask"), cwd=str(REPO),
-                            python_path=[str(REPO), str(REPO / "tests")]) as address:
+                            python_path=[str(REPO), str(REPO / "tests"),
+                                         str(Path(__file__).resolve().parent)]) as address:
         yield address
 
 

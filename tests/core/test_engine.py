@@ -196,7 +196,8 @@ _GPU_ORDER_TRACES = [
     REPO / "tests" / "data" / "cuda" / "train_eval.json.gz",
     REPO / "tests" / "data" / "cuda" / "serving_graphs.json.gz",
     # GPU work of its first iteration is decided out of order (held for its launch).
-    SHARED_TRACES / "tracelens" / "h100" / "google_owlv2-large-patch14-ensemble__1016001.json.gz",
+    pytest.param(SHARED_TRACES / "tracelens" / "h100" /
+                 "google_owlv2-large-patch14-ensemble__1016001.json.gz", marks=pytest.mark.slow),
 ]
 
 

@@ -4,12 +4,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SHARED_TRACES, load_piece, needs_shared, run_cli, shared_trace_paths
+from conftest import (SHARED_TRACES, large_ones_slow, load_piece, needs_shared, run_cli,
+                      shared_trace_paths)
 
 pytestmark = [needs_shared, pytest.mark.shared]
 
 
-@pytest.mark.parametrize("trace", shared_trace_paths(), ids=lambda p: Path(p).name)
+@pytest.mark.parametrize("trace", large_ones_slow(shared_trace_paths()),
+                         ids=lambda p: Path(p).name)
 def test_every_event_in_exactly_one_piece(trace, tmp_path):
     run_cli("split", trace, "-o", tmp_path)
     manifest = json.loads((tmp_path / "manifest.json").read_text())
@@ -92,6 +94,7 @@ def _sorted_like_kineto(events):
     return ordered
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [
     "tracelens/h100/google_owlv2-large-patch14-ensemble__1016001.json.gz",  # GPU newest-first
     "tracelens/inference/xdit_sd_3.5/profile_trace_rank_0.json.gz",  # annotation appended last

@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from conftest import large_ones_slow
+
 from stream_split.decode import TraceDecoder
 from stream_split.read import TraceReader, reference_events
 from stream_split.trace_format import ENGINE_ARGS, ENGINE_FIELDS
 
-SHARED_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+SHARED_TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
 
 
 def decode(data: bytes, cuts=(), slim: bool = False):
@@ -67,7 +69,7 @@ def assert_slim_matches(slim_events: list, expected: list) -> None:
             assert engine_view(got) == engine_view(want)
 
 
-RECORDED_TRACES = Path(__file__).resolve().parent / "data" / "cuda"
+RECORDED_TRACES = Path(__file__).resolve().parents[1] / "data" / "cuda"
 
 
 def _traces(folder: Path):
@@ -79,7 +81,8 @@ def _traces(folder: Path):
 
 
 @pytest.mark.skipif(not SHARED_TRACES.is_dir(), reason="../shared/traces is absent")
-@pytest.mark.parametrize("path", _traces(SHARED_TRACES) + _traces(RECORDED_TRACES),
+@pytest.mark.parametrize("path",
+                         large_ones_slow(_traces(SHARED_TRACES) + _traces(RECORDED_TRACES)),
                          ids=lambda p: p.name)
 def test_decoder_equals_ijson_on_every_shared_trace(path):
     data = path.read_bytes()

@@ -79,7 +79,7 @@ def test_phase_and_its_evidence_are_in_the_manifest(tmp_path):
         (it["phase"], True) for it in gen.truth.iterations]
 
 
-RECORDED = Path(__file__).parent / "data" / "cuda"
+RECORDED = Path(__file__).parents[1] / "data" / "cuda"
 
 
 @pytest.mark.parametrize("name", ["serving_graphs", "serving_graphs_annotated"])

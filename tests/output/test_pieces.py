@@ -5,6 +5,7 @@ import json
 import pytest
 
 from conftest import SHARED_TRACES, load_piece, needs_shared, run_cli
+from stream_split.output import FOLDER_MARKER
 from stream_split.testing.generate import generate, write_trace
 
 
@@ -16,7 +17,8 @@ def training_trace(tmp_path_factory):
 
 
 def _files(out):
-    return sorted(p.name for p in out.iterdir())
+    """The files of a split folder, its marker aside."""
+    return sorted(p.name for p in out.iterdir() if p.name != FOLDER_MARKER)
 
 
 def test_name_by_step_names_pieces_by_their_profiler_step(training_trace, tmp_path):

@@ -1,0 +1,147 @@
+"""Signals (issue 12): two signals 5 ms apart, a signal while a read is blocked on a pipe or a
+FIFO with no writer, SIGTERM during a split. The run ends with its exit status, one valid
+conserved manifest (or none) and no traceback."""
+from __future__ import annotations
+
+import array
+import fcntl
+import os
+import signal
+import subprocess
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import (CLI, PROCESS_WAIT, check_pieces, no_staging_leftovers, start_split,
+                      wait_for_staging)
+
+
+def _every_thread_sleeps(pid: int) -> bool:
+    """No thread of ``pid`` runs or waits for the CPU or a disk ("S" in /proc)."""
+    states = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+        except FileNotFoundError:  # a thread that just ended
+            pass
+    return bool(states) and all(state == "S" for state in states)
+
+
+def _unread(pipe) -> int:
+    """Bytes written into ``pipe`` that its reader has not read yet."""
+    count = array.array("i", [0])
+    fcntl.ioctl(pipe.fileno(), termios.FIONREAD, count)
+    return count[0]
+
+
+def _wait_until_open(proc, path: Path) -> None:
+    """Handshake: ``proc`` holds ``path`` open (so it is past start-up, its handlers set)."""
+    deadline = time.monotonic() + PROCESS_WAIT
+    fds = Path(f"/proc/{proc.pid}/fd")
+    while not any(os.path.realpath(fd) == os.path.realpath(path) for fd in fds.iterdir()
+                  if os.path.islink(fd)):
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+
+
+def wait_until_blocked(proc, writing=None) -> None:
+    """Handshake instead of a sleep: returns once every thread of ``proc`` has slept for three
+    looks in a row (blocked in a read, an open or a poll) and, when given, the pipe
+    ``writing`` feeds it is drained; so the signal that follows finds it blocked, however
+    slow the machine."""
+    if not os.path.isdir(f"/proc/{proc.pid}/task"):
+        time.sleep(1.0)  # no /proc: a generous guess
+        return
+    deadline = time.monotonic() + PROCESS_WAIT
+    calm = 0
+    while calm < 3:
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline, "the run never blocked"
+        drained = writing is None or _unread(writing) == 0
+        calm = calm + 1 if drained and _every_thread_sleeps(proc.pid) else 0
+        time.sleep(0.01)
+
+
+# -- defect 2: two signals 5 ms apart ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def seconds_after_staging(long_trace, tmp_path_factory) -> float:
+    """How long a split of ``long_trace`` runs once it has taken its folder, on this machine
+    (the signals below must land while it runs, whatever the machine's speed)."""
+    parent = tmp_path_factory.mktemp("timing")
+    proc = start_split(long_trace, parent / "d")
+    wait_for_staging(parent, "d", proc)
+    started = time.monotonic()
+    proc.communicate(timeout=PROCESS_WAIT)
+    assert proc.returncode == 0
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize("share", [0.1, 0.6])  # of the run's time after it took its folder
+def test_two_signals_5_ms_apart_leave_one_valid_conserved_manifest(
+        long_trace, seconds_after_staging, tmp_path, sig, status, share):
+    out = tmp_path / "d"
+    proc = start_split(long_trace, out)
+    wait_for_staging(tmp_path, "d", proc)
+    time.sleep(share * seconds_after_staging)
+    assert proc.poll() is None, "the run ended before the signal came"
+    proc.send_signal(sig)
+    time.sleep(0.005)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=PROCESS_WAIT)
+    assert proc.returncode == status, err.decode()
+    assert "Traceback" not in err.decode()
+    manifest = check_pieces(out, long_trace.read_bytes())
+    if not manifest["complete"]:
+        assert "interrupted" in manifest["stop_reason"]
+    no_staging_leftovers(tmp_path, "d")
+
+
+# -- defect 8: a blocked read wakes up on the first signal -----------------------------------------
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+@pytest.mark.parametrize("follow", [[], ["--follow"]], ids=["read", "follow"])
+def test_sigterm_stops_a_split_of_a_fifo_with_no_writer(tmp_path, follow):
+    """Stopped before its input's first byte, a split writes nothing (no folder, no lock)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    proc = start_split(fifo, tmp_path / "d", *follow)
+    _wait_until_open(proc, fifo)
+    wait_until_blocked(proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 143, err.decode()
+    assert "nothing written" in err.decode() and "Traceback" not in err.decode()
+    assert sorted(os.listdir(tmp_path)) == ["fifo"]
+    no_staging_leftovers(tmp_path, "d")
+
+
+@pytest.mark.parametrize("command", ["boundaries", "tag", "explain"])
+def test_one_sigint_stops_a_read_of_a_silent_pipe(small_trace, command):
+    proc = subprocess.Popen(CLI + [command, "-"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    head = small_trace.read_bytes()[:50_000]
+    proc.stdin.write(head)  # some events, then silence (the writer hangs)
+    proc.stdin.flush()
+    wait_until_blocked(proc, writing=proc.stdin)
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=10)
+    finally:
+        proc.stdin.close()
+    assert proc.returncode == 130, err.decode()
+    assert "Traceback" not in err.decode()
+
+
+def test_an_interrupted_split_exits_143_after_sigterm(long_trace, tmp_path):
+    proc = start_split(long_trace, tmp_path / "d")
+    wait_for_staging(tmp_path, "d", proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=PROCESS_WAIT)
+    assert proc.returncode == 143, err.decode()
+    check_pieces(tmp_path / "d", long_trace.read_bytes())

@@ -1,0 +1,169 @@
+"""stream_split.core.owners: who owns an event. ``Windows``: a CPU op by the window its time
+falls in; ``MonotonicOwnerMap``: GPU work by the correlation id of its launch, as a few id
+ranges. Fed directly, no engine."""
+import numpy as np
+import pytest
+
+from stream_split.core.owners import MonotonicOwnerMap, Windows
+from stream_split.core.records import OUTSIDE
+
+
+def windows(*starts, last_end=None, closed=True) -> Windows:
+    w = Windows()
+    for start in starts:
+        w.add(start)
+    if closed:
+        w.close(last_end)
+    return w
+
+
+# -- Windows ---------------------------------------------------------------------------------------
+
+def test_an_op_belongs_to_the_window_holding_its_start():
+    w = windows(10.0, 20.0, 30.0, last_end=40.0)
+    assert [w.owner(s, s + 1) for s in (10.0, 15.0, 20.0, 29.0, 38.0)] == [0, 0, 1, 1, 2]
+
+
+def test_before_the_first_boundary_and_after_the_last_end_is_outside():
+    w = windows(10.0, 20.0, last_end=30.0)
+    assert w.owner(0.0, 5.0) == OUTSIDE
+    assert w.owner(30.0, 35.0) == OUTSIDE
+
+
+def test_without_a_boundary_everything_is_outside():
+    assert windows().owner(5.0, 6.0) == OUTSIDE
+
+
+def test_the_last_window_is_open_ended_when_no_end_is_known():
+    w = windows(10.0, 20.0)
+    assert w.owner(1e9, 1e9 + 1) == 1
+
+
+def test_an_op_crossing_one_edge_goes_to_the_side_holding_most_of_it():
+    w = windows(10.0, 20.0, 30.0, last_end=40.0)
+    assert w.owner(19.0, 25.0) == 1  # 1 µs before the edge, 5 after
+    assert w.owner(15.0, 21.0) == 0
+    assert w.owner(18.0, 22.0) == 0  # a tie stays with the window it starts in
+    assert w.owner(8.0, 19.0) == 0  # opened just before the first boundary
+
+
+def test_an_op_crossing_two_edges_spans_iterations_and_belongs_to_none():
+    w = windows(10.0, 20.0, 30.0, last_end=40.0)
+    assert w.owner(15.0, 31.0) == OUTSIDE
+    assert w.owner(5.0, 45.0) == OUTSIDE
+
+
+def test_an_op_crossing_into_outside_goes_there_when_most_of_it_is_there():
+    w = windows(10.0, 20.0, last_end=30.0)
+    assert w.owner(28.0, 38.0) == OUTSIDE
+    assert w.owner(25.0, 31.0) == 1
+
+
+def test_the_cached_window_gives_the_answer_a_fresh_lookup_gives():
+    ops = [(21.0, 22.0), (25.0, 26.0), (12.0, 13.0), (29.0, 31.0), (31.0, 32.0), (36.0, 37.0),
+           (45.0, 46.0), (22.0, 23.0)]
+    w = windows(10.0, 20.0, 30.0, closed=False)
+    seen = [w.owner(*op) for op in ops[:5]]
+    w.add(40.0)  # new edges: what was cached must not answer for them
+    seen += [w.owner(*op) for op in ops[5:]]
+    w.close(50.0)
+    fresh = windows(10.0, 20.0, 30.0, 40.0, last_end=50.0)
+    assert seen[5:] == [2, 3, 1] == [fresh.owner(*op) for op in ops[5:]]
+    assert seen[:5] == [1, 1, 0, 1, 2]
+
+
+def test_only_events_ending_before_the_latest_boundary_are_decidable():
+    w = windows(10.0, 20.0, closed=False)
+    assert w.decidable(19.9)
+    assert not w.decidable(20.0), "at the latest boundary: it may still be revised"
+    assert not windows(closed=False).decidable(0.0)
+    w.close(30.0)
+    assert w.decidable(1e12)
+
+
+@pytest.mark.parametrize("closed", [False, True])
+def test_decidable_many_and_owners_agree_with_one_at_a_time(closed):
+    w = windows(10.0, 20.0, 30.0, last_end=40.0, closed=closed)
+    starts = np.array([0.0, 9.0, 10.0, 19.0, 15.0, 25.0, 28.0, 5.0, 18.0])
+    ends = np.array([1.0, 12.0, 10.0, 25.0, 31.0, 26.0, 38.0, 45.0, 22.0])
+    assert w.decidable_many(ends).tolist() == [w.decidable(e) for e in ends.tolist()]
+    ok = w.decidable_many(ends)
+    assert w.owners(starts[ok], ends[ok]).tolist() == [
+        w.owner(s, e) for s, e in zip(starts[ok].tolist(), ends[ok].tolist())]
+
+
+def test_owners_with_a_last_end_before_the_last_start_answers_as_owner_does():
+    w = windows(10.0, 20.0, last_end=15.0)
+    starts, ends = np.array([12.0, 17.0, 25.0]), np.array([13.0, 18.0, 26.0])
+    assert w.owners(starts, ends).tolist() == [w.owner(s, e) for s, e in
+                                               zip(starts.tolist(), ends.tolist())]
+
+
+def test_owners_without_a_boundary_are_all_outside():
+    assert windows().owners(np.array([1.0, 2.0]), np.array([3.0, 4.0])).tolist() == [OUTSIDE] * 2
+
+
+# -- MonotonicOwnerMap: GPU work by correlation ----------------------------------------------------
+
+def test_gpu_work_is_owned_by_its_launch_s_iteration():
+    owners = MonotonicOwnerMap()
+    for correlation, iteration in [(100, 0), (101, 0), (102, 1), (105, 1), (110, 2)]:
+        owners.add(correlation, iteration)
+    assert [owners.lookup(c) for c in (100, 101, 102, 105, 110)] == [0, 0, 1, 1, 2]
+
+
+def test_a_correlation_never_launched_has_no_owner_yet():
+    owners = MonotonicOwnerMap()
+    assert owners.lookup(7) is None
+    owners.add(10, 0)
+    owners.add(20, 1)
+    assert owners.lookup(9) is None and owners.lookup(21) is None
+
+
+def test_ids_between_launches_of_one_iteration_belong_to_it():
+    # The range grows from the first to the last launch of a run; ids in between were
+    # launched by the same iteration (or by no one).
+    owners = MonotonicOwnerMap()
+    owners.add(10, 0)
+    owners.add(14, 0)
+    owners.add(20, 1)
+    assert owners.lookup(12) == 0 and owners.lookup(17) is None
+
+
+def test_memory_is_one_range_per_run_of_launches_not_one_per_launch():
+    owners = MonotonicOwnerMap()
+    for iteration in range(50):
+        for k in range(1000):
+            owners.add(iteration * 1000 + k, iteration)
+    assert len(owners) == 50 and owners.order_breaks == 0
+    assert owners.lookup(49_999) == 49 and owners.lookup(1000) == 1
+
+
+def test_an_id_out_of_order_splits_its_range_and_is_counted():
+    owners = MonotonicOwnerMap()
+    owners.add(10, 0)
+    owners.add(20, 0)
+    owners.add(30, 1)
+    owners.add(15, 5)
+    assert [owners.lookup(c) for c in (10, 14, 15, 16, 20, 30)] == [0, 0, 5, 0, 0, 1]
+    assert owners.order_breaks == 1 and len(owners) == 4
+
+
+def test_an_id_out_of_order_with_the_same_owner_changes_nothing():
+    owners = MonotonicOwnerMap()
+    owners.add(10, 0)
+    owners.add(20, 0)
+    owners.add(15, 0)
+    assert owners.order_breaks == 0 and len(owners) == 1
+
+
+def test_an_id_out_of_order_in_a_gap_grows_a_neighbour_or_makes_a_range():
+    owners = MonotonicOwnerMap()
+    owners.add(10, 0)
+    owners.add(30, 1)
+    owners.add(12, 0)  # grows [10, 10] to [10, 12]
+    owners.add(28, 1)  # grows [30, 30] down to [28, 30]
+    owners.add(20, 7)  # a range of its own
+    owners.add(5, 3)  # before the first
+    assert owners.order_breaks == 4 and len(owners) == 4
+    assert [owners.lookup(c) for c in (5, 10, 12, 20, 28, 30, 25)] == [3, 0, 0, 7, 1, 1, None]

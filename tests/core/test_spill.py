@@ -1,0 +1,133 @@
+"""stream_split.spill: the store of undecided events. Batches come back as they went in,
+only those a boundary may decide, oldest first; the file-backed store makes its file at the
+first batch and gives it back when the last one is taken."""
+import os
+
+import pytest
+
+from stream_split.spill import MemorySpill, TempFileSpill, batch_key
+
+STORES = [MemorySpill, TempFileSpill]
+
+# A held event as the engine keeps it: (end, ...what deciding it reads).
+EARLY = [(10.0, "a", b'{"ph":"X"}'), (12.0, "b", None)]
+LATE = [(50.0, "c", b"\xff raw bytes"), (40.0, "d", {"args": [1, 2]})]
+WAITING = [(5.0, "e", None), (None, "kernel waiting for its launch", None)]
+
+
+def files_in(folder) -> int:
+    """How many open descriptors of this process point into ``folder`` (the spill's file has
+    no name there, but its descriptor's link still says where it lies)."""
+    found = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found += os.readlink(f"/proc/self/fd/{fd}").startswith(f"{folder}/")
+        except OSError:  # the listing's own descriptor, closed already
+            pass
+    return found
+
+
+needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="no /proc/self/fd")
+
+
+def test_the_key_of_a_batch_is_its_earliest_end():
+    assert batch_key(EARLY) == 10.0 and batch_key(LATE) == 40.0
+
+
+def test_a_batch_holding_an_event_without_an_end_is_due_only_at_the_end():
+    assert batch_key(WAITING) == float("inf")
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_batches_come_back_as_they_went_in(store, tmp_path):
+    with store(*([str(tmp_path)] if store is TempFileSpill else [])) as spill:
+        spill.put(iter(EARLY))
+        spill.put(LATE)
+        handles = spill.due(float("inf"))
+        assert [spill.take(h) for h in handles] == [EARLY, LATE]
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_due_names_only_batches_a_boundary_may_decide_oldest_first(store):
+    with store() as spill:
+        spill.put(LATE)
+        spill.put(WAITING)
+        spill.put(EARLY)
+        assert spill.due(9.9) == []
+        assert len(spill.due(10.0)) == 1  # an end at the boundary itself is due
+        early, = spill.due(39.0)
+        assert spill.take(early) == EARLY
+        late, = spill.due(1e12)
+        assert spill.take(late) == LATE
+        last, = spill.due(float("inf"))
+        assert spill.take(last) == WAITING
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_the_length_counts_held_events_not_batches(store):
+    with store() as spill:
+        assert len(spill) == 0
+        spill.put(EARLY)
+        spill.put(LATE + WAITING)
+        assert len(spill) == 6
+        spill.take(spill.due(20.0)[0])
+        assert len(spill) == 4
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_close_drops_what_is_held_and_can_be_called_twice(store):
+    spill = store()
+    spill.put(EARLY)
+    spill.close()
+    assert len(spill) == 0 and spill.due(float("inf")) == []
+    spill.close()
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_leaving_the_with_block_closes_the_store(store):
+    with store() as spill:
+        spill.put(EARLY)
+    assert len(spill) == 0
+
+
+def test_the_file_store_counts_every_event_it_ever_spilled():
+    with TempFileSpill() as spill:
+        spill.put(EARLY)
+        spill.take(spill.due(20.0)[0])
+        spill.put(LATE)
+        assert spill.spilled_total == 4 and len(spill) == 2
+
+
+@needs_proc
+def test_the_file_is_made_at_the_first_batch_in_the_folder_given(tmp_path):
+    spill = TempFileSpill(str(tmp_path))
+    assert files_in(tmp_path) == 0, "no file while nothing is spilled"
+    spill.put(EARLY)
+    spill.put(LATE)
+    assert files_in(tmp_path) == 1, "one file for every batch"
+    assert os.listdir(tmp_path) == [], "the file has no name: nothing to clean up after a crash"
+    spill.close()
+
+
+@needs_proc
+def test_the_file_is_given_back_when_the_last_batch_is_taken(tmp_path):
+    spill = TempFileSpill(str(tmp_path))
+    spill.put(EARLY)
+    spill.put(LATE)
+    first, second = spill.due(float("inf"))
+    spill.take(first)
+    assert files_in(tmp_path) == 1, "still holding a batch: the file stays"
+    spill.take(second)
+    assert files_in(tmp_path) == 0
+    spill.put(WAITING)  # a later batch makes a new file
+    assert files_in(tmp_path) == 1
+    assert spill.take(spill.due(float("inf"))[0]) == WAITING
+    assert files_in(tmp_path) == 0
+
+
+@needs_proc
+def test_closing_with_batches_held_gives_the_file_back(tmp_path):
+    spill = TempFileSpill(str(tmp_path))
+    spill.put(EARLY)
+    spill.close()
+    assert files_in(tmp_path) == 0 and len(spill) == 0

@@ -1,0 +1,109 @@
+"""stream_split.core.stack: per-thread stacks of open CPU ops, the call structure the detector
+reads. Fed (thread, name, start, end) directly."""
+from stream_split.core.stack import ThreadStacks
+
+
+def names(stack) -> list:
+    return [name for _, name, _ in stack]
+
+
+def test_an_op_inside_the_open_one_is_its_child():
+    stacks = ThreadStacks()
+    stacks.push(1, "step", 0.0, 100.0)
+    stacks.push(1, "forward", 10.0, 50.0)
+    assert names(stacks.push(1, "linear", 12.0, 20.0)) == ["step", "forward", "linear"]
+
+
+def test_push_returns_the_stack_as_end_name_start_with_the_new_op_on_top():
+    stacks = ThreadStacks()
+    stacks.push(1, "step", 0.0, 100.0)
+    assert stacks.push(1, "forward", 10.0, 50.0) == [(100.0, "step", 0.0),
+                                                      (50.0, "forward", 10.0)]
+
+
+def test_an_op_starting_at_or_after_the_top_s_end_pops_it():
+    stacks = ThreadStacks()
+    stacks.push(1, "step", 0.0, 100.0)
+    stacks.push(1, "forward", 10.0, 50.0)
+    stacks.push(1, "linear", 12.0, 20.0)
+    # Starts exactly where "linear" ends: a sibling of it, under "forward".
+    assert names(stacks.push(1, "relu", 20.0, 30.0)) == ["step", "forward", "relu"]
+    # After "forward" ended: both closed ops go, in one push.
+    assert names(stacks.push(1, "backward", 60.0, 90.0)) == ["step", "backward"]
+    # After everything ended: the stack holds only the new op.
+    assert names(stacks.push(1, "step", 200.0, 300.0)) == ["step"]
+
+
+def test_an_op_outliving_the_top_beyond_the_tolerance_is_its_sibling():
+    stacks = ThreadStacks(tolerance_us=1.0)
+    stacks.push(1, "annotation", 0.0, 50.0)
+    # Ends 5 µs after the annotation: the two cross each other, so not nested.
+    assert names(stacks.push(1, "op", 40.0, 55.0)) == ["op"]
+
+
+def test_a_child_ending_just_after_its_parent_within_the_tolerance_stays_nested():
+    stacks = ThreadStacks(tolerance_us=1.0)
+    stacks.push(1, "parent", 0.0, 50.0)
+    assert names(stacks.push(1, "child", 40.0, 50.8)) == ["parent", "child"]
+    stacks = ThreadStacks(tolerance_us=0.5)
+    stacks.push(1, "parent", 0.0, 50.0)
+    assert names(stacks.push(1, "child", 40.0, 50.8)) == ["child"]
+
+
+def test_threads_have_stacks_of_their_own():
+    stacks = ThreadStacks()
+    stacks.push(1, "step", 0.0, 100.0)
+    assert names(stacks.push(2, "worker", 10.0, 20.0)) == ["worker"]
+    assert names(stacks.push(1, "forward", 10.0, 20.0)) == ["step", "forward"]
+
+
+def test_an_op_going_back_in_time_begins_a_new_section_and_clears_the_stack():
+    stacks = ThreadStacks()
+    stacks.push(1, "ProfilerStep#1", 0.0, 100.0)
+    stacks.push(1, "ProfilerStep#2", 100.0, 200.0)
+    assert stacks.section(1) == 0 and stacks.sections_started == 0
+    # Kineto wrote the thread's annotations first; its cpu_ops start again from the beginning.
+    assert names(stacks.push(1, "aten::mm", 10.0, 20.0)) == ["aten::mm"]
+    assert stacks.section(1) == 1 and stacks.sections_started == 1
+    assert names(stacks.push(1, "aten::add", 15.0, 18.0)) == ["aten::mm", "aten::add"]
+
+
+def test_sections_are_counted_per_thread_and_in_total():
+    stacks = ThreadStacks()
+    for thread in (1, 2):
+        stacks.push(thread, "a", 50.0, 60.0)
+        stacks.push(thread, "b", 10.0, 20.0)
+    stacks.push(2, "c", 5.0, 6.0)
+    assert (stacks.section(1), stacks.section(2), stacks.sections_started) == (1, 2, 3)
+
+
+def test_equal_starts_are_not_a_new_section():
+    stacks = ThreadStacks()
+    stacks.push(1, "outer", 10.0, 20.0)
+    assert names(stacks.push(1, "inner", 10.0, 15.0)) == ["outer", "inner"]
+    assert stacks.section(1) == 0
+
+
+def test_note_start_counts_sections_without_keeping_a_stack():
+    stacks = ThreadStacks()
+    assert stacks.note_start(1, 50.0) == []
+    assert stacks.note_start(1, 10.0) == []
+    assert stacks.section(1) == 1 and stacks.sections_started == 1
+    # The stack of that thread was never built.
+    assert names(stacks.push(1, "op", 11.0, 12.0)) == ["op"]
+
+
+def test_a_thread_never_seen_is_in_section_zero():
+    assert ThreadStacks().section("unknown") == 0
+
+
+def test_memory_is_the_deepest_nesting_not_the_length_of_the_trace():
+    stacks = ThreadStacks()
+    deepest = 0
+    for step in range(1000):
+        base = step * 100.0
+        stacks.push(1, "step", base, base + 90.0)
+        stacks.push(1, "forward", base + 1, base + 50.0)
+        deepest = max(deepest, len(stacks.push(1, "linear", base + 2, base + 10.0)))
+    assert deepest == 3
+    assert len(stacks.push(1, "last", 1e9, 1e9 + 1)) == 1

@@ -1,0 +1,181 @@
+"""The output folder under real runs (issue 12): a rerun after kill -9, two runs into one
+folder, a rerun that fails on a full disk, stale pieces, planted links, unusable folders.
+Real ``stream-split`` processes; every check of pieces is independent of the splitter
+(``check_pieces``)."""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import resource
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import (PROCESS_WAIT, check_pieces, no_staging_leftovers, one_error_line, run_cli,
+                      start_split, temp_prefix)
+from stream_split.output import FOLDER_MARKER, lock_path
+from stream_split.testing.generate import generate, render
+
+
+# -- defect 1: a rerun after a crash ----------------------------------------------------------------
+
+def _full_run_seconds(trace, tmp_path) -> float:
+    started = time.monotonic()
+    done = run_cli("split", trace, "-o", tmp_path / "timing", timeout=PROCESS_WAIT)
+    assert done.returncode == 0
+    return time.monotonic() - started
+
+
+@pytest.mark.slow
+def test_kill_9_at_ten_points_then_a_rerun_finds_every_event_exactly_once(long_trace, tmp_path):
+    data = long_trace.read_bytes()
+    old_trace = tmp_path / "old.json"
+    old_trace.write_bytes(render(generate("training", 2, steps=5), "object").encode())
+    old = old_trace.read_bytes()
+    seconds = _full_run_seconds(long_trace, tmp_path)
+    outcomes = collections.Counter()
+    for point in range(10):
+        out = tmp_path / f"d{point}"
+        replacing = point % 2 == 1  # odd points: kill a run that replaces an old result
+        if replacing:
+            assert run_cli("split", old_trace, "-o", out).returncode == 0
+        proc = start_split(long_trace, out, *(["--overwrite"] if replacing else []))
+        time.sleep(seconds * (point + 0.5) / 10)
+        proc.kill()
+        proc.wait()
+        proc.stdout.close(), proc.stderr.close()
+        # After the crash: the old complete result, the new complete one, or nothing.
+        if out.exists():
+            manifest = json.loads((out / "manifest.json").read_text())
+            source = data if manifest["input"] == str(long_trace) else old
+            assert manifest["complete"] is True
+            check_pieces(out, source)
+            outcomes["new" if source is data else "old"] += 1
+        else:
+            outcomes["nothing"] += 1
+        rerun = run_cli("split", long_trace, "-o", out, "--overwrite", timeout=PROCESS_WAIT)
+        assert rerun.returncode == 0, rerun.stderr
+        manifest = check_pieces(out, data)
+        assert manifest["complete"] is True
+        no_staging_leftovers(tmp_path, out.name)
+    print(f"kill -9 at 10 points: after the kill the folder held {dict(outcomes)}")
+    assert sum(outcomes.values()) == 10
+
+
+# -- defect 3: two concurrent runs into one folder ------------------------------------------------
+
+def test_two_concurrent_splits_into_one_folder_one_wins_the_other_fails_cleanly(long_trace,
+                                                                               tmp_path):
+    out = tmp_path / "d"
+    first, second = start_split(long_trace, out), start_split(long_trace, out)
+    results = [(p.wait(PROCESS_WAIT), p.communicate()[1]) for p in (first, second)]
+    assert sorted(status for status, _ in results) == [0, 2]
+    loser = next(err for status, err in results if status == 2)
+    line = one_error_line(loser)
+    assert "another stream-split is writing" in line or "not empty" in line
+    manifest = check_pieces(out, long_trace.read_bytes())
+    assert manifest["complete"] is True
+    no_staging_leftovers(tmp_path, "d")
+
+
+# -- defect 4: a failed rerun mixes two runs ------------------------------------------------------
+
+def _limit_file_size():
+    # A "full disk" any user can make: writes beyond 64 KiB fail with EFBIG.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+
+
+def test_a_rerun_that_fails_on_a_full_disk_leaves_the_old_result_whole(small_trace, long_trace,
+                                                                       tmp_path):
+    out = tmp_path / "d"
+    assert run_cli("split", small_trace, "-o", out).returncode == 0
+    proc = start_split(long_trace, out, "--overwrite", "--plain-json", preexec_fn=_limit_file_size)
+    _, err = proc.communicate(timeout=PROCESS_WAIT)
+    assert proc.returncode == 2
+    assert "File too large" in one_error_line(err)
+    manifest = check_pieces(out, small_trace.read_bytes())
+    assert manifest["input"] == str(small_trace)
+    no_staging_leftovers(tmp_path, "d")
+
+
+def test_overwrite_removes_the_stale_pieces_of_a_larger_split(small_trace, tmp_path):
+    out = tmp_path / "d"
+    assert run_cli("split", small_trace, "-o", out).returncode == 0
+    assert run_cli("split", small_trace, "-o", out, "--overwrite", "--iterations", "0").returncode == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    files = {it["file"] for it in manifest["iterations"] if it["file"]} | {
+        manifest["outside"]["file"], "manifest.json"}
+    assert set(os.listdir(out)) == files | {FOLDER_MARKER}
+    assert "iteration_00001.json.gz" not in files
+
+
+def test_a_non_empty_folder_is_refused_without_overwrite(small_trace, tmp_path):
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    done = run_cli("split", small_trace, "-o", out, check=False)
+    assert done.returncode == 2 and "--overwrite" in one_error_line(done.stderr)
+    assert os.listdir(out) == ["keep.txt"]
+
+
+# -- defect 5: planted links are never followed --------------------------------------------------
+
+def test_links_planted_in_the_output_folder_are_never_followed(small_trace, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    victims = tmp_path / "victims"
+    victims.mkdir()
+    (victims / "v").write_bytes(b"precious")
+    out = tmp_path / "d"
+    run_cli("split", small_trace, "-o", out)
+    (out / "iteration_00001.json.gz").unlink()  # one of ours, now a link: not ours any more
+    planted = (".spool/0.part", "iteration_00001.json.gz.tmp", "iteration_00001.json.gz",
+               "manifest.json.tmp")
+    (out / ".spool").mkdir()
+    for name in planted:
+        (out / name).symlink_to(victim)
+    # Named like a staging folder of this target, a link: left alone.
+    (tmp_path / (temp_prefix(tmp_path, "d") + "planted1")).symlink_to(victims)
+    done = run_cli("split", small_trace, "-o", out, "--overwrite", check=False)
+    assert done.returncode == 2
+    assert "iteration_00001.json.gz" in one_error_line(done.stderr)
+    assert victim.read_bytes() == b"precious" and (victims / "v").read_bytes() == b"precious"
+    assert all((out / name).is_symlink() for name in planted)
+
+
+def test_a_planted_lock_link_is_refused(small_trace, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # the runs' and lock_path's
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    Path(lock_path(str(tmp_path / "d"))).symlink_to(victim)
+    done = run_cli("split", small_trace, "-o", tmp_path / "d", check=False)
+    assert done.returncode == 2 and "lock" in one_error_line(done.stderr)
+    assert victim.read_bytes() == b"precious"
+
+
+@pytest.mark.parametrize("output", ["file", "/dev/null", "/dev/full", "file/under", "", "/"])
+def test_a_bad_output_folder_is_one_line(small_trace, tmp_path, output):
+    (tmp_path / "file").write_text("x")
+    target = output if output.startswith("/") or not output else str(tmp_path / output)
+    done = run_cli("split", small_trace, "-o", target, check=False)
+    assert done.returncode == 2
+    one_error_line(done.stderr)
+    assert (tmp_path / "file").read_text() == "x"
+
+
+def test_a_read_only_output_folder_is_one_line(small_trace, tmp_path):
+    parent = tmp_path / "ro"
+    parent.mkdir()
+    os.chmod(parent, 0o555)
+    try:
+        if os.access(parent, os.W_OK):  # root ignores the mode: a read-only mount instead
+            parent = Path("/proc/self")
+        done = run_cli("split", small_trace, "-o", parent / "d", check=False)
+        assert done.returncode == 2
+        one_error_line(done.stderr)
+    finally:
+        os.chmod(tmp_path / "ro", 0o755)
