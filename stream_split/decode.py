@@ -44,6 +44,7 @@ import numpy as np
 import orjson
 from isal import isal_zlib  # zlib's inflate, about 4x faster (ISA-L); same stream semantics
 
+from stream_split.errors import TraceInputError
 from stream_split.trace_format import ENGINE_ARGS, ENGINE_FIELDS, EVENTS_KEY, PYTHON_FRAME_CAT
 
 #: Deepest nesting of arrays and objects accepted in a document (Kineto writes about 6).
@@ -67,10 +68,6 @@ _FORM_LINE_LIMIT = 1 << 20
 # A run of 19 digits: the value may not fit 64 bits (orjson would make it a float).
 _DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x2E for b in range(256))
 _DIGIT_RUN = b"0" * 19
-
-
-class TraceInputError(Exception):
-    """The input cannot be read as a trace; the message is one line for the user."""
 
 
 class FrameRun:

@@ -27,12 +27,10 @@ import shutil
 import stat
 import tempfile
 
+from stream_split.errors import OutputError
+
 #: Flags for every file written into a staging folder: a new file, never through a link.
 CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-class OutputError(Exception):
-    """The output folder cannot be used; the message is one line for the user."""
 
 
 def create_new(path: str, mode: str = "wb", **kwargs):
@@ -121,8 +119,9 @@ class OutputFolder:
         if not stat.S_ISDIR(info.st_mode):
             raise OutputError(f"the output is not a folder: {self.target}")
         if os.listdir(self.target) and not self.overwrite:
-            raise OutputError(f"the output folder is not empty: {self.target} "
-                              "(--overwrite replaces it)")
+            raise OutputError.worded(lambda spell: (
+                f"the output folder is not empty: {self.target} "
+                f"({spell('overwrite')} replaces it)"))
 
     def _remove_leftovers(self) -> None:
         """Staging folders of crashed runs and results replaced but not yet deleted."""

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from stream_split.decode import TraceDecoder
-from stream_split.read import TraceReader, reference_events
+from stream_split.read import TraceReader
+from stream_split.testing.reference import reference_events
 from stream_split.trace_format import ENGINE_ARGS, ENGINE_FIELDS
 
 SHARED_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"

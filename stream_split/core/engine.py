@@ -25,11 +25,16 @@ events (about one iteration's CPU events; beyond ``pending_limit`` they go to th
 
 Callers drive it h11-style: ``feed(event, raw)`` for each event (``raw``: its original JSON
 bytes, which the engine holds instead of the dict while the event waits and hands back in its
-place), ``end_of_input()`` at the end, and after each batch of input ``decided()``, which returns
+place), ``end_of_input()`` at the end (``complete=False`` when the input was cut short: every
+iteration record then says so), and after each batch of input ``decided()``, which returns
 everything decided since the last call (a ``Decided``: (owner, event) pairs and records) and
 says whether to call it again (spilled events become decidable a batch at a time, so that one
 call never loads the whole spill). ``close()`` is ``end_of_input()`` plus every decision,
 kept for ``pop_assigned()`` / ``pop_records()`` (tests, small traces).
+
+The records are final when they leave the engine, except what needs every iteration of the
+trace at once (outliers, the steady state): ``stream_split.stats.finish``, one step that every
+front end takes the same way.
 """
 from __future__ import annotations
 
@@ -52,14 +57,11 @@ from stream_split.core.units import cycle_kinds
 from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPES as _ID_TYPES, \
     unusable_field
 from stream_split.spill import MemorySpill
+from stream_split.errors import TraceEventError
 from stream_split.trace_format import (
     COPY_LAUNCH_NAMES, GPU_ANNOTATION_CAT, GPU_WORK_CATS, GRAPH_LAUNCH_NAMES, KERNEL_CATS,
     LAUNCH_FLOW_CAT, LAUNCH_NAMES, PROFILER_STEP_PREFIX, FLOW_PHASES as _FLOW_PHASES,
     METADATA_PHASE, PYTHON_FRAME_CAT, STRUCTURE_CATS, profiler_step_number)
-
-
-class TraceEventError(ValueError):
-    """An event lacks a field every trace event must have; the message is one line."""
 
 
 DEFAULT_PENDING_LIMIT = 10_000
@@ -268,6 +270,7 @@ class Splitter:
         self.invalid_examples: list[dict] = []
         self.max_pending = 0
         self.closed = False
+        self._input_complete = True  # ``end_of_input(complete=...)``
         self.evidence: dict = {}
         self._last_thread = ("", "")  # the loop thread of the latest boundary
         self._ignored_last = False  # the detector's latest boundary was not taken
@@ -505,12 +508,13 @@ class Splitter:
             if end > record.end_ts:
                 record.end_ts = end
 
-    def close(self) -> None:
-        """End of input: decide everything still pending and emit the iteration records.
+    def close(self, *, complete: bool = True) -> None:
+        """End of input (``complete``: as for ``end_of_input``): decide everything still
+        pending and emit the iteration records.
 
         Holds every pair decided at once in memory (for ``pop_assigned``); drivers that care
         about memory call ``end_of_input()`` and then ``decided()`` while it says ``more``."""
-        self.end_of_input()
+        self.end_of_input(complete=complete)
         while self._drain():
             pass
 
@@ -534,9 +538,13 @@ class Splitter:
         records, self._records = self._records, []
         return Decided(pairs, records, more)
 
-    def end_of_input(self) -> None:
+    def end_of_input(self, *, complete: bool = True) -> None:
+        """No more events. ``complete=False``: the input was cut short (a truncated file, a
+        read error, a stop): any iteration may have lost events (Kineto writes the GPU work
+        last), so no iteration record is ``complete``."""
         if self.closed:
             return
+        self._input_complete = complete
         self._note_held()
         self._result = self._detector.close()
         for boundary in self._result.boundaries:
@@ -911,6 +919,7 @@ class Splitter:
             elif record.end_ts < record.start_ts:
                 record.end_ts = record.start_ts
             record.kind = kinds[i]
+            record.complete = self._input_complete
         phases = infer_phases(kinds, self._phase_facts,
                               [r.graph_launches for r in self._iterations],
                               [r.launches for r in self._iterations])
