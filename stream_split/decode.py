@@ -671,23 +671,7 @@ class TraceDecoder:
             self._check_gap(buf, consumed, too_deep, final=False)
             raise self._too_deep(too_deep)
         if array_end >= 0:
-            end_pos = int(brackets[array_end])
-            if buf[end_pos] != 0x5D:  # "}" at depth 0 of the array
-                raise TraceInputError(f"not valid JSON: unexpected '}}' "
-                                      f"(near byte {self._buf_offset + end_pos})")
-            self._check_gap(buf, consumed, end_pos, final=True)
-            self._consume(end_pos + 1)
-            self._reset_scan()
-            if self.form == "array":
-                self._document_done = True
-                self._stage = "done"
-                rest = self._buf
-                self._buf = b""
-                if rest.strip():
-                    raise TraceInputError("not valid JSON: trailing garbage after the document "
-                                          f"(near byte {self._buf_offset})")
-            else:
-                self._stage = "tail"
+            self._end_array(buf, consumed, int(brackets[array_end]))
             return
         # What is left is one unfinished element (or separators): scanned already.
         if closes.size:
@@ -705,6 +689,26 @@ class TraceDecoder:
         self._scan_state = state
         if first_open >= 0 and (final or len(self._buf) - first_open >= self._probe_at):
             self._probe_unfinished(first_open, final)
+
+    def _end_array(self, buf, consumed: int, end_pos: int) -> None:
+        """The events array closes at ``end_pos`` (its elements before it are ``consumed``):
+        the document is done (the array form) or its tail of header keys follows."""
+        if buf[end_pos] != 0x5D:  # "}" at depth 0 of the array
+            raise TraceInputError(f"not valid JSON: unexpected '}}' "
+                                  f"(near byte {self._buf_offset + end_pos})")
+        self._check_gap(buf, consumed, end_pos, final=True)
+        self._consume(end_pos + 1)
+        self._reset_scan()
+        if self.form == "array":
+            self._document_done = True
+            self._stage = "done"
+            rest = self._buf
+            self._buf = b""
+            if rest.strip():
+                raise TraceInputError("not valid JSON: trailing garbage after the document "
+                                      f"(near byte {self._buf_offset})")
+        else:
+            self._stage = "tail"
 
     def _probe_unfinished(self, first_open: int, final: bool) -> None:
         """An element still open at the end of the input, or grown large: a broken one (a
