@@ -6,30 +6,20 @@ The package is layered like a pipeline (see README "Architecture"):
     core   (events -> owners/records)  stream_split.core   -- no I/O
     write  (pieces, manifest, records) stream_split.write
 
-Library entry points live here; the CLI, ``--follow`` and the Beam transform are adapters
-built on the same three layers.
+Library entry points live here (``split``: ``stream_split.library``; ``iterations``); the
+CLI, ``--follow`` and the Beam transform are adapters built on the same three layers. Every
+error derives from ``StreamSplitError`` (``stream_split.errors``).
 """
 from stream_split.core import Splitter, SplitOptions, OUTSIDE, METADATA
 from stream_split.core.records import Boundary, IterationRecord
+from stream_split.errors import StreamSplitError
+from stream_split.library import Manifest, split
+from stream_split.run import scan_records
 
 __version__ = "0.1.0"
 
 __all__ = ["Splitter", "SplitOptions", "OUTSIDE", "METADATA", "Boundary", "IterationRecord",
-           "iterations", "split", "Manifest", "__version__"]
-
-
-def split(trace, out_dir, **options):
-    """Write one Chrome trace per iteration of ``trace`` into ``out_dir``, and the manifest;
-    returns the ``Manifest``. Options and errors: ``stream_split.library.split``."""
-    from stream_split.library import split as _split
-    return _split(trace, out_dir, **options)
-
-
-def __getattr__(name):
-    if name == "Manifest":
-        from stream_split.library import Manifest
-        return Manifest
-    raise AttributeError(name)
+           "iterations", "split", "Manifest", "StreamSplitError", "__version__"]
 
 
 def iterations(source, options=None):
@@ -38,7 +28,6 @@ def iterations(source, options=None):
     Records come in order once the whole trace has been read (GPU work of Kineto traces is
     written at the end of the file, so an iteration's numbers are final only then).
     """
-    from stream_split.run import scan_records
     for record in scan_records(source, options or SplitOptions()):
         if isinstance(record, IterationRecord):
             yield record

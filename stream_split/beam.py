@@ -2,7 +2,8 @@
 
 ``SplitTraces`` takes a PCollection of file patterns (or of matched ``FileMetadata``), matches
 them, ranks the files by size and deals them over the workers, largest first, and runs each
-trace through ``stream_split.run.drive`` inside ``_SplitTraceFn``. Out come three
+trace inside ``_SplitTraceFn`` through the paths every front end takes:
+``folder.split_to_folder`` (with pieces) or ``run.read_through`` (records only). Out come three
 PCollections (``SplitOutputs``), of dicts so that any sink takes them:
 
 - ``iterations``: one dict per iteration, the keys of ``IterationRecord.to_dict()``
@@ -58,10 +59,10 @@ from typing import Any, NamedTuple, Union
 
 from stream_split.core import IterationRecord, KIND_IDLE, KIND_ITERATION, SplitOptions
 from stream_split.core.records import ITERATION_FIELDS
-from stream_split.read import TraceInputError, TraceReader, require_backend
-from stream_split.run import drive, new_splitter, reader_info
+from stream_split.config import SplitConfig
+from stream_split.folder import split_to_folder
+from stream_split.run import new_splitter, read_through, reader_info
 from stream_split.stats import quantile
-from stream_split.write import PieceWriter, finish_split
 
 __all__ = ["SplitTraces", "SplitOutputs", "SummarizeGroups", "ITERATIONS", "SUMMARIES",
            "DEAD_LETTERS", "METRICS_NAMESPACE", "IterationRow", "SummaryRow", "DeadLetterRow",
@@ -185,9 +186,8 @@ class _SplitTraceFn(beam.DoFn):
         self._scratch_root = None
 
     def setup(self):
-        # Per worker, not pickled with the DoFn: the parser backend check (fail at start,
-        # not on every trace) and the local scratch directory for spill and piece spool files.
-        require_backend()
+        # Per worker, not pickled with the DoFn: the local scratch directory for spill and
+        # piece spool files.
         self._scratch_root = tempfile.mkdtemp(prefix="stream-split-beam-")
 
     def teardown(self):
@@ -229,35 +229,27 @@ class _SplitTraceFn(beam.DoFn):
         return outputs
 
     def _split_one(self, path: str, size: int | None, scratch: str) -> _TraceResult:
-        writing = self._pieces_prefix is not None
-        options = replace(self._options, keep_events=writing)
-        splitter = new_splitter(options, spill_dir=scratch)
-        pieces_local = os.path.join(scratch, "pieces")
-        writer = None
-        if writing:
-            os.makedirs(pieces_local)
-            writer = PieceWriter(pieces_local, compress=self._compress_pieces)
-        reader = None
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as stream:
-            # UNCOMPRESSED: the reader detects gzip / zstd from the bytes, as it does for files.
-            try:
-                reader = TraceReader(stream, name=path)
-            except TraceInputError as e:  # not readable at all (not JSON, corrupt gzip, ...)
-                splitter.close()
-                error, info = str(e), reader_info(None)
-            else:
-                outcome = drive(reader, splitter,
-                                on_pairs=writer.add_many if writer is not None else None)
-                error, info = outcome.error, outcome.reader_info
-
-        records = splitter.iterations
         pieces_dir = files = None
-        if writer is not None and reader is not None:  # nothing to write for an unreadable file
-            manifest = finish_split(writer, splitter, reader, source=path, reader_info=info,
-                                    error=error)
-            files = {it["index"]: it["file"] for it in manifest["iterations"] if it["file"]}
-            pieces_dir = FileSystems.join(self._pieces_prefix, _pieces_dir_name(path))
-            _copy_out(pieces_local, pieces_dir)
+        # UNCOMPRESSED: the reader detects gzip / zstd from the bytes, as it does for files.
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as stream:
+            if self._pieces_prefix is None:  # records only
+                splitter = new_splitter(replace(self._options, keep_events=False),
+                                        spill_dir=scratch)
+                outcome = read_through(stream, splitter, name=path)
+                error, info = outcome.error, outcome.reader_info
+            else:
+                pieces_local = os.path.join(scratch, "pieces")
+                os.makedirs(pieces_local)
+                config = SplitConfig(options=self._options, compress=self._compress_pieces)
+                result = split_to_folder(stream, pieces_local, config, name=path,
+                                         in_place=True)
+                splitter, error, info = result.splitter, result.error, result.reader_info
+                if result.opened:  # nothing to copy for an unreadable file
+                    files = {it["index"]: it["file"] for it in result.manifest["iterations"]
+                             if it["file"]}
+                    pieces_dir = FileSystems.join(self._pieces_prefix, _pieces_dir_name(path))
+                    _copy_out(pieces_local, pieces_dir)
+        records = splitter.iterations
 
         complete = bool(info.get("complete")) and error is None
         self._traces.inc()

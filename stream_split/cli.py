@@ -20,21 +20,21 @@ import os
 import signal
 import sys
 
-from stream_split import __version__
+from stream_split import __version__, progress
+from stream_split.config import SplitConfig
 from stream_split.core import SplitOptions
 from stream_split.core.engine import DEFAULT_PENDING_LIMIT
-from stream_split.explain import plural
-from stream_split.options import (
-    IterationChoice, OptionHadNoEffect, level_warning, parse_selection, parse_steps,
-    require_steps_found)
-from stream_split.output import OutputError, OutputFolder
-from stream_split.read import ReadInterrupted, TraceInputError, TraceReader
-from stream_split.run import StopRequest, drive, new_splitter, reader_info
+from stream_split.errors import (
+    OptionHadNoEffect, OptionWarning, OutputError, RanksError, ReadInterrupted, StreamSplitError)
+from stream_split.explain import plural, render as render_explanation
+from stream_split.folder import split_to_folder
+from stream_split.options import IterationChoice, parse_selection, parse_steps
+from stream_split.output import OutputFolder
+from stream_split.plot import write_plot
+from stream_split.ranks import RANKS_FILE, expand_traces, load_ranks, render_ranks, split_ranks
+from stream_split.run import StopRequest, new_splitter, read_through
 from stream_split.summary import build_table, load_manifest, render_json, render_text
-from stream_split.write import (
-    NAME_BY, PieceWriter, build_manifest, finish_split, record_sink, tag_lines)
-from stream_split import progress
-from stream_split.plot import PlotUnavailable
+from stream_split.write import NAME_BY, build_manifest, record_sink, tag_lines
 
 EXIT_BAD_INPUT = 2
 #: Rows of the table printed at the end of ``split`` (first, last, outliers); ``summary``
@@ -100,32 +100,58 @@ def build_parser() -> argparse.ArgumentParser:
         description="Split a PyTorch profiler / Kineto trace into iterations, as a stream.")
     parser.add_argument("--version", action="version", version=f"stream-split {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_split(sub)
+    p = sub.add_parser("boundaries", help="print boundary and iteration records as they are known")
+    _add_common(p)
+    p.add_argument("--format", choices=("jsonl", "protobuf"), default="jsonl")
 
-    def common(p, several=False):
-        if several:
-            p.add_argument("trace", nargs="*",
-                           help="trace file (.json, .json.gz, .zst, JSON Lines) or - for stdin; "
-                                "several traces, or a folder of them, are the ranks of one "
-                                "job: OUT/rank_<r>/ each, and OUT/ranks.json")
-        else:
-            p.add_argument("trace",
-                           help="trace file (.json, .json.gz, .zst, JSON Lines) or - for stdin")
-        p.add_argument("--detector", choices=("auto", "structure", "steps"), default="auto",
-                       help="auto: structure with annotations as evidence (default); "
-                            "structure: ignore annotations; steps: ProfilerStep#N only")
-        p.add_argument("--level", type=_bounded_int(0), default=None,
-                       help="split at a lower level of the repeating structure (1, 2, ...)")
-        p.add_argument("--follow", action="store_true",
-                       help="keep reading a file that is still being written")
-        p.add_argument("--idle-timeout", type=_seconds, default=10.0,
-                       help="with --follow: stop after this many seconds without new bytes")
-        p.add_argument("--pending-limit", type=_bounded_int(1), default=DEFAULT_PENDING_LIMIT,
-                       help="undecided events kept in memory before spilling to a temp file")
-        p.add_argument("-q", "--quiet", action="store_true",
-                       help="no progress on stderr (it shows only on a terminal anyway)")
+    p = sub.add_parser("tag", help="write every event back out as a JSON line with its iteration")
+    _add_common(p)
 
+    p = sub.add_parser("explain", help="say which repeating unit was chosen, and why")
+    _add_common(p)
+    p.add_argument("--json", action="store_true", help="print the evidence as JSON")
+
+    p = sub.add_parser("summary", help="the per-iteration table of a split folder or a trace "
+                                       "(several ranks: also iteration k across the ranks)")
+    _add_common(p)
+    p.add_argument("--json", action="store_true", help="print the table as one JSON document")
+
+    p = sub.add_parser("plot", help="draw iteration time and GPU busy time per iteration")
+    p.add_argument("trace", metavar="OUT_DIR", help="a folder written by stream-split split")
+    p.add_argument("-o", "--output", required=True,
+                   help="picture to write: .png (or .svg, .pdf), or .html")
+    return parser
+
+
+def _add_common(p, several: bool = False) -> None:
+    """The arguments every command that reads a trace takes."""
+    if several:
+        p.add_argument("trace", nargs="*",
+                       help="trace file (.json, .json.gz, .zst, JSON Lines) or - for stdin; "
+                            "several traces, or a folder of them, are the ranks of one "
+                            "job: OUT/rank_<r>/ each, and OUT/ranks.json")
+    else:
+        p.add_argument("trace",
+                       help="trace file (.json, .json.gz, .zst, JSON Lines) or - for stdin")
+    p.add_argument("--detector", choices=("auto", "structure", "steps"), default="auto",
+                   help="auto: structure with annotations as evidence (default); "
+                        "structure: ignore annotations; steps: ProfilerStep#N only")
+    p.add_argument("--level", type=_bounded_int(0), default=None,
+                   help="split at a lower level of the repeating structure (1, 2, ...)")
+    p.add_argument("--follow", action="store_true",
+                   help="keep reading a file that is still being written")
+    p.add_argument("--idle-timeout", type=_seconds, default=10.0,
+                   help="with --follow: stop after this many seconds without new bytes")
+    p.add_argument("--pending-limit", type=_bounded_int(1), default=DEFAULT_PENDING_LIMIT,
+                   help="undecided events kept in memory before spilling to a temp file")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress on stderr (it shows only on a terminal anyway)")
+
+
+def _add_split(sub) -> None:
     p = sub.add_parser("split", help="write one Chrome trace per iteration and a manifest")
-    common(p, several=True)
+    _add_common(p, several=True)
     p.add_argument("--sample", action="store_true",
                    help="split the small sample trace shipped with the package (no TRACE)")
     p.add_argument("-o", "--output", default="stream-split-out",
@@ -148,116 +174,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compresslevel", type=_bounded_int(0, 9), default=1,
                    help="gzip level of the pieces (0-9)")
 
-    p = sub.add_parser("boundaries", help="print boundary and iteration records as they are known")
-    common(p)
-    p.add_argument("--format", choices=("jsonl", "protobuf"), default="jsonl")
-
-    p = sub.add_parser("tag", help="write every event back out as a JSON line with its iteration")
-    common(p)
-
-    p = sub.add_parser("explain", help="say which repeating unit was chosen, and why")
-    common(p)
-    p.add_argument("--json", action="store_true", help="print the evidence as JSON")
-
-    p = sub.add_parser("summary", help="the per-iteration table of a split folder or a trace "
-                                       "(several ranks: also iteration k across the ranks)")
-    common(p)
-    p.add_argument("--json", action="store_true", help="print the table as one JSON document")
-
-    p = sub.add_parser("plot", help="draw iteration time and GPU busy time per iteration")
-    p.add_argument("trace", metavar="OUT_DIR", help="a folder written by stream-split split")
-    p.add_argument("-o", "--output", required=True,
-                   help="picture to write: .png (or .svg, .pdf), or .html")
-    return parser
-
 
 def _options(args, keep_events: bool) -> SplitOptions:
     return SplitOptions(detector=args.detector, level=args.level, keep_events=keep_events,
                         pending_limit=args.pending_limit)
 
 
-def _open_reader(args) -> TraceReader:
-    """The trace, read up to its first event. A stop before that raises ``ReadInterrupted``
-    (a followed file that was stopped ends "empty": not an input error)."""
-    try:
-        if args.follow:
-            from stream_split.follow import FollowedFile
-            followed = FollowedFile(args.trace, idle_timeout=args.idle_timeout)
-            args.stop.watch(followed)
-            return TraceReader(followed, name=args.trace)
-        return TraceReader(args.trace, stop=args.stop)
-    except TraceInputError:
-        if args.stop.requested:
-            raise ReadInterrupted() from None
-        raise
+def _reading(args) -> dict:
+    """How a command reads its trace (``run.read_through``'s keywords)."""
+    return {"stop": args.stop, "follow": args.idle_timeout if args.follow else None,
+            "progress": progress.wanted(args.quiet), "on_warning": _print_warning}
 
 
-def _run(args, splitter, reader=None, **sinks):
-    """Read the trace through ``splitter``: (error or None, reader info, the reader or None).
-    ``reader``: the trace opened already (``split`` opens it before it creates anything). An
-    input that cannot be opened, or a stop before its first byte, still closes the
-    splitter, so that a manifest can be written. Then the options that could have done
-    nothing are checked: ``OptionHadNoEffect`` for an error, a warning on stderr."""
-    try:
-        reader = reader if reader is not None else _open_reader(args)
-    except (TraceInputError, ReadInterrupted) as e:
-        splitter.close()
-        info = reader_info(None)
-        # A stop before the first byte (a followed file ends "empty"): not an input error.
-        if isinstance(e, ReadInterrupted) or args.stop.requested:
-            return None, dict(info, stop_reason="interrupted before the end of the input"), None
-        return str(e), info, None
-    shown_reader = reader
-    if progress.wanted(args.quiet):
-        shown_reader = progress.ProgressReader(reader, lambda: len(splitter.iterations))
-    try:
-        with reader:
-            outcome = drive(shown_reader, splitter, stop=args.stop, **sinks)
-    finally:
-        if shown_reader is not reader:
-            shown_reader.close()
-    if outcome.error is None and not args.stop.requested:
-        require_steps_found(args.detector, splitter.iterations)
-        warning = level_warning(args.level, splitter.evidence)
-        if warning:
-            print(f"stream-split: warning: {warning}", file=sys.stderr)
-    return outcome.error, outcome.reader_info, reader
+def _print_warning(warning: OptionWarning) -> None:
+    print(f"stream-split: warning: {warning.cli_message}", file=sys.stderr)
+
+
+def _run(args, splitter, **sinks):
+    """Read the trace through ``splitter`` (``run.read_through``, the options that could
+    have done nothing checked): (error or None, reader info)."""
+    outcome = read_through(args.trace, splitter, check=True, **_reading(args), **sinks)
+    return outcome.error, outcome.reader_info
 
 
 def _choice(args) -> IterationChoice:
     """What ``--iterations`` and ``--steps`` chose (``options.IterationChoice``)."""
-    return IterationChoice(args.iterations, args.iterations_text,
-                           getattr(args, "steps", None), getattr(args, "steps_text", None))
+    return IterationChoice(args.iterations, args.iterations_text, args.steps, args.steps_text)
 
 
-def _writer_options(args) -> dict:
-    """``PieceWriter`` options of ``split``: format and naming (the selection is
-    ``_choice``'s)."""
-    return {"compress": not args.plain_json, "compresslevel": args.compresslevel,
-            "name_by": getattr(args, "name_by", "index")}
-
-
-def split_folder(args) -> tuple[dict, str | None, dict]:
-    """``split``'s work on one trace, for the CLI and the library: (manifest, input error or
-    None, reader info). The folder is committed only when no option check failed."""
-    if args.plot:
-        from stream_split.plot import _pyplot
-        _pyplot()  # no matplotlib: say so before the work, not after it
-    choice = _choice(args)
-    # The trace is opened (and shown to be one) before the folder makes anything on disk.
-    with OutputFolder(args.output, overwrite=args.overwrite, inputs=[args.trace]) as folder, \
-            _open_reader(args) as reader:
-        writer = PieceWriter(folder.staging, select=choice.early, **_writer_options(args))
-        splitter = new_splitter(_options(args, keep_events=True), spill_dir=folder.staging)
-        error, info, reader = _run(args, splitter, reader, on_pairs=writer.add_many)
-        chosen = None if error else choice.chosen(splitter.iterations)
-        manifest = finish_split(writer, splitter, reader, source=args.trace, reader_info=info,
-                                error=error, owners=chosen)
-        if args.plot:
-            from stream_split.plot import write_plot
-            write_plot(manifest, os.path.join(folder.staging, "iterations.png"))
-        folder.commit()
-    return manifest, error, info
+def _config(args) -> SplitConfig:
+    """``split``'s arguments as the configuration of ``folder.split_to_folder``."""
+    return SplitConfig(options=_options(args, keep_events=True), overwrite=args.overwrite,
+                       choice=_choice(args), name_by=args.name_by,
+                       compress=not args.plain_json, compresslevel=args.compresslevel,
+                       plot=args.plot)
 
 
 def cmd_split(args) -> int:
@@ -269,7 +219,8 @@ def cmd_split(args) -> int:
     if len(traces) > 1 or os.path.isdir(traces[0]):
         return cmd_split_ranks(args, traces)
     args.trace = traces[0]
-    manifest, error, info = split_folder(args)
+    result = split_to_folder(args.trace, args.output, _config(args), **_reading(args))
+    manifest, error, info = result.manifest, result.error, result.reader_info
     if not args.quiet:
         render_text(build_table(manifest), sys.stdout, limit=SPLIT_TABLE_ROWS)
     kinds = {}
@@ -288,7 +239,6 @@ def cmd_split(args) -> int:
 
 def cmd_split_ranks(args, paths: list[str]) -> int:
     """Several traces (or a folder of them): the ranks of one job, split in parallel."""
-    from stream_split.ranks import RANKS_FILE, RanksError, expand_traces, split_ranks
     if args.follow or "-" in paths:
         print("stream-split: error: several ranks are read from files: no --follow, no stdin",
               file=sys.stderr)
@@ -296,19 +246,13 @@ def cmd_split_ranks(args, paths: list[str]) -> int:
     if args.plot:
         raise OptionHadNoEffect("--plot draws the split of one trace: run `stream-split plot "
                                 "OUT/rank_<r> -o picture.png` for a rank")
-    try:
-        with OutputFolder(args.output, overwrite=args.overwrite, inputs=paths) as folder:
-            data = split_ranks(expand_traces(paths), folder.staging,
-                               _options(args, keep_events=True),
-                               writer_options=_writer_options(args), choice=_choice(args))
-            unread = [rank for rank in data["ranks"] if rank["error"] and not rank["iterations"]]
-            if len(unread) == len(data["ranks"]):  # no trace among them: nothing to keep
-                raise RanksError(f"no trace could be read: {unread[0]['trace']}: "
-                                 f"{unread[0]['error']}")
-            folder.commit()
-    except RanksError as e:
-        print(f"stream-split: error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    with OutputFolder(args.output, overwrite=args.overwrite, inputs=paths) as folder:
+        data = split_ranks(expand_traces(paths), folder.staging, _config(args))
+        unread = [rank for rank in data["ranks"] if rank["error"] and not rank["iterations"]]
+        if len(unread) == len(data["ranks"]):  # no trace among them: nothing to keep
+            raise RanksError(f"no trace could be read: {unread[0]['trace']}: "
+                             f"{unread[0]['error']}")
+        folder.commit()
     print(f"{len(data['ranks'])} ranks, {len(data['iterations'])} iterations aligned by "
           f"{data['aligned_by']}, {data['stragglers']} with a straggler"
           + ("" if data["counts_agree"] else " (iteration counts differ)")
@@ -322,7 +266,7 @@ def cmd_split_ranks(args, paths: list[str]) -> int:
 def cmd_boundaries(args) -> int:
     sink = record_sink(args.format, sys.stdout.buffer, trace=args.trace)
     splitter = new_splitter(_options(args, keep_events=False))
-    error, info, _ = _run(args, splitter, on_record=sink.write)
+    error, info = _run(args, splitter, on_record=sink.write)
     sink.close()
     return _finish(error, info)
 
@@ -334,19 +278,17 @@ def cmd_tag(args) -> int:
         out.write(tag_lines(pairs))
         out.flush()
     splitter = new_splitter(_options(args, keep_events=True))
-    error, info, _ = _run(args, splitter, on_pairs=emit)
+    error, info = _run(args, splitter, on_pairs=emit)
     return _finish(error, info)
 
 
 def cmd_explain(args) -> int:
-    import json
-    from stream_split.explain import render
     splitter = new_splitter(_options(args, keep_events=False))
-    error, info, _ = _run(args, splitter)
+    error, info = _run(args, splitter)
     if args.json:
         print(json.dumps(splitter.evidence, indent=1, default=str))
     else:
-        print(render(splitter))
+        print(render_explanation(splitter))
     return _finish(error, info)
 
 
@@ -361,7 +303,6 @@ def _manifest_of(out_dir: str) -> dict:
 def cmd_summary(args) -> int:
     """The table of a split folder (its manifest), or of a trace (split, no pieces); of the
     folder of a split of several ranks (``ranks.json``), iteration k across the ranks."""
-    from stream_split.ranks import load_ranks, render_ranks
     error, info = None, {"complete": True}
     ranks = load_ranks(args.trace) if os.path.isdir(args.trace) else None
     if ranks is not None:
@@ -374,7 +315,7 @@ def cmd_summary(args) -> int:
         manifest = _manifest_of(args.trace)
     else:
         splitter = new_splitter(_options(args, keep_events=False))
-        error, info, _ = _run(args, splitter)
+        error, info = _run(args, splitter)
         manifest = build_manifest(source=args.trace, splitter=splitter, reader_info=info,
                                   files=None, error=error)
     table = build_table(manifest)
@@ -386,7 +327,6 @@ def cmd_summary(args) -> int:
 
 
 def cmd_plot(args) -> int:
-    from stream_split.plot import write_plot
     manifest = _manifest_of(args.trace)
     write_plot(manifest, args.output)
     print(f"-> {args.output}")
@@ -421,13 +361,13 @@ def main(argv=None) -> int:
     try:
         status = COMMANDS[args.command](args)
         sys.stdout.flush()  # a full disk or a closed pipe shows here, not at exit
-    except (TraceInputError, OutputError, OptionHadNoEffect, PlotUnavailable) as e:
-        print(f"stream-split: error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
     except ReadInterrupted:  # `split` stopped before its input's first event: nothing written
         print("stream-split: interrupted before the input began: nothing written",
               file=sys.stderr)
         return EXIT_SIGNAL_BASE + stop.signal
+    except StreamSplitError as e:
+        print(f"stream-split: error: {e.cli_message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep Python from complaining
         # about the closed stdout at exit.

@@ -44,6 +44,7 @@ import numpy as np
 import orjson
 from isal import isal_zlib  # zlib's inflate, about 4x faster (ISA-L); same stream semantics
 
+from stream_split.errors import TraceInputError
 from stream_split.trace_format import ENGINE_ARGS, ENGINE_FIELDS, EVENTS_KEY, PYTHON_FRAME_CAT
 
 #: Deepest nesting of arrays and objects accepted in a document (Kineto writes about 6).
@@ -67,10 +68,6 @@ _FORM_LINE_LIMIT = 1 << 20
 # A run of 19 digits: the value may not fit 64 bits (orjson would make it a float).
 _DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x2E for b in range(256))
 _DIGIT_RUN = b"0" * 19
-
-
-class TraceInputError(Exception):
-    """The input cannot be read as a trace; the message is one line for the user."""
 
 
 class FrameRun:
@@ -674,23 +671,7 @@ class TraceDecoder:
             self._check_gap(buf, consumed, too_deep, final=False)
             raise self._too_deep(too_deep)
         if array_end >= 0:
-            end_pos = int(brackets[array_end])
-            if buf[end_pos] != 0x5D:  # "}" at depth 0 of the array
-                raise TraceInputError(f"not valid JSON: unexpected '}}' "
-                                      f"(near byte {self._buf_offset + end_pos})")
-            self._check_gap(buf, consumed, end_pos, final=True)
-            self._consume(end_pos + 1)
-            self._reset_scan()
-            if self.form == "array":
-                self._document_done = True
-                self._stage = "done"
-                rest = self._buf
-                self._buf = b""
-                if rest.strip():
-                    raise TraceInputError("not valid JSON: trailing garbage after the document "
-                                          f"(near byte {self._buf_offset})")
-            else:
-                self._stage = "tail"
+            self._end_array(buf, consumed, int(brackets[array_end]))
             return
         # What is left is one unfinished element (or separators): scanned already.
         if closes.size:
@@ -708,6 +689,26 @@ class TraceDecoder:
         self._scan_state = state
         if first_open >= 0 and (final or len(self._buf) - first_open >= self._probe_at):
             self._probe_unfinished(first_open, final)
+
+    def _end_array(self, buf, consumed: int, end_pos: int) -> None:
+        """The events array closes at ``end_pos`` (its elements before it are ``consumed``):
+        the document is done (the array form) or its tail of header keys follows."""
+        if buf[end_pos] != 0x5D:  # "}" at depth 0 of the array
+            raise TraceInputError(f"not valid JSON: unexpected '}}' "
+                                  f"(near byte {self._buf_offset + end_pos})")
+        self._check_gap(buf, consumed, end_pos, final=True)
+        self._consume(end_pos + 1)
+        self._reset_scan()
+        if self.form == "array":
+            self._document_done = True
+            self._stage = "done"
+            rest = self._buf
+            self._buf = b""
+            if rest.strip():
+                raise TraceInputError("not valid JSON: trailing garbage after the document "
+                                      f"(near byte {self._buf_offset})")
+        else:
+            self._stage = "tail"
 
     def _probe_unfinished(self, first_open: int, final: bool) -> None:
         """An element still open at the end of the input, or grown large: a broken one (a

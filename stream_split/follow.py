@@ -27,7 +27,7 @@ import stat
 import sys
 import time
 
-from stream_split.read import PipeWait, TraceInputError, enlarge_pipe
+from stream_split.read import PipeWait, TraceInputError, enlarge_pipe, open_trace_file
 from stream_split.watch import wait_for_growth
 
 __all__ = ["FollowedFile", "enlarge_pipe"]
@@ -73,21 +73,12 @@ class FollowedFile:
         delay = self._poll
         while True:
             for candidate in (path, path + ".tmp"):
-                try:
-                    # O_NONBLOCK: a FIFO opens without waiting for its writer (reads wait in
-                    # PipeWait, where a stop request is seen).
-                    fd = os.open(candidate, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-                except FileNotFoundError:
+                # A FIFO opens without waiting for its writer (reads wait in PipeWait, where
+                # a stop request is seen).
+                fd = open_trace_file(candidate, missing_ok=True)
+                if fd is None:
                     continue
-                except PermissionError:
-                    raise TraceInputError(f"permission denied: {candidate}") from None
-                except IsADirectoryError:
-                    raise TraceInputError(f"is a directory, not a trace: {candidate}") from None
-                mode = os.fstat(fd).st_mode
-                if stat.S_ISDIR(mode):
-                    os.close(fd)
-                    raise TraceInputError(f"is a directory, not a trace: {candidate}")
-                pipe = stat.S_ISFIFO(mode)
+                pipe = stat.S_ISFIFO(os.fstat(fd).st_mode)
                 if pipe:
                     enlarge_pipe(fd)
                 return fd, pipe

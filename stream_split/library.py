@@ -1,21 +1,22 @@
 """``stream_split.split``: the library call that writes pieces, as ``stream-split split`` does.
 
-It runs the CLI's own ``split`` path (``cli.split_folder``: one implementation), with the
-options checked up front: an unknown option or a bad value is a ``ValueError`` naming it.
-Returns the manifest as a ``Manifest`` (a dict, with attributes for the common keys).
+It takes typed keywords, checks them strictly (``config.SplitConfig.from_keywords``: a bad value
+is an ``OptionError`` naming it; a string is never taken for a bool), and runs the one path
+from a source to a folder (``folder.split_to_folder``) that the command line runs too. It never
+reads command-line arguments: a trace named ``-h`` is a file like any other. Returns the
+manifest as a ``Manifest`` (a dict, with attributes for the common keys). Errors derive from
+``StreamSplitError`` and speak in keywords (``overwrite=True``), not flags.
 """
 from __future__ import annotations
 
 import os
+import warnings
 
-from stream_split.core import SplitOptions
-from stream_split.options import OptionHadNoEffect, parse_selection, parse_steps
-from stream_split.write import NAME_BY
-
-#: The keyword options of ``split`` besides ``SplitOptions``'s ``detector``, ``level`` and
-#: ``pending_limit``.
-_WRITE_OPTIONS = ("overwrite", "iterations", "steps", "name_by", "compress", "compresslevel",
-                  "plot")
+from stream_split.config import SplitConfig
+from stream_split.errors import (
+    OptionError, OptionHadNoEffect, OptionWarning, OutputError, StreamSplitError,
+    TraceInputError)
+from stream_split.folder import split_to_folder
 
 
 class Manifest(dict):
@@ -49,51 +50,43 @@ def split(trace, out_dir, *, detector: str = "auto", level: int | None = None,
     iteration, ``outside`` and ``manifest.json``. ``iterations``: None (all), a list of
     indices, a string like ``"0,3,10-19"`` or ``"steady"``; ``steps``: ``ProfilerStep``
     numbers like ``"15-17"`` (with ``iterations``: those both choose); ``name_by``: ``"index"``
-    or ``"step"`` (pieces named ``step_N``).
+    or ``"step"`` (pieces named ``step_N``); ``overwrite``, ``compress``, ``plot``: True or
+    False.
 
-    Raises ``ValueError`` for a bad option (also one that would do nothing, e.g.
-    ``detector="steps"`` on a trace without ``ProfilerStep#N``), ``TraceInputError`` for
-    unreadable input, ``OutputError`` for a bad output folder. A truncated input is not an
-    error: the manifest says ``complete`` False and why (``stop_reason``)."""
-    from stream_split.cli import build_parser, split_folder
-    from stream_split.read import TraceInputError
-    from stream_split.run import StopRequest
-    options = SplitOptions(detector=detector, level=level,
-                           **({} if pending_limit is None else {"pending_limit": pending_limit}))
-    if not isinstance(compresslevel, int) or not 0 <= compresslevel <= 9:
-        raise ValueError(f"compresslevel must be an integer 0..9, not {compresslevel!r}")
-    selection, text = _selection(iterations)
-    if name_by not in NAME_BY:
-        raise ValueError(f"name_by must be one of {', '.join(NAME_BY)}, not {name_by!r}")
-    args = build_parser().parse_args(["split", os.fspath(trace), "-o", os.fspath(out_dir)])
-    args.detector, args.level, args.pending_limit = (
-        options.detector, options.level, options.pending_limit)
-    args.overwrite, args.plain_json, args.compresslevel, args.plot = (
-        bool(overwrite), not compress, compresslevel, bool(plot))
-    args.trace = os.fspath(trace)  # one trace (split_folder); the CLI's TRACE is a list
-    args.iterations, args.iterations_text = selection, text
-    args.steps, args.steps_text, args.name_by = parse_steps(steps), steps, name_by
-    args.quiet, args.stop = True, StopRequest()
-    manifest, error, _ = split_folder(args)
-    if error:
-        raise TraceInputError(error)
-    result = Manifest(manifest)
-    result.path = os.path.join(os.fspath(out_dir), "manifest.json")
-    return result
+    Raises ``OptionError`` (a ``ValueError``) for a bad option, ``OptionHadNoEffect`` (one
+    too) for an option that would do nothing (e.g. ``detector="steps"`` on a trace without
+    ``ProfilerStep#N``), ``TraceInputError`` for unreadable input, ``OutputError`` for a bad
+    output folder: all ``StreamSplitError``. An option honoured only in part (a ``level``
+    that is not there) is an ``OptionWarning``. A truncated input is not an error: the
+    manifest says ``complete`` False and why (``stop_reason``)."""
+    config = SplitConfig.from_keywords(
+        detector=detector, level=level, pending_limit=pending_limit, overwrite=overwrite,
+        iterations=iterations, steps=steps, name_by=name_by, compress=compress,
+        compresslevel=compresslevel, plot=plot)
+    trace, out_dir = _path("trace", trace), _path("out_dir", out_dir)
+    result = split_to_folder(trace, out_dir, config, on_warning=_warn)
+    if result.error:
+        raise TraceInputError(result.error)
+    manifest = Manifest(result.manifest)
+    manifest.path = os.path.join(out_dir, "manifest.json")
+    return manifest
 
 
-def _selection(iterations):
-    """(predicate or "steady" or None, its text for messages) of the ``iterations`` option."""
-    if iterations is None:
-        return None, None
-    if isinstance(iterations, str):
-        return parse_selection(iterations), iterations
+def _path(name: str, value) -> str:
+    """A path argument as a string (``str`` or ``os.PathLike``), else an ``OptionError``."""
     try:
-        chosen = {int(i) for i in iterations}
-    except (TypeError, ValueError):
-        raise ValueError(f"iterations must be None, a list of indices, a string like "
-                         f"'0,3,10-19' or 'steady', not {iterations!r}") from None
-    return chosen.__contains__, ",".join(map(str, sorted(chosen)))
+        path = os.fspath(value)
+    except TypeError:
+        raise OptionError(f"{name} must be a path (str or os.PathLike), not {value!r}") \
+            from None
+    if not isinstance(path, str):
+        raise OptionError(f"{name} must be a path as a str, not {value!r}")
+    return path
 
 
-__all__ = ["split", "Manifest", "OptionHadNoEffect"]
+def _warn(warning: OptionWarning) -> None:
+    warnings.warn(warning, stacklevel=4)
+
+
+__all__ = ["split", "Manifest", "StreamSplitError", "OptionError", "OptionHadNoEffect",
+           "OptionWarning", "TraceInputError", "OutputError"]

@@ -10,10 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from stream_split.core.records import KIND_IDLE
-
-
-class OptionHadNoEffect(ValueError):
-    """An option the run could not honour; the message is one line, for the user."""
+from stream_split.errors import OptionHadNoEffect, OptionWarning
+from stream_split.stats import analyze_records
 
 
 #: ``--iterations steady``: the steady state (``stream_split.stats``), known at the end.
@@ -82,18 +80,17 @@ class IterationChoice:
             return None
         indices = [r.index for r in records]
         if self.iterations == STEADY:
-            from stream_split.stats import analyze_records
             steady = analyze_records(records).steady_state
             indices = list(range(steady["first"], steady["last"] + 1)) if steady else []
         elif self.iterations is not None:
             indices = [i for i in indices if self.iterations(i)]
-        require_selected("--iterations", self.iterations_text, len(indices), len(records))
+        require_selected("iterations", self.iterations_text, len(indices), len(records))
         if self.steps is not None:
             step_of = {r.index: r.step for r in records}
             indices = [i for i in indices
                        if step_of.get(i) is not None and self.steps(step_of[i])]
             steps = [r.step for r in records if r.step is not None]
-            require_selected("--steps", self.steps_text, len(indices), len(records),
+            require_selected("steps", self.steps_text, len(indices), len(records),
                              f"the trace has steps {min(steps)}-{max(steps)}" if steps
                              else "the trace has no ProfilerStep numbers")
         return indices
@@ -101,21 +98,22 @@ class IterationChoice:
 
 def require_selected(option: str, text: str | None, selected: int, available: int,
                      found: str | None = None) -> None:
-    """A selection (``option`` given as ``text``) that chose none of ``available`` items is
-    an error: the user asked for pieces and would get none. ``found`` says what there is."""
+    """A selection (the option named ``option`` given as ``text``) that chose none of
+    ``available`` items is an error: the user asked for pieces and would get none. ``found``
+    says what there is."""
     if selected == 0:
-        raise OptionHadNoEffect(
-            f"{option} {text} matches none of the {available} "
+        raise OptionHadNoEffect.worded(lambda spell: (
+            f"{spell(option, text)} matches none of the {available} "
             f"iteration{'' if available == 1 else 's'} found"
-            + (f" ({found})" if found else ""))
+            + (f" ({found})" if found else "")))
 
 
 def require_steps_found(detector: str, iterations: list) -> None:
     """``--detector steps`` found no ``ProfilerStep#N``: every event would be outside."""
     if detector == "steps" and not any(r.kind != KIND_IDLE for r in iterations):
-        raise OptionHadNoEffect(
-            "--detector steps: the trace has no ProfilerStep#N annotations; "
-            "use --detector auto to find the iterations from the call structure")
+        raise OptionHadNoEffect.worded(lambda spell: (
+            f"{spell('detector', 'steps')}: the trace has no ProfilerStep#N annotations; "
+            f"use {spell('detector', 'auto')} to find the iterations from the call structure"))
 
 
 def level_used(requested: int | None, evidence: dict) -> dict:
@@ -124,7 +122,7 @@ def level_used(requested: int | None, evidence: dict) -> dict:
     return {"requested": requested, "used": used if isinstance(used, int) else 0}
 
 
-def level_warning(requested: int | None, evidence: dict) -> str | None:
+def level_warning(requested: int | None, evidence: dict) -> OptionWarning | None:
     """A warning when ``--level N`` could not be honoured (no repeating unit below)."""
     used = level_used(requested, evidence)["used"]
     if requested and used != requested:
@@ -132,6 +130,15 @@ def level_warning(requested: int | None, evidence: dict) -> str | None:
             "the iterations were taken from the step annotations as they came; no level "
             "below them was searched" if evidence.get("decided") == "online"
             else "no level below the iteration was searched")
-        return (f"--level {requested} is not available ({why}); "
-                f"the split is at level {used}")
+        return OptionWarning.worded(lambda spell: (
+            f"{spell('level', requested)} is not available ({why}); "
+            f"the split is at level {used}"))
     return None
+
+
+def check_honoured(options, splitter) -> OptionWarning | None:
+    """After a run to the end of its input: ``OptionHadNoEffect`` when ``options`` (the
+    run's ``SplitOptions``) asked for what the trace cannot give (``--detector steps``
+    without steps), or the warning of a ``--level`` that is not available, or None."""
+    require_steps_found(options.detector, splitter.iterations)
+    return level_warning(options.level, splitter.evidence)

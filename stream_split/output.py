@@ -43,6 +43,8 @@ import stat
 import tempfile
 from contextlib import suppress
 
+from stream_split.errors import OutputError
+
 #: Flags for every file written into a staging folder: a new file, never through a link.
 CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 #: In every folder the tool wrote: which files it wrote (``{"format": MARKER_FORMAT,
@@ -61,10 +63,6 @@ KEY_LENGTH = 16
 SHOWN_NAMES = 5
 #: Attempts to take a lock whose file its last holder removed as it was opened.
 _LOCK_ATTEMPTS = 10
-
-
-class OutputError(Exception):
-    """The output folder cannot be used; the message is one line for the user."""
 
 
 def create_new(path: str, mode: str = "wb", **kwargs):
@@ -225,27 +223,29 @@ class OutputFolder:
             raise OutputError(f"the output is not a folder: {self.target}")
         refusal = self._refusal()
         if refusal:
-            raise OutputError(refusal)
+            raise refusal
 
-    def _refusal(self) -> str | None:
+    def _refusal(self) -> OutputError | None:
         """Why the target, as it is now, cannot be replaced (None: it is empty, or an earlier
         output of ours and ``overwrite``)."""
         try:
             if not os.listdir(self.target):
                 return None
         except OSError as e:
-            return f"cannot use {self.target}: {e.strerror}"
+            return OutputError(f"cannot use {self.target}: {e.strerror}")
         held = _inputs_inside(self.target, self.inputs)
         if held:
-            return f"the output folder holds the input {_shown(held)}: {self.target}"
+            return OutputError(f"the output folder holds the input {_shown(held)}: {self.target}")
         if not self.overwrite:
-            return (f"the output folder is not empty: {self.target} (--overwrite replaces an "
-                    "earlier output of stream-split)")
+            return OutputError.worded(lambda spell: (
+                f"the output folder is not empty: {self.target} ({spell('overwrite')} replaces "
+                "an earlier output of stream-split)"))
         foreign = foreign_entries(self.target)
         if foreign:
-            return (f"the output folder holds files stream-split did not write: "
-                    f"{_shown(foreign)} (--overwrite replaces only an earlier output of "
-                    f"stream-split): {self.target}")
+            return OutputError.worded(lambda spell: (
+                f"the output folder holds files stream-split did not write: {_shown(foreign)} "
+                f"({spell('overwrite')} replaces only an earlier output of stream-split): "
+                f"{self.target}"))
         return None
 
     def _remove_leftovers(self) -> None:

@@ -11,6 +11,7 @@ import io
 import os
 
 from stream_split.core.phases import DECODE, IDLE, MIXED, PREFILL
+from stream_split.errors import PlotUnavailable
 from stream_split.summary import build_table
 
 #: Marker colour of each serving phase (``core.phases``), in legend order.
@@ -22,11 +23,8 @@ FIGSIZE = (12, 7.5)
 DPI = 100
 
 
-class PlotUnavailable(RuntimeError):
-    """matplotlib is not installed."""
-
-
-def _pyplot():
+def require_pyplot():
+    """matplotlib's pyplot, drawing into files only; ``PlotUnavailable`` without it."""
     try:
         import matplotlib
         matplotlib.use("Agg")  # files only, no display
@@ -39,7 +37,7 @@ def _pyplot():
 
 def figure(manifest: dict):
     """The matplotlib figure of a manifest's iterations."""
-    plt = _pyplot()
+    plt = require_pyplot()
     table = build_table(manifest)
     rows = table["rows"]
     footer = table["footer"]
@@ -97,7 +95,7 @@ def figure(manifest: dict):
 def write_plot(manifest: dict, path: str) -> str:
     """Write the picture to ``path``: HTML for ``.html`` (an SVG inside a page), else the
     format matplotlib infers from the suffix (``.png``, ``.svg``, ``.pdf``). Returns ``path``."""
-    plt = _pyplot()
+    plt = require_pyplot()
     fig = figure(manifest)
     try:
         if path.lower().endswith((".html", ".htm")):

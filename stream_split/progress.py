@@ -10,6 +10,9 @@ import os
 import sys
 import time
 
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+
 #: Events between two updates: often enough for the eye, rare enough to cost nothing.
 UPDATE_EVERY = 8192
 
@@ -35,9 +38,6 @@ class ProgressReader:
     yields the reader's batches; every other attribute is the reader's."""
 
     def __init__(self, reader, found=lambda: 0):
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn)
         self._reader = reader
         self._found = found  # () -> iterations found so far
         self._progress = Progress(

@@ -20,11 +20,18 @@ import json
 import os
 import re
 import signal
-import statistics
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
+from rich.console import Console
+from rich.table import Table
+
+from stream_split.config import SplitConfig
+from stream_split.errors import RanksError
+from stream_split.folder import split_to_folder
 from stream_split.output import create_new
+from stream_split.run import StopRequest
+from stream_split.stats import quantile
 
 RANKS_FILE = "ranks.json"
 RANKS_FORMAT = "stream-split/ranks"
@@ -36,10 +43,6 @@ STRAGGLER_RATIO = 1.2
 TRACE_SUFFIXES = (".json", ".json.gz", ".zst", ".jsonl", ".jsonl.gz")
 
 _RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
-
-
-class RanksError(Exception):
-    """The traces cannot be split as ranks of one job; the message is one line."""
 
 
 def rank_folder(rank: int) -> str:
@@ -75,14 +78,11 @@ def expand_traces(paths: list[str]) -> list[str]:
 class _Job:
     source: str
     out_dir: str
-    options: object  # SplitOptions
-    writer_options: dict
-    choice: object = None  # options.IterationChoice
+    config: SplitConfig
 
 
 def _worker_init() -> None:
     """A worker stops between two events on SIGINT/SIGTERM, as the CLI does."""
-    from stream_split.run import StopRequest
     global _STOP
     _STOP = StopRequest()
     signal.signal(signal.SIGINT, _STOP.request)
@@ -93,26 +93,25 @@ _STOP = None
 
 
 def _split_one(job: _Job) -> dict:
-    from stream_split.run import split_file
     os.mkdir(job.out_dir)
-    manifest, error, header = split_file(job.source, job.out_dir, job.options, stop=_STOP,
-                                         choice=job.choice, **job.writer_options)
-    return {"header_rank": rank_from_header(header), "error": error,
+    result = split_to_folder(job.source, job.out_dir, job.config, stop=_STOP, in_place=True)
+    manifest = result.manifest
+    return {"header_rank": rank_from_header(result.header), "error": result.error,
             "complete": manifest["complete"],
             "iterations": [{k: it.get(k) for k in ("index", "kind", "step", "duration_us",
                                                     "gpu_busy_us", "phase", "file")}
                            for it in manifest["iterations"]]}
 
 
-def split_ranks(sources: list[str], staging: str, options, *, writer_options: dict,
-                choice=None, workers: int | None = None) -> dict:
-    """Split every trace of ``sources`` into ``staging/rank_<r>/`` (the iterations ``choice``
-    chose, an ``options.IterationChoice``; default all) and write ``staging/ranks.json``;
-    returns its content. Raises ``RanksError``."""
+def split_ranks(sources: list[str], staging: str, config: SplitConfig, *,
+                workers: int | None = None) -> dict:
+    """Split every trace of ``sources`` into ``staging/rank_<r>/`` as ``config`` says (each
+    by ``folder.split_to_folder``, in place) and write ``staging/ranks.json``; returns its
+    content. Raises ``RanksError``."""
     if len(sources) < 2:
         raise RanksError("several ranks need two or more traces")
     workers = max(1, min(len(sources), workers or os.cpu_count() or 1))
-    jobs = [_Job(src, os.path.join(staging, f".trace-{i}"), options, writer_options, choice)
+    jobs = [_Job(src, os.path.join(staging, f".trace-{i}"), config)
             for i, src in enumerate(sources)]
     with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init) as pool:
         results = list(pool.map(_split_one, jobs))
@@ -184,7 +183,7 @@ def _spread(durations: dict[int, float]) -> dict:
     fastest = min(durations, key=lambda r: (durations[r], r))
     others = [d for r, d in durations.items() if r != slowest]
     straggler = None
-    if others and durations[slowest] >= STRAGGLER_RATIO * statistics.median(others):
+    if others and durations[slowest] >= STRAGGLER_RATIO * quantile(sorted(others), 0.5):
         straggler = slowest
     low = durations[fastest]
     return {"slowest_rank": slowest, "fastest_rank": fastest,
@@ -227,8 +226,6 @@ def ranks_table(data: dict) -> tuple[list[str], list[list[str]]]:
 
 def render_ranks(data: dict, console=None) -> None:
     """Print the straggler table with ``rich`` (to ``console``, or stdout)."""
-    from rich.console import Console
-    from rich.table import Table
     console = console or Console()
     header, rows = ranks_table(data)
     table = Table(title=f"{len(data['ranks'])} ranks, aligned by {data['aligned_by']} "

@@ -7,8 +7,8 @@ What this module owns:
 - ``TraceReader``: pulls chunks from a source into ``stream_split.decode.TraceDecoder`` (which
   alone detects compression and the form, frames and parses the events and keeps the header
   keys) and hands out its batches of events with their original bytes;
-- ``reference_events``: the same trace parsed by ijson, the reference the tests compare the
-  decoder against (and a second opinion for anyone who doubts it).
+- ``open_trace_file``: a path opened as a trace, its errors in one line naming it (also for
+  ``follow``).
 
 Waiting for bytes: a pipe, a FIFO or a terminal is polled (``_Source``), so a stop requested
 by a signal (``run.StopRequest``) ends a read that would block forever (``ReadInterrupted``);
@@ -17,6 +17,7 @@ It never decides anything about iterations.
 """
 from __future__ import annotations
 
+import fcntl
 import io
 import os
 import select
@@ -24,14 +25,11 @@ import stat
 import sys
 from typing import BinaryIO, Iterator
 
-import ijson
-
-from stream_split.decode import (
-    MAX_DEPTH, Decompressor, Events, TraceDecoder, TraceInputError, sniff_form)
-from stream_split.trace_format import EVENTS_KEY
+from stream_split.decode import MAX_DEPTH, Events, TraceDecoder
+from stream_split.errors import ReadInterrupted, TraceInputError
 
 __all__ = ["TraceReader", "TraceInputError", "ReadInterrupted", "MAX_DEPTH", "CHUNK",
-           "open_source", "enlarge_pipe", "reference_events"]
+           "open_source", "open_trace_file", "enlarge_pipe"]
 
 #: Bytes asked of a source per read (a pipe returns what it holds); a compressed input is read
 #: in pieces a sixteenth of that (about as many bytes of JSON, ~2 000 events, per batch: the
@@ -45,10 +43,6 @@ PIPE_SIZE = 1 << 20
 _F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ (Linux), absent from older fcntl modules
 
 
-class ReadInterrupted(Exception):
-    """A stop was requested while the reader waited for bytes."""
-
-
 def enlarge_pipe(fd: int, size: int = PIPE_SIZE) -> int | None:
     """Ask for a ``size``-byte buffer if ``fd`` is a pipe (Linux): fewer wake-ups for both ends
     of ``zcat t.json.gz | stream-split ...``. Returns the new size or None.
@@ -58,16 +52,9 @@ def enlarge_pipe(fd: int, size: int = PIPE_SIZE) -> int | None:
     try:
         if not stat.S_ISFIFO(os.fstat(fd).st_mode):
             return None
-        import fcntl
         return fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", _F_SETPIPE_SZ), size)
-    except (OSError, ValueError, ImportError):
+    except (OSError, ValueError):
         return None
-
-
-def require_backend() -> None:
-    if ijson.backend != "yajl2_c":  # pragma: no cover - depends on the installation
-        raise TraceInputError(
-            f"ijson's C backend (yajl2_c) is required for speed, found {ijson.backend!r}")
 
 
 def open_source(source: str | BinaryIO, stop=None) -> tuple[BinaryIO, str]:
@@ -83,24 +70,34 @@ def open_source(source: str | BinaryIO, stop=None) -> tuple[BinaryIO, str]:
         # Unbuffered: read(n) returns what the pipe holds now instead of waiting for n bytes,
         # so a live writer's events are parsed as they come.
         return _Source(fd, "<stdin>", stop, owned=False), "<stdin>"
+    fd = open_trace_file(source)
+    return _Source(fd, str(source), stop, owned=True), str(source)
+
+
+def open_trace_file(path, *, missing_ok: bool = False) -> int | None:
+    """A file descriptor of the trace at ``path``, opened without waiting for a FIFO's
+    writer (``O_NONBLOCK``: the reads are polled); None when it does not exist and
+    ``missing_ok``. Every other failure, a folder included, is a ``TraceInputError`` whose
+    one line names the path: the one place that says why a trace cannot be opened."""
     try:
-        # O_NONBLOCK: opening a FIFO does not wait for a writer (the reads are polled).
-        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        raise TraceInputError(f"no such file: {source}") from None
+        if missing_ok:
+            return None
+        raise TraceInputError(f"no such file: {path}") from None
     except IsADirectoryError:
-        raise TraceInputError(f"is a directory, not a trace: {source}") from None
+        raise TraceInputError(f"is a directory, not a trace: {path}") from None
     except PermissionError:
-        raise TraceInputError(f"permission denied: {source}") from None
+        raise TraceInputError(f"permission denied: {path}") from None
     except NotADirectoryError:
-        raise TraceInputError(f"a part of the path is not a folder: {source}") from None
+        raise TraceInputError(f"a part of the path is not a folder: {path}") from None
     except (OSError, ValueError) as e:  # a link loop, a name too long, a NUL in the name...
-        raise TraceInputError(f"cannot open {source}: {getattr(e, 'strerror', None) or e}") \
+        raise TraceInputError(f"cannot open {path}: {getattr(e, 'strerror', None) or e}") \
             from None
     if stat.S_ISDIR(os.fstat(fd).st_mode):
         os.close(fd)
-        raise TraceInputError(f"is a directory, not a trace: {source}")
-    return _Source(fd, str(source), stop, owned=True), str(source)
+        raise TraceInputError(f"is a directory, not a trace: {path}")
+    return fd
 
 
 class PipeWait:
@@ -278,29 +275,3 @@ class TraceReader:
     def __iter__(self) -> Iterator[dict]:
         for batch in self.batches():
             yield from batch.events
-
-
-def reference_events(data: bytes, *, backend: str = "yajl2_c"):
-    """Events and header keys of a whole trace (bytes, maybe compressed) parsed by ijson: the
-    reference for the decoder. ``backend="python"`` keeps integers beyond 64 bits exact.
-    Returns (events, header keys before and after the events merged, form, complete): a
-    document cut short gives the events before the cut and complete False."""
-    backend_module = ijson.get_backend(backend)
-    decompressor = Decompressor()
-    text = decompressor.feed(data) + decompressor.finish()
-    if text.startswith(b"\xef\xbb\xbf"):
-        text = text[3:]
-    form = sniff_form(text, final=True)
-    prefix = {"jsonl": "", "array": "item", "object": EVENTS_KEY + ".item"}[form]
-    events, header, complete = [], {}, True
-    try:
-        for event in backend_module.items(io.BytesIO(text), prefix, use_float=True,
-                                          multiple_values=form == "jsonl"):
-            events.append(event)
-        if form == "object":
-            for key, value in backend_module.kvitems(io.BytesIO(text), "", use_float=True):
-                if key != EVENTS_KEY:
-                    header[key] = value
-    except ijson.IncompleteJSONError:
-        complete = False
-    return events, header, form, complete and not decompressor.truncated

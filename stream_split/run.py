@@ -1,19 +1,24 @@
 """The one loop that drives the core: reader batches in, decisions out to the caller's sinks.
 
-Every adapter (CLI commands, the library, ``--follow``, Beam) runs a trace through ``drive``;
-none of them repeats its logic. ``drive`` never raises for bad input: the error is returned
+Every adapter (CLI commands, the library, ``--follow``, Beam) runs a trace through ``drive``
+(opened by ``read_through``); none of them repeats its logic. ``drive`` ends with the one step
+that needs every iteration (``stats.finish``: outliers) before it hands out the records. ``drive`` never raises for bad input: the error is returned
 (one line) after the splitter has been closed, so whatever was decided before it is written.
 """
 from __future__ import annotations
 
 import gc
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from stream_split.core import IterationRecord, Splitter, SplitOptions, TraceEventError
-from stream_split.read import ReadInterrupted, TraceInputError, TraceReader
+from stream_split.core import Splitter, SplitOptions
+from stream_split.errors import ReadInterrupted, TraceEventError, TraceInputError
+from stream_split.follow import FollowedFile
+from stream_split.options import check_honoured
+from stream_split.progress import ProgressReader
+from stream_split.read import TraceReader
 from stream_split.spill import TempFileSpill
-from stream_split.stats import annotate as annotate_outliers
+from stream_split.stats import finish
 
 
 class StopRequest:
@@ -49,8 +54,17 @@ class StopRequest:
 
 @dataclass(slots=True)
 class RunOutcome:
+    """How a run ended: the reader's account (``reader_info``), the input error (one line)
+    or None, whether a stop cut it short, and the reader (None when the input could not be
+    opened; its header keys are still there after the run)."""
     reader_info: dict
     error: str | None
+    stopped: bool = False
+    reader: TraceReader | None = None
+
+
+#: The ``stop_reason`` of a run a signal stopped.
+INTERRUPTED = "interrupted before the end of the input"
 
 
 def reader_info(reader: TraceReader | None) -> dict:
@@ -110,17 +124,9 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
     feed_batch = splitter.feed_batch
     keep = splitter.options.keep_events
 
-    def emit(record, cut_short: bool = False) -> None:
-        # A cut-short input may have lost any iteration's GPU work (it comes last in
-        # Kineto's layout): no record of it is complete.
-        if cut_short and isinstance(record, IterationRecord):
-            record.complete = False
-        if on_record is not None:
-            on_record(record)
-
-    def hand_out(final: bool = False, cut_short: bool = False) -> None:
+    def hand_out(final: bool = False) -> None:
         """Hand out what is decided; ``final`` (after ``end_of_input``): decide the rest,
-        holding the records back until the end, when every iteration's time is known."""
+        holding the records back until ``stats.finish`` has seen every iteration."""
         held = []
         while True:
             decided = splitter.decided()
@@ -128,17 +134,16 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
                 on_pairs(decided.pairs)
             if final:
                 held.extend(decided.records)
-            else:
+            elif on_record is not None:
                 for record in decided.records:
-                    emit(record)
+                    on_record(record)
             if not decided.more:
                 break
         if final:
-            # Outliers need every iteration's time: known only now (the iteration records
-            # come with the last decision).
-            annotate_outliers(splitter.iterations)
-            for record in held:
-                emit(record, cut_short)
+            finish(splitter.iterations)  # the iteration records come with the last decision
+            if on_record is not None:
+                for record in held:
+                    on_record(record)
 
     splitter.note_header(reader.header_before)  # known once the reader has its form
     try:
@@ -153,50 +158,76 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
     except ReadInterrupted:  # a stop requested while the reader waited for bytes
         interrupted = True
     hand_out()
-    splitter.end_of_input()
     info = reader_info(reader)
-    if interrupted or (stop is not None and stop.requested):
-        info.update(complete=False, stop_reason="interrupted before the end of the input")
-    hand_out(final=True, cut_short=error is not None or not info["complete"])
-    return RunOutcome(info, error)
+    stopped = interrupted or (stop is not None and stop.requested)
+    if stopped:
+        info.update(complete=False, stop_reason=INTERRUPTED)
+    # A cut-short input may have lost any iteration's GPU work (it comes last in Kineto's
+    # layout): the core then marks no record complete.
+    splitter.end_of_input(complete=error is None and info["complete"])
+    hand_out(final=True)
+    return RunOutcome(info, error, stopped)
 
 
-def split_file(source: str, out_dir: str, options: SplitOptions, *,
-               stop: StopRequest | None = None, choice=None, **writer_options):
-    """Split the trace at ``source`` into pieces and ``manifest.json`` in ``out_dir`` (an
-    existing folder of the caller's, e.g. a staging folder), only the iterations ``choice``
-    (an ``options.IterationChoice``) chose. Returns ``(manifest, error or None, header)``:
-    ``header`` is the trace's header keys (before and after the events). A choice that
-    matched nothing raises ``options.OptionHadNoEffect`` (nothing asked for: no output)."""
-    from stream_split.options import IterationChoice
-    from stream_split.write import PieceWriter, finish_split
-    choice = choice or IterationChoice()
-    writer = PieceWriter(out_dir, select=choice.early, **writer_options)
-    splitter = new_splitter(options, spill_dir=out_dir)
-    reader = None
+def open_reader(source, *, stop: StopRequest | None = None, name: str | None = None,
+                follow: float | None = None) -> TraceReader:
+    """The reader of ``source`` (a path, ``-`` or a binary stream, shown as ``name``), read
+    up to its first event; ``follow``: read a file still being written, until this many
+    seconds without new bytes (``follow.FollowedFile``). Raises ``TraceInputError``, or
+    ``ReadInterrupted`` when a stop was requested before the first event (a followed file
+    that was stopped ends "empty": not an input error)."""
     try:
-        reader = TraceReader(source, stop=stop)
+        if follow is not None:
+            followed = FollowedFile(source, idle_timeout=follow)
+            if stop is not None:
+                stop.watch(followed)
+            return TraceReader(followed, name=name or source)
+        return TraceReader(source, stop=stop, name=name)
+    except TraceInputError:
+        if stop is not None and stop.requested:
+            raise ReadInterrupted() from None
+        raise
+
+
+def read_through(source, splitter: Splitter, *, stop: StopRequest | None = None,
+                 name: str | None = None, follow: float | None = None,
+                 progress: bool = False, check: bool = False, on_warning=None,
+                 on_pairs=None, on_record=None, reader: TraceReader | None = None) -> RunOutcome:
+    """Open ``source`` (``open_reader``; ``reader``: opened already) and ``drive`` all of it
+    through ``splitter``, with a progress display on stderr when ``progress``. An input that
+    cannot be opened, or a stop before its first byte, still closes the splitter, so that a
+    manifest can be written; the outcome's ``reader`` is then None. ``check``: after a run to the end, the options
+    that could have done nothing are checked (``options.check_honoured``): an
+    ``OptionHadNoEffect`` is raised, a warning handed to ``on_warning``."""
+    try:
+        if reader is None:
+            reader = open_reader(source, stop=stop, name=name, follow=follow)
     except (TraceInputError, ReadInterrupted) as e:
-        splitter.close()
-        error, info = str(e), reader_info(None)
-    else:
+        splitter.close(complete=False)
+        # A stop before the first byte (a followed file ends "empty"): not an input error.
+        if isinstance(e, ReadInterrupted) or (stop is not None and stop.requested):
+            return RunOutcome(dict(reader_info(None), stop_reason=INTERRUPTED), None, True)
+        return RunOutcome(reader_info(None), str(e), False)
+    shown = ProgressReader(reader, lambda: len(splitter.iterations)) if progress else reader
+    try:
         with reader:
-            outcome = drive(reader, splitter, on_pairs=writer.add_many, stop=stop)
-        error, info = outcome.error, outcome.reader_info
-    owners = None if error is not None else choice.chosen(splitter.iterations)
-    manifest = finish_split(writer, splitter, reader, source=source, reader_info=info,
-                            error=error, owners=owners)
-    header = {**reader.header_after, **reader.header_before} if reader is not None else {}
-    return manifest, error, header
+            outcome = drive(shown, splitter, stop=stop, on_pairs=on_pairs, on_record=on_record)
+    finally:
+        if shown is not reader:
+            shown.close()
+    outcome.reader = reader
+    if check and outcome.error is None and not outcome.stopped:
+        warning = check_honoured(splitter.options, splitter)
+        if warning is not None and on_warning is not None:
+            on_warning(warning)
+    return outcome
 
 
-def scan_records(source, options: SplitOptions):
+def scan_records(source, options: SplitOptions) -> list:
     """Boundary and IterationRecord records of one trace (library use; raises on bad input)."""
-    from dataclasses import replace
-    splitter = new_splitter(replace(options, keep_events=False))
     records = []
-    with TraceReader(source) as reader:
-        outcome = drive(reader, splitter, on_record=records.append)
+    outcome = read_through(source, new_splitter(replace(options, keep_events=False)),
+                           on_record=records.append)
     if outcome.error:
         raise TraceInputError(outcome.error)
     return records

@@ -73,9 +73,8 @@ def manifest_message(manifest: dict) -> pb.Manifest:
 
 def length_prefixed(message) -> bytes:
     """``message`` serialized, preceded by its length as a varint."""
-    if _serialize_length_prefixed is None:
-        from google.protobuf.internal.encoder import _VarintBytes  # private: older protobuf only
-        return _VarintBytes(message.ByteSize()) + message.SerializeToString()
+    if _serialize_length_prefixed is None:  # protobuf < 5.27
+        return _varint(message.ByteSize()) + message.SerializeToString()
     out = io.BytesIO()
     _serialize_length_prefixed(message, out)
     return out.getvalue()
@@ -91,6 +90,16 @@ def read_length_prefixed(stream: BinaryIO) -> Iterator[pb.Record]:
         if message is None:
             return
         yield message
+
+
+def _varint(n: int) -> bytes:
+    """``n`` (>= 0) as a protobuf varint: 7 bits a byte, low first, the high bit "more"."""
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
 
 
 def _parse_one(stream: BinaryIO) -> pb.Record | None:

@@ -1,4 +1,4 @@
-"""Iteration statistics: median, p90, outliers and the steady state. Pure: no I/O, no records.
+"""Iteration statistics: median, p90, outliers and the steady state. Pure: no I/O.
 
 Takes plain lists (durations in µs, kinds, an optional grouping key per iteration such as a
 serving phase) and returns plain values, so the manifest, the table, the plot and Beam all ask
@@ -145,9 +145,11 @@ def analyze_records(records: list, groups: list | None = None) -> IterationStats
     return analyze([r.duration_us for r in records], kinds, groups)
 
 
-def annotate(records: list, groups: list | None = None) -> IterationStats:
-    """Set ``outlier`` and ``outlier_reason`` on iteration records from ``analyze``; returns
-    its result."""
+def finish(records: list, groups: list | None = None) -> IterationStats:
+    """The one step after the core that needs every iteration of a trace: set ``outlier``
+    and ``outlier_reason`` on its iteration records (``analyze_records``); returns the
+    analysis (the steady state too). Every front end takes it the same way, through
+    ``run.drive``; a direct caller of ``Splitter`` calls it after ``close()``."""
     result = analyze_records(records, groups)
     for record, flag, why in zip(records, result.outlier, result.outlier_reason):
         record.outlier = flag

@@ -12,6 +12,10 @@ import json
 import os
 from dataclasses import dataclass
 
+from rich.console import Console
+from rich.table import Table
+
+from stream_split.explain import shown
 from stream_split.stats import quantile
 from stream_split.trace_format import profiler_step_number
 
@@ -158,9 +162,6 @@ def shown_rows(rows: list[dict], limit: int | None) -> list[dict | None]:
 def render_text(table: dict, stream, columns=COLUMNS, limit: int | None = None) -> None:
     """The table, drawn with ``rich`` on ``stream`` (plain text when it is not a terminal);
     with ``limit``, long tables keep their first and last rows and the outliers."""
-    from rich.console import Console
-    from rich.table import Table
-    from stream_split.explain import shown
     console = Console(file=stream, width=None if stream.isatty() else 120,
                       highlight=False, soft_wrap=False)
     view = Table(title=shown(table.get("input") or ""), title_justify="left")

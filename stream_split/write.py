@@ -37,6 +37,7 @@ from operator import itemgetter
 from isal import isal_zlib
 
 from stream_split.output import create_new
+from stream_split.schema import length_prefixed, record_message
 from stream_split.serialize import event_json, spaced_json
 from stream_split.core.records import (
     Boundary, IterationRecord, KIND_IDLE, KIND_ITERATION, METADATA, OUTSIDE)
@@ -465,14 +466,12 @@ class ProtobufRecordSink:
     """Records as varint-length-delimited ``stream_split.v1.Record`` messages."""
 
     def __init__(self, stream, trace: str = ""):
-        from stream_split import schema
-        self._schema = schema
         self._stream = stream
         self._trace = trace
 
     def write(self, record) -> None:
-        message = self._schema.record_message(record, trace=self._trace)
-        self._stream.write(self._schema.length_prefixed(message))
+        message = record_message(record, trace=self._trace)
+        self._stream.write(length_prefixed(message))
         self._stream.flush()
 
     def close(self) -> None:

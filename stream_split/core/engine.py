@@ -25,11 +25,16 @@ events (about one iteration's CPU events; beyond ``pending_limit`` they go to th
 
 Callers drive it h11-style: ``feed(event, raw)`` for each event (``raw``: its original JSON
 bytes, which the engine holds instead of the dict while the event waits and hands back in its
-place), ``end_of_input()`` at the end, and after each batch of input ``decided()``, which returns
+place), ``end_of_input()`` at the end (``complete=False`` when the input was cut short: every
+iteration record then says so), and after each batch of input ``decided()``, which returns
 everything decided since the last call (a ``Decided``: (owner, event) pairs and records) and
 says whether to call it again (spilled events become decidable a batch at a time, so that one
 call never loads the whole spill). ``close()`` is ``end_of_input()`` plus every decision,
 kept for ``pop_assigned()`` / ``pop_records()`` (tests, small traces).
+
+The records are final when they leave the engine, except what needs every iteration of the
+trace at once (outliers, the steady state): ``stream_split.stats.finish``, one step that every
+front end takes the same way.
 """
 from __future__ import annotations
 
@@ -52,14 +57,11 @@ from stream_split.core.units import cycle_kinds
 from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPES as _ID_TYPES, \
     unusable_field
 from stream_split.spill import MemorySpill
+from stream_split.errors import TraceEventError
 from stream_split.trace_format import (
     COPY_LAUNCH_NAMES, GPU_ANNOTATION_CAT, GPU_WORK_CATS, GRAPH_LAUNCH_NAMES, KERNEL_CATS,
     LAUNCH_FLOW_CAT, LAUNCH_NAMES, PROFILER_STEP_PREFIX, FLOW_PHASES as _FLOW_PHASES,
     METADATA_PHASE, PYTHON_FRAME_CAT, STRUCTURE_CATS, profiler_step_number)
-
-
-class TraceEventError(ValueError):
-    """An event lacks a field every trace event must have; the message is one line."""
 
 
 DEFAULT_PENDING_LIMIT = 10_000
@@ -268,6 +270,7 @@ class Splitter:
         self.invalid_examples: list[dict] = []
         self.max_pending = 0
         self.closed = False
+        self._input_complete = True  # ``end_of_input(complete=...)``
         self.evidence: dict = {}
         self._last_thread = ("", "")  # the loop thread of the latest boundary
         self._ignored_last = False  # the detector's latest boundary was not taken
@@ -276,28 +279,18 @@ class Splitter:
 
     def feed(self, event: dict, raw: bytes | None = None) -> None:
         """One event, in file order; ``raw`` its original JSON bytes (handed back instead of
-        the dict, and held instead of it while the event waits)."""
+        the dict, and held instead of it while the event waits). The common cases inline."""
         self.events_in += 1
         ph = event.get("ph")
         if ph == METADATA_PHASE:
-            self.metadata_events += 1
-            if self._keep:
-                self._assigned.append((METADATA, event if raw is None else raw))
-            return
-        if ph is None:
-            self._reject('has no "ph" field')
+            return self._own_metadata(event, raw)
         ts = event.get("ts")
-        if ts is None:
-            self._reject(f'(ph {ph!r}) has no "ts" field')
-        # Every field the engine reads, read once and type-checked here (the common case
-        # inline; ``unusable_field`` says what is wrong with the rare event that fails).
+        if ph is None or ts is None:
+            self._reject('has no "ph" field' if ph is None else f'(ph {ph!r}) has no "ts" field')
+        # Each field the engine reads, read and type-checked once (else ``unusable_field``).
         get = event.get
-        cat = get("cat")
-        name = get("name")
-        dur = get("dur")
-        pid = get("pid")
-        tid = get("tid")
-        args = get("args")
+        cat, name, dur = get("cat"), get("name"), get("dur")
+        pid, tid, args = get("pid"), get("tid"), get("args")
         kind = ts.__class__
         if not ((kind is float and ts - ts == 0.0 or kind is int and -_TIME_LIMIT < ts < _TIME_LIMIT)
                 and ph.__class__ is str
@@ -310,63 +303,73 @@ class Splitter:
                 and (args is None or args.__class__ is dict and (
                     (value := args.get("correlation")) is None or value.__class__ is int) and (
                     (value := args.get("External id")) is None or value.__class__ is int))):
-            problem = unusable_field(event)
-            if problem is not None:
+            if (problem := unusable_field(event)) is not None:
                 self._own_invalid(event, problem, raw)
                 return
         route = _ROUTE.get(cat)
-        if route is not None:
-            if route == _BY_CORRELATION:
-                corr = args.get("correlation") if args else None
-                if self._detector.wants_evidence:  # may end Kineto's CPU section
-                    self._add_boundaries(self._detector.observe_gpu_work(corr, ts))
-                self._route_linked(event, corr, raw)
-                return
-            if route == _BY_FLOW_ID:
-                if ph in _FLOW_PHASES:
-                    flow_id = event.get("id")  # a string id is legal Chrome; it links nothing
-                    self._route_linked(event, flow_id if flow_id.__class__ is int else None,
-                                       raw)
-                    return
-            elif route == _BY_EXTERNAL_ID:
-                self._route_annotation(event, args.get("External id") if args else None, raw)
-                return
-        end = ts
+        if route is not None and route != _STRUCTURE and self._route(route, event, ph, ts, args,
+                                                                     raw):
+            return
+        end = ts + dur if dur and ph == "X" else ts
         if ph == "X":
-            if dur:
-                end = ts + dur
             if route == _STRUCTURE:
-                thread = (pid, tid)
-                name = name or ""
-                stacks = self._stacks
-                stack = stacks.push(thread, name, ts, end) if self._reads_stacks \
-                    else stacks.note_start(thread, ts)
-                found = self._detector.observe(thread, stack, ts, end, name,
-                                               stacks.section(thread))
-                self._add_boundaries(found)
+                self._observe_op((pid, tid), ts, end, name := name or "")
             elif self._detector.wants_evidence:  # a launch or a frame may end the section
                 self._add_boundaries(self._evidence_of(pid, tid, ts, end, name, cat, args))
         windows = self._windows
         if windows.cached_lo <= ts <= end < windows.cached_hi:  # the common case, inline
             owner = windows.cached_owner
-            if not self._keep and owner >= 0:
-                if not args or ("correlation" not in args and cat != "user_annotation"):
-                    # Counted only, links nothing: the fast path of _own_cpu.
-                    record = self._iterations[owner]
-                    record.events += 1
-                    if cat == "cpu_op":
-                        record.cpu_ops += 1
-                        role = _PHASE_ROLES[name] if ph == "X" else _NO_ROLE
-                        if role:
-                            self._phase_facts[owner].observe(role, name, args)
-                    if end > record.end_ts:
-                        record.end_ts = end
-                    return
+            if not self._keep and owner >= 0 and (
+                    not args or ("correlation" not in args and cat != "user_annotation")):
+                # Counted only, links nothing: the fast path of _own_cpu.
+                record = self._iterations[owner]
+                record.events += 1
+                if cat == "cpu_op":
+                    record.cpu_ops += 1
+                    role = _PHASE_ROLES[name] if ph == "X" else _NO_ROLE
+                    if role:
+                        self._phase_facts[owner].observe(role, name, args)
+                if end > record.end_ts:
+                    record.end_ts = end
+                return
             self._own_cpu(owner, event, end, raw, cat)
         elif windows.decidable(end):
             self._own_cpu(windows.owner(ts, end), event, end, raw, cat)
         else:
             self._hold(end, ts, event, None, raw)
+
+    def _own_metadata(self, event: dict, raw) -> None:
+        self.metadata_events += 1
+        if self._keep:
+            self._assigned.append((METADATA, event if raw is None else raw))
+
+    def _route(self, route: int, event: dict, ph: str, ts, args, raw) -> bool:
+        """An event whose category links it to another (GPU work by correlation, a flow by
+        its id, a GPU annotation by its External id): routed to that owner, or held for it;
+        False when it is not linked after all (a flow event of another phase)."""
+        if route == _BY_CORRELATION:
+            corr = args.get("correlation") if args else None
+            if self._detector.wants_evidence:  # may end Kineto's CPU section
+                self._add_boundaries(self._detector.observe_gpu_work(corr, ts))
+            self._route_linked(event, corr, raw)
+            return True
+        if route == _BY_FLOW_ID:
+            if ph not in _FLOW_PHASES:
+                return False
+            flow_id = event.get("id")  # a string id is legal Chrome; it links nothing
+            self._route_linked(event, flow_id if flow_id.__class__ is int else None, raw)
+            return True
+        self._route_annotation(event, args.get("External id") if args else None, raw)
+        return True
+
+    def _observe_op(self, thread: tuple, ts, end, name: str) -> None:
+        """A structural op (``cpu_op``, ``user_annotation``) through its thread's stack to
+        the detector, whose boundaries are taken."""
+        stacks = self._stacks
+        stack = stacks.push(thread, name, ts, end) if self._reads_stacks \
+            else stacks.note_start(thread, ts)
+        self._add_boundaries(self._detector.observe(thread, stack, ts, end, name,
+                                                    stacks.section(thread)))
 
     def note_header(self, header: dict | None) -> None:
         """The trace's header keys written before its events (an adapter passes them before
@@ -505,12 +508,13 @@ class Splitter:
             if end > record.end_ts:
                 record.end_ts = end
 
-    def close(self) -> None:
-        """End of input: decide everything still pending and emit the iteration records.
+    def close(self, *, complete: bool = True) -> None:
+        """End of input (``complete``: as for ``end_of_input``): decide everything still
+        pending and emit the iteration records.
 
         Holds every pair decided at once in memory (for ``pop_assigned``); drivers that care
         about memory call ``end_of_input()`` and then ``decided()`` while it says ``more``."""
-        self.end_of_input()
+        self.end_of_input(complete=complete)
         while self._drain():
             pass
 
@@ -534,9 +538,13 @@ class Splitter:
         records, self._records = self._records, []
         return Decided(pairs, records, more)
 
-    def end_of_input(self) -> None:
+    def end_of_input(self, *, complete: bool = True) -> None:
+        """No more events. ``complete=False``: the input was cut short (a truncated file, a
+        read error, a stop): any iteration may have lost events (Kineto writes the GPU work
+        last), so no iteration record is ``complete``."""
         if self.closed:
             return
+        self._input_complete = complete
         self._note_held()
         self._result = self._detector.close()
         for boundary in self._result.boundaries:
@@ -911,6 +919,7 @@ class Splitter:
             elif record.end_ts < record.start_ts:
                 record.end_ts = record.start_ts
             record.kind = kinds[i]
+            record.complete = self._input_complete
         phases = infer_phases(kinds, self._phase_facts,
                               [r.graph_launches for r in self._iterations],
                               [r.launches for r in self._iterations])

@@ -10,6 +10,7 @@ import pytest
 import stream_split
 import stream_split.stats
 from conftest import run_cli
+from stream_split.output import FOLDER_MARKER
 from stream_split.stats import analyze
 from stream_split.summary import build_table
 from stream_split.testing.generate import generate, write_trace
@@ -92,7 +93,7 @@ def test_iterations_steady_works_with_steps_and_name_by_step(tmp_path):
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["steady_state"]["first"] == 1
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
-        "manifest.json", "outside.json.gz", "step_1.json.gz", "step_2.json.gz",
+        FOLDER_MARKER, "manifest.json", "outside.json.gz", "step_1.json.gz", "step_2.json.gz",
         "step_3.json.gz"]
     # The library call takes the same options.
     manifest = stream_split.split(tmp_path / "t.json.gz", tmp_path / "lib",

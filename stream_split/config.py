@@ -1,0 +1,110 @@
+"""``SplitConfig``: everything a split into a folder takes, as one typed, frozen value.
+
+The core's ``SplitOptions`` (how to find the iterations) sits inside it, beside what is
+written (which iterations, how pieces are named and compressed, a plot) and how the folder is
+used (``overwrite``). The command line builds one from its parsed arguments, the library from
+its keywords (``SplitConfig.from_keywords``, strict: ``overwrite="no"`` is an error, not a true
+value); neither builds it from the other. Every value is checked here, once: a bad one is an
+``OptionError`` naming it in library terms.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from stream_split.core import SplitOptions
+from stream_split.errors import OptionError
+from stream_split.options import IterationChoice, parse_selection, parse_steps
+from stream_split.write import NAME_BY
+
+
+def _require_bool(name: str, value) -> None:
+    if not isinstance(value, bool):
+        raise OptionError(f"{name} must be True or False, not {value!r}")
+
+
+def _require_int(name: str, value, lo: int, hi: int | None = None) -> None:
+    if (not isinstance(value, int) or isinstance(value, bool) or value < lo
+            or (hi is not None and value > hi)):
+        bounds = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+        raise OptionError(f"{name} must be an integer {bounds}, not {value!r}")
+
+
+@dataclass(frozen=True)
+class SplitConfig:
+    """What ``folder.split_to_folder`` does with one trace."""
+    #: How to find the iterations (the core's options); pieces always keep the events.
+    options: SplitOptions = field(default_factory=SplitOptions)
+    #: Replace a non-empty output folder.
+    overwrite: bool = False
+    #: Which iterations get a piece (all are counted in the manifest).
+    choice: IterationChoice = field(default_factory=IterationChoice)
+    #: ``"index"`` or ``"step"`` (``NAME_BY``).
+    name_by: str = "index"
+    #: gzip the pieces (``.json.gz``), at ``compresslevel`` (0-9); else plain ``.json``.
+    compress: bool = True
+    compresslevel: int = 1
+    #: Also draw ``iterations.png`` into the folder (needs matplotlib).
+    plot: bool = False
+
+    def __post_init__(self):
+        if not isinstance(self.options, SplitOptions):
+            raise OptionError(f"options must be a SplitOptions, not {self.options!r}")
+        if not isinstance(self.choice, IterationChoice):
+            raise OptionError(f"choice must be an IterationChoice, not {self.choice!r}")
+        for name in ("overwrite", "compress", "plot"):
+            _require_bool(name, getattr(self, name))
+        _require_int("compresslevel", self.compresslevel, 0, 9)
+        if self.name_by not in NAME_BY:
+            raise OptionError(f"name_by must be one of {', '.join(NAME_BY)}, "
+                              f"not {self.name_by!r}")
+
+    @property
+    def writer_options(self) -> dict:
+        """The ``write.PieceWriter`` keywords of this configuration."""
+        return {"select": self.choice.early, "compress": self.compress,
+                "compresslevel": self.compresslevel, "name_by": self.name_by}
+
+    @classmethod
+    def from_keywords(cls, *, detector: str = "auto", level: int | None = None,
+                      pending_limit: int | None = None, overwrite: bool = False,
+                      iterations=None, steps: str | None = None, name_by: str = "index",
+                      compress: bool = True, compresslevel: int = 1,
+                      plot: bool = False) -> "SplitConfig":
+        """The configuration of ``stream_split.split``'s keywords, each checked strictly
+        (see ``stream_split.library.split`` for their meaning)."""
+        if level is not None:
+            _require_int("level", level, 0)
+        if pending_limit is not None:
+            _require_int("pending_limit", pending_limit, 1)
+        if steps is not None and not isinstance(steps, str):
+            raise OptionError(f"steps must be a string like '15-17' or None, not {steps!r}")
+        try:
+            options = SplitOptions(
+                detector=detector, level=level,
+                **({} if pending_limit is None else {"pending_limit": pending_limit}))
+            iterations, iterations_text = _selection(iterations)
+            choice = IterationChoice(iterations, iterations_text, parse_steps(steps), steps)
+        except OptionError:
+            raise
+        except ValueError as e:  # SplitOptions' and the selection parsers' own checks
+            raise OptionError(str(e)) from None
+        return cls(options=options, overwrite=overwrite, choice=choice, name_by=name_by,
+                   compress=compress, compresslevel=compresslevel, plot=plot)
+
+
+def _selection(iterations):
+    """(predicate or "steady" or None, its text for messages) of the ``iterations`` keyword:
+    None, a string like ``"0,3,10-19"`` or ``"steady"``, or a collection of indices."""
+    if iterations is None:
+        return None, None
+    if isinstance(iterations, str):
+        return parse_selection(iterations), iterations
+    try:
+        chosen = set(iterations)
+    except TypeError:
+        chosen = None
+    if chosen is None or not all(isinstance(i, int) and not isinstance(i, bool)
+                                 for i in chosen):
+        raise OptionError(f"iterations must be None, a list of indices, a string like "
+                          f"'0,3,10-19' or 'steady', not {iterations!r}")
+    return chosen.__contains__, ",".join(map(str, sorted(chosen)))
