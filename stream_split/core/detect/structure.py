@@ -1,0 +1,819 @@
+"""Detect stage, by structure: find the repeating unit of work without trusting annotations.
+
+Theory of operation
+-------------------
+Per thread (and per section of a thread) we keep a skeleton of the call tree
+(``skeleton.py``: each op a symbol, its name with digits folded, with start, end, kernels
+launched beneath and children). On a row of sibling ops (the thread's top level, or the
+children of a container op) ``search.find_unit`` answers which unit repeats, how alike its
+instances are and where each begins; its docstring is the account of the tolerant search.
+``verdict.py`` says whether a unit found is an iteration (and whether it can be believed
+online), ``matcher.py`` streams boundaries once it is, and ``rules.Rules`` holds every
+threshold. This module is the mode machine: it decides where and when to look, and what a
+found unit means:
+
+- the top level is tried first ("repeats at a thread's top level are iterations"); if a single
+  container op dominates it (one ``ProfilerStep``, one ``execute_diffusion`` request, a
+  ``serve_forever`` wrapper), its children are tried, descending through wrapper chains. A unit
+  found inside a container is an iteration only if it is not a layer: it recurs outside the
+  container (failure mode 3: minor roots at the top level), or no single ``nn.Module`` frame
+  holds all its instances (when Python frames were recorded), or each instance opens by
+  copying its input to the device (``_opens_with_copy``: a step, not a layer), or one instance
+  itself contains a repeated sub-unit (a model with layers, not a layer). Otherwise the
+  container is one iteration.
+- a unit found on one section of the loop thread begins with the ops of its other sections
+  that open most instances (``_align_sections``; online ``RootMatcher._boundary``);
+- the phase at the outermost frame of the step: when Python frames open the step's first op,
+  the boundary is at the outermost of them (``_at_outermost_frames``; online, where the file
+  brings frames before the ops they hold, ``RootMatcher._boundary``);
+- each instance's shape (0 when like the unit) goes to the engine, which reports cycles that
+  took another path and do almost no GPU work as ``idle`` (``search.cycle_kinds``).
+
+Modes (``StructureDetector.mode``, a ``Mode``; every move between them is in
+``TRANSITIONS``): ``LEARNING`` builds the skeleton and looks for the unit
+at the top of the main thread as it grows (``_try_online``), and among the children of a chain
+of dominant containers there (``_try_container``: failure mode 3 before its minor roots);
+``STEPS`` once ``ProfilerStep#N`` repeats; ``MATCHING`` once the unit is confirmed online
+(``matcher.RootMatcher``: the unit's first op
+is a boundary at once; the anchor confirms it, or a revision moves or retracts it);
+``SECTION_END`` once the loop thread's CPU section has ended in a Kineto file and the rest
+of the file can hold no evidence the decision uses (``_section_ended``, below). A trace
+never confirmed online is decided at close (``_decide``).
+
+Kineto's sections. A Kineto file holds each thread's CPU ops together (the loop thread's
+first), then Python frames (``with_stack``), then the GPU block (launches and kernels). The
+loop thread's section has ended when something from before its latest ops arrives:
+an op of another thread, a Python frame or a launch (in a time-ordered stream nothing comes
+from the past, so this never fires there). Then every CPU op of the loop thread has been
+read, and what the close decision still lacks is only what comes after: GPU work (kernels
+per op weigh the instances, copies tell a step from a layer) and Python frames (``nn.Module``
+calls tell layers). The header says whether they will come (``TraceFacts``, given by the
+adapter): with neither (``deviceProperties: []``, no ``with_stack``) the close decision is
+made right there, and is the same decision. Otherwise the online confirmation
+(``_confirm``: evidence that needs no GPU work) is tried once more on the whole section, at
+its top and down its chain of dominant containers, once the frames are read (at the first
+launch: the GPU block follows the frames); what it cannot confirm waits for close, and
+``evidence["waited"]`` says why. Both decision paths apply one
+iteration test (``verdict.iteration_test``), find where the last instance ends one way
+(``search.end_of_last``) and report the same evidence (``evidence.py``).
+
+``ProfilerStep#N`` spans are evidence like any other annotation: repeated at the top level they
+are the unit (and are emitted online from the second step on); a single one is a container.
+With ``use_annotations=False`` they are transparent (their children are read in their place).
+
+Memory: below the top level the skeleton is capped at ``max_nodes`` ops, and kept only for
+main threads (pid == tid); a side thread keeps at most ``MemoryRules.side_thread_roots``
+top-level ops. Once the unit is confirmed online the skeleton is dropped. A loop that is never confirmed online keeps its
+main thread's top level (about 100 bytes per top-level op) until the end: that part grows with
+the trace. Everything the engine waits on meanwhile is spilled. The online tries search the
+same few rows again as they grow: the last search of each (at most ``MemoryRules.memos`` rows)
+is kept for the next (``search.SearchMemo``, at most twice ``MemoryRules.memo_budget`` ops'
+worth each).
+"""
+from __future__ import annotations
+
+import enum
+from bisect import bisect_left
+from collections import Counter
+from dataclasses import replace
+
+from stream_split.core.detect.base import (
+    DECIDED_FROM_STEPS, DetectorResult, FoundBoundary, TraceFacts)
+from stream_split.core.detect.evidence import row_entry, unit_evidence
+from stream_split.core.detect.matcher import RootMatcher
+from stream_split.core.detect.rules import RULES
+from stream_split.core.detect.search import SearchMemo, Unit, end_of_last, find_unit
+from stream_split.core.detect.skeleton import (
+    SKIPPED, Node, Symbols, ThreadSkeleton, occurrences, outermost_opener, start_of)
+from stream_split.core.detect.verdict import confirmed_online, dominant, iteration_test
+from stream_split.trace_format import PROFILER_STEP_PREFIX
+
+MODULE_FRAME_PREFIX = "nn.Module: "
+#: ``Unit.opening`` of the unit ``--level N`` found below the chosen one.
+OPENS_LEVEL_BELOW = "level below"
+
+
+class Mode(enum.Enum):
+    """The detector's modes (see the module docstring)."""
+    #: Building the skeleton and looking for the unit online; at close, decided from the whole.
+    LEARNING = "learning"
+    #: ``ProfilerStep#N`` repeats at the top of a thread: each new one is a boundary at once.
+    STEPS = "steps"
+    #: The unit was confirmed on a row of the loop thread: ``RootMatcher`` reads each new op
+    #: of that row (its first op is a boundary at once).
+    MATCHING = "matching"
+    #: The close decision, made at the end of the loop thread's CPU section (Kineto's
+    #: layout) because the header says that no evidence it uses follows.
+    SECTION_END = "section end"
+
+
+class Event(enum.Enum):
+    """What moves the detector from one mode to another."""
+    #: A second ``ProfilerStep#N`` at the top of a thread (``OnlineRules.min_steps``).
+    STEPS_REPEAT = "steps repeat"
+    #: The unit was confirmed online (``verdict.confirmed_online``).
+    UNIT_CONFIRMED = "unit confirmed"
+    #: The loop thread's CPU section ended and the header says no GPU work nor Python frames
+    #: follow: the close decision is made there.
+    DECIDED_AT_SECTION_END = "decided at section end"
+
+
+#: Every move of the mode machine: (mode, event) -> the next mode. Nothing else sets a mode;
+#: an event a mode has no move for is a bug (``StructureDetector._move``).
+TRANSITIONS = {
+    (Mode.LEARNING, Event.STEPS_REPEAT): Mode.STEPS,
+    (Mode.LEARNING, Event.UNIT_CONFIRMED): Mode.MATCHING,
+    (Mode.LEARNING, Event.DECIDED_AT_SECTION_END): Mode.SECTION_END,
+}
+
+
+class Section(enum.Enum):
+    """How far the loop thread's CPU section of a Kineto file has been read (a fact of
+    ``Mode.LEARNING``: once decided, the detector no longer watches the sections)."""
+    #: Still being read (or a file in time order: it never ends).
+    OPEN = "open"
+    #: Something from before its latest ops came (another thread's op, a Python frame): every
+    #: CPU op of the loop thread is read; Python frames may still follow.
+    ENDED = "ended"
+    #: ... and a launch or GPU work came: Kineto's GPU block has begun, every frame is read.
+    GPU_BLOCK = "gpu block"
+
+
+#: The section's moves: (section, a launch or GPU work ended it?) -> the next section.
+SECTION_TRANSITIONS = {
+    (Section.OPEN, False): Section.ENDED,
+    (Section.OPEN, True): Section.GPU_BLOCK,
+    (Section.ENDED, True): Section.GPU_BLOCK,
+}
+
+
+class StructureDetector:
+    """Finds iterations from the call structure; see the module docstring."""
+
+    name = "structure"
+
+    def __init__(self, use_annotations: bool = True, level: int | None = None,
+                 max_nodes: int = RULES.memory.max_nodes,
+                 max_depth: int = RULES.memory.max_depth):
+        #: A ``Mode``; only ``_move`` changes it (``TRANSITIONS``).
+        self.mode = Mode.LEARNING
+        #: Launches, GPU work and Python frames are evidence until the unit is decided (set
+        #: by ``_move``: a fact of the mode).
+        self.wants_evidence = True
+        self._use_annotations = use_annotations
+        self._level = level or 0
+        self._max_nodes = max_nodes
+        self._max_depth = max_depth
+        self._threads: dict = {}
+        self._symbols = Symbols()
+        self._names: list = self._symbols.names
+        self._nodes = 0
+        self._step_symbol = None
+        # Online mode: once ProfilerStep#N repeats at the top of a thread, each new one is a
+        # boundary the moment it is read.
+        self._online_thread = None
+        self._online_last_end = None
+        self._online_count = 0
+        self._graph_launches: dict = {}  # correlation -> ops around a graph launch
+        self._matcher: RootMatcher | None = None
+        self._matcher_key = None
+        self._online_state = None
+        self._modules: dict = {}  # thread -> its outermost nn.Module frames [(start, end)]
+        self._online_evidence: dict = {}
+        self._matcher_path: tuple = ()  # the containers around the matched row
+        #: Python frames came before the ops they open (a file in time order, not Kineto's
+        #: sections): the matcher keeps reading them.
+        self._frames_before_ops = False
+        self._early_frames: dict = {}  # thread -> Python frames read before its first op
+        self._sections_of: dict = {}  # thread -> its skeletons (one per section), learning
+        self._facts = TraceFacts()  # what the header says will (not) follow
+        # The main thread whose CPU ops are being read, and the starts of its latest two
+        # ops (Kineto writes them in start order): anything from before both (another
+        # thread's op, a frame, a launch, GPU work) ends its section (one op of slack: a
+        # live writer may be a little out of order).
+        self._section_thread = None
+        self._section_starts = (float("-inf"), float("-inf"))
+        self._section = Section.OPEN  # how far the loop thread's CPU section is read
+        self._tried_at_end = False  # the online confirmation was tried on the whole section
+        self._waited = ""  # why the decision could not be made at the section end
+        self._early: DetectorResult | None = None  # the close decision, made at Mode.SECTION_END
+        #: The last search on each row tried online lately, latest last (``_memo_for``).
+        self._memos: list = []
+
+    def _move(self, event: Event) -> None:
+        """The one place the mode changes (``TRANSITIONS``), and with it whether launches,
+        GPU work and Python frames are still evidence: while learning; once matching, only
+        where Python frames come before the ops they open (a file in time order: they still
+        move boundaries)."""
+        self.mode = TRANSITIONS[(self.mode, event)]
+        self.wants_evidence = self.mode is Mode.MATCHING and self._frames_before_ops
+
+    def note_facts(self, facts: TraceFacts) -> None:
+        """What the header says will (not) follow the CPU ops (before the first event)."""
+        self._facts = facts
+
+    # -- streaming input ---------------------------------------------------------------
+
+    def observe(self, thread, stack: list, start: float, end: float, name: str, section: int):
+        if self.mode is Mode.STEPS:  # decided: only step annotations matter now
+            if name.startswith(PROFILER_STEP_PREFIX) and thread == self._online_thread:
+                return self._observe_step(self._online_state, start, end, name)
+            return ()
+        if self.mode is Mode.MATCHING:
+            return self._observe_matching((thread, section), stack, start, end, name)
+        if self.mode is Mode.SECTION_END:
+            return ()
+        if thread != self._section_thread:
+            found = self._from_the_past(start, gpu_block=False)
+            if found is not None:
+                return found
+        state = self._threads.get((thread, section))
+        if state is None:
+            state = self._threads[(thread, section)] = ThreadSkeleton(
+                thread, RULES.online.first_try_per_instance * RULES.min_instances)
+            state.frames = self._early_frames.pop(thread, [])
+            self._sections_of.setdefault(thread, []).append(state)
+        if state.main and self._section_thread in (None, thread):
+            self._section_thread = thread
+            self._section_starts = (self._section_starts[1], start)
+        depth = len(stack) - 1
+        mine = state.stack
+        del mine[depth:]
+        is_step = name.startswith(PROFILER_STEP_PREFIX)
+        parent = None
+        for node in reversed(mine):
+            if node is not None:
+                parent = node
+                break
+        if parent is SKIPPED:
+            mine.append(SKIPPED)
+            return ()
+        if is_step and not self._use_annotations:
+            mine.append(None)  # transparent: its children take its place
+            return ()
+        found = self._observe_step(state, start, end, name) if is_step else ()
+        if parent is None:
+            node = Node(self._symbols.of(name), start, end, 0)
+            if not state.main and len(state.roots) >= RULES.memory.side_thread_roots:
+                mine.append(SKIPPED)  # a side thread's top level: enough to rank it
+                return found
+            state.add_root(node)
+            state.seen[node.sym] += 1
+            state.kid_seen.clear()
+            if not found and self._online_allowed(state) and (
+                    len(state.roots) >= state.next_try
+                    or RULES.min_instances <= state.seen[node.sym] <= RULES.online.eager_tries):
+                mine.append(node)
+                return self._try_online(state)
+        elif state.main and parent.depth + 1 < self._max_depth and \
+                self._nodes < self._max_nodes:
+            node = Node(self._symbols.of(name), start, end, parent.depth + 1)
+            if parent.kids is None:
+                parent.kids = []
+            parent.kids.append(node)
+            self._nodes += 1
+            if parent.depth < RULES.online.container_depth and self._online_allowed(state):
+                counts = state.kid_seen.get(parent)
+                if counts is None:
+                    counts = state.kid_seen[parent] = Counter()
+                counts[node.sym] += 1
+                if RULES.min_instances <= counts[node.sym] <= RULES.online.eager_tries:
+                    mine.append(node)
+                    return self._try_container(state, [n for n in mine[:-1] if n is not None])
+        else:
+            node = SKIPPED  # beyond the skeleton's depth or size: not kept, nor its children
+        mine.append(node)
+        return found
+
+    def _online_allowed(self, state: ThreadSkeleton) -> bool:
+        pid, tid = state.key
+        return pid == tid and not self._level and self.mode is Mode.LEARNING
+
+    def _try_online(self, state: ThreadSkeleton):
+        """Confirm the unit at the top of the main thread as soon as it is certain: the
+        iteration test of the close path (``verdict.iteration_test``) passes, and
+        ``verdict.confirmed_online`` believes it. Then boundaries stream."""
+        roots = state.roots
+        if len(roots) >= state.next_try:
+            online = RULES.online
+            state.next_try = max(len(roots) + online.try_step,
+                                 int(len(roots) * online.try_growth))
+        return self._confirm(state, roots, [])
+
+    def _try_container(self, state: ThreadSkeleton, path: list):
+        """Online inside a container (failure mode 3: the minor roots come only at the end):
+        ``path`` holds the open ops around the latest one, outermost first. They must be a
+        chain of dominant containers (``verdict.dominant``, as the close path descends) and no
+        ``ProfilerStep`` (steps are their own evidence); then the unit among the innermost
+        one's children is confirmed like one at the top (``_confirm``)."""
+        row = state.roots
+        for container in path:
+            if dominant(row) is not container or \
+                    self._names[container.sym].startswith(PROFILER_STEP_PREFIX):
+                return ()
+            row = container.kids
+        return self._confirm(state, row, path)
+
+    def _confirm(self, state: ThreadSkeleton, roots: list, path: list,
+                 section_read: bool = False):
+        """The online decision on one row of the loop thread (its top, or the children of
+        the containers ``path``): the iteration test of both paths, then
+        ``verdict.confirmed_online``. ``section_read``: the loop thread's whole CPU section
+        is read (Kineto's layout), so no later instance can differ. A coarser cut of several
+        instances that each turn the loop loses to them at close (the super-period rule) and
+        a finer one turns no loop, whatever the kernels that come later weigh."""
+        unit = find_unit(roots, names=self._names, whole=False, memo=self._memo_for(roots))
+        if unit is None:
+            return ()
+        verdict, why = iteration_test(state.roots, roots, unit, path,
+                                      self._modules.get(state.key))
+        if not verdict:
+            return ()
+        believed = confirmed_online(roots, unit, path, self._names, section_read)
+        if believed is None:
+            return ()
+        return self._start_matching(state, roots, unit, path, f"{why}; {believed}")
+
+    def _start_matching(self, state: ThreadSkeleton, roots: list, unit: Unit, path: list,
+                        why: str) -> tuple:
+        """The unit is confirmed online on ``roots`` (inside the containers ``path``): the
+        matcher takes over, and the skeleton is dropped."""
+        opening = [] if path else self._section_openers(state, roots, unit)
+        self._matcher = RootMatcher(state.key, roots, unit, self._names, opening)
+        self._matcher_path = tuple(path)
+        self._move(Event.UNIT_CONFIRMED)
+        self._online_evidence = {
+            "detector": self.name, "decided": f"online, after {unit.n} instances",
+            "loop_thread": list(state.key),
+            "levels": [dict(row_entry([self._names[n.sym] for n in path], roots, unit,
+                                      self._names), iteration_test=why)],
+            **unit_evidence(unit, [roots[unit.first].sym], why, self._names)}
+        self._matcher_key = next(k for k, v in self._threads.items() if v is state)
+        self._threads = {self._matcher_key: state}  # the skeleton is no longer needed
+        self._sections_of, self._early_frames, self._memos = {}, {}, []
+        state.roots = []
+        state.kid_seen = {}
+        return tuple(self._matcher.found)
+
+    def _memo_for(self, row: list) -> SearchMemo:
+        """The memo of the last search on ``row`` (``search.SearchMemo``): the online tries
+        search the same few rows again each time they grow by an op or a few. One memo
+        per row tried lately, at most ``MemoryRules.memos`` (the least recently tried goes)."""
+        memos = self._memos
+        for i, memo in enumerate(memos):
+            if memo.row is row:
+                memos.append(memos.pop(i))
+                return memo
+        memo = SearchMemo()
+        memos.append(memo)
+        del memos[:-RULES.memory.memos]
+        return memo
+
+    def _observe_matching(self, key, stack, start, end, name):
+        if key != self._matcher_key:
+            return ()
+        state = self._threads[key]
+        depth = len(stack) - 1
+        mine = state.stack
+        del mine[depth:]
+        is_step = name.startswith(PROFILER_STEP_PREFIX)
+        path = self._matcher_path
+        if any(node is not None and all(node is not c for c in path)
+               for node in mine):  # not on the row (inside an op of it)
+            mine.append(SKIPPED)
+            return ()
+        if is_step and not self._use_annotations:
+            mine.append(None)
+            return ()
+        node = Node(self._symbols.of(name), start, end, 0)
+        mine.append(node)
+        return self._matcher.push(node)
+
+    def _observe_step(self, state: ThreadSkeleton, start, end, name):
+        if state.steps and start < state.steps[-1][1]:
+            return ()  # nested in (or overlapping) the previous step: not a new step
+        state.steps.append((start, end, name))
+        if self.mode is Mode.LEARNING:
+            if len(state.steps) < RULES.online.min_steps:
+                return ()
+            self._move(Event.STEPS_REPEAT)
+            self._online_thread = state.key
+            self._online_state = state
+            self._threads = {}  # the skeleton is no longer needed
+            self._sections_of, self._early_frames, self._memos = {}, {}, []
+            state.roots = []
+            self._online_count = len(state.steps)
+            self._online_last_end = max(s[1] for s in state.steps)
+            return tuple(FoundBoundary(s, state.key, n) for s, _, n in state.steps)
+        if state.key != self._online_thread:
+            return ()
+        self._online_count += 1
+        self._online_last_end = max(self._online_last_end, end)
+        return (FoundBoundary(start, state.key, name),)
+
+    def observe_launch(self, thread, ts: float, correlation, graph: bool,
+                       copy: bool = False) -> tuple:
+        """A runtime call that launches GPU work: credit the ops around it with a kernel
+        (a graph launch is credited per kernel as its kernels arrive), or a memory copy.
+        The first launch from before the loop thread's latest ops begins Kineto's GPU block:
+        the boundaries that the end of the CPU section decides are returned."""
+        if self.mode is not Mode.LEARNING:
+            return ()
+        found = self._from_the_past(ts, gpu_block=True)
+        if found is not None:
+            return found
+        path = [node for state in self._threads.values() if state.key == thread
+                for node in state.path_at(ts)]  # each section of the thread
+        if not path:
+            return ()
+        if graph:
+            self._graph_launches[correlation] = path
+        for node in path:
+            node.gpu += 1
+            if copy:
+                node.copies += 1
+        return ()
+
+    def observe_gpu_work(self, correlation, ts: float) -> tuple:
+        """A kernel: one more for the ops of its graph launch, if it came from one. The
+        first GPU work from before the loop thread's latest ops is in Kineto's GPU block
+        (CUPTI may write a kernel before the first launch): as ``observe_launch``."""
+        if self.mode is not Mode.LEARNING:
+            return ()
+        found = self._from_the_past(ts, gpu_block=True)
+        if found is not None:
+            return found
+        path = self._graph_launches.get(correlation)
+        if path is not None:
+            for node in path:
+                node.gpu += 1
+        return ()
+
+    def observe_frame(self, thread, start: float, end: float, name: str) -> tuple:
+        """A Python frame: the opener of the main thread's top-level op it opens (the phase
+        at the outermost frame of the step, ``_at_outermost_frames``); outermost
+        ``nn.Module`` calls are also kept (layer evidence). The first frame from before the
+        loop thread's latest ops ends its CPU section: the boundaries that decides are
+        returned."""
+        if self.mode is Mode.MATCHING:
+            if thread == self._matcher.thread:
+                self._matcher.observe_frame(start, end, name)
+            return ()
+        if self.mode is not Mode.LEARNING:
+            return ()
+        states = self._sections_of.get(thread, ())
+        for state in states:
+            if state.main:
+                state.observe_frame(start, end, name)
+                self._frames_before_ops = self._frames_before_ops or bool(state.frames)
+        if not states and thread[0] == thread[1]:  # before the thread's first op
+            early = self._early_frames.setdefault(thread, [])
+            if len(early) < RULES.memory.max_pending_frames:
+                early.append((start, end, name))
+            self._frames_before_ops = True
+        found = self._from_the_past(start, gpu_block=False)
+        if found is not None:
+            return found
+        if not name.startswith(MODULE_FRAME_PREFIX):
+            return ()
+        modules = self._modules.setdefault(thread, [])
+        if modules and start < modules[-1][1]:
+            return ()  # nested in the previous outermost module call
+        modules.append((start, end))
+        return ()
+
+    # -- decision at the end of the loop thread's CPU section (Kineto's layout) ---------
+
+    def _from_the_past(self, ts: float, gpu_block: bool):
+        """A frame, or (``gpu_block``) a launch or GPU work, at ``ts``: from before the loop
+        thread's latest ops, it ends the section (a launch also the frames before the GPU
+        block). Returns the boundaries decided then, or None while still learning."""
+        if ts >= self._section_starts[0] or (
+                self._section is Section.GPU_BLOCK if gpu_block
+                else self._section is not Section.OPEN):
+            return None
+        found = self._section_ended(launch=gpu_block)
+        return found if self.mode is not Mode.LEARNING else None
+
+    def _section_ended(self, launch: bool) -> tuple:
+        """The loop thread's CPU section has ended (see the module docstring); ``launch``:
+        the GPU block has begun, so the Python frames are read too. Decides what no later
+        evidence can change; returns the boundaries found."""
+        self._section = SECTION_TRANSITIONS[(self._section, launch)]
+        if self._facts.frames is not False and self._section is not Section.GPU_BLOCK:
+            self._waited = ("Python frames (the header's with_stack), nn.Module evidence, "
+                            "follow the CPU section")
+            return ()
+        if self._facts.gpu is False:
+            return self._decide_at_section_end()
+        if self._tried_at_end or self._level:
+            return ()
+        self._tried_at_end = True
+        found = self._confirm_section()
+        if not found:
+            self._waited = (
+                "GPU work follows the CPU section (the header's deviceProperties), and "
+                "nothing that needs none confirms the unit (an input fetch or a host sync "
+                "opening every instance, whole exact instances, every instance alike and "
+                "turning the loop)")
+        return found
+
+    def _section_state(self) -> ThreadSkeleton | None:
+        """The skeleton of the section just ended (of its thread, the one with most ops)."""
+        states = [t for t in self._threads.values() if t.key == self._section_thread]
+        return max(states, key=lambda t: len(t.roots), default=None)
+
+    def _decide_at_section_end(self) -> tuple:
+        """No GPU work and no Python frames follow: the close decision, now."""
+        thread = self._loop_thread()
+        state = self._section_state()
+        if thread is None or thread is not state:
+            return ()
+        result = self._decide(thread)
+        result.evidence["decided"] = "at the end of the loop thread's CPU section"
+        result.evidence["why_then"] = ("the header says no GPU work and no Python frames "
+                                       "follow it")
+        self._early = replace(result, boundaries=[])
+        self._move(Event.DECIDED_AT_SECTION_END)
+        self._threads, self._memos = {}, []  # the skeleton is no longer needed
+        return tuple(result.boundaries)
+
+    def _confirm_section(self) -> tuple:
+        """The online confirmation (``_confirm``), tried on the loop thread's whole CPU
+        section: at its top, then down its chain of dominant containers (as ``_decide``
+        descends). The ops after a container, read already, go to the matcher as the
+        online path would have given them (the minor roots of failure mode 3)."""
+        state = self._section_state()
+        if state is None or not state.roots or not self._online_allowed(state):
+            return ()
+        row, path = state.roots, []
+        while True:
+            trailing = self._after_containers(state.roots, path)
+            found = self._confirm(state, row, path, section_read=True)
+            if found:
+                self._online_evidence["decided"] = (
+                    f"at the end of the loop thread's CPU section, after "
+                    f"{len(self._matcher.shapes) + 1} instances")
+                for node in trailing:
+                    found += self._matcher.push(node)
+                return found
+            container = dominant(row)
+            if container is None or not container.kids or len(path) >= RULES.online.container_depth \
+                    or self._names[container.sym].startswith(PROFILER_STEP_PREFIX):
+                return ()
+            path.append(container)
+            row = container.kids
+
+    @staticmethod
+    def _after_containers(roots: list, path: list) -> list:
+        """The ops after each container of ``path`` on its own row, in time order (the
+        innermost row's first)."""
+        rows = [roots] + [c.kids for c in path[:-1]]
+        after = []
+        for row, container in reversed(list(zip(rows, path))):
+            i = next(i for i, node in enumerate(row) if node is container)
+            after.extend(row[i + 1:])
+        return after
+
+    # -- decision at the end -----------------------------------------------------------
+
+    def close(self) -> DetectorResult:
+        if self.mode is Mode.SECTION_END:
+            return self._early
+        if self.mode is Mode.STEPS:
+            return DetectorResult(
+                last_end=self._online_last_end,
+                evidence={"detector": self.name, "decided": DECIDED_FROM_STEPS,
+                          "loop_thread": list(self._online_thread),
+                          "unit": [PROFILER_STEP_PREFIX + "N"], "level": "top",
+                          "instances": self._online_count, "confidence": RULES.verdict.steps_confidence,
+                          "why": "ProfilerStep#N spans repeat at the top of the loop thread"})
+        if self.mode is Mode.MATCHING:
+            shapes, last_end, revisions = self._matcher.finish()
+            sims = self._matcher.similarity
+            evidence = dict(self._online_evidence, instances=len(shapes),
+                            phase=self._online_evidence["phase"] + self._matcher.frames_note(),
+                            variants=sum(1 for sh in shapes if sh != 0), similarity=sims,
+                            like=sum(1 for x in sims if x >= RULES.like),
+                            worst_similarity=min(sims, default=0.0))
+            return DetectorResult(boundaries=revisions, last_end=last_end, shapes=shapes,
+                                  evidence=evidence)
+        thread = self._loop_thread()
+        if thread is None:
+            return DetectorResult(evidence={"detector": self.name, "decided": "at close",
+                                            "why": "no CPU ops: nothing drives a loop",
+                                            "instances": 0, "confidence": 1.0})
+        result = self._decide(thread)
+        if self._waited:
+            result.evidence["waited"] = self._waited
+        return result
+
+    def _loop_thread(self):
+        candidates = [t for t in self._threads.values() if t.roots]
+        if not candidates:
+            return None
+
+        def rank(t: ThreadSkeleton):
+            pid, tid = t.key
+            busy = sum(n.end - n.start for n in t.roots)
+            return (pid == tid, bool(t.steps) and self._use_annotations, busy)
+        return max(candidates, key=rank)
+
+    def _decide(self, thread: ThreadSkeleton) -> DetectorResult:
+        names = self._names
+        evidence = {"detector": self.name, "decided": "at close",
+                    "loop_thread": list(thread.key), "levels": []}
+        row, path = thread.roots, []
+        chosen = None
+        while row:
+            unit = find_unit(row, names=names)
+            entry = row_entry([names[p.sym] for p in path], row, unit, names)
+            evidence["levels"].append(entry)
+            if unit is not None:
+                verdict, why = iteration_test(thread.roots, row, unit, path,
+                                              self._modules.get(thread.key))
+                entry["iteration_test"] = why
+                if verdict:
+                    chosen = (row, unit, why)
+                elif path:
+                    evidence["why"] = ("the unit inside the container is a layer ("
+                                       + why + "): the container is one iteration")
+                else:
+                    evidence["why"] = ("the repeating unit is a layer (" + why
+                                       + "): the trace is one unit of work")
+                break
+            container = dominant(row)
+            if container is None or not container.kids:
+                break
+            path.append(container)
+            row = container.kids
+        if chosen is None:
+            return self._single(thread, path, evidence)
+        row, unit, why = chosen
+        if self._level:
+            row, unit = self._lower_level(row, unit, evidence)
+        return self._result(thread, row, unit, path, why, evidence)
+
+    def _lower_level(self, row, unit: Unit, evidence):
+        """--level N: the unit N levels below (repeats inside one instance), if any."""
+        for _ in range(self._level):
+            p = unit.positions[0]
+            inner_row = row[p:p + len(unit.pattern)]
+            if len(inner_row) == 1 and inner_row[0].kids:
+                inner_row = inner_row[0].kids
+            flat = inner_row
+            inner = find_unit(flat, names=self._names)
+            if inner is None:
+                evidence["level_note"] = "no repeating unit below the chosen one"
+                break
+            # Apply the inner unit to the whole row: every instance's sub-units.
+            anchor = flat[inner.first].sym
+            positions = occurrences(row, anchor)
+            if len(positions) < 2:
+                kids = [k for n in row for k in (n.kids or [])]
+                positions = occurrences(kids, anchor)
+                row = kids
+            if len(positions) < 2:
+                break
+            pattern = tuple(n.sym for n in row[positions[0]:positions[1]])
+            new = Unit(positions=positions, pattern=pattern, similarity=[1.0] * len(positions),
+                       like=len(positions), fragments=0, coverage=inner.coverage,
+                       anchor=anchor, shapes=[0] * len(positions),
+                       exact=len(positions), opening=OPENS_LEVEL_BELOW)
+            unit = new
+            evidence["level"] = self._level
+        return row, unit
+
+    def _result(self, thread, row, unit: Unit, path, why, evidence) -> DetectorResult:
+        names = self._names
+        anchor = row[unit.first].sym
+        starts = []
+        for i, p in enumerate(unit.positions):
+            starts.append((row[p].start, row[p].sym, unit.shapes[i], row, p))
+        # Instances at shallower levels (failure mode 3), outside every container instance.
+        for outer in [thread.roots] + [c.kids for c in path[:-1]]:
+            if outer is row:
+                continue
+            for p in occurrences(outer, anchor):
+                node = outer[p]
+                if any(c is node for c in path):
+                    continue
+                segment = tuple(n.sym for n in outer[p:p + len(unit.pattern)])
+                segment = 0 if segment == unit.pattern else segment
+                starts.append((node.start, node.sym, segment, outer, p))
+        starts.sort(key=lambda s: s[0])
+        boundaries, shapes = [], []
+        for start, sym, shape, _, _ in starts:
+            if boundaries and start <= boundaries[-1].start_ts:
+                continue
+            boundaries.append(FoundBoundary(start, thread.key, names[sym]))
+            shapes.append(shape)
+        if not path:
+            boundaries = self._align_sections(thread, row, unit, boundaries)
+        _, _, _, last_row, last_p = starts[-1]
+        width = len(unit.pattern)
+        pos = unit.positions
+        last_end = end_of_last(last_row[last_p:],
+                             [b - a for a, b in zip(pos, pos[1:])] or [width],
+                             {n.sym for n in row[pos[0]:pos[-1]]},
+                             [row[p].start for p in pos])
+        boundaries, last_end, moved = self._at_outermost_frames(thread, boundaries, last_end)
+        evidence.update(unit_evidence(unit, [anchor], why, names), instances=len(boundaries),
+                        exact=unit.exact, variants=sum(shape != 0 for shape in shapes))
+        if moved:
+            evidence["phase"] = f"{evidence['phase']}, then at the outermost Python frame " \
+                                f"that opens the step ({moved} of {len(boundaries)})"
+        return DetectorResult(boundaries=boundaries, last_end=last_end, shapes=shapes,
+                              evidence=evidence)
+
+    def _at_outermost_frames(self, thread: ThreadSkeleton, boundaries: list,
+                             last_end: float) -> tuple[list, float, int]:
+        """The phase at the outermost frame of the step: a boundary at a top-level op that
+        Python frames open (``Node.opener``: each begins after the previous top-level op
+        ended and holds this one: ``training_step`` around the step's first ``aten::`` op,
+        one to three wrappers deep) moves back to the start of the outermost of them that
+        ends before the next boundary (the program's own frame holds every step), so the
+        user's own frames before the first op are the step's. The last iteration ends no
+        earlier than its opening frame. Returns the boundaries, the last end and how many
+        moved."""
+        opened = {n.start: n for t in self._threads.values()
+                  if t.key == thread.key for n in t.roots if n.opener is not None}
+        if not opened:
+            return boundaries, last_end, 0
+        moved = []
+        floor = float("-inf")
+        last_frame = None
+        for i, b in enumerate(boundaries):
+            ceiling = boundaries[i + 1].start_ts if i + 1 < len(boundaries) else float("inf")
+            node = opened.get(b.start_ts)
+            frame = None if node is None else outermost_opener(node, ceiling)
+            if frame is not None and floor < frame[0] < b.start_ts:
+                b = FoundBoundary(frame[0], b.thread, frame[2])
+            moved.append(b)
+            floor = b.start_ts
+            last_frame = frame
+        if last_frame is not None and last_end is not None:
+            last_end = max(last_end, last_frame[1])
+        return moved, last_end, sum(a is not b for a, b in zip(moved, boundaries))
+
+    def _opening_elsewhere(self, thread: ThreadSkeleton, row, unit: Unit):
+        """The ops of the loop thread's other sections (in time order), and the kinds of them
+        that open most instances of ``unit`` (found between the end of the previous instance
+        and the instance's first op: ``aten::randn`` before a ``data_fwd`` annotation, a
+        ``zero_grad`` annotation before the step's first cpu_op). Kineto writes a thread's
+        sections apart, so no single section sees the whole step."""
+        pos = unit.positions
+        others = [n for t in self._threads.values() if t is not thread and t.key == thread.key
+                  for n in t.roots]
+        if not others or len(pos) < RULES.verdict.opening_instances:
+            return [], set()
+        others.sort(key=start_of)
+        starts = [n.start for n in others]
+        gaps = []
+        for i, p in enumerate(pos):
+            before = row[pos[i - 1]:p] if i else row[:pos[0]]
+            lo = max((n.end for n in before), default=float("-inf"))
+            gaps.append(others[bisect_left(starts, lo):bisect_left(starts, row[p].start)])
+        seen_in = Counter(sym for gap in gaps[1:] for sym in {n.sym for n in gap})
+        opening = {sym for sym, c in seen_in.items() if c >= RULES.verdict.opening_share * (len(gaps) - 1)}
+        return others, opening
+
+    def _section_openers(self, thread: ThreadSkeleton, row, unit: Unit) -> list:
+        """Online: (start, name) of every op of the thread's other sections, read so far, of
+        a kind that opens instances (``_opening_elsewhere``): the matcher begins each new
+        instance at the one before its first op (``RootMatcher._boundary``)."""
+        others, opening = self._opening_elsewhere(thread, row, unit)
+        return [(n.start, self._names[n.sym]) for n in others if n.sym in opening]
+
+    def _align_sections(self, thread: ThreadSkeleton, row, unit: Unit, boundaries: list) -> list:
+        """A unit found on one section of the loop thread (its annotations, say) begins with
+        the ops of the thread's other sections that open most instances
+        (``_opening_elsewhere``)."""
+        pos = unit.positions
+        if len(boundaries) != len(pos):
+            return boundaries
+        others, opening = self._opening_elsewhere(thread, row, unit)
+        if not opening:
+            return boundaries
+        starts = [n.start for n in others]
+        aligned = []
+        for i, b in enumerate(boundaries):
+            before = row[pos[i - 1]:pos[i]] if i else row[:pos[0]]
+            lo = max((n.end for n in before), default=float("-inf"))
+            gap = others[bisect_left(starts, lo):bisect_left(starts, b.start_ts)]
+            first = next((n for n in gap if n.sym in opening), None)
+            aligned.append(b if first is None else
+                           FoundBoundary(first.start, b.thread, self._names[first.sym]))
+        return aligned
+
+    def _single(self, thread: ThreadSkeleton, path, evidence) -> DetectorResult:
+        """No repeating unit: the loop thread's work is one iteration."""
+        roots = thread.roots
+        span_owner = path[0] if path else None
+        start = span_owner.start if span_owner else roots[0].start
+        end = span_owner.end if span_owner else max(n.end for n in roots)
+        name = self._names[span_owner.sym] if span_owner else self._names[roots[0].sym]
+        evidence.setdefault("why", "no op sequence repeats: the trace is one unit of work")
+        evidence.update(unit=[name], instances=1, confidence=RULES.verdict.single_confidence)
+        return DetectorResult(boundaries=[FoundBoundary(start, thread.key, name)],
+                              last_end=end, evidence=evidence)
