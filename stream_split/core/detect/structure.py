@@ -223,10 +223,11 @@ class StructureDetector:
             return self._observe_matching((thread, section), stack, start, end, name)
         if self.mode is Mode.SECTION_END:
             return ()
-        if thread != self._section_thread:
-            found = self._from_the_past(start, gpu_block=False)
-            if found is not None:
-                return found
+        return self._observe_learning(thread, stack, start, end, name, section)
+
+    def _skeleton_of(self, thread, section: int, start: float) -> ThreadSkeleton:
+        """The skeleton of ``thread``'s ``section`` (new at its first op), and the loop
+        thread's section followed: the starts of its latest two ops."""
         state = self._threads.get((thread, section))
         if state is None:
             state = self._threads[(thread, section)] = ThreadSkeleton(
@@ -236,6 +237,17 @@ class StructureDetector:
         if state.main and self._section_thread in (None, thread):
             self._section_thread = thread
             self._section_starts = (self._section_starts[1], start)
+        return state
+
+    def _observe_learning(self, thread, stack: list, start: float, end: float, name: str,
+                          section: int):
+        """``observe`` in ``Mode.LEARNING``: the op joins the skeleton, and may be the moment
+        to try the unit online (or end the loop thread's section)."""
+        if thread != self._section_thread:
+            found = self._from_the_past(start, gpu_block=False)
+            if found is not None:
+                return found
+        state = self._skeleton_of(thread, section, start)
         depth = len(stack) - 1
         mine = state.stack
         del mine[depth:]
