@@ -178,9 +178,9 @@ class RootMatcher:
         """The boundary of an instance whose first op is ``first``: at the outermost Python
         frame that opens it, if one was
         read before it (the boundary at the outermost frame of the step, as
-        ``StructureDetector._at_outermost_frames`` at close), or at the op of the thread's
+        ``close.at_outermost_frames`` at close), or at the op of the thread's
         other sections that opens it (``opening``: a ``zero_grad`` annotation before the
-        step's first cpu_op, as ``StructureDetector._align_sections`` at close), whichever
+        step's first cpu_op, as ``close.align_sections`` at close), whichever
         is first."""
         start, name = first.start, self.names[first.sym]
         frame = outermost_opener(first, ceiling)

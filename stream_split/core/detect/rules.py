@@ -11,11 +11,17 @@
   end of the input, and what the matcher keeps while it streams boundaries;
 - **memory** (``Rules.memory``, ``MemoryRules``): bounds on what the detector keeps.
 
-No other module of ``core/detect`` holds a bare threshold: a band or a limit is named here.
+No other module of ``core/detect`` holds a bare threshold: a band or a limit is named here
+(``REPEAT``, the fewest occurrences that repeat, too).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+
+#: Two occurrences are the fewest that repeat: a row, a kind of op or a unit seen fewer times
+#: holds no repeating unit to search for (``search.py``), nor an inner one below the unit
+#: chosen (``close.lower_level``).
+REPEAT = 2
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,7 +72,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from stream_split.core.detect.rules import RULES, Rules
+from stream_split.core.detect.rules import REPEAT, RULES, Rules
 from stream_split.core.records import KIND_IDLE, KIND_ITERATION
 from stream_split.trace_format import (BLOCKING_SYNC_NAMES, INPUT_FETCH_PATTERN,
                                        LOOP_MARKER_PATTERN)
@@ -634,7 +634,7 @@ def _loop_body(shapes: list, rules: Rules) -> frozenset:
     """The cut's spine: the kinds of op found exactly once in every inner instance, when there
     are at least ``Rules.spine_ops`` of them (the last instance may be cut short: not asked)."""
     inner = shapes[:-1]
-    if len(inner) < 2 or not rules.weigh:
+    if len(inner) < REPEAT or not rules.weigh:
         return frozenset()
     spine = None
     for shape in inner:
@@ -749,10 +749,10 @@ def _coverage(row: list, spans: list, rules: Rules, memo: SearchMemo) -> float:
 def _may_qualify(n: int, coverage: float, rules: Rules) -> bool:
     """The tests of ``_qualifies`` that a cut's number of instances and its coverage decide
     alone: a cut that fails them is not evaluated further (``_evaluate``)."""
-    if n < 2:
+    if n < REPEAT:
         return False
     if n < rules.min_instances:
-        return n == 2 and rules.weigh and coverage >= rules.two_coverage
+        return n == REPEAT and rules.weigh and coverage >= rules.two_coverage
     return coverage >= rules.min_coverage
 
 
@@ -851,7 +851,7 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
     the previous search on this row computed (``SearchMemo``), to search it again after
     it grew; the answer is the same with or without it."""
     m = len(row)
-    if m < 2:
+    if m < REPEAT:
         return None
     if memo is None:
         memo = SearchMemo()
@@ -863,7 +863,7 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
     candidates = []
     seen = set()
     for sym, pos in positions.items():
-        if len(pos) < 2:
+        if len(pos) < REPEAT:
             continue
         key = tuple(pos)
         if key in seen:
@@ -1056,7 +1056,7 @@ def _extend_head(unit: Unit, row: list, syms: list, noise: set, rules: Rules,
     there the head must also come before the first instance."""
     pos = unit.positions
     n = len(pos)
-    if n < 2:
+    if n < REPEAT:
         return unit
     shift = _exact_head(unit, syms)
     if shift:  # where every instance agrees no vote is needed; the vote goes on from there

@@ -9,25 +9,10 @@ children of a container op) ``search.find_unit`` answers which unit repeats, how
 instances are and where each begins; its docstring is the account of the tolerant search.
 ``verdict.py`` says whether a unit found is an iteration (and whether it can be believed
 online), ``matcher.py`` streams boundaries once it is, and ``rules.Rules`` holds every
-threshold. This module is the mode machine: it decides where and when to look, and what a
-found unit means:
-
-- the top level is tried first ("repeats at a thread's top level are iterations"); if a single
-  container op dominates it (one ``ProfilerStep``, one ``execute_diffusion`` request, a
-  ``serve_forever`` wrapper), its children are tried, descending through wrapper chains. A unit
-  found inside a container is an iteration only if it is not a layer: it recurs outside the
-  container (failure mode 3: minor roots at the top level), or no single ``nn.Module`` frame
-  holds all its instances (when Python frames were recorded), or each instance opens by
-  copying its input to the device (``_opens_with_copy``: a step, not a layer), or one instance
-  itself contains a repeated sub-unit (a model with layers, not a layer). Otherwise the
-  container is one iteration.
-- a unit found on one section of the loop thread begins with the ops of its other sections
-  that open most instances (``_align_sections``; online ``RootMatcher._boundary``);
-- the phase at the outermost frame of the step: when Python frames open the step's first op,
-  the boundary is at the outermost of them (``_at_outermost_frames``; online, where the file
-  brings frames before the ops they hold, ``RootMatcher._boundary``);
-- each instance's shape (0 when like the unit) goes to the engine, which reports cycles that
-  took another path and do almost no GPU work as ``idle`` (``search.cycle_kinds``).
+threshold, ``close.py`` what the detector concludes when the input ends. This module is the
+mode machine: it decides where and when to look (online), and moves between the modes.
+Each instance's shape (0 when like the unit) goes to the engine, which reports cycles that
+took another path and do almost no GPU work as ``idle`` (``search.cycle_kinds``).
 
 Modes (``StructureDetector.mode``, a ``Mode``; every move between them is in
 ``TRANSITIONS``): ``LEARNING`` builds the skeleton and looks for the unit
@@ -38,7 +23,7 @@ of dominant containers there (``_try_container``: failure mode 3 before its mino
 is a boundary at once; the anchor confirms it, or a revision moves or retracts it);
 ``SECTION_END`` once the loop thread's CPU section has ended in a Kineto file and the rest
 of the file can hold no evidence the decision uses (``_section_ended``, below). A trace
-never confirmed online is decided at close (``_decide``).
+never confirmed online is decided at close (``close.decide``).
 
 Kineto's sections. A Kineto file holds each thread's CPU ops together (the loop thread's
 first), then Python frames (``with_stack``), then the GPU block (launches and kernels). The
@@ -73,24 +58,21 @@ worth each).
 from __future__ import annotations
 
 import enum
-from bisect import bisect_left
 from collections import Counter
 from dataclasses import replace
 
-from stream_split.core.detect.base import (
-    DECIDED_FROM_STEPS, DetectorResult, FoundBoundary, TraceFacts)
+from stream_split.core.detect.base import DetectorResult, FoundBoundary, TraceFacts
+from stream_split.core.detect.close import (
+    LoopThread, decide, from_matcher, from_steps, loop_thread, no_loop, opening_elsewhere)
 from stream_split.core.detect.evidence import row_entry, unit_evidence
 from stream_split.core.detect.matcher import RootMatcher
 from stream_split.core.detect.rules import RULES
-from stream_split.core.detect.search import SearchMemo, Unit, end_of_last, find_unit
-from stream_split.core.detect.skeleton import (
-    SKIPPED, Node, Symbols, ThreadSkeleton, occurrences, outermost_opener, start_of)
+from stream_split.core.detect.search import SearchMemo, Unit, find_unit
+from stream_split.core.detect.skeleton import SKIPPED, Node, Symbols, ThreadSkeleton
 from stream_split.core.detect.verdict import confirmed_online, dominant, iteration_test
 from stream_split.trace_format import PROFILER_STEP_PREFIX
 
 MODULE_FRAME_PREFIX = "nn.Module: "
-#: ``Unit.opening`` of the unit ``--level N`` found below the chosen one.
-OPENS_LEVEL_BELOW = "level below"
 
 
 class Mode(enum.Enum):
@@ -463,7 +445,7 @@ class StructureDetector:
 
     def observe_frame(self, thread, start: float, end: float, name: str) -> tuple:
         """A Python frame: the opener of the main thread's top-level op it opens (the phase
-        at the outermost frame of the step, ``_at_outermost_frames``); outermost
+        at the outermost frame of the step, ``close.at_outermost_frames``); outermost
         ``nn.Module`` calls are also kept (layer evidence). The first frame from before the
         loop thread's latest ops ends its CPU section: the boundaries that decides are
         returned."""
@@ -537,11 +519,11 @@ class StructureDetector:
 
     def _decide_at_section_end(self) -> tuple:
         """No GPU work and no Python frames follow: the close decision, now."""
-        thread = self._loop_thread()
+        thread = loop_thread(self._threads.values(), self._use_annotations)
         state = self._section_state()
         if thread is None or thread is not state:
             return ()
-        result = self._decide(thread)
+        result = decide(self._loop(thread), self._level, self.name)
         result.evidence["decided"] = "at the end of the loop thread's CPU section"
         result.evidence["why_then"] = ("the header says no GPU work and no Python frames "
                                        "follow it")
@@ -552,7 +534,7 @@ class StructureDetector:
 
     def _confirm_section(self) -> tuple:
         """The online confirmation (``_confirm``), tried on the loop thread's whole CPU
-        section: at its top, then down its chain of dominant containers (as ``_decide``
+        section: at its top, then down its chain of dominant containers (as ``close.decide``
         descends). The ops after a container, read already, go to the matcher as the
         online path would have given them (the minor roots of failure mode 3)."""
         state = self._section_state()
@@ -587,245 +569,36 @@ class StructureDetector:
             after.extend(row[i + 1:])
         return after
 
-    # -- decision at the end -----------------------------------------------------------
+    # -- decision at the end (``close.py``) ---------------------------------------------
 
     def close(self) -> DetectorResult:
         if self.mode is Mode.SECTION_END:
             return self._early
         if self.mode is Mode.STEPS:
-            return DetectorResult(
-                last_end=self._online_last_end,
-                evidence={"detector": self.name, "decided": DECIDED_FROM_STEPS,
-                          "loop_thread": list(self._online_thread),
-                          "unit": [PROFILER_STEP_PREFIX + "N"], "level": "top",
-                          "instances": self._online_count, "confidence": RULES.verdict.steps_confidence,
-                          "why": "ProfilerStep#N spans repeat at the top of the loop thread"})
+            return from_steps(self.name, self._online_thread, self._online_last_end,
+                              self._online_count)
         if self.mode is Mode.MATCHING:
-            shapes, last_end, revisions = self._matcher.finish()
-            sims = self._matcher.similarity
-            evidence = dict(self._online_evidence, instances=len(shapes),
-                            phase=self._online_evidence["phase"] + self._matcher.frames_note(),
-                            variants=sum(1 for sh in shapes if sh != 0), similarity=sims,
-                            like=sum(1 for x in sims if x >= RULES.like),
-                            worst_similarity=min(sims, default=0.0))
-            return DetectorResult(boundaries=revisions, last_end=last_end, shapes=shapes,
-                                  evidence=evidence)
-        thread = self._loop_thread()
+            return from_matcher(self._matcher, self._online_evidence)
+        thread = loop_thread(self._threads.values(), self._use_annotations)
         if thread is None:
-            return DetectorResult(evidence={"detector": self.name, "decided": "at close",
-                                            "why": "no CPU ops: nothing drives a loop",
-                                            "instances": 0, "confidence": 1.0})
-        result = self._decide(thread)
+            return no_loop(self.name)
+        result = decide(self._loop(thread), self._level, self.name)
         if self._waited:
             result.evidence["waited"] = self._waited
         return result
 
-    def _loop_thread(self):
-        candidates = [t for t in self._threads.values() if t.roots]
-        if not candidates:
-            return None
+    def _sections(self, thread: ThreadSkeleton) -> list:
+        """Every section's skeleton of ``thread``'s thread, in the order first read."""
+        return [t for t in self._threads.values() if t.key == thread.key]
 
-        def rank(t: ThreadSkeleton):
-            pid, tid = t.key
-            busy = sum(n.end - n.start for n in t.roots)
-            return (pid == tid, bool(t.steps) and self._use_annotations, busy)
-        return max(candidates, key=rank)
-
-    def _decide(self, thread: ThreadSkeleton) -> DetectorResult:
-        names = self._names
-        evidence = {"detector": self.name, "decided": "at close",
-                    "loop_thread": list(thread.key), "levels": []}
-        row, path = thread.roots, []
-        chosen = None
-        while row:
-            unit = find_unit(row, names=names)
-            entry = row_entry([names[p.sym] for p in path], row, unit, names)
-            evidence["levels"].append(entry)
-            if unit is not None:
-                verdict, why = iteration_test(thread.roots, row, unit, path,
-                                              self._modules.get(thread.key))
-                entry["iteration_test"] = why
-                if verdict:
-                    chosen = (row, unit, why)
-                elif path:
-                    evidence["why"] = ("the unit inside the container is a layer ("
-                                       + why + "): the container is one iteration")
-                else:
-                    evidence["why"] = ("the repeating unit is a layer (" + why
-                                       + "): the trace is one unit of work")
-                break
-            container = dominant(row)
-            if container is None or not container.kids:
-                break
-            path.append(container)
-            row = container.kids
-        if chosen is None:
-            return self._single(thread, path, evidence)
-        row, unit, why = chosen
-        if self._level:
-            row, unit = self._lower_level(row, unit, evidence)
-        return self._result(thread, row, unit, path, why, evidence)
-
-    def _lower_level(self, row, unit: Unit, evidence):
-        """--level N: the unit N levels below (repeats inside one instance), if any."""
-        for _ in range(self._level):
-            p = unit.positions[0]
-            inner_row = row[p:p + len(unit.pattern)]
-            if len(inner_row) == 1 and inner_row[0].kids:
-                inner_row = inner_row[0].kids
-            flat = inner_row
-            inner = find_unit(flat, names=self._names)
-            if inner is None:
-                evidence["level_note"] = "no repeating unit below the chosen one"
-                break
-            # Apply the inner unit to the whole row: every instance's sub-units.
-            anchor = flat[inner.first].sym
-            positions = occurrences(row, anchor)
-            if len(positions) < 2:
-                kids = [k for n in row for k in (n.kids or [])]
-                positions = occurrences(kids, anchor)
-                row = kids
-            if len(positions) < 2:
-                break
-            pattern = tuple(n.sym for n in row[positions[0]:positions[1]])
-            new = Unit(positions=positions, pattern=pattern, similarity=[1.0] * len(positions),
-                       like=len(positions), fragments=0, coverage=inner.coverage,
-                       anchor=anchor, shapes=[0] * len(positions),
-                       exact=len(positions), opening=OPENS_LEVEL_BELOW)
-            unit = new
-            evidence["level"] = self._level
-        return row, unit
-
-    def _result(self, thread, row, unit: Unit, path, why, evidence) -> DetectorResult:
-        names = self._names
-        anchor = row[unit.first].sym
-        starts = []
-        for i, p in enumerate(unit.positions):
-            starts.append((row[p].start, row[p].sym, unit.shapes[i], row, p))
-        # Instances at shallower levels (failure mode 3), outside every container instance.
-        for outer in [thread.roots] + [c.kids for c in path[:-1]]:
-            if outer is row:
-                continue
-            for p in occurrences(outer, anchor):
-                node = outer[p]
-                if any(c is node for c in path):
-                    continue
-                segment = tuple(n.sym for n in outer[p:p + len(unit.pattern)])
-                segment = 0 if segment == unit.pattern else segment
-                starts.append((node.start, node.sym, segment, outer, p))
-        starts.sort(key=lambda s: s[0])
-        boundaries, shapes = [], []
-        for start, sym, shape, _, _ in starts:
-            if boundaries and start <= boundaries[-1].start_ts:
-                continue
-            boundaries.append(FoundBoundary(start, thread.key, names[sym]))
-            shapes.append(shape)
-        if not path:
-            boundaries = self._align_sections(thread, row, unit, boundaries)
-        _, _, _, last_row, last_p = starts[-1]
-        width = len(unit.pattern)
-        pos = unit.positions
-        last_end = end_of_last(last_row[last_p:],
-                             [b - a for a, b in zip(pos, pos[1:])] or [width],
-                             {n.sym for n in row[pos[0]:pos[-1]]},
-                             [row[p].start for p in pos])
-        boundaries, last_end, moved = self._at_outermost_frames(thread, boundaries, last_end)
-        evidence.update(unit_evidence(unit, [anchor], why, names), instances=len(boundaries),
-                        exact=unit.exact, variants=sum(shape != 0 for shape in shapes))
-        if moved:
-            evidence["phase"] = f"{evidence['phase']}, then at the outermost Python frame " \
-                                f"that opens the step ({moved} of {len(boundaries)})"
-        return DetectorResult(boundaries=boundaries, last_end=last_end, shapes=shapes,
-                              evidence=evidence)
-
-    def _at_outermost_frames(self, thread: ThreadSkeleton, boundaries: list,
-                             last_end: float) -> tuple[list, float, int]:
-        """The phase at the outermost frame of the step: a boundary at a top-level op that
-        Python frames open (``Node.opener``: each begins after the previous top-level op
-        ended and holds this one: ``training_step`` around the step's first ``aten::`` op,
-        one to three wrappers deep) moves back to the start of the outermost of them that
-        ends before the next boundary (the program's own frame holds every step), so the
-        user's own frames before the first op are the step's. The last iteration ends no
-        earlier than its opening frame. Returns the boundaries, the last end and how many
-        moved."""
-        opened = {n.start: n for t in self._threads.values()
-                  if t.key == thread.key for n in t.roots if n.opener is not None}
-        if not opened:
-            return boundaries, last_end, 0
-        moved = []
-        floor = float("-inf")
-        last_frame = None
-        for i, b in enumerate(boundaries):
-            ceiling = boundaries[i + 1].start_ts if i + 1 < len(boundaries) else float("inf")
-            node = opened.get(b.start_ts)
-            frame = None if node is None else outermost_opener(node, ceiling)
-            if frame is not None and floor < frame[0] < b.start_ts:
-                b = FoundBoundary(frame[0], b.thread, frame[2])
-            moved.append(b)
-            floor = b.start_ts
-            last_frame = frame
-        if last_frame is not None and last_end is not None:
-            last_end = max(last_end, last_frame[1])
-        return moved, last_end, sum(a is not b for a, b in zip(moved, boundaries))
-
-    def _opening_elsewhere(self, thread: ThreadSkeleton, row, unit: Unit):
-        """The ops of the loop thread's other sections (in time order), and the kinds of them
-        that open most instances of ``unit`` (found between the end of the previous instance
-        and the instance's first op: ``aten::randn`` before a ``data_fwd`` annotation, a
-        ``zero_grad`` annotation before the step's first cpu_op). Kineto writes a thread's
-        sections apart, so no single section sees the whole step."""
-        pos = unit.positions
-        others = [n for t in self._threads.values() if t is not thread and t.key == thread.key
-                  for n in t.roots]
-        if not others or len(pos) < RULES.verdict.opening_instances:
-            return [], set()
-        others.sort(key=start_of)
-        starts = [n.start for n in others]
-        gaps = []
-        for i, p in enumerate(pos):
-            before = row[pos[i - 1]:p] if i else row[:pos[0]]
-            lo = max((n.end for n in before), default=float("-inf"))
-            gaps.append(others[bisect_left(starts, lo):bisect_left(starts, row[p].start)])
-        seen_in = Counter(sym for gap in gaps[1:] for sym in {n.sym for n in gap})
-        opening = {sym for sym, c in seen_in.items() if c >= RULES.verdict.opening_share * (len(gaps) - 1)}
-        return others, opening
+    def _loop(self, thread: ThreadSkeleton) -> LoopThread:
+        """The loop thread as the close decision reads it."""
+        return LoopThread(thread, self._sections(thread), self._modules.get(thread.key),
+                          self._names)
 
     def _section_openers(self, thread: ThreadSkeleton, row, unit: Unit) -> list:
         """Online: (start, name) of every op of the thread's other sections, read so far, of
-        a kind that opens instances (``_opening_elsewhere``): the matcher begins each new
-        instance at the one before its first op (``RootMatcher._boundary``)."""
-        others, opening = self._opening_elsewhere(thread, row, unit)
+        a kind that opens instances (``close.opening_elsewhere``): the matcher begins each
+        new instance at the one before its first op (``RootMatcher._boundary``)."""
+        others, opening = opening_elsewhere(thread, self._sections(thread), row, unit)
         return [(n.start, self._names[n.sym]) for n in others if n.sym in opening]
-
-    def _align_sections(self, thread: ThreadSkeleton, row, unit: Unit, boundaries: list) -> list:
-        """A unit found on one section of the loop thread (its annotations, say) begins with
-        the ops of the thread's other sections that open most instances
-        (``_opening_elsewhere``)."""
-        pos = unit.positions
-        if len(boundaries) != len(pos):
-            return boundaries
-        others, opening = self._opening_elsewhere(thread, row, unit)
-        if not opening:
-            return boundaries
-        starts = [n.start for n in others]
-        aligned = []
-        for i, b in enumerate(boundaries):
-            before = row[pos[i - 1]:pos[i]] if i else row[:pos[0]]
-            lo = max((n.end for n in before), default=float("-inf"))
-            gap = others[bisect_left(starts, lo):bisect_left(starts, b.start_ts)]
-            first = next((n for n in gap if n.sym in opening), None)
-            aligned.append(b if first is None else
-                           FoundBoundary(first.start, b.thread, self._names[first.sym]))
-        return aligned
-
-    def _single(self, thread: ThreadSkeleton, path, evidence) -> DetectorResult:
-        """No repeating unit: the loop thread's work is one iteration."""
-        roots = thread.roots
-        span_owner = path[0] if path else None
-        start = span_owner.start if span_owner else roots[0].start
-        end = span_owner.end if span_owner else max(n.end for n in roots)
-        name = self._names[span_owner.sym] if span_owner else self._names[roots[0].sym]
-        evidence.setdefault("why", "no op sequence repeats: the trace is one unit of work")
-        evidence.update(unit=[name], instances=1, confidence=RULES.verdict.single_confidence)
-        return DetectorResult(boundaries=[FoundBoundary(start, thread.key, name)],
-                              last_end=end, evidence=evidence)

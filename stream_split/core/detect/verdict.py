@@ -1,6 +1,6 @@
 """Is this unit an iteration? Pure functions of (the skeleton's ops, a unit found, the rules).
 
-Where a new rule goes:
+Which file a new rule goes in:
 
 - **which cut is the unit** (when instances are alike, when a cut qualifies, which cut wins,
   where each instance opens): ``search.py`` (``_qualifies``, ``_choose``, ``_opening``);
@@ -8,8 +8,13 @@ Where a new rule goes:
   ``iteration_test``; both decision paths apply it, online and at close;
 - **can it be believed before the end of the input** (evidence that needs no GPU work, no
   later instance): here, ``confirmed_online``, on top of ``iteration_test``;
-- **when and where to ask** (which rows are searched, when the detector tries, what it keeps):
-  ``structure.py``, the mode machine; the thresholds of all of them: ``rules.py``.
+- **when and where to ask online** (which rows are searched, when the detector tries, what
+  it keeps): ``structure.py``, the mode machine; how each op is matched once the unit is
+  confirmed: ``matcher.py``;
+- **what the detector concludes when the input ends** (which rows are descended at close,
+  where the instances of the unit chosen begin and the last one ends, ``--level N``):
+  ``close.py``;
+- the thresholds of all of them: ``rules.py``.
 
 Nothing here keeps state or reads events: a row is a list of sibling ops (``skeleton.Node``),
 ``roots`` the loop thread's top-level ops, ``path`` the containers around the row, outermost
