@@ -9,6 +9,7 @@ Files, each answering one question:
 - ``verdict``: is the unit found an iteration? can it be believed online?
 - ``matcher``: once confirmed, each new op matched against the unit (boundaries stream);
 - ``evidence``: what the manifest says of the unit;
+- ``section``: has the loop thread's CPU section of a Kineto file ended?
 - ``close``: what the detector concludes when the input ends (the close decision);
 - ``structure``: the mode machine that drives them (``StructureDetector``).
 """

@@ -164,3 +164,15 @@ def flatten(node: Node, out: list, limit: int) -> None:
 def occurrences(row: list, sym: int) -> list:
     """Where ops of the symbol ``sym`` occur in ``row`` (a list of sibling ops)."""
     return [i for i, node in enumerate(row) if node.sym == sym]
+
+
+def after_containers(roots: list, path: list) -> list:
+    """The ops after each container of ``path`` (the open ops around a row, outermost
+    first, the first on ``roots``) on its own row, in time order (the innermost row's
+    first)."""
+    rows = [roots] + [c.kids for c in path[:-1]]
+    after = []
+    for row, container in reversed(list(zip(rows, path))):
+        i = next(i for i, node in enumerate(row) if node is container)
+        after.extend(row[i + 1:])
+    return after

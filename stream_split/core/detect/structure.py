@@ -25,20 +25,12 @@ is a boundary at once; the anchor confirms it, or a revision moves or retracts i
 of the file can hold no evidence the decision uses (``_section_ended``, below). A trace
 never confirmed online is decided at close (``close.decide``).
 
-Kineto's sections. A Kineto file holds each thread's CPU ops together (the loop thread's
-first), then Python frames (``with_stack``), then the GPU block (launches and kernels). The
-loop thread's section has ended when something from before its latest ops arrives:
-an op of another thread, a Python frame or a launch (in a time-ordered stream nothing comes
-from the past, so this never fires there). Then every CPU op of the loop thread has been
-read, and what the close decision still lacks is only what comes after: GPU work (kernels
-per op weigh the instances, copies tell a step from a layer) and Python frames (``nn.Module``
-calls tell layers). The header says whether they will come (``TraceFacts``, given by the
-adapter): with neither (``deviceProperties: []``, no ``with_stack``) the close decision is
-made right there, and is the same decision. Otherwise the online confirmation
-(``_confirm``: evidence that needs no GPU work) is tried once more on the whole section, at
-its top and down its chain of dominant containers, once the frames are read (at the first
-launch: the GPU block follows the frames); what it cannot confirm waits for close, and
-``evidence["waited"]`` says why. Both decision paths apply one
+Kineto's sections (``section.py``): once every CPU op of the loop thread is read and the
+header says neither GPU work nor Python frames follow, the close decision is made right
+there (``Mode.SECTION_END``). Otherwise the online confirmation (``_confirm``: evidence that
+needs no GPU work) is tried once more on the whole section, at its top and down its chain
+of dominant containers, once the frames are read; what it cannot confirm waits for close,
+and ``evidence["waited"]`` says why. Both decision paths apply one
 iteration test (``verdict.iteration_test``), find where the last instance ends one way
 (``search.end_of_last``) and report the same evidence (``evidence.py``).
 
@@ -68,7 +60,9 @@ from stream_split.core.detect.evidence import row_entry, unit_evidence
 from stream_split.core.detect.matcher import RootMatcher
 from stream_split.core.detect.rules import RULES
 from stream_split.core.detect.search import SearchMemo, Unit, find_unit
-from stream_split.core.detect.skeleton import SKIPPED, Node, Symbols, ThreadSkeleton
+from stream_split.core.detect.section import LoopSection
+from stream_split.core.detect.skeleton import (
+    SKIPPED, Node, Symbols, ThreadSkeleton, after_containers)
 from stream_split.core.detect.verdict import confirmed_online, dominant, iteration_test
 from stream_split.trace_format import PROFILER_STEP_PREFIX
 
@@ -106,26 +100,6 @@ TRANSITIONS = {
     (Mode.LEARNING, Event.STEPS_REPEAT): Mode.STEPS,
     (Mode.LEARNING, Event.UNIT_CONFIRMED): Mode.MATCHING,
     (Mode.LEARNING, Event.DECIDED_AT_SECTION_END): Mode.SECTION_END,
-}
-
-
-class Section(enum.Enum):
-    """How far the loop thread's CPU section of a Kineto file has been read (a fact of
-    ``Mode.LEARNING``: once decided, the detector no longer watches the sections)."""
-    #: Still being read (or a file in time order: it never ends).
-    OPEN = "open"
-    #: Something from before its latest ops came (another thread's op, a Python frame): every
-    #: CPU op of the loop thread is read; Python frames may still follow.
-    ENDED = "ended"
-    #: ... and a launch or GPU work came: Kineto's GPU block has begun, every frame is read.
-    GPU_BLOCK = "gpu block"
-
-
-#: The section's moves: (section, a launch or GPU work ended it?) -> the next section.
-SECTION_TRANSITIONS = {
-    (Section.OPEN, False): Section.ENDED,
-    (Section.OPEN, True): Section.GPU_BLOCK,
-    (Section.ENDED, True): Section.GPU_BLOCK,
 }
 
 
@@ -169,13 +143,7 @@ class StructureDetector:
         self._early_frames: dict = {}  # thread -> Python frames read before its first op
         self._sections_of: dict = {}  # thread -> its skeletons (one per section), learning
         self._facts = TraceFacts()  # what the header says will (not) follow
-        # The main thread whose CPU ops are being read, and the starts of its latest two
-        # ops (Kineto writes them in start order): anything from before both (another
-        # thread's op, a frame, a launch, GPU work) ends its section (one op of slack: a
-        # live writer may be a little out of order).
-        self._section_thread = None
-        self._section_starts = (float("-inf"), float("-inf"))
-        self._section = Section.OPEN  # how far the loop thread's CPU section is read
+        self._section = LoopSection()  # how far the loop thread's CPU section is read
         self._tried_at_end = False  # the online confirmation was tried on the whole section
         self._waited = ""  # why the decision could not be made at the section end
         self._early: DetectorResult | None = None  # the close decision, made at Mode.SECTION_END
@@ -216,16 +184,15 @@ class StructureDetector:
                 thread, RULES.online.first_try_per_instance * RULES.min_instances)
             state.frames = self._early_frames.pop(thread, [])
             self._sections_of.setdefault(thread, []).append(state)
-        if state.main and self._section_thread in (None, thread):
-            self._section_thread = thread
-            self._section_starts = (self._section_starts[1], start)
+        if state.main:
+            self._section.follow(thread, start)
         return state
 
     def _observe_learning(self, thread, stack: list, start: float, end: float, name: str,
                           section: int):
         """``observe`` in ``Mode.LEARNING``: the op joins the skeleton, and may be the moment
         to try the unit online (or end the loop thread's section)."""
-        if thread != self._section_thread:
+        if thread != self._section.thread:
             found = self._from_the_past(start, gpu_block=False)
             if found is not None:
                 return found
@@ -482,9 +449,7 @@ class StructureDetector:
         """A frame, or (``gpu_block``) a launch or GPU work, at ``ts``: from before the loop
         thread's latest ops, it ends the section (a launch also the frames before the GPU
         block). Returns the boundaries decided then, or None while still learning."""
-        if ts >= self._section_starts[0] or (
-                self._section is Section.GPU_BLOCK if gpu_block
-                else self._section is not Section.OPEN):
+        if not self._section.ended_by(ts, gpu_block):
             return None
         found = self._section_ended(launch=gpu_block)
         return found if self.mode is not Mode.LEARNING else None
@@ -493,8 +458,8 @@ class StructureDetector:
         """The loop thread's CPU section has ended (see the module docstring); ``launch``:
         the GPU block has begun, so the Python frames are read too. Decides what no later
         evidence can change; returns the boundaries found."""
-        self._section = SECTION_TRANSITIONS[(self._section, launch)]
-        if self._facts.frames is not False and self._section is not Section.GPU_BLOCK:
+        self._section.end(launch)
+        if self._facts.frames is not False and not self._section.frames_read:
             self._waited = ("Python frames (the header's with_stack), nn.Module evidence, "
                             "follow the CPU section")
             return ()
@@ -514,7 +479,7 @@ class StructureDetector:
 
     def _section_state(self) -> ThreadSkeleton | None:
         """The skeleton of the section just ended (of its thread, the one with most ops)."""
-        states = [t for t in self._threads.values() if t.key == self._section_thread]
+        states = [t for t in self._threads.values() if t.key == self._section.thread]
         return max(states, key=lambda t: len(t.roots), default=None)
 
     def _decide_at_section_end(self) -> tuple:
@@ -542,7 +507,7 @@ class StructureDetector:
             return ()
         row, path = state.roots, []
         while True:
-            trailing = self._after_containers(state.roots, path)
+            trailing = after_containers(state.roots, path)
             found = self._confirm(state, row, path, section_read=True)
             if found:
                 self._online_evidence["decided"] = (
@@ -557,17 +522,6 @@ class StructureDetector:
                 return ()
             path.append(container)
             row = container.kids
-
-    @staticmethod
-    def _after_containers(roots: list, path: list) -> list:
-        """The ops after each container of ``path`` on its own row, in time order (the
-        innermost row's first)."""
-        rows = [roots] + [c.kids for c in path[:-1]]
-        after = []
-        for row, container in reversed(list(zip(rows, path))):
-            i = next(i for i, node in enumerate(row) if node is container)
-            after.extend(row[i + 1:])
-        return after
 
     # -- decision at the end (``close.py``) ---------------------------------------------
 
