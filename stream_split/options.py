@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from stream_split.core.detect import DECIDED_FROM_STEPS
 from stream_split.core.records import KIND_IDLE
 from stream_split.errors import OptionHadNoEffect, OptionWarning
 from stream_split.stats import analyze_records
@@ -128,7 +129,7 @@ def level_warning(requested: int | None, evidence: dict) -> OptionWarning | None
     if requested and used != requested:
         why = evidence.get("level_note") or (
             "the iterations were taken from the step annotations as they came; no level "
-            "below them was searched" if evidence.get("decided") == "online"
+            "below them was searched" if evidence.get("decided") == DECIDED_FROM_STEPS
             else "no level below the iteration was searched")
         return OptionWarning.worded(lambda spell: (
             f"{spell('level', requested)} is not available ({why}); "

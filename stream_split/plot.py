@@ -10,11 +10,11 @@ import html
 import io
 import os
 
-from stream_split.core.phases import DECODE, IDLE, MIXED, PREFILL
+from stream_split.core.serving import DECODE, IDLE, MIXED, PREFILL
 from stream_split.errors import PlotUnavailable
 from stream_split.summary import build_table
 
-#: Marker colour of each serving phase (``core.phases``), in legend order.
+#: Marker colour of each serving phase (``core.serving``), in legend order.
 PHASE_COLOURS = {PREFILL: "tab:purple", MIXED: "tab:olive", DECODE: "tab:blue",
                  IDLE: "tab:gray"}
 PHASE_ORDER = list(PHASE_COLOURS)

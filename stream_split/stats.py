@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from stream_split.core.phases import IDLE as PHASE_IDLE
+from stream_split.core.serving import IDLE as PHASE_IDLE
 
 KIND_IDLE = "idle"
 
@@ -129,7 +129,7 @@ def analyze(durations: list[float], kinds: list[str], groups: list | None = None
 
 
 def record_groups(records: list) -> list | None:
-    """The serving phase of each record (``core.phases``) when any has one, else None."""
+    """The serving phase of each record (``core.serving``) when any has one, else None."""
     phases = [getattr(r, "phase", None) for r in records]
     return phases if any(p is not None for p in phases) else None
 

@@ -45,15 +45,14 @@ from operator import itemgetter
 
 import numpy as np
 
-from stream_split.core.detect import StepAnnotationDetector, RetractLast, TraceFacts
+from stream_split.core.detect import (
+    StepAnnotationDetector, RetractLast, StructureDetector, TraceFacts, cycle_kinds)
 from stream_split.core.owners import MonotonicOwnerMap, Windows
-from stream_split.core.phases import (
+from stream_split.core.serving import (
     NONE as _NO_ROLE, ROLES as _PHASE_ROLES, PhaseFacts, infer_phases)
 from stream_split.core.records import (
     Boundary, IterationRecord, METADATA, OUTSIDE, REVISION_MOVE, REVISION_RETRACT, Revision)
 from stream_split.core.stack import ThreadStacks
-from stream_split.core.structure import StructureDetector
-from stream_split.core.units import cycle_kinds
 from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPES as _ID_TYPES, \
     unusable_field
 from stream_split.spill import MemorySpill
@@ -126,7 +125,7 @@ def _held_view(event: dict, link) -> dict:
     itself: the fields that deciding it reads, no more (on the resnet 10x tile's spilled
     events: 580 bytes in memory and 68 pickled, against 990 and 149 for the slim event).
     A CPU-side event (``link`` None) is decided by ``_own_cpu``: its phase, category,
-    name and link ids, and its ``Input Dims`` when its name is phase evidence (``core.phases``);
+    name and link ids, and its ``Input Dims`` when its name is phase evidence (``core.serving``);
     GPU work waiting for its launch by ``_own_linked``: its category, times and stream; a flow
     or a GPU annotation is only counted."""
     cat = event.get("cat")

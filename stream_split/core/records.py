@@ -103,7 +103,7 @@ class IterationRecord:
     step: int | None = None
     #: Runtime calls that replay a captured CUDA graph (``cudaGraphLaunch``), among ``launches``.
     graph_launches: int = 0
-    #: Serving loops: "prefill", "decode", "mixed" or "idle" (``core.phases``); None otherwise.
+    #: Serving loops: "prefill", "decode", "mixed" or "idle" (``core.serving``); None otherwise.
     phase: str | None = None
     #: What decided ``phase``: "annotation", "kind", "graph", "shapes" or "graph+shapes".
     phase_evidence: str | None = None

@@ -6,9 +6,9 @@ import pytest
 from stream_split.core import Revision, Splitter, SplitOptions
 from stream_split.core.detect import DetectorResult, FoundBoundary, RetractLast
 from stream_split.core.records import apply_revision
-from stream_split.core.skeleton import Node as _Node
-from stream_split.core.structure import _RootMatcher
-from stream_split.core.units import PHASE_AFTER_SYNC, Unit
+from stream_split.core.detect.matcher import RootMatcher
+from stream_split.core.detect.search import OPENS_AFTER_SYNC, Unit
+from stream_split.core.detect.skeleton import Node as _Node
 from stream_split.schema import record_message
 from stream_split.testing.generate import generate
 from stream_split.testing.replay import FIRST_SCORED, SCENARIOS, live_trace, replay
@@ -39,10 +39,10 @@ def _nodes(syms, t0=0.0):
 
 def _matcher(level):
     # Instances A B C (A opens each, B is the anchor, A the head before it).
-    unit = Unit(positions=[0, 3, 6], mode=(0, 1, 2), similarity=[1.0] * 3, like=3,
+    unit = Unit(positions=[0, 3, 6], pattern=(0, 1, 2), similarity=[1.0] * 3, like=3,
                 fragments=0, coverage=1.0, anchor=1, shapes=[0, 0, 0], exact=3,
                 head=frozenset({0, 1}))
-    return _RootMatcher(("p", "t"), level, unit, ["A", "B", "C", "X"])
+    return RootMatcher(("p", "t"), level, unit, ["A", "B", "C", "X"])
 
 
 def test_the_first_op_is_the_boundary_and_the_anchor_confirms_it():
@@ -98,7 +98,7 @@ def test_without_a_data_loader_the_loop_is_confirmed_online_after_the_host_sync(
     trace = generate("noisy_training", seed=seed, fetch=False, layout="time")
     splitter = _decided(trace.events)
     assert splitter.evidence["decided"].startswith("online")
-    assert splitter.evidence["phase"] == PHASE_AFTER_SYNC
+    assert splitter.evidence["phase"] == OPENS_AFTER_SYNC
     assert [it.start_ts for it in splitter.iterations] == [
         it.start_ts for it in _decided(generate("noisy_training", seed=seed,
                                                 fetch=False).events).iterations]
@@ -106,7 +106,7 @@ def test_without_a_data_loader_the_loop_is_confirmed_online_after_the_host_sync(
 
 def test_after_a_host_sync_the_instance_begins_at_the_small_ops_that_follow_it():
     # Instances: S (the sync, long) then small X, then the anchor B and C. Each instance
-    # begins at X, right after the previous sync (as units._begin_at cuts at close).
+    # begins at X, right after the previous sync (as search._begin_at cuts at close).
     names = ["aten::item", "X", "B", "C"]
     level = []
     t = 0.0
@@ -114,10 +114,10 @@ def test_after_a_host_sync_the_instance_begins_at_the_small_ops_that_follow_it()
         for sym, dur in ((1, 1), (2, 40), (3, 40), (0, 30)):
             level.append(_Node(sym, t, t + dur, 0))
             t += dur + 1
-    unit = Unit(positions=[0, 4, 8], mode=(1, 2, 3, 0), similarity=[1.0] * 3, like=3,
+    unit = Unit(positions=[0, 4, 8], pattern=(1, 2, 3, 0), similarity=[1.0] * 3, like=3,
                 fragments=0, coverage=1.0, anchor=2, shapes=[0, 0, 0], exact=3,
-                phase=PHASE_AFTER_SYNC)
-    matcher = _RootMatcher(("p", "t"), level, unit, names)
+                opening=OPENS_AFTER_SYNC)
+    matcher = RootMatcher(("p", "t"), level, unit, names)
     matcher.push(_Node(1, t, t + 1, 0))  # X, small: not yet a boundary
     found = matcher.push(_Node(2, t + 2, t + 42, 0))  # B: the instance began at X
     assert [f.start_ts for f in found] == [t]

@@ -8,7 +8,7 @@ import pytest
 
 import stream_split
 from conftest import SHARED_TRACES, needs_shared, run_cli
-from stream_split.core.phases import annotation_phase
+from stream_split.core.serving import annotation_phase
 from stream_split.testing.generate import generate, write_trace
 
 

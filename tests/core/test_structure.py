@@ -214,11 +214,11 @@ def test_online_in_time_order_the_boundary_is_at_the_outermost_python_frame():
 def test_online_searches_that_remember_the_last_one_split_as_fresh_searches_do(
         layout, monkeypatch):
     # The online tries search a level again as it grows, each with the memo of the last
-    # search on it (``units.SearchMemo``); launches credit kernels to the ops meanwhile (in
+    # search on it (``search.SearchMemo``); launches credit kernels to the ops meanwhile (in
     # time order) or after them (Kineto's sections). Every owner and every piece of evidence
     # is the same as with a fresh search each time.
-    from stream_split.core import structure
-    from stream_split.core.units import SearchMemo
+    from stream_split.core.detect import structure
+    from stream_split.core.detect.search import SearchMemo
     from stream_split.testing.accuracy import owners
     from stream_split.testing.replay import SCENARIOS
 
@@ -233,5 +233,5 @@ def test_online_searches_that_remember_the_last_one_split_as_fresh_searches_do(
 
     remembered = run()
     monkeypatch.setattr(structure.StructureDetector, "_memo_for",
-                        lambda self, level: SearchMemo())
+                        lambda self, row: SearchMemo())
     assert run() == remembered

@@ -128,7 +128,7 @@ def test_explain_says_how_tolerant_the_match_was():
 #: (``python -m stream_split.accuracy --shared ../shared/traces --noise [--copies 10]``)
 #: reports every rate (54 of 54 variants exact, also on tiles of ten). The s3 traces at 20 %
 #: hold three steps of four top-level ops: noise drops the step's first op from all but one
-#: step (``units._after_loop_edge``).
+#: step (``search._after_loop_edge``).
 NOISY_REAL = [("tracelens/mi300/resnet_act_checkpoint.json.gz", 0.1),
               ("tracelens/mi300/resnet_act_checkpoint.json.gz", 0.3),
               ("torch_cpu/s1_schedule_step.json.gz", 0.3),

@@ -1,12 +1,12 @@
-"""The pure unit search (stream_split.core.units), fed levels of sibling ops directly."""
+"""The pure unit search (stream_split.core.detect.search), fed rows of sibling ops directly."""
 import random
 from dataclasses import FrozenInstanceError, fields, replace
 
 import pytest
 
-from stream_split.core import units
-from stream_split.core.units import (
-    RULES, Rules, SearchMemo, cycle_kinds, find_unit, last_instance_end, similarity, sure_ops)
+from stream_split.core.detect.rules import RULES, Rules
+from stream_split.core.detect.search import (
+    SearchMemo, cycle_kinds, find_unit, last_instance_end, similarity, sure_ops)
 
 
 class Op:
@@ -159,7 +159,7 @@ def test_unweighed_the_last_instance_ends_by_its_ops_not_its_time():
     level = level_of(layer * 3, {4: 10.0, 5: 30.0, 6: 10.0, 7: 30.0}) + \
         level_of(layer + [8], {4: 2.0, 5: 5.0, 6: 2.0, 7: 5.0, 8: 50.0})
     unit = find_unit(level, rules)
-    assert unit is not None and len(unit.mode) == 4 and unit.like == 4
+    assert unit is not None and len(unit.pattern) == 4 and unit.like == 4
 
 
 def test_a_run_of_inserted_small_ops_does_not_hide_the_step_head_behind_it():
@@ -191,7 +191,7 @@ def test_a_stray_sync_in_one_of_few_steps_does_not_place_the_loop_after_it():
     dur = {**DUR, 9: 10.0, 10: 1.0}
     pattern = [9, 10, 1, 2, 3] + [9, 1, 2, 3, 8] + [9, 1, 2, 3]
     unit = find_unit(level_of(pattern, dur), names=names)
-    assert "sync" not in unit.phase
+    assert "sync" not in unit.opening
     assert [pattern[p] for p in unit.positions] == [9, 9, 9]
 
 
@@ -299,16 +299,16 @@ def test_the_memo_holds_one_search_worth_not_the_history_of_the_level():
     assert 0 < len(memo) <= 2 * len(once)
 
 
-def test_beyond_its_budget_the_memo_keeps_no_more_and_the_answers_stay_the_same(monkeypatch):
+def test_beyond_its_budget_the_memo_keeps_no_more_and_the_answers_stay_the_same():
     # A huge level: each search keeps values up to the budget (in ops covered), makes the
     # rest and lets it go, as a search without a memo does.
-    monkeypatch.setattr(units, "MEMO_BUDGET", 300)
+    small = replace(RULES, memory=replace(RULES.memory, memo_budget=300))
     ops = _noisy_training(11, 20)
     memo = SearchMemo()
     level: list = []
     for i, op in enumerate(ops):
         level.append(op)
         if len(level) >= 8 and i % 4 == 0:
-            remembered = find_unit(level, names=_names(), whole=False, memo=memo)
-            assert remembered == find_unit(list(level), names=_names(), whole=False)
+            remembered = find_unit(level, small, names=_names(), whole=False, memo=memo)
+            assert remembered == find_unit(list(level), small, names=_names(), whole=False)
             assert 0 < memo.size <= 2 * 300

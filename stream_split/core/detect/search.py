@@ -2,13 +2,13 @@
 
 Theory of operation
 -------------------
-A *level* is a list of sibling ops (the top of a thread, or the children of a container), each
+A *row* is a list of sibling ops (the top of a thread, or the children of a container), each
 a node with a symbol (its name, digits folded), start, end and the kernels launched beneath it.
-``find_unit(level)`` answers which unit of work repeats there, or None. No I/O, no state: the
+``find_unit(row)`` answers which unit of work repeats there, or None. No I/O, no state: the
 detector (``structure.py``) decides where to look and what a found unit means.
 
 1. **Candidates.** Every symbol that occurs at least twice is a candidate *anchor*; its
-   occurrences cut the level into *instances*.
+   occurrences cut the row into *instances*.
 2. **Tolerance.** Real steps are never the same twice: small ops come and go, a repeated small
    op varies in count, a sync appears now and then. Instances are compared by what their ops
    *cost*, not op for op: each instance is a bag of symbols weighted by its share of the
@@ -17,15 +17,15 @@ detector (``structure.py``) decides where to look and what a found unit means.
    explains the most others) is the weighted Jaccard index of the two bags (sum of minima
    over sum of maxima), and at most a size factor that falls when the instance does far more
    or less work (two steps merged where the anchor was missing): 1.0 for the same work, low
-   for another phase or model. An instance is *like* the unit when its similarity reaches
+   for another stage or model. An instance is *like* the unit when its similarity reaches
    ``Rules.like``. A missing ``aten::zeros`` costs its share of the step's time: next to
    nothing. An unlike instance that spends its time in ops of its own and launches little is
    an idle cycle: it counts neither for nor against the unit.
 3. **Qualifying.** A candidate qualifies when enough instances are like the unit, few are
    fragments (the anchor also occurring inside the unit), its instances cover most of the
-   level's work (GPU work where known, else time) and mean similarity times coverage is high
+   row's work (GPU work where known, else time) and mean similarity times coverage is high
    enough. Two instances are enough only when they are nearly alike and together hold nearly
-   all of the level's work (``Rules.two_*``): two steps of a ``schedule(active=2)`` profile,
+   all of the row's work (``Rules.two_*``): two steps of a ``schedule(active=2)`` profile,
    not two text-encoder calls.
 4. **Choosing** (``_choose``). The coarsest qualifying unit wins (fewest instances: an eval
    pass every few steps is part of the step), except that:
@@ -37,9 +37,9 @@ detector (``structure.py``) decides where to look and what a found unit means.
      similarity; each extra instance must pay for itself), else the fewer, then the earliest;
      the cuts near the winner are compared too (the coarsest cut may have lost a third of
      its instances);
-   - after the phase: a cut into the same instances plus idle cycles (the loop head starts
+   - after the opening: a cut into the same instances plus idle cycles (the loop head starts
      both: failure mode 2) wins over the one that swallows the idle cycles.
-5. **Phase.** Where the loop begins among the unit's ops (``_phase``): before the op that
+5. **Opening.** Where the loop begins among the unit's ops (``_opening``): before the op that
    fetches the next input when there is one; else right after the blocking host sync that ends
    the previous instance, with the small ops before the step's first spine op (never between a
    step's last op and its own sync); else at the anchor, extended to the left over the ops that
@@ -47,7 +47,7 @@ detector (``structure.py``) decides where to look and what a found unit means.
    *head*: the first ops of the step, each of which may be missing in a few instances). Noise
    only ever drops small ops, so a small head op is counted among the instances that show
    any head and a big one among all; the first instance votes too; a run of inserted tiny
-   ops does not hide a head op behind it. A sync is the loop's phase only when it closes
+   ops does not hide a head op behind it. A sync opens the loop only when it closes
    most instances, and the walk to the loop's first op takes each op as often as the
    representative has it before its anchor (a prologue op of the same kind stays out).
    A small op the vote cannot place (seen before one instance only) opens that instance when
@@ -56,14 +56,14 @@ detector (``structure.py``) decides where to look and what a found unit means.
 Also here, shared by both decision paths: where the last instance ends
 (``last_instance_end``) and the kind of each cycle (``cycle_kinds``).
 
-Cost. Online the same level is searched again each time it grows by a few ops: every anchor's
+Cost. Online the same row is searched again each time it grows by a few ops: every anchor's
 cut, up to ``Rules.medoid_trials`` representatives, every instance compared to each. A
-``SearchMemo`` carries what a search computed to the next search on the same level (a cut's
-instances but the last, and their likeness to each representative, do not change as the level
+``SearchMemo`` carries what a search computed to the next search on the same row (a cut's
+instances but the last, and their likeness to each representative, do not change as the row
 grows), computed by the same functions on the same ops: the answers are the same with or
 without it.
 
-Every threshold lives in ``Rules`` with the reason for its value.
+Every threshold lives in ``rules.Rules`` with the reason for its value.
 """
 from __future__ import annotations
 
@@ -72,6 +72,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from stream_split.core.detect.rules import REPEAT, RULES, Rules
 from stream_split.core.records import KIND_IDLE, KIND_ITERATION
 from stream_split.trace_format import (BLOCKING_SYNC_NAMES, INPUT_FETCH_PATTERN,
                                        LOOP_MARKER_PATTERN)
@@ -80,143 +81,38 @@ _INPUT_FETCH = re.compile(INPUT_FETCH_PATTERN)
 _LOOP_MARKER = re.compile(LOOP_MARKER_PATTERN)
 
 
-@dataclass(frozen=True, slots=True)
-class Rules:
-    """Every threshold of the unit search, with why it has its value."""
-    #: A unit must be seen this often before it is believed: two things look alike by chance
-    #: (the text encoder runs twice in a diffusion request). See ``two_*`` for the exception.
-    min_instances: int = 3
-    #: Two instances make a unit only when they are this alike (two noisy steps are about
-    #: 0.8; a step against a different phase, far less) ...
-    two_similarity: float = 0.75
-    #: ... and hold this share of the level's work: a two-step profile (schedule active=2)
-    #: is all steps; two encoder calls in a request are a small part of it.
-    two_coverage: float = 0.9
-    #: An instance is like the unit from this weighted similarity on. A step with an eval pass
-    #: of three forwards scores about 0.6 against a plain step; another phase or model, or
-    #: two steps merged into one instance (its anchor dropped), 0.5 or less.
-    like: float = 0.55
-    #: At least this share of the instances (idle cycles aside) must be like the
-    #: representative, and ``min_like`` of them: an eval step now and then is tolerated. Two
-    #: alternating shapes (a sub-step unit, two per step) may qualify, but lose to the step
-    #: (``super_period_floor``).
-    like_share: float = 0.5
-    min_like: int = 2
-    #: At most this share of the instances may be fragments (under half the unit's ops): the
-    #: anchor then also occurs inside the unit and cuts it apart.
-    fragment_share: float = 0.25
-    #: The like instances must cover this share of the level's work (GPU work where known,
-    #: else time): a loop of four heavy denoising steps beats twenty light encoder layers.
-    min_coverage: float = 0.5
-    #: Each instance's time counts at most this many times the median instance's: a single
-    #: blocking sync cannot make a unit of a few tiny instances cover the trace.
-    time_cap: float = 10.0
-    #: Two cuts whose counts are within this ratio cut the same loop (rotations, or a cut that
-    #: lost an instance where its anchor was missing): the more regular one wins.
-    same_loop_ratio: float = 0.75
-    #: ... by a margin of this much similarity per instance; within it the cuts are equally
-    #: regular (rotations of one loop differ by timing noise) and the earlier one wins.
-    score_margin: float = 0.1
-    #: A coarse unit is a super-period of a finer one when the finer one has this many times
-    #: its instances, and the finer one is a whole step: this share of its instances are like
-    #: it (or idle) and all of them cover this share of the work ...
-    super_period_ratio: float = 1.5
-    super_period_like: float = 0.6
-    super_period_coverage: float = 0.9
-    #: ... and none of its instances (but idle cycles and the edges) is this unlike it: a step
-    #: with an eval pass, or a noisy one, still holds a step (about 0.4 and up); layers do
-    #: not: the instance that holds the loss, backward and optimizer is nothing like a layer
-    #: (under 0.2).
-    super_period_floor: float = 0.25
-    #: ... nor is a piece of a step: unlike it and doing less than this share of its work.
-    piece_work_share: float = 0.5
-    #: Weights of an op in an instance's bag: its time, its kernels, its count. Time and GPU
-    #: work are what the user cares about; the count keeps cheap ops from weighing nothing.
-    time_weight: float = 0.45
-    gpu_weight: float = 0.45
-    count_weight: float = 0.1
-    #: Compare by cost (True) or by op counts alone (False: for flattened subtrees, where time
-    #: and GPU work would be counted at several depths).
-    weigh: bool = True
-    #: An instance up to this many times the work of the representative (or down to its
-    #: inverse) loses nothing for its size; beyond, its similarity shrinks with the square of
-    #: the excess: two steps merged into one instance score under 0.45, a rollout 1.5x as
-    #: long keeps 0.75 of its similarity.
-    length_slack: float = 1.3
-    #: Representatives tried when looking for the medoid instance (cost: this x instances).
-    medoid_trials: int = 7
-    #: The spine of a unit: the ops found in this share of its like instances (a step's
-    #: data fetch, its sync); an op noise drops now and then still belongs to it.
-    spine_share: float = 0.8
-    #: A run of this many small ops of new kinds after the last instance is no noise.
-    max_head: int = 16
-    #: A head op (before the anchor, opening the step) is found in at least this share of the
-    #: instances' head windows (noise drops small head ops: ``aten::randn`` may be missing in
-    #: a third of the steps) ...
-    head_share: float = 0.5
-    #: ... or found in a head window at this share of its occurrences (a head op that noise
-    #: dropped from most steps is still only ever seen there).
-    head_only_share: float = 0.8
-    #: A small op before an instance that the vote cannot place (its kind seen in one head
-    #: window only: the step's first op that noise dropped from the other steps, or the
-    #: previous step's last op) opens the instance when the idle gap before it is more than
-    #: this many times the gap after it. Between two steps the host runs the loop itself
-    #: (``prof.step()``, the ``for`` statement), so the widest gap is where the loop turns;
-    #: any wider gap says so (``_after_loop_edge``).
-    edge_gap_ratio: float = 1.0
-    #: Symbols seen in fewer than this share of the instances are sporadic: a head walk steps
-    #: over them.
-    sporadic_share: float = 0.5
-    #: The last instance has for sure this share of the shortest instance's ops.
-    sure_share: float = 0.8
-    #: Ops of a new kind after the last instance are noise (part of it) when they are this
-    #: small (share of the median instance's time) and an op of a known kind follows; a big
-    #: one (``save_checkpoint``) begins the epilogue.
-    small_op_share: float = 0.05
-    #: While searching, an instance unlike the representative that does less than this share
-    #: of its GPU work is taken for an idle cycle (a poll that finds no work): it neither
-    #: counts for nor against the unit.
-    idle_work_share: float = 0.5
-    #: ... and it spends at least this share of its time in ops of kinds the representative
-    #: has not (``idle_step``).
-    idle_own_ops: float = 0.5
-    #: A cut whose inner instances each hold at least this many kinds of op exactly once
-    #: (the loss, ``Optimizer.step``, ``zero_grad``, the input fetch) has a *spine*: an instance
-    #: that holds the whole spine once is one turn of the loop, like the unit, however much
-    #: else it does (an eval pass, a checkpoint, a rollout of any length). Two kinds could be
-    #: a coincidence; three are the program's own loop body. Only where instances are weighed
-    #: (``weigh``): the exact search inside a container compares op for op.
-    spine_ops: int = 3
-    #: A cut must be good as a whole: its mean similarity times its coverage reaches this. A
-    #: rare op that happens to cut the loop into a few unlike pieces does not.
-    min_quality: float = 0.45
-    #: A cycle unlike the unit with fewer kernels than this share of the median cycle's is an
-    #: idle cycle (failure mode 2: ``get_next_batch`` + ``idle_step``), reported apart.
-    idle_gpu_share: float = 0.25
+def upper_median(values, default=None):
+    """The upper median element of ``values``: the middle one of the sorted values, the
+    later of the two middle ones when their count is even (no average); ``default`` when
+    there are none."""
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] if ordered else default
 
 
-#: The rules for finding iterations.
-RULES = Rules()
-#: ``Unit.phase`` of a unit whose instances open with the loop's input fetch.
-PHASE_INPUT_FETCH = "before the input fetch"
-#: ``Unit.phase`` of a unit whose instances begin right after the previous one's host sync
+#: ``Unit.opening`` of a unit whose instances begin where ``find_unit``'s anchor cut them.
+OPENS_AT_ANCHOR = "at the anchor"
+#: ``Unit.opening`` of a unit whose instances begin at the step's first op, before the anchor.
+OPENS_AT_HEAD = "at the step's first op (the head before the anchor)"
+#: ``Unit.opening`` of a unit whose instances open with the loop's input fetch.
+OPENS_AT_INPUT_FETCH = "before the input fetch"
+#: ``Unit.opening`` of a unit whose instances begin right after the previous one's host sync
 #: (with the small ops back to that sync: ``_begin_at``).
-PHASE_AFTER_SYNC = "right after the previous instance's blocking sync"
+OPENS_AFTER_SYNC = "right after the previous instance's blocking sync"
 
 
 @dataclass(slots=True)
 class Unit:
-    """A qualifying cut of one level: where its instances begin and how alike they are."""
-    positions: list            # index in the level where each instance begins (after phase)
-    mode: tuple                # the representative instance's symbols
+    """A qualifying cut of one row: where its instances begin and how alike they are."""
+    positions: list            # index in the row where each instance begins (after ``_opening``)
+    pattern: tuple                # the representative instance's symbols
     similarity: list           # each instance's similarity to the representative
     like: int                  # instances at least ``Rules.like`` similar
     fragments: int
     coverage: float
-    anchor: int                # the symbol that cut the level
+    anchor: int                # the symbol that cut the row
     shapes: list = field(default_factory=list)  # per instance: 0 if like the unit, else its ops
     exact: int = 0             # instances whose ops are exactly the representative's
-    phase: str = "at the anchor"  # how the beginning was chosen (see ``_phase``)
+    opening: str = OPENS_AT_ANCHOR  # how the beginning was chosen (see ``_opening``)
     differing: list = field(default_factory=list)  # (symbol, weight gap) most unlike, worst
     #: The representative's bag and totals: to compare instances that come later (online).
     reference: tuple = ()
@@ -227,7 +123,7 @@ class Unit:
     #: Every instance (but the last) has about the representative's number of ops: cycles of
     #: one loop head (an idle poll is as long as a step), not a step and a sub-step.
     even: bool = True
-    #: Ops that may come before the anchor at an instance's beginning (the phase's head): a
+    #: Ops that may come before the anchor at an instance's beginning (the opening's head): a
     #: matcher reading later ops walks back over them from the anchor.
     head: frozenset = frozenset()
     #: Unlike instances that do (almost) none of the representative's GPU work: cycles that
@@ -257,12 +153,12 @@ class Unit:
 # -- weights and similarity ------------------------------------------------------------
 
 
-def _bag(level: list, a: int, b: int) -> tuple[dict, float, float, int]:
-    """Symbol -> [time, kernels, count] of ``level[a:b]``, and the three totals."""
+def _bag(row: list, a: int, b: int) -> tuple[dict, float, float, int]:
+    """Symbol -> [time, kernels, count] of ``row[a:b]``, and the three totals."""
     bag: dict = {}
     time = gpu = 0.0
     for i in range(a, b):
-        node = level[i]
+        node = row[i]
         cell = bag.get(node.sym)
         if cell is None:
             cell = bag[node.sym] = [0.0, 0.0, 0]
@@ -381,7 +277,7 @@ def time_reference(nodes: list, rules: Rules = RULES) -> tuple:
     return _reference((bag, time, 0.0, count), rules)
 
 
-def _differing(a: dict, b: dict, top: int = 3) -> list:
+def _differing(a: dict, b: dict, top: int) -> list:
     gaps = sorted(((abs(a.get(s, 0.0) - b.get(s, 0.0)), s) for s in a.keys() | b.keys()),
                   reverse=True)
     return [(s, round(g, 3)) for g, s in gaps[:top] if g > 0]
@@ -389,25 +285,19 @@ def _differing(a: dict, b: dict, top: int = 3) -> list:
 
 # -- what one search keeps for the next --------------------------------------------------
 
-#: What a ``SearchMemo`` keeps per search, in ops covered by its values (a bag or composition
-#: of an instance of 40 ops counts 40): about 90 bytes each (measured), some 3 MB. The
-#: searches of the resnet trace's top level (600 ops, 19 anchors) keep under 30 000.
-MEMO_BUDGET = 1 << 15
-
-
 class SearchMemo:
-    """What the unit search computed on one level, kept for the next search on it.
+    """What the unit search computed on one row, kept for the next search on it.
 
-    Online the detector searches a level again each time it has grown by an op or a few
+    Online the detector searches a row again each time it has grown by an op or a few
     (``structure.StructureDetector._confirm``), and most of what it evaluates is the same as
-    the last time: a cut's instances but the last do not change as the level grows, nor do
+    the last time: a cut's instances but the last do not change as the row grows, nor do
     their likenesses to the same representative. This holds:
 
     - per cut (the positions of an anchor's occurrences): its instances but the last, their
       bags and median size (``_Cut``), and against each representative tried, each one's
-      likeness, how many are like it and which are idle (``row``; the cut of an anchor
-      that occurred again since extends the row of the shorter one);
-    - per span ``(a, b)`` of the level: its bag (``_bag``), its kernels (``_coverage``), its
+      likeness, how many are like it and which are idle (``cut_likeness``; the cut of an anchor
+      that occurred again since extends those of the shorter one);
+    - per span ``(a, b)`` of the row: its bag (``_bag``), its kernels (``_coverage``), its
       composition against each set of active components (``_weights``); per (representative
       span, span): the share of time in ops the representative lacks (``_own_ops``).
 
@@ -415,17 +305,17 @@ class SearchMemo:
     functions, on the same ops, in the same order), so the decisions are the same.
 
     Invalidation. Every value depends only on the ops inside its spans: their symbol, start
-    and end never change once read and a level only grows at its end; their kernels
+    and end never change once read and a row only grows at its end; their kernels
     (``Node.gpu``, counts) only grow as launches are credited. ``begin`` starts each search:
-    on another level (another list) or with other rules, everything goes; where an op's
+    on another row (another list) or with other rules, everything goes; where an op's
     kernels changed since the previous search, every value whose spans reach that op goes.
     Values the previous search did not use go too: the memo holds at most two searches'
-    worth (the last one's, and what the current one has used so far), never the level's
+    worth (the last one's, and what the current one has used so far), never the row's
     history.
 
     Memory. A search without a memo holds one cut's bags at a time; kept, every cut's stay.
-    So each search keeps values only up to ``MEMO_BUDGET`` (counted in the ops they cover);
-    beyond, values are made and not kept (as without a memo). A search on a huge level then
+    So each search keeps values only up to ``MemoryRules.memo_budget`` (counted in the ops they cover);
+    beyond, values are made and not kept (as without a memo). A search on a huge row then
     costs what it did without one, and the memo stays bounded (the budget for each of the
     two searches), however long the trace.
 
@@ -433,24 +323,24 @@ class SearchMemo:
     is computed once.
     """
 
-    __slots__ = ("level", "rules", "_gpu", "_current", "_previous", "_gpu_total",
-                 "_level_end", "_size")
+    __slots__ = ("row", "rules", "_gpu", "_current", "_previous", "_gpu_total",
+                 "_row_end", "_size")
 
     def __init__(self):
-        self.level: list | None = None
+        self.row: list | None = None
         self.rules: Rules | None = None
         self._gpu: list = []  # each op's kernels when the latest search began
         self._current: dict = {}  # key -> (reach, size, value), used by the current search
         self._previous: dict = {}  # ... by the one before it (dropped unless used again)
         self._size = 0  # the ops covered by the values in ``_current``
-        self._gpu_total = 0  # kernels of the whole level (``_coverage``)
-        self._level_end = 0.0  # where its last op ends (``_coverage``)
+        self._gpu_total = 0  # kernels of the whole row (``_coverage``)
+        self._row_end = 0.0  # where its last op ends (``_coverage``)
 
-    def begin(self, level: list, rules: Rules) -> None:
-        """A search on ``level`` with ``rules`` begins: drop what can have changed."""
-        gpu = [node.gpu for node in level]
-        if level is not self.level or rules is not self.rules:
-            self.level, self.rules = level, rules
+    def begin(self, row: list, rules: Rules) -> None:
+        """A search on ``row`` with ``rules`` begins: drop what can have changed."""
+        gpu = [node.gpu for node in row]
+        if row is not self.row or rules is not self.rules:
+            self.row, self.rules = row, rules
             self._previous = {}
         else:
             old = self._gpu
@@ -463,7 +353,7 @@ class SearchMemo:
         self._size = 0
         self._gpu = gpu
         self._gpu_total = sum(gpu)
-        self._level_end = max(node.end for node in level)
+        self._row_end = max(node.end for node in row)
 
     def __len__(self) -> int:
         """How many values are held."""
@@ -471,18 +361,18 @@ class SearchMemo:
 
     @property
     def size(self) -> int:
-        """The ops covered by the values held (``MEMO_BUDGET``)."""
+        """The ops covered by the values held (``MemoryRules.memo_budget``)."""
         return self._size + sum(hit[1] for hit in self._previous.values())
 
     @property
     def gpu_total(self) -> int:
-        """The kernels of the whole level."""
+        """The kernels of the whole row."""
         return self._gpu_total
 
     @property
-    def level_end(self) -> float:
-        """Where the last op of the level ends."""
-        return self._level_end
+    def row_end(self) -> float:
+        """Where the last op of the row ends."""
+        return self._row_end
 
     def _get(self, key, reach: int, size: int, make, *args):
         """The value under ``key`` (its spans end by ``reach``; it covers ``size`` ops):
@@ -500,7 +390,7 @@ class SearchMemo:
             hit = self._previous.get(key)
             if hit is None:
                 return None
-            if self._size + hit[1] <= MEMO_BUDGET:
+            if self._size + hit[1] <= self.rules.memory.memo_budget:
                 del self._previous[key]
                 self._current[key] = hit
                 self._size += hit[1]
@@ -510,7 +400,7 @@ class SearchMemo:
         """Keep ``value`` under ``key`` for the next search, while within the budget."""
         old = self._current.get(key)
         grows = size - (old[1] if old else 0)
-        if self._size + grows <= MEMO_BUDGET:
+        if self._size + grows <= self.rules.memory.memo_budget:
             self._current[key] = (reach, size, value)
             self._size += grows
         return value
@@ -525,18 +415,17 @@ class SearchMemo:
         spans = [(positions[k], positions[k + 1]) for k in range(len(positions) - 1)]
         if not spans:
             return _Cut(positions, spans, [], 0, 0.0)
-        middle = len(spans) // 2
-        ops = sorted(b - a for a, b in spans)[middle]
-        level = self.level
-        time = sorted(sum(level[i].end - level[i].start for i in range(a, b))
-                      for a, b in spans)[middle] if self.rules.weigh else 0.0
+        ops = upper_median(b - a for a, b in spans)
+        row = self.row
+        time = upper_median(sum(row[i].end - row[i].start for i in range(a, b))
+                            for a, b in spans) if self.rules.weigh else 0.0
         return _Cut(positions, spans, [self.bag(span) for span in spans], ops, time)
 
-    def row(self, ref_span: tuple, cut: _Cut) -> tuple:
+    def cut_likeness(self, ref_span: tuple, cut: _Cut) -> tuple:
         """The instances of ``cut`` but its last one against the representative
         ``ref_span``: each one's likeness (``likeness``), its similarity, how many are like
         it (``Rules.like``) and which are idle (``_idle_flags``). Kept per anchor (its first
-        occurrence): as the level grows its cut only gains instances at the end, so the row
+        occurrence): as the row grows its cut only gains instances at the end, so the row
         kept for a shorter cut is extended by the new ones."""
         key = ("row", ref_span, cut.positions[0])
         spans = cut.spans
@@ -554,11 +443,11 @@ class SearchMemo:
 
     def bag(self, span: tuple) -> tuple:
         """``_bag`` of ``span``."""
-        return self._get(("bag", span), span[1], span[1] - span[0], _bag, self.level, *span)
+        return self._get(("bag", span), span[1], span[1] - span[0], _bag, self.row, *span)
 
     def gpu(self, span: tuple) -> int:
         """The kernels of the ops of ``span``, as ``_coverage`` sums them."""
-        return self._get(("gpu", span), span[1], 1, _summed_gpu, self.level, *span)
+        return self._get(("gpu", span), span[1], 1, _summed_gpu, self.row, *span)
 
     def reference(self, span: tuple) -> tuple:
         """``_reference`` of the instance ``span``."""
@@ -577,7 +466,7 @@ class SearchMemo:
 
     def likeness(self, ref_span: tuple, span: tuple) -> tuple[float, dict]:
         """``_likeness`` of the instance ``span`` to the representative ``ref_span`` (not
-        kept: the rows keep those of the instances that recur)."""
+        kept: ``cut_likeness`` keeps those of the instances that recur)."""
         return self._likenesses(ref_span, [span], [self.bag(span)])[0]
 
     def _likenesses(self, ref_span: tuple, spans: list, bags: list) -> list:
@@ -599,7 +488,7 @@ class SearchMemo:
 
 @dataclass(slots=True)
 class _Cut:
-    """The instances of a cut but the last: what the level's growth does not change."""
+    """The instances of a cut but the last: what the row's growth does not change."""
     positions: tuple  # where each instance begins (the anchor's occurrences)
     spans: list       # (start, end) of each instance but the last
     bags: list        # their ``_bag``
@@ -612,20 +501,20 @@ def _weights_of(bag_totals: tuple, active: tuple, rules: Rules) -> dict:
     return _weights(bag, (time, gpu, count), active, rules)
 
 
-def _summed_gpu(level: list, a: int, b: int) -> int:
-    return sum(level[i].gpu for i in range(a, b))
+def _summed_gpu(row: list, a: int, b: int) -> int:
+    return sum(row[i].gpu for i in range(a, b))
 
 
 # -- one candidate ---------------------------------------------------------------------
 
 
-def _segments(cut: _Cut, level: list, rules: Rules) -> list:
+def _segments(cut: _Cut, row: list, rules: Rules) -> list:
     """(start, end) of each instance. The last one runs into whatever follows the loop: it
     ends once it has about the median instance's ops and time (noise may add ops to it).
     Unweighed (a flattened subtree: a parent's time holds its children's), by ops alone:
     the last of four layers a little faster than the others is still one layer, not one
     layer and the loss after it."""
-    m = len(level)
+    m = len(row)
     last = cut.positions[-1]
     spans = list(cut.spans)
     if not spans:
@@ -635,40 +524,49 @@ def _segments(cut: _Cut, level: list, rules: Rules) -> list:
         return spans + [(last, min(m, last + ops))]
     time = cut.time
     end, done = last, 0.0
-    while end < m and (end - last < ops or done < 0.9 * time):
-        done += level[end].end - level[end].start
+    while end < m and (end - last < ops or done < rules.last_time_share * time):
+        done += row[end].end - row[end].start
         end += 1
     spans.append((last, end))
     return spans
 
 
-def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules,
+def _evaluate(pos: list, anchor: int, row: list, syms: list, rules: Rules,
               memo: SearchMemo) -> Unit | None:
-    """Cut ``level`` at ``pos``: the representative, each instance's similarity, coverage;
+    """Cut ``row`` at ``pos``: the representative, each instance's similarity, coverage;
     None when its count and coverage alone rule it out (``_may_qualify``): no similarity
     could make it qualify, so none is computed."""
     cut = memo.cut(tuple(pos))
     inner = cut.spans
-    spans = _segments(cut, level, rules)
+    spans = _segments(cut, row, rules)
     # Coverage counts every instance of about the unit's length (an eval step is unlike a plain
     # one, yet part of the loop); the like share below is what judges regularity. The length
     # is the median instance's: the representative may carry a run of inserted small ops.
     # (Without inner instances only the last one counts, whatever the length.)
-    width = sorted(b - a for a, b in inner)[len(inner) // 2] if inner else 0
-    coverage = _coverage(level, [(a, b) for a, b in spans[:-1]
-                                 if 0.5 * width <= b - a <= 4 * width] + spans[-1:], rules,
-                         memo)
+    width = upper_median((b - a for a, b in inner), 0)
+    coverage = _coverage(row, [(a, b) for a, b in spans[:-1]
+                               if rules.cover_shortest * width <= b - a
+                               <= rules.cover_longest * width] + spans[-1:], rules, memo)
     if not _may_qualify(len(pos), coverage, rules):
         return None
     bags = cut.bags + [memo.bag(spans[-1])]
     shapes = [tuple(syms[a:b]) for a, b in spans]
-    # The representative: the one that explains the most instances (like it, or idle beside
-    # it), tried among the most common exact shape, a few instances spread over the level and
-    # the busiest one (idle cycles may be the majority). The last instance is cut short:
-    # never a representative.
+    rep, sims, ws, reference, idle_at = _representative(cut, spans, bags, shapes, rules, memo)
+    return _unit_of(pos, anchor, (spans, bags, shapes), (rep, sims, ws, reference, idle_at),
+                    coverage, rules, memo)
+
+
+def _representative(cut: _Cut, spans: list, bags: list, shapes: list, rules: Rules,
+                    memo: SearchMemo) -> tuple:
+    """The representative: the one that explains the most instances (like it, or idle beside
+    it), tried among the most common exact shape, a few instances spread over the row and
+    the busiest one (idle cycles may be the majority). The last instance is cut short:
+    never a representative. Returns its index, each instance's similarity and composition
+    against it, its reference and which instances are idle beside it."""
+    inner = cut.spans
     counts = Counter(shapes[:-1]) if len(shapes) > 1 else Counter(shapes)
-    mode = counts.most_common(1)[0][0]
-    trial_idx = {shapes.index(mode)}
+    pattern = counts.most_common(1)[0][0]
+    trial_idx = {shapes.index(pattern)}
     if len(inner) > 1:
         step = max(1, len(inner) // rules.medoid_trials)
         trial_idx.update(list(range(0, len(inner), step))[:rules.medoid_trials])
@@ -677,30 +575,39 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules,
     for r in sorted(trial_idx):
         ref_span = spans[r]
         reference = memo.reference(ref_span)
-        # The instances but the last, as the previous search on this level found them.
-        scored, sims, like_n, idle_at = memo.row(ref_span, cut)
+        # The instances but the last, as the previous search on this row found them.
+        scored, sims, like_n, idle_at = memo.cut_likeness(ref_span, cut)
         last = memo.likeness(ref_span, spans[-1])
         scored, sims = scored + [last], sims + [last[0]]
         idle_at = idle_at + _idle_flags(sims[-1:], bags[-1:], spans[-1:], ref_span, memo)
         key = (like_n + (last[0] >= rules.like) + sum(idle_at),
-               sorted(sims)[len(sims) // 2])
+               upper_median(sims))
         if best is None or key > best[0]:
             best = (key, r, sims, [w for _, w in scored], reference, idle_at)
-    _, rep, sims, ws, reference, idle_at = best
+    return best[1:]
+
+
+def _unit_of(pos: list, anchor: int, instances: tuple, against: tuple, coverage: float,
+             rules: Rules, memo: SearchMemo) -> Unit:
+    """The cut at ``pos`` as a ``Unit``: ``instances`` are each instance's span, bag and
+    shape; ``against`` what ``_representative`` found."""
+    spans, bags, shapes = instances
+    rep, sims, ws, reference, idle_at = against
+    inner = spans[:-1]
     rep_shape = shapes[rep]
     spine = _loop_body(shapes, rules)
     held = _spine_held(shapes, spine)
     liked = [x >= rules.like or h for x, h in zip(sims, held)]
     idle_at = [idle and not h for idle, h in zip(idle_at, held)]
-    like = sum(liked)
     # A fragment has under half the representative's ops and, where work is weighed, under
     # half its work: a step without the four inserted ``detach`` ops of the representative
     # is no fragment of it.
-    fragments = sum(1 for k, (a, b) in enumerate(inner) if b - a < 0.5 * len(rep_shape)
+    fragments = sum(1 for k, (a, b) in enumerate(inner)
+                    if b - a < rules.fragment_ops * len(rep_shape)
                     and (not rules.weigh
                          or _work_ratio(bags[k], reference) < rules.piece_work_share))
     worst = min(range(len(sims)), key=sims.__getitem__)
-    # The least similar instance that is not an idle cycle, nor at an edge of the level (the
+    # The least similar instance that is not an idle cycle, nor at an edge of the row (the
     # first may hold a prologue, the last an epilogue): unlike and busy is what a layer's
     # neighbour holding the loss, backward and optimizer looks like.
     inner_sims = [x for x, idle in zip(sims[1:-1], idle_at[1:-1]) if not idle]
@@ -709,25 +616,25 @@ def _evaluate(pos: list, anchor: int, level: list, syms: list, rules: Rules,
     pieces = sum(1 for ok, idle, bag in zip(liked[1:-1], idle_at[1:-1], bags[1:-1])
                  if not idle and not ok
                  and _work_ratio(bag, reference) < rules.piece_work_share)
-    unit = Unit(positions=list(pos), mode=rep_shape, similarity=[round(s, 3) for s in sims],
-                like=like, fragments=fragments, coverage=coverage, anchor=anchor,
+    return Unit(positions=list(pos), pattern=rep_shape, similarity=[round(s, 3) for s in sims],
+                like=sum(liked), fragments=fragments, coverage=coverage, anchor=anchor,
                 shapes=[0 if ok else _other_path_marked(
                             memo.own_ops(spans[rep], span), shape, rules)
                         for ok, span, shape in zip(liked, spans, shapes)],
                 exact=sum(1 for sh in shapes if sh == rep_shape),
-                differing=_differing(ws[worst], ws[rep]),
+                differing=_differing(ws[worst], ws[rep], rules.differing_ops),
                 reference=reference, idle=sum(idle_at),
                 inner_worst=min(inner_sims) if inner_sims else 1.0, pieces=pieces,
-                even=all(0.5 * len(rep_shape) <= b - a <= 1.5 * len(rep_shape)
-                         for a, b in inner), spine=spine)
-    return unit
+                even=all(rules.even_shortest * len(rep_shape) <= b - a
+                         <= rules.even_longest * len(rep_shape) for a, b in inner),
+                spine=spine)
 
 
 def _loop_body(shapes: list, rules: Rules) -> frozenset:
     """The cut's spine: the kinds of op found exactly once in every inner instance, when there
     are at least ``Rules.spine_ops`` of them (the last instance may be cut short: not asked)."""
     inner = shapes[:-1]
-    if len(inner) < 2 or not rules.weigh:
+    if len(inner) < REPEAT or not rules.weigh:
         return frozenset()
     spine = None
     for shape in inner:
@@ -797,7 +704,7 @@ def shape_and_similarity(nodes: list, unit: Unit, rules: Rules = RULES) -> tuple
     """``shape_of`` and the instance's similarity to the unit (as ``Unit.similarity``)."""
     shape = tuple(node.sym for node in nodes)
     if not unit.reference:
-        return shape, 1.0 if shape == unit.mode else 0.0
+        return shape, 1.0 if shape == unit.pattern else 0.0
     bag = _bag(nodes, 0, len(nodes))
     sim = _likeness(bag, unit.reference, rules)[0]
     if sim >= rules.like:
@@ -820,8 +727,8 @@ def _idle_flags(sims: list, bags: list, spans: list, ref_span: tuple,
             for sim, bag, span in zip(sims, bags, spans)]
 
 
-def _coverage(level: list, spans: list, rules: Rules, memo: SearchMemo) -> float:
-    m = len(level)
+def _coverage(row: list, spans: list, rules: Rules, memo: SearchMemo) -> float:
+    m = len(row)
     if not spans:
         return 0.0
     if not rules.weigh:
@@ -832,20 +739,20 @@ def _coverage(level: list, spans: list, rules: Rules, memo: SearchMemo) -> float
         return sum(memo.gpu(span) for span in spans) / gpu_total
     # CPU time of the instances' windows (start to next start: idle gaps belong to the
     # iteration), each capped, so that one blocking sync cannot make tiny instances cover.
-    total = memo.level_end - level[0].start
-    times = sorted((level[b].start if b < m else max(level[i].end for i in range(a, b)))
-                   - level[a].start for a, b in spans)
-    cap = rules.time_cap * times[len(times) // 2]
+    total = memo.row_end - row[0].start
+    times = sorted((row[b].start if b < m else max(row[i].end for i in range(a, b)))
+                   - row[a].start for a, b in spans)
+    cap = rules.time_cap * upper_median(times)
     return sum(min(t, cap) for t in times) / total if total > 0 else 0.0
 
 
 def _may_qualify(n: int, coverage: float, rules: Rules) -> bool:
     """The tests of ``_qualifies`` that a cut's number of instances and its coverage decide
     alone: a cut that fails them is not evaluated further (``_evaluate``)."""
-    if n < 2:
+    if n < REPEAT:
         return False
     if n < rules.min_instances:
-        return n == 2 and rules.weigh and coverage >= rules.two_coverage
+        return n == REPEAT and rules.weigh and coverage >= rules.two_coverage
     return coverage >= rules.min_coverage
 
 
@@ -922,7 +829,7 @@ def _choose(candidates: list, rules: Rules, markers: frozenset = frozenset()) ->
 
 def _idle_cycles_apart(best: Unit, candidates: list, rules: Rules) -> Unit | None:
     """Idle cycles are their own records: a cut whose instances begin where the chosen one's
-    do (after phase), plus idle cycles begun by the same loop head, wins over the chosen one,
+    do (after ``_opening``), plus idle cycles begun by the same loop head, wins over the chosen one,
     which swallows them."""
     starts = set(best.positions)
     heads = [c for c in candidates if c.idle and abs(c.n - c.idle - best.n) <= 1
@@ -935,59 +842,59 @@ def _idle_cycles_apart(best: Unit, candidates: list, rules: Rules) -> Unit | Non
 # -- the search ------------------------------------------------------------------------
 
 
-def find_unit(level: list, rules: Rules = RULES, names: list | None = None,
+def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
               whole: bool = True, memo: SearchMemo | None = None) -> Unit | None:
     """The outermost repeating unit of a sequence of sibling ops, or None. ``names``: the
-    name of each symbol, for the phase rules that read names (input fetch, sync). ``whole``:
-    the level is complete (at the end of the input), not cut off in the middle of an
+    name of each symbol, for the opening rules that read names (input fetch, sync). ``whole``:
+    the row is complete (at the end of the input), not cut off in the middle of an
     instance (online): only then can its end tell where an instance ends. ``memo``: what
-    the previous search on this level computed (``SearchMemo``), to search it again after
+    the previous search on this row computed (``SearchMemo``), to search it again after
     it grew; the answer is the same with or without it."""
-    m = len(level)
-    if m < 2:
+    m = len(row)
+    if m < REPEAT:
         return None
     if memo is None:
         memo = SearchMemo()
-    memo.begin(level, rules)
-    syms = [node.sym for node in level]
+    memo.begin(row, rules)
+    syms = [node.sym for node in row]
     positions: dict = {}
     for i, s in enumerate(syms):
         positions.setdefault(s, []).append(i)
     candidates = []
     seen = set()
     for sym, pos in positions.items():
-        if len(pos) < 2:
+        if len(pos) < REPEAT:
             continue
         key = tuple(pos)
         if key in seen:
             continue
         seen.add(key)
-        unit = _evaluate(pos, sym, level, syms, rules, memo)
+        unit = _evaluate(pos, sym, row, syms, rules, memo)
         if _qualifies(unit, rules):
             candidates.append(unit)
     if not candidates:
         return None
     markers = frozenset(s for s in positions if names and _LOOP_MARKER.search(names[s]))
-    best = _phased(_choose(candidates, rules, markers), level, syms, positions, names, rules,
+    best = _opened(_choose(candidates, rules, markers), row, syms, positions, names, rules,
                    whole, memo)
     apart = _idle_cycles_apart(best, candidates, rules)
     if apart is None:
         return best
-    return _phased(apart, level, syms, positions, names, rules, whole, memo)
+    return _opened(apart, row, syms, positions, names, rules, whole, memo)
 
 
-def _phased(unit: Unit, level, syms, positions, names, rules, whole, memo) -> Unit:
-    """``_phase``, and the head it found: the kinds of op between each instance's new
+def _opened(unit: Unit, row, syms, positions, names, rules, whole, memo) -> Unit:
+    """``_opening``, and the head it found: the kinds of op between each instance's new
     beginning and its anchor."""
     anchors = list(unit.positions)
-    unit = _phase(unit, level, syms, positions, names, rules, memo, whole)
+    unit = _opening(unit, row, syms, positions, names, rules, memo, whole)
     if unit.positions != anchors and len(unit.positions) == len(anchors):
         unit.head = frozenset(syms[q] for a, b in zip(unit.positions, anchors)
                               for q in range(a, b))
     return unit
 
 
-def _phase(unit: Unit, level: list, syms: list, positions: dict, names,
+def _opening(unit: Unit, row: list, syms: list, positions: dict, names,
            rules: Rules, memo: SearchMemo, whole: bool = True) -> Unit:
     """Where the loop begins among the unit's ops (see the module docstring, step 5)."""
     pos = unit.positions
@@ -997,10 +904,10 @@ def _phase(unit: Unit, level: list, syms: list, positions: dict, names,
     # Noise: small ops of kinds seen in few instances. A walk over a step's head steps over
     # them, never over a big op (an eval pass) or a common one.
     common = {s for s, c in seen_in.items() if c > rules.sporadic_share * max(1, len(pos) - 1)}
-    work = sorted(sum(level[q].end - level[q].start for q in range(a, b))
-                  for a, b in zip(pos, pos[1:])) or [0.0]
-    small = rules.small_op_share * work[len(work) // 2]
-    tiny = {q for q, node in enumerate(level) if node.end - node.start <= small}
+    small = rules.small_op_share * upper_median(
+        (sum(row[q].end - row[q].start for q in range(a, b)) for a, b in zip(pos, pos[1:])),
+        0.0)
+    tiny = {q for q, node in enumerate(row) if node.end - node.start <= small}
     noise = {q for q in tiny if syms[q] not in common}
     if names is not None:
         spine = _spine(unit, syms, rules)
@@ -1008,15 +915,15 @@ def _phase(unit: Unit, level: list, syms: list, positions: dict, names,
         fetch = [s for s in _spine(unit, syms, rules, once=False)
                  if _INPUT_FETCH.search(names[s])]
         if fetch:
-            return _begin_at(unit, fetch[0], level, syms, positions, noise, memo,
-                             PHASE_INPUT_FETCH)
+            return _begin_at(unit, fetch[0], row, syms, positions, noise, memo,
+                             OPENS_AT_INPUT_FETCH)
         after_sync = _after_sync(unit, spine, names, syms, rules)
         if after_sync is not None:
             syncs = {q for q, x in enumerate(syms) if names[x] in BLOCKING_SYNC_NAMES}
-            return _begin_at(unit, after_sync, level, syms, positions, noise, memo,
-                             PHASE_AFTER_SYNC,
+            return _begin_at(unit, after_sync, row, syms, positions, noise, memo,
+                             OPENS_AFTER_SYNC,
                              tiny - syncs)
-    return _extend_head(unit, level, syms, noise, rules, whole, tiny)
+    return _extend_head(unit, row, syms, noise, rules, whole, tiny)
 
 
 def _spine(unit: Unit, syms: list, rules: Rules, once: bool = True) -> list:
@@ -1033,23 +940,23 @@ def _spine(unit: Unit, syms: list, rules: Rules, once: bool = True) -> list:
         seen.update(s for s, n in c.items() if n == 1 or not once)
     if not like_n:
         return []
-    order = {s: i for i, s in reversed(list(enumerate(unit.mode)))}
+    order = {s: i for i, s in reversed(list(enumerate(unit.pattern)))}
     return sorted((s for s, n in seen.items() if n >= rules.spine_share * like_n and s in order),
                   key=order.__getitem__)
 
 
 def _after_sync(unit: Unit, spine: list, names: list, syms: list, rules: Rules):
     """The first spine op after a blocking sync that closes most instances (cyclically)."""
-    mode = unit.mode
+    pattern = unit.pattern
     pos = unit.positions
     inner = [set(syms[a:b]) for a, b in zip(pos, pos[1:])]
-    for i, s in enumerate(mode):
+    for i, s in enumerate(pattern):
         # A stray sync is noise: it is in the spine of the like instances, and in most of all
         # the instances (with one like step beside an eval step, any op of it is "spine").
         if names[s] in BLOCKING_SYNC_NAMES and s in spine and \
                 sum(s in ops for ops in inner) >= rules.spine_share * len(inner):
-            for k in range(1, len(mode)):
-                nxt = mode[(i + k) % len(mode)]
+            for k in range(1, len(pattern)):
+                nxt = pattern[(i + k) % len(pattern)]
                 if nxt in spine and names[nxt] not in BLOCKING_SYNC_NAMES:
                     return nxt
     return None
@@ -1081,7 +988,7 @@ def _walk_left(unit: Unit, syms: list, head, noise: set, take_noise: bool = Fals
     return new
 
 
-def _begin_at(unit: Unit, first: int, level: list, syms: list, positions: dict,
+def _begin_at(unit: Unit, first: int, row: list, syms: list, positions: dict,
               noise: set, memo: SearchMemo, why: str, after_sync: set | None = None) -> Unit:
     """The loop begins at ``first``: cut at it when it cuts the same loop as well as the
     anchor did; else (it is missing in some instances) each instance begins at it, or where
@@ -1090,32 +997,32 @@ def _begin_at(unit: Unit, first: int, level: list, syms: list, positions: dict,
     previous sync and ``first`` open the step too (an eval pass after the sync does not)."""
     if first != unit.anchor:
         rules = memo.rules
-        moved = _evaluate(positions[first], first, level, syms, rules, memo)
+        moved = _evaluate(positions[first], first, row, syms, rules, memo)
         if _qualifies(moved, rules) and moved.n >= rules.same_loop_ratio * unit.n and \
                 moved.score >= unit.score - rules.score_margin * unit.n:
             unit = moved
         else:
-            mode = unit.mode
-            head = Counter(s for s in mode[mode.index(first):] if s != unit.anchor)
+            pattern = unit.pattern
+            head = Counter(s for s in pattern[pattern.index(first):] if s != unit.anchor)
             unit.positions = _walk_left(unit, syms, head, noise)
     if after_sync:  # the small ops back to the previous sync open the step
         unit.positions = _walk_left(unit, syms, set(), after_sync, take_noise=True)
-    unit.phase = why
+    unit.opening = why
     return unit
 
 
-def _last_instance_ops(unit: Unit, level: list, syms: list, rules: Rules) -> set:
+def _last_instance_ops(unit: Unit, row: list, syms: list, rules: Rules) -> set:
     """The kinds of op of the last instance: from its start until it has done the
     representative's work (time) and has its number of ops; not an epilogue after it."""
     start = unit.positions[-1]
     ref_time = unit.reference[1] if unit.reference else 0.0
     done = 0.0
     out = set()
-    for q in range(start, len(level)):
-        if q - start >= len(unit.mode) and done >= ref_time:
+    for q in range(start, len(row)):
+        if q - start >= len(unit.pattern) and done >= ref_time:
             break
         out.add(syms[q])
-        done += level[q].end - level[q].start
+        done += row[q].end - row[q].start
     return out
 
 
@@ -1124,7 +1031,7 @@ def _exact_head(unit: Unit, syms: list) -> int:
     loop's head, however long: a bucketed all-reduce of sixty copies before the forward)."""
     pos = unit.positions
     shift = 0
-    while shift + 1 < len(unit.mode):
+    while shift + 1 < len(unit.pattern):
         k = shift + 1
         if pos[0] - k < 0:
             break
@@ -1136,7 +1043,7 @@ def _exact_head(unit: Unit, syms: list) -> int:
     return shift
 
 
-def _extend_head(unit: Unit, level: list, syms: list, noise: set, rules: Rules,
+def _extend_head(unit: Unit, row: list, syms: list, noise: set, rules: Rules,
                  whole: bool, tiny: set = frozenset()) -> Unit:
     """Move each instance's beginning left over the head: the ops that come just before the
     anchor in most instances, so the boundary is the step's first op. The head is read right
@@ -1145,61 +1052,25 @@ def _extend_head(unit: Unit, level: list, syms: list, noise: set, rules: Rules,
     (noise drops small head ops: elsewhere it is simply missing; an inserted op gets a
     minority of the votes). An op that also occurs
     in the last instance is not head: it closes each instance (the anchor cut a rotation of
-    the same loop). A level cut off mid-instance (online) has no last instance to read:
+    the same loop). A row cut off mid-instance (online) has no last instance to read:
     there the head must also come before the first instance."""
     pos = unit.positions
     n = len(pos)
-    if n < 2:
+    if n < REPEAT:
         return unit
     shift = _exact_head(unit, syms)
     if shift:  # where every instance agrees no vote is needed; the vote goes on from there
         unit.positions = pos = [p - shift for p in pos]
-        unit.phase = "at the step's first op (the head before the anchor)"
+        unit.opening = OPENS_AT_HEAD
     if whole:
-        closing = _last_instance_ops(unit, level, syms, rules)
+        closing = _last_instance_ops(unit, row, syms, rules)
     else:
-        opening = set(syms[max(0, pos[0] - len(unit.mode)):pos[0]])
-        closing = set(syms) - opening
-    # Each instance's head window: the ops just before its anchor, back to the first op that
-    # closes instances (the previous instance's tail) or the previous anchor; not where the
-    # previous instance took another path.
-    windows = []
-    for i in range(0 if whole else 1, n):
-        if i and _took_another_path(unit.shapes[i - 1]):
-            continue  # after an idle poll: its last op is no evidence of a step's head
-        window = []
-        q = pos[i] - 1
-        kept = 0  # a run of inserted small ops (noise) does not use up the window
-        while q > (pos[i - 1] if i else -1) and syms[q] not in closing and \
-                syms[q] != unit.anchor and kept < len(unit.mode):
-            window.append(syms[q])
-            kept += q not in noise
-            q -= 1
-        windows.append(window)
-    # The first instance's window (complete levels only) votes too: with three steps, two of
-    # which lost their small head ops to noise, it is half the evidence. It may hold the
-    # prologue's last ops, but they are seldom found before another instance.
-    in_window = Counter(s for w in windows for s in set(w))
-    # Kinds of op that are small wherever they occur (``tiny``: positions of small ops).
-    big = {syms[q] for q in range(len(syms)) if q not in tiny}
-    anywhere = Counter(syms[pos[0] - len(windows[0]) if whole and windows else pos[0]:])
-    filled = sum(1 for w in windows if w)
-    # Head ops: in many head windows (counting those noise left empty only for small
-    # ops: noise drops small ops, a big one missing is missing), or (small ones dropped by
-    # noise in the other instances) seldom seen anywhere else; either way in at least two.
-    # An eval pass that ends every third step is no head of the next step, though only
-    # ever seen before it.
-    head = {s for s, c in in_window.items()
-            if c >= 2 and (c >= rules.head_share * (len(windows) if s in big else filled)
-                           or (c >= rules.head_only_share * anywhere[s] and s not in big))}
+        before_first = set(syms[max(0, pos[0] - len(unit.pattern)):pos[0]])
+        closing = set(syms) - before_first
+    windows = _head_windows(unit, syms, noise, closing, whole)
+    head, head_only = _head_vote(unit, syms, windows, closing, rules, whole, tiny)
     later = windows[1:] if whole else windows
     region = {s for w in later for s in w}
-    # Small kinds of op never seen in the level but in head windows: a step's own first op
-    # that noise dropped from the other steps is one of them (``_after_loop_edge``). A big
-    # one seen once is no head op noise dropped elsewhere (noise drops small ops only): a
-    # prologue's ``load_weights`` before the first step.
-    head_only = {s for s, c in in_window.items() if c >= anywhere[s]} - closing - big \
-        - {unit.anchor}
     if head:
         unit.positions = _walk_left(unit, syms, head, noise)
         # The first instance has no previous one: what comes just before it of the head's
@@ -1208,13 +1079,65 @@ def _extend_head(unit: Unit, level: list, syms: list, noise: set, rules: Rules,
         while first > 0 and syms[first - 1] in region - closing:
             first -= 1
         unit.positions[0] = first
-    moved = _after_loop_edge(unit, level, syms, head_only, rules)
+    moved = _after_loop_edge(unit, row, syms, head_only, rules)
     if head or moved:
-        unit.phase = "at the step's first op (the head before the anchor)"
+        unit.opening = OPENS_AT_HEAD
     return unit
 
 
-def _after_loop_edge(unit: Unit, level: list, syms: list, head_only: set,
+def _head_windows(unit: Unit, syms: list, noise: set, closing: set, whole: bool) -> list:
+    """Each instance's head window: the ops just before its anchor, back to the first op that
+    closes instances (the previous instance's tail) or the previous anchor; not where the
+    previous instance took another path. The first instance's window (complete rows only)
+    votes too: with three steps, two of which lost their small head ops to noise, it is half
+    the evidence. It may hold the prologue's last ops, but they are seldom found before
+    another instance."""
+    pos = unit.positions
+    windows = []
+    for i in range(0 if whole else 1, len(pos)):
+        if i and _took_another_path(unit.shapes[i - 1]):
+            continue  # after an idle poll: its last op is no evidence of a step's head
+        window = []
+        q = pos[i] - 1
+        kept = 0  # a run of inserted small ops (noise) does not use up the window
+        while q > (pos[i - 1] if i else -1) and syms[q] not in closing and \
+                syms[q] != unit.anchor and kept < len(unit.pattern):
+            window.append(syms[q])
+            kept += q not in noise
+            q -= 1
+        windows.append(window)
+    return windows
+
+
+def _head_vote(unit: Unit, syms: list, windows: list, closing: set, rules: Rules,
+               whole: bool, tiny) -> tuple[set, set]:
+    """The head ops by vote of the head ``windows``, and the kinds the vote cannot place
+    (seen in head windows only: ``_after_loop_edge``)."""
+    pos = unit.positions
+    in_window = Counter(s for w in windows for s in set(w))
+    # Kinds of op that are small wherever they occur (``tiny``: positions of small ops).
+    big = {syms[q] for q in range(len(syms)) if q not in tiny}
+    anywhere = Counter(syms[pos[0] - len(windows[0]) if whole and windows else pos[0]:])
+    filled = sum(1 for w in windows if w)
+    # Head ops: in many head windows (counting those noise left empty only for small
+    # ops: noise drops small ops, a big one missing is missing), or (small ones dropped by
+    # noise in the other instances) seldom seen anywhere else; either way in at least
+    # ``head_windows``. An eval pass that ends every third step is no head of the next step,
+    # though only ever seen before it.
+    head = {s for s, c in in_window.items()
+            if c >= rules.head_windows
+            and (c >= rules.head_share * (len(windows) if s in big else filled)
+                 or (c >= rules.head_only_share * anywhere[s] and s not in big))}
+    # Small kinds of op never seen in the row but in head windows: a step's own first op
+    # that noise dropped from the other steps is one of them (``_after_loop_edge``). A big
+    # one seen once is no head op noise dropped elsewhere (noise drops small ops only): a
+    # prologue's ``load_weights`` before the first step.
+    head_only = {s for s, c in in_window.items() if c >= anywhere[s]} - closing - big \
+        - {unit.anchor}
+    return head, head_only
+
+
+def _after_loop_edge(unit: Unit, row: list, syms: list, head_only: set,
                      rules: Rules) -> bool:
     """Move each instance's beginning left over the ops the vote could not place (each seen
     in one head window only: the step's first op where noise dropped it from the others) that
@@ -1222,10 +1145,10 @@ def _after_loop_edge(unit: Unit, level: list, syms: list, head_only: set,
     the one after it. Between two steps the host runs the loop itself (``prof.step()``, the
     ``for`` statement, the fetch's Python), so the widest gap is where one step ends and the
     next begins; an op the previous step ended with (inserted there by noise, its own sync)
-    lies before that gap. The level's first op has no gap before it: it opens the first
+    lies before that gap. The row's first op has no gap before it: it opens the first
     instance when the gap after it is narrower than the loop's edge before the other
     instances (a prologue ends with a wider one). Only kinds seen in head windows and nowhere
-    else in the level move (``head_only``): a kind that also occurs inside instances is no
+    else in the row move (``head_only``): a kind that also occurs inside instances is no
     head. Returns whether a beginning moved."""
     pos = unit.positions
     moved = False
@@ -1234,12 +1157,11 @@ def _after_loop_edge(unit: Unit, level: list, syms: list, head_only: set,
         start = p = pos[i]
         while start - 1 >= lo and syms[start - 1] in head_only:
             q = start - 1
-            after = level[start].start - level[q].end
+            after = row[start].start - row[q].end
             if q > 0:
-                before = level[q].start - level[q - 1].end
-            else:  # the level's first op: the loop's edge as the other instances show it
-                edges = sorted(level[b].start - level[b - 1].end for b in pos[1:])
-                before = edges[len(edges) // 2] if edges else 0.0
+                before = row[q].start - row[q - 1].end
+            else:  # the row's first op: the loop's edge as the other instances show it
+                before = upper_median((row[b].start - row[b - 1].end for b in pos[1:]), 0.0)
             if before <= rules.edge_gap_ratio * after:
                 break
             start = q
@@ -1282,6 +1204,15 @@ def last_instance_end(tail: list, width: int, seen: set, typical_us: float,
     return end
 
 
+def end_of_last(tail: list, lengths: list, seen: set, starts: list,
+             rules: Rules = RULES) -> float:
+    """Where the last instance ends (``last_instance_end``), from its ops (``tail``), the
+    lengths in ops of the instances before it, the kinds of op seen in them and their
+    starts (both decision paths: online and at close)."""
+    return last_instance_end(tail, sure_ops(lengths, rules), seen, typical_duration(starts),
+                             rules)
+
+
 def sure_ops(lengths, rules: Rules = RULES) -> int:
     """Ops the last instance has for sure: most of the shortest instance's (noise may have
     taken a few from the last one; more would reach into the epilogue)."""
@@ -1291,8 +1222,7 @@ def sure_ops(lengths, rules: Rules = RULES) -> int:
 
 def typical_duration(starts: list) -> float:
     """The median time from one instance's start to the next's."""
-    gaps = sorted(b - a for a, b in zip(starts, starts[1:]))
-    return gaps[len(gaps) // 2] if gaps else 0.0
+    return upper_median((b - a for a, b in zip(starts, starts[1:])), 0.0)
 
 
 # -- kinds of cycles -------------------------------------------------------------------
@@ -1307,8 +1237,7 @@ def cycle_kinds(shapes: list, kernels: list, rules: Rules = RULES) -> list:
     kinds = [KIND_ITERATION] * len(kernels)
     if len(shapes) != len(kernels) or not kernels:
         return kinds
-    typical = sorted(k for shape, k in zip(shapes, kernels) if shape == 0) or sorted(kernels)
-    median = typical[len(typical) // 2]
+    median = upper_median([k for shape, k in zip(shapes, kernels) if shape == 0] or kernels)
     last = len(kernels) - 1
     for i, (shape, k) in enumerate(zip(shapes, kernels)):
         # The last cycle unlike the unit may be the loop's exit: a final fetch that finds no

@@ -1,4 +1,4 @@
-"""Detect stage: where iterations begin, decided from the CPU call structure as it streams.
+"""The detector contract: what a detector sees, and what it answers (and the steps detector).
 
 A detector sees every structural CPU op (``cpu_op`` / ``user_annotation``) once, in file order,
 with its thread's stack of open ops and the thread's section (a new one each time the thread's
@@ -14,13 +14,17 @@ the trace's header promises (no GPU work, no Python frames): evidence that will 
 
 Detectors:
 - ``StepAnnotationDetector``: ``ProfilerStep#N`` spans (what HTA and tb-profiler rely on);
-- ``stream_split.core.structure.StructureDetector``: repeating units found from the structure.
+- ``structure.StructureDetector``: repeating units found from the structure.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from stream_split.trace_format import PROFILER_STEP_PREFIX
+
+#: ``evidence["decided"]`` of a structural detector that took the iterations from
+#: ``ProfilerStep#N`` spans as they came: no level below them was searched (``--level``).
+DECIDED_FROM_STEPS = "online"
 
 
 @dataclass(frozen=True, slots=True)

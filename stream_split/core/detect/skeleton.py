@@ -6,16 +6,18 @@ beneath it (``gpu``, credited once launches arrive) and its children. A ``Thread
 holds one section of one thread: its top-level ops (``roots``), the open ops parallel to the
 engine's stack, its top-level ``ProfilerStep`` spans and how often each symbol has occurred at
 its top level (for the online tries); and for each top-level op, the Python frames that open
-it (``Node.opener``: the wrappers of a step around its first op, for the phase at the
+it (``Node.opener``: the wrappers of a step around its first op, for a boundary at the
 outermost frame). ``SKIPPED`` stands for an op that is not kept (beyond
 the skeleton's depth or size), nor are its children. How much is kept is the detector's
-choice (``structure.StructureDetector``).
+choice (``structure.StructureDetector``, within ``rules.MemoryRules``).
 """
 from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
+
+from stream_split.core.detect.rules import RULES
 
 _DIGITS = re.compile(r"\d+")
 
@@ -60,7 +62,7 @@ class ThreadSkeleton:
         self.kid_seen: dict = {}
         #: Python frames that begin after the latest top-level op began (a file written in
         #: time order reads them before the op they open): (start, end, name), at most
-        #: ``MAX_PENDING_FRAMES``, matched once the next top-level op is read.
+        #: ``MemoryRules.max_pending_frames``, matched once the next top-level op is read.
         self.frames: list = []
 
     def add_root(self, node: Node) -> None:
@@ -77,7 +79,7 @@ class ThreadSkeleton:
         roots = self.roots
         i = bisect_left(roots, start, key=start_of)
         if i == len(roots):
-            if len(self.frames) < MAX_PENDING_FRAMES:
+            if len(self.frames) < RULES.memory.max_pending_frames:
                 self.frames.append((start, end, name))
             return
         _open_with(roots[i], roots[i - 1].end if i else float("-inf"), (start, end, name))
@@ -85,13 +87,13 @@ class ThreadSkeleton:
     def path_at(self, ts: float) -> list:
         """The ops open at ``ts``, outermost first (the ops a launch at ``ts`` runs under)."""
         path = []
-        level = self.roots
-        while level:
-            i = bisect_right(level, ts, key=start_of) - 1
-            if i < 0 or level[i].end < ts:
+        row = self.roots
+        while row:
+            i = bisect_right(row, ts, key=start_of) - 1
+            if i < 0 or row[i].end < ts:
                 break
-            path.append(level[i])
-            level = level[i].kids
+            path.append(row[i])
+            row = row[i].kids
         return path
 
 
@@ -115,32 +117,24 @@ class Symbols:
         return sym
 
 
-#: Python frames kept while waiting for the top-level op they may open (a bound: the frames
-#: read within one top-level op of a file in time order).
-MAX_PENDING_FRAMES = 4096
-#: Frames kept that open one top-level op (a wrapper chain; the program's own module frame
-#: opens the first op too).
-MAX_OPENERS = 16
-
-
 def _open_with(node: Node, after: float, frame: tuple) -> None:
     """``frame`` opens ``node`` when it begins after ``after`` (the end of the top-level op
     before it: a frame that began earlier holds the previous op too, the loop's own frame)
     and holds ``node``. The frames that open one op are nested: a short chain (at most
-    ``MAX_OPENERS``, the outermost kept)."""
+    ``MemoryRules.max_openers``, the outermost kept)."""
     start, end, _ = frame
     if after <= start <= node.start and end >= node.end:
         if node.opener is None:
             node.opener = []
         node.opener.append(frame)
-        if len(node.opener) > MAX_OPENERS:
+        if len(node.opener) > RULES.memory.max_openers:
             node.opener.sort()
-            del node.opener[MAX_OPENERS:]
+            del node.opener[RULES.memory.max_openers:]
 
 
 def open_pending(node: Node, after: float, frames: list) -> list:
     """The frames read before ``node`` that open it become its openers (``_open_with``;
-    ``after``: the end of the op before it on its level); returns those that begin after it
+    ``after``: the end of the op before it among its siblings); returns those that begin after it
     (they may open a later op)."""
     for frame in frames:
         _open_with(node, after, frame)
@@ -165,3 +159,20 @@ def flatten(node: Node, out: list, limit: int) -> None:
         out.append(n)
         if n.kids:
             stack.extend(reversed(n.kids))
+
+
+def occurrences(row: list, sym: int) -> list:
+    """Where ops of the symbol ``sym`` occur in ``row`` (a list of sibling ops)."""
+    return [i for i, node in enumerate(row) if node.sym == sym]
+
+
+def after_containers(roots: list, path: list) -> list:
+    """The ops after each container of ``path`` (the open ops around a row, outermost
+    first, the first on ``roots``) on its own row, in time order (the innermost row's
+    first)."""
+    rows = [roots] + [c.kids for c in path[:-1]]
+    after = []
+    for row, container in reversed(list(zip(rows, path))):
+        i = next(i for i, node in enumerate(row) if node is container)
+        after.extend(row[i + 1:])
+    return after

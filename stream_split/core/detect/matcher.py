@@ -1,0 +1,251 @@
+"""The online root matcher: after the unit is confirmed, each new op of its row is matched
+against it, and each instance's first op is a boundary the moment it is read.
+
+It keeps the ops of the current instance only (its shape), so memory does not grow with the
+trace (``rules.OnlineRules`` bounds what it keeps).
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import deque
+from dataclasses import replace
+
+from stream_split.core.detect.base import FoundBoundary, RetractLast
+from stream_split.core.detect.rules import RULES
+from stream_split.core.detect.search import (
+    OPENS_AFTER_SYNC, Unit, end_of_last, shape_and_similarity, time_reference, upper_median)
+from stream_split.core.detect.skeleton import Node, open_pending, outermost_opener
+from stream_split.trace_format import BLOCKING_SYNC_NAMES
+
+
+def _start_of_entry(entry: tuple) -> float:
+    return entry[0]
+
+
+class RootMatcher:
+    """After the unit is confirmed at the top of the loop thread (or among a container's
+    children: then the ops whose only open ancestors are those containers, and after them the
+    top-level ops): each new op of that row is matched against the unit. Keeps the ops of the
+    current instance only (its shape), so memory does not grow with the trace.
+
+    - The **first op** of the unit (``trigger``: the op that opens every instance learned and
+      occurs nowhere else in them) is a boundary the moment it is read. The unit's anchor,
+      read later, confirms it; if the instance turns out to begin later (ops that are not
+      head stand between the trigger and the anchor) the boundary moves there, and if the
+      next trigger comes with no anchor in between, the boundary is retracted (the op
+      opened nothing: the ops since belong to the instance before). A trigger left without
+      its anchor at the end is retracted too.
+    - Without a trigger (the unit opens with its anchor, or with ops that vary), the anchor
+      is a boundary at once, at the first of the head ops just before it (``Unit.head``).
+    """
+
+    def __init__(self, thread_key, row: list, unit: Unit, names: list, opening=()):
+        self.thread = thread_key
+        #: (start, name) of the ops of the thread's other sections that open instances, in
+        #: time order (``StructureDetector._section_openers``).
+        self.opening = list(opening)
+        self.at_frames = 0  # boundaries put at the outermost Python frame (evidence)
+        self.names = names
+        self.pattern = unit.pattern
+        self.anchor = unit.anchor
+        self.head = unit.head - {unit.anchor}
+        pos = unit.positions
+        self.seen = {n.sym for n in row[pos[0]:pos[-1]]}
+        self.unit = unit
+        self.shortest = min((b - a for a, b in zip(pos, pos[1:])), default=len(self.pattern))
+        instances = [row[a:b] for a, b in zip(pos, pos[1:])]
+        if instances:  # later ops carry no GPU work: compare by time, to the likest instance
+            likest = max(range(len(instances)), key=unit.similarity.__getitem__)
+            unit = self.unit = replace(unit, reference=time_reference(instances[likest]))
+        self.shapes: list = []
+        self.similarity: list = []  # each instance's similarity to the unit (evidence)
+        for ops in instances:
+            self._measure(ops)
+        opener = row[pos[0]].sym
+        self.trigger = opener if opener != self.anchor and opener in self.head and all(
+            ops[0].sym == opener and sum(1 for n in ops if n.sym == opener) == 1
+            for ops in instances) else None
+        self.tentative = False  # the latest boundary came from a trigger, no anchor yet
+        self.previous: list = []  # the instance before a tentative boundary (to merge back)
+        # After a host sync (``search._begin_at``): the small ops between the previous sync
+        # and the head open the instance too; a sync or a big op stops the walk back.
+        self.after_sync = unit.opening == OPENS_AFTER_SYNC
+        self.small = RULES.small_op_share * upper_median(
+            (sum(n.end - n.start for n in ops) for ops in instances), 0.0)
+        self.syncs = {sym for sym, name in enumerate(names) if name in BLOCKING_SYNC_NAMES}
+        self.starts = [row[p] for p in pos]
+        # Python frames read before the op they open (a file in time order): pending until
+        # the next op of the row is read (``skeleton.open_pending``).
+        self.frames: list = []
+        self.found = self._replay(row, pos)
+
+    def _replay(self, row: list, pos: list) -> list:
+        """The boundaries of the instances learned (at ``pos`` in ``row``), and of those begun
+        in the ops read after them."""
+        ceilings = [n.start for n in self.starts[1:]] + [float("inf")]
+        found = []
+        for k, (n, c) in enumerate(zip(self.starts, ceilings)):
+            self.recent = deque(row[pos[k - 1] if k else 0:pos[k]],
+                                maxlen=RULES.online.recent_ops)
+            floor = self.starts[k - 1].start if k else float("-inf")
+            anchor = next((m for m in row[pos[k]:] if m.sym == self.anchor), n)
+            found.append(self._boundary(n, ceiling=c, floor=floor, upto=anchor.start))
+        self.recent = deque(row[pos[-1]:], maxlen=RULES.online.recent_ops)
+        # The last instance so far, up to its anchor; the ops read after it (the unit may
+        # have been found from its middle ops) are matched like any new op, so no instance
+        # begun meanwhile is missed.
+        cut = next((q for q in range(pos[-1], len(row)) if row[q].sym == self.anchor),
+                   None)
+        self.waiting = cut is None  # the last instance's own anchor is still to come
+        self.current = list(row[pos[-1]:(len(row) if cut is None else cut + 1)])
+        for node in row[len(self.current) + pos[-1]:]:
+            found.extend(self.push(node))
+        return found
+
+    def _measure(self, instance: list, replace_last: bool = False) -> None:
+        shape, sim = shape_and_similarity(instance, self.unit)
+        if replace_last:
+            self.shapes[-1], self.similarity[-1] = shape, sim
+        else:
+            self.shapes.append(shape)
+            self.similarity.append(sim)
+
+    def _begin(self, instance: list, first: Node) -> None:
+        """An instance ends (``instance``, its ops) and the next begins at ``first``."""
+        self.shortest = min(self.shortest, len(instance))
+        self.seen.update(n.sym for n in instance)
+        self._measure(instance)
+        self.starts.append(first)
+        del self.starts[:-RULES.online.typical_of]
+
+    def _undo(self) -> list:
+        """Withdraw the latest (tentative) boundary: its ops go back to the instance before."""
+        self.shapes.pop()
+        self.similarity.pop()
+        self.starts.pop()
+        merged = self.previous + self.current
+        self.previous, self.tentative = [], False
+        return merged
+
+    def push(self, node: Node) -> tuple:
+        if self.frames:  # ``recent[-1]``: the op before ``node`` on the row
+            self.frames = open_pending(node, self.recent[-1].end, self.frames)
+        self.recent.append(node)
+        current = self.current
+        current.append(node)
+        sym = node.sym
+        if sym == self.trigger and not self.waiting:
+            out = []
+            if self.tentative:  # the previous trigger saw no anchor: it opened nothing
+                out.append(RetractLast(f"no {self.names[self.anchor]} followed it"))
+                current = self._undo()
+            instance = current[:-1]
+            self._begin(instance, node)
+            self.previous, self.current, self.tentative = instance, [node], True
+            out.append(self._boundary(node))
+            return tuple(out)
+        if sym != self.anchor or self.waiting:
+            self.waiting = self.waiting and sym != self.anchor
+            keep = RULES.online.max_instance_ops
+            if len(current) > keep:  # a runaway instance: keep its tail only
+                del current[:len(current) - keep]
+            return ()
+        j = len(current) - 1
+        lowest = 0 if self.tentative else 1
+        while j > lowest and current[j - 1].sym in self.head:
+            j -= 1
+        while self.after_sync and j > lowest and self._opens_after_sync(current[j - 1]):
+            j -= 1
+        if self.tentative:  # the anchor confirms the trigger's boundary, or moves it later
+            self.tentative = False
+            if j == 0:
+                return ()
+            instance = self.previous + current[:j]
+            self._measure(instance, replace_last=True)
+            self.seen.update(n.sym for n in current[:j])
+            first = self.current[j]
+            self.starts[-1] = first
+            self.current = current[j:]
+            return (self._boundary(first, moves_last=True,
+                                   why="the instance begins after the op that triggered it"),)
+        self._begin(current[:j], current[j])
+        self.current = current[j:]
+        return (self._boundary(current[j]),)
+
+    def _boundary(self, first: Node, ceiling: float = float("inf"),
+                  floor: float | None = None, upto: float | None = None,
+                  **kw) -> FoundBoundary:
+        """The boundary of an instance whose first op is ``first``: at the outermost Python
+        frame that opens it, if one was
+        read before it (the boundary at the outermost frame of the step, as
+        ``close.at_outermost_frames`` at close), or at the op of the thread's
+        other sections that opens it (``opening``: a ``zero_grad`` annotation before the
+        step's first cpu_op, as ``close.align_sections`` at close), whichever
+        is first."""
+        start, name = first.start, self.names[first.sym]
+        frame = outermost_opener(first, ceiling)
+        if frame is not None:
+            start, name = frame[0], frame[2]
+            self.at_frames += 1
+        opening = self.opening
+        if opening:
+            # The opening ops after the previous instance's first op (it lies inside the
+            # ``DistributedDataParallel.forward`` that opened it): the first of them with
+            # little work of this row after it (noise ops inserted after ``zero_grad``,
+            # not the previous instance's own ops).
+            if floor is None:
+                floor = self.starts[-2].start if len(self.starts) > 1 else float("-inf")
+            if upto is None:
+                upto = self.recent[-1].start  # the op being read: the anchor (or trigger)
+            del opening[:bisect_right(opening, floor, key=_start_of_entry)]
+            for o_start, o_name in opening:
+                if o_start >= max(start, upto):
+                    break
+                # Before the first op, with little work of this row after it; or between
+                # the first op and the anchor: the ops of the head before it (inserted after
+                # the previous step's optimizer) are the previous instance's.
+                if o_start > first.start or self._little_work_after(o_start, first.start):
+                    start, name = o_start, o_name
+                    break
+        return FoundBoundary(start, self.thread, name, **kw)
+
+    def _little_work_after(self, lo: float, hi: float) -> bool:
+        """Do the ops of this row read lately (``recent``) that begin in [lo, hi) do
+        little work (a small op's, ``small``)? Not when the ops kept do not reach back to
+        ``lo``."""
+        recent = self.recent
+        if len(recent) == recent.maxlen and recent[0].start > lo:
+            return False
+        return sum(n.end - n.start for n in recent if lo <= n.start < hi) <= self.small
+
+    def frames_note(self) -> str:
+        """What the boundaries at the outermost frame did online, for the evidence."""
+        if not self.at_frames:
+            return ""
+        return f", then at the outermost Python frame that opens the step ({self.at_frames} " \
+               f"boundaries)"
+
+    def observe_frame(self, start: float, end: float, name: str) -> None:
+        """A Python frame of the loop thread, read before the op it may open."""
+        if start > self.recent[-1].start and len(self.frames) < RULES.memory.max_pending_frames:
+            self.frames.append((start, end, name))
+
+    def _opens_after_sync(self, node: Node) -> bool:
+        """A small op that is no sync, or an op of the head: between the previous sync and
+        the anchor, it opens the instance."""
+        return node.sym in self.head or (
+            node.end - node.start <= self.small and node.sym not in self.syncs)
+
+    def finish(self) -> tuple[list, float, list]:
+        """Shapes of every instance, where the last one ends (``last_instance_end``), and the
+        revision of a trigger still waiting for its anchor."""
+        revisions = []
+        if self.tentative:
+            revisions.append(RetractLast(f"the input ended before a "
+                                         f"{self.names[self.anchor]} followed it"))
+            self.current = self._undo()
+        last = self.current
+        width = len(self.pattern)
+        self._measure(last[:width])
+        starts = [n.start for n in self.starts[-RULES.online.typical_of:]]
+        return self.shapes, end_of_last(last, [self.shortest], self.seen, starts), revisions

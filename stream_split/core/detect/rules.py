@@ -1,0 +1,282 @@
+"""Every threshold of the structural detector, named, with the reason for its value.
+
+``Rules`` holds them in four groups:
+
+- **search** (``Rules``' own fields): which repeating unit cuts a list of sibling ops
+  (``search.find_unit``): when instances are alike, when a cut qualifies, which cut wins,
+  where each instance opens, where the last one ends, which cycles are idle;
+- **verdict** (``Rules.verdict``, ``VerdictRules``): whether a unit found is an iteration
+  (``verdict.py``);
+- **online** (``Rules.online``, ``OnlineRules``): when the detector tries to decide before the
+  end of the input, and what the matcher keeps while it streams boundaries;
+- **memory** (``Rules.memory``, ``MemoryRules``): bounds on what the detector keeps.
+
+No other module of ``core/detect`` holds a bare threshold: a band or a limit is named here
+(``REPEAT``, the fewest occurrences that repeat, too).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+#: Two occurrences are the fewest that repeat: a row, a kind of op or a unit seen fewer times
+#: holds no repeating unit to search for (``search.py``), nor an inner one below the unit
+#: chosen (``close.lower_level``).
+REPEAT = 2
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictRules:
+    """Is a unit found an iteration (``verdict.py``)?"""
+    #: A unit found inside a container must hold at least this many ops (with its
+    #: children): a repeated ``aten::slice`` is no unit of work ...
+    min_unit_ops: int = 8
+    #: ... and the repeated sub-unit that makes one instance a whole piece of work must be
+    #: that big too: a block of work, not the q/k/v/o projections of one attention layer.
+    #: One instance is flattened to at most this many ops for that search.
+    inner_flat_ops: int = 50_000
+    #: Layers of one model: a single outermost ``nn.Module`` call holds this many instances.
+    module_instances: int = 2
+    #: The longest op of a level is a container to look inside when it holds at least
+    #: 1/this of the level's time (a third: a wrapper, a request, a single ``ProfilerStep``).
+    container_parts: int = 3
+    #: An instance opens by copying its input to the device when its first op launches a
+    #: copy and lasts at most 1/this of the instance (half: a step, not a layer).
+    copy_parts: int = 2
+    #: Ops of the loop thread's other sections open instances when found before this share
+    #: of the instances (the first aside) ...
+    opening_share: float = 0.5
+    #: ... and there are at least this many instances to vote.
+    opening_instances: int = 3
+    #: Confidence of a unit grows with its instances up to this many.
+    confident_instances: int = 3
+    #: Confidence reported for ``ProfilerStep#N`` spans repeating at the top of a thread.
+    steps_confidence: float = 0.95
+    #: Confidence reported when nothing repeats and the loop thread's work is one iteration.
+    single_confidence: float = 0.6
+
+
+@dataclass(frozen=True, slots=True)
+class OnlineRules:
+    """When the detector tries to decide before the end, and what the matcher keeps."""
+    #: ``ProfilerStep#N`` spans repeat (each new one a boundary at once) from this many on.
+    min_steps: int = 2
+    #: The first online try at a thread's top level comes after this many times
+    #: ``Rules.min_instances`` top-level ops ...
+    first_try_per_instance: int = 4
+    #: ... the next ones after this many more top-level ops, or this growth of the top
+    #: level, whichever is later ...
+    try_step: int = 8
+    try_growth: float = 1.25
+    #: ... besides each time a top-level op is read for the ``min_instances``-th to this many
+    #: times (the 4th instance's first op is the earliest moment a unit of three instances
+    #: can be certain).
+    eager_tries: int = 8
+    #: The children of containers this shallow (depth of the container) are tried.
+    container_depth: int = 4
+    #: Instance starts kept online, for the typical instance duration.
+    typical_of: int = 64
+    #: Ops of the matched level kept while matching, to weigh the work between an opening op
+    #: of another section and an instance's first op (``matcher.RootMatcher``).
+    recent_ops: int = 256
+    #: Ops kept of one instance while matching (a bound, not a limit on instance size).
+    max_instance_ops: int = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRules:
+    """Bounds on what the detector keeps, whatever the length of the trace."""
+    #: Ops kept below the top level of the skeleton (main threads only) ...
+    max_nodes: int = 100_000
+    #: ... and how deep.
+    max_depth: int = 8
+    #: Top-level ops kept of a side thread (pid != tid): enough to rank it as a loop thread.
+    side_thread_roots: int = 10_000
+    #: Levels whose last search is kept for the next online try on them
+    #: (``search.SearchMemo``): the top level and the chain of containers below it
+    #: (``OnlineRules.container_depth`` + 1).
+    memos: int = 5
+    #: What a ``SearchMemo`` keeps per search, in ops covered by its values (a bag or
+    #: composition of an instance of 40 ops counts 40): about 90 bytes each (measured), some
+    #: 3 MB. The searches of the resnet trace's top level (600 ops, 19 anchors) keep under
+    #: 30 000.
+    memo_budget: int = 1 << 15
+    #: Python frames kept while waiting for the top-level op they may open (a bound: the
+    #: frames read within one top-level op of a file in time order).
+    max_pending_frames: int = 4096
+    #: Frames kept that open one top-level op (a wrapper chain; the program's own module
+    #: frame opens the first op too).
+    max_openers: int = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """Every threshold of the detector, with why it has its value: the unit search's are its
+    own fields; the verdict's, the online tries' and the memory bounds are in their groups."""
+
+    # -- search: how many instances, when a cut qualifies ------------------------------
+
+    #: A unit must be seen this often before it is believed: two things look alike by chance
+    #: (the text encoder runs twice in a diffusion request). See ``two_*`` for the exception.
+    min_instances: int = 3
+    #: Two instances make a unit only when they are this alike (two noisy steps are about
+    #: 0.8; a step against a different phase, far less) ...
+    two_similarity: float = 0.75
+    #: ... and hold this share of the level's work: a two-step profile (schedule active=2)
+    #: is all steps; two encoder calls in a request are a small part of it.
+    two_coverage: float = 0.9
+    #: At least this share of the instances (idle cycles aside) must be like the
+    #: representative, and ``min_like`` of them: an eval step now and then is tolerated. Two
+    #: alternating shapes (a sub-step unit, two per step) may qualify, but lose to the step
+    #: (``super_period_floor``).
+    like_share: float = 0.5
+    min_like: int = 2
+    #: At most this share of the instances may be fragments (under ``fragment_ops`` of the
+    #: unit's ops): the anchor then also occurs inside the unit and cuts it apart.
+    fragment_share: float = 0.25
+    #: A fragment has under this share of the representative's ops (half) and, where work is
+    #: weighed, under ``piece_work_share`` of its work.
+    fragment_ops: float = 0.5
+    #: The like instances must cover this share of the level's work (GPU work where known,
+    #: else time): a loop of four heavy denoising steps beats twenty light encoder layers.
+    min_coverage: float = 0.5
+    #: Coverage counts the instances from this share of the median instance's ops ...
+    cover_shortest: float = 0.5
+    #: ... up to this many times them (an eval step is unlike a plain one, yet part of the
+    #: loop; two steps merged where the anchor was dropped still count).
+    cover_longest: float = 4
+    #: Each instance's time counts at most this many times the median instance's: a single
+    #: blocking sync cannot make a unit of a few tiny instances cover the trace.
+    time_cap: float = 10.0
+    #: A cut must be good as a whole: its mean similarity times its coverage reaches this. A
+    #: rare op that happens to cut the loop into a few unlike pieces does not.
+    min_quality: float = 0.45
+
+    # -- search: how alike two instances are -------------------------------------------
+
+    #: An instance is like the unit from this weighted similarity on. A step with an eval pass
+    #: of three forwards scores about 0.6 against a plain step; another phase or model, or
+    #: two steps merged into one instance (its anchor dropped), 0.5 or less.
+    like: float = 0.55
+    #: Weights of an op in an instance's bag: its time, its kernels, its count. Time and GPU
+    #: work are what the user cares about; the count keeps cheap ops from weighing nothing.
+    time_weight: float = 0.45
+    gpu_weight: float = 0.45
+    count_weight: float = 0.1
+    #: Compare by cost (True) or by op counts alone (False: for flattened subtrees, where time
+    #: and GPU work would be counted at several depths).
+    weigh: bool = True
+    #: An instance up to this many times the work of the representative (or down to its
+    #: inverse) loses nothing for its size; beyond, its similarity shrinks with the square of
+    #: the excess: two steps merged into one instance score under 0.45, a rollout 1.5x as
+    #: long keeps 0.75 of its similarity.
+    length_slack: float = 1.3
+    #: Representatives tried when looking for the medoid instance (cost: this x instances).
+    medoid_trials: int = 7
+    #: The evidence names this many ops that differ most between the representative and the
+    #: least like instance.
+    differing_ops: int = 3
+    #: A cut whose inner instances each hold at least this many kinds of op exactly once
+    #: (the loss, ``Optimizer.step``, ``zero_grad``, the input fetch) has a *spine*: an instance
+    #: that holds the whole spine once is one turn of the loop, like the unit, however much
+    #: else it does (an eval pass, a checkpoint, a rollout of any length). Two kinds could be
+    #: a coincidence; three are the program's own loop body. Only where instances are weighed
+    #: (``weigh``): the exact search inside a container compares op for op.
+    spine_ops: int = 3
+
+    # -- search: which qualifying cut wins ---------------------------------------------
+
+    #: Two cuts whose counts are within this ratio cut the same loop (rotations, or a cut that
+    #: lost an instance where its anchor was missing): the more regular one wins.
+    same_loop_ratio: float = 0.75
+    #: ... by a margin of this much similarity per instance; within it the cuts are equally
+    #: regular (rotations of one loop differ by timing noise) and the earlier one wins.
+    score_margin: float = 0.1
+    #: A coarse unit is a super-period of a finer one when the finer one has this many times
+    #: its instances, and the finer one is a whole step: this share of its instances are like
+    #: it (or idle) and all of them cover this share of the work ...
+    super_period_ratio: float = 1.5
+    super_period_like: float = 0.6
+    super_period_coverage: float = 0.9
+    #: ... and none of its instances (but idle cycles and the edges) is this unlike it: a step
+    #: with an eval pass, or a noisy one, still holds a step (about 0.4 and up); layers do
+    #: not: the instance that holds the loss, backward and optimizer is nothing like a layer
+    #: (under 0.2).
+    super_period_floor: float = 0.25
+    #: ... nor is a piece of a step: unlike it and doing less than this share of its work.
+    piece_work_share: float = 0.5
+    #: A cut is *even* (cycles of one loop head: an idle poll is as long as a step, not a
+    #: step and a sub-step) when every instance but the last has from this share ...
+    even_shortest: float = 0.5
+    #: ... to this many times the representative's number of ops.
+    even_longest: float = 1.5
+
+    # -- search: where an instance opens -----------------------------------------------
+
+    #: The spine of a unit: the ops found in this share of its like instances (a step's
+    #: data fetch, its sync); an op noise drops now and then still belongs to it.
+    spine_share: float = 0.8
+    #: A head op (before the anchor, opening the step) is found in at least this share of the
+    #: instances' head windows (noise drops small head ops: ``aten::randn`` may be missing in
+    #: a third of the steps) ...
+    head_share: float = 0.5
+    #: ... or found in a head window at this share of its occurrences (a head op that noise
+    #: dropped from most steps is still only ever seen there) ...
+    head_only_share: float = 0.8
+    #: ... and either way in at least this many head windows.
+    head_windows: int = 2
+    #: A small op before an instance that the vote cannot place (its kind seen in one head
+    #: window only: the step's first op that noise dropped from the other steps, or the
+    #: previous step's last op) opens the instance when the idle gap before it is more than
+    #: this many times the gap after it. Between two steps the host runs the loop itself
+    #: (``prof.step()``, the ``for`` statement), so the widest gap is where the loop turns;
+    #: any wider gap says so (``_after_loop_edge``).
+    edge_gap_ratio: float = 1.0
+    #: Symbols seen in fewer than this share of the instances are sporadic: a head walk steps
+    #: over them.
+    sporadic_share: float = 0.5
+
+    # -- search: where the last instance ends ------------------------------------------
+
+    #: The last instance has for sure this share of the shortest instance's ops.
+    sure_share: float = 0.8
+    #: While searching, the last instance runs until it has the median instance's ops and
+    #: this share of its time (noise may add ops to it).
+    last_time_share: float = 0.9
+    #: Ops of a new kind after the last instance are noise (part of it) when they are this
+    #: small (share of the median instance's time) and an op of a known kind follows; a big
+    #: one (``save_checkpoint``) begins the epilogue.
+    small_op_share: float = 0.05
+    #: A run of this many small ops of new kinds after the last instance is no noise.
+    max_head: int = 16
+
+    # -- search: idle cycles -----------------------------------------------------------
+
+    #: While searching, an instance unlike the representative that does less than this share
+    #: of its GPU work is taken for an idle cycle (a poll that finds no work): it neither
+    #: counts for nor against the unit.
+    idle_work_share: float = 0.5
+    #: ... and it spends at least this share of its time in ops of kinds the representative
+    #: has not (``idle_step``).
+    idle_own_ops: float = 0.5
+    #: A cycle unlike the unit with fewer kernels than this share of the median cycle's is an
+    #: idle cycle (failure mode 2: ``get_next_batch`` + ``idle_step``), reported apart.
+    idle_gpu_share: float = 0.25
+
+    # -- the other groups --------------------------------------------------------------
+
+    verdict: VerdictRules = field(default_factory=VerdictRules)
+    online: OnlineRules = field(default_factory=OnlineRules)
+    memory: MemoryRules = field(default_factory=MemoryRules)
+
+
+#: The rules for finding iterations.
+RULES = Rules()
+#: Whether one instance is a whole piece of work (it repeats a sub-unit: a model's layers)
+#: is asked op for op: a quarter of the blocks exactly alike (by op counts), covering a
+#: third of the ops. Tolerance here would make a layer's q/k/v projections a model.
+INNER_RULES = replace(RULES, weigh=False, like=1.0, like_share=0.24, min_like=4,
+                      min_coverage=0.3)
+#: Online, when every instance so far is like the unit, three exactly alike blocks inside
+#: an instance make it a whole piece of work: a model of three layers.
+ONLINE_INNER_RULES = replace(INNER_RULES, min_like=3)
+

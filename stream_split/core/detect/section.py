@@ -1,0 +1,76 @@
+"""Has the loop thread's CPU section of a Kineto file ended? (No decisions: ``structure.py``
+decides what an ended section allows.)
+
+A Kineto file holds each thread's CPU ops together (the loop thread's first), then Python
+frames (``with_stack``), then the GPU block (launches and kernels). The loop thread's
+section has ended when something from before its latest ops arrives: an op of another
+thread, a Python frame or a launch (in a time-ordered stream nothing comes from the past, so
+this never fires there). Then every CPU op of the loop thread has been read, and what the
+close decision still lacks is only what comes after: GPU work (kernels per op weigh the
+instances, copies tell a step from a layer) and Python frames (``nn.Module`` calls tell
+layers). The header says whether they will come (``TraceFacts``, given by the adapter):
+with neither (``deviceProperties: []``, no ``with_stack``) the close decision is made right
+there, and is the same decision; the GPU block begins at the first launch or GPU work from
+the past, and by then every frame is read (the GPU block follows the frames).
+"""
+from __future__ import annotations
+
+import enum
+
+
+class Section(enum.Enum):
+    """How far the loop thread's CPU section of a Kineto file has been read."""
+    #: Still being read (or a file in time order: it never ends).
+    OPEN = "open"
+    #: Something from before its latest ops came (another thread's op, a Python frame): every
+    #: CPU op of the loop thread is read; Python frames may still follow.
+    ENDED = "ended"
+    #: ... and a launch or GPU work came: Kineto's GPU block has begun, every frame is read.
+    GPU_BLOCK = "gpu block"
+
+
+#: The section's moves: (section, a launch or GPU work ended it?) -> the next section.
+SECTION_TRANSITIONS = {
+    (Section.OPEN, False): Section.ENDED,
+    (Section.OPEN, True): Section.GPU_BLOCK,
+    (Section.ENDED, True): Section.GPU_BLOCK,
+}
+
+
+class LoopSection:
+    """The loop thread's CPU section as it is read (a fact of ``Mode.LEARNING``: once
+    decided, the detector no longer watches it)."""
+
+    def __init__(self):
+        #: The main thread whose CPU ops are being read (the first main thread read) ...
+        self.thread = None
+        #: ... and the starts of its latest two ops (Kineto writes them in start order):
+        #: anything from before both (another thread's op, a frame, a launch, GPU work) ends
+        #: its section (one op of slack: a live writer may be a little out of order).
+        self._starts = (float("-inf"), float("-inf"))
+        #: How far the section is read (``SECTION_TRANSITIONS``).
+        self.state = Section.OPEN
+
+    def follow(self, thread, start: float) -> None:
+        """An op of a main thread begins at ``start``: the section's, if it is its thread."""
+        if self.thread in (None, thread):
+            self.thread = thread
+            self._starts = (self._starts[1], start)
+
+    def ended_by(self, ts: float, gpu_block: bool) -> bool:
+        """Does a frame, or (``gpu_block``) a launch or GPU work, at ``ts`` move the section
+        on: from before its latest ops, while it is open (a launch: until the GPU block)?"""
+        if ts >= self._starts[0]:
+            return False
+        if gpu_block:
+            return self.state is not Section.GPU_BLOCK
+        return self.state is Section.OPEN
+
+    def end(self, launch: bool) -> None:
+        """The section has ended; ``launch``: by a launch or GPU work (the GPU block)."""
+        self.state = SECTION_TRANSITIONS[(self.state, launch)]
+
+    @property
+    def frames_read(self) -> bool:
+        """Kineto's GPU block has begun: every Python frame is read."""
+        return self.state is Section.GPU_BLOCK

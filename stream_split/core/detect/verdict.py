@@ -1,0 +1,197 @@
+"""Is this unit an iteration? Pure functions of (the skeleton's ops, a unit found, the rules).
+
+Which file a new rule goes in:
+
+- **which cut is the unit** (when instances are alike, when a cut qualifies, which cut wins,
+  where each instance opens): ``search.py`` (``_qualifies``, ``_choose``, ``_opening``);
+- **is the unit found an iteration** (a layer or a step? a container or a loop?): here,
+  ``iteration_test``; both decision paths apply it, online and at close;
+- **can it be believed before the end of the input** (evidence that needs no GPU work, no
+  later instance): here, ``confirmed_online``, on top of ``iteration_test``;
+- **when and where to ask online** (which rows are searched, when the detector tries, what
+  it keeps): ``structure.py``, the mode machine; how each op is matched once the unit is
+  confirmed: ``matcher.py``;
+- **what the detector concludes when the input ends** (which rows are descended at close,
+  where the instances of the unit chosen begin and the last one ends, ``--level N``):
+  ``close.py``;
+- the thresholds of all of them: ``rules.py``.
+
+Nothing here keeps state or reads events: a row is a list of sibling ops (``skeleton.Node``),
+``roots`` the loop thread's top-level ops, ``path`` the containers around the row, outermost
+first, and ``modules`` the thread's outermost ``nn.Module`` calls as (start, end) (or None
+when Python frames were not recorded).
+"""
+from __future__ import annotations
+
+from stream_split.core.detect.rules import INNER_RULES, ONLINE_INNER_RULES, RULES, Rules
+from stream_split.core.detect.search import (
+    OPENS_AFTER_SYNC, OPENS_AT_INPUT_FETCH, Unit, find_unit, turns_the_loop)
+from stream_split.core.detect.skeleton import Node, flatten, occurrences
+
+
+def iteration_test(roots: list, row: list, unit: Unit, path: list, modules: list | None,
+                   rules: Rules = RULES) -> tuple[bool, str]:
+    """The one test of both decision paths (online and at close): are the instances of
+    ``unit``, found on ``row`` (inside the containers ``path``), iterations? At the top of
+    the loop thread they are, unless one ``nn.Module`` call holds several of them (layers);
+    inside a container see ``not_a_layer``. Returns (verdict, why)."""
+    if path:
+        return not_a_layer(roots, row, unit, path, modules, rules)
+    held = module_holding_several(row, unit, modules, rules)
+    if held:
+        return False, held
+    return True, "repeats at the top of the loop thread"
+
+
+def not_a_layer(roots: list, row: list, unit: Unit, path: list, modules: list | None,
+                rules: Rules = RULES) -> tuple[bool, str]:
+    """A unit found inside a container is an iteration only if it is not a layer: it recurs
+    outside the container (failure mode 3: minor roots at the top level), or no single
+    ``nn.Module`` call holds two instances (when Python frames were recorded), or each
+    instance opens by copying its input to the device, or one instance itself contains a
+    repeated sub-unit (a model with layers, not a layer)."""
+    min_ops = rules.verdict.min_unit_ops
+    size: list = []
+    for node in first_instance(row, unit):
+        flatten(node, size, min_ops)
+    if len(size) < min_ops:  # a repeated aten::slice is no unit of work
+        return False, f"an instance has fewer than {min_ops} ops"
+    anchor = row[unit.first].sym
+    outer_rows = [roots] + [p.kids for p in path[:-1]]
+    if any(occurrences(outer, anchor) for outer in outer_rows):
+        return True, "the unit also recurs outside its container (minor roots)"
+    if modules:
+        held = module_holding_several(row, unit, modules, rules)
+        if held:
+            return False, held
+        return True, "no nn.Module call holds two instances"
+    if opens_with_copy(row, unit, rules):
+        return True, "each instance opens by copying its input to the device"
+    return inner_repeat(row, unit)
+
+
+def first_instance(row: list, unit: Unit) -> list:
+    """The ops of the unit's first instance (as many as the representative has)."""
+    return row[unit.first:unit.first + len(unit.pattern)]
+
+
+def inner_repeat(row: list, unit: Unit, rules: Rules = INNER_RULES) -> tuple[bool, str]:
+    """Is one instance a whole piece of work (it repeats a sub-unit inside: a model's
+    layers) rather than a layer?"""
+    flat: list = []
+    for node in first_instance(row, unit):
+        flatten(node, flat, rules.verdict.inner_flat_ops)
+    # Blocks of a real model differ a little (a downsampling block, a checkpointed
+    # one): a quarter of them alike, covering a third of the ops, is a model.
+    inner = find_unit(flat, rules)
+    # ... and the repeated sub-unit is a block of work, not the q/k/v/o projections of
+    # one attention layer.
+    if inner is not None and len(inner.pattern) >= rules.verdict.min_unit_ops:
+        return True, (f"an instance contains a repeated sub-unit "
+                      f"({inner.exact} x {len(inner.pattern)} ops)")
+    return False, "an instance contains no repeated sub-unit"
+
+
+def module_holding_several(row: list, unit: Unit, modules: list | None,
+                           rules: Rules = RULES) -> str | None:
+    """Layers of one model: a single outermost nn.Module call holds several instances."""
+    starts = [row[p].start for p in unit.positions]
+    for m_start, m_end in modules or ():
+        if sum(1 for s in starts if m_start <= s < m_end) >= rules.verdict.module_instances:
+            return "one nn.Module call holds several instances"
+    return None
+
+
+def every_fetch_opens(row: list, unit: Unit) -> bool:
+    """Every input fetch read so far opens an instance of the unit. A unit learned from a few
+    cycles only (three idle polls after two steps, before any GPU work is known) leaves the
+    earlier fetches outside it: it is not the loop yet."""
+    fetch = row[unit.first].sym
+    opens = set(unit.positions)
+    return all(i in opens for i, node in enumerate(row) if node.sym == fetch)
+
+
+def opens_with_copy(row: list, unit: Unit, rules: Rules = RULES) -> bool:
+    """Each instance read so far (all but the last, whose children may be unread) opens by
+    copying its input to the device: its first op (the first child of an instance that is
+    one op) launches a memory copy and is short beside the instance. A layer of a model
+    works on what is on the device already; a step (a request) brings its input there."""
+    pos = unit.positions
+    if len(pos) < rules.min_instances:
+        return False
+    for a, b in zip(pos, pos[1:]):
+        first = row[a]
+        span = row[b].start - first.start if b - a > 1 else first.end - first.start
+        if b - a == 1:
+            if not first.kids:
+                return False
+            first = first.kids[0]
+        if not first.copies or first.end - first.start > span / rules.verdict.copy_parts:
+            return False
+    return True
+
+
+def dominant(row: list, rules: Rules = RULES) -> Node | None:
+    """The longest op, if it holds a good part (``VerdictRules.container_parts``) of the
+    row's time: a wrapper to look inside."""
+    span = max(n.end for n in row) - row[0].start
+    top = max(row, key=lambda n: n.end - n.start)
+    if span > 0 and (top.end - top.start) >= span / rules.verdict.container_parts:
+        return top
+    return None
+
+
+def confirmed_online(row: list, unit: Unit, path: list, names: list, section_read: bool,
+                     rules: Rules = RULES) -> str | None:
+    """Can ``unit``, found on ``row`` of the loop thread before the end of the input and
+    passing ``iteration_test``, be believed now? Either three cycles of the loop (like the
+    unit, or idle) open with the loop's input fetch (inside a container: a copy of each
+    instance's input to the device), or begin right after the previous one's host sync and
+    turn the loop, or (``section_read``: the loop thread's whole CPU section is read, so no
+    later instance can differ) every instance is like the unit and turns the loop, or three
+    instances are exact and each is a whole piece of work. Unlike instances among them (idle
+    cycles) are allowed only once GPU work is known. Returns why (to append to the
+    iteration test's), or None: not yet."""
+    # Every instance so far like the unit? Among so few, an idle cycle or another path
+    # could be taken for the unit when no GPU work is known yet (a Kineto file's CPU
+    # section comes before its launches); with GPU work known, the unit is the busy one.
+    alike = all(shape == 0 for shape in unit.shapes[:-1]) or any(n.gpu for n in row)
+    # Cycles of the loop head: like the unit, or idle (the fetch found nothing to do).
+    cycles = unit.like + unit.idle if alike else 0
+    enough = cycles >= rules.min_instances and unit.like >= rules.min_like
+    if enough and (unit.opening == OPENS_AT_INPUT_FETCH and every_fetch_opens(row, unit)
+                   or path and opens_with_copy(row, unit, rules)):
+        return "each instance opens with the loop's input fetch"
+    if enough and unit.opening == OPENS_AFTER_SYNC and turns_the_loop(unit, names):
+        # (A loop between syncs with no optimizer step in it may be the inner loop of a
+        # step whose update is still to come: a rollout's tokens. It waits for close.)
+        return "each instance begins right after the previous one's host sync"
+    if section_read and unit.n >= rules.min_instances and unit.like == unit.n and \
+            all(shape == 0 for shape in unit.shapes) and turns_the_loop(unit, names):
+        return ("at the end of the loop thread's CPU section every instance is "
+                "like the unit and turns the loop")
+    return _whole_exact_instances(row, unit, alike, rules)
+
+
+def _whole_exact_instances(row: list, unit: Unit, alike: bool, rules: Rules) -> str | None:
+    """``confirmed_online``'s last way: three instances exact, each a whole piece of work
+    (it repeats a sub-unit: ``inner_repeat``)."""
+    if unit.exact < rules.min_instances:
+        return None
+    if unit.opening == OPENS_AT_INPUT_FETCH and not every_fetch_opens(row, unit) \
+            and not any(n.gpu for n in row):
+        # A fetch opens no instance (the input-fetch way requires that it does): an
+        # instance that fetches twice may be two turns of the loop, a busy one and an idle
+        # poll (a server alternating them three times running), which only the GPU work to
+        # come tells apart from a step of micro-batches. It waits for that work (at close
+        # in a Kineto file).
+        return None
+    whole, inner = inner_repeat(row, unit, ONLINE_INNER_RULES if alike else INNER_RULES)
+    return inner if whole else None
+
+
+def confidence(unit: Unit, rules: Rules = RULES) -> float:
+    """How sure the evidence is of ``unit``: its coverage, mean similarity and number of
+    instances (up to ``VerdictRules.confident_instances``)."""
+    return min(1.0, unit.coverage) * (unit.score / unit.n) * min(
+        1.0, unit.n / rules.verdict.confident_instances)

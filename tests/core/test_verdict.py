@@ -1,0 +1,183 @@
+"""The verdicts of the structural detector (stream_split.core.detect.verdict), asked of small
+skeletons and units built directly: no engine, no trace."""
+from stream_split.core.detect.rules import RULES
+from stream_split.core.detect.search import (
+    OPENS_AFTER_SYNC, OPENS_AT_INPUT_FETCH, Unit, find_unit)
+from stream_split.core.detect.skeleton import Node
+from stream_split.core.detect.verdict import (
+    confirmed_online, dominant, every_fetch_opens, inner_repeat, iteration_test,
+    module_holding_several, not_a_layer, opens_with_copy)
+
+NAMES = ["get_next_batch", "forward", "backward", "Optimizer.step#SGD.step", "aten::item", "layer",
+         "aten::linear", "aten::relu", "aten::add", "aten::mul", "aten::copy_", "wrapper"]
+FETCH, FWD, BWD, OPT, ITEM, LAYER = 0, 1, 2, 3, 4, 5
+WORK = [6, 7, 8, 9, 6, 7, 8, 9]  # the ops beneath one step (with it, a unit of work)
+
+
+def row_of(syms, dur=10.0, gap=1.0, t0=0.0):
+    """Sibling ops of the symbols ``syms``, one after the other."""
+    out, t = [], t0
+    for sym in syms:
+        out.append(Node(sym, t, t + dur, 0))
+        t += dur + gap
+    return out
+
+
+def unit_at(positions, pattern, anchor, opening="at the anchor", shapes=None, **kw):
+    n = len(positions)
+    return Unit(positions=positions, pattern=tuple(pattern), similarity=[1.0] * n, like=n,
+                fragments=0, coverage=1.0, anchor=anchor, shapes=shapes or [0] * n,
+                exact=n, opening=opening, **kw)
+
+
+def with_kids(node, kid_syms, dur=1.0):
+    node.kids = [Node(s, node.start + i * dur, node.start + (i + 1) * dur, node.depth + 1)
+                 for i, s in enumerate(kid_syms)]
+    return node
+
+
+# -- iteration_test: the top of the loop thread ----------------------------------------------
+
+
+def test_a_unit_at_the_top_of_the_loop_thread_is_an_iteration():
+    row = row_of([FETCH, FWD, BWD, OPT] * 3)
+    unit = unit_at([0, 4, 8], [FETCH, FWD, BWD, OPT], FETCH)
+    verdict, why = iteration_test(row, row, unit, [], None)
+    assert verdict and why == "repeats at the top of the loop thread"
+
+
+def test_instances_that_one_module_call_holds_are_layers_not_iterations():
+    row = row_of([LAYER] * 4)
+    unit = unit_at([0, 1, 2, 3], [LAYER], LAYER)
+    one_call = [(row[0].start, row[-1].end)]
+    verdict, why = iteration_test(row, row, unit, [], one_call)
+    assert not verdict and "nn.Module" in why
+    assert module_holding_several(row, unit, one_call) is not None
+    # A module call per instance holds one each: no layer evidence.
+    each = [(n.start, n.end) for n in row]
+    assert module_holding_several(row, unit, each) is None
+
+
+# -- not_a_layer: inside a container ---------------------------------------------------------
+
+
+def test_a_unit_of_fewer_ops_than_a_unit_of_work_inside_a_container_is_no_iteration():
+    row = row_of([6, 7] * 4)  # aten::linear, aten::relu: a repeated pair, nothing more
+    container = Node(11, 0.0, 100.0, 0)
+    unit = unit_at([0, 2, 4, 6], [6, 7], 6)
+    verdict, why = not_a_layer([container], row, unit, [container], None)
+    assert not verdict
+    assert why == f"an instance has fewer than {RULES.verdict.min_unit_ops} ops"
+
+
+def test_a_unit_that_recurs_outside_its_container_is_an_iteration():
+    steps = [with_kids(n, WORK) for n in row_of([FWD] * 4)]
+    container = Node(11, 0.0, 100.0, 0)
+    roots = [container] + row_of([FWD], t0=200.0)  # the minor root after the container
+    unit = unit_at([0, 1, 2, 3], [FWD], FWD)
+    verdict, why = not_a_layer(roots, steps, unit, [container], None)
+    assert verdict and "recurs outside its container" in why
+
+
+def test_a_unit_inside_a_container_whose_instances_no_module_call_shares_is_an_iteration():
+    steps = [with_kids(n, WORK) for n in row_of([FWD] * 4)]
+    container = Node(11, 0.0, 100.0, 0)
+    modules = [(n.start, n.end) for n in steps]
+    verdict, why = not_a_layer([container], steps, unit_at([0, 1, 2, 3], [FWD], FWD),
+                               [container], modules)
+    assert verdict and why == "no nn.Module call holds two instances"
+
+
+def test_instances_that_open_by_copying_their_input_to_the_device_are_steps():
+    steps = [with_kids(n, [10] + WORK) for n in row_of([FWD] * 4, dur=50.0)]
+    for step in steps:
+        step.kids[0].copies = 1  # aten::copy_ launches a host-to-device copy
+    unit = unit_at([0, 1, 2, 3], [FWD], FWD)
+    assert opens_with_copy(steps, unit)
+    container = Node(11, 0.0, 500.0, 0)
+    verdict, why = not_a_layer([container], steps, unit, [container], None)
+    assert verdict and "copying its input" in why
+
+
+def test_a_copy_that_takes_most_of_the_instance_does_not_open_a_step():
+    steps = [with_kids(n, [10, 6], dur=40.0) for n in row_of([FWD] * 4, dur=50.0)]
+    for step in steps:
+        step.kids[0].copies = 1
+    assert not opens_with_copy(steps, unit_at([0, 1, 2, 3], [FWD], FWD))
+
+
+def test_an_instance_that_repeats_a_block_of_work_inside_is_a_whole_model():
+    block = [6, 7, 8, 9, 10, 11, 2, 3]  # eight ops a block: a block of work, not a projection
+    model = with_kids(Node(FWD, 0.0, 1000.0, 0), block * 4)
+    verdict, why = inner_repeat([model], unit_at([0], [FWD], FWD))
+    assert verdict and why.startswith("an instance contains a repeated sub-unit")
+
+
+def test_an_instance_without_a_repeated_block_is_a_layer():
+    layer = with_kids(Node(LAYER, 0.0, 100.0, 0), [6, 7, 8, 9, 10, 11, 2, 3])
+    verdict, why = inner_repeat([layer], unit_at([0], [LAYER], LAYER))
+    assert not verdict and why == "an instance contains no repeated sub-unit"
+
+
+# -- dominant: where to look inside ----------------------------------------------------------
+
+
+def test_the_longest_op_holding_a_third_of_the_row_is_a_container():
+    row = [Node(11, 0.0, 40.0, 0)] + row_of([1, 2], t0=41.0, dur=20.0)
+    assert dominant(row) is row[0]
+
+
+def test_no_op_holding_a_third_of_the_row_is_no_container():
+    assert dominant(row_of([1, 2, 3, 4, 5])) is None
+
+
+# -- confirmed_online: believed before the end ------------------------------------------------
+
+
+def _training(n=4):
+    """``n`` steps that open with the input fetch, as the search finds them."""
+    row = row_of([FETCH, FWD, BWD, OPT] * n)
+    return row, unit_at([4 * k for k in range(n)], [FETCH, FWD, BWD, OPT], FETCH,
+                        opening=OPENS_AT_INPUT_FETCH)
+
+
+def test_three_steps_that_open_with_the_input_fetch_are_believed_online():
+    row, unit = _training()
+    assert confirmed_online(row, unit, [], NAMES, False) == \
+        "each instance opens with the loop's input fetch"
+    assert every_fetch_opens(row, unit)
+
+
+def test_a_fetch_that_opens_no_instance_is_not_yet_the_loop():
+    row, unit = _training()
+    row.insert(0, Node(FETCH, -20.0, -15.0, 0))  # an earlier fetch outside every instance
+    unit.positions = [p + 1 for p in unit.positions]
+    assert not every_fetch_opens(row, unit)
+    unit.exact = 0  # nor are the instances exact: nothing else confirms it
+    assert confirmed_online(row, unit, [], NAMES, False) is None
+
+
+def test_unlike_instances_before_any_gpu_work_wait_for_it():
+    row, unit = _training()
+    unit.shapes = [0, (BWD,), 0, 0]
+    unit.like, unit.exact = 3, 0
+    assert confirmed_online(row, unit, [], NAMES, False) is None
+
+
+def test_steps_after_a_host_sync_that_turn_the_loop_are_believed_online():
+    row = row_of([FWD, BWD, OPT, ITEM] * 4)
+    unit = unit_at([0, 4, 8, 12], [FWD, BWD, OPT, ITEM], FWD, opening=OPENS_AFTER_SYNC,
+                   spine=frozenset({FWD, BWD, OPT, ITEM}))
+    assert confirmed_online(row, unit, [], NAMES, False) == \
+        "each instance begins right after the previous one's host sync"
+    # Without a loop marker (no optimizer step: a rollout's tokens) it waits for close.
+    unit.spine = frozenset({FWD, BWD, ITEM})
+    unit.exact = 0
+    assert confirmed_online(row, unit, [], NAMES, False) is None
+
+
+def test_the_search_and_the_verdict_agree_on_a_plain_training_loop():
+    row = row_of([FETCH, FWD, BWD, OPT] * 5)
+    unit = find_unit(row, names=NAMES)
+    assert unit is not None and unit.opening == OPENS_AT_INPUT_FETCH
+    assert iteration_test(row, row, unit, [], None)[0]
