@@ -217,8 +217,7 @@ def test_online_searches_that_remember_the_last_one_split_as_fresh_searches_do(
     # search on it (``search.SearchMemo``); launches credit kernels to the ops meanwhile (in
     # time order) or after them (Kineto's sections). Every owner and every piece of evidence
     # is the same as with a fresh search each time.
-    from stream_split.core.detect import structure
-    from stream_split.core.detect.search import SearchMemo
+    from stream_split.core.detect.search import RecentMemos, SearchMemo
     from stream_split.testing.accuracy import owners
     from stream_split.testing.replay import SCENARIOS
 
@@ -232,6 +231,5 @@ def test_online_searches_that_remember_the_last_one_split_as_fresh_searches_do(
         return out
 
     remembered = run()
-    monkeypatch.setattr(structure.StructureDetector, "_memo_for",
-                        lambda self, row: SearchMemo())
+    monkeypatch.setattr(RecentMemos, "of", lambda self, row: SearchMemo())
     assert run() == remembered

@@ -285,6 +285,15 @@ def opening_elsewhere(thread: ThreadSkeleton, sections: list, row: list, unit: U
     return others, opening
 
 
+def section_openers(thread: ThreadSkeleton, sections: list, row: list, unit: Unit,
+                    names: list) -> list:
+    """Online: (start, name) of every op of the thread's other ``sections``, read so far, of
+    a kind that opens instances (``opening_elsewhere``): the matcher begins each new
+    instance at the one before its first op (``RootMatcher._boundary``)."""
+    others, opening = opening_elsewhere(thread, sections, row, unit)
+    return [(n.start, names[n.sym]) for n in others if n.sym in opening]
+
+
 def align_sections(loop: LoopThread, row: list, unit: Unit, boundaries: list) -> list:
     """A unit found on one section of the loop thread (its annotations, say) begins with
     the ops of the thread's other sections that open most instances

@@ -29,6 +29,17 @@ def unit_evidence(unit: Unit, anchor: list, why: str, names: list) -> dict:
             "why": why, "confidence": round(confidence(unit), 3)}
 
 
+def online_evidence(detector: str, thread: tuple, path: list, row: list, unit: Unit,
+                    why: str, names: list) -> dict:
+    """The evidence of a unit confirmed online on ``row`` of ``thread`` (inside the
+    containers ``path``, outermost first); ``why``: the verdicts that confirmed it."""
+    return {"detector": detector, "decided": f"online, after {unit.n} instances",
+            "loop_thread": list(thread),
+            "levels": [dict(row_entry([names[n.sym] for n in path], row, unit, names),
+                            iteration_test=why)],
+            **unit_evidence(unit, [row[unit.first].sym], why, names)}
+
+
 def tolerance(unit: Unit, names: list) -> dict:
     """How tolerant the match was."""
     return {"similarity": unit.similarity, "like": unit.like,

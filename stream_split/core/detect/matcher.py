@@ -42,7 +42,7 @@ class RootMatcher:
     def __init__(self, thread_key, row: list, unit: Unit, names: list, opening=()):
         self.thread = thread_key
         #: (start, name) of the ops of the thread's other sections that open instances, in
-        #: time order (``StructureDetector._section_openers``).
+        #: time order (``close.section_openers``).
         self.opening = list(opening)
         self.at_frames = 0  # boundaries put at the outermost Python frame (evidence)
         self.names = names

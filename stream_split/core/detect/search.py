@@ -486,6 +486,31 @@ class SearchMemo:
                          lambda: _own_ops(self.bag(span), self.reference(ref_span)))
 
 
+class RecentMemos:
+    """The memo of the last search on each row tried lately (``SearchMemo``): the online
+    tries search the same few rows again each time they grow by an op or a few. At most
+    ``MemoryRules.memos`` rows are remembered (the least recently tried goes)."""
+
+    def __init__(self):
+        self._memos: list = []  # latest last
+
+    def of(self, row: list) -> SearchMemo:
+        """The memo of ``row`` (a new one if it was not tried lately)."""
+        memos = self._memos
+        for i, memo in enumerate(memos):
+            if memo.row is row:
+                memos.append(memos.pop(i))
+                return memo
+        memo = SearchMemo()
+        memos.append(memo)
+        del memos[:-RULES.memory.memos]
+        return memo
+
+    def clear(self) -> None:
+        """Forget every memo (the unit is decided: no more online tries)."""
+        self._memos = []
+
+
 @dataclass(slots=True)
 class _Cut:
     """The instances of a cut but the last: what the row's growth does not change."""

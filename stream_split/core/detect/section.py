@@ -17,6 +17,18 @@ from __future__ import annotations
 
 import enum
 
+#: ``evidence["waited"]`` where Python frames may still follow the ended section.
+WAITED_FOR_FRAMES = ("Python frames (the header's with_stack), nn.Module evidence, follow the "
+                     "CPU section")
+#: ``evidence["waited"]`` where GPU work follows and the online confirmation failed.
+WAITED_FOR_GPU = (
+    "GPU work follows the CPU section (the header's deviceProperties), and nothing that needs "
+    "none confirms the unit (an input fetch or a host sync opening every instance, whole exact "
+    "instances, every instance alike and turning the loop)")
+#: ``evidence["decided"]`` and ``["why_then"]`` of the close decision made at the section end.
+DECIDED_AT_SECTION_END = "at the end of the loop thread's CPU section"
+WHY_AT_SECTION_END = "the header says no GPU work and no Python frames follow it"
+
 
 class Section(enum.Enum):
     """How far the loop thread's CPU section of a Kineto file has been read."""

@@ -8,8 +8,17 @@ engine's stack, its top-level ``ProfilerStep`` spans and how often each symbol h
 its top level (for the online tries); and for each top-level op, the Python frames that open
 it (``Node.opener``: the wrappers of a step around its first op, for a boundary at the
 outermost frame). ``SKIPPED`` stands for an op that is not kept (beyond
-the skeleton's depth or size), nor are its children. How much is kept is the detector's
-choice (``structure.StructureDetector``, within ``rules.MemoryRules``).
+the skeleton's depth or size), nor are its children.
+
+``Skeletons`` holds every thread's skeletons while the detector learns, builds them op by op
+and credits the GPU work launched beneath each op and the Python frames that open it; which
+ops it reads, and when the skeletons are dropped, is the mode machine's choice
+(``structure.StructureDetector``). Memory: below the top level at most ``max_nodes`` ops,
+kept only for main threads (pid == tid); a side thread keeps at most
+``MemoryRules.side_thread_roots`` top-level ops; Python frames waiting for the op they open
+at most ``MemoryRules.max_pending_frames``. A loop never confirmed online keeps its main
+thread's top level until the end: that part grows with the trace (everything the engine
+waits on meanwhile is spilled).
 """
 from __future__ import annotations
 
@@ -20,6 +29,8 @@ from collections import Counter
 from stream_split.core.detect.rules import RULES
 
 _DIGITS = re.compile(r"\d+")
+#: How a Python frame of an ``nn.Module`` call is named.
+MODULE_FRAME_PREFIX = "nn.Module: "
 
 
 class Node:
@@ -65,6 +76,43 @@ class ThreadSkeleton:
         #: ``MemoryRules.max_pending_frames``, matched once the next top-level op is read.
         self.frames: list = []
 
+    def parent_at(self, depth: int, transparent: bool = False):
+        """The kept op that an op read at ``depth`` of the engine's stack opens under (None:
+        the top level), the open ops cut to ``depth``. ``SKIPPED`` where the op is not read,
+        and is already pushed: under an op not kept, or ``transparent`` (a ``ProfilerStep``
+        read through: its children take its place)."""
+        stack = self.stack
+        del stack[depth:]
+        parent = next((node for node in reversed(stack) if node is not None), None)
+        if parent is SKIPPED:
+            stack.append(SKIPPED)
+            return SKIPPED
+        if transparent:
+            stack.append(None)
+            return SKIPPED
+        return parent
+
+    def around_latest(self) -> list:
+        """The kept ops open around the latest op read, outermost first."""
+        return [node for node in self.stack[:-1] if node is not None]
+
+    def count_under(self, container: Node, sym: int) -> int:
+        """One more child of the symbol ``sym`` under ``container`` (a shallow container of
+        the current top-level op): how many it has now (for the online tries)."""
+        counts = self.kid_seen.get(container)
+        if counts is None:
+            counts = self.kid_seen[container] = Counter()
+        counts[sym] += 1
+        return counts[sym]
+
+    def add_step(self, start: float, end: float, name: str) -> bool:
+        """A ``ProfilerStep`` span read: kept unless nested in (or overlapping) the previous
+        one. True if it is a new step."""
+        if self.steps and start < self.steps[-1][1]:
+            return False
+        self.steps.append((start, end, name))
+        return True
+
     def add_root(self, node: Node) -> None:
         """A new top-level op; the Python frames read before it that open it are its opener."""
         roots = self.roots
@@ -95,6 +143,157 @@ class ThreadSkeleton:
             path.append(row[i])
             row = row[i].kids
         return path
+
+
+class Skeletons:
+    """Every thread's skeletons while the detector learns: one ``ThreadSkeleton`` per section
+    of each thread, built op by op, and credited with the GPU work launched beneath each op
+    and the Python frames that open it; and each thread's outermost ``nn.Module`` calls
+    (layer evidence). Below the top level only main threads (pid == tid) keep ops, at most
+    ``max_nodes`` of them, ``max_depth`` deep; a side thread keeps at most
+    ``MemoryRules.side_thread_roots`` top-level ops."""
+
+    def __init__(self, max_nodes: int, max_depth: int):
+        self._max_nodes = max_nodes
+        self._max_depth = max_depth
+        self._nodes = 0  # ops kept below the top level
+        self.symbols = Symbols()
+        #: The names of the symbols (``Symbols.names``).
+        self.names: list = self.symbols.names
+        #: (thread, section) -> its ``ThreadSkeleton``, in the order first read.
+        self.threads: dict = {}
+        self._sections_of: dict = {}  # thread -> its skeletons (one per section)
+        self._early_frames: dict = {}  # thread -> Python frames read before its first op
+        self._graph_launches: dict = {}  # correlation -> ops around a graph launch
+        self._modules: dict = {}  # thread -> its outermost nn.Module frames [(start, end)]
+
+    def of(self, thread, section: int) -> ThreadSkeleton:
+        """The skeleton of ``thread``'s ``section`` (new at its first op)."""
+        state = self.threads.get((thread, section))
+        if state is None:
+            state = self.threads[(thread, section)] = ThreadSkeleton(
+                thread, RULES.online.first_try_per_instance * RULES.min_instances)
+            state.frames = self._early_frames.pop(thread, [])
+            self._sections_of.setdefault(thread, []).append(state)
+        return state
+
+    def add(self, state: ThreadSkeleton, parent: Node | None, start: float, end: float,
+            name: str) -> Node:
+        """The op read joins ``state`` under ``parent`` (``ThreadSkeleton.parent_at``; None:
+        the top level) and is pushed on its open ops. Returns its node, or ``SKIPPED`` where
+        it is not kept (beyond the skeleton's depth or size, or a side thread's top level
+        past enough to rank it): nor are its children then."""
+        if parent is None:
+            node = Node(self.symbols.of(name), start, end, 0)  # its symbol even if skipped
+            if not state.main and len(state.roots) >= RULES.memory.side_thread_roots:
+                node = SKIPPED
+            else:
+                state.add_root(node)
+                state.seen[node.sym] += 1
+                state.kid_seen.clear()
+        elif state.main and parent.depth + 1 < self._max_depth and \
+                self._nodes < self._max_nodes:
+            node = Node(self.symbols.of(name), start, end, parent.depth + 1)
+            if parent.kids is None:
+                parent.kids = []
+            parent.kids.append(node)
+            self._nodes += 1
+        else:
+            node = SKIPPED
+        state.stack.append(node)
+        return node
+
+    def on_row(self, state: ThreadSkeleton, path: tuple, depth: int, start: float,
+               end: float, name: str, transparent: bool) -> Node | None:
+        """Once matching: the op read at ``depth``, a node if it is on the row matched (the
+        children of the containers ``path``, or the top level), else None."""
+        stack = state.stack
+        del stack[depth:]
+        if any(node is not None and all(node is not c for c in path) for node in stack):
+            stack.append(SKIPPED)  # inside an op of the row, not on it
+            return None
+        if transparent:
+            stack.append(None)
+            return None
+        node = Node(self.symbols.of(name), start, end, 0)
+        stack.append(node)
+        return node
+
+    def credit_launch(self, thread, ts: float, correlation, graph: bool, copy: bool) -> None:
+        """A launch at ``ts``: one kernel (or a memory copy) more for the ops of ``thread``
+        open then; a graph launch's ops are credited per kernel as they arrive
+        (``credit_graph_kernel``)."""
+        path = [node for state in self.threads.values() if state.key == thread
+                for node in state.path_at(ts)]  # each section of the thread
+        if not path:
+            return
+        if graph:
+            self._graph_launches[correlation] = path
+        for node in path:
+            node.gpu += 1
+            if copy:
+                node.copies += 1
+
+    def credit_graph_kernel(self, correlation) -> None:
+        """A kernel: one more for the ops of its graph launch, if it came from one."""
+        path = self._graph_launches.get(correlation)
+        if path is not None:
+            for node in path:
+                node.gpu += 1
+
+    def credit_frame(self, thread, start: float, end: float, name: str) -> bool:
+        """A Python frame: the opener of the main thread's top-level op it opens
+        (``Node.opener``). True where it waits for that op, read later (a file in time
+        order, not Kineto's sections)."""
+        states = self._sections_of.get(thread, ())
+        waits = False
+        for state in states:
+            if state.main:
+                state.observe_frame(start, end, name)
+                waits = waits or bool(state.frames)
+        if not states and thread[0] == thread[1]:  # before the thread's first op
+            early = self._early_frames.setdefault(thread, [])
+            if len(early) < RULES.memory.max_pending_frames:
+                early.append((start, end, name))
+            waits = True
+        return waits
+
+    def note_module(self, thread, start: float, end: float, name: str) -> None:
+        """A Python frame, kept where it is an outermost ``nn.Module`` call of ``thread``."""
+        if not name.startswith(MODULE_FRAME_PREFIX):
+            return
+        modules = self._modules.setdefault(thread, [])
+        if modules and start < modules[-1][1]:
+            return  # nested in the previous outermost module call
+        modules.append((start, end))
+
+    def modules_of(self, thread) -> list | None:
+        """``thread``'s outermost ``nn.Module`` calls as (start, end), None if none."""
+        return self._modules.get(thread)
+
+    def sections(self, state: ThreadSkeleton) -> list:
+        """Every section's skeleton of ``state``'s thread, in the order first read."""
+        return [t for t in self.threads.values() if t.key == state.key]
+
+    def largest_section(self, thread) -> ThreadSkeleton | None:
+        """The skeleton of ``thread``'s section with most top-level ops (None if none)."""
+        states = [t for t in self.threads.values() if t.key == thread]
+        return max(states, key=lambda t: len(t.roots), default=None)
+
+    def keep_only(self, state: ThreadSkeleton):
+        """The unit is confirmed on ``state``'s row: the rest of every skeleton is dropped,
+        and ``state`` keeps only its open ops. Returns its (thread, section)."""
+        key = next(k for k, v in self.threads.items() if v is state)
+        self.threads = {key: state}
+        self._sections_of, self._early_frames = {}, {}
+        state.roots = []
+        state.kid_seen = {}
+        return key
+
+    def drop(self) -> None:
+        """The unit is decided: no skeleton is needed any more."""
+        self.threads = {}
+        self._sections_of, self._early_frames = {}, {}
 
 
 class Symbols:

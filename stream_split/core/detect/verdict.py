@@ -8,8 +8,9 @@ Which file a new rule goes in:
   ``iteration_test``; both decision paths apply it, online and at close;
 - **can it be believed before the end of the input** (evidence that needs no GPU work, no
   later instance): here, ``confirmed_online``, on top of ``iteration_test``;
-- **when and where to ask online** (which rows are searched, when the detector tries, what
-  it keeps): ``structure.py``, the mode machine; how each op is matched once the unit is
+- **when and where to ask online** (which rows are searched, when the detector tries):
+  ``structure.py``, the mode machine; what the skeleton keeps of each op, and the GPU work
+  and frames credited to it: ``skeleton.py``; how each op is matched once the unit is
   confirmed: ``matcher.py``;
 - **what the detector concludes when the input ends** (which rows are descended at close,
   where the instances of the unit chosen begin and the last one ends, ``--level N``):
