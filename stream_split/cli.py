@@ -10,7 +10,9 @@ a warning, never silence. Bad input, a bad path or a bad option value ends with 
 stderr and exit status 2,
 never a traceback; whatever was decided before an input error is written first. SIGINT and
 SIGTERM stop the run between two events (outputs stay whole) and exit 128 + the signal's
-number (130, 143). A closed stdout (``| head``) ends quietly.
+number (130, 143). A reader of stdout that goes away (``| head``) ends the command quietly,
+exit status 0; a stdout or stdin that was never open (``>&-``, ``<&-`` with ``-``) is an
+error line, exit status 2.
 """
 from __future__ import annotations
 
@@ -353,6 +355,12 @@ def main(argv=None) -> int:
     stop = StopRequest()
     signal.signal(signal.SIGTERM, stop.request)
     signal.signal(signal.SIGINT, stop.request)
+    if sys.stderr is None:  # started with 2>&-: errors have nowhere to go
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")
+    if sys.stdout is None:  # started with >&-: every command writes there
+        print("stream-split: error: stdout is closed: there is nowhere to write the output",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     args.stop = stop

@@ -23,7 +23,6 @@ import signal
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
-from rich.console import Console
 from rich.table import Table
 
 from stream_split.config import SplitConfig
@@ -32,6 +31,7 @@ from stream_split.folder import split_to_folder
 from stream_split.output import create_new
 from stream_split.run import StopRequest
 from stream_split.stats import quantile
+from stream_split.summary import PipeConsole
 
 RANKS_FILE = "ranks.json"
 RANKS_FORMAT = "stream-split/ranks"
@@ -226,7 +226,7 @@ def ranks_table(data: dict) -> tuple[list[str], list[list[str]]]:
 
 def render_ranks(data: dict, console=None) -> None:
     """Print the straggler table with ``rich`` (to ``console``, or stdout)."""
-    console = console or Console()
+    console = console or PipeConsole()
     header, rows = ranks_table(data)
     table = Table(title=f"{len(data['ranks'])} ranks, aligned by {data['aligned_by']} "
                         "(times in ms)")

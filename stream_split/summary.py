@@ -8,6 +8,7 @@ more per iteration (a serving phase, a rank) adds keys to the rows and a ``Colum
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 from dataclasses import dataclass
@@ -20,6 +21,14 @@ from stream_split.stats import quantile
 from stream_split.trace_format import profiler_step_number
 
 MANIFEST_NAME = "manifest.json"
+
+
+class PipeConsole(Console):
+    """A ``rich`` console whose closed pipe (``| head``) raises ``BrokenPipeError`` for the
+    command to end quietly (rich's own answer is ``SystemExit(1)``)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError(errno.EPIPE, "the reader of the output went away")
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +171,7 @@ def shown_rows(rows: list[dict], limit: int | None) -> list[dict | None]:
 def render_text(table: dict, stream, columns=COLUMNS, limit: int | None = None) -> None:
     """The table, drawn with ``rich`` on ``stream`` (plain text when it is not a terminal);
     with ``limit``, long tables keep their first and last rows and the outliers."""
-    console = Console(file=stream, width=None if stream.isatty() else 120,
+    console = PipeConsole(file=stream, width=None if stream.isatty() else 120,
                       highlight=False, soft_wrap=False)
     view = Table(title=shown(table.get("input") or ""), title_justify="left")
     columns = [c for c in columns
@@ -208,5 +217,5 @@ def render_json(table: dict, stream) -> None:
     stream.write("\n")
 
 
-__all__ = ["COLUMNS", "Column", "build_table", "load_manifest", "render_text", "render_json",
+__all__ = ["COLUMNS", "Column", "PipeConsole", "build_table", "load_manifest", "render_text", "render_json",
            "step_number", "footer_line"]
