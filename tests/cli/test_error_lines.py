@@ -34,7 +34,8 @@ def test_a_bad_input_path_is_one_line(tmp_path, case):
 @pytest.mark.parametrize("option", [["--compresslevel", "99"], ["--compresslevel", "x"],
                                     ["--iterations", "abc"], ["--iterations", "1-x"],
                                     ["--pending-limit", "0"], ["--level", "-1"],
-                                    ["--idle-timeout", "nan"]])
+                                    ["--idle-timeout", "nan"], ["--iterations", "-5"],
+                                    ["--iterations", "3--1"], ["--steps", "-5"]])
 def test_a_bad_option_value_is_one_line(small_trace, tmp_path, option):
     done = run_cli("split", small_trace, "-o", tmp_path / "d", *option, check=False)
     assert done.returncode == 2
