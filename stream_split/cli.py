@@ -10,7 +10,9 @@ a warning, never silence. Bad input, a bad path or a bad option value ends with 
 stderr and exit status 2,
 never a traceback; whatever was decided before an input error is written first. SIGINT and
 SIGTERM stop the run between two events (outputs stay whole) and exit 128 + the signal's
-number (130, 143). A closed stdout (``| head``) ends quietly.
+number (130, 143). A reader of stdout that goes away (``| head``) ends the command quietly,
+exit status 0; a stdout or stdin that was never open (``>&-``, ``<&-`` with ``-``) is an
+error line, exit status 2.
 """
 from __future__ import annotations
 
@@ -293,18 +295,26 @@ def cmd_explain(args) -> int:
 
 
 def _manifest_of(out_dir: str) -> dict:
+    return _from_folder(load_manifest, out_dir, "manifest")
+
+
+def _from_folder(load, out_dir: str, what: str):
+    """``load(out_dir)``: a stream-split file of a split folder, its errors as one line."""
     try:
-        return load_manifest(out_dir)
-    except (OSError, ValueError) as e:
-        raise OutputError(f"no stream-split manifest in {out_dir}: "
-                          f"{getattr(e, 'strerror', None) or e}") from None
+        return load(out_dir)
+    except OSError as e:
+        raise OutputError(f"no stream-split {what} in {out_dir}: "
+                          f"{e.strerror or e}") from None
+    except ValueError as e:
+        raise OutputError(str(e)) from None
 
 
 def cmd_summary(args) -> int:
     """The table of a split folder (its manifest), or of a trace (split, no pieces); of the
     folder of a split of several ranks (``ranks.json``), iteration k across the ranks."""
     error, info = None, {"complete": True}
-    ranks = load_ranks(args.trace) if os.path.isdir(args.trace) else None
+    ranks = (_from_folder(load_ranks, args.trace, RANKS_FILE) if os.path.isdir(args.trace)
+             else None)
     if ranks is not None:
         if args.json:
             print(json.dumps(ranks, indent=1))
@@ -328,7 +338,10 @@ def cmd_summary(args) -> int:
 
 def cmd_plot(args) -> int:
     manifest = _manifest_of(args.trace)
-    write_plot(manifest, args.output)
+    try:
+        write_plot(manifest, args.output)
+    except OSError as e:  # a folder, a full device, a missing parent...
+        raise OutputError(f"cannot write the picture {args.output}: {e.strerror or e}") from None
     print(f"-> {args.output}")
     return 0
 
@@ -353,6 +366,12 @@ def main(argv=None) -> int:
     stop = StopRequest()
     signal.signal(signal.SIGTERM, stop.request)
     signal.signal(signal.SIGINT, stop.request)
+    if sys.stderr is None:  # started with 2>&-: errors have nowhere to go
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")
+    if sys.stdout is None:  # started with >&-: every command writes there
+        print("stream-split: error: stdout is closed: there is nowhere to write the output",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     args.stop = stop

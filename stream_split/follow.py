@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 import time
 
-from stream_split.read import PipeWait, TraceInputError, enlarge_pipe, open_trace_file
+from stream_split.read import PipeWait, TraceInputError, enlarge_pipe, open_trace_file, stdin_fd
 from stream_split.watch import wait_for_growth
 
 __all__ = ["FollowedFile", "enlarge_pipe"]
@@ -65,7 +64,7 @@ class FollowedFile:
 
     def _open(self, path: str) -> tuple[int, bool]:
         if path == "-":
-            fd = sys.stdin.fileno()
+            fd = stdin_fd()
             self._closefd = False
             enlarge_pipe(fd)
             return fd, not stat.S_ISREG(os.fstat(fd).st_mode)

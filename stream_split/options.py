@@ -30,8 +30,9 @@ class Selection:
 
 
 def parse_selection(text: str | None, *, steady: bool = True):
-    """'0,3,5-9' -> ``Selection``; 'steady' -> ``STEADY`` (when ``steady``: iterations, not
-    step numbers); None -> all. ValueError if malformed."""
+    """'0,3,5-9' -> ``Selection`` ('5-': 5 and after, '-5' no range but an error); 'steady' -> ``STEADY`` (when
+    ``steady``: iterations, not step numbers); None -> all. ValueError if malformed, a
+    negative number included ('-5', '3--1')."""
     if not text:
         return None
     if steady and text.strip() == STEADY:
@@ -44,14 +45,23 @@ def parse_selection(text: str | None, *, steady: bool = True):
                 continue
             if "-" in part:
                 lo, hi = part.split("-", 1)
-                ranges.append((int(lo) if lo else 0, int(hi) if hi else float("inf")))
+                ranges.append((_count(lo), _count(hi) if hi else float("inf")))
             else:
-                chosen.add(int(part))
+                chosen.add(_count(part))
     except ValueError:
         like = "'0,3,10-19' or 'steady'" if steady else "'15-17'"
         raise ValueError(f"not a list of {'iterations' if steady else 'step numbers'} like "
                          f"{like}: {text!r}") from None
     return Selection(frozenset(chosen), tuple(ranges))
+
+
+def _count(text: str) -> int:
+    """A number of a selection: ASCII digits only (``-5`` is no open range, ``+5`` no
+    number); ValueError otherwise."""
+    text = text.strip()
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(text)
+    return int(text)
 
 
 def parse_steps(text: str | None):

@@ -11,7 +11,8 @@ import io
 import os
 
 from stream_split.core.serving import DECODE, IDLE, MIXED, PREFILL
-from stream_split.errors import PlotUnavailable
+from stream_split.errors import OptionError, PlotUnavailable
+from stream_split.explain import shown
 from stream_split.summary import build_table
 
 #: Marker colour of each serving phase (``core.serving``), in legend order.
@@ -21,6 +22,8 @@ PHASE_ORDER = list(PHASE_COLOURS)
 #: Size of the figure in inches, and its resolution: 1200 x 750 pixels as PNG.
 FIGSIZE = (12, 7.5)
 DPI = 100
+#: The format of a picture for each suffix its name may end in.
+PLOT_FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf", ".html": "html", ".htm": "html"}
 
 
 def require_pyplot():
@@ -93,12 +96,14 @@ def figure(manifest: dict):
 
 
 def write_plot(manifest: dict, path: str) -> str:
-    """Write the picture to ``path``: HTML for ``.html`` (an SVG inside a page), else the
-    format matplotlib infers from the suffix (``.png``, ``.svg``, ``.pdf``). Returns ``path``."""
+    """Write the picture to ``path``, in the format its suffix names (``PLOT_FORMATS``: an
+    ``OptionError`` for any other); ``.html`` is an SVG inside a page. A path that cannot be
+    written (a folder, a full device) is an ``OSError``. Returns ``path``."""
+    form = plot_format(path)
     plt = require_pyplot()
     fig = figure(manifest)
     try:
-        if path.lower().endswith((".html", ".htm")):
+        if form == "html":
             svg = io.StringIO()
             fig.savefig(svg, format="svg")
             title = html.escape(str(manifest.get("input") or "iterations"))
@@ -106,8 +111,19 @@ def write_plot(manifest: dict, path: str) -> str:
                 f.write(f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
                         f"<title>{title}</title></head><body>\n{svg.getvalue()}\n"
                         f"</body></html>\n")
-        else:
-            fig.savefig(path, dpi=DPI)
+        else:  # opened here: matplotlib would add a suffix to a path without one
+            with open(path, "wb") as f:
+                fig.savefig(f, format=form, dpi=DPI)
     finally:
         plt.close(fig)
     return path
+
+
+def plot_format(path: str) -> str:
+    """The format of a picture at ``path``, from its suffix; an ``OptionError`` naming the
+    suffixes that work when it has none of them."""
+    suffix = os.path.splitext(str(path))[1].lower()
+    if suffix not in PLOT_FORMATS:
+        raise OptionError(f"cannot draw a picture as {shown(path)}: its name must end in "
+                          + ", ".join(PLOT_FORMATS))
+    return PLOT_FORMATS[suffix]

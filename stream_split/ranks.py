@@ -23,7 +23,6 @@ import signal
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
-from rich.console import Console
 from rich.table import Table
 
 from stream_split.config import SplitConfig
@@ -32,6 +31,7 @@ from stream_split.folder import split_to_folder
 from stream_split.output import create_new
 from stream_split.run import StopRequest
 from stream_split.stats import quantile
+from stream_split.summary import NUMBER, PipeConsole, check_fields, load_json
 
 RANKS_FILE = "ranks.json"
 RANKS_FORMAT = "stream-split/ranks"
@@ -192,13 +192,40 @@ def _spread(durations: dict[int, float]) -> dict:
             "straggler": straggler}
 
 
+#: The fields of ``ranks.json`` that ``ranks_table`` and ``render_ranks`` read (required,
+#: then those that may be null), checked before use (``summary.check_fields``).
+RANKS_FIELDS = ({"ranks": (list,), "iterations": (list,), "aligned_by": (str,),
+                 "stragglers": (int,), "straggler_ratio": NUMBER, "counts_agree": (bool,),
+                 "counts": (dict,)}, {})
+RANK_FIELDS = ({"rank": (int, str)}, {})
+ALIGNED_FIELDS = ({"k": (int,), "duration_us": (dict,), "missing_ranks": (list,)},
+                  {"step": (int,), "slowest_rank": (int, str), "spread_us": NUMBER,
+                   "spread_ratio": NUMBER})
+
+
 def load_ranks(out_dir: str) -> dict | None:
-    """``OUT/ranks.json`` of a multi-rank split, or None when ``out_dir`` is not one."""
+    """``OUT/ranks.json`` of a multi-rank split, or None when ``out_dir`` is not one; OSError
+    when it cannot be read, ValueError when it is not one the table can use."""
     path = os.path.join(out_dir, RANKS_FILE)
     if not os.path.isfile(path):
         return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    try:
+        data = load_json(path)
+        check_ranks(data)
+    except ValueError as e:
+        raise ValueError(f"not a stream-split {RANKS_FILE}: {path}: {e}") from None
+    return data
+
+
+def check_ranks(data) -> None:
+    """A ``ValueError`` naming the first field of a ``ranks.json`` the table could not use."""
+    check_fields(data, RANKS_FIELDS, RANKS_FILE)
+    for i, rank in enumerate(data["ranks"]):
+        check_fields(rank, RANK_FIELDS, f"ranks[{i}]")
+    for i, row in enumerate(data["iterations"]):
+        check_fields(row, ALIGNED_FIELDS, f"iterations[{i}]")
+        for rank, duration in row["duration_us"].items():
+            check_fields({rank: duration}, ({}, {rank: NUMBER}), f"iterations[{i}].duration_us")
 
 
 def ranks_table(data: dict) -> tuple[list[str], list[list[str]]]:
@@ -226,7 +253,7 @@ def ranks_table(data: dict) -> tuple[list[str], list[list[str]]]:
 
 def render_ranks(data: dict, console=None) -> None:
     """Print the straggler table with ``rich`` (to ``console``, or stdout)."""
-    console = console or Console()
+    console = console or PipeConsole()
     header, rows = ranks_table(data)
     table = Table(title=f"{len(data['ranks'])} ranks, aligned by {data['aligned_by']} "
                         "(times in ms)")

@@ -29,7 +29,7 @@ from stream_split.decode import MAX_DEPTH, Events, TraceDecoder
 from stream_split.errors import ReadInterrupted, TraceInputError
 
 __all__ = ["TraceReader", "TraceInputError", "ReadInterrupted", "MAX_DEPTH", "CHUNK",
-           "open_source", "open_trace_file", "enlarge_pipe"]
+           "open_source", "open_trace_file", "enlarge_pipe", "stdin_fd"]
 
 #: Bytes asked of a source per read (a pipe returns what it holds); a compressed input is read
 #: in pieces a sixteenth of that (about as many bytes of JSON, ~2 000 events, per batch: the
@@ -65,13 +65,21 @@ def open_source(source: str | BinaryIO, stop=None) -> tuple[BinaryIO, str]:
     if hasattr(source, "read"):
         return source, getattr(source, "name", "<stream>")
     if source == "-":
-        fd = sys.stdin.fileno()
+        fd = stdin_fd()
         enlarge_pipe(fd)
         # Unbuffered: read(n) returns what the pipe holds now instead of waiting for n bytes,
         # so a live writer's events are parsed as they come.
         return _Source(fd, "<stdin>", stop, owned=False), "<stdin>"
     fd = open_trace_file(source)
     return _Source(fd, str(source), stop, owned=True), str(source)
+
+
+def stdin_fd() -> int:
+    """The file descriptor of stdin; a ``TraceInputError`` when the process has none
+    (started with ``<&-``)."""
+    if sys.stdin is None:
+        raise TraceInputError("stdin is closed: there is no trace to read from -")
+    return sys.stdin.fileno()
 
 
 def open_trace_file(path, *, missing_ok: bool = False) -> int | None:

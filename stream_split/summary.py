@@ -8,6 +8,7 @@ more per iteration (a serving phase, a rank) adds keys to the rows and a ``Colum
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 from dataclasses import dataclass
@@ -20,6 +21,14 @@ from stream_split.stats import quantile
 from stream_split.trace_format import profiler_step_number
 
 MANIFEST_NAME = "manifest.json"
+
+
+class PipeConsole(Console):
+    """A ``rich`` console whose closed pipe (``| head``) raises ``BrokenPipeError`` for the
+    command to end quietly (rich's own answer is ``SystemExit(1)``)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError(errno.EPIPE, "the reader of the output went away")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,12 +61,75 @@ def step_number(first_op: str | None) -> int | None:
     return profiler_step_number(first_op)
 
 
+#: The fields of a manifest that ``build_table`` reads, and the types they must have:
+#: required ones, then ones that may be absent or null. A manifest read from a folder (perhaps
+#: edited by hand) is checked against them before use.
+NUMBER = (int, float)
+MANIFEST_FIELDS = ({"iterations": (list,)}, {"input": (str,), "steady_state": (dict,)})
+ITERATION_FIELDS = (
+    {"index": (int,), "kind": (str,), "start_ts": NUMBER, "duration_us": NUMBER},
+    {"step": (int,), "first_op": (str,), "phase": (str,), "cpu_ops": (int,),
+     "kernels": (int,), "gpu_active_us": NUMBER, "gpu_busy_us": NUMBER, "complete": (bool,),
+     "outlier": (bool,), "outlier_reason": (str,), "file": (str,)})
+RANGE_FIELDS = ({"first": (int,), "last": (int,)}, {"groups": (dict,), "warmup": (int,)})
+_TYPE_NAMES = {NUMBER: "a number", (int,): "an integer", (str,): "a string",
+               (bool,): "true or false", (dict,): "an object", (list,): "an array",
+               (int, str): "an integer or a string"}
+
+
+def check_fields(record, fields: tuple[dict, dict], where: str) -> None:
+    """A ``ValueError`` naming the first field of ``record`` (``where``) that is missing or has
+    another type than ``fields`` (required, optional: name -> types) gives it."""
+    if not isinstance(record, dict):
+        raise ValueError(f"{where} is {_json_text(record)}, not an object")
+    required, optional = fields
+    for key in required:
+        if key not in record:
+            raise ValueError(f"{where} has no {key!r}")
+    for key, kinds in {**required, **optional}.items():
+        value = record.get(key)
+        if key in optional and value is None:
+            continue
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            raise ValueError(f"{where}.{key} is {_json_text(value)}, not {_TYPE_NAMES[kinds]}")
+
+
+def _json_text(value) -> str:
+    text = json.dumps(value, default=str)
+    return shown(text if len(text) <= 40 else text[:37] + "...")
+
+
+def check_manifest(manifest) -> None:
+    """A ``ValueError`` naming the first field that ``build_table`` could not use."""
+    check_fields(manifest, MANIFEST_FIELDS, "the manifest")
+    for i, iteration in enumerate(manifest["iterations"]):
+        check_fields(iteration, ITERATION_FIELDS, f"iterations[{i}]")
+    steady = manifest.get("steady_state")
+    if steady is not None:
+        check_fields(steady, RANGE_FIELDS, "steady_state")
+        for name, group in (steady.get("groups") or {}).items():
+            check_fields(group, RANGE_FIELDS, f"steady_state.groups.{name}")
+
+
+def load_json(path: str):
+    """The JSON document at ``path``: OSError when it cannot be read, ValueError when it is
+    not JSON (nested too deeply included)."""
+    with open(path, encoding="utf-8") as f:
+        try:
+            return json.load(f)
+        except RecursionError:
+            raise ValueError("nested too deeply") from None
+
+
 def load_manifest(out_dir: str) -> dict:
-    """The manifest of a ``split`` output folder; OSError / ValueError if there is none."""
-    with open(os.path.join(out_dir, MANIFEST_NAME), encoding="utf-8") as f:
-        manifest = json.load(f)
-    if not isinstance(manifest, dict) or "iterations" not in manifest:
-        raise ValueError(f"not a stream-split manifest: {os.path.join(out_dir, MANIFEST_NAME)}")
+    """The manifest of a ``split`` output folder, checked (``check_manifest``); OSError when
+    there is none, ValueError when it is not one that ``build_table`` can use."""
+    path = os.path.join(out_dir, MANIFEST_NAME)
+    try:
+        manifest = load_json(path)
+        check_manifest(manifest)
+    except ValueError as e:
+        raise ValueError(f"not a stream-split manifest: {path}: {e}") from None
     return manifest
 
 
@@ -162,7 +234,7 @@ def shown_rows(rows: list[dict], limit: int | None) -> list[dict | None]:
 def render_text(table: dict, stream, columns=COLUMNS, limit: int | None = None) -> None:
     """The table, drawn with ``rich`` on ``stream`` (plain text when it is not a terminal);
     with ``limit``, long tables keep their first and last rows and the outliers."""
-    console = Console(file=stream, width=None if stream.isatty() else 120,
+    console = PipeConsole(file=stream, width=None if stream.isatty() else 120,
                       highlight=False, soft_wrap=False)
     view = Table(title=shown(table.get("input") or ""), title_justify="left")
     columns = [c for c in columns
@@ -208,5 +280,6 @@ def render_json(table: dict, stream) -> None:
     stream.write("\n")
 
 
-__all__ = ["COLUMNS", "Column", "build_table", "load_manifest", "render_text", "render_json",
-           "step_number", "footer_line"]
+__all__ = ["COLUMNS", "Column", "PipeConsole", "build_table", "check_fields", "check_manifest",
+           "load_json", "load_manifest", "render_text", "render_json", "step_number",
+           "footer_line"]

@@ -48,12 +48,22 @@ GRAPH_LAUNCH_NAMES = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLau
 PROFILER_STEP_PREFIX = "ProfilerStep#"
 
 
+#: The largest step number: what the records' ``step`` (a protobuf int64) holds. A
+#: ``ProfilerStep#`` with a larger number (20 digits and more) is only a name.
+MAX_STEP_NUMBER = 2**63 - 1
+
+
 def profiler_step_number(name) -> int | None:
-    """N of a ``ProfilerStep#N`` annotation's name, else None."""
+    """N of a ``ProfilerStep#N`` annotation's name (ASCII digits, at most
+    ``MAX_STEP_NUMBER``), else None."""
     if not name or not name.startswith(PROFILER_STEP_PREFIX):
         return None
     digits = name[len(PROFILER_STEP_PREFIX):]
-    return int(digits) if digits.isdigit() else None
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > len(str(MAX_STEP_NUMBER)):
+        return None  # also keeps int() under Python's limit on digits
+    number = int(digits)
+    return number if number <= MAX_STEP_NUMBER else None
+
 
 #: The fields of an event that the engine reads (``Splitter.feed`` and what it calls), and
 #: those of its ``args``: all that a batch read for the engine alone holds

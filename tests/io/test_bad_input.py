@@ -11,6 +11,8 @@ import os
 import pytest
 
 from conftest import check_pieces, one_error_line, run_cli, run_in_process
+from stream_split.testing.generate import generate, render
+from stream_split.trace_format import profiler_step_number
 
 
 # -- defect 7: fields of the wrong type, legal oddities, deep nesting ----------------------------
@@ -166,3 +168,24 @@ def test_the_library_leaves_no_file_open(small_trace, tmp_path):
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
     if before:
         assert set(os.listdir("/proc/self/fd")) <= before
+
+
+@pytest.mark.parametrize("digits", ["7" * 5000, "9" * 31, "9" * 20, str(2**63)])
+@pytest.mark.parametrize("command", [["boundaries"], ["boundaries", "--format", "protobuf"],
+                                     ["tag"], ["explain"], ["summary"]])
+def test_a_step_number_beyond_int64_is_only_a_name(tmp_path, digits, command):
+    """Python's limit on digits and protobuf's int64 ``step``: such a step has no number."""
+    text = render(generate("training", 1, steps=4), "object")
+    path = tmp_path / "t.json"
+    path.write_text(text.replace('"ProfilerStep#2"', f'"ProfilerStep#{digits}"'))
+    done = run_cli(*command, path, "--detector", "steps", check=False)
+    assert done.returncode == 0, done.stderr.decode()[-300:]
+    if command == ["boundaries"]:
+        steps = [json.loads(line).get("step") for line in done.stdout.splitlines()]
+        assert None in steps and 3 in steps and digits not in map(str, steps)
+
+
+def test_the_largest_int64_is_still_a_step_number():
+    assert profiler_step_number(f"ProfilerStep#{2**63 - 1}") == 2**63 - 1
+    assert profiler_step_number(f"ProfilerStep#{2**63}") is None
+    assert profiler_step_number("ProfilerStep#\u0663") is None  # a digit, but not ASCII

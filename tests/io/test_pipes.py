@@ -164,3 +164,20 @@ def test_follow_a_named_pipe(traces):
         fifo.unlink()
     assert done.returncode == 0, done.stderr.decode()
     assert _records(done.stdout) == _records(ref)
+
+
+def test_head_on_summary_ends_quietly(traces, tmp_path):
+    """rich answers a closed pipe with exit status 1; the command ends quietly (0)."""
+    d, _, _ = traces
+    folder = tmp_path / "split"
+    done = _sh(f"{CLI} split --detector steps t.json -q -o {shlex.quote(str(folder))}", d)
+    assert done.returncode == 0, done.stderr.decode()
+    manifest = json.loads((folder / "manifest.json").read_text())
+    # ~1,000 rows: far more than the pipe holds, so the table meets the closed pipe.
+    manifest["iterations"] = manifest["iterations"] * 100
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    done = _sh(f"{CLI} summary {shlex.quote(str(folder))} 2>summary.err | head -n 1;"
+               " echo \"status=${PIPESTATUS[0]}\" >&2", d)
+    assert len(done.stdout.splitlines()) == 1
+    assert done.stderr.strip() == b"status=0"
+    assert (d / "summary.err").read_bytes() == b""
