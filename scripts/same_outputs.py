@@ -12,7 +12,8 @@ several seeds, the random variants of the property tests, and noisy copies), wri
 into a scratch folder by this project's own generator.
 
 It runs the command line of the checkout it sits in (``python -m stream_split.cli`` with this
-checkout first on ``PYTHONPATH``, so a git worktree measures its own code), two at a time.
+checkout first on ``PYTHONPATH`` and as the working folder, so a git worktree measures its own
+code whatever folder the script is started from), two at a time.
 """
 from __future__ import annotations
 
@@ -84,7 +85,8 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
 
 
 def _run(argv: list[str], scratch: Path) -> str:
-    done = subprocess.run([*COMMAND, *argv], capture_output=True, timeout=600, env=ENV)
+    done = subprocess.run([*COMMAND, *argv], capture_output=True, timeout=600, env=ENV,
+                          cwd=ROOT)
     h = hashlib.sha256(_portable(done.stdout, scratch))
     h.update(f"rc={done.returncode}".encode())
     return h.hexdigest()
@@ -100,7 +102,7 @@ def _fingerprint(name: str, path: Path, scratch: Path) -> dict[str, str]:
         out[f"explain/{detector}"] = _run(["explain", *common, "--json"], scratch)
         folder = scratch / "split" / name.replace("/", "_") / detector
         rc = subprocess.run([*COMMAND, "split", *common, "-o", str(folder)],
-                            capture_output=True, timeout=600, env=ENV).returncode
+                            capture_output=True, timeout=600, env=ENV, cwd=ROOT).returncode
         out[f"split/{detector}"] = f"rc={rc} " + (_digest_folder(folder, scratch) if folder.is_dir() else "-")
     return out
 
