@@ -35,6 +35,7 @@ from stream_split.output import OutputFolder
 from stream_split.plot import write_plot
 from stream_split.ranks import RANKS_FILE, expand_traces, load_ranks, render_ranks, split_ranks
 from stream_split.run import StopRequest, new_splitter, read_through
+from stream_split.serialize import strict_json
 from stream_split.summary import build_table, load_manifest, render_json, render_text
 from stream_split.write import NAME_BY, build_manifest, record_sink, tag_lines
 
@@ -230,10 +231,12 @@ def cmd_split(args) -> int:
         kinds[it["kind"]] = kinds.get(it["kind"], 0) + 1
     summary = ", ".join(plural(n, "idle cycle" if k == "idle" else k)
                         for k, n in kinds.items()) or "0 iterations"
-    invalid = manifest["counts"]["invalid"]
-    print(f"{summary}; {manifest['counts']['events_out']} events "
+    counts = manifest["counts"]
+    invalid, not_written = counts["invalid"], counts.get("events_not_written")
+    print(f"{summary}; {counts['events_out']} events "
           f"({manifest['outside']['events']} outside"
           + (f", {invalid} invalid" if invalid else "")
+          + (f", {not_written} in iterations not written" if not_written is not None else "")
           + f") -> {os.path.join(args.output, 'manifest.json')}"
           + ("" if manifest["complete"] else "  [input incomplete]"))
     return _finish(error, info)
@@ -317,7 +320,7 @@ def cmd_summary(args) -> int:
              else None)
     if ranks is not None:
         if args.json:
-            print(json.dumps(ranks, indent=1))
+            print(strict_json(ranks, indent=1))
         else:
             render_ranks(ranks)
         return 0

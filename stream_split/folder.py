@@ -97,7 +97,8 @@ def _split_into(source, out_dir: str, config: SplitConfig, *, check: bool, reade
     shown = reading["name"] or (os.fspath(source) if isinstance(source, (str, os.PathLike))
                                 else getattr(source, "name", "<stream>"))
     manifest = finish_split(writer, splitter, reader, source=shown,
-                            reader_info=outcome.reader_info, error=outcome.error, owners=chosen)
+                            reader_info=outcome.reader_info, error=outcome.error, owners=chosen,
+                            chosen_by=config.choice.texts)
     header = {**reader.header_after, **reader.header_before} if reader is not None else {}
     return SplitResult(manifest, outcome.error, outcome.reader_info, header,
                        reader is not None, splitter)

@@ -84,6 +84,12 @@ class IterationChoice:
         """A predicate on iteration indices usable before the end, or None."""
         return self.iterations if isinstance(self.iterations, Selection) else None
 
+    @property
+    def texts(self) -> dict:
+        """``{"iterations": text, "steps": text}`` as given (None where not): the manifest's
+        ``selection``."""
+        return {"iterations": self.iterations_text, "steps": self.steps_text}
+
     def chosen(self, records: list) -> list[int] | None:
         """Indices of the chosen iterations of ``records`` (None: all); ``OptionHadNoEffect``
         when a selection matched none."""

@@ -31,6 +31,7 @@ from stream_split.folder import split_to_folder
 from stream_split.output import create_new
 from stream_split.run import StopRequest
 from stream_split.stats import quantile
+from stream_split.serialize import strict_json
 from stream_split.summary import NUMBER, PipeConsole, check_fields, load_json
 
 RANKS_FILE = "ranks.json"
@@ -135,7 +136,7 @@ def split_ranks(sources: list[str], staging: str, config: SplitConfig, *,
                      for r in sorted(ranks)]
     data = {"format": RANKS_FORMAT, "version": RANKS_VERSION, **data}
     with create_new(os.path.join(staging, RANKS_FILE), "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=1)
+        f.write(strict_json(data, indent=1))
         f.write("\n")
     return data
 
@@ -162,7 +163,8 @@ def align_ranks(iterations: dict[int, list[dict]]) -> dict:
                "duration_us": {str(r): d for r, d in durations.items()},
                "gpu_busy_us": {str(r): it.get("gpu_busy_us") for r, it in present.items()},
                "missing_ranks": [r for r in sorted(keyed) if key not in keyed[r]]}
-        row.update(_spread(durations))
+        # a duration beyond a double is null in the manifest: no rank's to compare
+        row.update(_spread({r: d for r, d in durations.items() if d is not None}))
         if row["slowest_rank"] is not None:
             slowest_count[row["slowest_rank"]] += 1
         rows.append(row)

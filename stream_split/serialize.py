@@ -3,10 +3,15 @@
 orjson for speed; the standard library for what orjson refuses (integers beyond 64 bits, lone
 surrogates), so content goes out as it came in. Events read from a trace usually need none of
 this: the writers send their original bytes (``decode.Events.raws``) out as they came.
+
+What the tool computes (the manifest, records, tables) is strict JSON: ``finite`` turns a number
+that is not finite (a sum or difference of legal timestamps beyond a double, near 1.7e308) into
+null, and ``strict_json`` writes with ``allow_nan=False``, so one left over is an error.
 """
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import orjson
@@ -35,3 +40,24 @@ def spaced_json(value) -> bytes:
     its header keys; lone surrogates go out as escapes, as in ``event_json``."""
     text = json.dumps(value, ensure_ascii=False)
     return _SURROGATE_UTF8.sub(_surrogate_escape, text.encode("utf-8", "surrogatepass"))
+
+
+def finite(value):
+    """``value`` (nested dicts, lists and tuples of JSON values) with every float that is not
+    finite (inf, -inf, NaN: not JSON) replaced by None; finite values are returned as they
+    are, containers copied only where something changed."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        out = {k: finite(v) for k, v in value.items()}
+        return value if all(out[k] is v for k, v in value.items()) else out
+    if isinstance(value, (list, tuple)):
+        out = [finite(v) for v in value]
+        return value if all(a is b for a, b in zip(out, value)) else out
+    return value
+
+
+def strict_json(value, **options) -> str:
+    """``json.dumps`` of ``value`` with its non-finite numbers as null (``finite``), written
+    with ``allow_nan=False``: what the tool writes is JSON for strict readers too."""
+    return json.dumps(finite(value), allow_nan=False, **options)

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from stream_split.explain import shown
+from stream_split.serialize import strict_json
 from stream_split.stats import quantile
 from stream_split.trace_format import profiler_step_number
 
@@ -65,15 +66,17 @@ def step_number(first_op: str | None) -> int | None:
 #: required ones, then ones that may be absent or null. A manifest read from a folder (perhaps
 #: edited by hand) is checked against them before use.
 NUMBER = (int, float)
+#: A number or null: a timestamp or duration beyond a double (``serialize.finite``).
+SOME_NUMBER = (int, float, type(None))
 MANIFEST_FIELDS = ({"iterations": (list,)}, {"input": (str,), "steady_state": (dict,)})
 ITERATION_FIELDS = (
-    {"index": (int,), "kind": (str,), "start_ts": NUMBER, "duration_us": NUMBER},
+    {"index": (int,), "kind": (str,), "start_ts": SOME_NUMBER, "duration_us": SOME_NUMBER},
     {"step": (int,), "first_op": (str,), "phase": (str,), "cpu_ops": (int,),
      "kernels": (int,), "gpu_active_us": NUMBER, "gpu_busy_us": NUMBER, "complete": (bool,),
      "outlier": (bool,), "outlier_reason": (str,), "file": (str,)})
 RANGE_FIELDS = ({"first": (int,), "last": (int,)}, {"groups": (dict,), "warmup": (int,)})
 _TYPE_NAMES = {NUMBER: "a number", (int,): "an integer", (str,): "a string",
-               (bool,): "true or false", (dict,): "an object", (list,): "an array",
+               SOME_NUMBER: "a number or null", (bool,): "true or false", (dict,): "an object", (list,): "an array",
                (int, str): "an integer or a string"}
 
 
@@ -139,7 +142,7 @@ def build_table(manifest: dict) -> dict:
     aside), the steady-state range, the outliers and, for a serving loop, each phase's count
     and median (a row's warm-up flag is its phase's)."""
     iterations = manifest.get("iterations") or []
-    origin = min((it["start_ts"] for it in iterations), default=0.0)
+    origin = min((it["start_ts"] for it in iterations if it["start_ts"] is not None), default=0.0)
     steady = manifest.get("steady_state")
     rows = []
     for it in iterations:
@@ -154,12 +157,13 @@ def build_table(manifest: dict) -> dict:
             "index": it["index"], "kind": it["kind"],
             "step": it["step"] if it.get("step") is not None else step_number(it.get("first_op")),
             "phase": it.get("phase"),
-            "start_ms": round((it["start_ts"] - origin) / 1000, 3),
-            "duration_ms": round(it["duration_us"] / 1000, 3),
+            "start_ms": _ms(it["start_ts"], origin),
+            "duration_ms": _ms(it["duration_us"]),
             "cpu_ops": it.get("cpu_ops"), "kernels": it.get("kernels"),
             "gpu_busy_ms": round(_gpu_active(it) / 1000, 3),
             "outlier": bool(it.get("outlier")), "flags": flags, "file": it.get("file")})
-    durations = sorted(it["duration_us"] for it in iterations if it["kind"] != "idle")
+    durations = sorted(it["duration_us"] for it in iterations
+                       if it["kind"] != "idle" and it["duration_us"] is not None)
     median, p90 = quantile(durations, 0.5), quantile(durations, 0.9)
     footer = {
         "iterations": len(durations),
@@ -172,6 +176,11 @@ def build_table(manifest: dict) -> dict:
     }
     return {"input": manifest.get("input"), "complete": manifest.get("complete"),
             "rows": rows, "footer": footer}
+
+
+def _ms(us: float | None, origin: float = 0.0) -> float | None:
+    """``us`` - ``origin`` in ms (None: a time beyond a double, null in the manifest)."""
+    return None if us is None else round((us - origin) / 1000, 3)
 
 
 def _warming_up(it: dict, steady: dict | None) -> bool:
@@ -187,7 +196,7 @@ def _phase_footer(iterations: list[dict]) -> dict:
     phases."""
     by_phase: dict = {}
     for it in iterations:
-        if it["kind"] != "idle" and it.get("phase"):
+        if it["kind"] != "idle" and it.get("phase") and it["duration_us"] is not None:
             by_phase.setdefault(it["phase"], []).append(it["duration_us"])
     out = {}
     for phase, durations in by_phase.items():
@@ -276,7 +285,8 @@ def footer_line(footer: dict) -> str:
 
 
 def render_json(table: dict, stream) -> None:
-    json.dump(table, stream, indent=1)
+    """The table as JSON (strict: a number that is not finite is null)."""
+    stream.write(strict_json(table, indent=1))
     stream.write("\n")
 
 

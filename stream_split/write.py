@@ -38,7 +38,7 @@ from isal import isal_zlib
 
 from stream_split.output import create_new
 from stream_split.schema import length_prefixed, record_message
-from stream_split.serialize import event_json, spaced_json
+from stream_split.serialize import event_json, finite, spaced_json, strict_json
 from stream_split.core.records import (
     Boundary, IterationRecord, KIND_IDLE, KIND_ITERATION, METADATA, OUTSIDE)
 from stream_split.options import level_used
@@ -388,8 +388,11 @@ def _tag_head(owner: int) -> bytes:
 
 
 def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | None,
-                   error: str | None = None) -> dict:
-    """The manifest: what was read, how it was split, and the counts that prove conservation."""
+                   error: str | None = None, selection: dict | None = None) -> dict:
+    """The manifest: what was read, how it was split, and the counts that prove conservation.
+    ``selection``: what ``--iterations`` / ``--steps`` chose when only some iterations were
+    written (``{"iterations": text, "steps": text, "written": [index, ...]}``); None: all of
+    them. Strict JSON: a number that is not finite is None (``serialize.finite``)."""
     files = files or {}
     iterations = []
     for record in splitter.iterations:
@@ -397,11 +400,8 @@ def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | No
         entry.pop("type")
         entry["file"] = files.get(record.index)
         iterations.append(entry)
-    events_in = splitter.events_in
-    metadata = splitter.metadata_events
-    in_pieces = sum(r.events for r in splitter.iterations)
-    out_total = in_pieces + splitter.outside_events
-    return {
+    written = None if selection is None else set(selection["written"])
+    manifest = {
         "format": MANIFEST_FORMAT,
         "version": MANIFEST_VERSION,
         "input": source,
@@ -412,38 +412,66 @@ def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | No
         "detection": splitter.evidence,
         "level": level_used(splitter.options.level, splitter.evidence),
         "steady_state": analyze_records(splitter.iterations).steady_state,
-        "counts": {
-            "events_in": events_in,
-            "metadata_events": metadata,
-            "non_metadata_in": events_in - metadata,
-            "events_in_iterations": in_pieces,
-            "events_outside": splitter.outside_events,
-            "events_out": out_total,
-            "conserved": out_total == events_in - metadata,
-            "invalid": splitter.invalid_events,
-            "invalid_examples": splitter.invalid_examples,
-            "metadata_copied_per_piece": metadata,
-        },
+        **({} if selection is None else {"selection": {
+            "iterations": selection.get("iterations"), "steps": selection.get("steps"),
+            "iterations_written": len(written)}}),
+        "counts": _counts(splitter, written),
         "iterations": iterations,
         "outside": {"file": files.get(OUTSIDE), "events": splitter.outside_events,
                     "kernels": splitter.outside_kernels},
     }
+    return finite(manifest)
+
+
+def _counts(splitter, written: set | None) -> dict:
+    """The manifest's ``counts``. ``written``: the indices of the iterations whose pieces were
+    written (None: all). The counts of pieces (``events_in_iterations``, ``events_out``) are
+    of the pieces written; the events of iterations left out are ``events_not_written`` (only
+    with a selection), so ``conserved`` still checks that every event was accounted for."""
+    events_in = splitter.events_in
+    metadata = splitter.metadata_events
+    in_pieces = not_written = 0
+    for record in splitter.iterations:
+        if written is None or record.index in written:
+            in_pieces += record.events
+        else:
+            not_written += record.events
+    out_total = in_pieces + splitter.outside_events
+    counts = {
+        "events_in": events_in,
+        "metadata_events": metadata,
+        "non_metadata_in": events_in - metadata,
+        "events_in_iterations": in_pieces,
+        "events_outside": splitter.outside_events,
+        "events_out": out_total,
+    }
+    if written is not None:
+        counts["events_not_written"] = not_written
+    counts.update({
+        "conserved": out_total + not_written == events_in - metadata,
+        "invalid": splitter.invalid_events,
+        "invalid_examples": splitter.invalid_examples,
+        "metadata_copied_per_piece": metadata,
+    })
+    return counts
 
 
 def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_info: dict,
-                 error: str | None, owners=None) -> dict:
+                 error: str | None, owners=None, chosen_by: dict | None = None) -> dict:
     """Assemble the pieces (of the iteration indices ``owners``, default all) and write
-    ``manifest.json`` beside them; returns the manifest. The end of every `split` (the
-    CLI's, the library's and the Beam transform's)."""
+    ``manifest.json`` beside them; returns the manifest. ``chosen_by``: what chose ``owners``
+    (``{"iterations": text, "steps": text}``, ``IterationChoice.texts``). The end of every
+    `split` (the CLI's, the library's and the Beam transform's)."""
     chosen = None if owners is None else set(owners)
     files = writer.finish([r for r in splitter.iterations if chosen is None or r.index in chosen],
                           reader.header_before if reader is not None else {},
                           reader.header_after if reader is not None else {})
+    selection = None if chosen is None else {**(chosen_by or {}), "written": sorted(chosen)}
     manifest = build_manifest(source=source, splitter=splitter, reader_info=reader_info,
-                              files=files, error=error)
+                              files=files, error=error, selection=selection)
     # Written once, last: a folder holding a manifest holds every piece it names.
     with create_new(os.path.join(writer.out_dir, "manifest.json"), "w", encoding="utf-8") as f:
-        json.dump(manifest, f, indent=1)
+        f.write(strict_json(manifest, indent=1))
         f.write("\n")
     return manifest
 
@@ -455,7 +483,7 @@ class JsonlRecordSink:
         self._stream = stream
 
     def write(self, record) -> None:
-        self._stream.write(event_json(record.to_dict()) + b"\n")
+        self._stream.write(event_json(finite(record.to_dict())) + b"\n")
         self._stream.flush()
 
     def close(self) -> None:
