@@ -71,14 +71,19 @@ def wait_until_blocked(proc, writing=None) -> None:
 @pytest.fixture(scope="module")
 def seconds_after_staging(long_trace, tmp_path_factory) -> float:
     """How long a split of ``long_trace`` runs once it has taken its folder, on this machine
-    (the signals below must land while it runs, whatever the machine's speed)."""
-    parent = tmp_path_factory.mktemp("timing")
-    proc = start_split(long_trace, parent / "d")
-    wait_for_staging(parent, "d", proc)
-    started = time.monotonic()
-    proc.communicate(timeout=PROCESS_WAIT)
-    assert proc.returncode == 0
-    return time.monotonic() - started
+    (the signals below must land while it runs, whatever the machine's speed): the shorter of
+    two runs, so that a run slowed by a busy machine does not send a signal after the end of a
+    quicker one (the process then dies in its exit, handlers gone: -15, not 143)."""
+    durations = []
+    for _ in range(2):
+        parent = tmp_path_factory.mktemp("timing")
+        proc = start_split(long_trace, parent / "d")
+        wait_for_staging(parent, "d", proc)
+        started = time.monotonic()
+        proc.communicate(timeout=PROCESS_WAIT)
+        assert proc.returncode == 0
+        durations.append(time.monotonic() - started)
+    return min(durations)
 
 
 @pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
