@@ -32,7 +32,7 @@ from stream_split.output import create_new
 from stream_split.run import StopRequest
 from stream_split.stats import quantile
 from stream_split.serialize import strict_json
-from stream_split.summary import NUMBER, PipeConsole, check_fields, load_json
+from stream_split.summary import NUMBER, PipeConsole, check_fields, load_checked
 
 RANKS_FILE = "ranks.json"
 RANKS_FORMAT = "stream-split/ranks"
@@ -211,12 +211,7 @@ def load_ranks(out_dir: str) -> dict | None:
     path = os.path.join(out_dir, RANKS_FILE)
     if not os.path.isfile(path):
         return None
-    try:
-        data = load_json(path)
-        check_ranks(data)
-    except ValueError as e:
-        raise ValueError(f"not a stream-split {RANKS_FILE}: {path}: {e}") from None
-    return data
+    return load_checked(path, check_ranks, f"stream-split {RANKS_FILE}")
 
 
 def check_ranks(data) -> None:

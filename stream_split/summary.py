@@ -127,13 +127,19 @@ def load_json(path: str):
 def load_manifest(out_dir: str) -> dict:
     """The manifest of a ``split`` output folder, checked (``check_manifest``); OSError when
     there is none, ValueError when it is not one that ``build_table`` can use."""
-    path = os.path.join(out_dir, MANIFEST_NAME)
+    return load_checked(os.path.join(out_dir, MANIFEST_NAME), check_manifest,
+                        "stream-split manifest")
+
+
+def load_checked(path: str, check, what: str):
+    """The JSON document at ``path`` once ``check(document)`` passed; a ``ValueError`` saying
+    ``not a <what>: <path>: <the first field that failed>`` otherwise (OSError: unreadable)."""
     try:
-        manifest = load_json(path)
-        check_manifest(manifest)
+        document = load_json(path)
+        check(document)
     except ValueError as e:
-        raise ValueError(f"not a stream-split manifest: {path}: {e}") from None
-    return manifest
+        raise ValueError(f"not a {what}: {path}: {e}") from None
+    return document
 
 
 def build_table(manifest: dict) -> dict:
