@@ -93,5 +93,8 @@ class PlotUnavailable(StreamSplitError, RuntimeError):
 class ReadInterrupted(StreamSplitError):
     """A stop was requested while the reader waited for bytes."""
 
-    def __init__(self, message: str = "interrupted before the end of the input", **kwargs):
+    #: Its message, and the ``stop_reason`` of a run a signal stopped.
+    DEFAULT = "interrupted before the end of the input"
+
+    def __init__(self, message: str = DEFAULT, **kwargs):
         super().__init__(message, **kwargs)

@@ -30,8 +30,8 @@ class Selection:
 
 
 def parse_selection(text: str | None, *, steady: bool = True):
-    """'0,3,5-9' -> ``Selection`` ('5-': 5 and after, '-5' no range but an error); 'steady' -> ``STEADY`` (when
-    ``steady``: iterations, not step numbers); None -> all. ValueError if malformed, a
+    """'0,3,5-9' -> ``Selection`` ('5-': 5 and after; '-5' is no range but an error);
+    'steady' -> ``STEADY`` (when ``steady``: iterations, not step numbers); None -> all. ValueError if malformed, a
     negative number included ('-5', '3--1')."""
     if not text:
         return None

@@ -64,7 +64,7 @@ class RunOutcome:
 
 
 #: The ``stop_reason`` of a run a signal stopped.
-INTERRUPTED = "interrupted before the end of the input"
+INTERRUPTED = ReadInterrupted.DEFAULT
 
 
 def reader_info(reader: TraceReader | None) -> dict:
@@ -204,8 +204,8 @@ def read_through(source, splitter: Splitter, *, stop: StopRequest | None = None,
             reader = open_reader(source, stop=stop, name=name, follow=follow)
     except (TraceInputError, ReadInterrupted) as e:
         splitter.close(complete=False)
-        # A stop before the first byte (a followed file ends "empty"): not an input error.
-        if isinstance(e, ReadInterrupted) or (stop is not None and stop.requested):
+        # A stop before the first byte (``open_reader`` says so): not an input error.
+        if isinstance(e, ReadInterrupted):
             return RunOutcome(dict(reader_info(None), stop_reason=INTERRUPTED), None, True)
         return RunOutcome(reader_info(None), str(e), False)
     shown = ProgressReader(reader, lambda: len(splitter.iterations)) if progress else reader
