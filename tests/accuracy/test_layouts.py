@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import large_ones_slow, load_piece, needs_shared, run_cli, shared_trace_paths
+from conftest import (SHARED_TRACES, large_ones_slow, load_piece, needs_shared, run_cli,
+                      shared_trace_paths)
 from stream_split.core import SplitOptions
 from stream_split.testing.accuracy import owners, read_trace
 from stream_split.testing.generate import SCENARIOS, generate
@@ -48,7 +49,8 @@ def test_every_scenario_in_the_old_layout_splits_as_in_todays(scenario, order):
 @needs_shared
 @pytest.mark.shared
 @pytest.mark.parametrize("order", ORDERS)
-@pytest.mark.parametrize("path", large_ones_slow(shared_trace_paths()), ids=lambda p: Path(p).name)
+@pytest.mark.parametrize("path", large_ones_slow(shared_trace_paths()),
+                         ids=lambda p: str(Path(p).relative_to(SHARED_TRACES)))
 def test_every_shared_trace_in_the_old_layout_splits_as_in_todays(path, order):
     events, header = read_trace(path)
     assert_same_pieces(events, header, order)
@@ -224,3 +226,36 @@ def test_a_trace_as_torch_1_8_wrote_it_splits_at_its_steps_with_kernels_in_their
         flows = [e for e in events if e.get("cat") == "async"]
         assert entry["kernels"] == len(kernels) == 1 and len(flows) == 2
         assert kernels[0]["args"]["correlation"] == 10 + entry["index"]
+
+
+def _as_hta_overlaid(events):
+    """``events`` as HTA's critical path overlay writes them back
+    (``hta/analyzers/critical_path_analysis.py``, ``overlay_critical_path_analysis``): events on
+    the path get ``args.critical = 1``, and flow pairs of the path's edges (category the edge
+    type, name ``critical_path``, ids counted from 0, not correlation ids) are appended at the
+    end. Here every launch and its kernel are on the path."""
+    out, flows = [], []
+    kernels = {e["args"]["correlation"]: e for e in events if e.get("cat") == "kernel"}
+    for e in events:
+        args = e.get("args") or {}
+        if e.get("cat") == "cuda_runtime" and args.get("correlation") in kernels:
+            kernel = kernels[args["correlation"]]
+            e = dict(e, args=dict(args, critical=1))
+            for ph, at in (("s", e), ("f", kernel)):
+                flows.append({"ph": ph, "id": len(flows) // 2, "pid": at["pid"],
+                              "tid": at["tid"], "ts": int(at["ts"]), "name": "critical_path",
+                              "cat": "critical_path_kernel_launch_delay",
+                              "args": {"weight": 1, "critical": True}})
+        out.append(e)
+    return out + flows, len(out)
+
+
+@pytest.mark.parametrize("scenario", ["training", "serving"])
+def test_a_trace_overlaid_by_hta_splits_as_before(scenario):
+    trace = generate(scenario, seed=0)
+    overlaid, n = _as_hta_overlaid(trace.events)
+    want, want_splitter = owners(trace.events, SplitOptions(), trace.header_before)
+    got, got_splitter = owners(overlaid, SplitOptions(), trace.header_before)
+    assert len(got_splitter.iterations) == len(want_splitter.iterations) > 1
+    assert got[:n] == want
+    assert None not in got[n:]  # the overlay's flows are in a piece, or outside
