@@ -17,7 +17,10 @@ in both:
   did (the flow start kept its integer thread id, as there);
 - ``gpu_user_annotation`` is left out: that profiler wrote no GPU mirror of an annotation.
   Events of other categories (Python frames, instants, ``fwdbwd`` flows, metadata) pass
-  unchanged.
+  unchanged;
+- ``whole_us=True``: times in whole µs, truncated, as that writer wrote them (``ts / 1000``
+  of nanoseconds); by default the times are kept, so that a split compares to the original's
+  to the digit.
 
 ``order``: ``"start"`` keeps the file order; ``"end"`` writes each thread's ops in the order
 they end, children before their parent, as torch 1.8 did; ``"shuffled"`` moves each of a
@@ -68,6 +71,14 @@ class LegacyTrace:
 
 def _stream(tid):
     return f"stream {tid}" if isinstance(tid, int) else tid
+
+
+def _whole_us(e: dict) -> dict:
+    """``e`` with ``ts`` and ``dur`` truncated to whole µs (the old writer's integers)."""
+    for key in ("ts", "dur"):
+        if isinstance(e.get(key), float):
+            e[key] = int(e[key])
+    return e
 
 
 def _legacy_event(e: dict) -> dict | None:
@@ -131,17 +142,18 @@ def _reorder(events: list, origin: list, order: str, window: int, seed: int) -> 
 
 
 def to_legacy(events: list, order: str = "start", *, window: int = 8, seed: int = 0,
-              header_before: dict | None = None, header_after: dict | None = None
-              ) -> LegacyTrace:
+              whole_us: bool = False, header_before: dict | None = None,
+              header_after: dict | None = None) -> LegacyTrace:
     """``events`` (today's layout, left unchanged) in torch 1.8's layout, in ``order``
-    ("start", "end" or "shuffled": each op moved at most ``window`` places, by ``seed``)."""
+    ("start", "end" or "shuffled": each op moved at most ``window`` places, by ``seed``);
+    ``whole_us``: times truncated to whole µs."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
     out, origin = [], []
     for i, e in enumerate(events):
         legacy = _legacy_event(e)
         if legacy is not None:
-            out.append(legacy)
+            out.append(_whole_us(legacy) if whole_us else legacy)
             origin.append(i)
     if order != "start":
         _reorder(out, origin, order, window, seed)
@@ -165,10 +177,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=int, default=8, help="for --order shuffled")
     parser.add_argument("--seed", type=int, default=0, help="for --order shuffled")
     parser.add_argument("--form", choices=("object", "array"), default="object")
+    parser.add_argument("--whole-us", action="store_true",
+                        help="times truncated to whole microseconds, as torch 1.8 wrote them")
     args = parser.parse_args(argv)
     events, header = read_trace(args.input)
     trace = to_legacy(events, args.order, window=args.window, seed=args.seed,
-                      header_before=header)
+                      whole_us=args.whole_us, header_before=header)
     write_legacy(trace, args.output, args.form)
     return 0
 

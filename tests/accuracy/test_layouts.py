@@ -46,6 +46,18 @@ def test_every_scenario_in_the_old_layout_splits_as_in_todays(scenario, order):
     assert_same_pieces(trace.events, trace.header_before, order)
 
 
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_every_scenario_with_whole_microseconds_splits_as_in_todays(scenario):
+    # torch 1.8 wrote integer µs: every op, launch and kernel keeps its piece.
+    trace = generate(scenario, seed=0)
+    legacy = to_legacy(trace.events, whole_us=True)
+    assert all(isinstance(e["ts"], int) for e in legacy.events if "ts" in e)
+    want, want_splitter = owners(trace.events, SplitOptions(), trace.header_before)
+    got, got_splitter = owners(legacy.events, SplitOptions(), trace.header_before)
+    assert len(got_splitter.iterations) == len(want_splitter.iterations)
+    assert got == [want[k] for k in legacy.origin]
+
+
 @needs_shared
 @pytest.mark.shared
 @pytest.mark.parametrize("order", ORDERS)
@@ -138,13 +150,18 @@ def _split_manifest(trace, out, *args):
     return json.loads((out / "manifest.json").read_text())
 
 
-@pytest.mark.parametrize("order", ["start", "end"])
-def test_detector_steps_reads_profiler_steps_under_operator_in_a_bare_array(tmp_path, order):
+def _old_layout_file(tmp_path, order):
     trace = generate("training", seed=0)
-    path = tmp_path / "old.json"
-    write_legacy(to_legacy(trace.events, order, header_before=trace.header_before), str(path),
-                 form="array")
+    path = tmp_path / f"old_{order}.json"
+    write_legacy(to_legacy(trace.events, order, seed=5, header_before=trace.header_before),
+                 str(path), form="array")
     assert path.read_text().startswith("[")
+    return path
+
+
+@pytest.mark.parametrize("order", ["start", "end", "shuffled"])
+def test_detector_steps_reads_profiler_steps_under_operator_in_a_bare_array(tmp_path, order):
+    path = _old_layout_file(tmp_path, order)
     steps = _split_manifest(path, tmp_path / "steps", "--detector", "steps")
     assert [it["step"] for it in steps["iterations"]] == list(range(8))
     kinds = Counter()
@@ -153,10 +170,15 @@ def test_detector_steps_reads_profiler_steps_under_operator_in_a_bare_array(tmp_
         kinds.update(e.get("cat") for e in events)
     assert kinds["Operator"] and kinds["Kernel"] and kinds["async"]  # the original categories
     assert not kinds["cpu_op"] and not kinds["kernel"]
-    if order == "start":
-        auto = _split_manifest(path, tmp_path / "auto")
-        assert [(it["start_ts"], it["step"]) for it in auto["iterations"]] == \
-            [(it["start_ts"], it["step"]) for it in steps["iterations"]]
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_auto_equals_steps_on_an_old_layout_file(tmp_path, order):
+    path = _old_layout_file(tmp_path, order)
+    steps = _split_manifest(path, tmp_path / "steps", "--detector", "steps")
+    auto = _split_manifest(path, tmp_path / "auto")
+    assert [(it["start_ts"], it["step"]) for it in auto["iterations"]] == \
+        [(it["start_ts"], it["step"]) for it in steps["iterations"]]
 
 
 def test_the_layout_command_writes_an_old_layout_file_that_splits(tmp_path):
