@@ -22,8 +22,15 @@ PYTHON_FRAME_CAT = "python_function"
 LEGACY_CATS = {"Operator": "cpu_op", "Runtime": "cuda_runtime", "Kernel": "kernel",
                "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
 
+
+
+def _with_legacy(cats: set) -> frozenset:
+    """``cats`` and the names that the old layout gives the same events."""
+    return frozenset(cats | {old for old, today in LEGACY_CATS.items() if today in cats})
+
+
 #: Categories of CPU ops counted as such in the per-iteration numbers.
-CPU_OP_CATS = frozenset({"cpu_op", "Operator"})
+CPU_OP_CATS = _with_legacy({"cpu_op"})
 
 #: CPU-side ``record_function`` spans whose ``External id`` a GPU annotation may mirror.
 ANNOTATION_CAT = "user_annotation"
@@ -32,10 +39,10 @@ ANNOTATION_CAT = "user_annotation"
 STRUCTURE_CATS = CPU_OP_CATS | {ANNOTATION_CAT}
 
 #: GPU work, owned through ``args.correlation`` by the runtime call that launched it.
-GPU_WORK_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"})
+GPU_WORK_CATS = _with_legacy({"kernel", "gpu_memcpy", "gpu_memset"})
 
 #: GPU work that counts as a kernel in the per-iteration numbers.
-KERNEL_CATS = frozenset({"kernel", "Kernel"})
+KERNEL_CATS = _with_legacy({"kernel"})
 
 #: GPU-side mirror of a CPU ``user_annotation``, owned through ``args["External id"]``.
 GPU_ANNOTATION_CAT = "gpu_user_annotation"

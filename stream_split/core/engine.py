@@ -15,9 +15,9 @@ time. Instead:
    after its end is known, or at ``close()``; until then it waits in the pending list.
 3. GPU work (kernels, memcpy, memset) and launch flows (``ac2g``; ``async`` in torch 1.8's
    layout) are owned by correlation id: the owner of the runtime call with the same id
-   (``MonotonicOwnerMap``). Work that arrives before its
-   launch waits for it; work whose launch never comes goes to ``OUTSIDE`` at close.
-   ``gpu_user_annotation`` follows the CPU annotation with the same External id.
+   (``MonotonicOwnerMap``). Work that arrives before its launch waits for it; work whose
+   launch never comes goes to ``OUTSIDE`` at close. ``gpu_user_annotation`` follows the CPU
+   annotation with the same External id.
 4. Metadata is owned by ``METADATA`` (the writer copies it into every piece).
 
 What the engine keeps: the open-op stacks, the window starts and per-iteration numbers (a few
