@@ -13,20 +13,52 @@ FLOW_PHASES = frozenset({"s", "t", "f"})
 #: Python frames (with_stack); `nn.Module: X` frames are evidence of model vs layer.
 PYTHON_FRAME_CAT = "python_function"
 
+#: The categories of the layout that the PyTorch profiler of torch 1.8 / 1.9 wrote (Kineto's
+#: early ``output_json.cpp``; the TensorBoard plugin reads both), each with today's category
+#: of the same events. ``Operator`` holds every CPU op, ``record_function`` annotations and
+#: ``ProfilerStep#N`` included; runtime calls, kernels and copies carry ``args.correlation``
+#: as today (and a lowercase ``"external id"``); CPU ops have no ``Ev Idx``. ``Trace`` (the
+#: profiling span, pid ``"Traces"``) is the same in both.
+LEGACY_CATS = {"Operator": "cpu_op", "Runtime": "cuda_runtime", "Kernel": "kernel",
+               "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
+
+
+
+def _with_legacy(cats: set) -> frozenset:
+    """``cats`` and the names that the old layout gives the same events."""
+    return frozenset(cats | {old for old, today in LEGACY_CATS.items() if today in cats})
+
+
+#: Categories of CPU ops counted as such in the per-iteration numbers.
+CPU_OP_CATS = _with_legacy({"cpu_op"})
+
+#: CPU-side ``record_function`` spans whose ``External id`` a GPU annotation may mirror.
+ANNOTATION_CAT = "user_annotation"
+
 #: Categories of CPU-side ops that form the call structure the detector reads.
-STRUCTURE_CATS = frozenset({"cpu_op", "user_annotation"})
+STRUCTURE_CATS = CPU_OP_CATS | {ANNOTATION_CAT}
 
 #: GPU work, owned through ``args.correlation`` by the runtime call that launched it.
-GPU_WORK_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"})
+GPU_WORK_CATS = _with_legacy({"kernel", "gpu_memcpy", "gpu_memset"})
 
 #: GPU work that counts as a kernel in the per-iteration numbers.
-KERNEL_CATS = frozenset({"kernel", "Kernel"})
+KERNEL_CATS = _with_legacy({"kernel"})
 
 #: GPU-side mirror of a CPU ``user_annotation``, owned through ``args["External id"]``.
 GPU_ANNOTATION_CAT = "gpu_user_annotation"
 
-#: Flow category linking a launch to its GPU work (``id`` == correlation id).
+#: Flow category linking a launch to its GPU work (``id`` == correlation id), as Kineto
+#: writes it today (name ``ac2g``).
 LAUNCH_FLOW_CAT = "ac2g"
+
+#: The launch flow's category in older layouts: ``async`` (name ``launch``; torch 1.8 / 1.9,
+#: written only for kernel, copy and memset launches) and ``async_cpu_to_gpu`` (name
+#: ``async_gpu``; the writer between those and ``ac2g``, which readers also meet as category
+#: ``async_gpu``). The same ``s`` / ``f`` pair, ``id`` the correlation id.
+LEGACY_LAUNCH_FLOW_CATS = frozenset({"async", "async_cpu_to_gpu", "async_gpu"})
+
+#: Every launch flow category.
+LAUNCH_FLOW_CATS = LEGACY_LAUNCH_FLOW_CATS | {LAUNCH_FLOW_CAT}
 
 #: Runtime calls that launch GPU work (kernel, copy, memset or a whole graph).
 LAUNCH_NAMES = frozenset({
@@ -46,6 +78,13 @@ GRAPH_LAUNCH_NAMES = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLau
 
 #: Step annotations written by ``torch.profiler.profile.step()``.
 PROFILER_STEP_PREFIX = "ProfilerStep#"
+
+
+def is_main_thread(pid, tid) -> bool:
+    """Whether thread ``tid`` is the main thread of process ``pid`` (its id is the pid). The
+    layout of torch 1.8 / 1.9 writes a CPU thread's id as a string (``"tid": "123"``) and the
+    pid as a number."""
+    return pid == tid or (tid.__class__ is str and tid == str(pid))
 
 
 #: The largest step number: what the records' ``step`` (a protobuf int64) holds. A

@@ -7,15 +7,17 @@ activity block with runtime calls and kernels, then GPU annotations, then metada
 event can arrive long after later-stamped ones. The engine therefore never orders events by
 time. Instead:
 
-1. Structural CPU ops (``cpu_op``, ``user_annotation``) go through the per-thread stacks to the
-   detector, which answers with boundaries as soon as they are certain.
+1. Structural CPU ops (``cpu_op``, ``user_annotation``; ``Operator`` in torch 1.8's layout) go
+   through the per-thread stacks to the detector, which answers with boundaries as soon as they
+   are certain.
 2. A CPU-side event (any thread: ops, runtime calls, Python frames, instants, CPU flows) is
    owned by the window that holds it (``Windows``). Its owner is decidable once a boundary
    after its end is known, or at ``close()``; until then it waits in the pending list.
-3. GPU work (kernels, memcpy, memset) and ``ac2g`` flows are owned by correlation id: the owner
-   of the runtime call with the same id (``MonotonicOwnerMap``). Work that arrives before its
-   launch waits for it; work whose launch never comes goes to ``OUTSIDE`` at close.
-   ``gpu_user_annotation`` follows the CPU annotation with the same External id.
+3. GPU work (kernels, memcpy, memset) and launch flows (``ac2g``; ``async`` in torch 1.8's
+   layout) are owned by correlation id: the owner of the runtime call with the same id
+   (``MonotonicOwnerMap``). Work that arrives before its launch waits for it; work whose
+   launch never comes goes to ``OUTSIDE`` at close. ``gpu_user_annotation`` follows the CPU
+   annotation with the same External id.
 4. Metadata is owned by ``METADATA`` (the writer copies it into every piece).
 
 What the engine keeps: the open-op stacks, the window starts and per-iteration numbers (a few
@@ -58,9 +60,10 @@ from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPE
 from stream_split.spill import MemorySpill
 from stream_split.errors import TraceEventError
 from stream_split.trace_format import (
-    COPY_LAUNCH_NAMES, GPU_ANNOTATION_CAT, GPU_WORK_CATS, GRAPH_LAUNCH_NAMES, KERNEL_CATS,
-    LAUNCH_FLOW_CAT, LAUNCH_NAMES, PROFILER_STEP_PREFIX, FLOW_PHASES as _FLOW_PHASES,
-    METADATA_PHASE, PYTHON_FRAME_CAT, STRUCTURE_CATS, profiler_step_number)
+    ANNOTATION_CAT, COPY_LAUNCH_NAMES, CPU_OP_CATS, GPU_ANNOTATION_CAT, GPU_WORK_CATS,
+    GRAPH_LAUNCH_NAMES, KERNEL_CATS, LAUNCH_FLOW_CATS, LAUNCH_NAMES, PROFILER_STEP_PREFIX,
+    FLOW_PHASES as _FLOW_PHASES, METADATA_PHASE, PYTHON_FRAME_CAT, STRUCTURE_CATS,
+    profiler_step_number)
 
 
 DEFAULT_PENDING_LIMIT = 10_000
@@ -105,7 +108,7 @@ class SplitOptions:
 # How an event's category routes it (absent: a CPU-side event, owned by its window).
 _BY_CORRELATION, _BY_FLOW_ID, _BY_EXTERNAL_ID, _STRUCTURE = range(4)
 _ROUTE = {**{cat: _BY_CORRELATION for cat in GPU_WORK_CATS},
-          LAUNCH_FLOW_CAT: _BY_FLOW_ID, GPU_ANNOTATION_CAT: _BY_EXTERNAL_ID,
+          **{cat: _BY_FLOW_ID for cat in LAUNCH_FLOW_CATS}, GPU_ANNOTATION_CAT: _BY_EXTERNAL_ID,
           **{cat: _STRUCTURE for cat in STRUCTURE_CATS}}
 
 _SPILL_BATCH = 4096
@@ -319,11 +322,11 @@ class Splitter:
         if windows.cached_lo <= ts <= end < windows.cached_hi:  # the common case, inline
             owner = windows.cached_owner
             if not self._keep and owner >= 0 and (
-                    not args or ("correlation" not in args and cat != "user_annotation")):
+                    not args or ("correlation" not in args and cat != ANNOTATION_CAT)):
                 # Counted only, links nothing: the fast path of _own_cpu.
                 record = self._iterations[owner]
                 record.events += 1
-                if cat == "cpu_op":
+                if cat in CPU_OP_CATS:
                     record.cpu_ops += 1
                     role = _PHASE_ROLES[name] if ph == "X" else _NO_ROLE
                     if role:
@@ -794,7 +797,7 @@ class Splitter:
         else:
             record = self._iterations[owner]
             record.events += 1
-            if cat == "cpu_op" or cat == "user_annotation":
+            if cat in STRUCTURE_CATS:
                 self._structure_facts(owner, record, cat, event)
             if end > record.end_ts:
                 record.end_ts = end
@@ -803,7 +806,7 @@ class Splitter:
             corr = args.get("correlation")
             if corr is not None and event.get("ph") == "X":  # a runtime call
                 self._own_launch(owner, corr, event.get("name"))
-            elif cat == "user_annotation":
+            elif cat == ANNOTATION_CAT:
                 ext = args.get("External id")
                 if ext is not None:
                     self._annotations.add(ext, owner)
@@ -815,7 +818,7 @@ class Splitter:
     def _structure_facts(self, owner: int, record: IterationRecord, cat: str,
                          event: dict) -> None:
         """What a structural op of iteration ``owner`` tells: its step number, phase evidence."""
-        if cat == "cpu_op":
+        if cat in CPU_OP_CATS:
             record.cpu_ops += 1
         name = event.get("name") or ""
         role = _PHASE_ROLES[name]

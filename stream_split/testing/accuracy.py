@@ -26,7 +26,8 @@ from pathlib import Path
 
 from stream_split.core import METADATA, OUTSIDE, SplitOptions, Splitter
 from stream_split.read import TraceReader
-from stream_split.trace_format import KERNEL_CATS, PROFILER_STEP_PREFIX, STRUCTURE_CATS
+from stream_split.trace_format import (
+    CPU_OP_CATS, KERNEL_CATS, PROFILER_STEP_PREFIX, STRUCTURE_CATS)
 
 #: Iteration counts known for real traces of ../shared/traces (from its README).
 KNOWN_COUNTS = {
@@ -74,7 +75,7 @@ class Score:
 
 def _is_scored(event: dict) -> str | None:
     cat = event.get("cat")
-    if cat == "cpu_op":
+    if cat in CPU_OP_CATS:
         return "cpu"
     if cat in KERNEL_CATS:
         return "kernel"
@@ -99,7 +100,7 @@ def _between_steps(events: list) -> list:
         k = bisect_right(starts, ts) - 1
         return k >= 0 and end <= spans[k][1]
 
-    return [e.get("cat") == "cpu_op" and lo <= e.get("ts", lo - 1) < hi and not inside_one(e)
+    return [e.get("cat") in CPU_OP_CATS and lo <= e.get("ts", lo - 1) < hi and not inside_one(e)
             for e in events]
 
 

@@ -70,9 +70,8 @@ def loop_thread(skeletons, use_annotations: bool) -> ThreadSkeleton | None:
         return None
 
     def rank(t: ThreadSkeleton):
-        pid, tid = t.key
         busy = sum(n.end - n.start for n in t.roots)
-        return (pid == tid, bool(t.steps) and use_annotations, busy)
+        return (t.main, bool(t.steps) and use_annotations, busy)
     return max(candidates, key=rank)
 
 

@@ -27,6 +27,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 
 from stream_split.core.detect.rules import RULES
+from stream_split.trace_format import is_main_thread
 
 _DIGITS = re.compile(r"\d+")
 #: How a Python frame of an ``nn.Module`` call is named.
@@ -62,7 +63,7 @@ class ThreadSkeleton:
         self.key = key
         # The skeleton keeps depth only for a process's main thread (pid == tid): the one
         # that drives a loop; other threads (autograd, data loading) keep their top level.
-        self.main = key[0] == key[1]
+        self.main = is_main_thread(*key)
         self.roots: list[Node] = []
         self.stack: list = []  # parallel to the engine's stack: Node or None (transparent)
         self.steps: list = []  # top-level ProfilerStep spans: (start, end, name)
@@ -251,7 +252,7 @@ class Skeletons:
             if state.main:
                 state.observe_frame(start, end, name)
                 waits = waits or bool(state.frames)
-        if not states and thread[0] == thread[1]:  # before the thread's first op
+        if not states and is_main_thread(*thread):  # before the thread's first op
             early = self._early_frames.setdefault(thread, [])
             if len(early) < RULES.memory.max_pending_frames:
                 early.append((start, end, name))

@@ -189,8 +189,7 @@ class StructureDetector:
         return ()
 
     def _online_allowed(self, state: ThreadSkeleton) -> bool:
-        pid, tid = state.key
-        return pid == tid and not self._level and self.mode is Mode.LEARNING
+        return state.main and not self._level and self.mode is Mode.LEARNING
 
     def _try_online(self, state: ThreadSkeleton):
         """Confirm the unit at the top of the main thread as soon as it is certain: the
