@@ -281,8 +281,7 @@ class Splitter:
     # -- input -------------------------------------------------------------------------
 
     def feed(self, event: dict, raw: bytes | None = None) -> None:
-        """One event, in file order; ``raw`` its original JSON bytes (handed back instead of
-        the dict, and held instead of it while the event waits). The common cases inline."""
+        """One event, in file order; ``raw``: its JSON bytes, handed back and held in its place."""
         self.events_in += 1
         ph = event.get("ph")
         if ph == METADATA_PHASE:
@@ -291,9 +290,8 @@ class Splitter:
         if ph is None or ts is None:
             self._reject('has no "ph" field' if ph is None else f'(ph {ph!r}) has no "ts" field')
         # Each field the engine reads, read and type-checked once (else ``unusable_field``).
-        get = event.get
-        cat, name, dur = get("cat"), get("name"), get("dur")
-        pid, tid, args = get("pid"), get("tid"), get("args")
+        cat, name, dur = event.get("cat"), event.get("name"), event.get("dur")
+        pid, tid, args = event.get("pid"), event.get("tid"), event.get("args")
         kind = ts.__class__
         if not ((kind is float and ts - ts == 0.0 or kind is int and -_TIME_LIMIT < ts < _TIME_LIMIT)
                 and ph.__class__ is str
