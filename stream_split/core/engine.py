@@ -308,7 +308,7 @@ class Splitter:
                 self._own_invalid(event, problem, raw)
                 return
         route = _ROUTE.get(cat)
-        if ts < self._order.flush_below and (route != _STRUCTURE or ph != "X"):
+        if ts < self._order.flush_below and ph == "X" and route != _STRUCTURE:
             self._observe_ops(self._order.release_before(ts))  # held ops' section is over
         if route is not None and route != _STRUCTURE and self._route(route, event, ph, ts, args,
                                                                      raw):

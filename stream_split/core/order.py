@@ -35,10 +35,11 @@ ops never get one, and no op that arrives tells the two apart: ``an op that star
 ends`` is as much R's later sibling under a parent still to come as R's successor at the top.
 So a root waits for evidence that nothing can enclose it any more:
 
-- anything else from before the thread's earliest held op (another thread's op, a launch, a
-  Python frame, GPU work, a flow): in a file laid out like Kineto's (or torch 1.8's) the
-  thread's ops are all written then, and the detector reads its whole section in start order
-  before that event, exactly as it would have;
+- a complete event (``X``) from before the thread's earliest held op that is not one of its
+  ops: another thread's op, a launch, a Python frame, GPU work. In a file laid out like
+  Kineto's (or torch 1.8's) the thread's ops are all written then, and the detector reads its
+  whole section in start order before that event, exactly as it would have. Flows, instants
+  and counters do not count: Kineto writes ``fwdbwd`` flows among a thread's ops;
 - the end of the input;
 - the safety valve, so that memory stays bounded: beyond ``HOLD_LIMIT`` ops held by a thread
   its oldest roots go until a quarter of the room is free (top-level ops would otherwise wait
@@ -63,7 +64,7 @@ from bisect import bisect_left, bisect_right
 HOLD_LIMIT = 32768
 #: A thread's first ops, remembered (not held) until its order is known, to be read again in
 #: their place if it turns out not to be start order.
-HISTORY = 64
+HISTORY = 256
 
 _NOTHING_HELD = float("-inf")
 
@@ -155,8 +156,8 @@ class OpOrder:
         return out
 
     def release_before(self, ts: float) -> list:
-        """Something other than an op arrived at ``ts``: every thread whose held ops all start
-        after it hands them on (its section is over)."""
+        """A complete event other than an op (a launch, a Python frame, GPU work) at ``ts``:
+        every thread whose held ops all start after it hands them on (its section is over)."""
         return self._release_others(None, ts)
 
     def release_all(self) -> list:
