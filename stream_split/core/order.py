@@ -139,7 +139,7 @@ class OpOrder:
                         history.append((start, end, name))
                     else:
                         state.history = None
-                if out:
+                if out is not None:  # read after the ops it freed
                     out.append((thread, start, end, name))
                 return out
             self._reorder(state)
