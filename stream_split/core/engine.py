@@ -54,6 +54,7 @@ from stream_split.core.serving import (
     NONE as _NO_ROLE, ROLES as _PHASE_ROLES, PhaseFacts, infer_phases)
 from stream_split.core.records import (
     Boundary, IterationRecord, METADATA, OUTSIDE, REVISION_MOVE, REVISION_RETRACT, Revision)
+from stream_split.core.order import OpOrder
 from stream_split.core.stack import ThreadStacks
 from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPES as _ID_TYPES, \
     unusable_field
@@ -231,8 +232,11 @@ class Splitter:
         self.options = options or SplitOptions()
         self._detector = detector if detector is not None else make_detector(self.options)
         self._stacks = ThreadStacks(self.options.stack_tolerance_us)
-        # A detector that never reads the stack of open ops (step annotations) gets none.
+        # A detector that never reads the stack of open ops (step annotations) gets none,
+        # and each thread's ops as they come (the nesting is not read).
         self._reads_stacks = getattr(self._detector, "reads_stacks", True)
+        # Each thread's ops to the stacks in start order, whatever order the file has.
+        self._order = OpOrder(self.options.stack_tolerance_us)
         self._windows = Windows()
         self._correlations = MonotonicOwnerMap()
         self._annotations = MonotonicOwnerMap()
@@ -280,8 +284,7 @@ class Splitter:
     # -- input -------------------------------------------------------------------------
 
     def feed(self, event: dict, raw: bytes | None = None) -> None:
-        """One event, in file order; ``raw`` its original JSON bytes (handed back instead of
-        the dict, and held instead of it while the event waits). The common cases inline."""
+        """One event, in file order; ``raw``: its JSON bytes, handed back and held in its place."""
         self.events_in += 1
         ph = event.get("ph")
         if ph == METADATA_PHASE:
@@ -290,9 +293,8 @@ class Splitter:
         if ph is None or ts is None:
             self._reject('has no "ph" field' if ph is None else f'(ph {ph!r}) has no "ts" field')
         # Each field the engine reads, read and type-checked once (else ``unusable_field``).
-        get = event.get
-        cat, name, dur = get("cat"), get("name"), get("dur")
-        pid, tid, args = get("pid"), get("tid"), get("args")
+        cat, name, dur = event.get("cat"), event.get("name"), event.get("dur")
+        pid, tid, args = event.get("pid"), event.get("tid"), event.get("args")
         kind = ts.__class__
         if not ((kind is float and ts - ts == 0.0 or kind is int and -_TIME_LIMIT < ts < _TIME_LIMIT)
                 and ph.__class__ is str
@@ -309,13 +311,15 @@ class Splitter:
                 self._own_invalid(event, problem, raw)
                 return
         route = _ROUTE.get(cat)
+        if ts < self._order.flush_below and ph == "X" and route != _STRUCTURE:
+            self._observe_ops(self._order.release_before(ts))  # held ops' section is over
         if route is not None and route != _STRUCTURE and self._route(route, event, ph, ts, args,
                                                                      raw):
             return
         end = ts + dur if dur and ph == "X" else ts
         if ph == "X":
             if route == _STRUCTURE:
-                self._observe_op((pid, tid), ts, end, name := name or "")
+                self._observe_op((pid, tid), ts, end, name := name or "", cat)
             elif self._detector.wants_evidence:  # a launch or a frame may end the section
                 self._add_boundaries(self._evidence_of(pid, tid, ts, end, name, cat, args))
         windows = self._windows
@@ -364,9 +368,23 @@ class Splitter:
         self._route_annotation(event, args.get("External id") if args else None, raw)
         return True
 
-    def _observe_op(self, thread: tuple, ts, end, name: str) -> None:
-        """A structural op (``cpu_op``, ``user_annotation``) through its thread's stack to
-        the detector, whose boundaries are taken."""
+    def _observe_op(self, thread: tuple, ts, end, name: str, cat: str) -> None:
+        """A structural op (``cpu_op``, ``user_annotation``) as the file has it: read now, or
+        held until its thread's ops can be read in start order (``order.OpOrder``)."""
+        ops = self._order.arrive(thread, ts, end, name, cat) if self._reads_stacks else None
+        if ops is None:
+            self._read_op(thread, ts, end, name)
+        else:
+            self._observe_ops(ops)
+
+    def _observe_ops(self, ops: list) -> None:
+        """Ops that ``OpOrder`` hands on, (thread, start, end, name) each, read in order."""
+        for thread, ts, end, name in ops:
+            self._read_op(thread, ts, end, name)
+
+    def _read_op(self, thread: tuple, ts, end, name: str) -> None:
+        """A structural op, in its thread's start order, through its thread's stack to the
+        detector, whose boundaries are taken."""
         stacks = self._stacks
         stack = stacks.push(thread, name, ts, end) if self._reads_stacks \
             else stacks.note_start(thread, ts)
@@ -412,6 +430,8 @@ class Splitter:
                 feed(event, raw)
             return
         starts, ends = columns
+        if len(starts) and starts.min() < self._order.flush_below:  # as ``feed``'s check
+            self._observe_ops(self._order.release_before(float(starts.min())))
         detector = self._detector
         if not detector.wants_evidence:
             self._own_frames(run, raws, starts, ends, 0, len(raws))
@@ -548,6 +568,7 @@ class Splitter:
             return
         self._input_complete = complete
         self._note_held()
+        self._observe_ops(self._order.release_all())
         self._result = self._detector.close()
         for boundary in self._result.boundaries:
             self._add_boundary(boundary)
@@ -932,4 +953,9 @@ class Splitter:
         self.evidence["correlation_order_breaks"] = self._correlations.order_breaks
         self.evidence["max_pending_events"] = self.max_pending
         self.evidence["thread_sections"] = self._stacks.sections_started
+        order = self._order
+        if order.reordered_threads:  # said only where a thread was not in start order
+            self.evidence["reordered_threads"] = order.reordered_threads
+            self.evidence["most_held_ops"] = order.most_held
+            self.evidence["late_ops"] = order.late_ops
         self._records.extend(self._iterations)

@@ -1,7 +1,8 @@
 """Per-thread stacks of open CPU ops: the call structure, one op at a time.
 
-Ops of one thread arrive in start order (Kineto writes each thread's CPU ops sorted), so an
-op's parent is the innermost open op that still contains it. Real traces are not perfectly
+Ops of one thread arrive in start order (Kineto writes each thread's CPU ops sorted; a file
+in another order is put back in it by ``core.order``), so an op's parent is the innermost open
+op that still contains it. Real traces are not perfectly
 nested: annotations cross each other and children end a little after their parents; an op
 that outlives the top of the stack by more than ``tolerance_us`` is treated as its sibling.
 Memory is the depth of the deepest open nesting per thread, never the length of the trace.

@@ -224,7 +224,7 @@ class Skeletons:
         """A launch at ``ts``: one kernel (or a memory copy) more for the ops of ``thread``
         open then; a graph launch's ops are credited per kernel as they arrive
         (``credit_graph_kernel``)."""
-        path = [node for state in self.threads.values() if state.key == thread
+        path = [node for state in self._sections_of.get(thread, ())
                 for node in state.path_at(ts)]  # each section of the thread
         if not path:
             return

@@ -1,0 +1,156 @@
+"""Any order within a thread (``core.order.OpOrder``): end-order and shuffled copies of a trace
+split exactly like the original (start order), and start order goes through untouched.
+
+The copies are made by ``stream_split.testing.reorder`` (each thread's ``cpu_op`` and
+``user_annotation`` events permuted among their places in the file, every other event in
+place)."""
+from pathlib import Path
+
+import pytest
+
+from conftest import SHARED_TRACES, large_ones_slow, needs_shared
+from stream_split.core.engine import SplitOptions
+from stream_split.core.order import OpOrder
+from stream_split.testing.accuracy import owners, read_trace
+from stream_split.testing.generate import SCENARIOS, generate, random_variant
+from stream_split.testing.reorder import reordered
+from stream_split.trace_format import STRUCTURE_CATS
+
+ORDERS = ("end", "shuffled")
+
+
+def _split_alike(events: list, header: dict | None, order: str, detector: str = "auto"):
+    """Owners of ``events`` and of its copy in ``order`` (mapped back to ``events``) must be
+    the same, event by event; returns the copy's splitter."""
+    expected, original = owners(events, SplitOptions(detector=detector), header)
+    copy, origin = reordered(events, order, window=8, seed=1)
+    got, splitter = owners(copy, SplitOptions(detector=detector), header)
+    mapped = [None] * len(events)
+    for place, owner in zip(origin, got):
+        mapped[place] = owner
+    assert len(splitter.iterations) == len(original.iterations)
+    wrong = [i for i, (a, b) in enumerate(zip(expected, mapped)) if a != b]
+    assert not wrong, f"{len(wrong)} events change piece in {order} order, e.g. " \
+                      f"{[events[i].get('name') for i in wrong[:5]]}"
+    return splitter
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_end_order_and_shuffled_copies_split_like_the_original(scenario, order):
+    trace = generate(scenario, seed=0)
+    splitter = _split_alike(trace.events, trace.header_before, order)
+    if any(e.get("cat") in STRUCTURE_CATS for e in trace.events):
+        assert splitter.evidence.get("late_ops") in (None, 0)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("seed", range(12))
+def test_random_variants_split_alike_in_any_order(seed, order):
+    """Both layouts (Kineto's sections, and time order as a live writer), noise, streams."""
+    trace = random_variant(seed).generate()
+    _split_alike(trace.events, trace.header_before, order)
+
+
+@pytest.mark.parametrize("detector", ["structure", "steps"])
+@pytest.mark.parametrize("scenario", ["training", "deep_roots", "serving", "layer_annotations"])
+def test_other_detectors_split_alike_in_end_order(scenario, detector):
+    trace = generate(scenario, seed=1)
+    _split_alike(trace.events, trace.header_before, "end", detector)
+
+
+#: Shared traces and the detector each is checked with. xdit_sd_3.5 has one ProfilerStep#3
+#: span around its whole loop, and one annotation appended after the GPU block: its copies put
+#: the step (ending last) in that last place, where it comes after the thread's ops were read
+#: (a late op, counted); ``auto`` then takes that single step for the iteration. No profiler
+#: writes a thread's ops so, so the structure's split is compared there.
+SHARED_CASES = [("torch_cpu/s1_schedule_step.json.gz", "auto"),
+                ("torch_cpu/s5b_two_threads_all.json.gz", "auto"),
+                ("torch_cpu/s6_varlen_unannotated.json.gz", "auto"),
+                ("tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz", "auto"),
+                ("tracelens/mi300/resnet_act_checkpoint.json.gz", "auto"),
+                ("tracelens/inference/xdit_sd_3.5/profile_trace_rank_0.json.gz", "structure")]
+
+
+@needs_shared
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("case", large_ones_slow(SHARED_CASES, lambda c: SHARED_TRACES / c[0])
+                         if SHARED_TRACES.is_dir() else SHARED_CASES, ids=lambda c: c[0])
+def test_shared_traces_split_alike_in_any_order(case, order):
+    name, detector = case
+    events, header = read_trace(Path(SHARED_TRACES, name))
+    _split_alike(events, header, order, detector)
+
+
+def test_start_order_goes_straight_through():
+    """Every op of a Kineto-layout trace is read the moment it arrives, nothing is held, and
+    the evidence says nothing of an order."""
+    trace = generate("training", seed=0)
+    order = OpOrder()
+    for e in trace.events:
+        if e.get("ph") == "X" and e.get("cat") in STRUCTURE_CATS:
+            assert order.arrive((e["pid"], e["tid"]), e["ts"], e["ts"] + e["dur"], e["name"],
+                                e["cat"]) is None
+    assert order.reordered_threads == 0 and order.release_all() == []
+    _, splitter = owners(trace.events, SplitOptions(), trace.header_before)
+    assert "reordered_threads" not in splitter.evidence
+
+
+def test_one_jump_back_to_another_category_is_a_kineto_section():
+    """cpu_op stream, then the user_annotation stream of the same thread: read as it comes."""
+    order = OpOrder()
+    ops = [(10, 20, "a", "cpu_op"), (30, 40, "b", "cpu_op"),
+           (5, 45, "step", "user_annotation"), (50, 60, "step2", "user_annotation")]
+    assert all(order.arrive(1, *op) is None for op in ops)
+    assert order.reordered_threads == 0
+
+
+def _tree_in_start_order():
+    # root [0, 100]: a [10, 40] (a1 [12, 20], a2 [22, 38]), b [50, 90] (b1 [55, 60]);
+    # then a sibling root c [110, 120]
+    return [(0, 100, "root"), (10, 40, "a"), (12, 20, "a1"), (22, 38, "a2"),
+            (50, 90, "b"), (55, 60, "b1"), (110, 120, "c")]
+
+
+def test_end_order_is_read_in_start_order():
+    ops = _tree_in_start_order()
+    end_order = sorted(ops, key=lambda op: (op[1], -op[0]))
+    order = OpOrder()
+    read = []
+    for start, end, name in end_order:
+        got = order.arrive("t", start, end, name, "cpu_op")
+        read.extend([("t", start, end, name)] if got is None else got)
+    read.extend(order.release_all())
+    # a1 and a2 were read as they came, before the order was known (the jump back at their
+    # parent tells it), then in their place
+    assert [op[3] for op in read[:2]] == ["a1", "a2"]
+    assert [op[1:] for op in read[2:]] == ops
+    assert order.reordered_threads == 1 and order.late_ops == 0
+
+
+def test_anything_from_before_the_held_ops_hands_them_on():
+    """Another thread's op, or a launch (``release_before``), from before a thread's held ops:
+    the thread's section is over, its ops are read first."""
+    order = OpOrder()
+    for start, end, name in [(12, 20, "a1"), (22, 38, "a2"), (10, 40, "a")]:
+        order.arrive("t", start, end, name, "cpu_op")
+    assert order.flush_below == 10
+    assert order.release_before(11) == []  # inside the held ops: they may still get a parent
+    got = order.arrive("u", 5, 6, "other", "cpu_op")
+    assert [op[3] for op in got] == ["a", "a1", "a2", "other"]
+    assert order.flush_below == float("-inf")
+
+
+def test_the_valve_bounds_what_a_thread_holds_and_counts_a_late_parent():
+    """Top-level ops in end order never get a parent: beyond the limit the oldest are read;
+    a container that arrives after its first children were read is late, and counted."""
+    order = OpOrder(hold_limit=16)
+    read = []
+    ops = [(10 * i, 10 * i + 5, f"op{i}") for i in range(100)]
+    for start, end, name in [(1, 2, "leaf"), (0, 3, "first")] + ops[1:] + [(0, 1000, "all")]:
+        got = order.arrive("t", start, end, name, "cpu_op")
+        read.extend([("t", start, end, name)] if got is None else got)
+    read.extend(order.release_all())
+    assert order.most_held <= 17
+    assert order.late_ops == 1
+    assert sum(1 for op in read if op[3].startswith("op")) == 99
