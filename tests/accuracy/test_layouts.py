@@ -17,12 +17,10 @@ from stream_split.testing.accuracy import owners, read_trace
 from stream_split.testing.generate import SCENARIOS, generate
 from stream_split.testing.layout import main as layout_main, to_legacy, write_legacy
 
-#: Each thread's ops in another order than start order: the nesting rebuilt from ts/dur
-#: whatever the file order is another branch's work (issue 21, item 2).
-NEEDS_ORDER = pytest.mark.xfail(strict=False,
-                                reason="needs branch order: nesting rebuilt from ts/dur")
-ORDERS = ["start", pytest.param("end", marks=NEEDS_ORDER),
-          pytest.param("shuffled", marks=NEEDS_ORDER)]
+#: The file orders a thread's ops come in: as Kineto writes them, as torch 1.8 wrote them
+#: (children before their parent), and shuffled within a window (core/order.py rebuilds the
+#: nesting from ts/dur whatever the order).
+ORDERS = ["start", "end", "shuffled"]
 
 
 def assert_same_pieces(events, header, order, detector="auto"):
