@@ -56,27 +56,27 @@ def figure(manifest: dict):
                          alpha=0.12, label="steady state" if axis is top else None)
     phases = sorted({r["phase"] for r in busy if r.get("phase")}, key=PHASE_ORDER.index)
     if phases:  # a serving loop: one colour per phase, the line between them plain
-        top.plot([r["index"] for r in busy], [r["duration_ms"] for r in busy], "-",
+        top.plot([r["index"] for r in busy], [r["wall_ms"] for r in busy], "-",
                  color="tab:gray", linewidth=0.6, alpha=0.6)
         for phase in phases:
             mine = [r for r in busy if r.get("phase") == phase]
-            top.plot([r["index"] for r in mine], [r["duration_ms"] for r in mine], "o",
+            top.plot([r["index"] for r in mine], [r["wall_ms"] for r in mine], "o",
                      color=PHASE_COLOURS[phase], markersize=4, linestyle="none",
                      label=f"{phase} ({len(mine)})")
     else:
-        top.plot([r["index"] for r in busy], [r["duration_ms"] for r in busy], "o-",
+        top.plot([r["index"] for r in busy], [r["wall_ms"] for r in busy], "o-",
                  color="tab:blue", markersize=4, linewidth=1, label="iteration")
     if idle:
-        top.plot([r["index"] for r in idle], [r["duration_ms"] for r in idle], "s",
+        top.plot([r["index"] for r in idle], [r["wall_ms"] for r in idle], "s",
                  color="tab:gray", markersize=4, linestyle="none", label="idle cycle")
     if outliers:
-        top.plot([r["index"] for r in outliers], [r["duration_ms"] for r in outliers], "o",
+        top.plot([r["index"] for r in outliers], [r["wall_ms"] for r in outliers], "o",
                  markersize=11, markerfacecolor="none", markeredgecolor="tab:red",
                  markeredgewidth=2, linestyle="none", label="outlier")
         for r in outliers:
             reason = next((f for f in r["flags"] if f.startswith("outlier")), "")
             top.annotate(reason.replace("outlier ", "").strip("()"),
-                         (r["index"], r["duration_ms"]),
+                         (r["index"], r["wall_ms"]),
                          textcoords="offset points", xytext=(6, 6), fontsize=8,
                          color="tab:red")
     if footer.get("median_ms") is not None:
@@ -86,7 +86,7 @@ def figure(manifest: dict):
     top.set_title(os.path.basename(str(table.get("input") or "")) or "iterations")
     top.legend(loc="best", fontsize=8, framealpha=0.9)
     top.grid(alpha=0.3)
-    bottom.bar([r["index"] for r in rows], [r["gpu_busy_ms"] for r in rows],
+    bottom.bar([r["index"] for r in rows], [r["gpu_active_ms"] for r in rows],
                color=["tab:gray" if r["kind"] == "idle" else "tab:orange" for r in rows])
     bottom.set_ylabel("GPU busy (ms)")
     bottom.set_xlabel("iteration")

@@ -45,6 +45,7 @@ from operator import itemgetter
 
 import numpy as np
 
+from stream_split.core.breakdown import IterationBreakdown, LaunchTimes
 from stream_split.core.detect import (
     StepAnnotationDetector, RetractLast, StructureDetector, TraceFacts, cycle_kinds)
 from stream_split.core.owners import MonotonicOwnerMap, Windows
@@ -125,13 +126,18 @@ def _held_view(event: dict, link) -> dict:
     itself: the fields that deciding it reads, no more (on the resnet 10x tile's spilled
     events: 580 bytes in memory and 68 pickled, against 990 and 149 for the slim event).
     A CPU-side event (``link`` None) is decided by ``_own_cpu``: its phase, category,
-    name and link ids, and its ``Input Dims`` when its name is phase evidence (``core.serving``);
-    GPU work waiting for its launch by ``_own_linked``: its category, times and stream; a flow
+    name and link ids (an op's time and thread too), and its ``Input Dims`` when its name is
+    phase evidence (``core.serving``);
+    GPU work waiting for its launch by ``_own_linked``: its category, times, stream, name and
+    correlation id (for the breakdown); a flow
     or a GPU annotation is only counted."""
     cat = event.get("cat")
     if link is None:
         name = event.get("name")
         view = {"ph": event.get("ph"), "cat": cat, "name": name}
+        if cat == "cpu_op":  # its time and thread, for the time in ops (core.breakdown)
+            view.update(ts=event.get("ts"), dur=event.get("dur"), pid=event.get("pid"),
+                        tid=event.get("tid"))
         args = event.get("args")
         if args:
             kept = {key: args[key] for key in _HELD_ARGS if key in args}
@@ -140,9 +146,13 @@ def _held_view(event: dict, link) -> dict:
             if kept:
                 view["args"] = kept
         return view
-    if cat in GPU_WORK_CATS:
-        return {"cat": cat, "ts": event["ts"], "dur": event.get("dur"), "pid": event.get("pid"),
-                "tid": event.get("tid")}
+    if cat in GPU_WORK_CATS:  # and its name and launch, for the breakdown (core.breakdown)
+        view = {"cat": cat, "ts": event["ts"], "dur": event.get("dur"), "pid": event.get("pid"),
+                "tid": event.get("tid"), "name": event.get("name")}
+        corr = (event.get("args") or {}).get("correlation")
+        if corr is not None:
+            view["args"] = {"correlation": corr}
+        return view
     return {"cat": cat}
 
 
@@ -250,6 +260,8 @@ class Splitter:
         self._waiting_annotations: dict = {}  # External id -> [gpu_user_annotation event]
         self._iterations: list[IterationRecord] = []
         self._phase_facts: list[PhaseFacts] = []  # per iteration, for ``infer_phases``
+        self._breakdowns: list[IterationBreakdown] = []  # per iteration (``core.breakdown``)
+        self._launch_times = LaunchTimes()
         # (iteration, pid, tid of a GPU stream) -> (latest start, latest end) of its work
         # there; iteration -> the same over all its streams (a few entries per iteration,
         # like its record)
@@ -325,8 +337,8 @@ class Splitter:
                 record.events += 1
                 if cat == "cpu_op":
                     record.cpu_ops += 1
-                    role = _PHASE_ROLES[name] if ph == "X" else _NO_ROLE
-                    if role:
+                    self._breakdowns[owner].add_op((pid, tid), ts, end)
+                    if role := (_PHASE_ROLES[name] if ph == "X" else _NO_ROLE):
                         self._phase_facts[owner].observe(role, name, args)
                 if end > record.end_ts:
                     record.end_ts = end
@@ -656,6 +668,7 @@ class Splitter:
         self._iterations.append(IterationRecord(index=index, start_ts=found.start_ts,
                                                 first_op=found.first_op))
         self._phase_facts.append(PhaseFacts())
+        self._breakdowns.append(IterationBreakdown())
         self._records.append(Boundary(index, found.start_ts, str(pid), str(tid), found.first_op))
         self._resolve_pending(found.start_ts)
 
@@ -674,6 +687,7 @@ class Splitter:
             windows.starts.pop()
             windows.forget()
             self._iterations.pop()
+            self._breakdowns.pop()
             self._records.append(Revision(index, REVISION_RETRACT, None, pid, tid,
                                           record.first_op, found.why))
             return
@@ -796,13 +810,19 @@ class Splitter:
             record.events += 1
             if cat == "cpu_op" or cat == "user_annotation":
                 self._structure_facts(owner, record, cat, event)
+                if cat == "cpu_op" and event.get("ph") == "X":
+                    self._breakdowns[owner].add_op((event.get("pid"), event.get("tid")),
+                                                   event.get("ts"), end)
             if end > record.end_ts:
                 record.end_ts = end
         args = event.get("args")
         if args:
             corr = args.get("correlation")
             if corr is not None and event.get("ph") == "X":  # a runtime call
-                self._own_launch(owner, corr, event.get("name"))
+                name = event.get("name")
+                if name in LAUNCH_NAMES:
+                    self._launch_times.add(corr, end)
+                self._own_launch(owner, corr, name)
             elif cat == "user_annotation":
                 ext = args.get("External id")
                 if ext is not None:
@@ -884,6 +904,13 @@ class Splitter:
             record.gpu_start_ts = start
         if record.gpu_end_ts is None or end > record.gpu_end_ts:
             record.gpu_end_ts = end
+        breakdown = self._breakdowns[owner]
+        breakdown.add_gpu(event.get("cat"), event.get("name") or "", start, end)
+        args = event.get("args")
+        if kernel and args:
+            delay = self._launch_times.delay(args.get("correlation"), start)
+            if delay is not None:
+                breakdown.add_launch_delay(delay)
 
     def _route_annotation(self, event: dict, ext, raw=None) -> None:
         owner = self._annotations.lookup(ext) if ext is not None else None
@@ -919,6 +946,9 @@ class Splitter:
                 record.end_ts = record.start_ts
             record.kind = kinds[i]
             record.complete = self._input_complete
+        for record, breakdown in zip(self._iterations, self._breakdowns):
+            span = record.gpu_end_ts - record.gpu_start_ts if record.gpu_events else None
+            record.breakdown = breakdown.to_dict(span)
         phases = infer_phases(kinds, self._phase_facts,
                               [r.graph_launches for r in self._iterations],
                               [r.launches for r in self._iterations])

@@ -86,7 +86,7 @@ def test_summary_of_a_folder_and_of_the_trace_give_the_same_rows(s1_like, tmp_pa
     assert of_folder["footer"]["outliers"] == [1, 5]
     assert of_folder["footer"]["steady_state"] == {"first": 0, "last": 5}
     text = run_cli("summary", tmp_path / "out").stdout.decode()
-    assert "duration ms" in text and "6.140" in text
+    assert "CPU ms" in text and "wall ms" in text and "6.140" in text
 
 
 def test_iterations_steady_writes_only_the_steady_state(tmp_path):
