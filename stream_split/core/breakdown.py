@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from functools import lru_cache
 
 #: GPU event categories (``cat``) of copies and memsets; everything else is a kernel.
 MEMCPY_CATS = frozenset({"gpu_memcpy", "Memcpy"})
@@ -46,6 +47,7 @@ TOP_KERNELS = 5
 KEPT_LAUNCHES = 8192
 
 
+@lru_cache(maxsize=4096)  # kernel names are few and long: one search per name
 def gpu_layer(cat: str, name: str) -> int:
     """The layer of a GPU event (``COMPUTE``, ``COMM``, ``MEMCPY``, ``MEMSET``)."""
     if cat in MEMCPY_CATS or name.startswith("Memcpy"):
