@@ -23,11 +23,13 @@ import signal
 import sys
 
 from stream_split import __version__, progress
+from stream_split.analysis import diff, render_comparison
 from stream_split.config import SplitConfig
 from stream_split.core import SplitOptions
 from stream_split.core.engine import DEFAULT_PENDING_LIMIT
 from stream_split.errors import (
-    OptionHadNoEffect, OptionWarning, OutputError, RanksError, ReadInterrupted, StreamSplitError)
+    OptionError, OptionHadNoEffect, OptionWarning, OutputError, RanksError, ReadInterrupted,
+    StreamSplitError)
 from stream_split.explain import plural, render as render_explanation
 from stream_split.folder import split_to_folder
 from stream_split.options import IterationChoice, parse_selection, parse_steps
@@ -119,6 +121,17 @@ def build_parser() -> argparse.ArgumentParser:
                                        "(several ranks: also iteration k across the ranks)")
     _add_common(p)
     p.add_argument("--json", action="store_true", help="print the table as one JSON document")
+
+    p = sub.add_parser("why", help="what makes iteration N of a split folder differ from the "
+                                   "steady state's median iteration")
+    p.add_argument("trace", metavar="OUT_DIR", help="a folder written by stream-split split")
+    p.add_argument("index", metavar="N", type=int, help="the iteration's index (#)")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p = sub.add_parser("diff", help="iteration A of a split folder against iteration B")
+    p.add_argument("trace", metavar="OUT_DIR", help="a folder written by stream-split split")
+    p.add_argument("index", metavar="A", type=int, help="the iteration to explain (#)")
+    p.add_argument("baseline", metavar="B", type=int, help="the iteration to compare with (#)")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
 
     p = sub.add_parser("plot", help="draw iteration time and GPU busy time per iteration")
     p.add_argument("trace", metavar="OUT_DIR", help="a folder written by stream-split split")
@@ -339,6 +352,22 @@ def cmd_summary(args) -> int:
     return _finish(error, info)
 
 
+def cmd_why(args) -> int:
+    """``why OUT N`` and ``diff OUT A B``: one iteration against another, from the pieces."""
+    manifest = _manifest_of(args.trace)
+    try:
+        result = diff(args.trace, manifest, args.index, getattr(args, "baseline", None))
+    except OSError as e:
+        raise OutputError(f"cannot read a piece of {args.trace}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise OptionError(str(e)) from None
+    if args.json:
+        print(strict_json(result, indent=1))
+    else:
+        print(render_comparison(result))
+    return 0
+
+
 def cmd_plot(args) -> int:
     manifest = _manifest_of(args.trace)
     try:
@@ -360,7 +389,8 @@ def _finish(error: str | None, info: dict) -> int:
 
 
 COMMANDS = {"split": cmd_split, "boundaries": cmd_boundaries, "tag": cmd_tag,
-            "explain": cmd_explain, "summary": cmd_summary, "plot": cmd_plot}
+            "explain": cmd_explain, "summary": cmd_summary, "plot": cmd_plot,
+            "why": cmd_why, "diff": cmd_why}
 
 
 def main(argv=None) -> int:

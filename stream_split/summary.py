@@ -158,8 +158,8 @@ def build_table(manifest: dict) -> dict:
     rows = []
     for it in iterations:
         flags = []
-        if it.get("outlier"):
-            flags.append(f"outlier ({it.get('outlier_reason')})")
+        if it.get("outlier"):  # the ratio; what accounts for it is below the table
+            flags.append(f"outlier ({str(it.get('outlier_reason')).split(', ')[0]})")
         if _warming_up(it, steady):
             flags.append("warm-up")
         if not it.get("complete", True):
@@ -173,7 +173,8 @@ def build_table(manifest: dict) -> dict:
             "cpu_ops": it.get("cpu_ops"), "kernels": it.get("kernels"),
             "gpu_active_ms": round(_gpu_active(it) / 1000, 3),
             **_breakdown_ms(it.get("breakdown")),
-            "outlier": bool(it.get("outlier")), "flags": flags, "file": it.get("file")})
+            "outlier": bool(it.get("outlier")), "reason": it.get("outlier_reason"),
+            "flags": flags, "file": it.get("file")})
     durations = sorted(judged_time(it) for it in iterations
                        if it["kind"] != "idle" and judged_time(it) is not None)
     median, p90 = quantile(durations, 0.5), quantile(durations, 0.9)
@@ -292,6 +293,24 @@ def render_text(table: dict, stream, columns=COLUMNS, limit: int | None = None) 
         console.print(f"({left_out} rows left out: stream-split summary shows them all)",
                       highlight=False)
     console.print(footer_line(table["footer"]), highlight=False)
+    for line in outlier_lines(table["rows"]):
+        console.print(line, highlight=False, soft_wrap=True)
+
+
+#: Outliers whose reason the text table spells out below it (the largest first).
+OUTLIERS_EXPLAINED = 5
+
+
+def outlier_lines(rows: list[dict]) -> list[str]:
+    """``#1: 7.1x median, +5.4 ms: eval x1, ...`` for the outliers whose reason says more than
+    the ratio (``analysis.explain_outliers``), at most ``OUTLIERS_EXPLAINED``, the slowest
+    first, then a pointer to ``stream-split why``."""
+    said = sorted((r for r in rows if r.get("outlier") and ", " in (r.get("reason") or "")),
+                  key=lambda r: -(r.get("wall_ms") or 0))
+    lines = [f"#{r['index']}: {r['reason']}" for r in said[:OUTLIERS_EXPLAINED]]
+    if lines:
+        lines.append("(stream-split why DIR N: what makes iteration N differ, in detail)")
+    return lines
 
 
 def footer_line(footer: dict) -> str:

@@ -36,6 +36,7 @@ from operator import itemgetter
 
 from isal import isal_zlib
 
+from stream_split.analysis import explain_outliers
 from stream_split.output import create_new
 from stream_split.schema import length_prefixed, record_message
 from stream_split.serialize import event_json, finite, spaced_json, strict_json
@@ -469,6 +470,7 @@ def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_i
     selection = None if chosen is None else {**(chosen_by or {}), "written": sorted(chosen)}
     manifest = build_manifest(source=source, splitter=splitter, reader_info=reader_info,
                               files=files, error=error, selection=selection)
+    explain_outliers(writer.out_dir, manifest)  # from the pieces just written
     # Written once, last: a folder holding a manifest holds every piece it names.
     with create_new(os.path.join(writer.out_dir, "manifest.json"), "w", encoding="utf-8") as f:
         f.write(strict_json(manifest, indent=1))
