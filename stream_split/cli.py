@@ -39,7 +39,7 @@ from stream_split.ranks import RANKS_FILE, expand_traces, load_ranks, render_ran
 from stream_split.run import StopRequest, new_splitter, read_through
 from stream_split.serialize import strict_json
 from stream_split.summary import build_table, load_manifest, render_json, render_text
-from stream_split.write import NAME_BY, build_manifest, record_sink, tag_lines
+from stream_split.write import LAYOUTS, NAME_BY, build_manifest, record_sink, tag_lines
 
 EXIT_BAD_INPUT = 2
 #: Rows of the table printed at the end of ``split`` (first, last, outliers); ``summary``
@@ -186,6 +186,11 @@ def _add_split(sub) -> None:
                         "number where there is one (step_15); idle cycles are idle_NNNNN")
     p.add_argument("--plot", action="store_true",
                    help="also draw OUTPUT/iterations.png (needs the [plot] extra)")
+    p.add_argument("--layout", choices=LAYOUTS, default="flat",
+                   help="flat: pieces beside the manifest; hta: OUTPUT/iteration_<k>/"
+                        "rank<r>.json.gz, every rank's piece of iteration k in one folder "
+                        "(HTA's TraceAnalysis(trace_dir=...)), with a rank and a ProfilerStep "
+                        "added where the trace has none")
     p.add_argument("--plain-json", action="store_true", help="write .json instead of .json.gz")
     p.add_argument("--compresslevel", type=_bounded_int(0, 9), default=1,
                    help="gzip level of the pieces (0-9)")
@@ -223,7 +228,7 @@ def _config(args) -> SplitConfig:
     return SplitConfig(options=_options(args, keep_events=True), overwrite=args.overwrite,
                        choice=_choice(args), name_by=args.name_by,
                        compress=not args.plain_json, compresslevel=args.compresslevel,
-                       plot=args.plot)
+                       plot=args.plot, layout=args.layout)
 
 
 def cmd_split(args) -> int:

@@ -21,7 +21,7 @@ import os
 import re
 import signal
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich.table import Table
 
@@ -112,8 +112,8 @@ def split_ranks(sources: list[str], staging: str, config: SplitConfig, *,
     if len(sources) < 2:
         raise RanksError("several ranks need two or more traces")
     workers = max(1, min(len(sources), workers or os.cpu_count() or 1))
-    jobs = [_Job(src, os.path.join(staging, f".trace-{i}"), config)
-            for i, src in enumerate(sources)]
+    jobs = [_Job(src, os.path.join(staging, f".trace-{i}"),
+                 replace(config, rank=rank_from_name(src) or 0)) for i, src in enumerate(sources)]
     with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init) as pool:
         results = list(pool.map(_split_one, jobs))
     ranks: dict[int, dict] = {}
