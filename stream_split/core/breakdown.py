@@ -119,7 +119,8 @@ class IterationBreakdown:
     """The accumulators of one iteration: four layered unions, the kernels by name, the host
     side. ``add_gpu`` per GPU event, ``add_launch_delay`` per kernel whose launch is known,
     ``add_op`` per CPU op; ``to_dict`` with the iteration's GPU span."""
-    __slots__ = ("layers", "kernels", "cpu_ops", "delay_sum_us", "delay_max_us", "delays")
+    __slots__ = ("layers", "kernels", "cpu_ops", "delay_sum_us", "delay_max_us", "delays",
+                 "comm_kernels", "comm_kernel_us")
 
     def __init__(self):
         #: layers[k]: the union of layers 0..k (compute, then + comm, + memcpy, + memset).
@@ -129,11 +130,18 @@ class IterationBreakdown:
         self.delay_sum_us = 0.0
         self.delay_max_us = 0.0
         self.delays = 0
+        self.comm_kernels = 0
+        #: The collectives' durations summed: a rank that waits for a late one at each
+        #: collective has longer ones (``ranks.py``: stragglers by collectives).
+        self.comm_kernel_us = 0.0
 
     def add_gpu(self, cat: str, name: str, start: float, end: float) -> None:
         layer = gpu_layer(cat, name)
         for union in self.layers[layer:]:
             union.add(start, end)
+        if layer == COMM:
+            self.comm_kernels += 1
+            self.comm_kernel_us += end - start
         if cat in MEMCPY_CATS or cat in MEMSET_CATS:
             return
         seen = self.kernels.get(name)
@@ -188,7 +196,8 @@ class IterationBreakdown:
 
     def to_dict(self, span_us: float | None) -> dict:
         return {**self.gpu_dict(span_us), "top_kernels": self.top_kernels(),
-                "host": self.host_dict()}
+                "host": self.host_dict(), "comm_kernels": self.comm_kernels,
+                "comm_kernel_us": round(self.comm_kernel_us, 3)}
 
 
 class LaunchTimes:

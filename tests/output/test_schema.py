@@ -156,11 +156,12 @@ def test_breakdown_round_trips_through_the_iteration_message():
                  "memset_us": 0.0, "idle_us": 50.0,
                  "top_kernels": [{"name": "gemm", "count": 3, "total_us": 600.0}],
                  "host": {"cpu_op_us": 400.0, "launch_delay_mean_us": 12.5,
-                          "launch_delay_max_us": 30.0, "launches_timed": 3}}
+                          "launch_delay_max_us": 30.0, "launches_timed": 3},
+                 "comm_kernels": 2, "comm_kernel_us": 150.0}
     record = IterationRecord(3, start_ts=0.0, end_ts=1000.0, breakdown=breakdown)
     (message,) = round_trip([record])
     assert json_format.MessageToDict(message.iteration.breakdown,
                                      preserving_proto_field_name=True,
                                      always_print_fields_with_no_presence=True) == {
         **breakdown, "top_kernels": [{"name": "gemm", "count": "3", "total_us": 600.0}],
-        "host": {**breakdown["host"], "launches_timed": "3"}}
+        "host": {**breakdown["host"], "launches_timed": "3"}, "comm_kernels": "2"}
