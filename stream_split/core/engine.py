@@ -50,7 +50,7 @@ from stream_split.core.detect import (
     StepAnnotationDetector, RetractLast, StructureDetector, TraceFacts, cycle_kinds)
 from stream_split.core.owners import MonotonicOwnerMap, Windows
 from stream_split.core.serving import (
-    NONE as _NO_ROLE, ROLES as _PHASE_ROLES, PhaseFacts, infer_phases)
+    NONE as _NO_ROLE, ROLES as _PHASE_ROLES, PhaseFacts, infer_phases, loop_containers)
 from stream_split.core.records import (
     Boundary, IterationRecord, METADATA, OUTSIDE, REVISION_MOVE, REVISION_RETRACT, Revision)
 from stream_split.core.stack import ThreadStacks
@@ -951,7 +951,8 @@ class Splitter:
             record.breakdown = breakdown.to_dict(span)
         phases = infer_phases(kinds, self._phase_facts,
                               [r.graph_launches for r in self._iterations],
-                              [r.launches for r in self._iterations])
+                              [r.launches for r in self._iterations],
+                              loop_containers(result.evidence))
         for record, (phase, evidence) in zip(self._iterations, phases):
             record.phase, record.phase_evidence = phase, evidence
         self.evidence = dict(result.evidence)
