@@ -26,9 +26,10 @@ Manifest = pb.Manifest
 
 def _scalars(message_class, fields: dict):
     """``message_class`` from the entries of ``fields`` named like its non-message fields."""
+    text = {f.name for f in message_class.DESCRIPTOR.fields if f.type == f.TYPE_STRING}
     names = [f.name for f in message_class.DESCRIPTOR.fields if f.message_type is None]
-    return message_class(**{name: _utf8(fields[name]) for name in names
-                            if fields.get(name) is not None})
+    return message_class(**{name: _utf8(str(fields[name]) if name in text else fields[name])
+                            for name in names if fields.get(name) is not None})
 
 
 def _utf8(value):

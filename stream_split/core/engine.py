@@ -669,7 +669,7 @@ class Splitter:
                                                 first_op=found.first_op))
         self._phase_facts.append(PhaseFacts())
         self._breakdowns.append(IterationBreakdown())
-        self._records.append(Boundary(index, found.start_ts, str(pid), str(tid), found.first_op))
+        self._records.append(Boundary(index, found.start_ts, pid, tid, found.first_op))
         self._resolve_pending(found.start_ts)
 
     def _revise_last(self, found) -> None:
@@ -681,7 +681,7 @@ class Splitter:
         if index < 0:
             return
         record = self._iterations[index]
-        pid, tid = (str(x) for x in self._last_thread)
+        pid, tid = self._last_thread
         if found.__class__ is RetractLast:
             assert record.events == 0, "a retracted iteration owns no event"
             windows.starts.pop()
@@ -698,7 +698,7 @@ class Splitter:
         record.start_ts = found.start_ts
         record.first_op = found.first_op
         pid, tid = found.thread
-        self._records.append(Revision(index, REVISION_MOVE, found.start_ts, str(pid), str(tid),
+        self._records.append(Revision(index, REVISION_MOVE, found.start_ts, pid, tid,
                                       found.first_op, found.why))
         self._resolve_pending(found.start_ts)
 

@@ -29,11 +29,13 @@ KIND_IDLE = "idle"
 
 @dataclass(frozen=True, slots=True)
 class Boundary:
-    """Iteration ``index`` begins at ``start_ts`` with op ``first_op`` on the loop thread."""
+    """Iteration ``index`` begins at ``start_ts`` with op ``first_op`` on the loop thread
+    ``pid``, ``tid``: as the trace gives them (numbers stay numbers; a trace's string ids,
+    ``"Spans"``, stay strings; the protobuf message has them as text)."""
     index: int
     start_ts: float
-    pid: str
-    tid: str
+    pid: int | str
+    tid: int | str
     first_op: str
 
     def to_dict(self) -> dict:
@@ -52,8 +54,8 @@ class Revision:
     index: int
     action: str
     start_ts: float | None
-    pid: str
-    tid: str
+    pid: int | str  # as in ``Boundary``
+    tid: int | str
     first_op: str
     reason: str
 
