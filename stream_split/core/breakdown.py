@@ -16,6 +16,11 @@ wider net than HTA's ``^nccl.*Kernel``.
 Each layer is a union of at most ``KEPT_INTERVALS`` merged intervals: work decided in any
 order is counted exactly while they suffice; beyond, the shortest gaps between them are closed
 and counted as busy (a slight under-count of idle time, the shortest idle stretches first).
+An iteration whose GPU work is two behind the latest one's (the engine calls ``freeze_gpu``)
+keeps only its latest ``FROZEN_KEPT`` intervals and ``FROZEN_KERNEL_NAMES`` kernel names, so
+a long trace holds little GPU detail per iteration. The host's unions per thread are not
+frozen (CPU events may be decided long after their iteration's end, held or spilled, and
+the result must not depend on that): up to ``KEPT_INTERVALS`` per thread and iteration.
 Collectives, written when they end, come long after the kernels they overlap: a window of
 the latest intervals would count them whole.
 ``top_kernels`` keeps at most ``KEPT_KERNEL_NAMES`` names per iteration: when a new name comes
@@ -27,6 +32,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from functools import lru_cache
+from operator import sub
 
 #: GPU event categories (``cat``) of copies and memsets; everything else is a kernel.
 MEMCPY_CATS = frozenset({"gpu_memcpy", "Memcpy"})
@@ -40,6 +46,11 @@ COMPUTE, COMM, MEMCPY, MEMSET = range(4)
 LAYER_NAMES = ("compute_us", "comm_us", "memcpy_us", "memset_us")
 #: Merged intervals kept per layer and iteration (see the module's docstring).
 KEPT_INTERVALS = 512
+#: ... and once its iteration's GPU work is most likely done (``IterationBreakdown.freeze_gpu``:
+#: a later one's two iterations on has come), the latest few only.
+FROZEN_KEPT = 16
+#: Kernel names an iteration keeps once its GPU work is frozen.
+FROZEN_KERNEL_NAMES = 16
 #: Distinct kernel names kept per iteration for ``top_kernels``.
 KEPT_KERNEL_NAMES = 64
 TOP_KERNELS = 5
@@ -61,18 +72,40 @@ def gpu_layer(cat: str, name: str) -> int:
 
 class IntervalUnion:
     """The length of a union of intervals, in any order: its merged intervals, sorted, at most
-    ``KEPT_INTERVALS`` of them (``_coalesce``)."""
-    __slots__ = ("starts", "ends")
+    ``KEPT_INTERVALS`` of them (``_coalesce``). Once ``freeze`` is called (its iteration is
+    most likely done) it keeps the latest ``FROZEN_KEPT`` only, the rest summed."""
+    __slots__ = ("starts", "ends", "frozen_us", "frozen")
 
     def __init__(self):
         self.starts: list = []
         self.ends: list = []
+        self.frozen_us = 0.0  # the length of the intervals dropped by ``freeze``
+        self.frozen = False
 
     @property
     def total_us(self) -> float:
         """The union's length: summed from the sorted intervals (the gaps ``_coalesce``
         closed included), so the same in any order of ``add`` while nothing was coalesced."""
-        return sum(self.ends) - sum(self.starts)
+        return self.frozen_us + sum(map(sub, self.ends, self.starts))
+
+    def freeze(self) -> None:
+        """Keep only the latest ``FROZEN_KEPT`` intervals from now on, the older ones summed:
+        work that comes later and starts before them counts whole (an over-count, capped by
+        the span at the end)."""
+        self.frozen = True
+        self._drop_oldest()
+
+    def _drop_oldest(self) -> None:
+        drop = len(self.starts) - FROZEN_KEPT
+        if drop > 0:
+            self.frozen_us += sum(map(sub, self.ends[:drop], self.starts[:drop]))
+            del self.starts[:drop], self.ends[:drop]
+
+    def _bound(self) -> None:
+        if self.frozen:
+            self._drop_oldest()
+        else:
+            self._coalesce()
 
     def add(self, start: float, end: float) -> None:
         starts, ends = self.starts, self.ends
@@ -83,7 +116,7 @@ class IntervalUnion:
                 starts.append(start)
                 ends.append(end)
                 if len(starts) > KEPT_INTERVALS:
-                    self._coalesce()
+                    self._bound()
                 return
         i = bisect_left(starts, start)
         if i and ends[i - 1] >= start:  # joins the interval before it
@@ -95,8 +128,8 @@ class IntervalUnion:
             j += 1
         starts[i:j] = [lo]
         ends[i:j] = [hi]
-        if len(starts) > KEPT_INTERVALS:
-            self._coalesce()
+        if len(starts) > (FROZEN_KEPT if self.frozen else KEPT_INTERVALS):
+            self._bound()
 
     def _coalesce(self) -> None:
         """Close the smallest gaps between the kept intervals, counting them as busy, until
@@ -152,6 +185,14 @@ class IterationBreakdown:
         else:
             seen[0] += 1
             seen[1] += end - start
+
+    def freeze_gpu(self) -> None:
+        """Its GPU work is most likely all decided: keep little of it (bounded memory)."""
+        for union in self.layers:
+            union.freeze()
+        if len(self.kernels) > FROZEN_KERNEL_NAMES:
+            kept = sorted(self.kernels.items(), key=lambda item: -item[1][1])
+            self.kernels = dict(kept[:FROZEN_KERNEL_NAMES])
 
     def add_launch_delay(self, delay_us: float) -> None:
         delay_us = max(0.0, delay_us)  # as HTA: clipped at 0

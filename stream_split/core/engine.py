@@ -261,6 +261,7 @@ class Splitter:
         self._iterations: list[IterationRecord] = []
         self._phase_facts: list[PhaseFacts] = []  # per iteration, for ``infer_phases``
         self._breakdowns: list[IterationBreakdown] = []  # per iteration (``core.breakdown``)
+        self._gpu_latest = 0  # the latest iteration whose GPU work was decided
         self._launch_times = LaunchTimes()
         # (iteration, pid, tid of a GPU stream) -> (latest start, latest end) of its work
         # there; iteration -> the same over all its streams (a few entries per iteration,
@@ -904,6 +905,8 @@ class Splitter:
             record.gpu_start_ts = start
         if record.gpu_end_ts is None or end > record.gpu_end_ts:
             record.gpu_end_ts = end
+        if owner > self._gpu_latest:
+            self._freeze_gpu_before(owner)
         breakdown = self._breakdowns[owner]
         breakdown.add_gpu(event.get("cat"), event.get("name") or "", start, end)
         args = event.get("args")
@@ -911,6 +914,13 @@ class Splitter:
             delay = self._launch_times.delay(args.get("correlation"), start)
             if delay is not None:
                 breakdown.add_launch_delay(delay)
+
+    def _freeze_gpu_before(self, owner: int) -> None:
+        """GPU work of iteration ``owner`` came: that of two or more before it is most likely
+        all decided (``IterationBreakdown.freeze_gpu``: bounded memory)."""
+        for index in range(max(self._gpu_latest - 1, 0), owner - 1):
+            self._breakdowns[index].freeze_gpu()
+        self._gpu_latest = owner
 
     def _route_annotation(self, event: dict, ext, raw=None) -> None:
         owner = self._annotations.lookup(ext) if ext is not None else None

@@ -136,3 +136,15 @@ def test_breakdown_of_the_resnet_trace_matches_its_pieces_collectives_included(t
     assert first["comm_us"] > first["compute_us"] > 0  # its all-reduces outlast its kernels
     assert re.match(r"^nccl", first["top_kernels"][0]["name"])
     assert first["host"]["launches_timed"] > 0 and first["host"]["cpu_op_us"] > 0
+
+
+def test_a_frozen_union_keeps_its_total_and_only_its_latest_intervals():
+    union = bd.IntervalUnion()
+    for k in range(100):
+        union.add(3.0 * k, 3.0 * k + 1.0)
+    union.freeze()
+    assert len(union.starts) == bd.FROZEN_KEPT and union.total_us == pytest.approx(100.0)
+    union.add(400.0, 402.0)  # later work: still counted, still few kept
+    union.add(297.5, 298.5)  # overlapping a kept interval by half: that half counted once
+    assert len(union.starts) <= bd.FROZEN_KEPT
+    assert union.total_us == pytest.approx(102.5)
