@@ -23,11 +23,13 @@ import signal
 import sys
 
 from stream_split import __version__, progress
+from stream_split.analysis import diff, render_comparison
 from stream_split.config import SplitConfig
 from stream_split.core import SplitOptions
 from stream_split.core.engine import DEFAULT_PENDING_LIMIT
 from stream_split.errors import (
-    OptionHadNoEffect, OptionWarning, OutputError, RanksError, ReadInterrupted, StreamSplitError)
+    OptionError, OptionHadNoEffect, OptionWarning, OutputError, RanksError, ReadInterrupted,
+    StreamSplitError)
 from stream_split.explain import plural, render as render_explanation
 from stream_split.folder import split_to_folder
 from stream_split.options import IterationChoice, parse_selection, parse_steps
@@ -37,7 +39,7 @@ from stream_split.ranks import RANKS_FILE, expand_traces, load_ranks, render_ran
 from stream_split.run import StopRequest, new_splitter, read_through
 from stream_split.serialize import strict_json
 from stream_split.summary import build_table, load_manifest, render_json, render_text
-from stream_split.write import NAME_BY, build_manifest, record_sink, tag_lines
+from stream_split.write import LAYOUTS, NAME_BY, build_manifest, record_sink, tag_lines
 
 EXIT_BAD_INPUT = 2
 #: Rows of the table printed at the end of ``split`` (first, last, outliers); ``summary``
@@ -120,6 +122,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("--json", action="store_true", help="print the table as one JSON document")
 
+    p = sub.add_parser("why", help="what makes iteration N of a split folder differ from the "
+                                   "steady state's median iteration")
+    p.add_argument("trace", metavar="OUT_DIR", help="a folder written by stream-split split")
+    p.add_argument("index", metavar="N", type=int, help="the iteration's index (#)")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p = sub.add_parser("diff", help="iteration A of a split folder against iteration B")
+    p.add_argument("trace", metavar="OUT_DIR", help="a folder written by stream-split split")
+    p.add_argument("index", metavar="A", type=int, help="the iteration to explain (#)")
+    p.add_argument("baseline", metavar="B", type=int, help="the iteration to compare with (#)")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+
     p = sub.add_parser("plot", help="draw iteration time and GPU busy time per iteration")
     p.add_argument("trace", metavar="OUT_DIR", help="a folder written by stream-split split")
     p.add_argument("-o", "--output", required=True,
@@ -173,6 +186,11 @@ def _add_split(sub) -> None:
                         "number where there is one (step_15); idle cycles are idle_NNNNN")
     p.add_argument("--plot", action="store_true",
                    help="also draw OUTPUT/iterations.png (needs the [plot] extra)")
+    p.add_argument("--layout", choices=LAYOUTS, default="flat",
+                   help="flat: pieces beside the manifest; hta: OUTPUT/iteration_<k>/"
+                        "rank<r>.json.gz, every rank's piece of iteration k in one folder "
+                        "(HTA's TraceAnalysis(trace_dir=...)), with a rank and a ProfilerStep "
+                        "added where the trace has none")
     p.add_argument("--plain-json", action="store_true", help="write .json instead of .json.gz")
     p.add_argument("--compresslevel", type=_bounded_int(0, 9), default=1,
                    help="gzip level of the pieces (0-9)")
@@ -210,7 +228,7 @@ def _config(args) -> SplitConfig:
     return SplitConfig(options=_options(args, keep_events=True), overwrite=args.overwrite,
                        choice=_choice(args), name_by=args.name_by,
                        compress=not args.plain_json, compresslevel=args.compresslevel,
-                       plot=args.plot)
+                       plot=args.plot, layout=args.layout)
 
 
 def cmd_split(args) -> int:
@@ -339,6 +357,22 @@ def cmd_summary(args) -> int:
     return _finish(error, info)
 
 
+def cmd_why(args) -> int:
+    """``why OUT N`` and ``diff OUT A B``: one iteration against another, from the pieces."""
+    manifest = _manifest_of(args.trace)
+    try:
+        result = diff(args.trace, manifest, args.index, getattr(args, "baseline", None))
+    except OSError as e:
+        raise OutputError(f"cannot read a piece of {args.trace}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise OptionError(str(e)) from None
+    if args.json:
+        print(strict_json(result, indent=1))
+    else:
+        print(render_comparison(result))
+    return 0
+
+
 def cmd_plot(args) -> int:
     manifest = _manifest_of(args.trace)
     try:
@@ -360,7 +394,8 @@ def _finish(error: str | None, info: dict) -> int:
 
 
 COMMANDS = {"split": cmd_split, "boundaries": cmd_boundaries, "tag": cmd_tag,
-            "explain": cmd_explain, "summary": cmd_summary, "plot": cmd_plot}
+            "explain": cmd_explain, "summary": cmd_summary, "plot": cmd_plot,
+            "why": cmd_why, "diff": cmd_why}
 
 
 def main(argv=None) -> int:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from stream_split.core import SplitOptions
 from stream_split.errors import OptionError
 from stream_split.options import IterationChoice, parse_selection, parse_steps
-from stream_split.write import NAME_BY
+from stream_split.write import LAYOUT_HTA, LAYOUTS, NAME_BY
 
 
 def _require_bool(name: str, value) -> None:
@@ -45,6 +45,13 @@ class SplitConfig:
     compresslevel: int = 1
     #: Also draw ``iterations.png`` into the folder (needs matplotlib).
     plot: bool = False
+    #: ``"flat"`` (pieces beside the manifest) or ``"hta"``: ``iteration_<k>/rank<r>.json.gz``
+    #: for Holistic Trace Analysis (``LAYOUTS``; ``write.PieceWriter``).
+    layout: str = "flat"
+    #: The rank of this trace in a split of several ranks (``ranks.py`` sets it), for the
+    #: ``hta`` layout: its pieces go into the job's folder (the parent of this trace's),
+    #: named by this rank unless the trace's header names one. None: a trace on its own.
+    rank: int | None = None
 
     def __post_init__(self):
         if not isinstance(self.options, SplitOptions):
@@ -57,19 +64,26 @@ class SplitConfig:
         if self.name_by not in NAME_BY:
             raise OptionError(f"name_by must be one of {', '.join(NAME_BY)}, "
                               f"not {self.name_by!r}")
+        if self.layout not in LAYOUTS:
+            raise OptionError(f"layout must be one of {', '.join(LAYOUTS)}, "
+                              f"not {self.layout!r}")
+        if self.layout == LAYOUT_HTA and self.name_by != "index":
+            raise OptionError("layout='hta' names pieces by iteration index "
+                              "(iteration_<k>/rank<r>): name_by='step' does not apply")
 
     @property
     def writer_options(self) -> dict:
         """The ``write.PieceWriter`` keywords of this configuration."""
         return {"select": self.choice.early, "compress": self.compress,
-                "compresslevel": self.compresslevel, "name_by": self.name_by}
+                "compresslevel": self.compresslevel, "name_by": self.name_by,
+                "layout": self.layout, "rank": self.rank}
 
     @classmethod
     def from_keywords(cls, *, detector: str = "auto", level: int | None = None,
                       pending_limit: int | None = None, overwrite: bool = False,
                       iterations=None, steps: str | None = None, name_by: str = "index",
                       compress: bool = True, compresslevel: int = 1,
-                      plot: bool = False) -> "SplitConfig":
+                      plot: bool = False, layout: str = "flat") -> "SplitConfig":
         """The configuration of ``stream_split.split``'s keywords, each checked strictly
         (see ``stream_split.library.split`` for their meaning)."""
         if level is not None:
@@ -89,7 +103,7 @@ class SplitConfig:
         except ValueError as e:  # SplitOptions' and the selection parsers' own checks
             raise OptionError(str(e)) from None
         return cls(options=options, overwrite=overwrite, choice=choice, name_by=name_by,
-                   compress=compress, compresslevel=compresslevel, plot=plot)
+                   compress=compress, compresslevel=compresslevel, plot=plot, layout=layout)
 
 
 def _selection(iterations):

@@ -21,7 +21,7 @@ import os
 import re
 import signal
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich.table import Table
 
@@ -99,8 +99,9 @@ def _split_one(job: _Job) -> dict:
     manifest = result.manifest
     return {"header_rank": rank_from_header(result.header), "error": result.error,
             "complete": manifest["complete"],
-            "iterations": [{k: it.get(k) for k in ("index", "kind", "step", "duration_us",
-                                                    "gpu_busy_us", "phase", "file")}
+            "iterations": [{**{k: it.get(k) for k in ("index", "kind", "step", "duration_us",
+                                                       "gpu_busy_us", "phase", "file")},
+                            "comm_kernel_us": (it.get("breakdown") or {}).get("comm_kernel_us")}
                            for it in manifest["iterations"]]}
 
 
@@ -112,8 +113,8 @@ def split_ranks(sources: list[str], staging: str, config: SplitConfig, *,
     if len(sources) < 2:
         raise RanksError("several ranks need two or more traces")
     workers = max(1, min(len(sources), workers or os.cpu_count() or 1))
-    jobs = [_Job(src, os.path.join(staging, f".trace-{i}"), config)
-            for i, src in enumerate(sources)]
+    jobs = [_Job(src, os.path.join(staging, f".trace-{i}"),
+                 replace(config, rank=rank_from_name(src) or 0)) for i, src in enumerate(sources)]
     with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init) as pool:
         results = list(pool.map(_split_one, jobs))
     ranks: dict[int, dict] = {}
@@ -165,6 +166,9 @@ def align_ranks(iterations: dict[int, list[dict]]) -> dict:
                "missing_ranks": [r for r in sorted(keyed) if key not in keyed[r]]}
         # a duration beyond a double is null in the manifest: no rank's to compare
         row.update(_spread({r: d for r, d in durations.items() if d is not None}))
+        comm = {r: it.get("comm_kernel_us") for r, it in present.items()}
+        row["comm_kernel_us"] = {str(r): c for r, c in comm.items()}
+        row.update(collective_straggler({r: c for r, c in comm.items() if c}))
         if row["slowest_rank"] is not None:
             slowest_count[row["slowest_rank"]] += 1
         rows.append(row)
@@ -173,8 +177,37 @@ def align_ranks(iterations: dict[int, list[dict]]) -> dict:
             "counts_agree": len(set(counts.values())) <= 1,
             "straggler_ratio": STRAGGLER_RATIO,
             "stragglers": sum(row["straggler"] is not None for row in rows),
+            "collective_stragglers": sum(row["collective_straggler"] is not None
+                                         for row in rows),
             "slowest_count": {str(r): n for r, n in slowest_count.items()},
             "iterations": rows}
+
+
+#: A rank is the straggler by collectives of an iteration when the others spent at least this
+#: much longer in their collectives than it did (their median), waiting for it ...
+COLLECTIVE_WAIT_RATIO = 1.2
+#: ... and at least this many µs longer.
+MIN_COLLECTIVE_WAIT_US = 100.0
+
+
+def collective_straggler(comm_us: dict[int, float]) -> dict:
+    """The rank the others waited for in an iteration's collectives (``{rank: its collective
+    kernels' durations summed}``, ranks with collectives only). A collective ends on every
+    rank together and starts on each when that rank gets there: the rank that comes last has
+    the shortest collectives, and each other rank's are longer by the time it waited. So
+    durations tell it whatever the ranks' clocks (their starts would need one clock); a
+    straggler by duration alone is hidden, since every rank's step lasts as long.
+    ``collective_straggler``: the rank with the shortest, when the others' median is at
+    least ``COLLECTIVE_WAIT_RATIO`` times it and ``MIN_COLLECTIVE_WAIT_US`` longer;
+    ``collective_wait_us``: that median minus its (the wait it caused), with two ranks or
+    more."""
+    if len(comm_us) < 2:
+        return {"collective_straggler": None, "collective_wait_us": None}
+    late = min(comm_us, key=lambda r: (comm_us[r], r))
+    others = quantile(sorted(c for r, c in comm_us.items() if r != late), 0.5)
+    wait = round(others - comm_us[late], 3)
+    flagged = others >= COLLECTIVE_WAIT_RATIO * comm_us[late] and wait >= MIN_COLLECTIVE_WAIT_US
+    return {"collective_straggler": late if flagged else None, "collective_wait_us": wait}
 
 
 def _spread(durations: dict[int, float]) -> dict:
@@ -230,8 +263,10 @@ def ranks_table(data: dict) -> tuple[list[str], list[list[str]]]:
     the slowest rank, the spread (slowest - fastest; times in ms), slowest / fastest, and the
     straggler flag."""
     ranks = [str(r["rank"]) for r in data["ranks"]]
+    collectives = any(row.get("collective_wait_us") is not None for row in data["iterations"])
     header = ["k", "step"] + [f"rank {r}" for r in ranks] + [
-        "slowest", "spread", "ratio", "flag"]
+        "slowest", "spread", "ratio"] + (["late rank", "wait"] if collectives
+                                         else []) + ["flag"]
     rows = []
     for row in data["iterations"]:
         cells = [str(row["k"]), "" if row["step"] is None else str(row["step"])]
@@ -240,10 +275,16 @@ def ranks_table(data: dict) -> tuple[list[str], list[list[str]]]:
             cells.append("-" if d is None else f"{d / 1000:.3f}")
         cells += ["" if row["slowest_rank"] is None else str(row["slowest_rank"]),
                   "" if row["spread_us"] is None else f"{row['spread_us'] / 1000:.3f}",
-                  "" if row["spread_ratio"] is None else f"{row['spread_ratio']:.2f}x",
-                  "straggler" if row["straggler"] is not None
-                  else ("missing: " + ",".join(map(str, row["missing_ranks"])))
-                  if row["missing_ranks"] else ""]
+                  "" if row["spread_ratio"] is None else f"{row['spread_ratio']:.2f}x"]
+        late, wait = row.get("collective_straggler"), row.get("collective_wait_us")
+        if collectives:
+            cells += ["" if late is None else str(late),
+                      "" if wait is None else f"{wait / 1000:.3f}"]
+        flags = [name for name, rank in (("straggler", row["straggler"]),
+                                         ("late to collectives", late)) if rank is not None]
+        if row["missing_ranks"]:
+            flags.append("missing: " + ",".join(map(str, row["missing_ranks"])))
+        cells.append(", ".join(flags))
         rows.append(cells)
     return header, rows
 
@@ -257,10 +298,16 @@ def render_ranks(data: dict, console=None) -> None:
     for i, name in enumerate(header):
         table.add_column(name, justify="left" if i >= len(header) - 1 else "right")
     for cells in rows:
-        table.add_row(*cells, style="bold red" if cells[-1].startswith("straggler") else None)
+        table.add_row(*cells, style="bold red" if cells[-1].startswith(("straggler", "late"))
+                      else None)
     console.print(table)
     notes = [f"{data['stragglers']} straggling iteration(s) (slowest rank >= "
              f"{data['straggler_ratio']}x the median of the others)"]
+    if any(row.get("collective_wait_us") is not None for row in data["iterations"]):
+        notes.append(f"{data['collective_stragglers']} iteration(s) in which the others waited "
+                     f"for one rank at their collectives (the wait: the others' collectives "
+                     f"less its, >= {COLLECTIVE_WAIT_RATIO}x and "
+                     f"{MIN_COLLECTIVE_WAIT_US / 1000:g} ms)")
     if not data["counts_agree"]:
         notes.append("the ranks have different iteration counts: "
                      + ", ".join(f"rank {r}: {n}" for r, n in data["counts"].items()))

@@ -26,9 +26,10 @@ Manifest = pb.Manifest
 
 def _scalars(message_class, fields: dict):
     """``message_class`` from the entries of ``fields`` named like its non-message fields."""
+    text = {f.name for f in message_class.DESCRIPTOR.fields if f.type == f.TYPE_STRING}
     names = [f.name for f in message_class.DESCRIPTOR.fields if f.message_type is None]
-    return message_class(**{name: _utf8(fields[name]) for name in names
-                            if fields.get(name) is not None})
+    return message_class(**{name: _utf8(str(fields[name]) if name in text else fields[name])
+                            for name in names if fields.get(name) is not None})
 
 
 def _utf8(value):
@@ -48,8 +49,21 @@ def record_message(record: Boundary | Revision | IterationRecord,
     if isinstance(record, Revision):
         return pb.Record(trace=trace, revision=_scalars(pb.Revision, record.to_dict()))
     if isinstance(record, IterationRecord):
-        return pb.Record(trace=trace, iteration=_scalars(pb.Iteration, record.to_dict()))
+        return pb.Record(trace=trace, iteration=iteration_message(record.to_dict()))
     raise TypeError(f"not a record: {type(record).__name__}")
+
+
+def iteration_message(entry: dict) -> pb.Iteration:
+    """The ``Iteration`` of an iteration record's dict (or a manifest's entry), its
+    ``breakdown`` included."""
+    message = _scalars(pb.Iteration, entry)
+    breakdown = entry.get("breakdown")
+    if breakdown:
+        message.breakdown.CopyFrom(_scalars(pb.Breakdown, breakdown))
+        message.breakdown.top_kernels.extend(_scalars(pb.KernelTotal, kernel)
+                                             for kernel in breakdown.get("top_kernels") or ())
+        message.breakdown.host.CopyFrom(_scalars(pb.HostTime, breakdown.get("host") or {}))
+    return message
 
 
 def summary_message(summary: dict) -> pb.Record:
@@ -65,7 +79,7 @@ def manifest_message(manifest: dict) -> pb.Manifest:
     message.detection.update(json.loads(json.dumps(manifest.get("detection") or {},
                                                    default=str)))
     message.counts.CopyFrom(_scalars(pb.Manifest.Counts, manifest.get("counts") or {}))
-    message.iterations.extend(_scalars(pb.Iteration, entry)
+    message.iterations.extend(iteration_message(entry)
                               for entry in manifest.get("iterations") or ())
     message.outside.CopyFrom(_scalars(pb.Manifest.Outside, manifest.get("outside") or {}))
     return message

@@ -134,15 +134,30 @@ def record_groups(records: list) -> list | None:
     return phases if any(p is not None for p in phases) else None
 
 
+#: What outliers and the steady state of iteration records are judged on: the wall span
+#: of an iteration's work, CPU and GPU (``IterationRecord.wall_us``), not its CPU window
+#: (``duration_us``): a step whose GPU work runs long past its CPU window is that long.
+JUDGED_ON = "wall_us"
+
+
+def judged_time(record) -> float:
+    """The time of an iteration record (an object or a manifest entry) that ``analyze_records``
+    judges: its ``wall_us``, or its ``duration_us`` when it has none (older manifests)."""
+    get = record.get if isinstance(record, dict) else lambda key: getattr(record, key, None)
+    wall = get(JUDGED_ON)
+    return get("duration_us") if wall is None else wall
+
+
 def analyze_records(records: list, groups: list | None = None) -> IterationStats:
-    """``analyze`` of iteration records (objects with ``duration_us``, ``kind`` and maybe
-    ``phase``). ``groups`` defaults to the records' serving phases: a decode step is compared
-    with decode steps, a prefill with prefills; a step of phase ``idle`` (it launches no GPU
-    work) stays out like an idle cycle."""
+    """``analyze`` of iteration records (objects with ``wall_us`` or ``duration_us``,
+    ``kind`` and maybe ``phase``), judged on ``judged_time``. ``groups`` defaults to the
+    records' serving phases: a decode step is compared with decode steps, a prefill with
+    prefills; a step of phase ``idle`` (it launches no GPU work) stays out like an idle
+    cycle."""
     if groups is None:
         groups = record_groups(records)
     kinds = [KIND_IDLE if getattr(r, "phase", None) == PHASE_IDLE else r.kind for r in records]
-    return analyze([r.duration_us for r in records], kinds, groups)
+    return analyze([judged_time(r) for r in records], kinds, groups)
 
 
 def finish(records: list, groups: list | None = None) -> IterationStats:

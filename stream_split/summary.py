@@ -18,7 +18,7 @@ from rich.table import Table
 
 from stream_split.explain import shown
 from stream_split.serialize import strict_json
-from stream_split.stats import quantile
+from stream_split.stats import JUDGED_ON, judged_time, quantile
 from stream_split.trace_format import profiler_step_number
 
 MANIFEST_NAME = "manifest.json"
@@ -48,10 +48,13 @@ COLUMNS = (
     Column("kind", "kind", right=False),
     Column("phase", "phase", right=False, optional=True),
     Column("start_ms", "start ms", "{:.3f}"),
-    Column("duration_ms", "duration ms", "{:.3f}"),
+    Column("duration_ms", "CPU ms", "{:.3f}"),
+    Column("wall_ms", "wall ms", "{:.3f}"),
     Column("cpu_ops", "CPU ops"),
     Column("kernels", "kernels"),
-    Column("gpu_busy_ms", "GPU busy ms", "{:.3f}"),
+    Column("gpu_active_ms", "GPU active ms", "{:.3f}"),
+    Column("comm_ms", "comm ms", "{:.3f}", optional=True),
+    Column("idle_ms", "GPU idle ms", "{:.3f}", optional=True),
     Column("flags", "flags", right=False),
 )
 
@@ -73,6 +76,7 @@ ITERATION_FIELDS = (
     {"index": (int,), "kind": (str,), "start_ts": SOME_NUMBER, "duration_us": SOME_NUMBER},
     {"step": (int,), "first_op": (str,), "phase": (str,), "cpu_ops": (int,),
      "kernels": (int,), "gpu_active_us": NUMBER, "gpu_busy_us": NUMBER, "complete": (bool,),
+     "wall_us": SOME_NUMBER, "breakdown": (dict,),
      "outlier": (bool,), "outlier_reason": (str,), "file": (str,)})
 RANGE_FIELDS = ({"first": (int,), "last": (int,)}, {"groups": (dict,), "warmup": (int,)})
 _TYPE_NAMES = {NUMBER: "a number", (int,): "an integer", (str,): "a string",
@@ -144,7 +148,8 @@ def load_checked(path: str, check, what: str):
 
 def build_table(manifest: dict) -> dict:
     """``{"input", "rows", "footer"}``: one row per iteration, times in ms from the start of
-    the first iteration; the footer has the median and p90 iteration time (idle cycles
+    the first iteration, the GPU breakdown's layers in ms; the footer has the median and p90
+    of the wall span, CPU and GPU (what outliers are judged on: ``judged_on``; idle cycles
     aside), the steady-state range, the outliers and, for a serving loop, each phase's count
     and median (a row's warm-up flag is its phase's)."""
     iterations = manifest.get("iterations") or []
@@ -153,8 +158,8 @@ def build_table(manifest: dict) -> dict:
     rows = []
     for it in iterations:
         flags = []
-        if it.get("outlier"):
-            flags.append(f"outlier ({it.get('outlier_reason')})")
+        if it.get("outlier"):  # the ratio; what accounts for it is below the table
+            flags.append(f"outlier ({str(it.get('outlier_reason')).split(', ')[0]})")
         if _warming_up(it, steady):
             flags.append("warm-up")
         if not it.get("complete", True):
@@ -164,14 +169,17 @@ def build_table(manifest: dict) -> dict:
             "step": it["step"] if it.get("step") is not None else step_number(it.get("first_op")),
             "phase": it.get("phase"),
             "start_ms": _ms(it["start_ts"], origin),
-            "duration_ms": _ms(it["duration_us"]),
+            "duration_ms": _ms(it["duration_us"]), "wall_ms": _ms(judged_time(it)),
             "cpu_ops": it.get("cpu_ops"), "kernels": it.get("kernels"),
-            "gpu_busy_ms": round(_gpu_active(it) / 1000, 3),
-            "outlier": bool(it.get("outlier")), "flags": flags, "file": it.get("file")})
-    durations = sorted(it["duration_us"] for it in iterations
-                       if it["kind"] != "idle" and it["duration_us"] is not None)
+            "gpu_active_ms": round(_gpu_active(it) / 1000, 3),
+            **_breakdown_ms(it.get("breakdown")),
+            "outlier": bool(it.get("outlier")), "reason": it.get("outlier_reason"),
+            "flags": flags, "file": it.get("file")})
+    durations = sorted(judged_time(it) for it in iterations
+                       if it["kind"] != "idle" and judged_time(it) is not None)
     median, p90 = quantile(durations, 0.5), quantile(durations, 0.9)
     footer = {
+        "judged_on": JUDGED_ON,
         "iterations": len(durations),
         "idle": sum(1 for it in iterations if it["kind"] == "idle"),
         "median_ms": None if median is None else round(median / 1000, 3),
@@ -202,8 +210,8 @@ def _phase_footer(iterations: list[dict]) -> dict:
     phases."""
     by_phase: dict = {}
     for it in iterations:
-        if it["kind"] != "idle" and it.get("phase") and it["duration_us"] is not None:
-            by_phase.setdefault(it["phase"], []).append(it["duration_us"])
+        if it["kind"] != "idle" and it.get("phase") and judged_time(it) is not None:
+            by_phase.setdefault(it["phase"], []).append(judged_time(it))
     out = {}
     for phase, durations in by_phase.items():
         durations.sort()
@@ -211,6 +219,23 @@ def _phase_footer(iterations: list[dict]) -> dict:
                       "median_ms": round(quantile(durations, 0.5) / 1000, 3),
                       "p90_ms": round(quantile(durations, 0.9) / 1000, 3)}
     return out
+
+
+#: The layers of ``breakdown`` (µs in the manifest) that a row has, in ms (the text table
+#: shows communication and idle time; ``--json`` all of them).
+BREAKDOWN_COLUMNS = ("compute", "comm", "memcpy", "memset", "idle")
+
+
+def _breakdown_ms(breakdown: dict | None) -> dict:
+    """``compute_ms``, ``comm_ms``, ``memcpy_ms``, ``memset_ms``, ``idle_ms`` of an
+    iteration's breakdown; None without GPU work (the columns are left out of a CPU-only
+    trace's table), ``comm_ms`` None without communication (left out of a single GPU's)."""
+    if not breakdown or not breakdown.get("span_us"):
+        return {f"{name}_ms": None for name in BREAKDOWN_COLUMNS}
+    row = {f"{name}_ms": _ms(breakdown.get(f"{name}_us")) for name in BREAKDOWN_COLUMNS}
+    if not row["comm_ms"]:
+        row["comm_ms"] = None
+    return row
 
 
 def _gpu_active(it: dict) -> float:
@@ -268,6 +293,24 @@ def render_text(table: dict, stream, columns=COLUMNS, limit: int | None = None) 
         console.print(f"({left_out} rows left out: stream-split summary shows them all)",
                       highlight=False)
     console.print(footer_line(table["footer"]), highlight=False)
+    for line in outlier_lines(table["rows"]):
+        console.print(line, highlight=False, soft_wrap=True)
+
+
+#: Outliers whose reason the text table spells out below it (the largest first).
+OUTLIERS_EXPLAINED = 5
+
+
+def outlier_lines(rows: list[dict]) -> list[str]:
+    """``#1: 7.1x median, +5.4 ms: eval x1, ...`` for the outliers whose reason says more than
+    the ratio (``analysis.explain_outliers``), at most ``OUTLIERS_EXPLAINED``, the slowest
+    first, then a pointer to ``stream-split why``."""
+    said = sorted((r for r in rows if r.get("outlier") and ", " in (r.get("reason") or "")),
+                  key=lambda r: -(r.get("wall_ms") or 0))
+    lines = [f"#{r['index']}: {r['reason']}" for r in said[:OUTLIERS_EXPLAINED]]
+    if lines:
+        lines.append("(stream-split why DIR N: what makes iteration N differ, in detail)")
+    return lines
 
 
 def footer_line(footer: dict) -> str:
@@ -276,7 +319,8 @@ def footer_line(footer: dict) -> str:
     if footer["idle"]:
         parts.append(f"{footer['idle']} idle")
     if footer["median_ms"] is not None:
-        parts.append(f"median {footer['median_ms']:.3f} ms, p90 {footer['p90_ms']:.3f} ms")
+        parts.append(f"median {footer['median_ms']:.3f} ms, p90 {footer['p90_ms']:.3f} ms "
+                     "(wall)")
     steady = footer.get("steady_state")
     if steady:
         parts.append(f"steady state: #{steady['first']}-#{steady['last']}")

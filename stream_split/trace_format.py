@@ -41,6 +41,11 @@ STRUCTURE_CATS = CPU_OP_CATS | {ANNOTATION_CAT}
 #: GPU work, owned through ``args.correlation`` by the runtime call that launched it.
 GPU_WORK_CATS = _with_legacy({"kernel", "gpu_memcpy", "gpu_memset"})
 
+#: GPU copies and memsets (the breakdown's memcpy and memset layers; every other GPU work is a
+#: kernel).
+MEMCPY_CATS = _with_legacy({"gpu_memcpy"})
+MEMSET_CATS = _with_legacy({"gpu_memset"})
+
 #: GPU work that counts as a kernel in the per-iteration numbers.
 KERNEL_CATS = _with_legacy({"kernel"})
 

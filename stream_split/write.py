@@ -36,9 +36,11 @@ from operator import itemgetter
 
 from isal import isal_zlib
 
+from stream_split.analysis import explain_outliers
 from stream_split.output import create_new
 from stream_split.schema import length_prefixed, record_message
 from stream_split.serialize import event_json, finite, spaced_json, strict_json
+from stream_split.trace_format import ANNOTATION_CAT, PROFILER_STEP_PREFIX
 from stream_split.core.records import (
     Boundary, IterationRecord, KIND_IDLE, KIND_ITERATION, METADATA, OUTSIDE)
 from stream_split.options import level_used
@@ -55,6 +57,38 @@ def header_entry(key: str, value) -> bytes:
     Tools read the header with regular expressions on the file's lines: HTA finds a trace's
     rank with ``"rank":\\s+(\\d+)``, so ``"rank":3`` would make every piece rank 0."""
     return b"  " + spaced_json(key) + b": " + spaced_json(value)
+
+
+#: Where pieces go: ``flat`` beside the manifest, or ``hta``: ``iteration_<k>/rank<r>.json.gz``,
+#: one folder per iteration holding every rank's piece of it and nothing else, the form
+#: Holistic Trace Analysis reads (``TraceAnalysis(trace_dir="OUT/iteration_<k>")``); the
+#: events outside every iteration stay beside the manifest.
+LAYOUTS = ("flat", "hta")
+LAYOUT_HTA = "hta"
+#: What marks what the hta layout adds to a piece (a rank, a ``ProfilerStep`` span).
+ADDED_BY = "stream-split --layout hta"
+
+
+def hta_additions(header_before: dict, header_after: dict, rank: int | None) -> tuple:
+    """``(header_before, rank)`` of a piece in the hta layout: the header with a
+    ``distributedInfo`` naming ``rank`` (0 without one) added when the trace has none (HTA
+    reads a piece's rank from it), and the rank its pieces are named by."""
+    info = header_before.get("distributedInfo", header_after.get("distributedInfo"))
+    known = info.get("rank") if isinstance(info, dict) else None
+    if isinstance(known, int) and not isinstance(known, bool):
+        return header_before, known
+    rank = rank or 0
+    return {**header_before, "distributedInfo": {"rank": rank, "added_by": ADDED_BY}}, rank
+
+
+def added_step(record: IterationRecord, loop_thread) -> bytes:
+    """The ``ProfilerStep#<index>`` span over an iteration's CPU window that the hta layout
+    adds to a piece of a trace without one (HTA finds iterations by it), marked as added."""
+    pid, tid = loop_thread if loop_thread else (0, 0)
+    return event_json({"ph": "X", "cat": ANNOTATION_CAT,
+                       "name": f"{PROFILER_STEP_PREFIX}{record.index}",
+                       "pid": pid, "tid": tid, "ts": record.start_ts, "dur": record.duration_us,
+                       "args": {"added_by": ADDED_BY}})
 
 
 #: How pieces are named: by iteration index (``iteration_00003``), or by the ``ProfilerStep``
@@ -107,8 +141,14 @@ class PieceWriter:
     Chrome-trace file per piece at ``finish``."""
 
     def __init__(self, out_dir: str, *, compress: bool = True, compresslevel: int = 1,
-                 select=None, name_by: str = "index", max_open: int = 16):
+                 select=None, name_by: str = "index", max_open: int = 16,
+                 layout: str = "flat", rank: int | None = None):
         self.out_dir = out_dir
+        self.layout = layout
+        #: The rank given by a split of several ranks (``SplitConfig.rank``): its iteration
+        #: folders are in the job's folder, the parent of ``out_dir``.
+        self.rank = rank
+        self._rank_name = rank  # the rank pieces are named by (the header's, once known)
         self.compress = compress
         self.compresslevel = compresslevel
         # callable(index) -> bool, or None for all; what only the end decides (the steady
@@ -130,6 +170,9 @@ class PieceWriter:
         if record is None:
             return OUTSIDE_NAME + self.suffix
         step = record.step if self.name_by == "step" else None
+        if self.layout == LAYOUT_HTA:
+            root = "../" if self.rank is not None else ""
+            return f"{root}{piece_name(record.index, record.kind)}/rank{self._rank_name}{self.suffix}"
         return piece_name(record.index, record.kind, step) + self.suffix
 
     def wants(self, owner: int) -> bool:
@@ -164,11 +207,16 @@ class PieceWriter:
         self._pending = {}
         self._pending_size = 0
 
-    def finish(self, records, header_before: dict, header_after: dict) -> dict:
+    def finish(self, records, header_before: dict, header_after: dict,
+               loop_thread=None) -> dict:
         """Assemble the piece of every wanted iteration of ``records`` (plus outside); returns
-        {owner: file name}."""
+        {owner: file name}. ``loop_thread``: ``(pid, tid)`` of the loop, where the hta layout
+        puts the ``ProfilerStep`` it adds."""
         self._hand_over()
         spooled = self._spool.close()
+        if self.layout == LAYOUT_HTA:
+            header_before, self._rank_name = hta_additions(header_before, header_after,
+                                                           self.rank)
         files = {OUTSIDE: self.file_for(None)}
         taken = set(files.values())
         for record in records:
@@ -181,9 +229,17 @@ class PieceWriter:
             files[record.index] = name
         head = _piece_head(header_before, self.metadata)
         tail = _piece_tail(header_before, header_after)
+        steps = {r.index: r.step for r in records}
         for owner, name in files.items():
-            self._assemble(os.path.join(self.out_dir, name), head, tail,
-                           spooled.get(owner), self._spool.path(owner))
+            path = os.path.join(self.out_dir, name)
+            own_head = head
+            if self.layout == LAYOUT_HTA and owner != OUTSIDE:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                if steps[owner] is None:  # HTA finds an iteration by its ProfilerStep
+                    record = next(r for r in records if r.index == owner)
+                    own_head = _piece_head(header_before,
+                                           self.metadata + [added_step(record, loop_thread)])
+            self._assemble(path, own_head, tail, spooled.get(owner), self._spool.path(owner))
         shutil.rmtree(self._spool_dir, ignore_errors=True)
         return files
 
@@ -193,7 +249,7 @@ class PieceWriter:
         head and the tail are deflated here, the events were deflated by the spool thread
         in segments each ended by a sync flush (the way ``pigz`` joins its blocks), and the
         trailer's CRC32 over all of it is combined from the parts'."""
-        if spooled is not None and self.metadata:
+        if spooled is not None and not head.endswith(b"[\n"):  # events before its own
             head += b",\n"
         with create_new(path) as out:
             if not self.compress:
@@ -465,10 +521,12 @@ def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_i
     chosen = None if owners is None else set(owners)
     files = writer.finish([r for r in splitter.iterations if chosen is None or r.index in chosen],
                           reader.header_before if reader is not None else {},
-                          reader.header_after if reader is not None else {})
+                          reader.header_after if reader is not None else {},
+                          loop_thread=splitter.evidence.get("loop_thread"))
     selection = None if chosen is None else {**(chosen_by or {}), "written": sorted(chosen)}
     manifest = build_manifest(source=source, splitter=splitter, reader_info=reader_info,
                               files=files, error=error, selection=selection)
+    explain_outliers(writer.out_dir, manifest)  # from the pieces just written
     # Written once, last: a folder holding a manifest holds every piece it names.
     with create_new(os.path.join(writer.out_dir, "manifest.json"), "w", encoding="utf-8") as f:
         f.write(strict_json(manifest, indent=1))

@@ -47,11 +47,12 @@ from operator import itemgetter
 
 import numpy as np
 
+from stream_split.core.breakdown import IterationBreakdown, LaunchTimes
 from stream_split.core.detect import (
     StepAnnotationDetector, RetractLast, StructureDetector, TraceFacts, cycle_kinds)
 from stream_split.core.owners import MonotonicOwnerMap, Windows
 from stream_split.core.serving import (
-    NONE as _NO_ROLE, ROLES as _PHASE_ROLES, PhaseFacts, infer_phases)
+    NONE as _NO_ROLE, ROLES as _PHASE_ROLES, PhaseFacts, infer_phases, loop_containers)
 from stream_split.core.records import (
     Boundary, IterationRecord, METADATA, OUTSIDE, REVISION_MOVE, REVISION_RETRACT, Revision)
 from stream_split.core.order import OpOrder
@@ -129,13 +130,18 @@ def _held_view(event: dict, link) -> dict:
     itself: the fields that deciding it reads, no more (on the resnet 10x tile's spilled
     events: 580 bytes in memory and 68 pickled, against 990 and 149 for the slim event).
     A CPU-side event (``link`` None) is decided by ``_own_cpu``: its phase, category,
-    name and link ids, and its ``Input Dims`` when its name is phase evidence (``core.serving``);
-    GPU work waiting for its launch by ``_own_linked``: its category, times and stream; a flow
+    name and link ids (an op's time and thread too), and its ``Input Dims`` when its name is
+    phase evidence (``core.serving``);
+    GPU work waiting for its launch by ``_own_linked``: its category, times, stream, name and
+    correlation id (for the breakdown); a flow
     or a GPU annotation is only counted."""
     cat = event.get("cat")
     if link is None:
         name = event.get("name")
         view = {"ph": event.get("ph"), "cat": cat, "name": name}
+        if cat in CPU_OP_CATS:  # its time and thread, for the time in ops (core.breakdown)
+            view.update(ts=event.get("ts"), dur=event.get("dur"), pid=event.get("pid"),
+                        tid=event.get("tid"))
         args = event.get("args")
         if args:
             kept = {key: args[key] for key in _HELD_ARGS if key in args}
@@ -144,9 +150,13 @@ def _held_view(event: dict, link) -> dict:
             if kept:
                 view["args"] = kept
         return view
-    if cat in GPU_WORK_CATS:
-        return {"cat": cat, "ts": event["ts"], "dur": event.get("dur"), "pid": event.get("pid"),
-                "tid": event.get("tid")}
+    if cat in GPU_WORK_CATS:  # and its name and launch, for the breakdown (core.breakdown)
+        view = {"cat": cat, "ts": event["ts"], "dur": event.get("dur"), "pid": event.get("pid"),
+                "tid": event.get("tid"), "name": event.get("name")}
+        corr = (event.get("args") or {}).get("correlation")
+        if corr is not None:
+            view["args"] = {"correlation": corr}
+        return view
     return {"cat": cat}
 
 
@@ -257,6 +267,9 @@ class Splitter:
         self._waiting_annotations: dict = {}  # External id -> [gpu_user_annotation event]
         self._iterations: list[IterationRecord] = []
         self._phase_facts: list[PhaseFacts] = []  # per iteration, for ``infer_phases``
+        self._breakdowns: list[IterationBreakdown] = []  # per iteration (``core.breakdown``)
+        self._gpu_latest = 0  # the latest iteration whose GPU work was decided
+        self._launch_times = LaunchTimes()
         # (iteration, pid, tid of a GPU stream) -> (latest start, latest end) of its work
         # there; iteration -> the same over all its streams (a few entries per iteration,
         # like its record)
@@ -332,8 +345,8 @@ class Splitter:
                 record.events += 1
                 if cat in CPU_OP_CATS:
                     record.cpu_ops += 1
-                    role = _PHASE_ROLES[name] if ph == "X" else _NO_ROLE
-                    if role:
+                    self._breakdowns[owner].add_op((pid, tid), ts, end)
+                    if role := (_PHASE_ROLES[name] if ph == "X" else _NO_ROLE):
                         self._phase_facts[owner].observe(role, name, args)
                 if end > record.end_ts:
                     record.end_ts = end
@@ -680,7 +693,8 @@ class Splitter:
         self._iterations.append(IterationRecord(index=index, start_ts=found.start_ts,
                                                 first_op=found.first_op))
         self._phase_facts.append(PhaseFacts())
-        self._records.append(Boundary(index, found.start_ts, str(pid), str(tid), found.first_op))
+        self._breakdowns.append(IterationBreakdown())
+        self._records.append(Boundary(index, found.start_ts, pid, tid, found.first_op))
         self._resolve_pending(found.start_ts)
 
     def _revise_last(self, found) -> None:
@@ -692,12 +706,13 @@ class Splitter:
         if index < 0:
             return
         record = self._iterations[index]
-        pid, tid = (str(x) for x in self._last_thread)
+        pid, tid = self._last_thread
         if found.__class__ is RetractLast:
             assert record.events == 0, "a retracted iteration owns no event"
             windows.starts.pop()
             windows.forget()
             self._iterations.pop()
+            self._breakdowns.pop()
             self._records.append(Revision(index, REVISION_RETRACT, None, pid, tid,
                                           record.first_op, found.why))
             return
@@ -708,7 +723,7 @@ class Splitter:
         record.start_ts = found.start_ts
         record.first_op = found.first_op
         pid, tid = found.thread
-        self._records.append(Revision(index, REVISION_MOVE, found.start_ts, str(pid), str(tid),
+        self._records.append(Revision(index, REVISION_MOVE, found.start_ts, pid, tid,
                                       found.first_op, found.why))
         self._resolve_pending(found.start_ts)
 
@@ -820,13 +835,19 @@ class Splitter:
             record.events += 1
             if cat in STRUCTURE_CATS:
                 self._structure_facts(owner, record, cat, event)
+                if cat in CPU_OP_CATS and event.get("ph") == "X":
+                    self._breakdowns[owner].add_op((event.get("pid"), event.get("tid")),
+                                                   event.get("ts"), end)
             if end > record.end_ts:
                 record.end_ts = end
         args = event.get("args")
         if args:
             corr = args.get("correlation")
             if corr is not None and event.get("ph") == "X":  # a runtime call
-                self._own_launch(owner, corr, event.get("name"))
+                name = event.get("name")
+                if name in LAUNCH_NAMES:
+                    self._launch_times.add(corr, end)
+                self._own_launch(owner, corr, name)
             elif cat == ANNOTATION_CAT:
                 ext = args.get("External id")
                 if ext is not None:
@@ -908,6 +929,22 @@ class Splitter:
             record.gpu_start_ts = start
         if record.gpu_end_ts is None or end > record.gpu_end_ts:
             record.gpu_end_ts = end
+        if owner > self._gpu_latest:
+            self._freeze_gpu_before(owner)
+        breakdown = self._breakdowns[owner]
+        breakdown.add_gpu(event.get("cat"), event.get("name") or "", start, end)
+        args = event.get("args")
+        if kernel and args:
+            delay = self._launch_times.delay(args.get("correlation"), start)
+            if delay is not None:
+                breakdown.add_launch_delay(delay)
+
+    def _freeze_gpu_before(self, owner: int) -> None:
+        """GPU work of iteration ``owner`` came: that of two or more before it is most likely
+        all decided (``IterationBreakdown.freeze_gpu``: bounded memory)."""
+        for index in range(max(self._gpu_latest - 1, 0), owner - 1):
+            self._breakdowns[index].freeze_gpu()
+        self._gpu_latest = owner
 
     def _route_annotation(self, event: dict, ext, raw=None) -> None:
         owner = self._annotations.lookup(ext) if ext is not None else None
@@ -943,9 +980,13 @@ class Splitter:
                 record.end_ts = record.start_ts
             record.kind = kinds[i]
             record.complete = self._input_complete
+        for record, breakdown in zip(self._iterations, self._breakdowns):
+            span = record.gpu_end_ts - record.gpu_start_ts if record.gpu_events else None
+            record.breakdown = breakdown.to_dict(span)
         phases = infer_phases(kinds, self._phase_facts,
                               [r.graph_launches for r in self._iterations],
-                              [r.launches for r in self._iterations])
+                              [r.launches for r in self._iterations],
+                              loop_containers(result.evidence))
         for record, (phase, evidence) in zip(self._iterations, phases):
             record.phase, record.phase_evidence = phase, evidence
         self.evidence = dict(result.evidence)

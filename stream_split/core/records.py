@@ -29,11 +29,13 @@ KIND_IDLE = "idle"
 
 @dataclass(frozen=True, slots=True)
 class Boundary:
-    """Iteration ``index`` begins at ``start_ts`` with op ``first_op`` on the loop thread."""
+    """Iteration ``index`` begins at ``start_ts`` with op ``first_op`` on the loop thread
+    ``pid``, ``tid``: as the trace gives them (numbers stay numbers; a trace's string ids,
+    ``"Spans"``, stay strings; the protobuf message has them as text)."""
     index: int
     start_ts: float
-    pid: str
-    tid: str
+    pid: int | str
+    tid: int | str
     first_op: str
 
     def to_dict(self) -> dict:
@@ -52,8 +54,8 @@ class Revision:
     index: int
     action: str
     start_ts: float | None
-    pid: str
-    tid: str
+    pid: int | str  # as in ``Boundary``
+    tid: int | str
     first_op: str
     reason: str
 
@@ -107,20 +109,36 @@ class IterationRecord:
     phase: str | None = None
     #: What decided ``phase``: "annotation", "kind", "graph", "shapes" or "graph+shapes".
     phase_evidence: str | None = None
+    #: Where its GPU and host time went (``core.breakdown``): ``span_us``, ``compute_us``,
+    #: ``comm_us``, ``memcpy_us``, ``memset_us``, ``idle_us`` (adding up to ``span_us``),
+    #: ``top_kernels`` and ``host``; set with the final record.
+    breakdown: dict | None = None
     extra: dict = field(default_factory=dict)
 
     @property
     def duration_us(self) -> float:
-        """``end_ts - start_ts``, rounded to 0.001 µs as in the manifest."""
+        """``end_ts - start_ts``, rounded to 0.001 µs as in the manifest: the CPU window."""
         return round(self.end_ts - self.start_ts, 3)
+
+    @property
+    def wall_us(self) -> float:
+        """The wall span of its work, CPU and GPU: from the earlier of its start and its
+        first GPU work's start to the later of its end and its last GPU work's end (rounded
+        to 0.001 µs). Outliers and the steady state are judged on it (``stats``)."""
+        start, end = self.start_ts, self.end_ts
+        if self.gpu_start_ts is not None:
+            start, end = min(start, self.gpu_start_ts), max(end, self.gpu_end_ts)
+        return round(end - start, 3)
 
     def to_dict(self) -> dict:
         d = asdict(self)
         extra = d.pop("extra")
+        breakdown = d.pop("breakdown")
         d["duration_us"] = self.duration_us
+        d["wall_us"] = self.wall_us
         d["gpu_busy_us"] = round(self.gpu_busy_us, 3)
         d["gpu_active_us"] = round(self.gpu_active_us, 3)
-        return {"type": "iteration", **d, **extra}
+        return {"type": "iteration", **d, "breakdown": breakdown, **extra}
 
 
 def _field_type(hint) -> tuple[type, bool]:
@@ -135,14 +153,21 @@ def _iteration_fields() -> tuple[tuple[str, type, bool], ...]:
     hints = typing.get_type_hints(IterationRecord)
     out = [("type", str, False)]
     out += [(f.name, *_field_type(hints[f.name])) for f in fields(IterationRecord)
-            if f.name != "extra"]
-    out.append(("duration_us",
-                *_field_type(typing.get_type_hints(IterationRecord.duration_us.fget)["return"])))
+            if f.name not in NESTED_FIELDS]
+    for name in ("duration_us", "wall_us"):
+        prop = getattr(IterationRecord, name)
+        out.append((name, *_field_type(typing.get_type_hints(prop.fget)["return"])))
     return tuple(out)
 
 
-#: ``(name, type, nullable)`` of every key of ``IterationRecord.to_dict()``, in its order
-#: (``extra`` keys aside): the one source of the JSON fields and of the Parquet schema
+#: Keys of ``IterationRecord.to_dict()`` that are not scalar columns: ``breakdown`` (a nested
+#: object: a ``Breakdown`` message of its own in ``records.proto``, no Parquet column) and
+#: ``extra`` (spread into the dict).
+NESTED_FIELDS = ("breakdown", "extra")
+
+
+#: ``(name, type, nullable)`` of every scalar key of ``IterationRecord.to_dict()``, in its
+#: order (``extra`` keys and ``NESTED_FIELDS`` aside): the one source of the JSON fields and of the Parquet schema
 #: (``stream_split.beam``), derived from the dataclass; ``tests/output/test_schema.py`` checks it
 #: against the ``Iteration`` message of ``records.proto``.
 ITERATION_FIELDS = _iteration_fields()

@@ -31,14 +31,22 @@ ops whose ``ROLES[name]`` is not ``NONE``), counts its graph launches, and at th
 
 Only serving loops get phases: a trace with backward ops (training) gets none, and so does one
 with no decode evidence anywhere (no annotation, no graph replay, no one-token query).
+
+A diffusion model's denoising loop is no LLM server, though a compiled one replays CUDA graphs
+(decode evidence above): when the ops that hold the loop (the detector's containers,
+``evidence["levels"]``) name diffusion work (``DIFFUSION_WORDS``: xDiT's
+``execute_diffusion_*`` request), every step is ``denoise`` (evidence ``container``), idle
+cycles ``idle``.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-PREFILL, DECODE, MIXED, IDLE = "prefill", "decode", "mixed", "idle"
-PHASES = (PREFILL, DECODE, MIXED, IDLE)
+PREFILL, DECODE, MIXED, IDLE, DENOISE = "prefill", "decode", "mixed", "idle", "denoise"
+PHASES = (PREFILL, DECODE, MIXED, IDLE, DENOISE)
+#: A container of the loop whose name matches holds a diffusion model's denoising steps.
+DIFFUSION_WORDS = re.compile(r"diffusion|denois", re.I)
 
 #: Two clusters of per-step token counts are prefill and decode when the larger is at least
 #: this many times the smaller (a prompt is hundreds of tokens; a decode step one per request).
@@ -177,10 +185,19 @@ def is_serving(facts: list[PhaseFacts], graph_launches: list[int]) -> bool:
         graph_launches)
 
 
+def loop_containers(evidence: dict) -> list[str]:
+    """The names of the ops that hold the loop's levels (the detector's ``levels``)."""
+    return [name for level in evidence.get("levels") or () if isinstance(level, dict)
+            for name in level.get("container") or ()]
+
+
 def infer_phases(kinds: list[str], facts: list[PhaseFacts], graph_launches: list[int],
-                 launches: list[int]) -> list[tuple[str | None, str | None]]:
+                 launches: list[int], containers=()) -> list[tuple[str | None, str | None]]:
     """One ``(phase, evidence)`` per iteration; ``(None, None)`` everywhere when the loop is
-    not a serving loop."""
+    not a serving loop; ``denoise`` when ``containers`` (``loop_containers``) name a
+    diffusion request."""
+    if any(DIFFUSION_WORDS.search(name) for name in containers):
+        return [(IDLE, "kind") if kind == IDLE else (DENOISE, "container") for kind in kinds]
     if not is_serving(facts, graph_launches):
         return [(None, None)] * len(facts)
     threshold = _token_threshold([f.max_tokens for f, kind in zip(facts, kinds)

@@ -8,7 +8,9 @@ import pytest
 
 import stream_split
 from conftest import SHARED_TRACES, needs_shared, run_cli
-from stream_split.core.serving import annotation_phase
+from stream_split.core import SplitOptions
+from stream_split.core.serving import DENOISE, annotation_phase, infer_phases, loop_containers
+from stream_split.run import scan_records
 from stream_split.testing.generate import generate, write_trace
 
 
@@ -107,3 +109,17 @@ def test_recorded_gpu_serving_steps_get_their_phase(name):
 def test_real_serving_steps_get_their_phase(trace, phase, evidence):
     records = list(stream_split.iterations(str(SHARED_TRACES / "tracelens" / trace)))
     assert [(r.phase, r.phase_evidence) for r in records] == [(phase, evidence)]
+
+
+def test_a_diffusion_request_s_denoising_steps_are_denoise_not_decode(tmp_path):
+    """xDiT's compiled FLUX replays CUDA graphs (decode evidence for a server), but its steps
+    sit inside an ``execute_diffusion_*`` request: they are denoising steps."""
+    write_trace(generate("diffusion", seed=2), str(tmp_path / "d.json.gz"))
+    records = [r for r in scan_records(str(tmp_path / "d.json.gz"), SplitOptions())
+               if getattr(r, "kind", None) == "iteration"]
+    assert [(r.phase, r.phase_evidence) for r in records] == [(DENOISE, "container")] * 4
+    evidence = {"levels": [{"container": ["<thread top level>"]},
+                           {"container": ["ProfilerStep#N", "execute_diffusion_N_NxN"]}]}
+    assert loop_containers(evidence)[-1] == "execute_diffusion_N_NxN"
+    assert infer_phases(["iteration", "idle"], [None, None], [3, 0], [5, 0],
+                        loop_containers(evidence)) == [(DENOISE, "container"), ("idle", "kind")]

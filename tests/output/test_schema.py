@@ -12,7 +12,7 @@ import pytest
 from google.protobuf import json_format
 
 from stream_split import schema
-from stream_split.core.records import ITERATION_FIELDS, Boundary, IterationRecord
+from stream_split.core.records import ITERATION_FIELDS, NESTED_FIELDS, Boundary, IterationRecord
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROTO = os.path.join(ROOT, "proto", "stream_split", "v1", "records.proto")
@@ -64,8 +64,9 @@ def test_iteration_fields_match_to_dict():
     assert fields == set(ITERATION.to_dict()) - {"type"}
 
 
-def test_iteration_fields_are_the_keys_of_to_dict_in_order():
-    assert [name for name, _, _ in ITERATION_FIELDS] == list(ITERATION.to_dict())
+def test_iteration_fields_are_the_scalar_keys_of_to_dict_in_order():
+    assert [name for name, _, _ in ITERATION_FIELDS] == [
+        key for key in ITERATION.to_dict() if key not in NESTED_FIELDS]
 
 
 def test_iteration_fields_match_the_iteration_message_of_records_proto():
@@ -74,6 +75,7 @@ def test_iteration_fields_match_the_iteration_message_of_records_proto():
         body = re.search(r"^message Iteration \{(.*?)^\}", f.read(), re.M | re.S).group(1)
     declared = {name: (kind, bool(optional)) for optional, kind, name in re.findall(
         r"^\s*(optional )?(\w+) (\w+) = \d+;", body, re.M)}
+    assert declared.pop("breakdown") == ("Breakdown", False)  # a message: no column
     proto_type = {int: "int64", float: "double", str: "string", bool: "bool"}
     derived = {name: (proto_type[kind], nullable)
                for name, kind, nullable in ITERATION_FIELDS if name != "type"}
@@ -147,3 +149,19 @@ def test_gen_proto_refuses_new_grpcio_tools(monkeypatch):
     monkeypatch.setattr(gen_proto, "tools_version", lambda: (1, 82))
     with pytest.raises(SystemExit, match="too new"):
         gen_proto.main(["--check"])
+
+
+def test_breakdown_round_trips_through_the_iteration_message():
+    breakdown = {"span_us": 900.0, "compute_us": 700.0, "comm_us": 100.0, "memcpy_us": 50.0,
+                 "memset_us": 0.0, "idle_us": 50.0,
+                 "top_kernels": [{"name": "gemm", "count": 3, "total_us": 600.0}],
+                 "host": {"cpu_op_us": 400.0, "launch_delay_mean_us": 12.5,
+                          "launch_delay_max_us": 30.0, "launches_timed": 3},
+                 "comm_kernels": 2, "comm_kernel_us": 150.0}
+    record = IterationRecord(3, start_ts=0.0, end_ts=1000.0, breakdown=breakdown)
+    (message,) = round_trip([record])
+    assert json_format.MessageToDict(message.iteration.breakdown,
+                                     preserving_proto_field_name=True,
+                                     always_print_fields_with_no_presence=True) == {
+        **breakdown, "top_kernels": [{"name": "gemm", "count": "3", "total_us": 600.0}],
+        "host": {**breakdown["host"], "launches_timed": "3"}, "comm_kernels": "2"}

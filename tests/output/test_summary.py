@@ -22,7 +22,7 @@ def test_rows_carry_step_numbers_times_in_ms_and_flags():
     table = build_table(manifest([1000, 9000, 1000, 1000], outliers={1}))
     row = table["rows"][1]
     assert row["step"] == 11 and row["start_ms"] == 1.0 and row["duration_ms"] == 9.0
-    assert row["gpu_busy_ms"] == 0.002 and row["flags"] == ["outlier (9.0x median)"]
+    assert row["gpu_active_ms"] == 0.002 and row["flags"] == ["outlier (9.0x median)"]
     assert table["footer"]["median_ms"] == 1.0 and table["footer"]["outliers"] == [1]
 
 

@@ -1,0 +1,263 @@
+"""Where an iteration's GPU time goes: compute, communication, copies, idle; its top kernels;
+the host side (time in ops, launch-to-start delay). Accumulated online, one small object per
+iteration, as its work is decided (no kernel is kept).
+
+The GPU span of an iteration (its first GPU work's start to its last one's end) is cut into
+layers, as Holistic Trace Analysis's temporal breakdown does for a whole trace: ``compute_us``
+is the time at least one compute kernel ran (the union over streams), ``comm_us`` the time
+a collective ran and no compute kernel, ``memcpy_us`` a copy and neither, ``memset_us`` a
+memset and none of those, and ``idle_us`` the time nothing ran. So the five add up to
+``span_us`` (HTA's ``kernel_time(us)``, the span); ``compute_us`` is HTA's
+``compute_time(us)``, ``idle_us`` its ``idle_time(us)``, and comm + memcpy + memset its
+``non_compute_time(us)``. Collectives are NCCL / RCCL kernels (``nccl...``, ``rccl...``) and
+other collective kernels by name (``COLLECTIVE_WORDS``: vLLM's custom all-reduce, ...), a
+wider net than HTA's ``^nccl.*Kernel``.
+
+Each layer is a union of at most ``KEPT_INTERVALS`` merged intervals: work decided in any
+order is counted exactly while they suffice; beyond, the shortest gaps between them are closed
+and counted as busy (a slight under-count of idle time, the shortest idle stretches first).
+An iteration whose GPU work is two behind the latest one's (the engine calls ``freeze_gpu``)
+keeps only its latest ``FROZEN_KEPT`` intervals and ``FROZEN_KERNEL_NAMES`` kernel names, so
+a long trace holds little GPU detail per iteration. The host's unions per thread are not
+frozen (CPU events may be decided long after their iteration's end, held or spilled, and
+the result must not depend on that): up to ``KEPT_INTERVALS`` per thread and iteration.
+Collectives, written when they end, come long after the kernels they overlap: a window of
+the latest intervals would count them whole.
+``top_kernels`` keeps at most ``KEPT_KERNEL_NAMES`` names per iteration: when a new name comes
+to a full table, the name with the least time so far gives way (a bounded approximation of
+the top five that is exact when an iteration launches fewer distinct kernels).
+"""
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from functools import lru_cache
+from operator import sub
+
+from stream_split.trace_format import MEMCPY_CATS, MEMSET_CATS
+
+#: A kernel whose name matches is communication (collectives).
+COLLECTIVE_WORDS = re.compile(
+    r"^(nccl|rccl)|allreduce|all_reduce|allgather|all_gather|reducescatter|reduce_scatter"
+    r"|alltoall|all_to_all|cross_device_reduce|broadcast_kernel|sendrecv", re.I)
+#: Layers in priority order: time in a layer is time not in any earlier one.
+COMPUTE, COMM, MEMCPY, MEMSET = range(4)
+LAYER_NAMES = ("compute_us", "comm_us", "memcpy_us", "memset_us")
+#: Merged intervals kept per layer and iteration (see the module's docstring).
+KEPT_INTERVALS = 512
+#: ... and once its iteration's GPU work is most likely done (``IterationBreakdown.freeze_gpu``:
+#: a later one's two iterations on has come), the latest few only.
+FROZEN_KEPT = 16
+#: Kernel names an iteration keeps once its GPU work is frozen.
+FROZEN_KERNEL_NAMES = 16
+#: Distinct kernel names kept per iteration for ``top_kernels``.
+KEPT_KERNEL_NAMES = 64
+TOP_KERNELS = 5
+#: Launches whose GPU work has not come yet, kept for the launch-to-start delay (oldest drop).
+KEPT_LAUNCHES = 8192
+
+
+@lru_cache(maxsize=4096)  # kernel names are few and long: one search per name
+def gpu_layer(cat: str, name: str) -> int:
+    """The layer of a GPU event (``COMPUTE``, ``COMM``, ``MEMCPY``, ``MEMSET``)."""
+    if cat in MEMCPY_CATS or name.startswith("Memcpy"):
+        return MEMCPY
+    if cat in MEMSET_CATS or name.startswith("Memset"):
+        return MEMSET
+    if COLLECTIVE_WORDS.search(name):
+        return COMM
+    return COMPUTE
+
+
+class IntervalUnion:
+    """The length of a union of intervals, in any order: its merged intervals, sorted, at most
+    ``KEPT_INTERVALS`` of them (``_coalesce``). Once ``freeze`` is called (its iteration is
+    most likely done) it keeps the latest ``FROZEN_KEPT`` only, the rest summed."""
+    __slots__ = ("starts", "ends", "frozen_us", "frozen")
+
+    def __init__(self):
+        self.starts: list = []
+        self.ends: list = []
+        self.frozen_us = 0.0  # the length of the intervals dropped by ``freeze``
+        self.frozen = False
+
+    @property
+    def total_us(self) -> float:
+        """The union's length: summed from the sorted intervals (the gaps ``_coalesce``
+        closed included), so the same in any order of ``add`` while nothing was coalesced."""
+        return self.frozen_us + sum(map(sub, self.ends, self.starts))
+
+    def freeze(self) -> None:
+        """Keep only the latest ``FROZEN_KEPT`` intervals from now on, the older ones summed:
+        work that comes later and starts before them counts whole (an over-count, capped by
+        the span at the end)."""
+        self.frozen = True
+        self._drop_oldest()
+
+    def _drop_oldest(self) -> None:
+        drop = len(self.starts) - FROZEN_KEPT
+        if drop > 0:
+            self.frozen_us += sum(map(sub, self.ends[:drop], self.starts[:drop]))
+            del self.starts[:drop], self.ends[:drop]
+
+    def _bound(self) -> None:
+        if self.frozen:
+            self._drop_oldest()
+        else:
+            self._coalesce()
+
+    def add(self, start: float, end: float) -> None:
+        starts, ends = self.starts, self.ends
+        if starts and start >= starts[-1]:  # in time order: the common cases first
+            if end <= ends[-1]:
+                return  # inside the latest interval (a nested op)
+            if start > ends[-1]:
+                starts.append(start)
+                ends.append(end)
+                if len(starts) > KEPT_INTERVALS:
+                    self._bound()
+                return
+        i = bisect_left(starts, start)
+        if i and ends[i - 1] >= start:  # joins the interval before it
+            i -= 1
+        j = i
+        lo, hi = start, end
+        while j < len(starts) and starts[j] <= end:
+            lo, hi = min(lo, starts[j]), max(hi, ends[j])
+            j += 1
+        starts[i:j] = [lo]
+        ends[i:j] = [hi]
+        if len(starts) > (FROZEN_KEPT if self.frozen else KEPT_INTERVALS):
+            self._bound()
+
+    def _coalesce(self) -> None:
+        """Close the smallest gaps between the kept intervals, counting them as busy, until
+        half of ``KEPT_INTERVALS`` are left: the error is those gaps, the shortest idle."""
+        starts, ends = self.starts, self.ends
+        gaps = sorted(starts[k + 1] - ends[k] for k in range(len(starts) - 1))
+        widest_closed = gaps[len(starts) - KEPT_INTERVALS // 2 - 1]
+        new_starts, new_ends = [starts[0]], [ends[0]]
+        for start, end in zip(starts[1:], ends[1:]):
+            gap = start - new_ends[-1]
+            if gap <= widest_closed:
+                new_ends[-1] = end
+            else:
+                new_starts.append(start)
+                new_ends.append(end)
+        self.starts, self.ends = new_starts, new_ends
+
+
+class IterationBreakdown:
+    """The accumulators of one iteration: four layered unions, the kernels by name, the host
+    side. ``add_gpu`` per GPU event, ``add_launch_delay`` per kernel whose launch is known,
+    ``add_op`` per CPU op; ``to_dict`` with the iteration's GPU span."""
+    __slots__ = ("layers", "kernels", "cpu_ops", "delay_sum_us", "delay_max_us", "delays",
+                 "comm_kernels", "comm_kernel_us")
+
+    def __init__(self):
+        #: layers[k]: the union of layers 0..k (compute, then + comm, + memcpy, + memset).
+        self.layers = [IntervalUnion() for _ in LAYER_NAMES]
+        self.kernels: dict = {}  # name -> [count, total µs]
+        self.cpu_ops: dict = {}  # thread -> the union of its ops in the iteration
+        self.delay_sum_us = 0.0
+        self.delay_max_us = 0.0
+        self.delays = 0
+        self.comm_kernels = 0
+        #: The collectives' durations summed: a rank that waits for a late one at each
+        #: collective has longer ones (``ranks.py``: stragglers by collectives).
+        self.comm_kernel_us = 0.0
+
+    def add_gpu(self, cat: str, name: str, start: float, end: float) -> None:
+        layer = gpu_layer(cat, name)
+        for union in self.layers[layer:]:
+            union.add(start, end)
+        if layer == COMM:
+            self.comm_kernels += 1
+            self.comm_kernel_us += end - start
+        if cat in MEMCPY_CATS or cat in MEMSET_CATS:
+            return
+        seen = self.kernels.get(name)
+        if seen is None:
+            if len(self.kernels) >= KEPT_KERNEL_NAMES:
+                del self.kernels[min(self.kernels, key=lambda k: self.kernels[k][1])]
+            self.kernels[name] = [1, end - start]
+        else:
+            seen[0] += 1
+            seen[1] += end - start
+
+    def freeze_gpu(self) -> None:
+        """Its GPU work is most likely all decided: keep little of it (bounded memory)."""
+        for union in self.layers:
+            union.freeze()
+        if len(self.kernels) > FROZEN_KERNEL_NAMES:
+            kept = sorted(self.kernels.items(), key=lambda item: -item[1][1])
+            self.kernels = dict(kept[:FROZEN_KERNEL_NAMES])
+
+    def add_launch_delay(self, delay_us: float) -> None:
+        delay_us = max(0.0, delay_us)  # as HTA: clipped at 0
+        self.delay_sum_us += delay_us
+        self.delays += 1
+        if delay_us > self.delay_max_us:
+            self.delay_max_us = delay_us
+
+    def add_op(self, thread, start: float, end: float) -> None:
+        """A CPU op: the time in ops is the union of ops per thread (a nested op adds
+        nothing), summed over threads."""
+        union = self.cpu_ops.get(thread)
+        if union is None:
+            union = self.cpu_ops[thread] = IntervalUnion()
+        union.add(start, end)
+
+    def gpu_dict(self, span_us: float | None) -> dict:
+        """``{"span_us", "compute_us", "comm_us", "memcpy_us", "memset_us", "idle_us"}``: the
+        layers capped so that they add up to the span."""
+        span = max(0.0, span_us or 0.0)
+        out = {"span_us": round(span, 3)}
+        below = 0.0
+        for name, union in zip(LAYER_NAMES, self.layers):
+            upto = min(max(union.total_us, below), span)
+            out[name] = round(upto - below, 3)
+            below = upto
+        out["idle_us"] = round(span - below, 3)
+        return out
+
+    def top_kernels(self) -> list:
+        ranked = sorted(self.kernels.items(), key=lambda item: (-item[1][1], item[0]))
+        return [{"name": name, "count": count, "total_us": round(total, 3)}
+                for name, (count, total) in ranked[:TOP_KERNELS]]
+
+    def host_dict(self) -> dict:
+        mean = self.delay_sum_us / self.delays if self.delays else None
+        cpu_op_us = sum(union.total_us for union in self.cpu_ops.values())
+        return {"cpu_op_us": round(cpu_op_us, 3),
+                "launch_delay_mean_us": None if mean is None else round(mean, 3),
+                "launch_delay_max_us": round(self.delay_max_us, 3) if self.delays else None,
+                "launches_timed": self.delays}
+
+    def to_dict(self, span_us: float | None) -> dict:
+        return {**self.gpu_dict(span_us), "top_kernels": self.top_kernels(),
+                "host": self.host_dict(), "comm_kernels": self.comm_kernels,
+                "comm_kernel_us": round(self.comm_kernel_us, 3)}
+
+
+class LaunchTimes:
+    """The end of each launch whose GPU work has not come yet (by correlation id), for the
+    launch-to-start delay (HTA's ``launch_delay``: kernel start - launch end); at most
+    ``KEPT_LAUNCHES``, the oldest dropped."""
+    __slots__ = ("ends",)
+
+    def __init__(self):
+        self.ends: dict = {}
+
+    def add(self, corr, end: float) -> None:
+        ends = self.ends
+        ends[corr] = end
+        if len(ends) > KEPT_LAUNCHES:
+            del ends[next(iter(ends))]
+
+    def delay(self, corr, start: float) -> float | None:
+        """The delay of the first GPU work of launch ``corr``, starting at ``start`` (None
+        when the launch is not known, or its work was timed already: a replayed graph's
+        later kernels wait for the earlier ones, not for the host)."""
+        end = self.ends.pop(corr, None)
+        return None if end is None else start - end

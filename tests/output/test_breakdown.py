@@ -1,0 +1,150 @@
+"""The per-iteration GPU breakdown (``core.breakdown``) and the wall span outliers are judged
+on: the layers add up to the GPU span, and agree with the exact unions of the piece's events."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import re
+
+import pytest
+
+from stream_split import split
+from stream_split.core import breakdown as bd
+from stream_split.core.records import IterationRecord
+from stream_split.testing.generate import generate, write_trace
+
+SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "traces")
+RESNET = os.path.join(SHARED, "tracelens", "mi300", "resnet_act_checkpoint.json.gz")
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def exact_union(intervals) -> float:
+    total, current = 0.0, None
+    for start, end in sorted(intervals):
+        if current is None or start > current[1]:
+            total += 0.0 if current is None else current[1] - current[0]
+            current = [start, end]
+        else:
+            current[1] = max(current[1], end)
+    return total + (0.0 if current is None else current[1] - current[0])
+
+
+def exact_breakdown(events) -> dict:
+    """What HTA's temporal breakdown computes, on one piece's GPU events, in floats."""
+    work = [(e["ts"], e["ts"] + e.get("dur", 0), bd.gpu_layer(e["cat"], e["name"]))
+            for e in events if e.get("cat") in GPU_CATS]
+    span = max(w[1] for w in work) - min(w[0] for w in work)
+    upto = [exact_union((s, e) for s, e, layer in work if layer <= k) for k in range(4)]
+    return {"span_us": span, "compute_us": upto[0], "idle_us": span - upto[3],
+            "comm_us": upto[1] - upto[0]}
+
+
+def test_union_counts_any_order_exactly_while_the_intervals_fit():
+    rng = random.Random(5)
+    for _ in range(300):
+        intervals = [(s, s + rng.uniform(0, 20)) for s in
+                     (rng.uniform(0, 500) for _ in range(rng.randint(1, 60)))]
+        rng.shuffle(intervals)
+        union = bd.IntervalUnion()
+        for start, end in intervals:
+            union.add(start, end)
+        assert union.total_us == pytest.approx(exact_union(intervals))
+
+
+def test_union_beyond_its_intervals_closes_the_shortest_gaps(monkeypatch):
+    monkeypatch.setattr(bd, "KEPT_INTERVALS", 4)
+    union = bd.IntervalUnion()
+    for k in range(10):  # 10 intervals of 1 µs, the gaps 1 µs except one of 100 µs
+        start = k * 2.0 + (100.0 if k >= 5 else 0.0)
+        union.add(start, start + 1.0)
+    assert len(union.starts) <= 4
+    assert 10.0 <= union.total_us <= 10.0 + 8.0  # at most the 1 µs gaps, never the wide one
+
+
+def test_collective_under_compute_counts_as_compute_and_the_rest_as_comm():
+    b = bd.IterationBreakdown()
+    b.add_gpu("kernel", "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", 0.0, 100.0)
+    b.add_gpu("kernel", "gemm", 10.0, 40.0)
+    b.add_gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 120.0, 130.0)
+    b.add_gpu("gpu_memset", "Memset (Device)", 125.0, 140.0)
+    numbers = b.to_dict(150.0)
+    assert {k: numbers[k] for k in ("compute_us", "comm_us", "memcpy_us", "memset_us",
+                                    "idle_us", "span_us")} == {
+        "compute_us": 30.0, "comm_us": 70.0, "memcpy_us": 10.0, "memset_us": 10.0,
+        "idle_us": 30.0, "span_us": 150.0}
+    assert [k["name"] for k in numbers["top_kernels"]][0].startswith("nccl")
+
+
+def test_top_kernels_stay_bounded_and_keep_the_heaviest(monkeypatch):
+    monkeypatch.setattr(bd, "KEPT_KERNEL_NAMES", 8)
+    b = bd.IterationBreakdown()
+    for k in range(100):
+        b.add_gpu("kernel", f"small_{k}", k, k + 0.5)
+        b.add_gpu("kernel", "big", k + 0.5, k + 0.9)
+    assert len(b.kernels) <= 8
+    assert b.top_kernels()[0] == {"name": "big", "count": 100, "total_us": 40.0}
+
+
+def test_launch_delay_is_kernel_start_minus_launch_end_once_per_launch():
+    times = bd.LaunchTimes()
+    times.add(7, 100.0)
+    assert times.delay(7, 130.0) == 30.0
+    assert times.delay(7, 140.0) is None  # a graph's later kernels wait for the earlier ones
+
+
+def test_wall_span_covers_the_gpu_work_past_the_cpu_window():
+    record = IterationRecord(0, start_ts=100.0, end_ts=200.0, gpu_start_ts=150.0,
+                             gpu_end_ts=420.0)
+    assert record.duration_us == 100.0 and record.wall_us == 320.0
+
+
+def check_against_pieces(out_dir: str, tolerance: float) -> int:
+    with open(os.path.join(out_dir, "manifest.json"), encoding="utf-8") as f:
+        manifest = json.load(f)
+    checked = 0
+    for it in manifest["iterations"]:
+        if not it["gpu_events"]:
+            continue
+        b = it["breakdown"]
+        layers = sum(b[k] for k in ("compute_us", "comm_us", "memcpy_us", "memset_us",
+                                    "idle_us"))
+        assert layers == pytest.approx(b["span_us"], rel=0.01)
+        assert b["span_us"] == pytest.approx(it["gpu_end_ts"] - it["gpu_start_ts"], abs=0.01)
+        with gzip.open(os.path.join(out_dir, it["file"]), "rt", encoding="utf-8") as f:
+            exact = exact_breakdown(json.load(f)["traceEvents"])
+        for key, value in exact.items():
+            assert b[key] == pytest.approx(value, rel=tolerance, abs=0.01 * exact["span_us"]), key
+        checked += 1
+    return checked
+
+
+def test_breakdown_of_a_generated_training_loop_matches_its_pieces(tmp_path):
+    trace = str(tmp_path / "training.json.gz")
+    write_trace(generate("training", seed=3), trace)
+    split(trace, str(tmp_path / "out"))
+    assert check_against_pieces(str(tmp_path / "out"), tolerance=0.001) >= 8
+
+
+@pytest.mark.skipif(not os.path.exists(RESNET), reason="needs ../shared/traces")
+def test_breakdown_of_the_resnet_trace_matches_its_pieces_collectives_included(tmp_path):
+    split(RESNET, str(tmp_path / "out"))
+    assert check_against_pieces(str(tmp_path / "out"), tolerance=0.01) == 3
+    with open(tmp_path / "out" / "manifest.json", encoding="utf-8") as f:
+        first = json.load(f)["iterations"][0]["breakdown"]
+    assert first["comm_us"] > first["compute_us"] > 0  # its all-reduces outlast its kernels
+    assert re.match(r"^nccl", first["top_kernels"][0]["name"])
+    assert first["host"]["launches_timed"] > 0 and first["host"]["cpu_op_us"] > 0
+
+
+def test_a_frozen_union_keeps_its_total_and_only_its_latest_intervals():
+    union = bd.IntervalUnion()
+    for k in range(100):
+        union.add(3.0 * k, 3.0 * k + 1.0)
+    union.freeze()
+    assert len(union.starts) == bd.FROZEN_KEPT and union.total_us == pytest.approx(100.0)
+    union.add(400.0, 402.0)  # later work: still counted, still few kept
+    union.add(297.5, 298.5)  # overlapping a kept interval by half: that half counted once
+    assert len(union.starts) <= bd.FROZEN_KEPT
+    assert union.total_us == pytest.approx(102.5)
