@@ -80,6 +80,9 @@ def _lines(splitter) -> list[str]:
     lines.extend(_tolerance(ev))
     if ev.get("why"):
         lines.append(f"why: {ev['why']}")
+    if ev.get("steps_not_trusted"):
+        lines.append(f"ProfilerStep#N spans found but not trusted, the structure decided: "
+                     f"{ev['steps_not_trusted']}")
     if ev.get("waited"):
         lines.append(f"decided at close, not at the end of the loop thread's CPU section: "
                      f"{ev['waited']}")

@@ -101,10 +101,12 @@ def load_piece(path):
         return json.load(f)
 
 
-def owners_of(events, splitter_options=None, feed_order=None):
-    """Run events through the core; return owners parallel to ``events`` (None = metadata)."""
+def owners_of(events, splitter_options=None, feed_order=None, header=None):
+    """Run events through the core (after the header keys ``header``, as the CLI gives them);
+    return owners parallel to ``events`` (None = metadata)."""
     from stream_split.core import Splitter, SplitOptions, METADATA
     splitter = Splitter(splitter_options or SplitOptions())
+    splitter.note_header(header)
     index = {id(e): i for i, e in enumerate(events)}
     for e in (feed_order or events):
         splitter.feed(e)
@@ -118,12 +120,14 @@ def owners_of(events, splitter_options=None, feed_order=None):
     return got, splitter
 
 
-def assert_split_exactly(trace, options=None):
+def assert_split_exactly(trace, options=None, with_header=False):
     """``trace`` (a ``GeneratedTrace``) split as its truth says: the same iterations (start and
     kind) and every event in its true piece. Returns the Splitter (its evidence, records).
-    ``options`` default to the structure detector with annotations as evidence."""
+    ``options`` default to the structure detector with annotations as evidence;
+    ``with_header``: the trace's header keys come first, as the CLI reads them."""
     from stream_split.core import SplitOptions
-    got, splitter = owners_of(trace.events, options or SplitOptions(detector="auto"))
+    got, splitter = owners_of(trace.events, options or SplitOptions(detector="auto"),
+                              header=trace.header_before if with_header else None)
     assert [(it.start_ts, it.kind) for it in splitter.iterations] == \
         [(it["start_ts"], it["kind"]) for it in trace.truth.iterations], splitter.evidence
     wrong = [(e.get("cat"), e.get("name"), o, t)

@@ -235,6 +235,29 @@ def score_noisy(root: Path, rates=NOISE_RATES, seeds=range(3), copies: int = 1) 
     return scores
 
 
+#: Generated scenarios scored in noisy variants (``--noise``): generated with their steps
+#: annotated (``annotate_steps=True``), made noisy like a real trace, split with the steps
+#: stripped.
+NOISY_SCENARIOS = ("step_bookkeeping", "wrapped_steps")
+
+
+def score_noisy_generated(scenarios=NOISY_SCENARIOS, rates=NOISE_RATES, seeds=range(3)
+                          ) -> list[Score]:
+    """Noisy variants of generated scenarios whose steps are annotated: the loops of issue
+    21 (the loop's edge, the user's frames before a step's first op) as noise varies them."""
+    from stream_split.testing.generate import generate
+    from stream_split.testing.noise import noisy_events
+    scores = []
+    for name in scenarios:
+        trace = generate(name, seed=0, annotate_steps=True)
+        for rate in rates:
+            for seed in seeds:
+                scores.append(score_stripped(
+                    noisy_events(trace.events, rate, seed), f"{name} {int(rate * 100)}%#{seed}",
+                    "noisy ProfilerStep (stripped)", trace.header_before))
+    return scores
+
+
 def render(scores: list[Score]) -> str:
     lines = [f"{'trace':62s} {'reference':30s} {'exp':>4s} {'found':>5s} {'exact':>5s} "
              f"{'cpu ok':>6s} {'krn ok':>6s}  unit"]
@@ -256,7 +279,9 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="write the scores as JSON")
     ap.add_argument("--noise", action="store_true",
                     help="with --shared: noisy variants of the traces with ProfilerStep#N "
-                         f"(rates {', '.join(f'{r * 100:.0f}%%' for r in NOISE_RATES)}, 3 seeds each)")
+                         f"(rates {', '.join(f'{r * 100:.0f}%%' for r in NOISE_RATES)}, 3 seeds each); "
+                         "without --no-generated, also of the scenarios "
+                         f"{', '.join(NOISY_SCENARIOS)}")
     ap.add_argument("--copies", type=int, default=1,
                     help="with --noise: tile this many noisy copies of each trace")
     args = ap.parse_args(argv)
@@ -266,6 +291,8 @@ def main(argv=None) -> int:
             scores.append(score_real(path, args.shared))
     if args.shared and args.noise:
         scores.extend(score_noisy(args.shared, copies=args.copies))
+    if args.noise and not args.no_generated:
+        scores.extend(score_noisy_generated())
     print(render(scores))
     if args.json:
         args.json.write_text(json.dumps([asdict(s) for s in scores], indent=1))

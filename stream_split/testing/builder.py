@@ -225,6 +225,8 @@ class TraceBuilder:
         self._loop_op_end = 0
         self._pending_boundary: int | None = None
         self._mirrors: list[tuple[_Rec, list[int]]] = []  # user annotations with GPU work
+        self._python_ids: dict[int, list[int]] = {}  # per thread: the open frames' Python ids
+        self._python_id = 0
 
     # -- small helpers --------------------------------------------------------------------------
     def _next_seq(self) -> int:
@@ -314,6 +316,35 @@ class TraceBuilder:
             if tid == self.loop_tid:
                 self._loop_op_end = end
             self.now += self.cost(0.15, 1.5)  # a gap: no two ops touch
+
+    @contextlib.contextmanager
+    def frame(self, name: str) -> Iterator[None]:
+        """A Python frame (``python_function``, as ``with_stack=True`` records it) on the
+        current thread, holding whatever the body does. A frame can open an iteration: it
+        is then the iteration's first CPU event."""
+        tid = self.tid
+        start = self.now
+        if self._pending_boundary is not None and tid == self.loop_tid:
+            assert start == self._pending_boundary
+            self._pending_boundary = None
+        open_ids = self._python_ids.setdefault(tid, [])
+        self._python_id += 1
+        args = {"Python parent id": open_ids[-1] if open_ids else None,
+                "Python id": self._python_id}
+        open_ids.append(self._python_id)
+        self.now += self.cost(0.3, 1.5)
+        try:
+            yield
+        finally:
+            self.now += self.cost(0.3, 1.0)
+            open_ids.pop()
+            end = self.now
+            ev = {"ph": "X", "cat": "python_function", "name": name, "pid": self.pid,
+                  "tid": tid, "ts": _us(start), "dur": _us(end - start), "args": args}
+            self._add(ev, "frame", start, end, tid=tid)
+            if tid == self.loop_tid:
+                self._loop_op_end = end
+            self.now += self.cost(0.1, 0.5)
 
     def leaf(self, name: str, lo_us: float, hi_us: float | None = None, cat: str = "cpu_op",
              args: dict | None = None) -> None:

@@ -111,7 +111,7 @@ def _owners(recs: list[_Rec], boundaries: list[tuple[int, str]], last_end: int |
     corr_owner: dict[int, int] = {}
     ext_owner: dict[int, int] = {}
     for r in recs:
-        if r.role in ("cpu", "instant", "runtime", "flow_s"):
+        if r.role in ("cpu", "frame", "instant", "runtime", "flow_s"):
             o = window(r.ts, r.end)
             owner[r.seq] = o
             if r.role == "runtime":
@@ -143,6 +143,10 @@ def _file_order(b: TraceBuilder, recs: list[_Rec], meta: list[_Rec], spans: list
         ops = [r for r in recs if r.role == "cpu" and r.tid == tid]
         ops.sort(key=lambda r: (r.ts, -r.end, r.seq))
         cpu.extend(ops)
+    for tid in thread_order:  # Kineto writes the Python frames after every op
+        frames = [r for r in recs if r.role == "frame" and r.tid == tid]
+        frames.sort(key=lambda r: (r.ts, -r.end, r.seq))
+        cpu.extend(frames)
     instants = sorted((r for r in recs if r.role == "instant"), key=lambda r: (r.ts, r.seq))
     # GPU activity block in completion order; a flow goes right after its activity.
     keyed = []
@@ -185,7 +189,7 @@ def _header(b: TraceBuilder, options: TraceOptions, scenario: str) -> tuple[dict
                                      "world_size": int(options.world_size),
                                      "pg_count": 1, "pg_config": [], "nccl_version": "2.21.5"}
     before.update({"record_shapes": 1, "cuda_driver_version": 12080, "profile_memory": 0,
-                   "with_stack": 0,
+                   "with_stack": int(any(r.role == "frame" for r in b.recs)),
                    "trace_id": "".join(b.rng.choice("0123456789ABCDEF") for _ in range(32))})
     after = {"traceName": f"./traces/{scenario}_rank{int(options.rank)}.pt.trace.json",
              "displayTimeUnit": "ms",
@@ -229,7 +233,7 @@ def generate(scenario: str, seed: int = 0, **params: Any) -> GeneratedTrace:
     ordered = _file_order(b, recs, meta, spans, anns, options)
     ev_idx = 0
     for r in ordered:
-        if r.role in ("cpu", "instant"):
+        if r.role in ("cpu", "frame", "instant"):
             r.ev["args"]["Ev Idx"] = ev_idx
             ev_idx += 1
 
@@ -240,7 +244,7 @@ def generate(scenario: str, seed: int = 0, **params: Any) -> GeneratedTrace:
     for i, phase in b.phases.items():
         iterations[i]["phase"] = phase
     if iterations:  # the last window ends where a reader computes its last op's end: ts + dur
-        last_op = next(r for r in recs if r.role == "cpu" and r.tid == b.loop_tid
+        last_op = next(r for r in recs if r.role in ("cpu", "frame") and r.tid == b.loop_tid
                        and r.end == b.last_end)
         iterations[-1]["end_ts"] = last_op.ev["ts"] + last_op.ev["dur"]
     doc = (inspect.getdoc(fn) or scenario).split("\n")[0]
@@ -327,7 +331,8 @@ def check_consistency(gen: GeneratedTrace) -> list[str]:
                 if any(s < b < t for b in starts):
                     problems.append(f"op {e['name']} straddles a boundary but is owned by {o}")
         loop_starts = {_ns(e["ts"]) for e in ev if e.get("ph") == "X" and e.get("pid") == pid
-                       and e.get("tid") == tid and e.get("cat") in ("cpu_op", "user_annotation")}
+                       and e.get("tid") == tid
+                       and e.get("cat") in ("cpu_op", "user_annotation", "python_function")}
         for it in its:
             if _ns(it["start_ts"]) not in loop_starts:
                 problems.append(f"iteration {it['index']} does not start at a loop-thread op")
@@ -413,13 +418,17 @@ class Variant:
         return generate(self.scenario, self.seed, **self.params)
 
 
-def random_variant(seed: int) -> Variant:
-    """A random scenario with random parameters, kept small (a few hundred to a few thousand
-    events). Deterministic from ``seed``."""
+#: Scenarios a plain ``random_variant(seed)`` never draws: the sample, and those added after
+#: the property tests were checked on its draws (so that a seed's variant stays the same).
+#: ``random_variant(seed, among=...)`` draws them.
+NOT_DRAWN = ("sample", "serving_phases", "warmup_root", "wrapped_steps", "step_bookkeeping")
+
+
+def random_variant(seed: int, among: tuple = ()) -> Variant:
+    """A random scenario (of ``among``, else any but ``NOT_DRAWN``) with random parameters,
+    kept small (a few hundred to a few thousand events). Deterministic from ``seed``."""
     rng = random.Random(seed)
-    # serving_phases (tests/core/test_phases.py) is left out: the variants drawn stay those the
-    # property tests were checked on.
-    scenario = rng.choice([s for s in SCENARIOS if s not in ("sample", "serving_phases")])
+    scenario = rng.choice(list(among) or [s for s in SCENARIOS if s not in NOT_DRAWN])
     p: dict[str, Any] = {
         "layout": rng.choice(LAYOUTS),
         "metadata": rng.choice(("first", "last")),
@@ -463,6 +472,15 @@ def random_variant(seed: int) -> Variant:
     elif scenario == "deep_roots":
         p.update(inner_steps=rng.randint(3, 6), minor_roots=rng.randint(1, 3),
                  layers=rng.randint(1, 2))
+    elif scenario == "warmup_root":
+        p.update(warmup_roots=rng.randint(1, 2), inner_steps=rng.randint(3, 6),
+                 minor_roots=rng.randint(0, 2), layers=rng.randint(1, 2))
+    elif scenario == "wrapped_steps":
+        p.update(steps=rng.randint(3, 7), layers=rng.randint(1, 3), wrappers=rng.randint(1, 3),
+                 rng_calls=rng.randint(0, 3))
+    elif scenario == "step_bookkeeping":
+        p.update(steps=rng.randint(3, 8), layers=rng.randint(1, 3),
+                 idle_us=rng.choice([20.0, 50.0, 200.0]))
     elif scenario == "preamble":
         p.update(iterations=rng.randint(3, 8), layers=rng.randint(1, 3))
     elif scenario == "gpu_only":

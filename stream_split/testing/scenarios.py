@@ -342,35 +342,50 @@ def idle_steps(b: TraceBuilder, *, iterations: int = 10, idle: int = 3, layers: 
 
 
 def deep_roots(b: TraceBuilder, *, inner_steps: int = 6, minor_roots: int = 2,
-               layers: int = 2) -> None:
-    """Failure mode 3: `serve_forever` > `engine_loop` > `run_engine` > `inner_steps` x `step`,
-    then `minor_roots` top-level `step`s. Iterations: inner_steps + minor_roots; the wrappers
-    and the weight loading before the first step are -1."""
+               layers: int = 2, warmup_roots: int = 0) -> None:
+    """Failure mode 3: `warmup_roots` top-level `step`s (a warm-up before the engine starts),
+    then `serve_forever` > `engine_loop` > `run_engine` > `inner_steps` x `step`, then
+    `minor_roots` top-level `step`s. Iterations: warmup_roots + inner_steps + minor_roots;
+    the wrappers and the weight loading (before the warm-up when there is one, else before
+    the first inner step) are -1."""
     b.thread("python", main=True, loop=True)
     b.set_default_lag(40)
 
-    def step() -> None:
-        with b.op("step", "user_annotation"):
-            _to_device(b, 1 << 16)
-            for _ in range(layers):
-                _mlp_layer(b)
+    def steps(count: int) -> None:
+        for _ in range(count):
+            b.begin_iteration()
+            with b.op("step", "user_annotation"):
+                _to_device(b, 1 << 16)
+                for _ in range(layers):
+                    _mlp_layer(b)
+            b.end_iteration()
+            b.work(5, 15)
 
+    def load_weights() -> None:
+        with b.op("load_weights", "user_annotation"):
+            _to_device(b, 8 << 20)
+
+    if warmup_roots:  # a server loads its weights, warms up, then serves
+        load_weights()
+    steps(warmup_roots)
     with b.op("serve_forever", "user_annotation"):
         with b.op("engine_loop", "user_annotation"):
             with b.op("run_engine", "user_annotation"):
-                with b.op("load_weights", "user_annotation"):
-                    _to_device(b, 8 << 20)
-                for _ in range(inner_steps):
-                    b.begin_iteration()
-                    step()
-                    b.end_iteration()
-                    b.work(5, 15)
+                if not warmup_roots:
+                    load_weights()
+                steps(inner_steps)
     b.work(5, 15)
-    for _ in range(minor_roots):
-        b.begin_iteration()
-        step()
-        b.end_iteration()
-        b.work(5, 15)
+    steps(minor_roots)
+
+
+def warmup_root(b: TraceBuilder, *, warmup_roots: int = 1, inner_steps: int = 6,
+                minor_roots: int = 0, layers: int = 2) -> None:
+    """Failure mode 3 with the minor root first (``deep_roots``): a warm-up `step` called at
+    the top level, with the same ops and GPU work, before the engine's busy loop
+    (`serve_forever` > `engine_loop` > `run_engine` > `inner_steps` x `step`), and
+    `minor_roots` after it. Iterations: warmup_roots + inner_steps + minor_roots."""
+    deep_roots(b, inner_steps=inner_steps, minor_roots=minor_roots, layers=layers,
+               warmup_roots=warmup_roots)
 
 
 def preamble(b: TraceBuilder, *, iterations: int = 8, layers: int = 3) -> None:
@@ -708,6 +723,99 @@ def serving_phases(b: TraceBuilder, *, steps: int = 30, annotations: str = "none
         context += 1
 
 
+# The loop's edge (issue 21): what runs at the very start of each step belongs to it.
+
+#: The user's Python wrappers around a step, outermost first (``wrapped_steps``).
+STEP_WRAPPERS = ("train.py(88): training_step", "train.py(71): optimise",
+                 "train.py(52): forward_backward")
+
+
+def _fetch_with_frames(b: TraceBuilder) -> None:
+    """The data loader's ``__next__`` frame around its ``enumerate(DataLoader)`` annotation."""
+    with b.frame("torch/utils/data/dataloader.py(733): __next__"):
+        with b.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                  "user_annotation"):
+            with b.frame("torch/utils/data/_utils/collate.py(171): default_collate"):
+                b.leaf("aten::stack", 20, 60)
+
+
+def wrapped_steps(b: TraceBuilder, *, steps: int = 6, layers: int = 2, wrappers: int = 3,
+                  rng_calls: int = 2, annotate_steps: bool = False) -> None:
+    """Training recorded with ``with_stack=True``: each step runs inside `wrappers` (1 to 3)
+    levels of the user's Python functions (``training_step > optimise > forward_backward``)
+    and makes `rng_calls` Python RNG calls (``random.random``, no aten op) before its first
+    op, the data fetch; the program's own frames (``<module>``, ``main``) hold every step.
+    Iterations: `steps`, each beginning at its outermost wrapper frame (`annotate_steps`:
+    in a ``ProfilerStep#N`` that opens right after the previous step's frames end, as
+    ``prof.step()`` called at the end of the loop's body)."""
+    b.thread("python", main=True, loop=True)
+    grad = b.thread("pt_autograd_0")
+    b.set_default_lag(40)
+    with b.frame("train.py(140): <module>"), b.frame("train.py(121): main"):
+        with b.op("aten::empty"):  # the model is built: outside
+            b.work(5, 10)
+        for step in range(steps):
+            b.begin_iteration()
+            with contextlib.ExitStack() as wrapped:
+                if annotate_steps:
+                    wrapped.enter_context(b.op(f"ProfilerStep#{step}", "user_annotation"))
+                for name in STEP_WRAPPERS[:max(1, min(3, int(wrappers)))]:
+                    wrapped.enter_context(b.frame(name))
+                    if name == STEP_WRAPPERS[0]:
+                        for _ in range(rng_calls):
+                            with b.frame("random.py(878): random"):
+                                b.work(1, 3)
+                _fetch_with_frames(b)
+                _to_device(b, 1 << 20)
+                _zero_grad(b)
+                for _ in range(layers):
+                    with b.frame("torch/nn/modules/module.py(1762): _call_impl"):
+                        _mlp_layer(b)
+                _loss_backward_optimizer(b, grad, layers)
+            b.end_iteration()
+            b.work(5, 30)
+
+
+def step_bookkeeping(b: TraceBuilder, *, steps: int = 8, layers: int = 3,
+                     idle_us: float = 50.0, annotate_steps: bool = False) -> None:
+    """Training as the profiler records it, its steps stripped (`annotate_steps`: kept, each
+    step inside its ``ProfilerStep#N``): each step opens with the profiler's own step
+    bookkeeping (``aten::empty``, ``aten::zeros`` > ``aten::zero_`` > ``aten::fill_``)
+    before its data fetch, and the host idles about `idle_us` between the previous step's
+    ``Optimizer.step`` and it: the widest gap between ops marks the edge. Iterations:
+    `steps`, each beginning at its bookkeeping."""
+    b.thread("python", main=True, loop=True)
+    grad = b.thread("pt_autograd_0")
+    b.set_default_lag(40)
+    with b.op("aten::empty"):  # the model is built: outside
+        b.work(5, 10)
+    b.work(idle_us * 0.8, idle_us * 1.2)
+    for step in range(steps):
+        b.begin_iteration()
+        with (b.op(f"ProfilerStep#{step}", "user_annotation") if annotate_steps
+              else contextlib.nullcontext()):
+            _bookkept_step(b, grad, layers)
+        b.end_iteration()
+        b.work(idle_us * 0.8, idle_us * 1.2)
+
+
+def _bookkept_step(b: TraceBuilder, grad: int, layers: int) -> None:
+    """``step_bookkeeping``'s step: the profiler's bookkeeping, then a training step."""
+    b.leaf("aten::empty", 1, 3)
+    with b.op("aten::zeros"):
+        b.leaf("aten::empty", 1, 2)
+        with b.op("aten::zero_"):
+            b.leaf("aten::fill_", 1, 3)
+    with b.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+              "user_annotation"):
+        b.leaf("aten::stack", 20, 60)
+    _to_device(b, 1 << 20)
+    _zero_grad(b)
+    for _ in range(layers):
+        _mlp_layer(b)
+    _loss_backward_optimizer(b, grad, layers)
+
+
 SCENARIOS: dict[str, Callable[..., None]] = {
     "training": training,
     "serving": serving,
@@ -716,6 +824,9 @@ SCENARIOS: dict[str, Callable[..., None]] = {
     "layer_annotations": layer_annotations,
     "idle_steps": idle_steps,
     "deep_roots": deep_roots,
+    "warmup_root": warmup_root,
+    "wrapped_steps": wrapped_steps,
+    "step_bookkeeping": step_bookkeeping,
     "preamble": preamble,
     "gpu_only": gpu_only,
     "sample": sample,

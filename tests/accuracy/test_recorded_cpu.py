@@ -34,12 +34,7 @@ NOT_YET = {
                                "opens at a request's aten::randn and the idle polls are merged "
                                "into their neighbours",
     },
-    "frames": {
-        "train_with_stack": "7 Python frames away from their step, in 6 of 6 steps: the "
-                            "random.random call before the step's first op (inside make_batch) "
-                            "goes to the previous piece; in the last step, optimise_a_batch "
-                            "too (to outside)",
-    },
+    "frames": {},
     "auto": {},
 }
 

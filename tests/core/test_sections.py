@@ -140,6 +140,8 @@ def test_a_cpu_trace_of_two_threads_is_split_when_the_loop_threads_section_ends(
 #: layout, the header says a GPU is there): they wait for close, and say why.
 NEEDS_GPU_WORK = {
     "deep_roots": "a step inside its containers is told from a layer by its input copy",
+    "warmup_root": "as deep_roots: the warm-up step outside says the unit is no layer, but "
+                   "the online belief asks for each instance's input copy",
     "two_steps": "two instances are a loop only when they hold nearly all of the GPU work",
     "single_forward": "one forward: whether its layers are the unit depends on the kernels",
     "gpu_only": "no CPU ops: no loop thread, no section",
@@ -155,6 +157,8 @@ def test_generated_kineto_files_come_out_by_the_loop_threads_section_end_or_say_
         assert name == "gpu_only" or "GPU work follows" in splitter.evidence["waited"]
         return
     ends = _loop_section_end(trace.events, trace.truth.loop_thread)
+    if trace.header_before["with_stack"]:  # the frames that open each step come after it
+        ends = next(i for i, e in enumerate(trace.events) if e.get("cat") in GPU_WORK_CATS)
     assert out and all(i is not None and i <= ends + 1 for i in out)
     assert len(splitter.iterations) == len(trace.truth.iterations)
 

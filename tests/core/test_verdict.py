@@ -5,8 +5,9 @@ from stream_split.core.detect.search import (
     OPENS_AFTER_SYNC, OPENS_AT_INPUT_FETCH, Unit, find_unit)
 from stream_split.core.detect.skeleton import Node
 from stream_split.core.detect.verdict import (
-    confirmed_online, dominant, every_fetch_opens, inner_repeat, iteration_test,
-    module_holding_several, not_a_layer, opens_with_copy)
+    LOOP_INSIDE, STEPS_AT_THE_TOP, STEPS_NESTED, confirmed_online, dominant, every_fetch_opens,
+    inner_repeat, iteration_test, loop_inside, module_holding_several, not_a_layer,
+    opens_with_copy, regular_steps)
 
 NAMES = ["get_next_batch", "forward", "backward", "Optimizer.step#SGD.step", "aten::item", "layer",
          "aten::linear", "aten::relu", "aten::add", "aten::mul", "aten::copy_", "wrapper"]
@@ -77,6 +78,56 @@ def test_a_unit_that_recurs_outside_its_container_is_an_iteration():
     unit = unit_at([0, 1, 2, 3], [FWD], FWD)
     verdict, why = not_a_layer(roots, steps, unit, [container], None)
     assert verdict and "recurs outside its container" in why
+
+
+def test_minor_roots_around_a_container_that_holds_more_instances_are_not_the_loop():
+    # Failure mode 3 with a warm-up step before the engine's container and one after it:
+    # the top level repeats `step`, but the container holds the loop.
+    inner = row_of([FWD] * 6, t0=20.0)
+    container = Node(11, 15.0, 100.0, 0)
+    container.kids = inner
+    roots = row_of([FWD], t0=0.0) + [container] + row_of([FWD], t0=101.0)
+    unit = unit_at([0, 2], [FWD, 11], FWD)
+    assert loop_inside(roots, unit)
+    assert iteration_test(roots, roots, unit, [], None) == (False, LOOP_INSIDE)
+
+
+def test_a_top_level_unit_whose_dominant_op_holds_no_more_of_it_is_the_loop():
+    big = with_kids(Node(FWD, 0.0, 60.0, 0), [FWD, 6, 7])
+    roots = [big] + row_of([FWD] * 3, t0=61.0)
+    unit = unit_at([0, 1, 2, 3], [FWD], FWD)
+    assert not loop_inside(roots, unit)
+
+
+# -- regular_steps: step annotations to trust whatever their nesting -------------------------
+
+
+def steps_of(numbers, dur=10.0, gap=0.1, at_top=True):
+    """``ProfilerStep#N`` spans numbered ``numbers``, one after the other."""
+    return [(i * (dur + gap), i * (dur + gap) + dur, f"ProfilerStep#{n}", at_top)
+            for i, n in enumerate(numbers)]
+
+
+def test_two_steps_numbered_in_a_row_at_the_top_are_the_loop():
+    assert regular_steps(steps_of([4, 5])) == (True, STEPS_AT_THE_TOP)
+
+
+def test_steps_below_the_top_are_trusted_whatever_their_nesting():
+    assert regular_steps(steps_of([0, 1], at_top=False)) == (True, STEPS_NESTED)
+
+
+def test_steps_not_numbered_in_a_row_are_not_trusted():
+    verdict, why = regular_steps(steps_of([0, 2]))
+    assert not verdict and "not numbered in a row" in why
+
+
+def test_steps_that_leave_most_of_the_time_out_are_not_trusted():
+    verdict, why = regular_steps(steps_of([0, 1], dur=1.0, gap=10.0))
+    assert not verdict and "time out" in why
+
+
+def test_a_single_step_is_not_a_loop():
+    assert not regular_steps(steps_of([3]))[0]
 
 
 def test_a_unit_inside_a_container_whose_instances_no_module_call_shares_is_an_iteration():

@@ -10,7 +10,9 @@ What a unit found means at close:
 
 - the top level is tried first ("repeats at a thread's top level are iterations"); if a single
   container op dominates it (one ``ProfilerStep``, one ``execute_diffusion`` request, a
-  ``serve_forever`` wrapper), its children are tried, descending through wrapper chains
+  ``serve_forever`` wrapper), or the unit found there is only the minor roots around such a
+  container that holds more of it (``verdict.loop_inside``: a warm-up step before the
+  engine's loop), its children are tried, descending through wrapper chains
   (``verdict.dominant``). Whether a unit found is an iteration is ``verdict.iteration_test``'s
   answer, the same online; if it is a layer, the container (or the trace) is one iteration
   (``single``);
@@ -38,7 +40,7 @@ from stream_split.core.detect.rules import REPEAT, RULES
 from stream_split.core.detect.search import Unit, end_of_last, find_unit
 from stream_split.core.detect.skeleton import (
     ThreadSkeleton, occurrences, outermost_opener, start_of)
-from stream_split.core.detect.verdict import dominant, iteration_test
+from stream_split.core.detect.verdict import LOOP_INSIDE, dominant, iteration_test
 from stream_split.trace_format import PROFILER_STEP_PREFIX
 
 #: ``Unit.opening`` of the unit ``--level N`` found below the chosen one.
@@ -82,16 +84,17 @@ def no_loop(detector: str) -> DetectorResult:
                                     "instances": 0, "confidence": 1.0})
 
 
-def from_steps(detector: str, thread, last_end: float, count: int) -> DetectorResult:
-    """``ProfilerStep#N`` spans repeated at the top of ``thread`` (``Mode.STEPS``): each was
-    a boundary as it came; the close only reports them."""
+def from_steps(detector: str, thread, last_end: float, count: int, why: str) -> DetectorResult:
+    """Regular ``ProfilerStep#N`` spans of ``thread`` (``Mode.STEPS``, ``why``: from
+    ``verdict.regular_steps``): each was a boundary as it came; the close only reports
+    them."""
     return DetectorResult(
         last_end=last_end,
         evidence={"detector": detector, "decided": DECIDED_FROM_STEPS,
                   "loop_thread": list(thread),
                   "unit": [PROFILER_STEP_PREFIX + "N"], "level": "top",
                   "instances": count, "confidence": RULES.verdict.steps_confidence,
-                  "why": "ProfilerStep#N spans repeat at the top of the loop thread"})
+                  "why": why})
 
 
 def from_matcher(matcher, online_evidence: dict) -> DetectorResult:
@@ -125,13 +128,16 @@ def decide(loop: LoopThread, level: int, detector: str) -> DetectorResult:
             entry["iteration_test"] = why
             if verdict:
                 chosen = (row, unit, why)
+            elif why == LOOP_INSIDE:  # failure mode 3: the loop is in the container
+                unit = None
             elif path:
                 evidence["why"] = ("the unit inside the container is a layer ("
                                    + why + "): the container is one iteration")
             else:
                 evidence["why"] = ("the repeating unit is a layer (" + why
                                    + "): the trace is one unit of work")
-            break
+            if unit is not None:
+                break
         container = dominant(row)
         if container is None or not container.kids:
             break

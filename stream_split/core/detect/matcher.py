@@ -37,9 +37,15 @@ class RootMatcher:
       its anchor at the end is retracted too.
     - Without a trigger (the unit opens with its anchor, or with ops that vary), the anchor
       is a boundary at once, at the first of the head ops just before it (``Unit.head``).
+    - Where the loop's edge opens the unit (``search._loop_edge``), a trigger after an idle
+      gap wider than any before the anchor keeps its boundary, whatever small ops noise put
+      between them (``_at_loop_edge``).
+    - Inside containers, the unit's instances at shallower levels read before them
+      (``minor``: a warm-up step before the engine's loop) are instances too, as at close.
     """
 
-    def __init__(self, thread_key, row: list, unit: Unit, names: list, opening=()):
+    def __init__(self, thread_key, row: list, unit: Unit, names: list, opening=(),
+                 minor=()):
         self.thread = thread_key
         #: (start, name) of the ops of the thread's other sections that open instances, in
         #: time order (``close.section_openers``).
@@ -77,7 +83,19 @@ class RootMatcher:
         # Python frames read before the op they open (a file in time order): pending until
         # the next op of the row is read (``skeleton.open_pending``).
         self.frames: list = []
-        self.found = self._replay(row, pos)
+        self.found = self._minor_roots(minor, row[pos[0]].start) + self._replay(row, pos)
+
+    def _minor_roots(self, minor, first: float) -> list:
+        """The boundaries of the instances at shallower levels read before the row's first
+        one (``minor``: a warm-up step before the loop's container, failure mode 3), as the
+        close path finds them (``close._instance_starts``)."""
+        found = []
+        for node, after in zip(minor, [n.start for n in minor[1:]] + [first]):
+            shape, sim = shape_and_similarity([node], self.unit)
+            self.shapes.insert(len(found), shape)
+            self.similarity.insert(len(found), sim)
+            found.append(self._boundary(node, ceiling=after))
+        return found
 
     def _replay(self, row: list, pos: list) -> list:
         """The boundaries of the instances learned (at ``pos`` in ``row``), and of those begun
@@ -158,7 +176,7 @@ class RootMatcher:
             j -= 1
         if self.tentative:  # the anchor confirms the trigger's boundary, or moves it later
             self.tentative = False
-            if j == 0:
+            if j == 0 or self._at_loop_edge(current):
                 return ()
             instance = self.previous + current[:j]
             self._measure(instance, replace_last=True)
@@ -171,6 +189,18 @@ class RootMatcher:
         self._begin(current[:j], current[j])
         self.current = current[j:]
         return (self._boundary(current[j]),)
+
+    def _at_loop_edge(self, ops: list) -> bool:
+        """Where the loop's edge opens the unit (``search._loop_edge``: the step's own first
+        ops before its fetch): do ``ops``, from the trigger to the anchor, follow an idle
+        gap wider than every gap among them, and are those before the anchor small? Then
+        the trigger opened the step, whatever small ops noise put before the fetch."""
+        if self.unit.fetch is None or not self.previous:
+            return False
+        before = ops[0].start - self.previous[-1].end
+        inside = max(b.start - a.end for a, b in zip(ops, ops[1:]))
+        return before > RULES.edge_gap_ratio * inside and all(
+            n.end - n.start <= self.small for n in ops[:-1])
 
     def _boundary(self, first: Node, ceiling: float = float("inf"),
                   floor: float | None = None, upto: float | None = None,
@@ -248,4 +278,8 @@ class RootMatcher:
         width = len(self.pattern)
         self._measure(last[:width])
         starts = [n.start for n in self.starts[-RULES.online.typical_of:]]
-        return self.shapes, end_of_last(last, [self.shortest], self.seen, starts), revisions
+        end = end_of_last(last, [self.shortest], self.seen, starts)
+        frame = outermost_opener(self.starts[-1])  # it holds the whole step, as at close
+        if frame is not None and frame[0] <= self.starts[-1].start:
+            end = max(end, frame[1])
+        return self.shapes, end, revisions

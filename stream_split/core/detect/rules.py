@@ -51,6 +51,11 @@ class VerdictRules:
     confident_instances: int = 3
     #: Confidence reported for ``ProfilerStep#N`` spans repeating at the top of a thread.
     steps_confidence: float = 0.95
+    #: ``ProfilerStep#N`` spans numbered in a row are trusted, whatever their nesting, when
+    #: they cover this share of the time from the first one's start to the last one's end
+    #: (the profiler's own steps leave a few microseconds between them; spans that leave
+    #: most of the loop's time out mark something else).
+    steps_cover: float = 0.5
     #: Confidence reported when nothing repeats and the loop thread's work is one iteration.
     single_confidence: float = 0.6
 
@@ -106,6 +111,10 @@ class MemoryRules:
     #: Frames kept that open one top-level op (a wrapper chain; the program's own module
     #: frame opens the first op too).
     max_openers: int = 16
+    #: ``ProfilerStep`` spans kept per thread until they are regular (``verdict.regular_steps``
+    #: reads the latest two): the steps before that become boundaries too, as
+    #: ``--detector steps`` makes them.
+    max_steps_kept: int = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +240,15 @@ class Rules:
     #: (``prof.step()``, the ``for`` statement), so the widest gap is where the loop turns;
     #: any wider gap says so (``_after_loop_edge``).
     edge_gap_ratio: float = 1.0
+    #: The first instance has no previous one to measure the loop's edge from: its step's
+    #: own first ops (``search._first_edge``) reach back to a gap of this share of the
+    #: edge's typical width before the other instances (a prologue's last op lies before
+    #: about as wide a gap; the ops of the step's bookkeeping are a microsecond apart).
+    edge_gap_share: float = 0.5
+    #: The step's own first ops before its fetch (the profiler's step bookkeeping) each take
+    #: at most this share of a step's time (``search._loop_edge``); the previous step's
+    #: optimizer, its backward, take more.
+    edge_op_share: float = 0.1
     #: Symbols seen in fewer than this share of the instances are sporadic: a head walk steps
     #: over them.
     sporadic_share: float = 0.5

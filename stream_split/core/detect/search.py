@@ -40,7 +40,10 @@ detector (``structure.py``) decides where to look and what a found unit means.
    - after the opening: a cut into the same instances plus idle cycles (the loop head starts
      both: failure mode 2) wins over the one that swallows the idle cycles.
 5. **Opening.** Where the loop begins among the unit's ops (``_opening``): before the op that
-   fetches the next input when there is one; else right after the blocking host sync that ends
+   fetches the next input when there is one, moved back over the step's own first ops when
+   the loop's edge lies before them (``_loop_edge``: the widest idle gap among the small ops
+   before each fetch, the kinds after it recurring there: the profiler's step bookkeeping);
+   else right after the blocking host sync that ends
    the previous instance, with the small ops before the step's first spine op (never between a
    step's last op and its own sync); else at the anchor, extended to the left over the ops that
    precede it in every instance, then over those found before it in most instances (the
@@ -129,6 +132,9 @@ class Unit:
     #: Unlike instances that do (almost) none of the representative's GPU work: cycles that
     #: took another path (``idle_step``). They neither count for nor against the unit.
     idle: int = 0
+    #: The symbol of the input fetch that opened the instances, when the loop's edge moved
+    #: their beginnings before it (``_loop_edge``: the profiler's step bookkeeping).
+    fetch: int | None = None
     #: Kinds of op found exactly once in every inner instance (``_loop_body``), when there are
     #: at least ``Rules.spine_ops`` of them: the program's own loop body.
     spine: frozenset = frozenset()
@@ -914,8 +920,8 @@ def _opened(unit: Unit, row, syms, positions, names, rules, whole, memo) -> Unit
     anchors = list(unit.positions)
     unit = _opening(unit, row, syms, positions, names, rules, memo, whole)
     if unit.positions != anchors and len(unit.positions) == len(anchors):
-        unit.head = frozenset(syms[q] for a, b in zip(unit.positions, anchors)
-                              for q in range(a, b))
+        unit.head = unit.head | frozenset(syms[q] for a, b in zip(unit.positions, anchors)
+                                          for q in range(a, b))
     return unit
 
 
@@ -1032,8 +1038,69 @@ def _begin_at(unit: Unit, first: int, row: list, syms: list, positions: dict,
             unit.positions = _walk_left(unit, syms, head, noise)
     if after_sync:  # the small ops back to the previous sync open the step
         unit.positions = _walk_left(unit, syms, set(), after_sync, take_noise=True)
+    elif why == OPENS_AT_INPUT_FETCH:
+        _loop_edge(unit, row, syms, memo.rules)
     unit.opening = why
     return unit
+
+
+def _loop_edge(unit: Unit, row: list, syms: list, rules: Rules) -> None:
+    """Move each instance's beginning back from its input fetch over the step's own first
+    ops: the profiler's step bookkeeping (``aten::empty``, ``aten::zeros`` > ``aten::fill_``)
+    runs at the very start of each step, before the fetch. Evidence, not names: between two
+    steps the host runs the loop itself, so the widest idle gap among the small ops before
+    a fetch is where the step begins (``_edge_run``), and the kinds found after it recur
+    there, in ``Rules.head_share`` of the instances after the first and in at least
+    ``Rules.head_windows`` (noise drops some). Each instance whose run holds one of them
+    then begins at its run, the first one as ``_first_edge`` says."""
+    pos = unit.positions
+    small = rules.edge_op_share * upper_median(
+        (row[b].start - row[a].start for a, b in zip(pos, pos[1:])), 0.0)
+    runs = [_edge_run(row, pos[i - 1] + 1, p, small, rules) for i, p in enumerate(pos) if i]
+    votes = Counter(k for run in runs for k in set(syms[q] for q in range(*run)))
+    edge = {k for k, c in votes.items()
+            if c >= max(rules.head_windows, rules.head_share * len(runs))}
+    if not edge:
+        return
+    runs.insert(0, (_first_edge(row, syms, pos[0], edge, runs, small, rules), pos[0]))
+    unit.fetch = syms[pos[0]]
+    unit.positions = [a if any(syms[q] in edge for q in range(a, b)) else p
+                      for (a, b), p in zip(runs, pos)]
+    unit.head = unit.head | edge
+
+
+def _first_edge(row: list, syms: list, p: int, edge: set, runs: list, small: float,
+                rules: Rules) -> int:
+    """Where the first instance begins before its fetch at ``p``: back over small ops, as
+    many of the ``edge`` kinds as the longest of the other instances' ``runs`` holds (noise
+    puts others among them), up to the op after a gap like the loop's edge before the
+    others (``Rules.edge_gap_share`` of its typical width: a prologue's last op may be of
+    the same kind, before that gap), or to the row's first op."""
+    typical = upper_median((row[a].start - row[a - 1].end for a, _ in runs), 0.0)
+    left = max(b - a for a, b in runs)
+    first = p
+    while first > 0 and p - first < rules.max_head and \
+            row[first - 1].end - row[first - 1].start <= small and \
+            row[first].start - row[first - 1].end < rules.edge_gap_share * typical:
+        if syms[first - 1] in edge:
+            if not left:
+                break
+            left -= 1
+        first -= 1
+    return first
+
+
+def _edge_run(row: list, lo: int, p: int, small: float, rules: Rules) -> tuple[int, int]:
+    """The ops after the widest idle gap among the ``small`` ops just before ``row[p]``
+    (back to ``lo``, at most ``Rules.max_head`` of them, the gap before ``row[p]``
+    included): the loop's edge lies in that gap. Returns (start, p); start == p: the edge
+    is right before ``row[p]``."""
+    a = p
+    while a > lo and p - a < rules.max_head and row[a - 1].end - row[a - 1].start <= small:
+        a -= 1
+    gap = {q: row[q].start - row[q - 1].end for q in range(max(a, 1), p + 1)}
+    widest = max(gap, key=lambda q: (gap[q], q), default=p)
+    return widest, p
 
 
 def _last_instance_ops(unit: Unit, row: list, syms: list, rules: Rules) -> set:

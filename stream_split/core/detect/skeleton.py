@@ -366,6 +366,17 @@ def occurrences(row: list, sym: int) -> list:
     return [i for i, node in enumerate(row) if node.sym == sym]
 
 
+def before_containers(roots: list, path: list) -> list:
+    """The ops before each container of ``path`` (the open ops around a row, outermost
+    first, the first on ``roots``) on its own row, in time order (the outermost row's
+    first)."""
+    rows = [roots] + [c.kids for c in path[:-1]]
+    before = []
+    for row, container in zip(rows, path):
+        before.extend(row[:next(i for i, node in enumerate(row) if node is container)])
+    return before
+
+
 def after_containers(roots: list, path: list) -> list:
     """The ops after each container of ``path`` (the open ops around a row, outermost
     first, the first on ``roots``) on its own row, in time order (the innermost row's

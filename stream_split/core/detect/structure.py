@@ -24,9 +24,13 @@ close (``close.decide``), and ``evidence["waited"]`` says why. Both decision pat
 iteration test (``verdict.iteration_test``), find where the last instance ends one way
 (``search.end_of_last``) and report the same evidence (``evidence.py``).
 
-``ProfilerStep#N`` spans are evidence like any other annotation: repeated at the top level they
-are the unit (and are emitted online from the second step on); a single one is a container.
-With ``use_annotations=False`` they are transparent (their children are read in their place).
+``ProfilerStep#N`` spans are evidence like any other annotation: regular ones (two or more
+numbered in a row, none overlapping the one before, covering most of their time:
+``verdict.regular_steps``) are the unit whatever their nesting (a wrapper around them, a span
+crossing them, a file that writes them after their children), and are emitted online from the
+second step on; a single one is a container; irregular ones leave the decision to the
+structure, and ``evidence["steps_not_trusted"]`` says why. With ``use_annotations=False`` they
+are transparent (their children are read in their place).
 
 Memory: what the skeleton keeps is bounded (``skeleton.Skeletons``) and dropped once the unit
 is decided; a loop never confirmed online keeps its main thread's top level (about 100 bytes
@@ -48,8 +52,9 @@ from stream_split.core.detect.search import RecentMemos, Unit, find_unit
 from stream_split.core.detect.section import (
     DECIDED_AT_SECTION_END, WAITED_FOR_FRAMES, WAITED_FOR_GPU, WHY_AT_SECTION_END, LoopSection)
 from stream_split.core.detect.skeleton import (
-    SKIPPED, Node, Skeletons, ThreadSkeleton, after_containers)
-from stream_split.core.detect.verdict import confirmed_online, dominant, iteration_test
+    SKIPPED, Node, Skeletons, ThreadSkeleton, after_containers, before_containers)
+from stream_split.core.detect.verdict import (
+    confirmed_online, dominant, iteration_test, regular_steps)
 from stream_split.trace_format import PROFILER_STEP_PREFIX
 
 class Mode(enum.Enum):
@@ -109,7 +114,10 @@ class StructureDetector:
         self._online_thread = None
         self._online_last_end = None
         self._online_count = 0
-        self._online_state = None
+        #: Each thread's ``ProfilerStep`` spans read, none nested in or overlapping the one
+        #: before: (start, end, name, at_top); once they are the loop, its latest only.
+        self._step_runs: dict = {}
+        self._steps_why = ""  # why the steps are the loop (``verdict.regular_steps``)
         # Mode.MATCHING: the matcher, the skeleton of the row it reads (and the containers
         # around it), what the manifest will say of the unit.
         self._matcher: RootMatcher | None = None
@@ -144,7 +152,7 @@ class StructureDetector:
     def observe(self, thread, stack: list, start: float, end: float, name: str, section: int):
         if self.mode is Mode.STEPS:  # decided: only step annotations matter now
             if name.startswith(PROFILER_STEP_PREFIX) and thread == self._online_thread:
-                return self._observe_step(self._online_state, start, end, name)
+                return self._observe_step(thread, start, end, name, len(stack) == 1)
             return ()
         if self.mode is Mode.MATCHING:
             return self._observe_matching((thread, section), stack, start, end, name)
@@ -160,17 +168,22 @@ class StructureDetector:
             found = self._from_the_past(start, gpu_block=False)
             if found is not None:
                 return found
+        is_step = name.startswith(PROFILER_STEP_PREFIX)
+        if is_step and self._use_annotations:  # whatever the nesting, before the skeleton
+            found = self._observe_step(thread, start, end, name, len(stack) == 1)
+            if found:
+                return found
         state = self._skeletons.of(thread, section)
         if state.main:
             self._section.follow(thread, start)
-        is_step = name.startswith(PROFILER_STEP_PREFIX)
         parent = state.parent_at(len(stack) - 1, is_step and not self._use_annotations)
         if parent is SKIPPED:  # not read: under an op not kept, or a step read through
             return ()
-        found = self._observe_step(state, start, end, name) if is_step else ()
+        if is_step:
+            state.add_step(start, end, name)  # the loop thread's rank at close
         node = self._skeletons.add(state, parent, start, end, name)
-        if found or node is SKIPPED or not self._online_allowed(state):
-            return found
+        if node is SKIPPED or not self._online_allowed(state):
+            return ()
         return self._try_after(state, parent, node)
 
     def _try_after(self, state: ThreadSkeleton, parent: Node | None, node: Node):
@@ -224,6 +237,8 @@ class StructureDetector:
         is read (Kineto's layout), so no later instance can differ. A coarser cut of several
         instances that each turn the loop loses to them at close (the super-period rule) and
         a finer one turns no loop, whatever the kernels that come later weigh."""
+        if not section_read and self._frames_follow():
+            return ()
         unit = find_unit(roots, names=self._names, whole=False, memo=self._memos.of(roots))
         if unit is None:
             return ()
@@ -236,13 +251,25 @@ class StructureDetector:
             return ()
         return self._start_matching(state, roots, unit, path, f"{why}; {believed}")
 
+    def _frames_follow(self) -> bool:
+        """The header promises Python frames, and none has come before the op it opens: the
+        file brings them after the loop thread's ops (Kineto's layout). A boundary believed
+        now would be out before the frames that open its step (the outermost frame, the
+        RNG calls before the first op), and a boundary never moves earlier: the decision
+        waits for the end of the loop thread's section, when the frames are read
+        (``_section_ended``). A file in time order brings each frame before the ops it
+        opens, and decides online."""
+        return bool(self._facts.frames) and not self._frames_before_ops
+
     def _start_matching(self, state: ThreadSkeleton, roots: list, unit: Unit, path: list,
                         why: str) -> tuple:
         """The unit is confirmed online on ``roots`` (inside the containers ``path``): the
         matcher takes over, and the skeleton is dropped."""
         opening = [] if path else section_openers(
             state, self._skeletons.sections(state), roots, unit, self._names)
-        self._matcher = RootMatcher(state.key, roots, unit, self._names, opening)
+        anchor = roots[unit.first].sym  # its minor roots before the containers (warm-up)
+        minor = [n for n in before_containers(state.roots, path) if n.sym == anchor]
+        self._matcher = RootMatcher(state.key, roots, unit, self._names, opening, minor)
         self._matcher_path = tuple(path)
         self._move(Event.UNIT_CONFIRMED)
         self._online_evidence = online_evidence(self.name, state.key, path, roots, unit, why,
@@ -260,26 +287,33 @@ class StructureDetector:
                                       len(stack) - 1, start, end, name, transparent)
         return () if node is None else self._matcher.push(node)
 
-    def _observe_step(self, state: ThreadSkeleton, start, end, name):
-        if not state.add_step(start, end, name):
+    def _observe_step(self, thread, start: float, end: float, name: str, at_top: bool):
+        """A ``ProfilerStep`` span of ``thread`` (``at_top``: a top-level op of it), whatever
+        its nesting: kept unless nested in (or overlapping) the thread's previous one. Once
+        the steps kept are regular (``verdict.regular_steps``) they are the loop: each one
+        is a boundary (``Mode.STEPS``), and so is each new one of that thread."""
+        steps = self._step_runs.setdefault(thread, [])
+        if steps and start < steps[-1][1]:
             return ()  # nested in (or overlapping) the previous step: not a new step
-        if self.mode is Mode.LEARNING:
-            if len(state.steps) < RULES.online.min_steps:
-                return ()
-            self._move(Event.STEPS_REPEAT)
-            self._online_thread = state.key
-            self._online_state = state
-            self._skeletons.drop()  # the skeleton is no longer needed
-            self._memos.clear()
-            state.roots = []
-            self._online_count = len(state.steps)
-            self._online_last_end = max(s[1] for s in state.steps)
-            return tuple(FoundBoundary(s, state.key, n) for s, _, n in state.steps)
-        if state.key != self._online_thread:
+        if self.mode is Mode.STEPS:
+            steps[-1:] = [(start, end, name, at_top)]
+            self._online_count += 1
+            self._online_last_end = max(self._online_last_end, end)
+            return (FoundBoundary(start, thread, name),)
+        steps.append((start, end, name, at_top))
+        del steps[:-RULES.memory.max_steps_kept]  # bounded, whatever the steps
+        trusted, why = regular_steps(steps)
+        if not trusted:
             return ()
-        self._online_count += 1
-        self._online_last_end = max(self._online_last_end, end)
-        return (FoundBoundary(start, state.key, name),)
+        self._steps_why = why
+        self._move(Event.STEPS_REPEAT)
+        self._online_thread = thread
+        self._skeletons.drop()  # the skeleton is no longer needed
+        self._memos.clear()
+        self._step_runs = {thread: steps[-1:]}
+        self._online_count = len(steps)
+        self._online_last_end = max(s[1] for s in steps)
+        return tuple(FoundBoundary(s, thread, n) for s, _, n, _ in steps)
 
     def observe_launch(self, thread, ts: float, correlation, graph: bool,
                        copy: bool = False) -> tuple:
@@ -404,11 +438,19 @@ class StructureDetector:
     # -- decision at the end (``close.py``) ---------------------------------------------
 
     def close(self) -> DetectorResult:
-        if self.mode is Mode.SECTION_END:
-            return self._early
         if self.mode is Mode.STEPS:
             return from_steps(self.name, self._online_thread, self._online_last_end,
-                              self._online_count)
+                              self._online_count, self._steps_why)
+        result = self._structure_result()
+        steps = self._step_runs.get(tuple(result.evidence.get("loop_thread") or ()), ())
+        if len(steps) >= RULES.online.min_steps:  # steps, but not a loop: explain says why
+            result.evidence["steps_not_trusted"] = regular_steps(steps)[1]
+        return result
+
+    def _structure_result(self) -> DetectorResult:
+        """What the structure concluded (no regular steps were found)."""
+        if self.mode is Mode.SECTION_END:
+            return self._early
         if self.mode is Mode.MATCHING:
             return from_matcher(self._matcher, self._online_evidence)
         thread = loop_thread(self._skeletons.threads.values(), self._use_annotations)

@@ -6,6 +6,8 @@ Which file a new rule goes in:
   where each instance opens): ``search.py`` (``_qualifies``, ``_choose``, ``_opening``);
 - **is the unit found an iteration** (a layer or a step? a container or a loop?): here,
   ``iteration_test``; both decision paths apply it, online and at close;
+- **are the step annotations the loop** (``ProfilerStep#N`` spans regular enough to trust
+  whatever their nesting, before any structure is asked): here, ``regular_steps``;
 - **can it be believed before the end of the input** (evidence that needs no GPU work, no
   later instance): here, ``confirmed_online``, on top of ``iteration_test``;
 - **when and where to ask online** (which rows are searched, when the detector tries):
@@ -28,6 +30,37 @@ from stream_split.core.detect.rules import INNER_RULES, ONLINE_INNER_RULES, RULE
 from stream_split.core.detect.search import (
     OPENS_AFTER_SYNC, OPENS_AT_INPUT_FETCH, Unit, find_unit, turns_the_loop)
 from stream_split.core.detect.skeleton import Node, flatten, occurrences
+from stream_split.trace_format import profiler_step_number
+
+#: Why regular steps are the loop, when each of them is a top-level op of its thread (the
+#: words ``explain`` has always given) and when some are not.
+STEPS_AT_THE_TOP = "ProfilerStep#N spans repeat at the top of the loop thread"
+#: Why a unit at the top of the loop thread is not the loop (``loop_inside``): the close path
+#: descends into the container, and the instances at the top are minor roots.
+LOOP_INSIDE = "its instances are minor roots around a container that holds more of them"
+STEPS_NESTED = ("ProfilerStep#N spans numbered in a row, none overlapping the one before, "
+                "cover most of their thread's time: trusted whatever their nesting")
+
+
+def regular_steps(steps: list, rules: Rules = RULES) -> tuple[bool, str]:
+    """Do the last ``OnlineRules.min_steps`` of one thread's ``ProfilerStep#N`` spans
+    (``steps``: (start, end, name, at_top) in the order read, none nested in or overlapping
+    the one before) make a loop to trust, whatever their nesting (another span may cross
+    them, a wrapper hold them, the file hold them after their children)? They must be
+    numbered in a row and cover most of the time from the first one's start to the last
+    one's end (``VerdictRules.steps_cover``). Returns (verdict, why): why they are the loop
+    (``STEPS_AT_THE_TOP`` when every one is a top-level op), or why not (yet)."""
+    last = steps[-rules.online.min_steps:]
+    if len(last) < rules.online.min_steps:
+        return False, f"fewer than {rules.online.min_steps} ProfilerStep#N spans in a row"
+    numbers = [profiler_step_number(name) for _, _, name, _ in last]
+    if None in numbers or any(b != a + 1 for a, b in zip(numbers, numbers[1:])):
+        return False, "the ProfilerStep#N spans are not numbered in a row"
+    span = last[-1][1] - last[0][0]
+    covered = sum(end - start for start, end, _, _ in last)
+    if span <= 0 or covered < rules.verdict.steps_cover * span:
+        return False, "the ProfilerStep#N spans leave most of their thread's time out"
+    return True, STEPS_AT_THE_TOP if all(top for *_, top in steps) else STEPS_NESTED
 
 
 def iteration_test(roots: list, row: list, unit: Unit, path: list, modules: list | None,
@@ -38,10 +71,32 @@ def iteration_test(roots: list, row: list, unit: Unit, path: list, modules: list
     inside a container see ``not_a_layer``. Returns (verdict, why)."""
     if path:
         return not_a_layer(roots, row, unit, path, modules, rules)
+    if loop_inside(row, unit, rules):
+        return False, LOOP_INSIDE
     held = module_holding_several(row, unit, modules, rules)
     if held:
         return False, held
     return True, "repeats at the top of the loop thread"
+
+
+def loop_inside(row: list, unit: Unit, rules: Rules = RULES) -> bool:
+    """Failure mode 3 with minor roots around the loop's container (a warm-up ``step``
+    before the engine's busy loop, more after it): a chain of dominant containers on
+    ``row`` (``dominant``, as the close path descends) holds a row with more instances of
+    the unit's anchor than ``row`` has, and at least ``Rules.min_instances``. The
+    instances on ``row`` are then the minor roots of the loop inside, not the loop."""
+    anchor = unit.anchor
+    here = len(occurrences(row, anchor))
+    level = row
+    for _ in range(rules.online.container_depth):
+        container = dominant(level, rules)
+        if container is None or not container.kids:
+            return False
+        level = container.kids
+        inside = len(occurrences(level, anchor))
+        if inside > here and inside >= rules.min_instances:
+            return True
+    return False
 
 
 def not_a_layer(roots: list, row: list, unit: Unit, path: list, modules: list | None,
@@ -107,9 +162,20 @@ def every_fetch_opens(row: list, unit: Unit) -> bool:
     """Every input fetch read so far opens an instance of the unit. A unit learned from a few
     cycles only (three idle polls after two steps, before any GPU work is known) leaves the
     earlier fetches outside it: it is not the loop yet."""
+    if unit.fetch is not None:  # the loop's edge: each instance opens just before its fetch
+        return _every_fetch_after_an_edge(row, unit)
     fetch = row[unit.first].sym
     opens = set(unit.positions)
     return all(i in opens for i, node in enumerate(row) if node.sym == fetch)
+
+
+def _every_fetch_after_an_edge(row: list, unit: Unit) -> bool:
+    """``every_fetch_opens`` where the loop's edge moved each instance's beginning back from
+    its fetch (``search._loop_edge``): every fetch is the first of its instance."""
+    ends = unit.positions[1:] + [len(row)]
+    firsts = {next((q for q in range(a, b) if row[q].sym == unit.fetch), None)
+              for a, b in zip(unit.positions, ends)}
+    return all(i in firsts for i, node in enumerate(row) if node.sym == unit.fetch)
 
 
 def opens_with_copy(row: list, unit: Unit, rules: Rules = RULES) -> bool:
