@@ -231,6 +231,12 @@ class Rules:
     #: (``prof.step()``, the ``for`` statement), so the widest gap is where the loop turns;
     #: any wider gap says so (``_after_loop_edge``).
     edge_gap_ratio: float = 1.0
+    #: A unit whose instances each hold the loop's once-per-turn ops (``spine`` with a loop
+    #: marker) begins at the loop's edge: between the two of its spine's kinds where the
+    #: widest idle gap lies in (the median of) the instances, when that gap is at least this
+    #: many times the widest between any other two (``search._at_loop_edge``); else no edge
+    #: stands out and the head is read as usual.
+    loop_edge_ratio: float = 2.0
     #: Symbols seen in fewer than this share of the instances are sporadic: a head walk steps
     #: over them.
     sporadic_share: float = 0.5

@@ -69,16 +69,18 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
 
 from stream_split.core.detect.rules import REPEAT, RULES, Rules
 from stream_split.core.records import KIND_IDLE, KIND_ITERATION
 from stream_split.trace_format import (BLOCKING_SYNC_NAMES, INPUT_FETCH_PATTERN,
-                                       LOOP_MARKER_PATTERN)
+                                       LOOP_MARKER_PATTERN, TURN_END_PATTERN)
 
 _INPUT_FETCH = re.compile(INPUT_FETCH_PATTERN)
 _LOOP_MARKER = re.compile(LOOP_MARKER_PATTERN)
+_TURN_END = re.compile(TURN_END_PATTERN)
 
 
 def upper_median(values, default=None):
@@ -98,6 +100,9 @@ OPENS_AT_INPUT_FETCH = "before the input fetch"
 #: ``Unit.opening`` of a unit whose instances begin right after the previous one's host sync
 #: (with the small ops back to that sync: ``_begin_at``).
 OPENS_AFTER_SYNC = "right after the previous instance's blocking sync"
+#: ``Unit.opening`` of a unit whose instances begin at the loop's edge: the widest idle gap
+#: between the once-per-turn ops that end one turn and begin the next (``_at_loop_edge``).
+OPENS_AT_LOOP_EDGE = "at the loop's edge (the widest gap between two turns' own ops)"
 
 
 @dataclass(slots=True)
@@ -132,6 +137,9 @@ class Unit:
     #: Kinds of op found exactly once in every inner instance (``_loop_body``), when there are
     #: at least ``Rules.spine_ops`` of them: the program's own loop body.
     spine: frozenset = frozenset()
+    #: Inner instances that hold a loop marker more than once (``_merged_turns``): two turns
+    #: of the loop in one, where the anchor was missing.
+    merged: int = 0
 
     @property
     def n(self) -> int:
@@ -815,10 +823,20 @@ def _whole_steps(unit: Unit, rules: Rules) -> bool:
             and unit.inner_worst >= rules.super_period_floor and not unit.pieces)
 
 
-def _more_regular(a: Unit, b: Unit, rules: Rules) -> bool:
-    """Of two cuts of one loop: the one whose summed similarity is clearly higher, where
-    each extra instance must pay for itself by being like the unit (an eval forward cut out
-    of its step does not); else the fewer instances, then the earlier."""
+def _more_regular(a: Unit, b: Unit, rules: Rules, markers: frozenset = frozenset()) -> bool:
+    """Of two cuts of one loop: the one whose every instance holds the loop's own
+    once-per-turn ops exactly once (its spine holds a loop marker of ``markers``: one
+    ``Optimizer.step`` each, however unlike their shapes make them) when the other's do not;
+    else the one with fewer instances holding two turns (``Unit.merged``: an instance that
+    lost its anchor to noise holds two optimizer steps); else the one whose summed
+    similarity is clearly higher, where each extra instance must pay for itself by being
+    like the unit (an eval forward cut out of its step does not); else the fewer instances,
+    then the earlier."""
+    turns_a, turns_b = bool(a.spine & markers), bool(b.spine & markers)
+    if turns_a != turns_b:
+        return turns_a
+    if a.merged != b.merged:
+        return a.merged < b.merged
     margin = rules.score_margin * max(a.n, b.n)
     if a.n != b.n:
         fine, coarse = (a, b) if a.n > b.n else (b, a)
@@ -827,6 +845,18 @@ def _more_regular(a: Unit, b: Unit, rules: Rules) -> bool:
     if abs(a.score - b.score) > margin:
         return a.score > b.score
     return a.first < b.first
+
+
+def _merged_turns(unit: Unit, syms: list, markers: frozenset) -> int:
+    """How many inner instances of ``unit`` hold one of the loop's ``markers`` (its
+    once-per-turn ops) more than once: two turns in one, where the anchor was missing. A
+    marker missing from an instance says less: noise drops a small op, never adds a turn."""
+    pos = unit.positions
+    merged = 0
+    for a, b in zip(pos, pos[1:]):
+        counts = Counter(syms[q] for q in range(a, b) if syms[q] in markers)
+        merged += any(c > 1 for c in counts.values())
+    return merged
 
 
 def _choose(candidates: list, rules: Rules, markers: frozenset = frozenset()) -> Unit:
@@ -840,7 +870,7 @@ def _choose(candidates: list, rules: Rules, markers: frozenset = frozenset()) ->
     same = [c for c in pool if _same_loop(c, coarsest, rules)]
     best = same[0]
     for c in same[1:]:
-        best = c if _more_regular(c, best, rules) else best
+        best = c if _more_regular(c, best, rules, markers) else best
     # The cuts of the winner's loop too: the coarsest cut may have lost a third of its
     # instances (its anchor dropped by noise), so a cut of every step is out of its reach.
     while True:
@@ -849,7 +879,7 @@ def _choose(candidates: list, rules: Rules, markers: frozenset = frozenset()) ->
             return best
         same.extend(more)
         for c in more:
-            best = c if _more_regular(c, best, rules) else best
+            best = c if _more_regular(c, best, rules, markers) else best
 
 
 def _idle_cycles_apart(best: Unit, candidates: list, rules: Rules) -> Unit | None:
@@ -900,6 +930,8 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
     if not candidates:
         return None
     markers = frozenset(s for s in positions if names and _LOOP_MARKER.search(names[s]))
+    for unit in candidates if markers else ():
+        unit.merged = _merged_turns(unit, syms, markers)
     best = _opened(_choose(candidates, rules, markers), row, syms, positions, names, rules,
                    whole, memo)
     apart = _idle_cycles_apart(best, candidates, rules)
@@ -948,7 +980,110 @@ def _opening(unit: Unit, row: list, syms: list, positions: dict, names,
             return _begin_at(unit, after_sync, row, syms, positions, noise, memo,
                              OPENS_AFTER_SYNC,
                              tiny - syncs)
+        edge = _at_loop_edge(unit, spine, row, syms, positions, names, memo)
+        if edge is not None:
+            return edge
     return _extend_head(unit, row, syms, noise, rules, whole, tiny)
+
+
+def _gap_before(row: list, q: int) -> float:
+    """The host's idle time before the op at ``q`` (since the op before it ended); the row's
+    first op has no op before it: an edge of its own."""
+    return row[q].start - row[q - 1].end if q > 0 else math.inf
+
+
+def _widest_gap(row: list, lo: int, hi: int) -> int:
+    """The position in ``lo..hi`` (both included) with the widest idle gap before it (the
+    first of equals)."""
+    return max(range(lo, hi + 1), key=lambda q: (_gap_before(row, q), -q))
+
+
+def _edge_pair(kinds: list, row: list, syms: list, names: list, rules: Rules) -> tuple | None:
+    """Of the once-per-turn ``kinds`` (``_spine``, in the representative's order), taken
+    cyclically, the pair (the one before, the one after) between which the loop turns: next
+    to the loop's own markers (``_edge_candidates``), where the widest idle gap lies in every
+    instance: its median over the instances is ``Rules.loop_edge_ratio`` times that of any
+    other candidate. None where no pair stands out."""
+    if len(kinds) < REPEAT:
+        return None
+    at = {s: [q for q in range(len(syms)) if syms[q] == s] for s in kinds}
+    widest = []
+    for j in _edge_candidates(kinds, names):
+        before, after = at[kinds[j - 1]], kinds[j]
+        gaps = []
+        for q in at[after]:
+            k = bisect_left(before, q) - 1
+            if k >= 0:
+                gaps.append(max(_gap_before(row, x) for x in range(before[k] + 1, q + 1)))
+        widest.append((upper_median(gaps, 0.0), kinds[j - 1], after))
+    widest.sort(reverse=True)
+    if not widest or widest[0][0] <= 0:
+        return None
+    top, before, after = widest[0]
+    if len(widest) > 1 and top < rules.loop_edge_ratio * widest[1][0]:
+        return None
+    return before, after
+
+
+def _edge_candidates(kinds: list, names: list) -> list:
+    """Where among the once-per-turn ``kinds`` (cyclic) the loop may turn: each index ``j``
+    stands for the pair (``kinds[j - 1]``, ``kinds[j]``). After the op that ends a turn
+    (``Optimizer.step``: ``TURN_END_PATTERN``) and after each marker that follows it at once
+    (``zero_grad`` at a turn's end); where no op ends a turn, after any marker or before one
+    that may open a turn (``_opens_turn``). A gap inside the forward is never the edge, however
+    wide (an op the profiler missed)."""
+    ends = [j for j, s in enumerate(kinds) if _TURN_END.search(names[s])]
+    if ends:
+        out = [(ends[0] + 1) % len(kinds)]
+        while _LOOP_MARKER.search(names[kinds[out[-1]]]) and len(out) < len(kinds) - 1:
+            out.append((out[-1] + 1) % len(kinds))
+        return out
+    return [j for j, after in enumerate(kinds)
+            if _opens_turn(names[after]) or _LOOP_MARKER.search(names[kinds[j - 1]])]
+
+
+def _opens_turn(name: str) -> bool:
+    """May an op of this name be a turn's first own op? A loop marker but the one that ends
+    a turn (``TURN_END_PATTERN``)."""
+    return bool(_LOOP_MARKER.search(name)) and not _TURN_END.search(name)
+
+
+def _at_loop_edge(unit: Unit, spine: list, row: list, syms: list, positions: dict,
+                  names: list, memo: SearchMemo) -> Unit | None:
+    """A unit whose instances hold the loop's own once-per-turn ops (``spine``: the kinds
+    once in most like instances, ``_spine``; one a loop marker: ``Optimizer.step``,
+    ``zero_grad``) and no input fetch nor closing sync opens:
+    each instance begins at the loop's edge, the widest idle gap between the spine's kind
+    that ends a turn and the one that begins the next (``_edge_pair``: between two turns the
+    host runs the loop itself), so the ops that make the step's input (a batch of any shape,
+    padded or bucketed) are its own. The cut moves to the kind after the edge when it cuts
+    the same loop as well (as ``_begin_at``). None where the edge is not clear."""
+    if not any(_LOOP_MARKER.search(names[s]) for s in spine):
+        return None
+    rules = memo.rules
+    pair = _edge_pair(spine, row, syms, names, rules)
+    if pair is None:
+        return None
+    before, after = pair
+    if after != unit.anchor:
+        moved = _evaluate(positions[after], after, row, syms, rules, memo)
+        if not (_qualifies(moved, rules) and moved.n >= rules.same_loop_ratio * unit.n
+                and moved.score >= unit.score - rules.score_margin * unit.n):
+            return None
+        unit = moved
+    pos = unit.positions
+    ends = positions[before]
+    cuts = {}
+    for i in range(len(pos) - 1, -1, -1):  # the first turn last: it reads the others' reach
+        p = pos[i]
+        k = bisect_left(ends, p) - 1
+        lo = max(ends[k] + 1 if k >= 0 else 0, pos[i - 1] + 1 if i else 0)
+        if not i and k < 0:  # no turn before: back no further than the others reach
+            lo = max(0, p - max((pos[j] - cuts[j] for j in cuts), default=0))
+        cuts[i] = _widest_gap(row, lo, p)
+    unit.positions = [cuts[i] for i in range(len(pos))]
+    unit.opening = OPENS_AT_LOOP_EDGE
+    return unit
 
 
 def _spine(unit: Unit, syms: list, rules: Rules, once: bool = True) -> list:
