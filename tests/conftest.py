@@ -51,6 +51,35 @@ def large_ones_slow(cases, path_of=Path) -> list:
             if os.path.getsize(path_of(case)) > LARGE_TRACE_BYTES else case for case in cases]
 
 
+def recorded_cases(names, not_yet: dict, path_of) -> list:
+    """Recordings as test parameters: a strict xfail (with its measured reason) for each one in
+    ``not_yet``, so that the day it passes the test fails and the list is corrected; the
+    others through ``large_ones_slow``."""
+    failing = [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=not_yet[name]))
+               for name in names if name in not_yet]
+    return failing + large_ones_slow([name for name in names if name not in not_yet], path_of)
+
+
+def profiler_step_names(path) -> set:
+    """The names of the ``ProfilerStep#N`` annotations of the recording at ``path``."""
+    from stream_split.testing.accuracy import read_events
+    return {e["name"] for e in read_events(path)
+            if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")}
+
+
+def split_keeps_every_event(trace, out_dir, *options) -> None:
+    """A split of ``trace`` into ``out_dir`` writes each of its non-metadata events into
+    exactly one piece (an iteration or the outside piece), as its manifest counts them."""
+    from stream_split.testing.accuracy import read_events
+    run_cli("split", trace, "-o", out_dir, *options)
+    manifest = json.loads((Path(out_dir) / "manifest.json").read_text())
+    assert manifest["counts"]["conserved"]
+    written = sum(sum(1 for e in load_piece(Path(out_dir) / entry["file"])["traceEvents"]
+                      if e.get("ph") != "M")
+                  for entry in manifest["iterations"] + [manifest["outside"]])
+    assert written == sum(1 for e in read_events(trace) if e.get("ph") != "M")
+
+
 needs_shared = pytest.mark.skipif(not SHARED_TRACES.is_dir(),
                                   reason="../shared/traces is absent (a user's clone has none)")
 

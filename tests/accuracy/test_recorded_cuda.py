@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import large_ones_slow, load_piece, run_cli
+from conftest import (large_ones_slow, profiler_step_names, recorded_cases,
+                      split_keeps_every_event)
 
 RECORDED = Path(__file__).parents[1] / "data" / "cuda"
 TRUTH = json.loads((RECORDED / "truth.json").read_text())
@@ -25,21 +26,13 @@ def _trace(name: str) -> Path:
     return RECORDED / f"{name}.json.gz"
 
 
-def _expected_to_split(name):
-    """A recording as a test parameter: a strict xfail for the loops not split yet."""
-    return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=NOT_YET[name]))
-
-
 @pytest.mark.parametrize("name", sorted(TRUTH["programs"]))
 def test_recorded_steps_match_the_truth_file(name):
-    from stream_split.testing.accuracy import read_events
-    steps = {e["name"] for e in read_events(_trace(name))
-             if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")}
-    assert steps == {f"ProfilerStep#{n}" for n in TRUTH["programs"][name]}
+    assert profiler_step_names(_trace(name)) == {f"ProfilerStep#{n}"
+                                                  for n in TRUTH["programs"][name]}
 
 
-@pytest.mark.parametrize("name", [_expected_to_split(n) for n in sorted(NOT_YET)] + large_ones_slow(
-    sorted(set(TRUTH["programs"]) - set(NOT_YET)), _trace))
+@pytest.mark.parametrize("name", recorded_cases(sorted(TRUTH["programs"]), NOT_YET, _trace))
 def test_recorded_gpu_loop_splits_as_its_steps_with_the_steps_stripped(name):
     from stream_split.testing.accuracy import read_events, score_stripped
     score = score_stripped(read_events(_trace(name)), name, "ProfilerStep#N (stripped)")
@@ -48,14 +41,7 @@ def test_recorded_gpu_loop_splits_as_its_steps_with_the_steps_stripped(name):
 
 @pytest.mark.parametrize("name", large_ones_slow(sorted(TRUTH["programs"]), _trace))
 def test_every_event_of_a_recorded_gpu_loop_lands_in_exactly_one_piece(name, tmp_path):
-    from stream_split.testing.accuracy import read_events
-    run_cli("split", _trace(name), "-o", tmp_path, "--detector", "structure")
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["counts"]["conserved"]
-    written = sum(sum(1 for e in load_piece(tmp_path / entry["file"])["traceEvents"]
-                      if e.get("ph") != "M")
-                  for entry in manifest["iterations"] + [manifest["outside"]])
-    assert written == sum(1 for e in read_events(_trace(name)) if e.get("ph") != "M")
+    split_keeps_every_event(_trace(name), tmp_path, "--detector", "structure")
 
 
 def _in_time_order(events: list) -> list:
