@@ -267,6 +267,14 @@ class Rules:
     #: A cycle unlike the unit with fewer kernels than this share of the median cycle's is an
     #: idle cycle (failure mode 2: ``get_next_batch`` + ``idle_step``), reported apart.
     idle_gpu_share: float = 0.25
+    #: A server's idle poll sleeps, then does a tiny op (a heartbeat): an op after an idle gap
+    #: this many times the loop's narrowest edge (the gap before an instance: the loop's own
+    #: Python between turns) and the median gap between two ops begins a turn of its own
+    #: (``search._waits_apart``) ...
+    wait_gap_ratio: float = 8.0
+    #: ... when the ops up to the next turn do at most this share of the representative's
+    #: time (and, as an idle cycle, little of its GPU work, mostly in ops of their own).
+    wait_work_share: float = 0.25
 
     # -- the other groups --------------------------------------------------------------
 

@@ -71,7 +71,7 @@ import math
 import re
 from bisect import bisect_left
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from stream_split.core.detect.rules import REPEAT, RULES, Rules
 from stream_split.core.records import KIND_IDLE, KIND_ITERATION
@@ -140,6 +140,9 @@ class Unit:
     #: Inner instances that hold a loop marker more than once (``_merged_turns``): two turns
     #: of the loop in one, where the anchor was missing.
     merged: int = 0
+    #: ``score`` with each instance that holds the whole spine, where the spine holds a loop
+    #: marker, counted at least ``Rules.like`` (``_unit_of``): for ``_qualifies``.
+    turn_score: float = 0.0
 
     @property
     def n(self) -> int:
@@ -332,7 +335,7 @@ class SearchMemo:
     """
 
     __slots__ = ("row", "rules", "_gpu", "_current", "_previous", "_gpu_total",
-                 "_row_end", "_size")
+                 "_row_end", "_size", "markers")
 
     def __init__(self):
         self.row: list | None = None
@@ -343,6 +346,8 @@ class SearchMemo:
         self._size = 0  # the ops covered by the values in ``_current``
         self._gpu_total = 0  # kernels of the whole row (``_coverage``)
         self._row_end = 0.0  # where its last op ends (``_coverage``)
+        #: The loop markers of the row searched (set by ``find_unit`` for ``_unit_of``).
+        self.markers: frozenset = frozenset()
 
     def begin(self, row: list, rules: Rules) -> None:
         """A search on ``row`` with ``rules`` begins: drop what can have changed."""
@@ -631,6 +636,8 @@ def _unit_of(pos: list, anchor: int, instances: tuple, against: tuple, coverage:
     spine = _loop_body(shapes, rules)
     held = _spine_held(shapes, spine)
     liked = [x >= rules.like or h for x, h in zip(sims, held)]
+    # The spine is evidence of turns once it held in ``min_instances`` inner instances.
+    turns = bool(spine & memo.markers) and len(inner) >= rules.min_instances
     idle_at = [idle and not h for idle, h in zip(idle_at, held)]
     # A fragment has under half the representative's ops and, where work is weighed, under
     # half its work: a step without the four inserted ``detach`` ops of the representative
@@ -660,7 +667,9 @@ def _unit_of(pos: list, anchor: int, instances: tuple, against: tuple, coverage:
                 inner_worst=min(inner_sims) if inner_sims else 1.0, pieces=pieces,
                 even=all(rules.even_shortest * len(rep_shape) <= b - a
                          <= rules.even_longest * len(rep_shape) for a, b in inner),
-                spine=spine)
+                spine=spine,
+                turn_score=sum(max(x, rules.like) if h and turns else x
+                               for x, h in zip(sims, held)))
 
 
 def _loop_body(shapes: list, rules: Rules) -> frozenset:
@@ -795,9 +804,12 @@ def _qualifies(unit: Unit | None, rules: Rules) -> bool:
     n = unit.n
     if n < rules.min_instances:
         return unit.worst >= rules.two_similarity
+    # An instance holding the loop's own once-per-turn ops once is a turn, however its shapes
+    # make its work differ (dynamic shapes): its similarity counts at least as ``like``.
+    score = max(unit.score, unit.turn_score)
     return (unit.like >= rules.min_like
             and unit.like >= rules.like_share * (n - unit.idle)
-            and unit.score / n * unit.coverage >= rules.min_quality
+            and score / n * unit.coverage >= rules.min_quality
             and unit.fragments <= rules.fragment_share * n)
 
 
@@ -915,6 +927,8 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
     positions: dict = {}
     for i, s in enumerate(syms):
         positions.setdefault(s, []).append(i)
+    markers = frozenset(s for s in positions if names and _LOOP_MARKER.search(names[s]))
+    memo.markers = markers
     candidates = []
     seen = set()
     for sym, pos in positions.items():
@@ -929,15 +943,94 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
             candidates.append(unit)
     if not candidates:
         return None
-    markers = frozenset(s for s in positions if names and _LOOP_MARKER.search(names[s]))
     for unit in candidates if markers else ():
         unit.merged = _merged_turns(unit, syms, markers)
     best = _opened(_choose(candidates, rules, markers), row, syms, positions, names, rules,
                    whole, memo)
     apart = _idle_cycles_apart(best, candidates, rules)
-    if apart is None:
-        return best
-    return _opened(apart, row, syms, positions, names, rules, whole, memo)
+    if apart is not None:
+        best = _opened(apart, row, syms, positions, names, rules, whole, memo)
+    return _waits_apart(best, row, syms, rules)
+
+
+def _waits_apart(unit: Unit, row: list, syms: list, rules: Rules) -> Unit:
+    """Turns of the loop that only waited (a server's idle poll: a sleep, then a heartbeat
+    op) are turns of their own, though no op of theirs recurs in the unit. A *wait* is an idle
+    gap ``Rules.wait_gap_ratio`` times the narrowest gap before an instance (the loop's own
+    Python between two turns) and the typical gap between two ops; the ops of kinds never read
+    but after a wait and not in the spine (``body``: the turns' own work) that follow one are
+    a turn of their own when they do little work (``_only_waited``), and the op after them
+    begins the rest of the instance (in the last instance only where all that follows only
+    waited). Where the loop never waits, nothing changes."""
+    pos = unit.positions
+    if len(pos) < rules.min_instances or not unit.reference or len(unit.shapes) != len(pos):
+        return unit
+    gaps = [_gap_before(row, q) for q in range(1, len(row))]
+    wait = rules.wait_gap_ratio * max(min(_gap_before(row, p) for p in pos[1:]),
+                                      upper_median(gaps, 0.0))
+    if not 0 < wait < math.inf:
+        return unit
+    body = {syms[q] for q, gap in enumerate(gaps, 1) if gap < wait} | unit.spine
+    bounds = pos[1:] + [len(row)]
+    starts, shapes, sims = [], [], []
+    for i, (p, end) in enumerate(zip(pos, bounds)):
+        pieces = _idle_runs(row, syms, p, end, wait, body, unit, rules)
+        if end == len(row):
+            pieces = _last_turns(pieces, row, unit, rules)
+        if len(pieces) == 1:
+            starts.append(p)
+            shapes.append(unit.shapes[i])
+            sims.append(unit.similarity[i])
+            continue
+        for a, b in zip(pieces, pieces[1:] + [end]):
+            shape, sim = shape_and_similarity(row[a:b], unit, rules)
+            starts.append(a)
+            shapes.append(shape)
+            sims.append(sim)
+    if len(starts) == len(pos):
+        return unit
+    return replace(unit, positions=starts, shapes=shapes, similarity=sims)
+
+
+def _idle_runs(row: list, syms: list, p: int, end: int, wait: float, body: set, unit: Unit,
+               rules: Rules) -> list:
+    """Where the turns begin in the instance ``row[p:end]``: at ``p``, at each run of ops
+    outside ``body`` after a wait that only waited (``_only_waited``), and at the op of
+    ``body`` that follows such a run."""
+    pieces = [p]
+    q = p
+    while q < end:
+        if (q == p or _gap_before(row, q) >= wait) and syms[q] not in body:
+            r = q
+            while r < end and syms[r] not in body and (r == q or _gap_before(row, r) < wait):
+                r += 1
+            if _only_waited(row[q:r], unit, rules):
+                if q > p:
+                    pieces.append(q)
+                if r < end and (q > p or r > p):
+                    pieces.append(r)
+                q = r
+                continue
+        q += 1
+    return sorted(set(pieces))
+
+
+def _last_turns(starts: list, row: list, unit: Unit, rules: Rules) -> list:
+    """The turns of the last instance (beginning at ``starts``): it runs into whatever
+    follows the loop, so after its first busy turn only idle turns to the row's end are
+    turns; an epilogue after a pause is none."""
+    ends = starts[1:] + [len(row)]
+    idle = [_only_waited(row[a:b], unit, rules) for a, b in zip(starts, ends)]
+    busy = next((k for k, x in enumerate(idle) if not x), len(starts))
+    return starts if all(idle[busy + 1:]) else starts[:busy + 1]
+
+
+def _only_waited(ops: list, unit: Unit, rules: Rules) -> bool:
+    """Did a turn of these ``ops`` only wait: little work (``Rules.wait_work_share`` of the
+    unit's representative's time) and almost none of its GPU work?"""
+    _, ref_time, ref_gpu, _ = unit.reference
+    return (sum(n.end - n.start for n in ops) <= rules.wait_work_share * ref_time
+            and sum(n.gpu for n in ops) <= rules.idle_work_share * ref_gpu)
 
 
 def _opened(unit: Unit, row, syms, positions, names, rules, whole, memo) -> Unit:
@@ -1240,9 +1333,29 @@ def _extend_head(unit: Unit, row: list, syms: list, noise: set, rules: Rules,
             first -= 1
         unit.positions[0] = first
     moved = _after_loop_edge(unit, row, syms, head_only, rules)
+    moved = _run_to_edge(unit, row, syms) or moved
     if head or moved:
         unit.opening = OPENS_AT_HEAD
     return unit
+
+
+def _run_to_edge(unit: Unit, row: list, syms: list) -> bool:
+    """Move each instance's beginning left over a run of ops of its own first op's kind (one
+    ``randn`` per request of a batch, however many arrived) while the idle gap before the
+    earlier op is the wider: the loop's edge lies before the run. Returns whether a beginning
+    moved."""
+    pos = unit.positions
+    moved = False
+    for i, p in enumerate(pos):
+        lo = pos[i - 1] + 1 if i else 0
+        start = p
+        while start - 1 >= lo and syms[start - 1] == syms[p] and \
+                _gap_before(row, start - 1) > _gap_before(row, start):
+            start -= 1
+        if start != p:
+            pos[i] = start
+            moved = True
+    return moved
 
 
 def _head_windows(unit: Unit, syms: list, noise: set, closing: set, whole: bool) -> list:
