@@ -413,13 +413,18 @@ class Variant:
         return generate(self.scenario, self.seed, **self.params)
 
 
+#: Scenarios ``random_variant`` never draws (see there).
+NOT_DRAWN = ("sample", "serving_phases", "dynamic_shapes_cpu", "serving_cpu")
+
+
 def random_variant(seed: int) -> Variant:
     """A random scenario with random parameters, kept small (a few hundred to a few thousand
     events). Deterministic from ``seed``."""
     rng = random.Random(seed)
-    # serving_phases (tests/core/test_phases.py) is left out: the variants drawn stay those the
-    # property tests were checked on.
-    scenario = rng.choice([s for s in SCENARIOS if s not in ("sample", "serving_phases")])
+    # serving_phases (tests/core/test_phases.py) and the CPU loops of issue 21 (their own
+    # seeds and noisy variants in the accuracy harness) are left out: the variants drawn stay
+    # those the property tests were checked on.
+    scenario = rng.choice([s for s in SCENARIOS if s not in NOT_DRAWN])
     p: dict[str, Any] = {
         "layout": rng.choice(LAYOUTS),
         "metadata": rng.choice(("first", "last")),

@@ -22,14 +22,7 @@ WITH_STACK = ["train_with_stack"]
 #: What the detector does not do yet on these recordings (issue 21), per check, as measured:
 #: a strict xfail turns into a failure the day it passes, so these lists stay honest.
 NOT_YET = {
-    "stripped": {
-        "dynamic_bucket": "1 of 7 steps found, 22% of CPU ops right: the sizes drawn with "
-                          "torch.randint(...).item() make aten::randint the unit's anchor",
-        "dynamic_mixed": "1 of 7 steps found, 15% of CPU ops right (as dynamic_bucket)",
-        "dynamic_pad": "1 of 7 steps found, 15% of CPU ops right (as dynamic_bucket)",
-        "serving_unannotated": "7 of 12 steps found, none exact, 89% of CPU ops right: idle "
-                               "polls are merged into their neighbours",
-    },
+    "stripped": {},
     "frames": {
         "train_with_stack": "7 Python frames away from their step, in 6 of 6 steps: the "
                             "random.random call before the step's first op (inside make_batch) "

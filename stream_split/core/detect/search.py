@@ -141,7 +141,8 @@ class Unit:
     #: of the loop in one, where the anchor was missing.
     merged: int = 0
     #: ``score`` with each instance that holds the whole spine, where the spine holds a loop
-    #: marker, counted at least ``Rules.like`` (``_unit_of``): for ``_qualifies``.
+    #: marker and no GPU work is known, counted at least ``Rules.like`` (``_unit_of``): for
+    #: ``_qualifies``.
     turn_score: float = 0.0
 
     @property
@@ -636,8 +637,11 @@ def _unit_of(pos: list, anchor: int, instances: tuple, against: tuple, coverage:
     spine = _loop_body(shapes, rules)
     held = _spine_held(shapes, spine)
     liked = [x >= rules.like or h for x, h in zip(sims, held)]
-    # The spine is evidence of turns once it held in ``min_instances`` inner instances.
-    turns = bool(spine & memo.markers) and len(inner) >= rules.min_instances
+    # The spine is evidence of turns once it held in ``min_instances`` inner instances, on a
+    # row with no GPU work known: there time alone weighs the ops, and a step's time follows
+    # its shapes (kernel counts do not: with them, unlike turns are unlike work).
+    turns = bool(spine & memo.markers) and len(inner) >= rules.min_instances \
+        and not memo.gpu_total
     idle_at = [idle and not h for idle, h in zip(idle_at, held)]
     # A fragment has under half the representative's ops and, where work is weighed, under
     # half its work: a step without the four inserted ``detach`` ops of the representative
@@ -961,10 +965,13 @@ def _waits_apart(unit: Unit, row: list, syms: list, rules: Rules) -> Unit:
     but after a wait and not in the spine (``body``: the turns' own work) that follow one are
     a turn of their own when they do little work (``_only_waited``), and the op after them
     begins the rest of the instance (in the last instance only where all that follows only
-    waited). Where the loop never waits, nothing changes."""
+    waited). Idle turns recur (``Rules.min_instances`` of them at least). Only where no GPU
+    work is known (``cycle_kinds`` tells idle cycles by it); where the loop never waits,
+    nothing changes."""
     pos = unit.positions
-    if len(pos) < rules.min_instances or not unit.reference or len(unit.shapes) != len(pos):
-        return unit
+    if len(pos) < rules.min_instances or not unit.reference or len(unit.shapes) != len(pos) \
+            or unit.reference[2]:
+        return unit  # (with GPU work known, a cycle that launches none is told idle by it)
     gaps = [_gap_before(row, q) for q in range(1, len(row))]
     wait = rules.wait_gap_ratio * max(min(_gap_before(row, p) for p in pos[1:]),
                                       upper_median(gaps, 0.0))
@@ -987,8 +994,8 @@ def _waits_apart(unit: Unit, row: list, syms: list, rules: Rules) -> Unit:
             starts.append(a)
             shapes.append(shape)
             sims.append(sim)
-    if len(starts) == len(pos):
-        return unit
+    if len(starts) - len(pos) < rules.min_instances:
+        return unit  # a pause now and then is no server's idle poll: a poll recurs
     return replace(unit, positions=starts, shapes=shapes, similarity=sims)
 
 
@@ -1150,7 +1157,7 @@ def _at_loop_edge(unit: Unit, spine: list, row: list, syms: list, positions: dic
     that ends a turn and the one that begins the next (``_edge_pair``: between two turns the
     host runs the loop itself), so the ops that make the step's input (a batch of any shape,
     padded or bucketed) are its own. The cut moves to the kind after the edge when it cuts
-    the same loop as well (as ``_begin_at``). None where the edge is not clear."""
+    as many turns as well (as ``_begin_at``). None where the edge is not clear."""
     if not any(_LOOP_MARKER.search(names[s]) for s in spine):
         return None
     rules = memo.rules
@@ -1160,7 +1167,7 @@ def _at_loop_edge(unit: Unit, spine: list, row: list, syms: list, positions: dic
     before, after = pair
     if after != unit.anchor:
         moved = _evaluate(positions[after], after, row, syms, rules, memo)
-        if not (_qualifies(moved, rules) and moved.n >= rules.same_loop_ratio * unit.n
+        if not (_qualifies(moved, rules) and moved.n == unit.n
                 and moved.score >= unit.score - rules.score_margin * unit.n):
             return None
         unit = moved
