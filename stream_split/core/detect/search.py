@@ -42,7 +42,10 @@ detector (``structure.py``) decides where to look and what a found unit means.
 5. **Opening.** Where the loop begins among the unit's ops (``_opening``): before the op that
    fetches the next input when there is one; else right after the blocking host sync that ends
    the previous instance, with the small ops before the step's first spine op (never between a
-   step's last op and its own sync); else at the anchor, extended to the left over the ops that
+   step's last op and its own sync); else, where the instances hold the loop's own
+   once-per-turn ops (a loop marker: ``Optimizer.step``, ``zero_grad``), at the loop's edge:
+   the widest idle gap after the op that ends a turn (``_at_loop_edge``: a batch of any
+   shape, made before ``zero_grad``, is its step's); else at the anchor, extended to the left over the ops that
    precede it in every instance, then over those found before it in most instances (the
    *head*: the first ops of the step, each of which may be missing in a few instances). Noise
    only ever drops small ops, so a small head op is counted among the instances that show
@@ -51,7 +54,19 @@ detector (``structure.py``) decides where to look and what a found unit means.
    most instances, and the walk to the loop's first op takes each op as often as the
    representative has it before its anchor (a prologue op of the same kind stays out).
    A small op the vote cannot place (seen before one instance only) opens that instance when
-   it lies after the loop's edge, the wider idle gap (``_after_loop_edge``).
+   it lies after the loop's edge, the wider idle gap (``_after_loop_edge``), and so does a
+   run of the first op's kind (one ``randn`` per request: ``_run_to_edge``).
+6. **Turns that only waited** (``_waits_apart``, rows with no GPU work): a server's idle poll
+   (a sleep, then one heartbeat op) shares no op with a busy turn; after a wait far wider than
+   the loop's edge, ops of kinds the turns' own work never has, doing little, are a turn of
+   their own.
+
+Dynamic shapes (rows with no GPU work): time alone weighs ops there, and a step's time follows
+its batch and sequence (50x apart), so by cost no two steps are alike. Ops that run once per
+turn are the evidence then: a cut whose inner instances (three at least) each hold the spine,
+a loop marker in it, counts each of them at least ``Rules.like`` for its quality
+(``Unit.turn_score``), and of two cuts of one loop the one whose instances each hold a marker
+once wins over one with instances that hold two turns (``Unit.merged``: an anchor dropped).
 
 Also here, shared by both decision paths: where the last instance ends
 (``last_instance_end``) and the kind of each cycle (``cycle_kinds``).
