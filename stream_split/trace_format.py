@@ -136,3 +136,8 @@ INPUT_FETCH_PATTERN = (r"enumerate\(DataLoader\)|DataLoaderIter\.__next__|"
 #: them once is the loop's own turn; a finer cut whose instances do not (the forward passes of
 #: an eval, the tokens of a rollout) is a part of it, however regular.
 LOOP_MARKER_PATTERN = INPUT_FETCH_PATTERN + r"|^Optimizer\.(step|zero_grad)#"
+
+#: The loop marker that ends a turn: the optimizer's step applies what the turn computed, so
+#: nothing of the turn comes after it but its bookkeeping (``loss.item()``); a turn never
+#: begins with it. (``zero_grad`` may come first or last; the input fetch comes first.)
+TURN_END_PATTERN = r"^Optimizer\.step#"

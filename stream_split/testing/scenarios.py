@@ -815,6 +815,151 @@ def _bookkept_step(b: TraceBuilder, grad: int, layers: int) -> None:
         _mlp_layer(b)
     _loss_backward_optimizer(b, grad, layers)
 
+# Loops recorded on the CPU alone (issue 21): no GPU work to weigh, the backward on the loop
+# thread, and every op's time following the shapes.
+
+
+def _step_span(b: TraceBuilder, annotate: bool, step: int):
+    """``ProfilerStep#N`` around a step when ``annotate`` (the truth a noisy variant keeps:
+    ``noise.noisy_events``), else nothing."""
+    return b.op(f"ProfilerStep#{step}", "user_annotation") if annotate \
+        else contextlib.nullcontext()
+
+
+def _cpu_op(b: TraceBuilder, name: str, scale: float, lo_us: float = 4.0,
+            hi_us: float = 12.0) -> None:
+    """A CPU op whose time follows the size of its input (``scale``: elements against a
+    typical batch), with a floor: a tiny batch still pays the dispatch."""
+    b.leaf(name, 1.0 + lo_us * scale, 1.5 + hi_us * scale)
+
+
+def _cpu_batch(b: TraceBuilder, batch: int, seq: int, padded: bool) -> int:
+    """A batch of variable-length sequences made on the host, bucketed (truncated to the
+    shortest and stacked) or padded (``pad_sequence`` and a key padding mask). Returns the
+    sequence length the model sees."""
+    chunks = b.rng.randint(8, 20)  # the samples' tokens, as the loop over them makes them
+    for _ in range(chunks):
+        b.leaf("aten::randint", 1.5, 4)
+    if padded:
+        with b.op("aten::pad_sequence"):
+            b.leaf("aten::full", 2, 4)
+            for _ in range(chunks):
+                b.leaf("aten::copy_", 0.5, 1.5)
+        for name in ("aten::arange", "aten::unsqueeze", "aten::ge"):
+            b.leaf(name, 1, 3)
+        return seq
+    for _ in range(chunks):
+        b.leaf("aten::slice", 0.5, 1.5)
+    with b.op("aten::stack"):
+        b.work(2 + batch * seq / 400, 4 + batch * seq / 300)
+    return b.rng.choice([16, 32, 64, 96, 128])
+
+
+def _cpu_forward(b: TraceBuilder, layers: int, scale: float, padded: bool) -> None:
+    """An encoder's forward on the CPU: each op top-level (no module frames recorded)."""
+    _cpu_op(b, "aten::embedding", scale)
+    for _ in range(layers):
+        for name in ("aten::layer_norm", "aten::linear", "aten::relu", "aten::linear",
+                     "aten::add"):
+            _cpu_op(b, name, scale, 20, 60)
+        if padded:
+            _cpu_op(b, "aten::masked_fill", scale)
+    _cpu_op(b, "aten::mean", scale)
+    _cpu_op(b, "aten::linear", scale)
+    _cpu_op(b, "aten::cross_entropy_loss", scale)
+
+
+def _cpu_backward(b: TraceBuilder, layers: int, scale: float) -> None:
+    """The backward on the loop thread (the CPU runs it where ``backward()`` is called): one
+    root, then each node's function and each parameter's gradient accumulation top-level."""
+    b.leaf("autograd::engine::evaluate_function: torch::autograd::GraphRoot", 1, 3)
+    for fn in ("NllLossBackward0", "LogSoftmaxBackward0", "AddmmBackward0", "MeanBackward1"):
+        _cpu_op(b, f"autograd::engine::evaluate_function: {fn}", scale, 8, 30)
+    for _ in range(layers):
+        for fn in ("AddBackward0", "AddmmBackward0", "ReluBackward0", "AddmmBackward0",
+                   "NativeLayerNormBackward0"):
+            _cpu_op(b, f"autograd::engine::evaluate_function: {fn}", scale, 30, 90)
+        for _ in range(4):
+            b.leaf("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad",
+                   1, 4)
+    _cpu_op(b, "autograd::engine::evaluate_function: EmbeddingBackward0", scale)
+    b.leaf("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 1, 4)
+
+
+def _cpu_adam(b: TraceBuilder, layers: int) -> None:
+    with b.op("Optimizer.step#Adam.step", "user_annotation"):
+        for name in ("aten::_foreach_add_", "aten::_foreach_lerp_", "aten::_foreach_mul_",
+                     "aten::_foreach_addcmul_", "aten::_foreach_sqrt", "aten::_foreach_div_",
+                     "aten::_foreach_add_", "aten::_foreach_addcdiv_"):
+            b.leaf(name, 5 + 4 * layers, 12 + 8 * layers)
+
+
+def dynamic_shapes_cpu(b: TraceBuilder, *, steps: int = 8, layers: int = 6,
+                       annotate_steps: bool = False) -> None:
+    """Dynamic shapes on the CPU alone: each step draws a batch size (8-56) and sequence
+    length (16-128) and either buckets (truncate + stack) or pads (``pad_sequence`` and a key
+    padding mask); the forward, the backward (on the loop thread) and ``zero_grad`` are
+    top-level ops whose times follow the shapes, some 130-160 of them a step, never the same
+    sequence twice, but one ``Optimizer.step#Adam.step`` and one backward root each.
+    `annotate_steps`: each step inside ``ProfilerStep#N`` (for noisy variants). Iterations:
+    `steps`."""
+    b.thread("python", main=True, loop=True)
+    b.set_default_lag(40)
+    for step in range(steps):
+        b.begin_iteration()
+        with _step_span(b, annotate_steps, step + 1):
+            batch, seq = b.rng.randint(8, 56), b.rng.randint(16, 128)
+            padded = b.rng.random() < 0.5
+            seq = _cpu_batch(b, batch, seq, padded)
+            scale = batch * seq / 2048
+            b.leaf("Optimizer.zero_grad#Adam.zero_grad", 3, 8, cat="user_annotation")
+            _cpu_forward(b, layers, scale, padded)
+            _cpu_backward(b, layers, scale)
+            _cpu_adam(b, layers)
+            b.leaf("aten::item", 1, 3)  # loss.item() for the log
+        b.end_iteration()
+        b.work(8, 30)
+
+
+def serving_cpu(b: TraceBuilder, *, turns: int = 24, layers: int = 3, rate: float = 0.6,
+                annotate_steps: bool = False) -> None:
+    """A server on the CPU with no annotations: requests arrive at random (`rate` a turn) and
+    queue up; each turn of its loop either polls idle (a 1 ms sleep, then one tiny heartbeat
+    op) or pops up to 8 requests and runs a batch forward, ``softmax``, ``topk`` and the
+    tokens' ``.tolist()`` (no op: Python). Every turn, idle or busy, is one iteration (the CPU
+    does no GPU work that could tell an idle one). `annotate_steps`: each turn inside
+    ``ProfilerStep#N`` (for noisy variants). Iterations: `turns`."""
+    b.thread("python", main=True, loop=True)
+    queue = 0
+    for turn in range(turns):
+        queue += sum(1 for _ in range(4) if b.rng.random() < rate / 4)
+        if turn == 0:
+            queue = max(queue, 1)
+        if not queue and not annotate_steps:
+            b.work(1000, 1100)  # time.sleep(0.001): no op (the turn begins at its first op)
+        b.begin_iteration()
+        with _step_span(b, annotate_steps, turn + 1):
+            if not queue:
+                if annotate_steps:
+                    b.work(1000, 1100)
+                b.leaf("aten::add_", 1, 2)  # the heartbeat
+            else:
+                batch = min(queue, 8)
+                queue -= batch
+                scale = batch / 4
+                b.leaf("aten::stack", 3 + batch, 6 + batch)
+                _cpu_op(b, "aten::embedding", scale)
+                for _ in range(layers):
+                    for name in ("aten::layer_norm", "aten::linear", "aten::gelu",
+                                 "aten::linear", "aten::add"):
+                        _cpu_op(b, name, scale, 6, 20)
+                _cpu_op(b, "aten::linear", scale, 10, 30)
+                _cpu_op(b, "aten::softmax", scale)
+                _cpu_op(b, "aten::topk", scale)
+                b.work(5 + 3 * batch, 10 + 5 * batch)  # .tolist() and the replies
+        b.end_iteration()
+        b.work(3, 10)
+
 
 SCENARIOS: dict[str, Callable[..., None]] = {
     "training": training,
@@ -836,6 +981,8 @@ SCENARIOS: dict[str, Callable[..., None]] = {
     "serving_polls": serving_polls,
     "serving_phases": serving_phases,
     "rollout": rollout,
+    "dynamic_shapes_cpu": dynamic_shapes_cpu,
+    "serving_cpu": serving_cpu,
 }
 
 

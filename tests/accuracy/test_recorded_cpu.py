@@ -22,18 +22,7 @@ WITH_STACK = ["train_with_stack"]
 #: What the detector does not do yet on these recordings (issue 21), per check, as measured:
 #: a strict xfail turns into a failure the day it passes, so these lists stay honest.
 NOT_YET = {
-    "stripped": {
-        "dynamic_bucket": "1 of 7 steps, 22% of CPU ops right: no op sequence repeats among "
-                          "the 1021 top-level ops (each step draws its sizes with "
-                          "torch.randint and makes 2-16 sequences), so the trace is one unit",
-        "dynamic_mixed": "1 of 7 steps, 15% of CPU ops right: no op sequence repeats among "
-                         "the 1117 top-level ops",
-        "dynamic_pad": "1 of 7 steps, 15% of CPU ops right: no op sequence repeats among the "
-                       "1199 top-level ops",
-        "serving_unannotated": "7 of 12 steps, none exact, 89% of CPU ops right: the unit "
-                               "opens at a request's aten::randn and the idle polls are merged "
-                               "into their neighbours",
-    },
+    "stripped": {},
     "frames": {},
     "auto": {},
 }

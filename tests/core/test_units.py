@@ -6,7 +6,8 @@ import pytest
 
 from stream_split.core.detect.rules import RULES, Rules
 from stream_split.core.detect.search import (
-    SearchMemo, cycle_kinds, find_unit, last_instance_end, similarity, sure_ops)
+    OPENS_AT_LOOP_EDGE, SearchMemo, cycle_kinds, find_unit, last_instance_end, similarity,
+    sure_ops)
 
 
 class Op:
@@ -312,3 +313,64 @@ def test_beyond_its_budget_the_memo_keeps_no_more_and_the_answers_stay_the_same(
             remembered = find_unit(level, small, names=_names(), whole=False, memo=memo)
             assert remembered == find_unit(list(level), small, names=_names(), whole=False)
             assert 0 < memo.size <= 2 * 300
+
+
+# Loops on the CPU alone (issue 21): no GPU work to weigh, each op's time following its shapes.
+
+CPU_NAMES = {10: "aten::randint", 11: "Optimizer.zero_grad#Adam.zero_grad",
+             12: "aten::linear", 13: "aten::cross_entropy_loss",
+             14: "autograd::engine::evaluate_function: torch::autograd::GraphRoot",
+             15: "autograd::engine::evaluate_function: MmBackward0",
+             16: "Optimizer.step#Adam.step", 17: "aten::stack", 18: "aten::softmax",
+             19: "aten::topk", 20: "aten::add_"}
+
+
+def _cpu_names():
+    return [CPU_NAMES.get(s, f"op{s}") for s in range(21)]
+
+
+def _cpu_row(turns, edge=30.0, gap=1.0, waits=()):
+    """Ops of ``turns`` (each a list of (symbol, duration)), ``gap`` apart inside a turn,
+    ``edge`` apart between turns, and 1000 before the turns whose index is in ``waits``.
+    Returns the row and where each turn begins."""
+    ops, starts, t = [], [], 0.0
+    for i, turn in enumerate(turns):
+        t += 1000.0 if i in waits else (edge if i else 0.0)
+        starts.append(len(ops))
+        for k, (sym, d) in enumerate(turn):
+            t += gap if k else 0.0
+            ops.append(Op(sym, t, t + d))
+            t += d
+    return ops, starts
+
+
+def _dynamic_step(samples, scale):
+    """A training step on the CPU: one ``randint`` per sample, then zero_grad, forward,
+    backward and the optimizer's step, the forward and backward as long as the shapes."""
+    return ([(10, 2.0)] * samples + [(11, 3.0), (12, 20.0 * scale), (12, 20.0 * scale),
+                                     (13, 5.0 * scale), (14, 1.0), (15, 40.0 * scale),
+                                     (15, 40.0 * scale), (16, 30.0)])
+
+
+def test_dynamic_shapes_steps_are_the_unit_and_begin_at_the_loop_edge():
+    # Batches of 3 to 12 samples, shapes 0.1x to 5x: by cost no two steps are alike, and no
+    # op opens every step once. Each holds one zero_grad and one optimizer step: the step is
+    # the unit, and it begins after the widest gap past the optimizer's step, so the
+    # per-sample randint calls that make its batch are its own.
+    steps = [(3, 0.1), (12, 3.0), (5, 0.2), (9, 5.0), (4, 0.15), (11, 4.0), (6, 1.0)]
+    row, starts = _cpu_row([_dynamic_step(n, s) for n, s in steps])
+    unit = find_unit(row, names=_cpu_names())
+    assert unit.positions == starts
+    assert unit.opening == OPENS_AT_LOOP_EDGE
+
+
+def test_a_server_turn_that_only_waited_is_a_turn_of_its_own():
+    # Busy turns (stack, forward, softmax, topk: as long as the batch) and idle polls (a
+    # 1 ms sleep, then one heartbeat op): every turn is an iteration, the polls too.
+    busy = lambda scale: [(17, 5.0), (12, 30.0 * scale), (12, 30.0 * scale), (18, 5.0),
+                          (19, 5.0)]
+    turns = [busy(1), busy(2), [(20, 2.0)], busy(1), [(20, 2.0)], [(20, 2.0)], busy(3),
+             busy(1), [(20, 2.0)], busy(2)]
+    row, starts = _cpu_row(turns, edge=10.0, waits={2, 4, 5, 8})
+    unit = find_unit(row, names=_cpu_names())
+    assert unit.positions == starts

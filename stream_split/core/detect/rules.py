@@ -249,6 +249,12 @@ class Rules:
     #: at most this share of a step's time (``search._loop_edge``); the previous step's
     #: optimizer, its backward, take more.
     edge_op_share: float = 0.1
+    #: A unit whose instances each hold the loop's once-per-turn ops (``spine`` with a loop
+    #: marker) begins at the loop's edge: between the two of its spine's kinds where the
+    #: widest idle gap lies in (the median of) the instances, when that gap is at least this
+    #: many times the widest between any other two (``search._at_loop_edge``); else no edge
+    #: stands out and the head is read as usual.
+    loop_edge_ratio: float = 2.0
     #: Symbols seen in fewer than this share of the instances are sporadic: a head walk steps
     #: over them.
     sporadic_share: float = 0.5
@@ -279,6 +285,14 @@ class Rules:
     #: A cycle unlike the unit with fewer kernels than this share of the median cycle's is an
     #: idle cycle (failure mode 2: ``get_next_batch`` + ``idle_step``), reported apart.
     idle_gpu_share: float = 0.25
+    #: A server's idle poll sleeps, then does a tiny op (a heartbeat): an op after an idle gap
+    #: this many times the loop's narrowest edge (the gap before an instance: the loop's own
+    #: Python between turns) and the median gap between two ops begins a turn of its own
+    #: (``search._waits_apart``) ...
+    wait_gap_ratio: float = 8.0
+    #: ... when the ops up to the next turn do at most this share of the representative's
+    #: time (and, as an idle cycle, little of its GPU work, mostly in ops of their own).
+    wait_work_share: float = 0.25
 
     # -- the other groups --------------------------------------------------------------
 

@@ -45,7 +45,10 @@ detector (``structure.py``) decides where to look and what a found unit means.
    before each fetch, the kinds after it recurring there: the profiler's step bookkeeping);
    else right after the blocking host sync that ends
    the previous instance, with the small ops before the step's first spine op (never between a
-   step's last op and its own sync); else at the anchor, extended to the left over the ops that
+   step's last op and its own sync); else, where the instances hold the loop's own
+   once-per-turn ops (a loop marker: ``Optimizer.step``, ``zero_grad``), at the loop's edge:
+   the widest idle gap after the op that ends a turn (``_at_loop_edge``: a batch of any
+   shape, made before ``zero_grad``, is its step's); else at the anchor, extended to the left over the ops that
    precede it in every instance, then over those found before it in most instances (the
    *head*: the first ops of the step, each of which may be missing in a few instances). Noise
    only ever drops small ops, so a small head op is counted among the instances that show
@@ -54,7 +57,19 @@ detector (``structure.py``) decides where to look and what a found unit means.
    most instances, and the walk to the loop's first op takes each op as often as the
    representative has it before its anchor (a prologue op of the same kind stays out).
    A small op the vote cannot place (seen before one instance only) opens that instance when
-   it lies after the loop's edge, the wider idle gap (``_after_loop_edge``).
+   it lies after the loop's edge, the wider idle gap (``_after_loop_edge``), and so does a
+   run of the first op's kind (one ``randn`` per request: ``_run_to_edge``).
+6. **Turns that only waited** (``_waits_apart``, rows with no GPU work): a server's idle poll
+   (a sleep, then one heartbeat op) shares no op with a busy turn; after a wait far wider than
+   the loop's edge, ops of kinds the turns' own work never has, doing little, are a turn of
+   their own.
+
+Dynamic shapes (rows with no GPU work): time alone weighs ops there, and a step's time follows
+its batch and sequence (50x apart), so by cost no two steps are alike. Ops that run once per
+turn are the evidence then: a cut whose inner instances (three at least) each hold the spine,
+a loop marker in it, counts each of them at least ``Rules.like`` for its quality
+(``Unit.turn_score``), and of two cuts of one loop the one whose instances each hold a marker
+once wins over one with instances that hold two turns (``Unit.merged``: an anchor dropped).
 
 Also here, shared by both decision paths: where the last instance ends
 (``last_instance_end``) and the kind of each cycle (``cycle_kinds``).
@@ -72,16 +87,18 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from stream_split.core.detect.rules import REPEAT, RULES, Rules
 from stream_split.core.records import KIND_IDLE, KIND_ITERATION
 from stream_split.trace_format import (BLOCKING_SYNC_NAMES, INPUT_FETCH_PATTERN,
-                                       LOOP_MARKER_PATTERN)
+                                       LOOP_MARKER_PATTERN, TURN_END_PATTERN)
 
 _INPUT_FETCH = re.compile(INPUT_FETCH_PATTERN)
 _LOOP_MARKER = re.compile(LOOP_MARKER_PATTERN)
+_TURN_END = re.compile(TURN_END_PATTERN)
 
 
 def upper_median(values, default=None):
@@ -101,6 +118,9 @@ OPENS_AT_INPUT_FETCH = "before the input fetch"
 #: ``Unit.opening`` of a unit whose instances begin right after the previous one's host sync
 #: (with the small ops back to that sync: ``_begin_at``).
 OPENS_AFTER_SYNC = "right after the previous instance's blocking sync"
+#: ``Unit.opening`` of a unit whose instances begin at the loop's edge: the widest idle gap
+#: between the once-per-turn ops that end one turn and begin the next (``_at_loop_edge``).
+OPENS_AT_LOOP_EDGE = "at the loop's edge (the widest gap between two turns' own ops)"
 
 
 @dataclass(slots=True)
@@ -138,6 +158,13 @@ class Unit:
     #: Kinds of op found exactly once in every inner instance (``_loop_body``), when there are
     #: at least ``Rules.spine_ops`` of them: the program's own loop body.
     spine: frozenset = frozenset()
+    #: Inner instances that hold a loop marker more than once (``_merged_turns``): two turns
+    #: of the loop in one, where the anchor was missing.
+    merged: int = 0
+    #: ``score`` with each instance that holds the whole spine, where the spine holds a loop
+    #: marker and no GPU work is known, counted at least ``Rules.like`` (``_unit_of``): for
+    #: ``_qualifies``.
+    turn_score: float = 0.0
 
     @property
     def n(self) -> int:
@@ -330,7 +357,7 @@ class SearchMemo:
     """
 
     __slots__ = ("row", "rules", "_gpu", "_current", "_previous", "_gpu_total",
-                 "_row_end", "_size")
+                 "_row_end", "_size", "markers")
 
     def __init__(self):
         self.row: list | None = None
@@ -341,6 +368,8 @@ class SearchMemo:
         self._size = 0  # the ops covered by the values in ``_current``
         self._gpu_total = 0  # kernels of the whole row (``_coverage``)
         self._row_end = 0.0  # where its last op ends (``_coverage``)
+        #: The loop markers of the row searched (set by ``find_unit`` for ``_unit_of``).
+        self.markers: frozenset = frozenset()
 
     def begin(self, row: list, rules: Rules) -> None:
         """A search on ``row`` with ``rules`` begins: drop what can have changed."""
@@ -629,6 +658,11 @@ def _unit_of(pos: list, anchor: int, instances: tuple, against: tuple, coverage:
     spine = _loop_body(shapes, rules)
     held = _spine_held(shapes, spine)
     liked = [x >= rules.like or h for x, h in zip(sims, held)]
+    # The spine is evidence of turns once it held in ``min_instances`` inner instances, on a
+    # row with no GPU work known: there time alone weighs the ops, and a step's time follows
+    # its shapes (kernel counts do not: with them, unlike turns are unlike work).
+    turns = bool(spine & memo.markers) and len(inner) >= rules.min_instances \
+        and not memo.gpu_total
     idle_at = [idle and not h for idle, h in zip(idle_at, held)]
     # A fragment has under half the representative's ops and, where work is weighed, under
     # half its work: a step without the four inserted ``detach`` ops of the representative
@@ -658,7 +692,9 @@ def _unit_of(pos: list, anchor: int, instances: tuple, against: tuple, coverage:
                 inner_worst=min(inner_sims) if inner_sims else 1.0, pieces=pieces,
                 even=all(rules.even_shortest * len(rep_shape) <= b - a
                          <= rules.even_longest * len(rep_shape) for a, b in inner),
-                spine=spine)
+                spine=spine,
+                turn_score=sum(max(x, rules.like) if h and turns else x
+                               for x, h in zip(sims, held)))
 
 
 def _loop_body(shapes: list, rules: Rules) -> frozenset:
@@ -793,9 +829,12 @@ def _qualifies(unit: Unit | None, rules: Rules) -> bool:
     n = unit.n
     if n < rules.min_instances:
         return unit.worst >= rules.two_similarity
+    # An instance holding the loop's own once-per-turn ops once is a turn, however its shapes
+    # make its work differ (dynamic shapes): its similarity counts at least as ``like``.
+    score = max(unit.score, unit.turn_score)
     return (unit.like >= rules.min_like
             and unit.like >= rules.like_share * (n - unit.idle)
-            and unit.score / n * unit.coverage >= rules.min_quality
+            and score / n * unit.coverage >= rules.min_quality
             and unit.fragments <= rules.fragment_share * n)
 
 
@@ -821,10 +860,20 @@ def _whole_steps(unit: Unit, rules: Rules) -> bool:
             and unit.inner_worst >= rules.super_period_floor and not unit.pieces)
 
 
-def _more_regular(a: Unit, b: Unit, rules: Rules) -> bool:
-    """Of two cuts of one loop: the one whose summed similarity is clearly higher, where
-    each extra instance must pay for itself by being like the unit (an eval forward cut out
-    of its step does not); else the fewer instances, then the earlier."""
+def _more_regular(a: Unit, b: Unit, rules: Rules, markers: frozenset = frozenset()) -> bool:
+    """Of two cuts of one loop: the one whose every instance holds the loop's own
+    once-per-turn ops exactly once (its spine holds a loop marker of ``markers``: one
+    ``Optimizer.step`` each, however unlike their shapes make them) when the other's do not;
+    else the one with fewer instances holding two turns (``Unit.merged``: an instance that
+    lost its anchor to noise holds two optimizer steps); else the one whose summed
+    similarity is clearly higher, where each extra instance must pay for itself by being
+    like the unit (an eval forward cut out of its step does not); else the fewer instances,
+    then the earlier."""
+    turns_a, turns_b = bool(a.spine & markers), bool(b.spine & markers)
+    if turns_a != turns_b:
+        return turns_a
+    if a.merged != b.merged:
+        return a.merged < b.merged
     margin = rules.score_margin * max(a.n, b.n)
     if a.n != b.n:
         fine, coarse = (a, b) if a.n > b.n else (b, a)
@@ -833,6 +882,18 @@ def _more_regular(a: Unit, b: Unit, rules: Rules) -> bool:
     if abs(a.score - b.score) > margin:
         return a.score > b.score
     return a.first < b.first
+
+
+def _merged_turns(unit: Unit, syms: list, markers: frozenset) -> int:
+    """How many inner instances of ``unit`` hold one of the loop's ``markers`` (its
+    once-per-turn ops) more than once: two turns in one, where the anchor was missing. A
+    marker missing from an instance says less: noise drops a small op, never adds a turn."""
+    pos = unit.positions
+    merged = 0
+    for a, b in zip(pos, pos[1:]):
+        counts = Counter(syms[q] for q in range(a, b) if syms[q] in markers)
+        merged += any(c > 1 for c in counts.values())
+    return merged
 
 
 def _choose(candidates: list, rules: Rules, markers: frozenset = frozenset()) -> Unit:
@@ -846,7 +907,7 @@ def _choose(candidates: list, rules: Rules, markers: frozenset = frozenset()) ->
     same = [c for c in pool if _same_loop(c, coarsest, rules)]
     best = same[0]
     for c in same[1:]:
-        best = c if _more_regular(c, best, rules) else best
+        best = c if _more_regular(c, best, rules, markers) else best
     # The cuts of the winner's loop too: the coarsest cut may have lost a third of its
     # instances (its anchor dropped by noise), so a cut of every step is out of its reach.
     while True:
@@ -855,7 +916,7 @@ def _choose(candidates: list, rules: Rules, markers: frozenset = frozenset()) ->
             return best
         same.extend(more)
         for c in more:
-            best = c if _more_regular(c, best, rules) else best
+            best = c if _more_regular(c, best, rules, markers) else best
 
 
 def _idle_cycles_apart(best: Unit, candidates: list, rules: Rules) -> Unit | None:
@@ -891,6 +952,8 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
     positions: dict = {}
     for i, s in enumerate(syms):
         positions.setdefault(s, []).append(i)
+    markers = frozenset(s for s in positions if names and _LOOP_MARKER.search(names[s]))
+    memo.markers = markers
     candidates = []
     seen = set()
     for sym, pos in positions.items():
@@ -905,13 +968,97 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
             candidates.append(unit)
     if not candidates:
         return None
-    markers = frozenset(s for s in positions if names and _LOOP_MARKER.search(names[s]))
+    for unit in candidates if markers else ():
+        unit.merged = _merged_turns(unit, syms, markers)
     best = _opened(_choose(candidates, rules, markers), row, syms, positions, names, rules,
                    whole, memo)
     apart = _idle_cycles_apart(best, candidates, rules)
-    if apart is None:
-        return best
-    return _opened(apart, row, syms, positions, names, rules, whole, memo)
+    if apart is not None:
+        best = _opened(apart, row, syms, positions, names, rules, whole, memo)
+    return _waits_apart(best, row, syms, rules)
+
+
+def _waits_apart(unit: Unit, row: list, syms: list, rules: Rules) -> Unit:
+    """Turns of the loop that only waited (a server's idle poll: a sleep, then a heartbeat
+    op) are turns of their own, though no op of theirs recurs in the unit. A *wait* is an idle
+    gap ``Rules.wait_gap_ratio`` times the narrowest gap before an instance (the loop's own
+    Python between two turns) and the typical gap between two ops; the ops of kinds never read
+    but after a wait and not in the spine (``body``: the turns' own work) that follow one are
+    a turn of their own when they do little work (``_only_waited``), and the op after them
+    begins the rest of the instance (in the last instance only where all that follows only
+    waited). Idle turns recur (``Rules.min_instances`` of them at least). Only where no GPU
+    work is known (``cycle_kinds`` tells idle cycles by it); where the loop never waits,
+    nothing changes."""
+    pos = unit.positions
+    if len(pos) < rules.min_instances or not unit.reference or len(unit.shapes) != len(pos) \
+            or unit.reference[2]:
+        return unit  # (with GPU work known, a cycle that launches none is told idle by it)
+    gaps = [_gap_before(row, q) for q in range(1, len(row))]
+    wait = rules.wait_gap_ratio * max(min(_gap_before(row, p) for p in pos[1:]),
+                                      upper_median(gaps, 0.0))
+    if not 0 < wait < math.inf:
+        return unit
+    body = {syms[q] for q, gap in enumerate(gaps, 1) if gap < wait} | unit.spine
+    bounds = pos[1:] + [len(row)]
+    starts, shapes, sims = [], [], []
+    for i, (p, end) in enumerate(zip(pos, bounds)):
+        pieces = _idle_runs(row, syms, p, end, wait, body, unit, rules)
+        if end == len(row):
+            pieces = _last_turns(pieces, row, unit, rules)
+        if len(pieces) == 1:
+            starts.append(p)
+            shapes.append(unit.shapes[i])
+            sims.append(unit.similarity[i])
+            continue
+        for a, b in zip(pieces, pieces[1:] + [end]):
+            shape, sim = shape_and_similarity(row[a:b], unit, rules)
+            starts.append(a)
+            shapes.append(shape)
+            sims.append(sim)
+    if len(starts) - len(pos) < rules.min_instances:
+        return unit  # a pause now and then is no server's idle poll: a poll recurs
+    return replace(unit, positions=starts, shapes=shapes, similarity=sims)
+
+
+def _idle_runs(row: list, syms: list, p: int, end: int, wait: float, body: set, unit: Unit,
+               rules: Rules) -> list:
+    """Where the turns begin in the instance ``row[p:end]``: at ``p``, at each run of ops
+    outside ``body`` after a wait that only waited (``_only_waited``), and at the op of
+    ``body`` that follows such a run."""
+    pieces = [p]
+    q = p
+    while q < end:
+        if (q == p or _gap_before(row, q) >= wait) and syms[q] not in body:
+            r = q
+            while r < end and syms[r] not in body and (r == q or _gap_before(row, r) < wait):
+                r += 1
+            if _only_waited(row[q:r], unit, rules):
+                if q > p:
+                    pieces.append(q)
+                if r < end and (q > p or r > p):
+                    pieces.append(r)
+                q = r
+                continue
+        q += 1
+    return sorted(set(pieces))
+
+
+def _last_turns(starts: list, row: list, unit: Unit, rules: Rules) -> list:
+    """The turns of the last instance (beginning at ``starts``): it runs into whatever
+    follows the loop, so after its first busy turn only idle turns to the row's end are
+    turns; an epilogue after a pause is none."""
+    ends = starts[1:] + [len(row)]
+    idle = [_only_waited(row[a:b], unit, rules) for a, b in zip(starts, ends)]
+    busy = next((k for k, x in enumerate(idle) if not x), len(starts))
+    return starts if all(idle[busy + 1:]) else starts[:busy + 1]
+
+
+def _only_waited(ops: list, unit: Unit, rules: Rules) -> bool:
+    """Did a turn of these ``ops`` only wait: little work (``Rules.wait_work_share`` of the
+    unit's representative's time) and almost none of its GPU work?"""
+    _, ref_time, ref_gpu, _ = unit.reference
+    return (sum(n.end - n.start for n in ops) <= rules.wait_work_share * ref_time
+            and sum(n.gpu for n in ops) <= rules.idle_work_share * ref_gpu)
 
 
 def _opened(unit: Unit, row, syms, positions, names, rules, whole, memo) -> Unit:
@@ -954,7 +1101,110 @@ def _opening(unit: Unit, row: list, syms: list, positions: dict, names,
             return _begin_at(unit, after_sync, row, syms, positions, noise, memo,
                              OPENS_AFTER_SYNC,
                              tiny - syncs)
+        edge = _at_loop_edge(unit, spine, row, syms, positions, names, memo)
+        if edge is not None:
+            return edge
     return _extend_head(unit, row, syms, noise, rules, whole, tiny)
+
+
+def _gap_before(row: list, q: int) -> float:
+    """The host's idle time before the op at ``q`` (since the op before it ended); the row's
+    first op has no op before it: an edge of its own."""
+    return row[q].start - row[q - 1].end if q > 0 else math.inf
+
+
+def _widest_gap(row: list, lo: int, hi: int) -> int:
+    """The position in ``lo..hi`` (both included) with the widest idle gap before it (the
+    first of equals)."""
+    return max(range(lo, hi + 1), key=lambda q: (_gap_before(row, q), -q))
+
+
+def _edge_pair(kinds: list, row: list, syms: list, names: list, rules: Rules) -> tuple | None:
+    """Of the once-per-turn ``kinds`` (``_spine``, in the representative's order), taken
+    cyclically, the pair (the one before, the one after) between which the loop turns: next
+    to the loop's own markers (``_edge_candidates``), where the widest idle gap lies in every
+    instance: its median over the instances is ``Rules.loop_edge_ratio`` times that of any
+    other candidate. None where no pair stands out."""
+    if len(kinds) < REPEAT:
+        return None
+    at = {s: [q for q in range(len(syms)) if syms[q] == s] for s in kinds}
+    widest = []
+    for j in _edge_candidates(kinds, names):
+        before, after = at[kinds[j - 1]], kinds[j]
+        gaps = []
+        for q in at[after]:
+            k = bisect_left(before, q) - 1
+            if k >= 0:
+                gaps.append(max(_gap_before(row, x) for x in range(before[k] + 1, q + 1)))
+        widest.append((upper_median(gaps, 0.0), kinds[j - 1], after))
+    widest.sort(reverse=True)
+    if not widest or widest[0][0] <= 0:
+        return None
+    top, before, after = widest[0]
+    if len(widest) > 1 and top < rules.loop_edge_ratio * widest[1][0]:
+        return None
+    return before, after
+
+
+def _edge_candidates(kinds: list, names: list) -> list:
+    """Where among the once-per-turn ``kinds`` (cyclic) the loop may turn: each index ``j``
+    stands for the pair (``kinds[j - 1]``, ``kinds[j]``). After the op that ends a turn
+    (``Optimizer.step``: ``TURN_END_PATTERN``) and after each marker that follows it at once
+    (``zero_grad`` at a turn's end); where no op ends a turn, after any marker or before one
+    that may open a turn (``_opens_turn``). A gap inside the forward is never the edge, however
+    wide (an op the profiler missed)."""
+    ends = [j for j, s in enumerate(kinds) if _TURN_END.search(names[s])]
+    if ends:
+        out = [(ends[0] + 1) % len(kinds)]
+        while _LOOP_MARKER.search(names[kinds[out[-1]]]) and len(out) < len(kinds) - 1:
+            out.append((out[-1] + 1) % len(kinds))
+        return out
+    return [j for j, after in enumerate(kinds)
+            if _opens_turn(names[after]) or _LOOP_MARKER.search(names[kinds[j - 1]])]
+
+
+def _opens_turn(name: str) -> bool:
+    """May an op of this name be a turn's first own op? A loop marker but the one that ends
+    a turn (``TURN_END_PATTERN``)."""
+    return bool(_LOOP_MARKER.search(name)) and not _TURN_END.search(name)
+
+
+def _at_loop_edge(unit: Unit, spine: list, row: list, syms: list, positions: dict,
+                  names: list, memo: SearchMemo) -> Unit | None:
+    """A unit whose instances hold the loop's own once-per-turn ops (``spine``: the kinds
+    once in most like instances, ``_spine``; one a loop marker: ``Optimizer.step``,
+    ``zero_grad``) and no input fetch nor closing sync opens:
+    each instance begins at the loop's edge, the widest idle gap between the spine's kind
+    that ends a turn and the one that begins the next (``_edge_pair``: between two turns the
+    host runs the loop itself), so the ops that make the step's input (a batch of any shape,
+    padded or bucketed) are its own. The cut moves to the kind after the edge when it cuts
+    as many turns as well (as ``_begin_at``). None where the edge is not clear."""
+    if not any(_LOOP_MARKER.search(names[s]) for s in spine):
+        return None
+    rules = memo.rules
+    pair = _edge_pair(spine, row, syms, names, rules)
+    if pair is None:
+        return None
+    before, after = pair
+    if after != unit.anchor:
+        moved = _evaluate(positions[after], after, row, syms, rules, memo)
+        if not (_qualifies(moved, rules) and moved.n == unit.n
+                and moved.score >= unit.score - rules.score_margin * unit.n):
+            return None
+        unit = moved
+    pos = unit.positions
+    ends = positions[before]
+    cuts = {}
+    for i in range(len(pos) - 1, -1, -1):  # the first turn last: it reads the others' reach
+        p = pos[i]
+        k = bisect_left(ends, p) - 1
+        lo = max(ends[k] + 1 if k >= 0 else 0, pos[i - 1] + 1 if i else 0)
+        if not i and k < 0:  # no turn before: back no further than the others reach
+            lo = max(0, p - max((pos[j] - cuts[j] for j in cuts), default=0))
+        cuts[i] = _widest_gap(row, lo, p)
+    unit.positions = [cuts[i] for i in range(len(pos))]
+    unit.opening = OPENS_AT_LOOP_EDGE
+    return unit
 
 
 def _spine(unit: Unit, syms: list, rules: Rules, once: bool = True) -> list:
@@ -1172,9 +1422,29 @@ def _extend_head(unit: Unit, row: list, syms: list, noise: set, rules: Rules,
             first -= 1
         unit.positions[0] = first
     moved = _after_loop_edge(unit, row, syms, head_only, rules)
+    moved = _run_to_edge(unit, row, syms) or moved
     if head or moved:
         unit.opening = OPENS_AT_HEAD
     return unit
+
+
+def _run_to_edge(unit: Unit, row: list, syms: list) -> bool:
+    """Move each instance's beginning left over a run of ops of its own first op's kind (one
+    ``randn`` per request of a batch, however many arrived) while the idle gap before the
+    earlier op is the wider: the loop's edge lies before the run. Returns whether a beginning
+    moved."""
+    pos = unit.positions
+    moved = False
+    for i, p in enumerate(pos):
+        lo = pos[i - 1] + 1 if i else 0
+        start = p
+        while start - 1 >= lo and syms[start - 1] == syms[p] and \
+                _gap_before(row, start - 1) > _gap_before(row, start):
+            start -= 1
+        if start != p:
+            pos[i] = start
+            moved = True
+    return moved
 
 
 def _head_windows(unit: Unit, syms: list, noise: set, closing: set, whole: bool) -> list:
