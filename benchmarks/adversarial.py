@@ -10,6 +10,7 @@ against the 10x resnet tile's (``--reference-us``, or measured on ``--reference 
     python benchmarks/adversarial.py                       # every case, big (~1 h, ~3 GB disk)
     python benchmarks/adversarial.py random_names metadata --timeout 300
     python benchmarks/adversarial.py --small               # the sizes the tests use
+    python benchmarks/adversarial.py --scale 0.1           # a tenth of each big size
 
 See benchmarks/README.md ("Adversarial inputs").
 """
@@ -36,7 +37,7 @@ _spec.loader.exec_module(bench)
 RSS_LIMIT_MB = 200
 #: ... and CPU time per event within this many times the 10x resnet tile's.
 TIME_RATIO_LIMIT = 3.0
-DEFAULT_TILE = bench.DEFAULT_WORK / "resnet_act_checkpoint-x10.json.gz"
+DEFAULT_TILE = bench.DEFAULT_WORK / "resnet_act_checkpoint-x10-nosteps.json.gz"
 
 
 def run_case(attack, size: int, work: Path, cli: list, timeout: float) -> dict:
@@ -92,6 +93,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cases", nargs="*", help=f"cases to run (default all: {', '.join(BY_NAME)})")
     ap.add_argument("--small", action="store_true", help="the sizes the tests use")
+    ap.add_argument("--scale", type=float, default=1.0,
+                    help="multiply the big sizes by this (0.1: a tenth of each)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per case (default 600)")
     ap.add_argument("--reference", type=Path, default=DEFAULT_TILE,
                     help="the 10x resnet tile (made by bench.py); skipped when absent")
@@ -110,8 +113,8 @@ def main(argv=None) -> int:
         ref = a.reference_us or reference_us(a.reference, cli, work)
         rows = []
         for attack in attacks:
-            rows.append(run_case(attack, attack.small if a.small else attack.big, work, cli,
-                                 a.timeout))
+            size = attack.small if a.small else max(attack.small, int(attack.big * a.scale))
+            rows.append(run_case(attack, size, work, cli, a.timeout))
             print(f"  {rows[-1]['case']}: rc {rows[-1]['rc']}, {rows[-1]['wall_s']:.1f} s",
                   file=sys.stderr, flush=True)
     print_table(rows, ref)
