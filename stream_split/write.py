@@ -6,9 +6,10 @@ What this module owns: how an event, a record and a piece look on disk or on a p
   piece's events are spooled to a temporary file as they are decided, already compressed: a
   thread of its own deflates them while the main thread reads (deflating releases the GIL,
   so that is the second core). At the end every piece is assembled into a complete Chrome
-  trace (header keys, all metadata, its events): its head and tail are deflated then and the
-  spooled segments copied between them as they are, into one gzip member whose CRC32 is
-  combined from the parts'. At most ``max_open`` spool files and compressors are open at
+  trace (header keys, all metadata, its events): its head and tail are deflated once for
+  all pieces and the spooled segments copied between them as they are, into one gzip member
+  whose CRC32 is combined from the parts'. Metadata over ``METADATA_INLINE_BYTES`` is
+  written once instead, as the piece ``metadata``, and the manifest names it. At most ``max_open`` spool files and compressors are open at
   once, and what is kept per piece is two integers: memory does not grow with the number of
   pieces. It writes into a folder of its own (``output.OutputFolder``'s staging folder, or
   a Beam worker's scratch folder): every file is created new, never through a link.
