@@ -70,6 +70,10 @@ def reference_us(tile: Path, cli: list, work: Path) -> float | None:
     run = bench.run_once(cli + ["split", str(tile), "-o", str(work / "reference.out")],
                          capture=True)
     shutil.rmtree(work / "reference.out", ignore_errors=True)
+    if run["rc"] != 0:
+        print(f"the reference run failed (rc {run['rc']}): {run['stderr'][-300:]}",
+              file=sys.stderr)
+        return None
     events = meta.get("events") or 563_874
     return 1e6 * (run["user_s"] + run["sys_s"]) / events
 
@@ -113,7 +117,8 @@ def main(argv=None) -> int:
         ref = a.reference_us or reference_us(a.reference, cli, work)
         rows = []
         for attack in attacks:
-            size = attack.small if a.small else max(attack.small, int(attack.big * a.scale))
+            size = attack.small if a.small else attack.big if not attack.scales else \
+                max(attack.small, int(attack.big * a.scale))
             rows.append(run_case(attack, size, work, cli, a.timeout))
             print(f"  {rows[-1]['case']}: rc {rows[-1]['rc']}, {rows[-1]['wall_s']:.1f} s",
                   file=sys.stderr, flush=True)

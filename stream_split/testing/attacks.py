@@ -173,16 +173,18 @@ class Attack:
     #: Whose layer bounds it: "core" (the detector, the engine, the writer) or "read" (the
     #: decoder).
     layer: str = "core"
+    #: Whether ``benchmarks/adversarial.py --scale`` shrinks it (not a case already small).
+    scales: bool = True
 
 
 ATTACKS = (
-    Attack("random_names", random_names, 2_000, 300),
+    Attack("random_names", random_names, 2_000, 300, scales=False),
     Attack("unique_names", unique_names, 1_000_000, 3_000),
     Attack("one_op_iterations", one_op_iterations, 1_000_000, 3_000),
     Attack("open_iteration", open_iteration, 6_400_000, 5_000),
     Attack("threads", threads, 1_000_000, 3_000),
     Attack("processes", processes, 1_000_000, 3_000),
-    Attack("metadata", metadata, 600, 60),
+    Attack("metadata", metadata, 600, 60, scales=False),
     Attack("many_iterations", many_iterations, 600_000, 1_000),
     Attack("nested", nested, 1_000_000, 3_000),
     Attack("unmatched_flows", unmatched_flows, 1_000_000, 3_000),
