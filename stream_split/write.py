@@ -6,9 +6,10 @@ What this module owns: how an event, a record and a piece look on disk or on a p
   piece's events are spooled to a temporary file as they are decided, already compressed: a
   thread of its own deflates them while the main thread reads (deflating releases the GIL,
   so that is the second core). At the end every piece is assembled into a complete Chrome
-  trace (header keys, all metadata, its events): its head and tail are deflated then and the
-  spooled segments copied between them as they are, into one gzip member whose CRC32 is
-  combined from the parts'. At most ``max_open`` spool files and compressors are open at
+  trace (header keys, all metadata, its events): its head and tail are deflated once for
+  all pieces and the spooled segments copied between them as they are, into one gzip member
+  whose CRC32 is combined from the parts'. Metadata over ``METADATA_INLINE_BYTES`` is
+  written once instead, as the piece ``metadata``, and the manifest names it. At most ``max_open`` spool files and compressors are open at
   once, and what is kept per piece is two integers: memory does not grow with the number of
   pieces. It writes into a folder of its own (``output.OutputFolder``'s staging folder, or
   a Beam worker's scratch folder): every file is created new, never through a link.
@@ -49,6 +50,14 @@ from stream_split.stats import analyze_records
 MANIFEST_FORMAT = "stream-split/manifest"
 MANIFEST_VERSION = 1
 OUTSIDE_NAME = "outside"
+#: The piece that holds the metadata events once, where they are too big to copy into each.
+METADATA_NAME = "metadata"
+#: Metadata events of at most this many bytes in all (the process and thread names of a real
+#: trace: a few kilobytes) are copied into every piece, so that each piece opens alone with
+#: its tracks named. More (1 MB of metadata copied into 300 pieces is 300 MB) is written
+#: once, to ``metadata.json.gz``, which the manifest names (``metadata.file``); the pieces
+#: then hold none.
+METADATA_INLINE_BYTES = 1 << 16
 
 
 def header_entry(key: str, value) -> bytes:
@@ -162,7 +171,11 @@ class PieceWriter:
         self._started: set = set()  # owners with events spooled
         self._pending: dict = {}  # owner -> [bytes] not yet handed to the spool thread
         self._pending_size = 0
+        #: The metadata events while they are small enough to copy into every piece
+        #: (``METADATA_INLINE_BYTES``); past that, spooled to a piece of their own.
         self.metadata: list[bytes] = []
+        self._metadata_size = 0
+        self.metadata_apart = False
         self.suffix = ".json.gz" if compress else ".json"
 
     def file_for(self, record: IterationRecord | None) -> str:
@@ -184,22 +197,36 @@ class PieceWriter:
         event has none before it."""
         for owner, chunk in _by_owner(pairs).items():
             if owner == METADATA:
-                self.metadata.extend(_as_bytes(chunk))
-                continue
-            if not self.wants(owner):
-                continue
-            if owner in self._started:
-                chunk.insert(0, b"")
-            else:
-                self._started.add(owner)
-            try:
-                data = b",\n".join(chunk)
-            except TypeError:  # events given as dicts
-                data = b",\n".join(_as_bytes(chunk))
-            self._pending.setdefault(owner, []).append(data)
-            self._pending_size += len(data)
+                self._add_metadata(_as_bytes(chunk))
+            elif self.wants(owner):
+                self._add(owner, chunk)
         if self._pending_size >= SPOOL_TASK_BYTES:
             self._hand_over()
+
+    def _add(self, owner: int, chunk: list) -> None:
+        """Events of ``owner`` (a list this takes), joined and pending for the spool."""
+        if owner in self._started:
+            chunk.insert(0, b"")
+        else:
+            self._started.add(owner)
+        try:
+            data = b",\n".join(chunk)
+        except TypeError:  # events given as dicts
+            data = b",\n".join(_as_bytes(chunk))
+        self._pending.setdefault(owner, []).append(data)
+        self._pending_size += len(data)
+
+    def _add_metadata(self, events: list) -> None:
+        """Metadata events: kept to copy into every piece while they are small
+        (``METADATA_INLINE_BYTES``), else spooled once, as the piece ``metadata``."""
+        if not self.metadata_apart:
+            self.metadata.extend(events)
+            self._metadata_size += sum(map(len, events))
+            if self._metadata_size <= METADATA_INLINE_BYTES:
+                return
+            self.metadata_apart = True
+            events, self.metadata = self.metadata, []
+        self._add(METADATA, events)
 
     def _hand_over(self) -> None:
         if self._pending:
@@ -218,6 +245,8 @@ class PieceWriter:
             header_before, self._rank_name = hta_additions(header_before, header_after,
                                                            self.rank)
         files = {OUTSIDE: self.file_for(None)}
+        if self.metadata_apart:
+            files[METADATA] = METADATA_NAME + self.suffix
         taken = set(files.values())
         for record in records:
             if not self.wants(record.index):
@@ -229,46 +258,78 @@ class PieceWriter:
             files[record.index] = name
         head = _piece_head(header_before, self.metadata)
         tail = _piece_tail(header_before, header_after)
-        steps = {r.index: r.step for r in records}
+        ends = _Ends(head, head + b",\n" if self.metadata else head, tail, self.compresslevel)
+        by_index = {r.index: r for r in records}
         for owner, name in files.items():
             path = os.path.join(self.out_dir, name)
-            own_head = head
-            if self.layout == LAYOUT_HTA and owner != OUTSIDE:
+            own_ends = ends
+            if self.layout == LAYOUT_HTA and owner in by_index:
                 os.makedirs(os.path.dirname(path), exist_ok=True)
-                if steps[owner] is None:  # HTA finds an iteration by its ProfilerStep
-                    record = next(r for r in records if r.index == owner)
-                    own_head = _piece_head(header_before,
-                                           self.metadata + [added_step(record, loop_thread)])
-            self._assemble(path, own_head, tail, spooled.get(owner), self._spool.path(owner))
+                if by_index[owner].step is None:  # HTA finds an iteration by its ProfilerStep
+                    own_head = _piece_head(header_before, self.metadata + [
+                        added_step(by_index[owner], loop_thread)])
+                    own_ends = _Ends(own_head, own_head + b",\n", tail, self.compresslevel)
+            self._assemble(path, own_ends, spooled.get(owner), self._spool.path(owner))
         shutil.rmtree(self._spool_dir, ignore_errors=True)
         return files
 
-    def _assemble(self, path: str, head: bytes, tail: bytes, spooled, spool_path: str) -> None:
-        """One piece: ``head``, the spooled events (already encoded, ``spooled`` is their
-        (crc32, size) or None for none), ``tail``. Compressed, it is one gzip member: the
-        head and the tail are deflated here, the events were deflated by the spool thread
-        in segments each ended by a sync flush (the way ``pigz`` joins its blocks), and the
-        trailer's CRC32 over all of it is combined from the parts'."""
-        if spooled is not None and not head.endswith(b"[\n"):  # events before its own
-            head += b",\n"
+    def _assemble(self, path: str, ends: _Ends, spooled, spool_path: str) -> None:
+        """One piece: its head, the spooled events (already encoded, ``spooled`` is their
+        (crc32, size) or None for none), the tail (``ends``). Compressed, it is one gzip
+        member: the head and the tail are deflated once for all pieces, the events were
+        deflated by the spool thread in segments each ended by a sync flush (the way
+        ``pigz`` joins its blocks), and the trailer's CRC32 over all of it is combined from
+        the parts'."""
+        head = ends.head if spooled is None else ends.head_before_events
         with create_new(path) as out:
             if not self.compress:
                 out.write(head)
                 if spooled is not None:
                     _copy_file(spool_path, out)
-                out.write(tail)
+                out.write(ends.tail)
                 return
             out.write(_gzip_header(self.compresslevel))
-            out.write(_deflate(head, self.compresslevel, zlib.Z_SYNC_FLUSH))
-            crc, size = isal_zlib.crc32(head), len(head)
+            out.write(ends.deflated(head, zlib.Z_SYNC_FLUSH))
+            crc, size = ends.crc(head), len(head)
             if spooled is not None:
                 _copy_file(spool_path, out)
                 crc = isal_zlib.crc32_combine(crc, spooled[0], spooled[1])
                 size += spooled[1]
-            out.write(_deflate(tail, self.compresslevel, zlib.Z_FINISH))
-            crc = isal_zlib.crc32_combine(crc, isal_zlib.crc32(tail), len(tail))
+            tail = ends.tail
+            out.write(ends.deflated(tail, zlib.Z_FINISH))
+            crc = isal_zlib.crc32_combine(crc, ends.crc(tail), len(tail))
             size += len(tail)
             out.write(struct.pack("<II", crc, size & 0xFFFFFFFF))
+
+
+class _Ends:
+    """What every piece begins and ends with (``_piece_head`` / ``_piece_tail``), and their
+    deflated bytes and CRC32s, computed once for all pieces (1 M pieces of one event each
+    would otherwise deflate 1 M copies of the same head)."""
+
+    def __init__(self, head: bytes, head_before_events: bytes, tail: bytes, level: int):
+        self.head = head  # of a piece with no events
+        self.head_before_events = head_before_events  # with the separator after metadata
+        self.tail = tail
+        self._level = level
+        self._done: dict = {}
+
+    def deflated(self, data: bytes, mode: int) -> bytes:
+        """``data`` (one of the ends) deflated in ``mode``, once."""
+        return self._of(data, mode)[0]
+
+    def crc(self, data: bytes) -> int:
+        """The CRC32 of ``data`` (one of the ends), once."""
+        return self._of(data, None)[1]
+
+    def _of(self, data: bytes, mode) -> tuple:
+        key = (data, mode)  # bytes keep their hash: a lookup is cheap after the first
+        done = self._done.get(key)
+        if done is None:
+            done = self._done[key] = (
+                None if mode is None else _deflate(data, self._level, mode),
+                isal_zlib.crc32(data))
+        return done
 
 
 def _piece_head(header_before: dict, metadata: list) -> bytes:
@@ -471,7 +532,11 @@ def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | No
         **({} if selection is None else {"selection": {
             "iterations": selection.get("iterations"), "steps": selection.get("steps"),
             "iterations_written": len(written)}}),
-        "counts": _counts(splitter, written),
+        "counts": _counts(splitter, written, metadata_apart=METADATA in files),
+        **({} if METADATA not in files else {"metadata": {
+            "file": files[METADATA], "events": splitter.metadata_events,
+            "why": f"over {METADATA_INLINE_BYTES} bytes of metadata events: written once, "
+                   f"not copied into each piece"}}),
         "iterations": iterations,
         "outside": {"file": files.get(OUTSIDE), "events": splitter.outside_events,
                     "kernels": splitter.outside_kernels},
@@ -479,11 +544,12 @@ def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | No
     return finite(manifest)
 
 
-def _counts(splitter, written: set | None) -> dict:
+def _counts(splitter, written: set | None, metadata_apart: bool = False) -> dict:
     """The manifest's ``counts``. ``written``: the indices of the iterations whose pieces were
     written (None: all). The counts of pieces (``events_in_iterations``, ``events_out``) are
     of the pieces written; the events of iterations left out are ``events_not_written`` (only
-    with a selection), so ``conserved`` still checks that every event was accounted for."""
+    with a selection), so ``conserved`` still checks that every event was accounted for.
+    ``metadata_apart``: the metadata events are in a piece of their own, in none other."""
     events_in = splitter.events_in
     metadata = splitter.metadata_events
     in_pieces = not_written = 0
@@ -507,7 +573,7 @@ def _counts(splitter, written: set | None) -> dict:
         "conserved": out_total + not_written == events_in - metadata,
         "invalid": splitter.invalid_events,
         "invalid_examples": splitter.invalid_examples,
-        "metadata_copied_per_piece": metadata,
+        "metadata_copied_per_piece": 0 if metadata_apart else metadata,
     })
     return counts
 

@@ -78,6 +78,15 @@ class OnlineRules:
     eager_tries: int = 8
     #: The children of containers this shallow (depth of the container) are tried.
     container_depth: int = 4
+    #: Unit search work (``search.SearchBudget``: ops covered by the anchors' cuts) that
+    #: each op read earns the online tries: a few tens of microseconds of search per op, and
+    #: twice what one search may grow by per op (``Rules.search_work_per_op``), so a try put
+    #: off is caught up with ...
+    search_work_per_op: int = 8
+    #: ... beyond this much, free at the start: ten times what the tries of any trace of the
+    #: accuracy harness (real, generated and noisy) have used when their loop is confirmed
+    #: (19 736 at most).
+    search_work_free: int = 200_000
     #: Instance starts kept online, for the typical instance duration.
     typical_of: int = 64
     #: Ops of the matched level kept while matching, to weigh the work between an opening op
@@ -159,6 +168,15 @@ class Rules:
     #: A cut must be good as a whole: its mean similarity times its coverage reaches this. A
     #: rare op that happens to cut the loop into a few unlike pieces does not.
     min_quality: float = 0.45
+
+    #: One search tries the anchors in the order they first occur until their cuts have
+    #: covered this many ops (each anchor's cut costs about the ops it covers, some ten
+    #: times over) ...
+    search_work: int = 1_000_000
+    #: ... plus this many per op of the row. The searches of the accuracy harness's traces
+    #: cover 282 000 ops at most; a row of many names each seen a few times (no loop at all)
+    #: would cost its ops times its names.
+    search_work_per_op: int = 4
 
     # -- search: how alike two instances are -------------------------------------------
 

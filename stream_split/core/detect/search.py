@@ -79,7 +79,10 @@ cut, up to ``Rules.medoid_trials`` representatives, every instance compared to e
 ``SearchMemo`` carries what a search computed to the next search on the same row (a cut's
 instances but the last, and their likeness to each representative, do not change as the row
 grows), computed by the same functions on the same ops: the answers are the same with or
-without it.
+without it. One search tries anchors only until their cuts have covered ``search_work`` ops
+(far more than any real row needs; a row of thousands of names, each seen a few times, would
+cost its ops times its names), and the online tries search only as often as the ops read pay
+for (``SearchBudget``).
 
 Every threshold lives in ``rules.Rules`` with the reason for its value.
 """
@@ -546,6 +549,58 @@ class RecentMemos:
         self._memos = []
 
 
+def search_work(m: int, rules: Rules = RULES) -> int:
+    """The most work one search of a row of ``m`` ops does, counted in the ops its anchors'
+    cuts cover (``Rules.search_work``): the anchors are tried in the order they first occur
+    until their cuts have covered this many."""
+    return rules.search_work + rules.search_work_per_op * m
+
+
+class SearchBudget:
+    """How much unit search the online tries may still do: the search time bounded per op.
+
+    A search of a row of ``m`` ops with ``a`` candidate anchors (symbols that repeat) costs
+    about ``m * a`` (each anchor's cut covers most of the row), and the online tries search
+    the row again as it grows: on a row of many names each seen a few times, every sighting
+    would be a new full search (cubic). Each op read earns ``OnlineRules.search_work_per_op``
+    units of work; a try first needs ``m`` of them (to count the anchors, paid), then
+    ``m * a`` (paid) or is put off: a later op retries it once the credit covers it
+    (amortised). The first ``OnlineRules.search_work_free`` units are free: a loop found
+    among a few dozen names, as every real trace's is, is tried exactly as without a budget.
+    Whatever the online tries could not afford, the close decision searches once, whole.
+    The units are counts of ops (never time), so the decisions are deterministic."""
+
+    __slots__ = ("credit", "_wanted")
+
+    def __init__(self):
+        self.credit = RULES.online.search_work_free
+        self._wanted = (None, 0)  # the row last put off, and what its search would cost
+
+    def earn(self) -> None:
+        """One more op read."""
+        self.credit += RULES.online.search_work_per_op
+
+    def affords(self, row: list) -> bool:
+        """Whether a search of ``row`` is within the credit; if so, it is paid. A row put
+        off is not counted again until the credit covers what it would have cost."""
+        m = len(row)
+        wanted_row, wanted = self._wanted
+        if self.credit < m or (wanted_row is row and self.credit < wanted):
+            return False
+        self.credit -= m  # counting the anchors
+        seen: set = set()
+        repeated: set = set()
+        for node in row:
+            (repeated if node.sym in seen else seen).add(node.sym)
+        cost = min(m * len(repeated), search_work(m))
+        if self.credit < cost:
+            self._wanted = (row, m + cost)  # counted again when retried
+            return False
+        self.credit -= cost
+        self._wanted = (None, 0)
+        return True
+
+
 @dataclass(slots=True)
 class _Cut:
     """The instances of a cut but the last: what the row's growth does not change."""
@@ -956,6 +1011,7 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
     memo.markers = markers
     candidates = []
     seen = set()
+    work = search_work(m, rules)
     for sym, pos in positions.items():
         if len(pos) < REPEAT:
             continue
@@ -963,6 +1019,9 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
         if key in seen:
             continue
         seen.add(key)
+        work -= pos[-1] - pos[0]
+        if work < 0:
+            break  # the anchors that first occur later are not tried (``search_work``)
         unit = _evaluate(pos, sym, row, syms, rules, memo)
         if _qualifies(unit, rules):
             candidates.append(unit)

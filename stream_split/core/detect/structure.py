@@ -36,6 +36,10 @@ Memory: what the skeleton keeps is bounded (``skeleton.Skeletons``) and dropped 
 is decided; a loop never confirmed online keeps its main thread's top level (about 100 bytes
 per top-level op) to the end. The online tries keep the last search of the rows they try
 (``search.RecentMemos``).
+
+Time: the online tries search only as much as the ops read pay for (``search.SearchBudget``);
+a try put off is retried at a later op, and what they never afford, ``close.decide``
+searches once, whole.
 """
 from __future__ import annotations
 
@@ -48,7 +52,7 @@ from stream_split.core.detect.close import (
 from stream_split.core.detect.evidence import online_evidence
 from stream_split.core.detect.matcher import RootMatcher
 from stream_split.core.detect.rules import RULES
-from stream_split.core.detect.search import RecentMemos, Unit, find_unit
+from stream_split.core.detect.search import RecentMemos, SearchBudget, Unit, find_unit
 from stream_split.core.detect.section import (
     DECIDED_AT_SECTION_END, WAITED_FOR_FRAMES, WAITED_FOR_GPU, WHY_AT_SECTION_END, LoopSection)
 from stream_split.core.detect.skeleton import (
@@ -134,6 +138,8 @@ class StructureDetector:
         self._early: DetectorResult | None = None  # the close decision, made at Mode.SECTION_END
         #: The last search on each row tried online lately (``search.RecentMemos``).
         self._memos = RecentMemos()
+        #: The unit search the online tries may still do (``search.SearchBudget``).
+        self._budget = SearchBudget()
 
     def _move(self, event: Event) -> None:
         """The one place the mode changes (``TRANSITIONS``), and with it whether launches,
@@ -191,6 +197,7 @@ class StructureDetector:
         to try the unit online: the top level has grown enough since the last try, or a
         symbol has begun to repeat there or under a shallow container."""
         online = RULES.online
+        self._budget.earn()
         if parent is None:
             if len(state.roots) >= state.next_try or \
                     RULES.min_instances <= state.seen[node.sym] <= online.eager_tries:
@@ -213,6 +220,8 @@ class StructureDetector:
             online = RULES.online
             state.next_try = max(len(roots) + online.try_step,
                                  int(len(roots) * online.try_growth))
+        if not self._budget.affords(roots):
+            return ()  # put off: tried again at its next moment, once the credit covers it
         return self._confirm(state, roots, [])
 
     def _try_container(self, state: ThreadSkeleton, path: list):
@@ -227,6 +236,8 @@ class StructureDetector:
                     self._names[container.sym].startswith(PROFILER_STEP_PREFIX):
                 return ()
             row = container.kids
+        if not self._budget.affords(row):
+            return ()
         return self._confirm(state, row, path)
 
     def _confirm(self, state: ThreadSkeleton, roots: list, path: list,

@@ -1,0 +1,132 @@
+"""The attack suite, big: each adversarial input of issue 22 under the CLI, with time and memory.
+
+For each case of ``stream_split.testing.attacks.ATTACKS`` (or those named), writes the input
+in a temporary folder, runs ``stream-split split INPUT -o DIR`` as a child with a timeout
+(through ``/usr/bin/time``, as ``bench.py`` does, for the child's own peak RSS), and prints a
+table: case, events, exit status, a one-line outcome (the last line the command printed, or
+"timed out"), peak RSS in MB, wall and CPU seconds, CPU microseconds per event and that
+against the 10x resnet tile's (``--reference-us``, or measured on ``--reference TILE``).
+
+    python benchmarks/adversarial.py                       # every case, big (~1 h, ~3 GB disk)
+    python benchmarks/adversarial.py random_names metadata --timeout 300
+    python benchmarks/adversarial.py --small               # the sizes the tests use
+    python benchmarks/adversarial.py --scale 0.1           # a tenth of each big size
+
+See benchmarks/README.md ("Adversarial inputs").
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from stream_split.testing.attacks import ATTACKS, BY_NAME  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("bench", HERE / "bench.py")
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+#: The acceptance of issue 22: peak RSS at most this ...
+RSS_LIMIT_MB = 200
+#: ... and CPU time per event within this many times the 10x resnet tile's.
+TIME_RATIO_LIMIT = 3.0
+DEFAULT_TILE = bench.DEFAULT_WORK / "resnet_act_checkpoint-x10-nosteps.json.gz"
+
+
+def run_case(attack, size: int, work: Path, cli: list, timeout: float) -> dict:
+    """Write the input of ``attack`` at ``size``, split it, and measure the run."""
+    path = work / (attack.name + attack.suffix)
+    events = attack.make(str(path), size)
+    out = work / (attack.name + ".out")
+    argv = ["timeout", "-s", "KILL", str(int(timeout))] + cli + ["split", str(path), "-o", str(out)]
+    run = bench.run_once(argv, capture=True)
+    text = (run["stderr"].strip() or run["stdout"].strip()).splitlines()
+    outcome = "timed out" if run["rc"] in (124, 137, -9) else (text[-1] if text else "")
+    outcome = outcome.split(" -> ")[0]  # not the temporary folder's name
+    conserved = None
+    manifest = out / "manifest.json"
+    if manifest.exists():
+        conserved = json.loads(manifest.read_text())["counts"].get("conserved")
+    shutil.rmtree(out, ignore_errors=True)
+    path.unlink()
+    cpu = run["user_s"] + run["sys_s"]
+    return {"case": attack.name, "size": size, "events": events, "rc": run["rc"],
+            "outcome": outcome[:70], "conserved": conserved, "rss_mb": run["rss_mb"],
+            "wall_s": run["wall_s"], "cpu_s": cpu, "us_per_event": 1e6 * cpu / max(events, 1)}
+
+
+def reference_us(tile: Path, cli: list, work: Path) -> float | None:
+    """CPU microseconds per event of ``split`` on the 10x resnet tile, or None without it."""
+    if not tile.exists():
+        return None
+    meta = bench.tile_meta(tile)
+    run = bench.run_once(cli + ["split", str(tile), "-o", str(work / "reference.out")],
+                         capture=True)
+    shutil.rmtree(work / "reference.out", ignore_errors=True)
+    if run["rc"] != 0:
+        print(f"the reference run failed (rc {run['rc']}): {run['stderr'][-300:]}",
+              file=sys.stderr)
+        return None
+    events = meta.get("events") or 563_874
+    return 1e6 * (run["user_s"] + run["sys_s"]) / events
+
+
+def print_table(rows: list, ref: float | None, out=sys.stdout) -> None:
+    head = (f"{'case':<18} {'events':>9} {'rc':>4}  {'outcome':<52} {'RSS MB':>7} "
+            f"{'wall s':>7} {'cpu s':>7} {'us/ev':>8} {'vs tile':>7}")
+    print(head, file=out)
+    for r in rows:
+        # a bomb's time is its bytes', not its two events'
+        ratio = f"{r['us_per_event'] / ref:7.2f}" if ref and r["events"] > 2 else "      -"
+        print(f"{r['case']:<18} {r['events']:>9} {r['rc']:>4}  {r['outcome'][:52]:<52} "
+              f"{r['rss_mb']:7.0f} {r['wall_s']:7.1f} {r['cpu_s']:7.1f} "
+              f"{r['us_per_event']:8.1f} {ratio}", file=out)
+    if ref:
+        print(f"(10x resnet tile: {ref:.1f} CPU us/event; the bounds: RSS <= {RSS_LIMIT_MB} MB, "
+              f"<= {TIME_RATIO_LIMIT:g}x its time per event)", file=out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("cases", nargs="*", help=f"cases to run (default all: {', '.join(BY_NAME)})")
+    ap.add_argument("--small", action="store_true", help="the sizes the tests use")
+    ap.add_argument("--scale", type=float, default=1.0,
+                    help="multiply the big sizes by this (0.1: a tenth of each)")
+    ap.add_argument("--timeout", type=float, default=600, help="seconds per case (default 600)")
+    ap.add_argument("--reference", type=Path, default=DEFAULT_TILE,
+                    help="the 10x resnet tile (made by bench.py); skipped when absent")
+    ap.add_argument("--reference-us", type=float, default=None,
+                    help="CPU us/event of the tile, instead of measuring it")
+    ap.add_argument("--work-dir", type=Path, default=None, help="where inputs are written")
+    ap.add_argument("--json", type=Path, default=None, help="write the rows as JSON")
+    a = ap.parse_args(argv)
+    unknown = [c for c in a.cases if c not in BY_NAME]
+    if unknown:
+        ap.error(f"unknown case(s): {', '.join(unknown)}")
+    attacks = [BY_NAME[c] for c in a.cases] if a.cases else list(ATTACKS)
+    cli = bench.default_cli(sys.executable)
+    with tempfile.TemporaryDirectory(prefix="stream-split-attacks-", dir=a.work_dir) as tmp:
+        work = Path(tmp)
+        ref = a.reference_us or reference_us(a.reference, cli, work)
+        rows = []
+        for attack in attacks:
+            size = attack.small if a.small else attack.big if not attack.scales else \
+                max(attack.small, int(attack.big * a.scale))
+            rows.append(run_case(attack, size, work, cli, a.timeout))
+            print(f"  {rows[-1]['case']}: rc {rows[-1]['rc']}, {rows[-1]['wall_s']:.1f} s",
+                  file=sys.stderr, flush=True)
+    print_table(rows, ref)
+    if a.json:
+        a.json.write_text(json.dumps({"reference_us": ref, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

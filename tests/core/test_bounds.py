@@ -1,0 +1,87 @@
+"""The attack suite, small: one case of each adversarial family of issue 22
+(``stream_split.testing.attacks``) split through the library, every event accounted for.
+``benchmarks/adversarial.py`` runs the same families big, with time and peak RSS (never
+asserted here: a loaded machine says nothing of either)."""
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import replace
+
+import pytest
+
+import stream_split
+from stream_split.core.detect.rules import RULES
+from stream_split.core.detect.search import SearchBudget, find_unit, search_work
+from stream_split.core.detect.skeleton import Node
+from stream_split.testing.attacks import ATTACKS, BY_NAME
+from stream_split.write import METADATA_INLINE_BYTES
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=lambda a: a.name)
+def test_each_attack_splits_and_conserves_its_events(attack, tmp_path):
+    path = tmp_path / ("in" + attack.suffix)
+    events = attack.make(str(path), attack.small)
+    manifest = stream_split.split(str(path), str(tmp_path / "out"))
+    counts = manifest["counts"]
+    assert counts["conserved"] is True
+    assert counts["events_in"] == events
+    assert manifest["complete"] is True
+
+
+def test_big_metadata_is_written_once_and_the_manifest_names_it(tmp_path):
+    path = tmp_path / "in.json"
+    BY_NAME["metadata"].make(str(path), 40)
+    manifest = stream_split.split(str(path), str(tmp_path / "out"))
+    assert manifest["counts"]["metadata_copied_per_piece"] == 0
+    apart = manifest["metadata"]
+    with gzip.open(tmp_path / "out" / apart["file"]) as f:
+        held = json.load(f)["traceEvents"]
+    assert len(held) == apart["events"] == manifest["counts"]["metadata_events"]
+    assert sum(len(json.dumps(e)) for e in held) > METADATA_INLINE_BYTES
+    with gzip.open(tmp_path / "out" / manifest["iterations"][0]["file"]) as f:
+        piece = json.load(f)["traceEvents"]
+    assert [e["ph"] for e in piece] == ["X", "X"]  # its step and op, no metadata
+
+
+def test_small_metadata_is_still_copied_into_every_piece(tmp_path):
+    path = tmp_path / "in.json"
+    BY_NAME["many_iterations"].make(str(path), 20)
+    text = path.read_text().replace('"traceEvents":[\n', '"traceEvents":[\n{"ph":"M",'
+                                    '"name":"thread_name","pid":1,"tid":1,"args":{"name":"main"}},\n')
+    path.write_text(text)
+    manifest = stream_split.split(str(path), str(tmp_path / "out"))
+    assert "metadata" not in manifest
+    assert manifest["counts"]["metadata_copied_per_piece"] == 1
+    with gzip.open(tmp_path / "out" / manifest["iterations"][3]["file"]) as f:
+        assert json.load(f)["traceEvents"][0]["ph"] == "M"
+
+
+def _row(names: list):
+    """A row of top-level skeleton ops named ``names``, one symbol per distinct name."""
+    symbol = {}
+    return [Node(symbol.setdefault(name, len(symbol)), 6 * i, 6 * i + 5, 0)
+            for i, name in enumerate(names)]
+
+
+def test_a_search_the_credit_cannot_cover_is_put_off_until_the_ops_read_pay_for_it():
+    row = _row([f"n{chr(97 + i % 20)}" for i in range(400)])  # 20 names, each 20 times
+    cost = len(row) + min(len(row) * 20, search_work(len(row)))
+    budget = SearchBudget()
+    budget.credit = cost - 1
+    assert not budget.affords(row)
+    ops = 0
+    while not budget.affords(row):
+        budget.earn()
+        ops += 1
+    assert ops * RULES.online.search_work_per_op >= len(row)  # paid, then retried once covered
+    assert budget.credit < RULES.online.search_work_per_op
+
+
+def test_one_search_tries_anchors_only_up_to_its_work_bound():
+    names = ["loop_head", "fwd", "bwd", "opt"] * 10
+    row = _row(names)
+    assert find_unit(row) is not None
+    # a bound below the first anchor's cut: no anchor is tried, no unit
+    starved = replace(RULES, search_work=10, search_work_per_op=0)
+    assert find_unit(row, starved) is None
