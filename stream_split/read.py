@@ -262,8 +262,16 @@ class TraceReader:
         decoder = self.decoder
         pending = Events()
         while not pending.events and not decoder.ended:
-            pending.extend(decoder.receive_data(self._read_chunk()))
+            pending.extend(self._next_batch())
         return pending
+
+    def _next_batch(self) -> Events:
+        """The decoder's next batch: the rest of a chunk that expanded to much (its
+        ``backlog``), else the next chunk's."""
+        decoder = self.decoder
+        if decoder.backlog:
+            return decoder.receive_more()
+        return decoder.receive_data(self._read_chunk())
 
     def batches(self, raws: bool = True, slim: bool = False) -> Iterator[Events]:
         """Batches of events, as the source's bytes come (one per chunk that completes any);
@@ -276,7 +284,7 @@ class TraceReader:
             batch, self._pending = self._pending, Events()
             yield batch
         while not decoder.ended:
-            batch = decoder.receive_data(self._read_chunk())
+            batch = self._next_batch()
             if batch.events:
                 yield batch
 
