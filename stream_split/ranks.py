@@ -21,6 +21,7 @@ import os
 import re
 import signal
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 from rich.table import Table
@@ -83,11 +84,25 @@ class _Job:
 
 
 def _worker_init() -> None:
-    """A worker stops between two events on SIGINT/SIGTERM, as the CLI does."""
+    """A worker stops between two batches on the signals the CLI stops on (``run.STOP_SIGNALS``),
+    the SIGTERM its parent sends on a stop (``_StopWorkers``) among them."""
     global _STOP
-    _STOP = StopRequest()
-    signal.signal(signal.SIGINT, _STOP.request)
-    signal.signal(signal.SIGTERM, _STOP.request)
+    _STOP = StopRequest().install()
+
+
+class _StopWorkers:
+    """Passes a stop requested in the parent (``StopRequest.watch``) on to the pool's
+    workers, as a SIGTERM: a ``kill`` of the parent alone reaches them too."""
+
+    def __init__(self, pool: ProcessPoolExecutor):
+        self._pool = pool
+
+    def stop(self) -> None:
+        for process in list((getattr(self._pool, "_processes", None) or {}).values()):
+            try:
+                os.kill(process.pid, signal.SIGTERM)
+            except (OSError, AttributeError, TypeError):  # gone already
+                pass
 
 
 _STOP = None
@@ -105,17 +120,24 @@ def _split_one(job: _Job) -> dict:
 
 
 def split_ranks(sources: list[str], staging: str, config: SplitConfig, *,
-                workers: int | None = None) -> dict:
+                workers: int | None = None, stop: StopRequest | None = None) -> dict:
     """Split every trace of ``sources`` into ``staging/rank_<r>/`` as ``config`` says (each
     by ``folder.split_to_folder``, in place) and write ``staging/ranks.json``; returns its
-    content. Raises ``RanksError``."""
+    content. ``stop``: a stop requested is passed on to the workers (each rank then ends
+    incomplete). Raises ``RanksError``, also when a worker died (killed)."""
     if len(sources) < 2:
         raise RanksError("several ranks need two or more traces")
     workers = max(1, min(len(sources), workers or os.cpu_count() or 1))
     jobs = [_Job(src, os.path.join(staging, f".trace-{i}"), config)
             for i, src in enumerate(sources)]
-    with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init) as pool:
-        results = list(pool.map(_split_one, jobs))
+    try:
+        with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init) as pool:
+            if stop is not None:
+                stop.watch(_StopWorkers(pool))
+            results = list(pool.map(_split_one, jobs))
+    except BrokenProcessPool:
+        raise RanksError("a worker process splitting a rank died (killed?): "
+                         "no rank was written") from None
     ranks: dict[int, dict] = {}
     for job, result in zip(jobs, results):
         rank, source = result["header_rank"], "distributedInfo"

@@ -25,7 +25,7 @@ import stat
 import sys
 from typing import BinaryIO, Iterator
 
-from stream_split.decode import MAX_DEPTH, Events, TraceDecoder
+from stream_split.decode import MAX_DEPTH, MAX_EVENT_BYTES, Events, TraceDecoder
 from stream_split.errors import ReadInterrupted, TraceInputError
 
 __all__ = ["TraceReader", "TraceInputError", "ReadInterrupted", "MAX_DEPTH", "CHUNK",
@@ -188,12 +188,12 @@ class TraceReader:
     rest (the document is complete), so that it stops waiting for more bytes."""
 
     def __init__(self, source: str | BinaryIO, *, name: str | None = None, stop=None,
-                 chunk_size: int = CHUNK):
+                 chunk_size: int = CHUNK, max_event_bytes: int = MAX_EVENT_BYTES):
         raw, display = open_source(source, stop)
         self._source = raw
         self._owned = isinstance(raw, _Source) or hasattr(raw, "follows")
         self.name = name or display
-        self.decoder = TraceDecoder()
+        self.decoder = TraceDecoder(max_event_bytes=max_event_bytes)
         self._chunk = chunk_size
         self._started = False
         try:
