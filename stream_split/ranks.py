@@ -17,9 +17,9 @@ iteration k lined up across the ranks in ``OUT/ranks.json`` (the straggler view)
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import re
-import signal
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -83,26 +83,32 @@ class _Job:
     config: SplitConfig
 
 
-def _worker_init() -> None:
-    """A worker stops between two batches on the signals the CLI stops on (``run.STOP_SIGNALS``),
-    the SIGTERM its parent sends on a stop (``_StopWorkers``) among them."""
+class _WorkerStop(StopRequest):
+    """A rank worker's stop: its own signals (``run.STOP_SIGNALS``), or its parent's stop
+    request, shared as an event (a ``kill`` of the parent alone reaches every rank)."""
+
+    def __init__(self, parent_stop):
+        super().__init__()
+        self._parent_stop = parent_stop
+
+    @property
+    def requested(self) -> bool:
+        return self.signal is not None or self._parent_stop.is_set()
+
+
+def _worker_init(parent_stop) -> None:
     global _STOP
-    _STOP = StopRequest().install()
+    _STOP = _WorkerStop(parent_stop).install()
 
 
 class _StopWorkers:
-    """Passes a stop requested in the parent (``StopRequest.watch``) on to the pool's
-    workers, as a SIGTERM: a ``kill`` of the parent alone reaches them too."""
+    """Passes a stop requested in the parent (``StopRequest.watch``) on to the workers."""
 
-    def __init__(self, pool: ProcessPoolExecutor):
-        self._pool = pool
+    def __init__(self, event):
+        self._event = event
 
     def stop(self) -> None:
-        for process in list((getattr(self._pool, "_processes", None) or {}).values()):
-            try:
-                os.kill(process.pid, signal.SIGTERM)
-            except (OSError, AttributeError, TypeError):  # gone already
-                pass
+        self._event.set()
 
 
 _STOP = None
@@ -130,10 +136,15 @@ def split_ranks(sources: list[str], staging: str, config: SplitConfig, *,
     workers = max(1, min(len(sources), workers or os.cpu_count() or 1))
     jobs = [_Job(src, os.path.join(staging, f".trace-{i}"), config)
             for i, src in enumerate(sources)]
+    context = multiprocessing.get_context()
+    parent_stop = context.Event()
+    if stop is not None:
+        stop.watch(_StopWorkers(parent_stop))
+        if stop.requested:
+            parent_stop.set()
     try:
-        with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init) as pool:
-            if stop is not None:
-                stop.watch(_StopWorkers(pool))
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                                 initializer=_worker_init, initargs=(parent_stop,)) as pool:
             results = list(pool.map(_split_one, jobs))
     except BrokenProcessPool:
         raise RanksError("a worker process splitting a rank died (killed?): "
