@@ -85,7 +85,8 @@ class _Job:
 
 class _WorkerStop(StopRequest):
     """A rank worker's stop: its own signals (``run.STOP_SIGNALS``), or its parent's stop
-    request, shared as an event (a ``kill`` of the parent alone reaches every rank)."""
+    request, a shared byte (a ``kill`` of the parent alone reaches every rank). A byte with
+    no lock: a worker killed while it looked cannot leave the others waiting for a lock."""
 
     def __init__(self, parent_stop):
         super().__init__()
@@ -93,7 +94,7 @@ class _WorkerStop(StopRequest):
 
     @property
     def requested(self) -> bool:
-        return self.signal is not None or self._parent_stop.is_set()
+        return self.signal is not None or bool(self._parent_stop.value)
 
 
 def _worker_init(parent_stop) -> None:
@@ -104,11 +105,11 @@ def _worker_init(parent_stop) -> None:
 class _StopWorkers:
     """Passes a stop requested in the parent (``StopRequest.watch``) on to the workers."""
 
-    def __init__(self, event):
-        self._event = event
+    def __init__(self, flag):
+        self._flag = flag
 
     def stop(self) -> None:
-        self._event.set()
+        self._flag.value = 1
 
 
 _STOP = None
@@ -137,18 +138,22 @@ def split_ranks(sources: list[str], staging: str, config: SplitConfig, *,
     jobs = [_Job(src, os.path.join(staging, f".trace-{i}"), config)
             for i, src in enumerate(sources)]
     context = multiprocessing.get_context()
-    parent_stop = context.Event()
+    parent_stop = context.RawValue("b", 0)
     if stop is not None:
         stop.watch(_StopWorkers(parent_stop))
         if stop.requested:
-            parent_stop.set()
-    try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                                 initializer=_worker_init, initargs=(parent_stop,)) as pool:
+            parent_stop.value = 1
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                             initializer=_worker_init, initargs=(parent_stop,)) as pool:
+        try:
             results = list(pool.map(_split_one, jobs))
-    except BrokenProcessPool:
-        raise RanksError("a worker process splitting a rank died (killed?): "
-                         "no rank was written") from None
+        except BrokenProcessPool:
+            # The pool's own SIGTERM only asks the others to stop (``_worker_init``), and the
+            # queues a dead worker shared may block them for ever: they are ended here.
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.kill()
+            raise RanksError("a worker process splitting a rank died (killed?): "
+                             "no rank was written") from None
     ranks: dict[int, dict] = {}
     for job, result in zip(jobs, results):
         rank, source = result["header_rank"], "distributedInfo"
