@@ -363,21 +363,29 @@ class Decompressor:
                 return
 
     def _inflate_zstd(self) -> Iterator[bytes]:
-        """The frame's output for the pending bytes, ``ZSTD_STEP`` of them per call; at the
-        frame's end, the bytes not given to it stay pending."""
+        """The frame's output for the pending bytes, ``ZSTD_STEP`` of them per call, joined
+        up to ``PLAIN_PIECE``; at the frame's end, the bytes not given to it stay pending."""
         dec, data = self._dec, memoryview(self._pending)
         self._pending = b""
         zstd_error = _zstandard().ZstdError
+        decompress = dec.decompress
+        held, total = [], 0
         for at in range(0, len(data), ZSTD_STEP):
             try:
-                out = dec.decompress(data[at:at + ZSTD_STEP])
+                out = decompress(data[at:at + ZSTD_STEP])
             except zstd_error as e:
                 raise TraceInputError(f"corrupt zstd stream: {e}") from None
             if out:
-                yield out
+                held.append(out)
+                total += len(out)
+                if total >= PLAIN_PIECE:
+                    yield b"".join(held)
+                    held, total = [], 0
             if dec.eof:
                 self._pending = bytes(data[at + ZSTD_STEP:])
-                return
+                break
+        if held:
+            yield b"".join(held)
 
 
 def _zstandard():
@@ -1012,6 +1020,10 @@ class TraceDecoder:
             bad = int(starts[np.argmax(np.frombuffer(buf, np.uint8)[starts] != 123)])
             raise TraceInputError("not a trace: an element of the events array is not an "
                                   f"object (near byte {self._buf_offset + bad})")
+        lengths = ends - starts
+        if int(lengths.max()) > self.max_event_bytes:  # however it came, in one chunk or many
+            raise self._too_long("an event", int(starts[np.argmax(lengths >
+                                                                  self.max_event_bytes)]))
         # Separators: between two events only whitespace and (array) one comma.
         gaps_ok = self._gaps_ok(buf, starts, ends)
         starts_l = starts.tolist()
