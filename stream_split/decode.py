@@ -71,8 +71,8 @@ PLAIN_PIECE = 1 << 20
 #: a compressed chunk that expands to more is handed out in several batches.
 BATCH_PLAIN = 8 << 20
 #: Compressed bytes given to zstd per call: a zstd block (128 KiB of output at most) takes at
-#: least 4 bytes, so one call makes at most about 8 MiB, even of a bomb.
-ZSTD_STEP = 256
+#: least 4 bytes, so one call makes at most about 4 MiB, even of a bomb.
+ZSTD_STEP = 128
 _BOM = b"\xef\xbb\xbf"
 _WHITESPACE = b" \t\r\n"
 _BLANK_BYTES = (b" ", b"\n", b"\r", b"\t")
@@ -375,7 +375,12 @@ class Decompressor:
                 out = decompress(data[at:at + ZSTD_STEP])
             except zstd_error as e:
                 raise TraceInputError(f"corrupt zstd stream: {e}") from None
-            if out:
+            if len(out) >= PLAIN_PIECE:  # a bomb's output: handed on as it is, not copied
+                if held:
+                    yield b"".join(held)
+                    held, total = [], 0
+                yield out
+            elif out:
                 held.append(out)
                 total += len(out)
                 if total >= PLAIN_PIECE:
@@ -737,6 +742,8 @@ class TraceDecoder:
                 return
             if self._skip_blank(plain):
                 return
+            if self._outgrows(plain):  # said before the copy that joining it would make
+                raise self._too_long("an event", self._first_open)
             self._buf += plain
         elif not final:
             return
@@ -766,8 +773,10 @@ class TraceDecoder:
         """``plain`` is whitespace where no element is open (before the document, between
         two events): counted, not held or framed (True). What ``_buf`` holds is checked and
         reduced to its comma first (``_drop_gap``)."""
-        if self._stage not in ("start", "events") or not _blank(plain):
+        if self._stage not in ("start", "events", "tail") or not _blank(plain):
             return False
+        if self._stage == "tail":
+            return self._skip_blank_in_tail(plain)
         if self._stage == "events":
             if self._first_open >= 0 or self._scan_from != len(self._buf):
                 return False
@@ -775,6 +784,28 @@ class TraceDecoder:
         elif self._buf:
             return False
         self._buf_offset += len(plain)
+        return True
+
+    def _outgrows(self, plain: bytes) -> bool:
+        """The unfinished element, continued by ``plain``, passes ``max_event_bytes`` before
+        it closes."""
+        if self._stage != "events" or self._first_open < 0 or \
+                self._scan_from != len(self._buf):
+            return False
+        room = self.max_event_bytes - (len(self._buf) - self._first_open)
+        if len(plain) <= room:
+            return False
+        depth = Framing(plain[:max(room, 0)], 0, self._scan_state).depth
+        return not bool((depth == 0).any())
+
+    def _skip_blank_in_tail(self, plain: bytes) -> bool:
+        """``_skip_blank`` after the events array, while ``_buf`` holds at most its comma."""
+        held = self._buf
+        if len(held) > _GAP_KEEP or held.strip(_WHITESPACE) not in (b"", b","):
+            return False
+        self._buf = held.strip(_WHITESPACE)
+        self._buf_offset += len(held) + len(plain) - len(self._buf)
+        self._scan_from, self._scan_state = len(self._buf), (False, 0, False)
         return True
 
     def _consume(self, n: int) -> None:
