@@ -10,7 +10,10 @@ PCollections (``SplitOutputs``), of dicts so that any sink takes them:
   (``core.records.ITERATION_FIELDS``, the one schema source) plus ``"trace"``;
 - ``summaries``: one dict per trace (``trace_summary``), with the trace's size in ``bytes``
   and the ``seconds`` it took;
-- ``dead_letters``: ``{"trace", "error"}`` per file that could not be read as a trace.
+- ``dead_letters``: ``{"trace", "error"}`` per file that could not be read as a trace: an
+  unreadable one, anything a local pattern names that is no regular file (a directory, a
+  dangling link or a link loop, which Beam's match leaves out; a FIFO or a Unix socket, never
+  opened), and a trace that took longer than ``time_budget`` seconds. The job always ends.
 
 What it must never do: turn events into Beam elements (a shuffle moves ~47 k elements/s; a
 trace has millions of events), or repeat the logic of ``drive``. Events stay inside the
@@ -48,11 +51,15 @@ except ImportError as _error:  # pragma: no cover - depends on the installation
     raise ImportError(
         "stream_split.beam needs Apache Beam: pip install 'stream-split[beam]'") from _error
 
+import errno
+import glob
 import hashlib
 import os
 import posixpath
 import shutil
+import stat
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Union
@@ -61,7 +68,7 @@ from stream_split.core import IterationRecord, KIND_IDLE, KIND_ITERATION, SplitO
 from stream_split.core.records import ITERATION_FIELDS
 from stream_split.config import SplitConfig
 from stream_split.folder import split_to_folder
-from stream_split.run import new_splitter, read_through, reader_info
+from stream_split.run import StopRequest, new_splitter, read_through, reader_info
 from stream_split.stats import quantile
 
 __all__ = ["SplitTraces", "SplitOutputs", "SummarizeGroups", "ITERATIONS", "SUMMARIES",
@@ -169,15 +176,20 @@ class _SplitTraceFn(beam.DoFn):
     the error). A truncated trace (a killed writer) is not a dead letter: its records are
     emitted with ``complete: False`` and its summary says ``complete: False``.
 
-    Errors of the file system itself (a transient storage error, a file deleted since it was
-    matched) are raised, so that the runner retries the bundle as it does for any I/O.
+    A path that cannot be read whole (``file_problem``: a FIFO, a socket, an unreadable
+    file; or an error a retry cannot cure, ``_PERMANENT_ERRORS``) is a dead letter; other
+    errors of the file system (a transient storage error) are raised, so that the runner
+    retries the bundle as it does for any I/O. ``time_budget``: seconds a trace may take,
+    after which it stops between two batches and is a dead letter (its records decided so
+    far still come out).
     """
 
     def __init__(self, options: SplitOptions | None = None, *, pieces_prefix: str | None = None,
-                 compress_pieces: bool = True):
+                 compress_pieces: bool = True, time_budget: float | None = None):
         self._options = options or SplitOptions()
         self._pieces_prefix = pieces_prefix
         self._compress_pieces = compress_pieces
+        self._time_budget = time_budget
         self._traces = Metrics.counter(METRICS_NAMESPACE, "traces")
         self._events = Metrics.counter(METRICS_NAMESPACE, "events")
         self._iterations = Metrics.counter(METRICS_NAMESPACE, "iterations")
@@ -211,15 +223,19 @@ class _SplitTraceFn(beam.DoFn):
         Storage errors (``OSError``) are raised, for the runner to retry the bundle."""
         started = time.perf_counter()
         try:
+            problem = file_problem(path)
+            if problem is not None:
+                raise _NotATraceFile(problem)
             result = self._split_one(path, size, scratch)
-        except OSError:
-            raise
+        except OSError as e:
+            if e.errno not in _PERMANENT_ERRORS:
+                raise
+            error = f"cannot read {path}: {e.strerror or e}"
+            result = self._failed(path, size, error)
         except Exception as e:  # noqa: BLE001 - one trace must not fail the archive
-            error = f"{type(e).__name__}: {e}".splitlines()[0]
-            self._traces.inc()
-            self._failures.inc()
-            result = _TraceResult([], trace_summary(path, [], info=reader_info(None),
-                                                    error=error, size_bytes=size), error)
+            error = str(e) if isinstance(e, _NotATraceFile) else \
+                f"{type(e).__name__}: {e}".splitlines()[0]
+            result = self._failed(path, size, error)
         # The whole unit of work: reading, splitting and copying the pieces out.
         result.summary["seconds"] = round(time.perf_counter() - started, 3)
         outputs = [*result.rows, beam.pvalue.TaggedOutput(SUMMARIES, result.summary)]
@@ -228,21 +244,46 @@ class _SplitTraceFn(beam.DoFn):
                 DEAD_LETTERS, {"trace": path, "error": result.error}))
         return outputs
 
+    def _failed(self, path: str, size: int | None, error: str) -> _TraceResult:
+        self._traces.inc()
+        self._failures.inc()
+        return _TraceResult([], trace_summary(path, [], info=reader_info(None), error=error,
+                                              size_bytes=size), error)
+
     def _split_one(self, path: str, size: int | None, scratch: str) -> _TraceResult:
+        stop = StopRequest()
+        budget = None
+        if self._time_budget is not None:  # the stop is seen between two batches of events
+            budget = threading.Timer(self._time_budget, stop.request)
+            budget.daemon = True
+            budget.start()
+        try:
+            result = self._split_within(path, size, scratch, stop)
+        finally:
+            if budget is not None:
+                budget.cancel()
+        if stop.requested and result.error is None:
+            result.error = result.summary["error"] = (
+                f"took longer than its time budget of {self._time_budget:g} s")
+            self._failures.inc()
+        return result
+
+    def _split_within(self, path: str, size: int | None, scratch: str,
+                      stop: StopRequest) -> _TraceResult:
         pieces_dir = files = None
         # UNCOMPRESSED: the reader detects gzip / zstd from the bytes, as it does for files.
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as stream:
             if self._pieces_prefix is None:  # records only
                 splitter = new_splitter(replace(self._options, keep_events=False),
                                         spill_dir=scratch)
-                outcome = read_through(stream, splitter, name=path)
+                outcome = read_through(stream, splitter, name=path, stop=stop)
                 error, info = outcome.error, outcome.reader_info
             else:
                 pieces_local = os.path.join(scratch, "pieces")
                 os.makedirs(pieces_local)
                 config = SplitConfig(options=self._options, compress=self._compress_pieces)
                 result = split_to_folder(stream, pieces_local, config, name=path,
-                                         in_place=True)
+                                         in_place=True, stop=stop)
                 splitter, error, info = result.splitter, result.error, result.reader_info
                 if result.opened:  # nothing to copy for an unreadable file
                     files = {it["index"]: it["file"] for it in result.manifest["iterations"]
@@ -273,6 +314,56 @@ class _SplitTraceFn(beam.DoFn):
             events_out=splitter.events_out, metadata_events=splitter.metadata_events,
             invalid_events=splitter.invalid_events, pieces=pieces_dir, size_bytes=size)
         return _TraceResult(rows, summary, error)
+
+
+class _NotATraceFile(Exception):
+    """A matched path that is no regular, readable file (``file_problem``)."""
+
+
+#: Errors of a path that a retry cannot cure: the file is a dead letter, not a retry.
+_PERMANENT_ERRORS = {errno.ENOENT, errno.EACCES, errno.EPERM, errno.ELOOP, errno.EISDIR,
+                     errno.ENOTDIR, errno.ENAMETOOLONG, errno.ENXIO}
+
+
+def file_problem(path: str) -> str | None:
+    """Why the local ``path`` cannot be read whole as a trace file (None: it can, or it is not
+    local): a directory, a dangling link, a link loop, a FIFO (reading it could wait forever),
+    a socket or a device, an unreadable file."""
+    if "://" in path:
+        return None
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return "a dangling symbolic link" if os.path.islink(path) else "no such file"
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a symbolic link loop"
+        return f"cannot read it: {e.strerror or e}"
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (a named pipe)"),
+             (stat.S_ISSOCK, "a Unix socket"), (stat.S_ISCHR, "a device"),
+             (stat.S_ISBLK, "a device"))
+    for is_kind, kind in kinds:
+        if is_kind(info.st_mode):
+            return f"{kind}, not a trace file"
+    if not os.access(path, os.R_OK):
+        return "permission denied"
+    return None
+
+
+def unmatched_paths(pattern: str) -> list[DeadLetterRow]:
+    """Dead letters for what a local ``pattern`` names that Beam's match leaves out: a
+    directory, a dangling link, a link loop (a FIFO, a socket or an unreadable file is
+    matched, and made a dead letter by ``_SplitTraceFn``)."""
+    if "://" in pattern:
+        return []
+    rows = []
+    for path in sorted(glob.glob(pattern, recursive=True)):
+        if os.path.isfile(path):
+            continue
+        problem = file_problem(path)
+        if problem is not None and (os.path.isdir(path) or not os.path.exists(path)):
+            rows.append({"trace": path, "error": problem})
+    return rows
 
 
 def _copy_out(local_dir: str, dest_dir: str) -> None:
@@ -350,15 +441,24 @@ class SplitTraces(beam.PTransform):
         out = (p | beam.Create(["gs://bucket/traces/**/*.json.gz"])
                  | "SplitTraces" >> SplitTraces(SplitOptions(detector="steps")))
         out.iterations | beam.Map(json.dumps) | beam.io.WriteToText(...)
+
+    ``time_budget``: seconds each trace may take before it becomes a dead letter (None: no
+    limit).
     """
 
     def __init__(self, options: SplitOptions | None = None, *, pieces_prefix: str | None = None,
                  compress_pieces: bool = True,
-                 empty_match_treatment=fileio.EmptyMatchTreatment.ALLOW_IF_WILDCARD):
+                 empty_match_treatment=fileio.EmptyMatchTreatment.ALLOW_IF_WILDCARD,
+                 time_budget: float | None = None):
         super().__init__()
+        if time_budget is not None and not (isinstance(time_budget, (int, float))
+                                            and time_budget > 0):
+            raise ValueError(f"time_budget must be a number of seconds > 0, not "
+                             f"{time_budget!r}")
         self._options = options or SplitOptions()
         self._pieces_prefix = pieces_prefix
         self._compress_pieces = compress_pieces
+        self._time_budget = time_budget
         self._empty_match_treatment = empty_match_treatment
 
     def expand(self, files: beam.PCollection[Union[str, FileMetadata]]) -> SplitOutputs:
@@ -374,10 +474,13 @@ class SplitTraces(beam.PTransform):
             | "Spread" >> _SpreadBySize()
             | "Split" >> beam.ParDo(_SplitTraceFn(
                 self._options, pieces_prefix=self._pieces_prefix,
-                compress_pieces=self._compress_pieces)).with_output_types(
+                compress_pieces=self._compress_pieces,
+                time_budget=self._time_budget)).with_output_types(
                     IterationRow, **{SUMMARIES: SummaryRow, DEAD_LETTERS: DeadLetterRow}
                 ).with_outputs(SUMMARIES, DEAD_LETTERS, main=ITERATIONS))
-        return SplitOutputs(split[ITERATIONS], split[SUMMARIES], split[DEAD_LETTERS])
+        unmatched = patterns | "Unmatched" >> beam.FlatMap(unmatched_paths)
+        dead = (split[DEAD_LETTERS], unmatched) | "DeadLetters" >> beam.Flatten()
+        return SplitOutputs(split[ITERATIONS], split[SUMMARIES], dead)
 
 
 def trace_group(trace: str) -> str:

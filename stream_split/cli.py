@@ -8,9 +8,9 @@ ranks, iteration k across the ranks too), ``plot`` (a picture of it). Progress g
 when it is a terminal. An option that could not do what it asked (``options``) is an error or
 a warning, never silence. Bad input, a bad path or a bad option value ends with one line on
 stderr and exit status 2,
-never a traceback; whatever was decided before an input error is written first. SIGINT and
-SIGTERM stop the run between two events (outputs stay whole) and exit 128 + the signal's
-number (130, 143). A reader of stdout that goes away (``| head``) ends the command quietly,
+never a traceback; whatever was decided before an input error is written first. SIGINT,
+SIGTERM, SIGHUP and SIGUSR1 (``run.STOP_SIGNALS``) stop the run between two batches (outputs
+stay whole, the manifest says incomplete) and exit 128 + the signal's number (130, 143...). A reader of stdout that goes away (``| head``) ends the command quietly,
 exit status 0; a stdout or stdin that was never open (``>&-``, ``<&-`` with ``-``) is an
 error line, exit status 2.
 """
@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
 
 from stream_split import __version__, progress
@@ -27,6 +26,7 @@ from stream_split.analysis import diff, render_comparison
 from stream_split.config import SplitConfig
 from stream_split.core import SplitOptions
 from stream_split.core.engine import DEFAULT_PENDING_LIMIT
+from stream_split.decode import MAX_EVENT_BYTES
 from stream_split.errors import (
     OptionError, OptionHadNoEffect, OptionWarning, OutputError, RanksError, ReadInterrupted,
     StreamSplitError)
@@ -161,6 +161,9 @@ def _add_common(p, several: bool = False) -> None:
                    help="with --follow: stop after this many seconds without new bytes")
     p.add_argument("--pending-limit", type=_bounded_int(1), default=DEFAULT_PENDING_LIMIT,
                    help="undecided events kept in memory before spilling to a temp file")
+    p.add_argument("--max-event-bytes", type=_bounded_int(1), default=MAX_EVENT_BYTES,
+                   help="longest event (and header) read, in bytes; a longer one is an "
+                        "error (default 64 MiB: what the reader may hold at once)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress on stderr (it shows only on a terminal anyway)")
 
@@ -214,7 +217,8 @@ def _print_warning(warning: OptionWarning) -> None:
 def _run(args, splitter, **sinks):
     """Read the trace through ``splitter`` (``run.read_through``, the options that could
     have done nothing checked): (error or None, reader info)."""
-    outcome = read_through(args.trace, splitter, check=True, **_reading(args), **sinks)
+    outcome = read_through(args.trace, splitter, check=True, **_reading(args),
+                           max_event_bytes=args.max_event_bytes, **sinks)
     return outcome.error, outcome.reader_info
 
 
@@ -228,7 +232,8 @@ def _config(args) -> SplitConfig:
     return SplitConfig(options=_options(args, keep_events=True), overwrite=args.overwrite,
                        choice=_choice(args), name_by=args.name_by,
                        compress=not args.plain_json, compresslevel=args.compresslevel,
-                       plot=args.plot, layout=args.layout)
+                       plot=args.plot, layout=args.layout,
+                       max_event_bytes=args.max_event_bytes)
 
 
 def cmd_split(args) -> int:
@@ -270,7 +275,7 @@ def cmd_split_ranks(args, paths: list[str]) -> int:
         raise OptionHadNoEffect("--plot draws the split of one trace: run `stream-split plot "
                                 "OUT/rank_<r> -o picture.png` for a rank")
     with OutputFolder(args.output, overwrite=args.overwrite, inputs=paths) as folder:
-        data = split_ranks(expand_traces(paths), folder.staging, _config(args))
+        data = split_ranks(expand_traces(paths), folder.staging, _config(args), stop=args.stop)
         unread = [rank for rank in data["ranks"] if rank["error"] and not rank["iterations"]]
         if len(unread) == len(data["ranks"]):  # no trace among them: nothing to keep
             raise RanksError(f"no trace could be read: {unread[0]['trace']}: "
@@ -399,11 +404,9 @@ COMMANDS = {"split": cmd_split, "boundaries": cmd_boundaries, "tag": cmd_tag,
 
 
 def main(argv=None) -> int:
-    # SIGINT/SIGTERM: stop between two events, leaving whole outputs; a second signal is only
-    # counted (raising from a handler could cut a write in half).
-    stop = StopRequest()
-    signal.signal(signal.SIGTERM, stop.request)
-    signal.signal(signal.SIGINT, stop.request)
+    # SIGINT, SIGTERM, SIGHUP, SIGUSR1: stop between two batches, leaving whole outputs; a
+    # second signal is only counted (raising from a handler could cut a write in half).
+    stop = StopRequest().install()
     if sys.stderr is None:  # started with 2>&-: errors have nowhere to go
         sys.stderr = open(os.devnull, "w", encoding="utf-8")
     if sys.stdout is None:  # started with >&-: every command writes there

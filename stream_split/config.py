@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from stream_split.core import SplitOptions
+from stream_split.decode import MAX_EVENT_BYTES
 from stream_split.errors import OptionError
 from stream_split.options import IterationChoice, parse_selection, parse_steps
 from stream_split.write import LAYOUT_HTA, LAYOUTS, NAME_BY
@@ -52,6 +53,8 @@ class SplitConfig:
     #: ``hta`` layout: its pieces go into the job's folder (the parent of this trace's),
     #: named by this rank unless the trace's header names one. None: a trace on its own.
     rank: int | None = None
+    #: Longest event (and run of header keys) read, in bytes: what the reader may hold.
+    max_event_bytes: int = MAX_EVENT_BYTES
 
     def __post_init__(self):
         if not isinstance(self.options, SplitOptions):
@@ -61,6 +64,7 @@ class SplitConfig:
         for name in ("overwrite", "compress", "plot"):
             _require_bool(name, getattr(self, name))
         _require_int("compresslevel", self.compresslevel, 0, 9)
+        _require_int("max_event_bytes", self.max_event_bytes, 1)
         if self.name_by not in NAME_BY:
             raise OptionError(f"name_by must be one of {', '.join(NAME_BY)}, "
                               f"not {self.name_by!r}")
@@ -83,7 +87,8 @@ class SplitConfig:
                       pending_limit: int | None = None, overwrite: bool = False,
                       iterations=None, steps: str | None = None, name_by: str = "index",
                       compress: bool = True, compresslevel: int = 1,
-                      plot: bool = False, layout: str = "flat") -> "SplitConfig":
+                      plot: bool = False, layout: str = "flat",
+                      max_event_bytes: int = MAX_EVENT_BYTES) -> "SplitConfig":
         """The configuration of ``stream_split.split``'s keywords, each checked strictly
         (see ``stream_split.library.split`` for their meaning)."""
         if level is not None:
@@ -103,7 +108,8 @@ class SplitConfig:
         except ValueError as e:  # SplitOptions' and the selection parsers' own checks
             raise OptionError(str(e)) from None
         return cls(options=options, overwrite=overwrite, choice=choice, name_by=name_by,
-                   compress=compress, compresslevel=compresslevel, plot=plot, layout=layout)
+                   compress=compress, compresslevel=compresslevel, plot=plot, layout=layout,
+                   max_event_bytes=max_event_bytes)
 
 
 def _selection(iterations):

@@ -36,8 +36,9 @@ bracket depths before anything recurses.
 """
 from __future__ import annotations
 
+import bisect
 import json
-from typing import Any, Literal, TypedDict, Union
+from typing import Any, Iterator, Literal, TypedDict, Union
 
 import msgspec
 import numpy as np
@@ -49,11 +50,32 @@ from stream_split.trace_format import ENGINE_ARGS, ENGINE_FIELDS, EVENTS_KEY, PY
 
 #: Deepest nesting of arrays and objects accepted in a document (Kineto writes about 6).
 MAX_DEPTH = 200
+#: Longest event accepted, in bytes of JSON text (and longest run of header keys, before or
+#: after the events): what the decoder may hold at once. Kineto's longest are a few KiB.
+MAX_EVENT_BYTES = 64 << 20
+#: Separators between two events are kept up to this many bytes; beyond, they are checked
+#: and dropped (a run of whitespace of any length takes no memory).
+_GAP_KEEP = 64 << 10
+#: Bytes between two framing states kept by the header's reader (``_read_head``).
+_MARK_EVERY = 4096
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+#: A zstd skippable frame begins with 0x184D2A50 to 0x184D2A5F (little-endian): its first
+#: byte is 0x50 to 0x5F ("P" here), the others these.
+ZSTD_SKIPPABLE = b"\x50\x2a\x4d\x18"
+#: Most plain bytes handed on at once (a decompression call, a slice of a large chunk): the
+#: decoder's working memory for one piece is a few times this.
+PLAIN_PIECE = 1 << 20
+#: Bytes of JSON text decoded for one batch of events at most (``TraceDecoder.receive_more``):
+#: a compressed chunk that expands to more is handed out in several batches.
+BATCH_PLAIN = 8 << 20
+#: Compressed bytes given to zstd per call: a zstd block (128 KiB of output at most) takes at
+#: least 4 bytes, so one call makes at most about 4 MiB, even of a bomb.
+ZSTD_STEP = 128
 _BOM = b"\xef\xbb\xbf"
 _WHITESPACE = b" \t\r\n"
+_BLANK_BYTES = (b" ", b"\n", b"\r", b"\t")
 _EVENTS_KEY_BYTES = b'"' + EVENTS_KEY.encode() + b'"'
 #: How Kineto begins a Python frame event, and the shortest run of them worth a batch.
 FRAME_PREFIX = b'{"ph": "X", "cat": "' + PYTHON_FRAME_CAT.encode() + b'", '
@@ -119,6 +141,25 @@ class Events:
 
     def __len__(self) -> int:
         return len(self.events)
+
+    def parts(self, size: int) -> Iterator["Events"]:
+        """The batch as consecutive batches of about ``size`` events (a frame run is never
+        cut: a part may hold more), the batch itself when it is no larger."""
+        n = len(self.events)
+        if n <= size:
+            yield self
+            return
+        runs = self.frame_runs
+        at = r = 0
+        while at < n:
+            end = min(at + size, n)
+            while r < len(runs) and runs[r].j <= at:
+                r += 1
+            if r < len(runs) and runs[r].i < end:  # a run reaches into this part: whole
+                end = max(end, runs[r].j)
+            inside = [run.shifted(-at) for run in runs if at <= run.i and run.j <= end]
+            yield Events(self.events[at:end], self.raws[at:end] if self.raws else [], inside)
+            at = end
 
     def extend(self, other: "Events") -> None:
         base = len(self.events)
@@ -215,14 +256,20 @@ def parse_exact(text: bytes):
     surrogates kept, NaN/Infinity refused (not JSON). Invalid UTF-8 becomes U+FFFD; the second
     value says whether that happened."""
     try:
-        decoded, changed = text.decode("utf-8"), False
+        decoded, changed = str(text, "utf-8"), False  # bytes or a memoryview
     except UnicodeDecodeError:
-        decoded, changed = text.decode("utf-8", "replace"), True
+        decoded, changed = str(text, "utf-8", "replace"), True
     return json.loads(decoded, parse_constant=_reject_constant), changed
 
 
 class Decompressor:
-    """Undoes gzip (any number of members) or zstd chunk by chunk, or passes plain bytes.
+    """Undoes gzip (any number of members) or zstd (any number of frames, skippable ones
+    too, as ``pzstd`` writes them) chunk by chunk, or passes plain bytes.
+
+    ``pieces(data)`` hands out the plain bytes in bounded pieces, however much one compressed
+    chunk expands to (a bomb of whitespace included): gzip is asked for ``PLAIN_PIECE`` at
+    most per call, zstd is given ``ZSTD_STEP`` compressed bytes per call; small outputs are
+    joined up to ``PLAIN_PIECE``. ``feed(data)``: the pieces joined.
 
     ``kind`` is None until the first bytes tell, then "plain", "gzip" or "zstd".
     ``at_member_end``: every compressed byte so far belongs to finished members (a followed
@@ -242,29 +289,25 @@ class Decompressor:
             and not self._pending
 
     def feed(self, data: bytes) -> bytes:
+        return b"".join(self.pieces(data))
+
+    def pieces(self, data: bytes) -> Iterator[bytes]:
+        """The plain bytes of ``data`` (what they complete), in bounded pieces."""
         if self.kind is None:
             self._head += data
             head = self._head
             if (len(head) < 2 and GZIP_MAGIC.startswith(head)) or \
-                    (len(head) < 4 and ZSTD_MAGIC.startswith(head)):
-                return b""
+                    (len(head) < 4 and _zstd_magic_prefix(head)):
+                return
             self._head = b""
-            if head[:2] == GZIP_MAGIC:
-                self.kind = "gzip"
-            elif head[:4] == ZSTD_MAGIC:
-                self.kind = "zstd"
-                try:
-                    import zstandard  # noqa: F401
-                except ImportError:
-                    raise TraceInputError("zstd input needs the 'zstandard' package "
-                                          "(pip install zstandard)") from None
-            else:
-                self.kind = "plain"
-                return head
+            self.kind = _compression_of(head)
+            if self.kind == "zstd":
+                _zstandard()  # installed, or one line saying so
             data = head
         if self.kind == "plain":
-            return data
-        return self._inflate(data)
+            yield data
+        else:
+            yield from _joined(self._inflate(data), PLAIN_PIECE)
 
     def finish(self) -> bytes:
         """End of input: what is left (plain bytes held while sniffing)."""
@@ -276,39 +319,145 @@ class Decompressor:
             self.truncated = True
         return b""
 
-    def _inflate(self, data: bytes) -> bytes:
+    def _inflate(self, data: bytes) -> Iterator[bytes]:
         self._pending += data
-        out = []
-        magic = GZIP_MAGIC if self.kind == "gzip" else ZSTD_MAGIC
         while self._pending:
             if self._dec is None:
                 self._pending = self._pending.lstrip(b"\0")  # zero padding, as gzip allows
-                if not self._pending:
+                if not self._pending or not self._new_member():
                     break
-                if not magic.startswith(self._pending[:len(magic)]):
-                    raise TraceInputError(
-                        f"corrupt {self.kind} stream: unexpected bytes after the end of member "
-                        f"{self.members}")
-                if len(self._pending) < len(magic):
-                    break
-                self._dec = (isal_zlib.decompressobj(wbits=31) if self.kind == "gzip" else
-                             __import__("zstandard").ZstdDecompressor().decompressobj())
             dec = self._dec
-            try:
-                out.append(dec.decompress(self._pending))
-            except isal_zlib.error as e:
-                raise TraceInputError(f"corrupt gzip stream: {e}") from None
-            except Exception as e:
-                if type(e).__name__ == "ZstdError":
-                    raise TraceInputError(f"corrupt zstd stream: {e}") from None
-                raise
-            if dec.eof:
-                self._pending = dec.unused_data
+            yield from (self._inflate_gzip() if self.kind == "gzip" else self._inflate_zstd())
+            if dec.eof:  # the member ended: what follows it begins the next one
+                self._pending = dec.unused_data + self._pending
                 self._dec = None
                 self.members += 1
-            else:
-                self._pending = b""
-        return b"".join(out)
+
+    def _new_member(self) -> bool:
+        """A new member's decompressor, once its magic has come (False: not yet)."""
+        pending = self._pending
+        gzip = self.kind == "gzip"
+        if not (GZIP_MAGIC.startswith(pending[:2]) if gzip else _zstd_magic_prefix(pending)):
+            raise TraceInputError(
+                f"corrupt {self.kind} stream: unexpected bytes after the end of member "
+                f"{self.members}")
+        if len(pending) < (2 if gzip else 4):
+            return False
+        self._dec = (isal_zlib.decompressobj(wbits=31) if gzip else
+                     _zstandard().ZstdDecompressor().decompressobj())
+        return True
+
+    def _inflate_gzip(self) -> Iterator[bytes]:
+        """The member's output for the pending bytes, ``PLAIN_PIECE`` at most per call."""
+        dec, data = self._dec, self._pending
+        self._pending = b""
+        while True:
+            try:
+                out = dec.decompress(data, PLAIN_PIECE)
+            except isal_zlib.error as e:
+                raise TraceInputError(f"corrupt gzip stream: {e}") from None
+            if out:
+                yield out
+            data = dec.unconsumed_tail
+            if dec.eof or not (data or len(out) == PLAIN_PIECE):
+                return
+
+    def _inflate_zstd(self) -> Iterator[bytes]:
+        """The frame's output for the pending bytes, ``ZSTD_STEP`` of them per call, joined
+        up to ``PLAIN_PIECE``; at the frame's end, the bytes not given to it stay pending."""
+        dec, data = self._dec, memoryview(self._pending)
+        self._pending = b""
+        zstd_error = _zstandard().ZstdError
+        decompress = dec.decompress
+        held, total = [], 0
+        for at in range(0, len(data), ZSTD_STEP):
+            try:
+                out = decompress(data[at:at + ZSTD_STEP])
+            except zstd_error as e:
+                raise TraceInputError(f"corrupt zstd stream: {e}") from None
+            if len(out) >= PLAIN_PIECE:  # a bomb's output: handed on as it is, not copied
+                if held:
+                    yield b"".join(held)
+                    held, total = [], 0
+                yield out
+            elif out:
+                held.append(out)
+                total += len(out)
+                if total >= PLAIN_PIECE:
+                    yield b"".join(held)
+                    held, total = [], 0
+            if dec.eof:
+                self._pending = bytes(data[at + ZSTD_STEP:])
+                break
+        if held:
+            yield b"".join(held)
+
+
+def _zstandard():
+    """The ``zstandard`` module (an optional extra), or a ``TraceInputError`` saying so."""
+    try:
+        import zstandard
+    except ImportError:
+        raise TraceInputError("zstd input needs the 'zstandard' package "
+                              "(pip install zstandard)") from None
+    return zstandard
+
+
+def _zstd_magic_prefix(data: bytes) -> bool:
+    """``data`` begins like a zstd frame or a skippable frame (``ZSTD_SKIPPABLE``), as far
+    as it goes."""
+    head = data[:4]
+    return ZSTD_MAGIC.startswith(head) or (
+        not head or (head[0] & 0xF0 == 0x50 and ZSTD_SKIPPABLE[1:].startswith(head[1:])))
+
+
+def _compression_of(head: bytes) -> str:
+    if head[:2] == GZIP_MAGIC:
+        return "gzip"
+    if len(head) >= 4 and _zstd_magic_prefix(head):
+        return "zstd"
+    return "plain"
+
+
+def _blank(data: bytes) -> bool:
+    """``data`` is JSON whitespace only. A run of one byte is compared whole (memcmp: 10
+    times faster than ``translate``, 60 times than ``strip(chars)``)."""
+    first = data[:1]
+    if first not in _BLANK_BYTES or data[-1:] not in _BLANK_BYTES:
+        return not data
+    return data == first * len(data) or not data.translate(None, _WHITESPACE)
+
+
+def _rstripped_length(buf: bytes, start: int) -> int:
+    """``len(buf[start:].rstrip())`` without the copy."""
+    end = len(buf)
+    while end > start and buf[end - 1] in b" \t\r\n\x0b\x0c":
+        end -= 1
+    return end - start
+
+
+def _slices(pieces: Iterator[bytes], size: int) -> Iterator[bytes]:
+    """``pieces``, each cut into slices of ``size`` bytes at most."""
+    for piece in pieces:
+        if len(piece) <= size:
+            yield piece
+        else:
+            for at in range(0, len(piece), size):
+                yield piece[at:at + size]
+
+
+def _joined(pieces: Iterator[bytes], size: int) -> Iterator[bytes]:
+    """``pieces`` joined while they stay under ``size`` bytes together (a compressed
+    chunk's many small outputs as one batch, as before; a large one alone)."""
+    held, total = [], 0
+    for piece in pieces:
+        if held and total + len(piece) > size:
+            yield b"".join(held)
+            held, total = [], 0
+        held.append(piece)
+        total += len(piece)
+    if held:
+        yield b"".join(held)
 
 
 def sniff_form(start: bytes, final: bool) -> str | None:
@@ -319,6 +468,7 @@ def sniff_form(start: bytes, final: bool) -> str | None:
         if final:
             raise TraceInputError("empty input")
         return None
+    _refuse_wide_text(text)
     if text[:1] == b"[":
         return "array"
     if text[:1] != b"{":
@@ -339,6 +489,13 @@ def sniff_form(start: bytes, final: bool) -> str | None:
         if isinstance(first, dict) and "ph" in first and EVENTS_KEY not in first:
             return "jsonl"
     return "object"
+
+
+def _refuse_wide_text(text: bytes) -> None:
+    """NUL bytes among the first ones: UTF-16 or UTF-32 text (a trace is UTF-8 JSON)."""
+    if b"\0" in text[:64]:
+        raise TraceInputError("not UTF-8 JSON: NUL bytes at the start of the text "
+                              "(UTF-16 or UTF-32 text, or binary data?)")
 
 
 def _one_whole_value(text: bytes) -> bool:
@@ -462,8 +619,9 @@ class TraceDecoder:
     (``FrameRun``); every event is still checked as JSON, and what the fast path refuses is
     parsed in full."""
 
-    def __init__(self, *, max_depth: int = MAX_DEPTH):
+    def __init__(self, *, max_depth: int = MAX_DEPTH, max_event_bytes: int = MAX_EVENT_BYTES):
         self.max_depth = max_depth
+        self.max_event_bytes = max_event_bytes
         self.keep_raws = True
         self.slim = False
         self._decompressor = Decompressor()
@@ -487,8 +645,9 @@ class TraceDecoder:
         self._after_event = False  # a comma is due before the next event
         self._probe_at = 1 << 20  # an unfinished element this long is checked (doubling)
         self._bom_checked = False
-        self._head_scanned = 0
+        self._head_marks: list = []  # (offset in _buf, framing state there): _read_head
         self._out = Events()
+        self._plain: Iterator[bytes] | None = None  # the backlog (``receive_more``)
         self._error: TraceInputError | None = None
 
     # -- public ---------------------------------------------------------------------------
@@ -503,10 +662,30 @@ class TraceDecoder:
                                        and self._decompressor.at_member_end)
 
     def receive_data(self, data: bytes) -> Events:
-        """Take the next bytes of input (``b""``: the end); returns the events they complete.
+        """Take the next bytes of input (``b""``: the end); returns the events they complete,
+        or those of their first ``BATCH_PLAIN`` bytes of JSON text when they expand to more
+        (a compressed chunk): ``backlog`` then says that ``receive_more`` has the rest, to be
+        taken before the next bytes.
 
         An error of the input (``TraceInputError``) is raised after the events before it were
         returned: by this call when there are none, else by the next one."""
+        if self._plain is not None:
+            raise RuntimeError("receive_data with a backlog: receive_more first")
+        if data:
+            self.bytes_in += len(data)
+            self._plain = _slices(self._decompressor.pieces(data), PLAIN_PIECE)
+        return self._receive(final=not data)
+
+    @property
+    def backlog(self) -> bool:
+        """Plain bytes of the last chunk wait to be decoded (``receive_more``)."""
+        return self._plain is not None
+
+    def receive_more(self) -> Events:
+        """The events of the next ``BATCH_PLAIN`` bytes of the backlog."""
+        return self._receive(final=False)
+
+    def _receive(self, final: bool) -> Events:
         if self._error is not None:
             error, self._error = self._error, None
             self.ended = True
@@ -515,19 +694,29 @@ class TraceDecoder:
             raise RuntimeError("receive_data after the end of input")
         out = self._out = Events()
         try:
-            if data:
-                self.bytes_in += len(data)
-                self._receive_plain(self._decompressor.feed(data), final=False)
-            else:
+            if self._plain is not None:
+                self._drain()
+            elif final:
                 self.ended = True
                 self._receive_plain(self._decompressor.finish(), final=True)
         except TraceInputError as error:
+            self._plain = None
             if not out.events:
                 self.ended = True
                 raise
             self._error = error
             self.ended = False
         return out
+
+    def _drain(self) -> None:
+        """Decode the backlog's pieces until ``BATCH_PLAIN`` bytes are done or none is left."""
+        done = 0
+        for plain in self._plain:
+            self._receive_plain(plain, final=False)
+            done += len(plain)
+            if done >= BATCH_PLAIN:
+                return
+        self._plain = None
 
     # -- stages ---------------------------------------------------------------------------
 
@@ -551,10 +740,17 @@ class TraceDecoder:
                     raise TraceInputError("not valid JSON: trailing garbage after the document "
                                           f"(near byte {self.bytes_decoded - len(plain)})")
                 return
+            if self._skip_blank(plain):
+                return
+            if self._outgrows(plain):  # said before the copy that joining it would make
+                raise self._too_long("an event", self._first_open)
             self._buf += plain
         elif not final:
             return
         if self._stage == "start":
+            if not final and _blank(self._buf):
+                self._consume(len(self._buf))  # whitespace before the document: dropped
+                return
             self.form = sniff_form(self._buf, final)
             if self.form is None:
                 return
@@ -573,6 +769,45 @@ class TraceDecoder:
         if final:
             self._end_of_input()
 
+    def _skip_blank(self, plain: bytes) -> bool:
+        """``plain`` is whitespace where no element is open (before the document, between
+        two events): counted, not held or framed (True). What ``_buf`` holds is checked and
+        reduced to its comma first (``_drop_gap``)."""
+        if self._stage not in ("start", "events", "tail") or not _blank(plain):
+            return False
+        if self._stage == "tail":
+            return self._skip_blank_in_tail(plain)
+        if self._stage == "events":
+            if self._first_open >= 0 or self._scan_from != len(self._buf):
+                return False
+            self._drop_gap()
+        elif self._buf:
+            return False
+        self._buf_offset += len(plain)
+        return True
+
+    def _outgrows(self, plain: bytes) -> bool:
+        """The unfinished element, continued by ``plain``, passes ``max_event_bytes`` before
+        it closes."""
+        if self._stage != "events" or self._first_open < 0 or \
+                self._scan_from != len(self._buf):
+            return False
+        room = self.max_event_bytes - (len(self._buf) - self._first_open)
+        if len(plain) <= room:
+            return False
+        depth = Framing(plain[:max(room, 0)], 0, self._scan_state).depth
+        return not bool((depth == 0).any())
+
+    def _skip_blank_in_tail(self, plain: bytes) -> bool:
+        """``_skip_blank`` after the events array, while ``_buf`` holds at most its comma."""
+        held = self._buf
+        if len(held) > _GAP_KEEP or held.strip(_WHITESPACE) not in (b"", b","):
+            return False
+        self._buf = held.strip(_WHITESPACE)
+        self._buf_offset += len(held) + len(plain) - len(self._buf)
+        self._scan_from, self._scan_state = len(self._buf), (False, 0, False)
+        return True
+
     def _consume(self, n: int) -> None:
         self._buf = self._buf[n:]
         self._buf_offset += n
@@ -585,48 +820,90 @@ class TraceDecoder:
             return int(framing.brackets[first])
         return -1
 
+    def _too_long(self, what: str, pos: int) -> TraceInputError:
+        """``what`` runs past ``max_event_bytes`` from ``pos`` in ``_buf``: too much to hold."""
+        return TraceInputError(
+            f"{what} is longer than {self.max_event_bytes} bytes, the most the reader holds "
+            f"(near byte {self._buf_offset + pos}): max_event_bytes (--max-event-bytes) "
+            "raises the limit")
+
     def _too_deep(self, pos: int) -> TraceInputError:
         return TraceInputError(f"nested deeper than {self.max_depth} levels "
                                f"(near byte {self._buf_offset + pos})")
 
     def _read_head(self, final: bool) -> None:
-        """The object form up to the events array: the header keys before it."""
-        buf = self._buf
-        if not (final or _EVENTS_KEY_BYTES in buf or len(buf) >= 2 * self._head_scanned):
-            return
-        framing = Framing(buf)
+        """The object form up to the events array: the header keys before it. Each byte is
+        framed once (``_scan_from``); where the events key shows, the stretch since the last
+        mark (``_head_marks``: a framing state every few bytes) is framed again to tell a key
+        from a string's text."""
+        buf, scan_from, state = self._buf, self._scan_from, self._scan_state
+        if not self._head_marks or scan_from - self._head_marks[-1][0] >= _MARK_EVERY:
+            self._head_marks.append((scan_from, state))
+        framing = Framing(buf, scan_from, state)
         too_deep = self._check_depth(framing, 0)
-        quotes = framing.quotes
-        pos = buf.find(_EVENTS_KEY_BYTES)
+        pos = buf.find(_EVENTS_KEY_BYTES, max(0, scan_from - len(_EVENTS_KEY_BYTES) + 1))
         while pos >= 0:
-            k = int(np.searchsorted(quotes, pos))
-            is_quote = k < quotes.size and quotes[k] == pos
-            if is_quote and k % 2 == 0:  # opens a string
-                if 0 <= too_deep < pos:
-                    raise self._too_deep(too_deep)
-                b = int(np.searchsorted(framing.brackets, pos))
-                depth = int(framing.depth[b - 1]) if b else 0
-                after = buf[pos + len(_EVENTS_KEY_BYTES):].lstrip(_WHITESPACE)
-                if depth == 1 and after.startswith(b":"):
-                    value = after[1:].lstrip(_WHITESPACE)
-                    if not value and not final:
-                        break  # the value has not come yet
-                    if value[:1] != b"[":
-                        if not value:
-                            break
-                        raise TraceInputError(f"not a trace: \"{EVENTS_KEY}\" is not an array")
-                    self.header_before = self._header_before(buf[:pos])
-                    self._consume(len(buf) - len(value) + 1)
-                    self._reset_scan()
-                    self._stage = "events"
-                    return
+            if 0 <= too_deep < pos:
+                raise self._too_deep(too_deep)
+            value_at = self._events_value_at(buf, pos, final)
+            if value_at == -1:
+                return  # the value has not come yet: read again with more bytes
+            if value_at >= 0:
+                self.header_before = self._header_before(buf[:pos])
+                self._consume(value_at + 1)
+                self._reset_scan()
+                self._stage = "events"
+                return
             pos = buf.find(_EVENTS_KEY_BYTES, pos + 1)
         if too_deep >= 0:
             raise self._too_deep(too_deep)
         closed = np.flatnonzero(framing.depth == 0)
         if closed.size:  # the object ended without the key
-            raise TraceInputError(f"not a trace: JSON object without \"{EVENTS_KEY}\"")
-        self._head_scanned = len(buf)
+            raise self._not_a_trace(buf, int(framing.brackets[closed[0]]))
+        if len(buf) > self.max_event_bytes:
+            raise self._too_long("the header before the events", 0)
+        self._scan_from, self._scan_state = len(buf), framing.end_state
+
+    def _events_value_at(self, buf: bytes, pos: int, final: bool) -> int:
+        """Where the events array opens when ``buf[pos:]`` is the events key of the top
+        object followed by ``:``; -1 when its value has not come yet, -2 when it is no key."""
+        mark, state = self._head_marks[bisect.bisect_right(self._head_marks, (pos, (True,)))
+                                        - 1]
+        framing = Framing(buf, mark, state)
+        quotes = framing.quotes
+        k = int(np.searchsorted(quotes, pos))
+        opens = k < quotes.size and quotes[k] == pos and (k + state[0]) % 2 == 0
+        b = int(np.searchsorted(framing.brackets, pos))
+        depth = int(framing.depth[b - 1]) if b else state[1]
+        after = buf[pos + len(_EVENTS_KEY_BYTES):].lstrip(_WHITESPACE)
+        if not (opens and depth == 1 and after[:1] in (b":", b"")):
+            return -2
+        if not after:
+            return -2 if final else -1
+        value = after[1:].lstrip(_WHITESPACE)
+        if not value:
+            return -2 if final else -1
+        if value[:1] != b"[":
+            raise TraceInputError(f"not a trace: \"{EVENTS_KEY}\" is not an array")
+        return len(buf) - len(value)
+
+    def _not_a_trace(self, buf: bytes, end: int) -> TraceInputError:
+        """The object ``buf[:end + 1]`` closed without the events key: what it is instead
+        (broken JSON, such as a Python dict's single quotes; an event followed by another on
+        its line, JSON Lines written wrong; or JSON that is no trace)."""
+        try:
+            value, _ = parse_exact(buf[:end + 1])
+        except RecursionError:
+            return self._too_deep(0)
+        except ValueError as e:
+            pos = self._buf_offset + (getattr(e, "pos", None) or 0)
+            return TraceInputError(f"not valid JSON: {getattr(e, 'msg', e)} (near byte {pos})")
+        after = buf[end + 1:].lstrip(_WHITESPACE)
+        if isinstance(value, dict) and "ph" in value and after[:1] in (b"{", b","):
+            return TraceInputError(
+                "not valid JSON Lines: a second value on the line of the first event (near "
+                f"byte {self._buf_offset + len(buf) - len(after)}): one event per line")
+        return TraceInputError(f"not a trace: JSON object without \"{EVENTS_KEY}\"")
 
     def _header_before(self, text: bytes) -> dict:
         body = text.strip(_WHITESPACE)[1:].strip(_WHITESPACE)
@@ -687,8 +964,13 @@ class TraceDecoder:
         self._first_open = first_open
         self._scan_from = len(self._buf)
         self._scan_state = state
-        if first_open >= 0 and (final or len(self._buf) - first_open >= self._probe_at):
+        if first_open >= 0 and len(self._buf) - first_open > self.max_event_bytes:
+            raise self._too_long("an event", first_open)
+        if first_open >= 0 and (final or self._probe_at <= len(self._buf) - first_open <=
+                                self.max_event_bytes // 2):
             self._probe_unfinished(first_open, final)
+        elif first_open < 0 and len(self._buf) > _GAP_KEEP:
+            self._drop_gap()
 
     def _end_array(self, buf, consumed: int, end_pos: int) -> None:
         """The events array closes at ``end_pos`` (its elements before it are ``consumed``):
@@ -715,7 +997,7 @@ class TraceDecoder:
         stray quote makes the rest of the file one long string) is an error where it breaks,
         not a truncation; a merely unfinished one fails only at its end."""
         self._probe_at = max(self._probe_at, 2 * (len(self._buf) - first_open))
-        text = self._buf[first_open:]
+        text = memoryview(self._buf)[first_open:]  # no copy of what may be large
         try:
             parse_exact(text)
         except RecursionError:
@@ -724,11 +1006,21 @@ class TraceDecoder:
             pos = getattr(e, "pos", None)
             message = getattr(e, "msg", "")
             # A string running to the end says nothing (its start is where it was opened).
-            if pos is not None and pos < len(text.rstrip()) - 1 and \
+            if pos is not None and pos < _rstripped_length(self._buf, first_open) - 1 and \
                     not message.startswith("Unterminated string"):
                 raise TraceInputError(f"not valid JSON: {getattr(e, 'msg', e)} "
                                       f"(near byte {self._buf_offset + first_open + pos})") \
                     from None
+
+    def _drop_gap(self) -> None:
+        """``_buf`` holds only what lies after the last event, no element opened: separators,
+        checked now (garbage is an error here) and dropped but for the comma."""
+        gap = self._buf
+        self._check_gap(gap, 0, len(gap), final=False)
+        keep = b"," if gap.strip(_WHITESPACE) else b""
+        self._buf_offset += len(gap) - len(keep)
+        self._buf = keep
+        self._scan_from = len(keep)
 
     def _reset_scan(self) -> None:
         self._scan_from = 0
@@ -759,6 +1051,10 @@ class TraceDecoder:
             bad = int(starts[np.argmax(np.frombuffer(buf, np.uint8)[starts] != 123)])
             raise TraceInputError("not a trace: an element of the events array is not an "
                                   f"object (near byte {self._buf_offset + bad})")
+        lengths = ends - starts
+        if int(lengths.max()) > self.max_event_bytes:  # however it came, in one chunk or many
+            raise self._too_long("an event", int(starts[np.argmax(lengths >
+                                                                  self.max_event_bytes)]))
         # Separators: between two events only whitespace and (array) one comma.
         gaps_ok = self._gaps_ok(buf, starts, ends)
         starts_l = starts.tolist()
@@ -860,6 +1156,9 @@ class TraceDecoder:
         lengths[0] = starts[0]
         lengths[1:] = starts[1:] - ends[:-1]
         total = int(lengths.sum())
+        if total > _GAP_KEEP and total > 8 * n:  # long runs of whitespace: no array per byte
+            self._check_gaps_slowly(buf, starts.tolist(), ends.tolist())
+            return True
         commas_due = n - 1 + (1 if self._after_event else 0)
         if self.form == "jsonl":
             commas_due = 0
@@ -939,32 +1238,28 @@ class TraceDecoder:
         return event, (None if changed else raw)
 
     def _read_tail(self, final: bool) -> None:
-        """After the events array: ``, "key": value ... }``."""
+        """After the events array: ``, "key": value ... }``; the bytes are framed once each
+        (``_scan_from``), whitespace before the comma is dropped."""
+        lead = len(self._buf) - len(self._buf.lstrip(_WHITESPACE))
+        if lead:
+            self._consume(lead)
+            self._scan_from = max(0, self._scan_from - lead)
         buf = self._buf
-        framing = Framing(buf)
+        framing = Framing(buf, self._scan_from, self._scan_state)
         too_deep = self._check_depth(framing, 1)
         if too_deep >= 0:
             raise self._too_deep(too_deep)
         closes = np.flatnonzero(framing.depth < 0)
         if not closes.size:
+            if len(buf) > self.max_event_bytes:
+                raise self._too_long("the header after the events", 0)
+            self._scan_from, self._scan_state = len(buf), framing.end_state
             return
         end = int(framing.brackets[closes[0]])
-        rest = buf[:end].strip(_WHITESPACE)
         if buf[end] != 0x7D:
             raise TraceInputError(f"not valid JSON: unexpected ']' "
                                   f"(near byte {self._buf_offset + end})")
-        if rest:
-            if not rest.startswith(b","):
-                raise TraceInputError("not valid JSON: expected ',' or '}' after the events "
-                                      f"(near byte {self._buf_offset})")
-            try:
-                value, _ = parse_exact(b"{" + rest[1:] + b"}")
-            except ValueError as e:
-                raise TraceInputError(f"not valid JSON: {e} (in the header keys after the "
-                                      "events)") from None
-            if isinstance(value, dict):
-                value.pop(EVENTS_KEY, None)
-                self.header_after = value
+        self.header_after = self._header_after(buf[:end].strip(_WHITESPACE))
         trailing = buf[end + 1:]
         self._consume(len(buf))
         self._document_done = True
@@ -972,6 +1267,25 @@ class TraceDecoder:
         if trailing.strip():
             raise TraceInputError("not valid JSON: trailing garbage after the document "
                                   f"(near byte {self._buf_offset - len(trailing)})")
+
+    def _header_after(self, rest: bytes) -> dict:
+        """The header keys after the events (``rest``: from the comma after the array to the
+        document's closing brace); a second events array there is an error, not dropped."""
+        if not rest:
+            return {}
+        if not rest.startswith(b","):
+            raise TraceInputError("not valid JSON: expected ',' or '}' after the events "
+                                  f"(near byte {self._buf_offset})")
+        try:
+            value, _ = parse_exact(b"{" + rest[1:] + b"}")
+        except ValueError as e:
+            raise TraceInputError(f"not valid JSON: {e} (in the header keys after the "
+                                  "events)") from None
+        if EVENTS_KEY in value:
+            raise TraceInputError(f"not a trace: a second \"{EVENTS_KEY}\" array after the "
+                                  f"first (near byte {self._buf_offset}): its events would be "
+                                  "lost")
+        return value
 
     def _end_of_input(self) -> None:
         if self.form == "jsonl":

@@ -67,14 +67,15 @@ def split_to_folder(source, out: str, config: SplitConfig, *,
     be opened as a trace and ``ReadInterrupted`` when ``stop`` came before its first event
     (nothing written); an input error met later is the result's ``error``."""
     reading = {"stop": stop, "name": name, "follow": follow, "progress": progress,
-               "on_warning": on_warning}
+               "on_warning": on_warning, "max_event_bytes": config.max_event_bytes}
     if in_place:
         return _split_into(source, out, config, check=False, **reading)
     if config.plot:
         require_pyplot()  # no matplotlib: say so before the work, not after it
     inputs = [source] if isinstance(source, (str, os.PathLike)) and source != "-" else []
     with OutputFolder(out, overwrite=config.overwrite, inputs=inputs) as folder, \
-            open_reader(source, stop=stop, name=name, follow=follow) as reader:
+            open_reader(source, stop=stop, name=name, follow=follow,
+                        max_event_bytes=config.max_event_bytes) as reader:
         result = _split_into(source, folder.staging, config, check=True, reader=reader,
                              **reading)
         if config.plot:

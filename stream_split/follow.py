@@ -13,7 +13,10 @@ polling every 20 ms, backing off to 200 ms), and returns ``b""`` (end of input) 
   writer that died);
 * ``stop()`` was called (from another thread, or from the CLI's SIGINT/SIGTERM handler through
   ``run.StopRequest``; the wait is short, after which it is seen);
-* the file shrank (rewritten from the start) or, for a pipe, its writer closed it.
+* the file is no longer the one opened (``replaced`` says how: it shrank, its first bytes
+  changed, or its name now leads to another file): the reader then marks the input incomplete
+  with that reason, rather than mix two traces;
+* for a pipe, its writer closed it.
 
 A file renamed while it is read (Kineto writes ``<name>.tmp`` and renames it at the end) keeps
 being read through the same open descriptor. A path that does not exist yet is waited for,
@@ -40,10 +43,13 @@ class FollowedFile:
     """A growing trace file as a chunk source (see the module docstring).
 
     Attributes: ``name``, ``idle_timeout``, ``end_reason`` (None while reading, then the
-    ``at_rest`` reason given, "idle", "stopped", "pipe closed" or "file truncated") and
+    ``at_rest`` reason given, "idle", "stopped", "pipe closed" or "replaced"), ``replaced``
+    (why the file is no longer the trace, see ``_replaced_by``) and
     ``bytes_read`` (bytes read from the file)."""
 
     follows = True  # ``TraceReader`` passes ``at_rest`` to ``read``
+    #: How many of the first bytes read are kept, to notice a file rewritten in place.
+    HEAD_KEPT = 4096
 
     def __init__(self, path: str, *, idle_timeout: float = 10.0, poll: float = POLL_START,
                  max_poll: float = POLL_MAX):
@@ -57,7 +63,12 @@ class FollowedFile:
         self._eof = False
         self._last_input = time.monotonic()
         self._closefd = True
+        self.replaced: str | None = None
+        self._head = b""  # the first bytes read (``HEAD_KEPT``)
+        self._opened_as = self.name
         self._fd, self._pipe = self._open(self.name)
+        info = os.fstat(self._fd)
+        self._identity = (info.st_dev, info.st_ino)
         self._pipe_wait = PipeWait(self._fd)
 
     # -- opening -------------------------------------------------------------------------------
@@ -80,6 +91,7 @@ class FollowedFile:
                 pipe = stat.S_ISFIFO(os.fstat(fd).st_mode)
                 if pipe:
                     enlarge_pipe(fd)
+                self._opened_as = candidate
                 return fd, pipe
             if self._stopped or time.monotonic() >= deadline:
                 raise TraceInputError(
@@ -106,6 +118,9 @@ class FollowedFile:
         while True:
             if self._stopped:
                 return self._end("stopped")
+            self.replaced = self._replaced_by()
+            if self.replaced:
+                return self._end("replaced")
             data = self._read_now(n)
             if data:
                 return data
@@ -113,8 +128,6 @@ class FollowedFile:
                 return b""
             if at_rest is not None:
                 return self._end(at_rest)
-            if self._shrunk():
-                return self._end("file truncated")
             if time.monotonic() - max(started, self._last_input) >= self.idle_timeout:
                 return self._end("idle")
             self._wait_for_more(waited)
@@ -149,8 +162,9 @@ class FollowedFile:
         return b""
 
     def _read_now(self, n: int) -> bytes:
-        if not self._pipe_wait.ready(lambda: self._stopped):
-            return b""  # stopped: ``read`` ends the stream
+        idle_left = self.idle_timeout - (time.monotonic() - self._last_input)
+        if not self._pipe_wait.ready(lambda: self._stopped, max(0.0, idle_left)):
+            return b""  # stopped, or a silent pipe: ``read`` ends the stream
         try:
             data = os.read(self._fd, n)
         except BlockingIOError:  # a FIFO opened O_NONBLOCK: nothing yet after all
@@ -158,16 +172,40 @@ class FollowedFile:
         except OSError as e:
             raise TraceInputError(f"cannot read {self.name}: {e.strerror}") from None
         if data:
+            if len(self._head) < self.HEAD_KEPT and not self._pipe:
+                self._head += data[:self.HEAD_KEPT - len(self._head)]
             self.bytes_read += len(data)
             self._last_input = time.monotonic()
         elif self._pipe:
             self._end("pipe closed")
         return data
 
-    def _shrunk(self) -> bool:
+    def _replaced_by(self) -> str | None:
+        """How the file stopped being the trace read so far, or None: it shrank (truncated),
+        its first bytes changed (rewritten in place), or its name leads to another file
+        (replaced; a rename of Kineto's ``.tmp`` to the final name is the same file)."""
         if self._pipe:
-            return False
+            return None
         try:
-            return os.fstat(self._fd).st_size < self.bytes_read
+            size = os.fstat(self._fd).st_size
+            head = os.pread(self._fd, len(self._head), 0) if self._head else b""
         except OSError:
-            return False
+            return None
+        if size < self.bytes_read:
+            return f"the followed file shrank to {size} bytes after {self.bytes_read} were read"
+        if head != self._head:
+            return "the followed file was rewritten: its first bytes changed"
+        names = [self._opened_as, self.name]
+        found = [_identity(name) for name in names]
+        if self._identity not in found and any(found):
+            return "the followed file was replaced by another file of the same name"
+        return None
+
+
+def _identity(path: str):
+    """(device, inode) of the file at ``path``, None when there is none."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return info.st_dev, info.st_ino

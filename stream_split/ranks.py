@@ -17,10 +17,11 @@ iteration k lined up across the ranks in ``OUT/ranks.json`` (the straggler view)
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import re
-import signal
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 
 from rich.table import Table
@@ -82,12 +83,33 @@ class _Job:
     config: SplitConfig
 
 
-def _worker_init() -> None:
-    """A worker stops between two events on SIGINT/SIGTERM, as the CLI does."""
+class _WorkerStop(StopRequest):
+    """A rank worker's stop: its own signals (``run.STOP_SIGNALS``), or its parent's stop
+    request, a shared byte (a ``kill`` of the parent alone reaches every rank). A byte with
+    no lock: a worker killed while it looked cannot leave the others waiting for a lock."""
+
+    def __init__(self, parent_stop):
+        super().__init__()
+        self._parent_stop = parent_stop
+
+    @property
+    def requested(self) -> bool:
+        return self.signal is not None or bool(self._parent_stop.value)
+
+
+def _worker_init(parent_stop) -> None:
     global _STOP
-    _STOP = StopRequest()
-    signal.signal(signal.SIGINT, _STOP.request)
-    signal.signal(signal.SIGTERM, _STOP.request)
+    _STOP = _WorkerStop(parent_stop).install()
+
+
+class _StopWorkers:
+    """Passes a stop requested in the parent (``StopRequest.watch``) on to the workers."""
+
+    def __init__(self, flag):
+        self._flag = flag
+
+    def stop(self) -> None:
+        self._flag.value = 1
 
 
 _STOP = None
@@ -106,17 +128,33 @@ def _split_one(job: _Job) -> dict:
 
 
 def split_ranks(sources: list[str], staging: str, config: SplitConfig, *,
-                workers: int | None = None) -> dict:
+                workers: int | None = None, stop: StopRequest | None = None) -> dict:
     """Split every trace of ``sources`` into ``staging/rank_<r>/`` as ``config`` says (each
     by ``folder.split_to_folder``, in place) and write ``staging/ranks.json``; returns its
-    content. Raises ``RanksError``."""
+    content. ``stop``: a stop requested is passed on to the workers (each rank then ends
+    incomplete). Raises ``RanksError``, also when a worker died (killed)."""
     if len(sources) < 2:
         raise RanksError("several ranks need two or more traces")
     workers = max(1, min(len(sources), workers or os.cpu_count() or 1))
     jobs = [_Job(src, os.path.join(staging, f".trace-{i}"),
                  replace(config, rank=rank_from_name(src) or 0)) for i, src in enumerate(sources)]
-    with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init) as pool:
-        results = list(pool.map(_split_one, jobs))
+    context = multiprocessing.get_context()
+    parent_stop = context.RawValue("b", 0)
+    if stop is not None:
+        stop.watch(_StopWorkers(parent_stop))
+        if stop.requested:
+            parent_stop.value = 1
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                             initializer=_worker_init, initargs=(parent_stop,)) as pool:
+        try:
+            results = list(pool.map(_split_one, jobs))
+        except BrokenProcessPool:
+            # The pool's own SIGTERM only asks the others to stop (``_worker_init``), and the
+            # queues a dead worker shared may block them for ever: they are ended here.
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.kill()
+            raise RanksError("a worker process splitting a rank died (killed?): "
+                             "no rank was written") from None
     ranks: dict[int, dict] = {}
     for job, result in zip(jobs, results):
         rank, source = result["header_rank"], "distributedInfo"

@@ -23,9 +23,10 @@ import os
 import select
 import stat
 import sys
+import time
 from typing import BinaryIO, Iterator
 
-from stream_split.decode import MAX_DEPTH, Events, TraceDecoder
+from stream_split.decode import MAX_DEPTH, MAX_EVENT_BYTES, Events, TraceDecoder
 from stream_split.errors import ReadInterrupted, TraceInputError
 
 __all__ = ["TraceReader", "TraceInputError", "ReadInterrupted", "MAX_DEPTH", "CHUNK",
@@ -119,13 +120,19 @@ class PipeWait:
             self._poll = select.poll()
             self._poll.register(fd, select.POLLIN)
 
-    def ready(self, stopped) -> bool:
-        """True once a read will not block; False if ``stopped()`` came first."""
+    def ready(self, stopped, timeout: float | None = None) -> bool:
+        """True once a read will not block; False if ``stopped()`` came first, or
+        ``timeout`` seconds passed (a silent pipe, a FIFO that no writer opened)."""
         if self._poll is None:
             return True
+        deadline = None if timeout is None else time.monotonic() + timeout
         while not stopped():
-            if self._poll.poll(_POLL_INTERVAL * 1000):
+            wait = _POLL_INTERVAL if deadline is None else \
+                min(_POLL_INTERVAL, max(0.0, deadline - time.monotonic()))
+            if self._poll.poll(wait * 1000):
                 return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
         return False
 
 
@@ -188,12 +195,13 @@ class TraceReader:
     rest (the document is complete), so that it stops waiting for more bytes."""
 
     def __init__(self, source: str | BinaryIO, *, name: str | None = None, stop=None,
-                 chunk_size: int = CHUNK):
+                 chunk_size: int = CHUNK, max_event_bytes: int = MAX_EVENT_BYTES):
         raw, display = open_source(source, stop)
         self._source = raw
         self._owned = isinstance(raw, _Source) or hasattr(raw, "follows")
         self.name = name or display
-        self.decoder = TraceDecoder()
+        self.decoder = TraceDecoder(max_event_bytes=max_event_bytes)
+        self._replaced: str | None = None  # why a followed file stopped being the trace
         self._chunk = chunk_size
         self._started = False
         try:
@@ -207,8 +215,10 @@ class TraceReader:
     compression = property(lambda self: self.decoder.compression)
     header_before = property(lambda self: self.decoder.header_before)
     header_after = property(lambda self: self.decoder.header_after)
-    complete = property(lambda self: self.decoder.complete)
-    stop_reason = property(lambda self: self.decoder.stop_reason)
+    # A followed file that was replaced (``follow.FollowedFile.replaced``) is incomplete,
+    # whatever the decoder saw: the rest of the trace is not in it.
+    complete = property(lambda self: self.decoder.complete and self._replaced is None)
+    stop_reason = property(lambda self: self._replaced or self.decoder.stop_reason)
     bytes_read = property(lambda self: self.decoder.bytes_decoded)
     input_bytes = property(lambda self: self.decoder.bytes_in)
 
@@ -242,7 +252,10 @@ class TraceReader:
             rest = None
             if decoder.at_rest:
                 rest = "stream end" if decoder.form == "jsonl" else "document"
-            return source.read(self._chunk_size(), at_rest=rest)
+            data = source.read(self._chunk_size(), at_rest=rest)
+            if not data and source.replaced:  # the followed file is another one now
+                self._replaced = source.replaced
+            return data
         try:
             return source.read(self._chunk_size())
         except TraceInputError:
@@ -262,8 +275,16 @@ class TraceReader:
         decoder = self.decoder
         pending = Events()
         while not pending.events and not decoder.ended:
-            pending.extend(decoder.receive_data(self._read_chunk()))
+            pending.extend(self._next_batch())
         return pending
+
+    def _next_batch(self) -> Events:
+        """The decoder's next batch: the rest of a chunk that expanded to much (its
+        ``backlog``), else the next chunk's."""
+        decoder = self.decoder
+        if decoder.backlog:
+            return decoder.receive_more()
+        return decoder.receive_data(self._read_chunk())
 
     def batches(self, raws: bool = True, slim: bool = False) -> Iterator[Events]:
         """Batches of events, as the source's bytes come (one per chunk that completes any);
@@ -276,7 +297,7 @@ class TraceReader:
             batch, self._pending = self._pending, Events()
             yield batch
         while not decoder.ended:
-            batch = decoder.receive_data(self._read_chunk())
+            batch = self._next_batch()
             if batch.events:
                 yield batch
 

@@ -8,10 +8,12 @@ that needs every iteration (``stats.finish``: outliers) before it hands out the 
 from __future__ import annotations
 
 import gc
+import signal
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from stream_split.core import Splitter, SplitOptions
+from stream_split.decode import MAX_EVENT_BYTES
 from stream_split.errors import ReadInterrupted, TraceEventError, TraceInputError
 from stream_split.follow import FollowedFile
 from stream_split.options import check_honoured
@@ -19,6 +21,12 @@ from stream_split.progress import ProgressReader
 from stream_split.read import TraceReader
 from stream_split.spill import TempFileSpill
 from stream_split.stats import finish
+
+
+#: The signals that stop a run between two batches (with a truthful manifest): an interrupt,
+#: a termination, a closed terminal, and SIGUSR1 (whose default would kill the process
+#: with its staging folder left behind).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
 
 
 class StopRequest:
@@ -38,6 +46,12 @@ class StopRequest:
     @property
     def requested(self) -> bool:
         return self.signal is not None
+
+    def install(self) -> "StopRequest":
+        """Make every one of ``STOP_SIGNALS`` request this stop (main thread only)."""
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, self.request)
+        return self
 
     def watch(self, source) -> None:
         """A source with ``stop()`` (``FollowedFile``) to release when a stop is requested."""
@@ -118,6 +132,16 @@ def collect_young(batches: int) -> None:
         gc.collect(1)
 
 
+#: Events fed to the engine between two looks at a stop request: a chunk of input that holds
+#: more (a small file is one chunk) is fed in parts (``decode.Events.parts``).
+FEED_EVENTS = 1024
+
+
+def _parts(batches):
+    for batch in batches:
+        yield from batch.parts(FEED_EVENTS)
+
+
 def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
     error = None
     interrupted = False
@@ -147,7 +171,7 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
 
     splitter.note_header(reader.header_before)  # known once the reader has its form
     try:
-        for batches, batch in enumerate(reader.batches(raws=keep, slim=True), 1):
+        for batches, batch in enumerate(_parts(reader.batches(raws=keep, slim=True)), 1):
             feed_batch(batch.events, batch.raws if keep else None, batch.frame_runs)
             hand_out()
             collect_young(batches)
@@ -170,10 +194,12 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
 
 
 def open_reader(source, *, stop: StopRequest | None = None, name: str | None = None,
-                follow: float | None = None) -> TraceReader:
+                follow: float | None = None,
+                max_event_bytes: int = MAX_EVENT_BYTES) -> TraceReader:
     """The reader of ``source`` (a path, ``-`` or a binary stream, shown as ``name``), read
     up to its first event; ``follow``: read a file still being written, until this many
-    seconds without new bytes (``follow.FollowedFile``). Raises ``TraceInputError``, or
+    seconds without new bytes (``follow.FollowedFile``); ``max_event_bytes``: the longest
+    event read (``decode.MAX_EVENT_BYTES``). Raises ``TraceInputError``, or
     ``ReadInterrupted`` when a stop was requested before the first event (a followed file
     that was stopped ends "empty": not an input error)."""
     try:
@@ -181,8 +207,8 @@ def open_reader(source, *, stop: StopRequest | None = None, name: str | None = N
             followed = FollowedFile(source, idle_timeout=follow)
             if stop is not None:
                 stop.watch(followed)
-            return TraceReader(followed, name=name or source)
-        return TraceReader(source, stop=stop, name=name)
+            return TraceReader(followed, name=name or source, max_event_bytes=max_event_bytes)
+        return TraceReader(source, stop=stop, name=name, max_event_bytes=max_event_bytes)
     except TraceInputError:
         if stop is not None and stop.requested:
             raise ReadInterrupted() from None
@@ -192,7 +218,8 @@ def open_reader(source, *, stop: StopRequest | None = None, name: str | None = N
 def read_through(source, splitter: Splitter, *, stop: StopRequest | None = None,
                  name: str | None = None, follow: float | None = None,
                  progress: bool = False, check: bool = False, on_warning=None,
-                 on_pairs=None, on_record=None, reader: TraceReader | None = None) -> RunOutcome:
+                 on_pairs=None, on_record=None, reader: TraceReader | None = None,
+                 max_event_bytes: int = MAX_EVENT_BYTES) -> RunOutcome:
     """Open ``source`` (``open_reader``; ``reader``: opened already) and ``drive`` all of it
     through ``splitter``, with a progress display on stderr when ``progress``. An input that
     cannot be opened, or a stop before its first byte, still closes the splitter, so that a
@@ -201,7 +228,8 @@ def read_through(source, splitter: Splitter, *, stop: StopRequest | None = None,
     ``OptionHadNoEffect`` is raised, a warning handed to ``on_warning``."""
     try:
         if reader is None:
-            reader = open_reader(source, stop=stop, name=name, follow=follow)
+            reader = open_reader(source, stop=stop, name=name, follow=follow,
+                                 max_event_bytes=max_event_bytes)
     except (TraceInputError, ReadInterrupted) as e:
         splitter.close(complete=False)
         # A stop before the first byte (``open_reader`` says so): not an input error.
