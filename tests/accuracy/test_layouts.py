@@ -22,6 +22,16 @@ from stream_split.testing.layout import main as layout_main, to_legacy, write_le
 #: nesting from ts/dur whatever the order).
 ORDERS = ["start", "end", "shuffled"]
 
+#: Shared traces whose copy in an order does not split as the original yet (issue 21), as
+#: measured. xdit_sd_3.5 writes one ``ProfilerStep#3`` after its GPU block; in end order that
+#: annotation arrives last, after the thread's other ops, and ``auto`` takes it as the only
+#: step (4 iterations in start order; tests/core/test_any_order.py checks the copies with
+#: ``--detector structure``, which gives 4).
+NOT_YET_IN_ORDER = {
+    ("tracelens/inference/xdit_sd_3.5/profile_trace_rank_0.json.gz", "end"):
+        "a lone ProfilerStep#3 written after the GPU block arrives last in end order",
+}
+
 
 def assert_same_pieces(events, header, order, detector="auto"):
     """``events`` and their old-layout conversion in ``order``: the same iterations, and each
@@ -61,7 +71,10 @@ def test_every_scenario_with_whole_microseconds_splits_as_in_todays(scenario):
 @pytest.mark.parametrize("order", ORDERS)
 @pytest.mark.parametrize("path", large_ones_slow(shared_trace_paths()),
                          ids=lambda p: str(Path(p).relative_to(SHARED_TRACES)))
-def test_every_shared_trace_in_the_old_layout_splits_as_in_todays(path, order):
+def test_every_shared_trace_in_the_old_layout_splits_as_in_todays(path, order, request):
+    not_yet = NOT_YET_IN_ORDER.get((str(Path(path).relative_to(SHARED_TRACES)), order))
+    if not_yet:  # a strict xfail: the day it passes, the test fails and the list is corrected
+        request.applymarker(pytest.mark.xfail(strict=True, reason=not_yet))
     events, header = read_trace(path)
     assert_same_pieces(events, header, order)
 
