@@ -282,7 +282,8 @@ def test_archive_pipeline_with_two_worker_processes(archive, tmp_path):
 
     dead = [json.loads(line) for line in (out / "dead_letters.jsonl").read_text().splitlines()]
     assert [d["trace"] for d in dead] == [traces["job2/x.json.gz"]]
-    assert dead[0]["error"].startswith("not JSON") and "\n" not in dead[0]["error"]
+    # Binary garbage (NUL bytes at the start): the one-line reason the reader gives.
+    assert dead[0]["error"].startswith("not UTF-8 JSON") and "\n" not in dead[0]["error"]
 
     groups = {d["group"]: d for d in map(json.loads,
                                          (out / "groups.jsonl").read_text().splitlines())}
