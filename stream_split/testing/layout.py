@@ -35,16 +35,15 @@ CLI: ``python -m stream_split.testing.layout IN OUT [--order end] [--form array]
 from __future__ import annotations
 
 import argparse
-import random
 from dataclasses import dataclass, field
 
 from stream_split.testing.accuracy import read_trace
 from stream_split.testing.generate import render, _open_out
+from stream_split.testing.reorder import ORDERS, reordered
 from stream_split.trace_format import (
     ANNOTATION_CAT, GPU_ANNOTATION_CAT, GPU_WORK_CATS, LAUNCH_FLOW_CAT, LEGACY_CATS,
     METADATA_PHASE)
 
-ORDERS = ("start", "end", "shuffled")
 
 #: Today's category -> the old one (the inverse of ``LEGACY_CATS``, and what it merged).
 _TO_LEGACY = {**{today: old for old, today in LEGACY_CATS.items()},
@@ -110,37 +109,6 @@ def _legacy_event(e: dict) -> dict | None:
     return out
 
 
-def _thread_ops(events: list) -> dict:
-    """(pid, tid) -> the places of that thread's ``Operator`` spans, in file order."""
-    places: dict = {}
-    for i, e in enumerate(events):
-        if e.get("cat") == _OPERATOR and e.get("ph") == "X":
-            places.setdefault((e.get("pid"), e.get("tid")), []).append(i)
-    return places
-
-
-def _end_key(e: dict, place: int):
-    start = e.get("ts") or 0
-    # Children before their parent: by end; a child ending with its parent started later (or,
-    # on the same start, was written after it in start order).
-    return (start + (e.get("dur") or 0), -start, -place)
-
-
-def _reorder(events: list, origin: list, order: str, window: int, seed: int) -> None:
-    """Permute, in place, each thread's ``Operator`` spans among the places they hold."""
-    rng = random.Random(seed)
-    for places in _thread_ops(events).values():
-        if order == "end":
-            new = sorted(places, key=lambda i: _end_key(events[i], i))
-        else:  # each op's rank plus up to ``window``: none moves further than that
-            key = {i: rank + rng.random() * window for rank, i in enumerate(places)}
-            new = sorted(places, key=key.__getitem__)
-        moved_events = [events[i] for i in new]
-        moved_origin = [origin[i] for i in new]
-        for i, e, o in zip(places, moved_events, moved_origin):
-            events[i], origin[i] = e, o
-
-
 def to_legacy(events: list, order: str = "start", *, window: int = 8, seed: int = 0,
               whole_us: bool = False, header_before: dict | None = None,
               header_after: dict | None = None) -> LegacyTrace:
@@ -155,8 +123,9 @@ def to_legacy(events: list, order: str = "start", *, window: int = 8, seed: int 
         if legacy is not None:
             out.append(_whole_us(legacy) if whole_us else legacy)
             origin.append(i)
-    if order != "start":
-        _reorder(out, origin, order, window, seed)
+    if order != "start":  # each thread's Operator spans permuted among the places they hold
+        out, moved = reordered(out, order, window=window, seed=seed, cats={_OPERATOR})
+        origin = [origin[j] for j in moved]
     return LegacyTrace(out, origin, dict(header_before or {}), dict(header_after or {}))
 
 

@@ -13,8 +13,8 @@ in the file, every other event keeping its place:
 - ``"start"``: the file as it is.
 
 Returns the new list and, for each of its events, the index of the event it came from, so a
-test compares owners event by event. (Branch ``layout``'s converter to torch 1.8's layout
-permutes its ``Operator`` spans the same way.)
+test compares owners event by event. (``testing.layout``'s converter to torch 1.8's layout
+permutes its ``Operator`` spans with it.)
 
 CLI: ``python -m stream_split.testing.reorder IN OUT --order end|shuffled [--window 8]``.
 """
