@@ -37,11 +37,15 @@ def decode(data: bytes, cuts=(), slim: bool = False):
                 got[run.i:run.j] = list(zip(run.starts.tolist(), run.ends.tolist()))
         events.extend(got)
         raws.extend(batch.raws)
+    def feed(chunk):  # a chunk that expands a lot comes out in several batches
+        take(decoder.receive_data(chunk))
+        while decoder.backlog:
+            take(decoder.receive_more())
     for cut in sorted({c for c in cuts if 0 < c < len(data)}) + [len(data)]:
         if cut > pos:
-            take(decoder.receive_data(data[pos:cut]))
+            feed(data[pos:cut])
             pos = cut
-    take(decoder.receive_data(b""))
+    feed(b"")
     return events, raws, decoder
 
 
