@@ -196,8 +196,14 @@ _GPU_ORDER_TRACES = [
     REPO / "tests" / "data" / "cuda" / "train_eval.json.gz",
     REPO / "tests" / "data" / "cuda" / "serving_graphs.json.gz",
     # GPU work of its first iteration is decided out of order (held for its launch).
+    # Its breakdown does not hold yet (issue 23): GPU work decided after its iteration's
+    # intervals were frozen (core.breakdown.FROZEN_KEPT) is counted from the frozen few, so
+    # at pending_limit 50 iteration 0 has idle_us 3177 against 2569 (every other field equal).
     pytest.param(SHARED_TRACES / "tracelens" / "h100" /
-                 "google_owlv2-large-patch14-ensemble__1016001.json.gz", marks=pytest.mark.slow),
+                 "google_owlv2-large-patch14-ensemble__1016001.json.gz", marks=[
+                     pytest.mark.slow, pytest.mark.xfail(strict=True, reason=(
+                         "the breakdown of work decided after its iteration froze depends on "
+                         "what was held"))]),
 ]
 
 
