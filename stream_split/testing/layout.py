@@ -46,9 +46,10 @@ from stream_split.trace_format import (
 
 
 #: Today's category -> the old one (the inverse of ``LEGACY_CATS``, and what it merged).
-_TO_LEGACY = {**{today: old for old, today in LEGACY_CATS.items()},
-              ANNOTATION_CAT: "Operator", "cuda_driver": "Runtime"}
-_OPERATOR = "Operator"
+_TO_LEGACY = {today: old for old, today in LEGACY_CATS.items()}
+#: The old layout's one category of CPU ops, ``record_function`` spans included.
+_OPERATOR = _TO_LEGACY["cpu_op"]
+_TO_LEGACY.update({ANNOTATION_CAT: _OPERATOR, "cuda_driver": _TO_LEGACY["cuda_runtime"]})
 #: The launch flow as torch 1.8's Kineto wrote it.
 _FLOW_CAT, _FLOW_NAME = "async", "launch"
 #: GPU work in the old layout: on a thread named ``stream N``.
