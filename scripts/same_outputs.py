@@ -45,7 +45,9 @@ def _corpus(scratch: Path) -> dict[str, Path]:
         for path in sorted(SHARED.rglob("*.json*")):
             inputs[f"shared/{path.relative_to(SHARED)}"] = path
     for path in sorted((ROOT / "tests" / "data").rglob("*.json.gz")):
-        inputs[f"data/{path.relative_to(ROOT / 'tests' / 'data')}"] = path
+        # Named relative to the checkout (the commands run in it), so that a git worktree's
+        # outputs, which name their input, match those of the main checkout.
+        inputs[f"data/{path.relative_to(ROOT / 'tests' / 'data')}"] = path.relative_to(ROOT)
     for name in SCENARIOS:
         for seed in SEEDS:
             path = scratch / f"{name}-{seed}.json"
