@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import bisect
 import json
+from itertools import repeat
 from typing import Any, Iterator, Literal, TypedDict, Union
 
 import msgspec
@@ -104,26 +105,42 @@ class FrameRun:
     ``ts``, a float or null ``dur``, usable ``name``, ``pid`` and ``tid``, and no correlation
     or External id in its ``args``); the batch's ``events`` hold None in their place, and
     ``events()`` parses them when the engine must look at each one. Otherwise ``starts`` is
-    None and ``events()`` is the batch's dicts."""
+    None and ``events()`` is the batch's dicts. ``threads_and_names()``: each frame's
+    (pid, tid) and name (None as ""), what the detector reads of a frame, without a dict
+    per frame where the run was read in bulk."""
 
-    __slots__ = ("i", "j", "starts", "ends", "_text", "_events")
+    __slots__ = ("i", "j", "starts", "ends", "_text", "_events", "_frames")
 
     def __init__(self, i: int, j: int, starts=None, ends=None, text: bytes = b"",
-                 events: list | None = None):
+                 events: list | None = None, frames: list | None = None):
         self.i, self.j = i, j
         self.starts, self.ends = starts, ends
         self._text = text  # the run's bytes, separators included (when read in bulk)
         self._events = events
+        self._frames = frames  # the ``_PlainFrame`` of each (when read in bulk)
 
     def shifted(self, by: int) -> "FrameRun":
         return FrameRun(self.i + by, self.j + by, self.starts, self.ends, self._text,
-                        self._events)
+                        self._events, self._frames)
 
     def events(self) -> list:
         """The run's events as dicts (parsed now, for a run read in bulk)."""
         if self._events is None:
             self._events = _parse_items(b"[" + self._text + b"]")
         return self._events
+
+    def threads_and_names(self) -> tuple[list, list]:
+        """Each frame's (pid, tid), and its name (None as "")."""
+        if self._frames is not None:
+            frames = self._frames
+            threads = [(f.pid, f.tid) for f in frames]
+            names = [f.name or "" for f in frames]
+        else:
+            get = dict.get
+            events = self.events()
+            threads = list(zip(map(get, events, repeat("pid")), map(get, events, repeat("tid"))))
+            names = [name or "" for name in map(get, events, repeat("name"))]
+        return threads, names
 
 
 class Events:
@@ -229,9 +246,10 @@ def _utf8(text: bytes) -> bool:
 
 
 def _frame_columns(text: bytes):
-    """(starts, ends) of a run of Python frames (their bytes, separators between them
-    included) when every one is a plain frame (``FrameRun``), else None. The run is valid JSON
-    when this answers (msgspec checks every byte; UTF-8 too, checked here)."""
+    """(starts, ends, frames) of a run of Python frames (their bytes, separators between them
+    included) when every one is a plain frame (``FrameRun``; ``frames``: each one's
+    ``_PlainFrame``), else None. The run is valid JSON when this answers (msgspec checks every
+    byte; UTF-8 too, checked here)."""
     if not _utf8(text):
         return None  # read as dicts: the bad bytes are replaced there
     try:
@@ -244,7 +262,8 @@ def _frame_columns(text: bytes):
     if not (np.abs(starts).max(initial=0.0) < _EXACT_FLOAT_INTEGERS and
             np.abs(durs).max(initial=0.0) < _EXACT_FLOAT_INTEGERS):
         return None
-    return starts, np.where(durs != 0.0, starts + durs, starts)  # feed: ``if dur: ts + dur``
+    ends = np.where(durs != 0.0, starts + durs, starts)  # feed: ``if dur: ts + dur``
+    return starts, ends, frames
 
 
 def _reject_constant(name):
@@ -1094,7 +1113,9 @@ class TraceDecoder:
                 out.events.extend([None] * (j - i))
                 if self.keep_raws:
                     out.raws.extend([buf[s:e] for s, e in zip(starts[i:j], ends[i:j])])
-                out.frame_runs.append(FrameRun(base + i, base + j, *columns, text))
+                times, frames = columns[:2], columns[2]
+                out.frame_runs.append(FrameRun(base + i, base + j, *times, text,
+                                               frames=frames))
             at = j
 
     def _emit_slim_events(self, buf: bytes, starts: list, ends: list, out: Events):

@@ -451,16 +451,36 @@ class Splitter:
             return
         # While the detector wants frames as evidence, each one may end the loop thread's
         # Kineto section or confirm the unit, and so decide boundaries that the next frame's
-        # owner depends on: the frames go to the detector one by one, as ``feed`` gives them,
-        # and the frames between two such boundaries are decided together.
+        # owner depends on: the detector reads the frames as ``feed`` gives them, up to the
+        # first that finds boundaries (``observe_frames``), and the frames between two such
+        # boundaries are decided together.
+        threads, names = run.threads_and_names()
+        if not LAUNCH_NAMES.isdisjoint(names):  # ``_evidence_of`` reads no such frame
+            self._frames_one_by_one(run, raws, starts, ends, threads, names)
+            return
+        at = k = 0
+        n = len(raws)
+        while k < n and detector.wants_evidence:
+            k, found = detector.observe_frames(threads, starts, ends, names, k)
+            if found:
+                self._own_frames(run, raws, starts, ends, at, k)
+                self._add_boundaries(found)
+                at = k
+                k += 1
+        self._own_frames(run, raws, starts, ends, at, n)
+
+    def _frames_one_by_one(self, run, raws: list, starts: np.ndarray, ends: np.ndarray,
+                           threads: list, names: list) -> None:
+        """``_feed_frames`` for a run with a frame named as a launch: each frame to
+        ``_evidence_of`` in turn, as ``feed`` gives them."""
+        detector = self._detector
         evidence_of = self._evidence_of
         at = 0
-        for k, (event, start, end) in enumerate(zip(run.events(), starts.tolist(),
-                                                     ends.tolist())):
+        for k, ((pid, tid), start, end, name) in enumerate(zip(threads, starts.tolist(),
+                                                                ends.tolist(), names)):
             if not detector.wants_evidence:
                 break
-            found = evidence_of(event.get("pid"), event.get("tid"), start, end,
-                                event.get("name"), PYTHON_FRAME_CAT, None)
+            found = evidence_of(pid, tid, start, end, name, PYTHON_FRAME_CAT, None)
             if found:
                 self._own_frames(run, raws, starts, ends, at, k)
                 self._add_boundaries(found)

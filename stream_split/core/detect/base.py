@@ -112,6 +112,10 @@ class StepAnnotationDetector:
     def observe_frame(self, thread, start, end, name) -> None:
         """Python frames are no evidence for step annotations."""
 
+    def observe_frames(self, threads, starts, ends, names, at) -> tuple:
+        """Nor are they in bulk."""
+        return len(threads), ()
+
     def observe_launch(self, thread, ts, correlation, graph, copy=False) -> None:
         """Nor is GPU work."""
 

@@ -26,6 +26,8 @@ import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
 
+import numpy as np
+
 from stream_split.core.detect.rules import RULES
 from stream_split.trace_format import is_main_thread
 
@@ -57,7 +59,7 @@ SKIPPED = Node(-1, 0.0, 0.0, 0)
 class ThreadSkeleton:
     """The skeleton of one section of one thread (key: its (pid, tid))."""
     __slots__ = ("key", "main", "roots", "stack", "steps", "next_try", "seen", "kid_seen",
-                 "frames")
+                 "frames", "_root_columns")
 
     def __init__(self, key, first_try: int):
         self.key = key
@@ -76,6 +78,8 @@ class ThreadSkeleton:
         #: time order reads them before the op they open): (start, end, name), at most
         #: ``MemoryRules.max_pending_frames``, matched once the next top-level op is read.
         self.frames: list = []
+        #: (roots, how many of them, their starts, their ends) as read by ``observe_frames``.
+        self._root_columns = None
 
     def parent_at(self, depth: int, transparent: bool = False):
         """The kept op that an op read at ``depth`` of the engine's stack opens under (None:
@@ -132,6 +136,51 @@ class ThreadSkeleton:
                 self.frames.append((start, end, name))
             return
         _open_with(roots[i], roots[i - 1].end if i else float("-inf"), (start, end, name))
+
+    def observe_frames(self, starts: np.ndarray, ends: np.ndarray, names: list) -> None:
+        """Python frames of this thread, in order, as ``observe_frame`` takes them one by
+        one: the top-level op each one would open found for all at once (on top-level ops
+        in start order whose times are exact in float64, else one by one)."""
+        roots = self.roots
+        columns = self._columns_of_roots()
+        if columns is None:
+            for start, end, name in zip(starts.tolist(), ends.tolist(), names):
+                self.observe_frame(start, end, name)
+            return
+        root_starts, root_ends = columns
+        at = np.searchsorted(root_starts, starts, "left")  # bisect_left, on sorted starts
+        inside = np.flatnonzero(at < len(roots))
+        i = at[inside]
+        after = np.concatenate(([-np.inf], root_ends[:-1]))[i]
+        opens = (after <= starts[inside]) & (starts[inside] <= root_starts[i]) & \
+            (ends[inside] >= root_ends[i])
+        for k in inside[opens].tolist():  # the rare frames that open an op, in order
+            r = int(at[k])
+            _open_with(roots[r], roots[r - 1].end if r else float("-inf"),
+                       (float(starts[k]), float(ends[k]), names[k]))
+        room = RULES.memory.max_pending_frames - len(self.frames)
+        if room > 0:
+            later = np.flatnonzero(at == len(roots))[:room].tolist()
+            self.frames.extend((float(starts[k]), float(ends[k]), names[k]) for k in later)
+
+    def _columns_of_roots(self):
+        """The top-level ops' (starts, ends) as float64 arrays when they are in start order
+        and exact in float64 (a bisect on them is then a ``searchsorted``), else None; the
+        ops added since the last call are read, no more."""
+        roots = self.roots
+        kept = self._root_columns
+        if kept is None or kept[0] is not roots or kept[1] > len(roots):
+            kept = (roots, 0, np.empty(0), np.empty(0))
+        _, n, starts, ends = kept
+        if n < len(roots):
+            added = roots[n:]
+            starts = np.concatenate((starts, np.array([node.start for node in added], np.float64)))
+            ends = np.concatenate((ends, np.array([node.end for node in added], np.float64)))
+            self._root_columns = kept = (roots, len(roots), starts, ends)
+        if starts.size and not (bool((starts[1:] >= starts[:-1]).all()) and
+                                max(np.abs(starts).max(), np.abs(ends).max()) < _EXACT_IN_FLOAT):
+            return None
+        return starts, ends
 
     def path_at(self, ts: float) -> list:
         """The ops open at ``ts``, outermost first (the ops a launch at ``ts`` runs under)."""
@@ -259,6 +308,34 @@ class Skeletons:
             waits = True
         return waits
 
+    def credit_frames(self, threads: list, starts: np.ndarray, ends: np.ndarray,
+                      names: list) -> bool:
+        """Python frames, in order (``threads``: each one's (pid, tid)), credited as
+        ``credit_frame`` and kept as ``note_module`` one by one would: each thread's at
+        once. True where one waits for the op it opens (``credit_frame``)."""
+        waits = False
+        for thread, ks in _by_thread(threads).items():
+            if ks is not None:
+                starts_t, ends_t = starts[ks], ends[ks]
+                names_t = [names[k] for k in ks]
+            else:
+                starts_t, ends_t, names_t = starts, ends, names
+            states = self._sections_of.get(thread, ())
+            for state in states:
+                if state.main:
+                    state.observe_frames(starts_t, ends_t, names_t)
+                    waits = waits or bool(state.frames)
+            if not states and is_main_thread(*thread):  # before the thread's first op
+                early = self._early_frames.setdefault(thread, [])
+                room = RULES.memory.max_pending_frames - len(early)
+                early.extend(zip(starts_t[:max(room, 0)].tolist(), ends_t[:max(room, 0)].tolist(),
+                                 names_t[:max(room, 0)]))
+                waits = True
+            for k, name in enumerate(names_t):
+                if name.startswith(MODULE_FRAME_PREFIX):
+                    self.note_module(thread, float(starts_t[k]), float(ends_t[k]), name)
+        return waits
+
     def note_module(self, thread, start: float, end: float, name: str) -> None:
         """A Python frame, kept where it is an outermost ``nn.Module`` call of ``thread``."""
         if not name.startswith(MODULE_FRAME_PREFIX):
@@ -297,6 +374,42 @@ class Skeletons:
         self._sections_of, self._early_frames = {}, {}
 
 
+class RowExtremes:
+    """The latest end and the longest op (the first of the longest) of rows that only grow
+    (a skeleton's rows), for ``verdict.dominant``: the online tries ask it of the same few
+    rows at each op read, and each row's ops added since the last time are read, no more.
+    At most ``MemoryRules.memos`` rows are remembered (the least recently asked goes)."""
+
+    def __init__(self):
+        self._rows: list = []  # [row, ops read, latest end, longest op], latest asked last
+
+    def of(self, row: list) -> tuple:
+        """(latest end, longest op) of ``row`` (not empty)."""
+        rows = self._rows
+        for i, kept in enumerate(rows):
+            if kept[0] is row:
+                rows.append(rows.pop(i))
+                break
+        else:
+            kept = [row, 1, row[0].end, row[0]]
+            rows.append(kept)
+            del rows[:-RULES.memory.memos]
+        if kept[1] < len(row):
+            _, read, latest, top = kept
+            longest = top.end - top.start
+            for node in row[read:]:
+                if node.end > latest:
+                    latest = node.end
+                if node.end - node.start > longest:
+                    top, longest = node, node.end - node.start
+            kept[1:] = len(row), latest, top
+        return kept[2], kept[3]
+
+    def clear(self) -> None:
+        """Forget every row (the unit is decided: no more online tries)."""
+        self._rows = []
+
+
 class Symbols:
     """Op name -> symbol (digits folded into one family); ``names[sym]`` is the family."""
 
@@ -315,6 +428,20 @@ class Symbols:
                 self._of["\x00" + family] = sym
             self._of[name] = sym
         return sym
+
+
+#: Times beyond this may not be exact in float64 (an integer ``ts``): compared one by one.
+_EXACT_IN_FLOAT = 2.0 ** 53
+
+
+def _by_thread(threads: list) -> dict:
+    """Thread -> the indices of its frames in ``threads`` (None: all of them)."""
+    if not threads or threads.count(threads[0]) == len(threads):
+        return {threads[0]: None} if threads else {}
+    indices: dict = {}
+    for k, thread in enumerate(threads):
+        indices.setdefault(thread, []).append(k)
+    return indices
 
 
 def _open_with(node: Node, after: float, frame: tuple) -> None:

@@ -56,7 +56,7 @@ from stream_split.core.detect.search import RecentMemos, SearchBudget, Unit, fin
 from stream_split.core.detect.section import (
     DECIDED_AT_SECTION_END, WAITED_FOR_FRAMES, WAITED_FOR_GPU, WHY_AT_SECTION_END, LoopSection)
 from stream_split.core.detect.skeleton import (
-    SKIPPED, Node, Skeletons, ThreadSkeleton, after_containers, before_containers)
+    SKIPPED, Node, RowExtremes, Skeletons, ThreadSkeleton, after_containers, before_containers)
 from stream_split.core.detect.verdict import (
     confirmed_online, dominant, iteration_test, regular_steps)
 from stream_split.trace_format import PROFILER_STEP_PREFIX
@@ -138,6 +138,8 @@ class StructureDetector:
         self._early: DetectorResult | None = None  # the close decision, made at Mode.SECTION_END
         #: The last search on each row tried online lately (``search.RecentMemos``).
         self._memos = RecentMemos()
+        #: The latest end and longest op of the rows ``_try_container`` asked about lately.
+        self._extremes = RowExtremes()
         #: The unit search the online tries may still do (``search.SearchBudget``).
         self._budget = SearchBudget()
 
@@ -232,7 +234,7 @@ class StructureDetector:
         one's children is confirmed like one at the top (``_confirm``)."""
         row = state.roots
         for container in path:
-            if dominant(row) is not container or \
+            if dominant(row, extremes=self._extremes.of(row)) is not container or \
                     self._names[container.sym].startswith(PROFILER_STEP_PREFIX):
                 return ()
             row = container.kids
@@ -286,8 +288,13 @@ class StructureDetector:
         self._online_evidence = online_evidence(self.name, state.key, path, roots, unit, why,
                                                 self._names)
         self._matcher_key = self._skeletons.keep_only(state)  # the rest is no longer needed
-        self._memos.clear()
+        self._forget_tries()
         return tuple(self._matcher.found)
+
+    def _forget_tries(self) -> None:
+        """The unit is decided: what the online tries kept of the rows is no longer needed."""
+        self._memos.clear()
+        self._extremes.clear()
 
     def _observe_matching(self, key, stack, start, end, name):
         """``observe`` in ``Mode.MATCHING``: an op on the row matched goes to the matcher."""
@@ -320,7 +327,7 @@ class StructureDetector:
         self._move(Event.STEPS_REPEAT)
         self._online_thread = thread
         self._skeletons.drop()  # the skeleton is no longer needed
-        self._memos.clear()
+        self._forget_tries()
         self._step_runs = {thread: steps[-1:]}
         self._online_count = len(steps)
         self._online_last_end = max(s[1] for s in steps)
@@ -372,6 +379,27 @@ class StructureDetector:
         self._skeletons.note_module(thread, start, end, name)
         return ()
 
+    def observe_frames(self, threads: list, starts, ends, names: list, at: int) -> tuple:
+        """Python frames ``at`` on (``threads``, ``names``: lists; ``starts``, ``ends``:
+        float64 arrays), as ``observe_frame`` takes them one by one, up to the first that
+        finds boundaries: returns (its index, the boundaries), or (the first frame not read,
+        ()) once the detector wants no more evidence, (``len(threads)``, ()) at the end. While
+        learning, frames that cannot end the section (it has ended, or none is from before
+        its latest ops) only credit the skeleton: all at once (``Skeletons.credit_frames``)."""
+        n = len(threads)
+        if at < n and self.mode is Mode.LEARNING and \
+                not self._section.ended_by(float(starts[at:].min()), gpu_block=False):
+            if self._skeletons.credit_frames(threads[at:], starts[at:], ends[at:], names[at:]):
+                self._frames_before_ops = True
+            return n, ()
+        for k, start, end in zip(range(at, n), starts[at:].tolist(), ends[at:].tolist()):
+            if not self.wants_evidence:
+                return k, ()
+            found = self.observe_frame(threads[k], start, end, names[k])
+            if found:
+                return k, found
+        return n, ()
+
     # -- decision at the end of the loop thread's CPU section (Kineto's layout) ---------
 
     def _from_the_past(self, ts: float, gpu_block: bool):
@@ -417,7 +445,7 @@ class StructureDetector:
         self._early = replace(result, boundaries=[])
         self._move(Event.DECIDED_AT_SECTION_END)
         self._skeletons.drop()  # the skeleton is no longer needed
-        self._memos.clear()
+        self._forget_tries()
         return tuple(result.boundaries)
 
     def _confirm_section(self) -> tuple:

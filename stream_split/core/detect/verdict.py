@@ -198,11 +198,12 @@ def opens_with_copy(row: list, unit: Unit, rules: Rules = RULES) -> bool:
     return True
 
 
-def dominant(row: list, rules: Rules = RULES) -> Node | None:
+def dominant(row: list, rules: Rules = RULES, extremes: tuple | None = None) -> Node | None:
     """The longest op, if it holds a good part (``VerdictRules.container_parts``) of the
-    row's time: a wrapper to look inside."""
-    span = max(n.end for n in row) - row[0].start
-    top = max(row, key=lambda n: n.end - n.start)
+    row's time: a wrapper to look inside. ``extremes``: the row's latest end and longest op
+    when already known (``skeleton.RowExtremes``), else read here."""
+    latest, top = extremes or (max(n.end for n in row), max(row, key=lambda n: n.end - n.start))
+    span = latest - row[0].start
     if span > 0 and (top.end - top.start) >= span / rules.verdict.container_parts:
         return top
     return None
