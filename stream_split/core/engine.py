@@ -623,7 +623,7 @@ class Splitter:
                                         else self._windows.starts[-1])
         if self._due:
             batch = self._spill.take(self._due.pop(0))
-            kept = [item for item in batch if not self._resolve(item)]
+            kept = self._resolve_all(batch)
             if kept and self.closed:
                 self._spill.put(kept)  # GPU work for the final pass
             elif kept:  # held in memory again (spilled again only if that is full)
@@ -634,8 +634,7 @@ class Splitter:
             resolve = self._resolve
             pending, self._pending = self._pending, []
             pending.sort(key=_arrival)
-            for item in pending:
-                resolve(item)
+            self._resolve_all(pending)
             self._pending_links = [item for item in self._pending_links if not resolve(item)]
             if not self._final_pass:
                 self._final_pass = True
@@ -826,6 +825,47 @@ class Splitter:
             self._own_simple(owner, event, raw)
         return True
 
+    def _resolve_all(self, items: list) -> list:
+        """``_resolve`` each held item in order; returns those not decided, in order. A
+        stretch of plain Python frames held a run at once (``_hold_frames``: the view
+        ``_HELD_FRAME``, or an equal one back from the spill; times as floats) is decided all
+        at once, as ``_own_frames`` does."""
+        kept = []
+        resolve = self._resolve
+        frame = [item[3] == _HELD_FRAME for item in items]
+        at, n = 0, len(items)
+        while at < n:
+            if not frame[at]:
+                if not resolve(items[at]):
+                    kept.append(items[at])
+                at += 1
+                continue
+            stop = frame.index(False, at) if False in frame[at:] else n
+            kept.extend(self._resolve_frames(items[at:stop]))
+            at = stop
+        return kept
+
+    def _resolve_frames(self, items: list) -> list:
+        """``_resolve_all`` for held plain Python frames (see there); returns those not
+        decided, in order."""
+        ends = np.array([item[0] for item in items], np.float64)
+        starts = np.array([item[2] for item in items], np.float64)
+        now = self._windows.decidable_many(ends)
+        decided = np.flatnonzero(now)
+        if not decided.size:
+            return items
+        every = decided.size == len(items)
+        if not every:
+            starts, ends = starts[decided], ends[decided]
+        owners = self._windows.owners(starts, ends)
+        self._count_cpu(owners, ends)
+        if self._keep:
+            chosen = items if every else [items[k] for k in decided.tolist()]
+            self._assigned.extend(zip(owners.tolist(),
+                                      [item[3] if item[5] is None else item[5]
+                                       for item in chosen]))
+        return [] if every else [items[k] for k in np.flatnonzero(~now).tolist()]
+
     def _resolve_pending(self, until: float) -> None:
         """A boundary at ``until``: decide the in-memory held events it decides; spilled
         ones are left to ``decided()`` so that one call never loads the whole spill."""
@@ -837,8 +877,7 @@ class Splitter:
         while pending and pending[0][0] < until:
             decided.append(heappop(pending))
         decided.sort(key=_arrival)  # hand events out in the order they came
-        for item in decided:
-            self._resolve(item)
+        self._resolve_all(decided)
         if self._pending_links:
             resolve = self._resolve
             self._pending_links = [item for item in self._pending_links if not resolve(item)]
