@@ -12,14 +12,58 @@ from __future__ import annotations
 import os
 import pickle
 import tempfile
+from itertools import repeat
+
+import numpy as np
+
+
+class FrameColumns:
+    """Held plain Python frames as columns (the engine's ``_hold_frames``): the end, arrival
+    number and start of each as arrays (float64, int64, float64) and its original bytes (or
+    None). A batch of them is stored and pickled as a few arrays and one list, instead of as
+    many small tuples; ``items(event)`` gives the tuples the engine holds otherwise,
+    (end, seq, start, event, None, raw) each."""
+    __slots__ = ("ends", "seqs", "starts", "raws", "earliest")
+
+    def __init__(self, ends, seqs, starts, raws: list):
+        self.ends, self.seqs, self.starts, self.raws = ends, seqs, starts, raws
+        self.earliest = float(ends.min()) if len(raws) else float("inf")
+
+    def __len__(self) -> int:
+        return len(self.raws)
+
+    def take(self, index) -> "FrameColumns":
+        """The frames at ``index`` (an index array or a slice), in that order."""
+        raws = self.raws[index] if isinstance(index, slice) else \
+            [self.raws[k] for k in index.tolist()]
+        return FrameColumns(self.ends[index], self.seqs[index], self.starts[index], raws)
+
+    def items(self, event: dict) -> list:
+        return list(zip(self.ends.tolist(), self.seqs.tolist(), self.starts.tolist(),
+                        repeat(event), repeat(None), self.raws))
+
+    @staticmethod
+    def joined(parts: list) -> "FrameColumns":
+        if len(parts) == 1:
+            return parts[0]
+        return FrameColumns(np.concatenate([p.ends for p in parts]),
+                            np.concatenate([p.seqs for p in parts]),
+                            np.concatenate([p.starts for p in parts]),
+                            [raw for p in parts for raw in p.raws])
 
 
 def batch_key(items) -> float:
     """The earliest end in a batch. Events waiting for a launch (end None) are not decided by
     boundaries: a batch holding them is due only at the end (their launch may come later in
     the file, or never: GPU work launched before the trace)."""
+    if isinstance(items, FrameColumns):
+        return items.earliest
     ends = [item[0] for item in items]
     return float("inf") if any(e is None for e in ends) else min(ends)
+
+
+def _batch(items):
+    return items if isinstance(items, FrameColumns) else list(items)
 
 
 class MemorySpill:
@@ -34,7 +78,8 @@ class MemorySpill:
         return self._count
 
     def put(self, items) -> None:
-        items = list(items)
+        """A batch: held items, or ``FrameColumns``."""
+        items = _batch(items)
         self._batches[self._next] = (batch_key(items), items)
         self._next += 1
         self._count += len(items)
@@ -74,7 +119,7 @@ class TempFileSpill(MemorySpill):
         self.spilled_total = 0
 
     def put(self, items) -> None:
-        items = list(items)
+        items = _batch(items)
         if self._file is None:
             self._file = tempfile.TemporaryFile(dir=self._directory,
                                                 prefix="stream-split-spill-")

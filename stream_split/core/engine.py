@@ -59,7 +59,7 @@ from stream_split.core.order import OpOrder
 from stream_split.core.stack import ThreadStacks
 from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPES as _ID_TYPES, \
     unusable_field
-from stream_split.spill import MemorySpill
+from stream_split.spill import FrameColumns, MemorySpill
 from stream_split.errors import TraceEventError
 from stream_split.trace_format import (
     ANNOTATION_CAT, COPY_LAUNCH_NAMES, CPU_OP_CATS, GPU_ANNOTATION_CAT, GPU_WORK_CATS,
@@ -256,6 +256,10 @@ class Splitter:
         # ``pending_limit`` they go to ``_spill``.
         self._pending: list = []  # heap of CPU-side events waiting for a window
         self._pending_links: list = []  # GPU events waiting for their launch (no window yet)
+        #: Plain Python frames held a run at a time (``_hold_frames``), as ``FrameColumns``:
+        #: items of ``_pending`` (view ``_HELD_FRAME``, no link) kept as columns.
+        self._frames_held: list = []
+        self._frames_held_n = 0
         self._seq = 0
         self._spill = spill if spill is not None else MemorySpill()
         self._needs_drain = False  # spilled events may be decidable now
@@ -533,7 +537,7 @@ class Splitter:
             held_raws = [raws[k] for k in later] if self._keep else [None] * len(later)
             held = [events[k] if raw is None and changed else _HELD_FRAME
                     for k, raw in zip(later, held_raws)]
-            self._hold_frames(ends[later].tolist(), starts[later].tolist(), held, held_raws)
+            self._hold_frames(ends[later], starts[later], held, held_raws)
 
     def _held_event(self, event: dict, raw, link) -> dict:
         """What a held event keeps: itself when it is handed out once decided (kept events
@@ -623,6 +627,9 @@ class Splitter:
                                         else self._windows.starts[-1])
         if self._due:
             batch = self._spill.take(self._due.pop(0))
+            if isinstance(batch, FrameColumns):
+                self._drained_frames(self._resolve_columns(batch))
+                return True
             kept = self._resolve_all(batch)
             if kept and self.closed:
                 self._spill.put(kept)  # GPU work for the final pass
@@ -633,6 +640,9 @@ class Splitter:
         if self.closed:
             resolve = self._resolve
             pending, self._pending = self._pending, []
+            frames = self._take_held_frames()
+            if frames is not None:
+                pending.extend(frames.items(_HELD_FRAME))
             pending.sort(key=_arrival)
             self._resolve_all(pending)
             self._pending_links = [item for item in self._pending_links if not resolve(item)]
@@ -642,6 +652,16 @@ class Splitter:
             self._finish()
         self._needs_drain = False
         return False
+
+    def _drained_frames(self, kept: FrameColumns | None) -> None:
+        """Frames of a spilled batch not decided yet: as ``_drain`` keeps items."""
+        if kept is None:
+            return
+        if self.closed:
+            self._spill.put(kept)
+        else:
+            self._add_held_frames(kept)
+            self._bound_held()
 
     def _finish(self) -> None:
         for key, events in self._waiting_gpu.items():
@@ -755,25 +775,60 @@ class Splitter:
             heappush(self._pending, (end, self._seq, start, event, link, raw))
         else:  # decided when its launch (or annotation) is seen
             self._pending_links.append((end, self._seq, start, event, link, raw))
-        if len(self._pending) + len(self._pending_links) >= self.options.pending_limit:
+        if self._held_in_memory() >= self.options.pending_limit:
             self._bound_held()
 
-    def _hold_frames(self, ends: list, starts: list, events: list, raws: list) -> None:
+    def _held_in_memory(self) -> int:
+        return len(self._pending) + len(self._pending_links) + self._frames_held_n
+
+    def _hold_frames(self, ends: np.ndarray, starts: np.ndarray, events: list,
+                     raws: list) -> None:
         """Hold CPU-side events (already what ``_hold`` keeps of them) in this order: the
-        same items, spilled at the same points, as ``_hold`` one by one."""
+        same items, spilled at the same points, as ``_hold`` one by one. Plain frames (the
+        view ``_HELD_FRAME``) are held as columns (``FrameColumns``)."""
         first = self._seq + 1
         self._seq += len(ends)
-        items = list(zip(ends, range(first, self._seq + 1), starts, events, repeat(None), raws))
+        columns = None
+        if all(event is _HELD_FRAME for event in events):
+            columns = FrameColumns(ends, np.arange(first, self._seq + 1, dtype=np.int64),
+                                   starts, raws)
+        else:
+            items = list(zip(ends.tolist(), range(first, self._seq + 1), starts.tolist(),
+                             events, repeat(None), raws))
         limit = self.options.pending_limit
-        pending = self._pending
         at = 0
-        while at < len(items):
-            room = max(1, limit - len(pending) - len(self._pending_links))
-            for item in items[at:at + room]:
-                heappush(pending, item)
+        while at < len(raws):
+            room = max(1, limit - self._held_in_memory())
+            if columns is not None:
+                self._add_held_frames(columns.take(slice(at, at + room)))
+            else:
+                for item in items[at:at + room]:
+                    heappush(self._pending, item)
             at += room
             self._bound_held()
-            pending = self._pending
+
+    def _add_held_frames(self, columns: FrameColumns) -> None:
+        self._frames_held.append(columns)
+        self._frames_held_n += len(columns)
+
+    def _take_held_frames(self, until: float | None = None) -> FrameColumns | None:
+        """The frames held as columns (those that end before ``until``, when given), no
+        longer held; None if none."""
+        parts = self._frames_held
+        if until is not None:
+            parts = [p for p in parts if p.earliest < until]
+        if not parts:
+            return None
+        columns = FrameColumns.joined(parts)
+        if until is None:
+            self._frames_held, self._frames_held_n = [], 0
+            return columns
+        due = columns.ends < until
+        self._frames_held = [p for p in self._frames_held if p.earliest >= until]
+        if not due.all():
+            self._frames_held.append(columns.take(np.flatnonzero(~due)))
+        self._frames_held_n = sum(map(len, self._frames_held))
+        return columns.take(np.flatnonzero(due))
 
     def _hold_items(self, items: list) -> None:
         """Hold again items taken back from the spill that are not decided yet."""
@@ -787,20 +842,42 @@ class Splitter:
 
     def _bound_held(self) -> None:
         """Spill what is held once it reaches ``pending_limit``."""
-        if len(self._pending) + len(self._pending_links) >= self.options.pending_limit:
+        if self._held_in_memory() >= self.options.pending_limit:
             self._note_held()
             # Spill in small batches sorted by end, so that a boundary re-reads at most one
             # batch it only partly decides.
-            held = sorted(self._pending) + self._pending_links
-            for i in range(0, len(held), _SPILL_BATCH):
-                self._spill.put(held[i:i + _SPILL_BATCH])
+            for batch in self._spill_batches(self._take_held_frames()):
+                self._spill.put(batch)
             self._pending, self._pending_links = [], []
+
+    def _spill_batches(self, frames: FrameColumns | None):
+        """The batches of ``_bound_held``: everything held, sorted by (end, seq), then the
+        events waiting for a link, ``_SPILL_BATCH`` at a time; a batch of frames held as
+        columns only is spilled as columns."""
+        links = self._pending_links
+        if frames is not None and self._pending:  # both kinds: as items
+            self._pending.extend(frames.items(_HELD_FRAME))
+            frames = None
+        if frames is None:
+            held = sorted(self._pending) + links
+            for i in range(0, len(held), _SPILL_BATCH):
+                yield held[i:i + _SPILL_BATCH]
+            return
+        frames = frames.take(np.lexsort((frames.seqs, frames.ends)))  # (end, seq) order
+        n = len(frames)
+        for i in range(0, n + len(links), _SPILL_BATCH):
+            j = i + _SPILL_BATCH
+            if j <= n:
+                yield frames.take(slice(i, j))
+            else:
+                head = frames.take(slice(i, n)).items(_HELD_FRAME) if i < n else []
+                yield head + links[max(i - n, 0):j - n]
 
     def _note_held(self) -> None:
         """Track the most events held at once, in memory and spilled. Only a hold adds to
         them, so the most is reached right before something held is decided: every path
         that decides held events calls this first (not every hold)."""
-        n = len(self._pending) + len(self._pending_links) + len(self._spill)
+        n = self._held_in_memory() + len(self._spill)
         if n > self.max_pending:
             self.max_pending = n
 
@@ -848,23 +925,28 @@ class Splitter:
     def _resolve_frames(self, items: list) -> list:
         """``_resolve_all`` for held plain Python frames (see there); returns those not
         decided, in order."""
-        ends = np.array([item[0] for item in items], np.float64)
-        starts = np.array([item[2] for item in items], np.float64)
-        now = self._windows.decidable_many(ends)
+        columns = FrameColumns(np.array([item[0] for item in items], np.float64),
+                               np.array([item[1] for item in items], np.int64),
+                               np.array([item[2] for item in items], np.float64),
+                               [item[5] for item in items])
+        kept = self._resolve_columns(columns)
+        return [] if kept is None else kept.items(items[0][3])
+
+    def _resolve_columns(self, frames: FrameColumns) -> FrameColumns | None:
+        """Decide the held plain Python frames ``frames`` that can be now, in their order,
+        as ``_resolve`` one by one (``Windows.owners``, ``_count_cpu``); returns the others
+        (None if none)."""
+        now = self._windows.decidable_many(frames.ends)
         decided = np.flatnonzero(now)
         if not decided.size:
-            return items
-        every = decided.size == len(items)
-        if not every:
-            starts, ends = starts[decided], ends[decided]
-        owners = self._windows.owners(starts, ends)
-        self._count_cpu(owners, ends)
+            return frames
+        chosen = frames if decided.size == len(frames) else frames.take(decided)
+        owners = self._windows.owners(chosen.starts, chosen.ends)
+        self._count_cpu(owners, chosen.ends)
         if self._keep:
-            chosen = items if every else [items[k] for k in decided.tolist()]
-            self._assigned.extend(zip(owners.tolist(),
-                                      [item[3] if item[5] is None else item[5]
-                                       for item in chosen]))
-        return [] if every else [items[k] for k in np.flatnonzero(~now).tolist()]
+            self._assigned.extend(zip(owners.tolist(), [_HELD_FRAME if raw is None else raw
+                                                        for raw in chosen.raws]))
+        return None if chosen is frames else frames.take(np.flatnonzero(~now))
 
     def _resolve_pending(self, until: float) -> None:
         """A boundary at ``until``: decide the in-memory held events it decides; spilled
@@ -876,8 +958,14 @@ class Splitter:
         decided = []
         while pending and pending[0][0] < until:
             decided.append(heappop(pending))
+        frames = self._take_held_frames(until)
+        if frames is not None and decided:  # both kinds: as items
+            decided.extend(frames.items(_HELD_FRAME))
+            frames = None
         decided.sort(key=_arrival)  # hand events out in the order they came
         self._resolve_all(decided)
+        if frames is not None:
+            self._resolve_columns(frames.take(np.argsort(frames.seqs, kind="stable")))
         if self._pending_links:
             resolve = self._resolve
             self._pending_links = [item for item in self._pending_links if not resolve(item)]
