@@ -295,16 +295,22 @@ class Skeletons:
         """A Python frame: the opener of the main thread's top-level op it opens
         (``Node.opener``). True where it waits for that op, read later (a file in time
         order, not Kineto's sections)."""
+        return self._credit(thread, lambda state: state.observe_frame(start, end, name),
+                            lambda: [(start, end, name)])
+
+    def _credit(self, thread, observe, frames) -> bool:
+        """``observe(state)`` on each main-thread skeleton of ``thread``; before the thread's
+        first op, ``frames()`` (as (start, end, name)) wait for it, as many as are kept. True
+        where a frame waits for the op it opens."""
         states = self._sections_of.get(thread, ())
         waits = False
         for state in states:
             if state.main:
-                state.observe_frame(start, end, name)
+                observe(state)
                 waits = waits or bool(state.frames)
         if not states and is_main_thread(*thread):  # before the thread's first op
             early = self._early_frames.setdefault(thread, [])
-            if len(early) < RULES.memory.max_pending_frames:
-                early.append((start, end, name))
+            early.extend(frames()[:max(RULES.memory.max_pending_frames - len(early), 0)])
             waits = True
         return waits
 
@@ -320,17 +326,9 @@ class Skeletons:
                 names_t = [names[k] for k in ks]
             else:
                 starts_t, ends_t, names_t = starts, ends, names
-            states = self._sections_of.get(thread, ())
-            for state in states:
-                if state.main:
-                    state.observe_frames(starts_t, ends_t, names_t)
-                    waits = waits or bool(state.frames)
-            if not states and is_main_thread(*thread):  # before the thread's first op
-                early = self._early_frames.setdefault(thread, [])
-                room = RULES.memory.max_pending_frames - len(early)
-                early.extend(zip(starts_t[:max(room, 0)].tolist(), ends_t[:max(room, 0)].tolist(),
-                                 names_t[:max(room, 0)]))
-                waits = True
+            waits = self._credit(
+                thread, lambda state: state.observe_frames(starts_t, ends_t, names_t),
+                lambda: list(zip(starts_t.tolist(), ends_t.tolist(), names_t))) or waits
             for k, name in enumerate(names_t):
                 if name.startswith(MODULE_FRAME_PREFIX):
                     self.note_module(thread, float(starts_t[k]), float(ends_t[k]), name)
