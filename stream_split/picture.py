@@ -236,8 +236,12 @@ def _layers(rows: list) -> list[Layer]:
         return []
     layers = []
     for key, label, colour in GPU_LAYERS:
-        shares = tuple(100 * (r.get(key) or 0.0) / r["wall_ms"] if r["wall_ms"] else 0.0
-                       for r in rows)
+        shares = tuple(share_of_wall(r, key) for r in rows)
         if any(shares):
             layers.append(Layer(label, colour, shares))
     return layers
+
+
+def share_of_wall(row: dict, key: str) -> float:
+    """The share of ``row``'s wall span (%) that its ``key`` (a layer in ms) takes."""
+    return 100 * (row.get(key) or 0.0) / row["wall_ms"] if row["wall_ms"] else 0.0

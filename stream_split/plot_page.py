@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 
 from stream_split.errors import PlotUnavailable
-from stream_split.picture import COLOURS, Picture, outlier_legend
+from stream_split.picture import COLOURS, GPU_LAYERS, Picture, outlier_legend, share_of_wall
 
 #: Height of the page's figure in pixels, with and without a GPU panel (its width follows
 #: the window).
@@ -46,8 +46,9 @@ def hover_text(row: dict) -> str:
              f"start {_ms(row['start_ms'])}, CPU {_ms(row['duration_ms'])}, "
              f"wall {_ms(row['wall_ms'])}"]
     if row.get("compute_ms") is not None:
-        lines.append(", ".join(f"{name} {_ms(row[key])}" for key, name in HOVER_LAYERS
-                               if row.get(key) is not None))
+        busy = sum(share_of_wall(row, key) for key, _, _ in GPU_LAYERS)
+        lines.append(f"GPU busy {busy:.0f} % of the wall span: " + ", ".join(
+            f"{name} {_ms(row[key])}" for key, name in HOVER_LAYERS if row.get(key) is not None))
     elif row.get("gpu_active_ms"):
         lines.append(f"GPU active {_ms(row['gpu_active_ms'])}")
     if row.get("outlier"):

@@ -89,6 +89,8 @@ def test_hovering_over_a_servers_decode_step_shows_its_numbers_and_file(
     assert f"file: {it['file']}" in shown
     assert f"wall {it['wall_us'] / 1000:.3f} ms" in shown
     assert f"compute {it['breakdown']['compute_us'] / 1000:.3f} ms" in shown
+    busy = sum(it["breakdown"][f"{layer}_us"] for layer in ("compute", "comm", "memcpy", "memset"))
+    assert f"GPU busy {100 * busy / it['wall_us']:.0f} % of the wall span" in shown
     legend = texts(page, ".legendtext")
     for phase in ("prefill", "mixed", "decode"):
         assert any(t.startswith(f"{phase} (") for t in legend), legend
