@@ -37,6 +37,13 @@ OUTLIER_LABELS = 5
 #: panel's width and height: labels are placed so that these boxes do not overlap.
 LABEL_WIDTH = 0.08
 LABEL_LINE = 0.045
+#: How far the axes reach beyond the first and last points (matplotlib's margins: 5 %).
+PANEL_MARGIN = 0.05
+#: Where a label may go, in lines of text from its point to its bottom, in order of preference:
+#: just above, a line higher, just below, ... (the label names its iteration, so a label some
+#: lines away from its ring still says whose it is).
+LABEL_RISES = (0.5,) + tuple(sign * (lines + 0.5) for lines in range(1, 4 * OUTLIER_LABELS)
+                             for sign in (1, -1))
 #: Half the width and height of an outlier's ring, in the same shares: no label covers one.
 RING = (0.008, 0.025)
 #: The layers of the breakdown stacked in the GPU panel (``summary`` row keys), and colours.
@@ -65,11 +72,11 @@ class Median:
 @dataclass(frozen=True)
 class Label:
     """The text beside a labelled outlier: on its ``side`` of the point ("right" or "left"),
-    ``level`` lines higher than the first (to clear a close neighbour's label)."""
+    its bottom ``rise`` lines of text above the point (below it when negative)."""
     row: dict
     text: str
     side: str = "right"
-    level: int = 0
+    rise: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -179,9 +186,10 @@ def outlier_ratio(row: dict) -> str:
 
 def _labels(outliers: list, drawn: list, limit_ms: float | None) -> list[Label]:
     """The ``OUTLIER_LABELS`` largest outliers' labels (``#index: ratio``), each where it
-    covers no other label and no other outlier's ring: on the right of its point, else on its
-    left, else a line higher (near the axis' right end: on the left, a line higher if need
-    be). ``drawn``: the rows drawn; ``limit_ms``: where the y axis is clipped, if it is."""
+    covers no other label and no other outlier's ring and stays in the panel: on the right of
+    its point, else on its left (near the axis' right end: left first), at the first height of
+    ``LABEL_RISES`` that has room. ``drawn``: the rows drawn; ``limit_ms``: where the y axis
+    is clipped, if it is."""
     largest = sorted(outliers, key=lambda r: -r["wall_ms"])[:OUTLIER_LABELS]
     xs = [r["index"] for r in drawn]
     ys = [drawn_at(r["wall_ms"], limit_ms) for r in drawn]
@@ -195,15 +203,21 @@ def _labels(outliers: list, drawn: list, limit_ms: float | None) -> list[Label]:
     for r in sorted(largest, key=lambda r: r["index"]):
         x, y = where[r["index"]]
         others = placed + [box for i, box in rings.items() if i != r["index"]]
-        sides = ("left", "right") if _label_box(x, y, "right", 0)[2] > 1 else ("right", "left")
-        places = [(level, side) for side in sides for level in range(OUTLIER_LABELS + 1)] \
-            if sides[0] == "left" else \
-            [(level, side) for level in range(OUTLIER_LABELS + 1) for side in sides]
-        level, side = next((place for place in places if not any(
-            _overlap(_label_box(x, y, place[1], place[0]), box) for box in others)), places[0])
-        placed.append(_label_box(x, y, side, level))
-        labels.append(Label(r, f"#{r['index']}: {outlier_ratio(r).split()[0]}", side, level))
+        sides = ("left", "right") if _label_box(x, y, "right", 0.5)[2] > 1 else ("right", "left")
+        places = [(side, rise) for rise in LABEL_RISES for side in sides]
+        side, rise = next((place for place in places if _fits(
+            _label_box(x, y, *place), others)), places[0])
+        placed.append(_label_box(x, y, side, rise))
+        labels.append(Label(r, f"#{r['index']}: {outlier_ratio(r).split()[0]}", side, rise))
     return labels
+
+
+def _fits(box: tuple, others: list) -> bool:
+    """Whether a label's ``box`` stays inside the panel (its margins: the axes reach a little
+    beyond the points) and covers none of ``others``."""
+    inside = (-PANEL_MARGIN < box[0] and box[2] < 1 + PANEL_MARGIN
+              and -LABEL_LINE < box[1] and box[3] < 1 + 2 * LABEL_LINE)
+    return inside and not any(_overlap(box, other) for other in others)
 
 
 def _share(value: float, lo: float, hi: float) -> float:
@@ -211,10 +225,10 @@ def _share(value: float, lo: float, hi: float) -> float:
     return (value - lo) / (hi - lo) if hi > lo else 0.0
 
 
-def _label_box(x: float, y: float, side: str, level: int) -> tuple:
+def _label_box(x: float, y: float, side: str, rise: float) -> tuple:
     """(left, bottom, right, top) of a label beside the point (x, y), in shares of the axes."""
     left = x if side == "right" else x - LABEL_WIDTH
-    bottom = y + LABEL_LINE * (0.5 + level)
+    bottom = y + LABEL_LINE * rise
     return left, bottom, left + LABEL_WIDTH, bottom + LABEL_LINE
 
 

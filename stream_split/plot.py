@@ -104,8 +104,9 @@ def _draw_times(top, pic: Picture) -> None:
     for label in pic.labels:
         left = label.side == "left"
         top.annotate(label.text, (label.row["index"], pic.shown_ms(label.row)),
-                     textcoords="offset points", xytext=(-6 if left else 6, 6 + 11 * label.level),
-                     ha="right" if left else "left", fontsize=8, color=COLOURS["red"])
+                     textcoords="offset points", xytext=(-6 if left else 6, 12 * label.rise),
+                     ha="right" if left else "left", va="bottom", fontsize=8,
+                     color=COLOURS["red"])
     if pic.limit_ms is not None:
         top.plot(*_xy(pic, pic.clipped), "^", color=COLOURS["black"], markersize=8,
                  linestyle="none", label=f"clipped ({len(pic.clipped)})")

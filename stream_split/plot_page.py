@@ -152,7 +152,7 @@ def _annotate(fig, pic: Picture) -> None:
         left = label.side == "left"
         fig.add_annotation(x=label.row["index"], y=pic.shown_ms(label.row), text=label.text,
                            showarrow=False, xanchor="right" if left else "left",
-                           yanchor="bottom", xshift=-7 if left else 7, yshift=7 + 14 * label.level,
+                           yanchor="bottom", xshift=-7 if left else 7, yshift=15 * label.rise,
                            font={"color": COLOURS["red"], "size": 11}, row=1, col=1)
     for r in pic.clipped:
         fig.add_annotation(x=r["index"], y=pic.shown_ms(r), text=f"{r['wall_ms']:.0f} ms",

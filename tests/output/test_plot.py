@@ -72,6 +72,17 @@ def test_only_the_largest_outliers_are_labelled():
         fig.axes[0].get_legend_handles_labels()[1]
 
 
+def test_labels_of_five_outliers_in_a_row_at_the_end_neither_overlap_nor_leave_the_figure():
+    walls = [15.0 + (k % 3) for k in range(95)] + [60.0, 61.0, 62.0, 63.0, 64.0]
+    fig = figure(manifest_of(walls, outliers=set(range(95, 100))))
+    fig.canvas.draw()
+    boxes = [t.get_window_extent() for t in labels_in_red(fig.axes[0])]
+    assert len(boxes) == OUTLIER_LABELS
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    assert all(fig.bbox.x0 <= b.x0 and b.x1 <= fig.bbox.x1 and fig.bbox.y0 <= b.y0
+               and b.y1 <= fig.bbox.y1 for b in boxes)
+
+
 def test_a_cpu_only_trace_has_one_panel_and_a_gpu_trace_two():
     assert len(figure(manifest_of([15.0] * 6)).axes) == 1
     fig = figure(manifest_of([15.0] * 6, gpu=True))
