@@ -279,6 +279,48 @@ def small_trace(tmp_path_factory):
     return path
 
 
+#: Loops the plot tests draw (name: generator scenario and parameters): 1,000 iterations, a
+#: first step that waits 20x a step (0.8 ms steps, 16 ms more), CPU only, an LLM server.
+PLOT_LOOPS = {
+    "thousand": ("training", dict(steps=1000, layers=1, eval_every=25, eval_forwards=3,
+                                  autograd_thread=False)),
+    "warm_up": ("training", dict(steps=40, layers=2, slow_step=0, slow_us=16000.0)),
+    "cpu_only": ("dynamic_shapes_cpu", dict(steps=20)),
+    "server": ("serving_phases", dict(steps=60, warmup_decodes=2, warmup_us=3000.0)),
+}
+
+
+@pytest.fixture(scope="session")
+def plot_folder(tmp_path_factory):
+    """``plot_folder(name)``: the folder the real `split` writes for the loop ``name`` of
+    ``PLOT_LOOPS``, made once a session."""
+    made = {}
+
+    def folder(name: str) -> Path:
+        if name not in made:
+            scenario, params = PLOT_LOOPS[name]
+            root = tmp_path_factory.mktemp(f"plot-{name}")
+            trace = root / f"{name}.json"
+            trace.write_bytes(render(generate(scenario, 1, **params)).encode())
+            run_cli("split", trace, "-o", root / "out", "-q")
+            made[name] = root / "out"
+        return made[name]
+    return folder
+
+
+def near(pixel, colour: str, tolerance=12) -> bool:
+    """Whether an RGB ``pixel`` is the ``colour`` "#rrggbb", give or take ``tolerance``."""
+    return all(abs(p - int(colour[i:i + 2], 16)) <= tolerance
+               for p, i in zip(pixel, (1, 3, 5)))
+
+
+def pixels_of(image, colour: str, box=None, tolerance=12) -> int:
+    """How many pixels of a PIL RGB ``image`` (in ``box``: left, top, right, bottom) are
+    ``colour``: what a person sees of it in a picture or a screenshot."""
+    region = image.crop(box) if box else image
+    return sum(n for n, pixel in region.getcolors(1 << 24) if near(pixel, colour, tolerance))
+
+
 def start_split(trace, out, *extra, **kwargs):
     return subprocess.Popen(CLI + ["split", str(trace), "-o", str(out), *map(str, extra)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)

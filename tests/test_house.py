@@ -18,7 +18,7 @@ EXEMPT = ("testing", "_proto")
 MAX_FUNCTION_LINES = 60
 #: Optional extras (and platform modules) a function may import where it needs them, so that the
 #: package imports without them.
-OPTIONAL_IMPORTS = ("matplotlib", "pyarrow", "apache_beam", "dask", "zstandard", "hta",
+OPTIONAL_IMPORTS = ("matplotlib", "plotly", "pyarrow", "apache_beam", "dask", "zstandard", "hta",
                     "fcntl")
 #: Numbers in the detector that are arithmetic, not thresholds.
 PLAIN_NUMBERS = {0, 1, -1, 0.0, 1.0}

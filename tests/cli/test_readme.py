@@ -33,3 +33,15 @@ def test_the_test_extra_brings_plot_and_hta_so_ci_runs_their_checks():
     assert {"plot", "hta"} <= included
     assert any(dep.startswith("holistictraceanalysis") for dep in extras["hta"])
     assert any(dep.startswith("matplotlib") for dep in extras["plot"])
+    assert any(dep.startswith("plotly") for dep in extras["plot"])  # the interactive page
+
+
+def test_ci_installs_the_browser_and_its_driver_that_check_the_plot_page():
+    import tomllib
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    assert any(dep.startswith("playwright") for dep in extras["test"])
+    ci = (REPO / ".ci" / "run").read_text()
+    install = ci.index("apt-get install")
+    assert "chromium" in ci[install:ci.index("\n", install)]
+    assert install < ci.index("python -m pytest")
