@@ -60,4 +60,7 @@ def finite(value):
 def strict_json(value, **options) -> str:
     """``json.dumps`` of ``value`` with its non-finite numbers as null (``finite``), written
     with ``allow_nan=False``: what the tool writes is JSON for strict readers too."""
-    return json.dumps(finite(value), allow_nan=False, **options)
+    try:  # mostly every number is finite: no copy (``finite`` walks the whole value)
+        return json.dumps(value, allow_nan=False, **options)
+    except ValueError:
+        return json.dumps(finite(value), allow_nan=False, **options)
