@@ -41,7 +41,17 @@ DEFAULT_TILE = bench.DEFAULT_WORK / "resnet_act_checkpoint-x10-nosteps.json.gz"
 
 
 def run_case(attack, size: int, work: Path, cli: list, timeout: float) -> dict:
-    """Write the input of ``attack`` at ``size``, split it, and measure the run."""
+    """Write the input of ``attack`` at ``size``, split it, and measure the run; its folder
+    is removed after (with what a run killed at the timeout left: its staging folder)."""
+    work = work / attack.name
+    work.mkdir()
+    try:
+        return _measure(attack, size, work, cli, timeout)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _measure(attack, size: int, work: Path, cli: list, timeout: float) -> dict:
     path = work / (attack.name + attack.suffix)
     events = attack.make(str(path), size)
     out = work / (attack.name + ".out")
@@ -54,8 +64,6 @@ def run_case(attack, size: int, work: Path, cli: list, timeout: float) -> dict:
     manifest = out / "manifest.json"
     if manifest.exists():
         conserved = json.loads(manifest.read_text())["counts"].get("conserved")
-    shutil.rmtree(out, ignore_errors=True)
-    path.unlink()
     cpu = run["user_s"] + run["sys_s"]
     return {"case": attack.name, "size": size, "events": events, "rc": run["rc"],
             "outcome": outcome[:70], "conserved": conserved, "rss_mb": run["rss_mb"],
