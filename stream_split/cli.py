@@ -32,6 +32,7 @@ from stream_split.errors import (
     StreamSplitError)
 from stream_split.explain import plural, render as render_explanation
 from stream_split.folder import split_to_folder
+from stream_split.follow import DEFAULT_IDLE_TIMEOUT
 from stream_split.options import IterationChoice, parse_selection, parse_steps
 from stream_split.output import OutputFolder
 from stream_split.plot import write_plot
@@ -157,8 +158,10 @@ def _add_common(p, several: bool = False) -> None:
                    help="split at a lower level of the repeating structure (1, 2, ...)")
     p.add_argument("--follow", action="store_true",
                    help="keep reading a file that is still being written")
-    p.add_argument("--idle-timeout", type=_seconds, default=10.0,
-                   help="with --follow: stop after this many seconds without new bytes")
+    p.add_argument("--idle-timeout", type=_seconds, default=None,
+                   help="stop after this many seconds without new bytes, the input marked "
+                        f"incomplete: with --follow (default {DEFAULT_IDLE_TIMEOUT:g}), "
+                        "or on a pipe or FIFO (default: wait for its writer to close it)")
     p.add_argument("--pending-limit", type=_bounded_int(1), default=DEFAULT_PENDING_LIMIT,
                    help="undecided events kept in memory before spilling to a temp file")
     p.add_argument("--max-event-bytes", type=_bounded_int(1), default=MAX_EVENT_BYTES,
@@ -206,7 +209,12 @@ def _options(args, keep_events: bool) -> SplitOptions:
 
 def _reading(args) -> dict:
     """How a command reads its trace (``run.read_through``'s keywords)."""
-    return {"stop": args.stop, "follow": args.idle_timeout if args.follow else None,
+    idle = args.idle_timeout
+    if args.follow:
+        follow, idle = DEFAULT_IDLE_TIMEOUT if idle is None else idle, None
+    else:
+        follow = None
+    return {"stop": args.stop, "follow": follow, "idle_timeout": idle,
             "progress": progress.wanted(args.quiet), "on_warning": _print_warning}
 
 

@@ -54,19 +54,22 @@ class SplitResult:
 
 def split_to_folder(source, out: str, config: SplitConfig, *,
                     stop: StopRequest | None = None, name: str | None = None,
-                    follow: float | None = None, progress: bool = False,
-                    on_warning=None, in_place: bool = False) -> SplitResult:
+                    follow: float | None = None, idle_timeout: float | None = None,
+                    progress: bool = False, on_warning=None,
+                    in_place: bool = False) -> SplitResult:
     """Split the trace at ``source`` (a path, ``-`` or a binary stream shown as ``name``)
     into the folder ``out`` as ``config`` says (see the module docstring for ``in_place``).
 
     ``stop`` ends the run between two batches of events; ``follow``: read a file still
-    being written, until this many seconds without new bytes; ``progress``: show it on
+    being written, until this many seconds without new bytes; ``idle_timeout`` (not
+    following): end a pipe after this many seconds without a byte; ``progress``: show it on
     stderr; ``on_warning(OptionWarning)``: an option honoured only in part. Raises
     ``OutputError`` (the folder), ``OptionHadNoEffect`` (a choice or an option that matched
     nothing), ``PlotUnavailable``; into a target, ``TraceInputError`` when the source cannot
     be opened as a trace and ``ReadInterrupted`` when ``stop`` came before its first event
     (nothing written); an input error met later is the result's ``error``."""
-    reading = {"stop": stop, "name": name, "follow": follow, "progress": progress,
+    reading = {"stop": stop, "name": name, "follow": follow, "idle_timeout": idle_timeout,
+               "progress": progress,
                "on_warning": on_warning, "max_event_bytes": config.max_event_bytes}
     if in_place:
         return _split_into(source, out, config, check=False, **reading)
@@ -74,7 +77,7 @@ def split_to_folder(source, out: str, config: SplitConfig, *,
         require_pyplot()  # no matplotlib: say so before the work, not after it
     inputs = [source] if isinstance(source, (str, os.PathLike)) and source != "-" else []
     with OutputFolder(out, overwrite=config.overwrite, inputs=inputs) as folder, \
-            open_reader(source, stop=stop, name=name, follow=follow,
+            open_reader(source, stop=stop, name=name, follow=follow, idle_timeout=idle_timeout,
                         max_event_bytes=config.max_event_bytes) as reader:
         result = _split_into(source, folder.staging, config, check=True, reader=reader,
                              **reading)

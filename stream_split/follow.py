@@ -32,8 +32,11 @@ import time
 from stream_split.read import PipeWait, TraceInputError, enlarge_pipe, open_trace_file, stdin_fd
 from stream_split.watch import wait_for_growth
 
-__all__ = ["FollowedFile", "enlarge_pipe"]
+__all__ = ["DEFAULT_IDLE_TIMEOUT", "FollowedFile", "enlarge_pipe"]
 
+#: Seconds without a new byte after which a followed file ends (``--idle-timeout``'s default
+#: with ``--follow``).
+DEFAULT_IDLE_TIMEOUT = 10.0
 POLL_START = 0.02
 POLL_MAX = 0.2
 _RAW_CHUNK = 1 << 20
@@ -51,7 +54,7 @@ class FollowedFile:
     #: How many of the first bytes read are kept, to notice a file rewritten in place.
     HEAD_KEPT = 4096
 
-    def __init__(self, path: str, *, idle_timeout: float = 10.0, poll: float = POLL_START,
+    def __init__(self, path: str, *, idle_timeout: float = DEFAULT_IDLE_TIMEOUT, poll: float = POLL_START,
                  max_poll: float = POLL_MAX):
         self.name = str(path)
         self.idle_timeout = float(idle_timeout)

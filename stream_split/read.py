@@ -58,11 +58,14 @@ def enlarge_pipe(fd: int, size: int = PIPE_SIZE) -> int | None:
         return None
 
 
-def open_source(source: str | BinaryIO, stop=None) -> tuple[BinaryIO, str]:
+def open_source(source: str | BinaryIO, stop=None,
+                idle_timeout: float | None = None) -> tuple[BinaryIO, str]:
     """Open a path, ``-`` (stdin) or a binary stream; returns (stream, display name).
 
-    ``stop`` (a ``run.StopRequest``) ends a wait for a pipe's bytes. A stream passed in is
-    the caller's: its errors are the caller's too (Beam retries a storage error)."""
+    ``stop`` (a ``run.StopRequest``) ends a wait for a pipe's bytes; so does
+    ``idle_timeout`` seconds without a byte from a pipe or FIFO (``_Source.idle``). A stream
+    passed in is the caller's: its errors are the caller's too (Beam retries a storage
+    error)."""
     if hasattr(source, "read"):
         return source, getattr(source, "name", "<stream>")
     if source == "-":
@@ -70,9 +73,9 @@ def open_source(source: str | BinaryIO, stop=None) -> tuple[BinaryIO, str]:
         enlarge_pipe(fd)
         # Unbuffered: read(n) returns what the pipe holds now instead of waiting for n bytes,
         # so a live writer's events are parsed as they come.
-        return _Source(fd, "<stdin>", stop, owned=False), "<stdin>"
+        return _Source(fd, "<stdin>", stop, owned=False, idle_timeout=idle_timeout), "<stdin>"
     fd = open_trace_file(source)
-    return _Source(fd, str(source), stop, owned=True), str(source)
+    return _Source(fd, str(source), stop, owned=True, idle_timeout=idle_timeout), str(source)
 
 
 def stdin_fd() -> int:
@@ -138,15 +141,21 @@ class PipeWait:
 
 class _Source(io.RawIOBase):
     """A file descriptor as a raw stream: a pipe, FIFO or terminal is waited on with
-    ``PipeWait``, so that a stop request ends the wait (``ReadInterrupted``); a read error is
-    the input's (one line), not a traceback."""
+    ``PipeWait``, so that a stop request ends the wait (``ReadInterrupted``), and so does
+    ``idle_timeout`` seconds without a byte (the end of the input, cut short: ``idle`` then
+    says why); a read error is the input's (one line), not a traceback."""
 
-    def __init__(self, fd: int, name: str, stop, *, owned: bool):
+    def __init__(self, fd: int, name: str, stop, *, owned: bool,
+                 idle_timeout: float | None = None):
         self._fd = fd
         self.name = name
         self._stopped = (lambda: stop.requested) if stop is not None else (lambda: False)
         self._owned = owned
         self._wait = PipeWait(fd)
+        self._idle_timeout = idle_timeout
+        #: Why the input ended before its writer closed it (no byte for ``idle_timeout``
+        #: seconds), or None.
+        self.idle: str | None = None
 
     def readable(self):
         return True
@@ -158,8 +167,13 @@ class _Source(io.RawIOBase):
         if n is None or n < 0:
             n = CHUNK
         while True:
-            if not self._wait.ready(self._stopped):
-                raise ReadInterrupted()
+            if self.idle:
+                return b""
+            if not self._wait.ready(self._stopped, self._idle_timeout):
+                if self._stopped():
+                    raise ReadInterrupted()
+                self.idle = f"no new byte for {self._idle_timeout:g} s (--idle-timeout)"
+                return b""
             try:
                 return os.read(self._fd, n)
             except BlockingIOError:  # a FIFO opened O_NONBLOCK: nothing yet after all
@@ -195,13 +209,15 @@ class TraceReader:
     rest (the document is complete), so that it stops waiting for more bytes."""
 
     def __init__(self, source: str | BinaryIO, *, name: str | None = None, stop=None,
-                 chunk_size: int = CHUNK, max_event_bytes: int = MAX_EVENT_BYTES):
-        raw, display = open_source(source, stop)
+                 chunk_size: int = CHUNK, max_event_bytes: int = MAX_EVENT_BYTES,
+                 idle_timeout: float | None = None):
+        raw, display = open_source(source, stop, idle_timeout)
         self._source = raw
         self._owned = isinstance(raw, _Source) or hasattr(raw, "follows")
         self.name = name or display
         self.decoder = TraceDecoder(max_event_bytes=max_event_bytes)
-        self._replaced: str | None = None  # why a followed file stopped being the trace
+        #: Why the input ended before its end: a followed file replaced, a pipe idle.
+        self._cut_short: str | None = None
         self._chunk = chunk_size
         self._started = False
         try:
@@ -215,10 +231,11 @@ class TraceReader:
     compression = property(lambda self: self.decoder.compression)
     header_before = property(lambda self: self.decoder.header_before)
     header_after = property(lambda self: self.decoder.header_after)
-    # A followed file that was replaced (``follow.FollowedFile.replaced``) is incomplete,
-    # whatever the decoder saw: the rest of the trace is not in it.
-    complete = property(lambda self: self.decoder.complete and self._replaced is None)
-    stop_reason = property(lambda self: self._replaced or self.decoder.stop_reason)
+    # A followed file that was replaced (``follow.FollowedFile.replaced``), or a pipe cut
+    # short by the idle timeout (``_Source.idle``), is incomplete, whatever the decoder saw:
+    # the rest of the trace is not in it.
+    complete = property(lambda self: self.decoder.complete and self._cut_short is None)
+    stop_reason = property(lambda self: self._cut_short or self.decoder.stop_reason)
     bytes_read = property(lambda self: self.decoder.bytes_decoded)
     input_bytes = property(lambda self: self.decoder.bytes_in)
 
@@ -254,10 +271,12 @@ class TraceReader:
                 rest = "stream end" if decoder.form == "jsonl" else "document"
             data = source.read(self._chunk_size(), at_rest=rest)
             if not data and source.replaced:  # the followed file is another one now
-                self._replaced = source.replaced
+                self._cut_short = source.replaced
             return data
         try:
-            return source.read(self._chunk_size())
+            data = source.read(self._chunk_size())
+            self._cut_short = getattr(source, "idle", None)
+            return data
         except TraceInputError:
             raise
         except OSError as e:
@@ -274,8 +293,14 @@ class TraceReader:
         nothing for an input that is none; returns the events decoded on the way."""
         decoder = self.decoder
         pending = Events()
-        while not pending.events and not decoder.ended:
-            pending.extend(self._next_batch())
+        try:
+            while not pending.events and not decoder.ended:
+                pending.extend(self._next_batch())
+        except TraceInputError:
+            if self._cut_short and not decoder.bytes_in:  # a pipe silent from the start
+                raise TraceInputError(f"{self._cut_short}: nothing came on {self.name}") \
+                    from None
+            raise
         return pending
 
     def _next_batch(self) -> Events:

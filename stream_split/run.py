@@ -194,11 +194,13 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
 
 
 def open_reader(source, *, stop: StopRequest | None = None, name: str | None = None,
-                follow: float | None = None,
+                follow: float | None = None, idle_timeout: float | None = None,
                 max_event_bytes: int = MAX_EVENT_BYTES) -> TraceReader:
     """The reader of ``source`` (a path, ``-`` or a binary stream, shown as ``name``), read
     up to its first event; ``follow``: read a file still being written, until this many
-    seconds without new bytes (``follow.FollowedFile``); ``max_event_bytes``: the longest
+    seconds without new bytes (``follow.FollowedFile``); ``idle_timeout`` (not following):
+    end a pipe or FIFO after this many seconds without a byte, the input marked incomplete
+    (``read._Source``); ``max_event_bytes``: the longest
     event read (``decode.MAX_EVENT_BYTES``). Raises ``TraceInputError``, or
     ``ReadInterrupted`` when a stop was requested before the first event (a followed file
     that was stopped ends "empty": not an input error)."""
@@ -208,7 +210,8 @@ def open_reader(source, *, stop: StopRequest | None = None, name: str | None = N
             if stop is not None:
                 stop.watch(followed)
             return TraceReader(followed, name=name or source, max_event_bytes=max_event_bytes)
-        return TraceReader(source, stop=stop, name=name, max_event_bytes=max_event_bytes)
+        return TraceReader(source, stop=stop, name=name, max_event_bytes=max_event_bytes,
+                           idle_timeout=idle_timeout)
     except TraceInputError:
         if stop is not None and stop.requested:
             raise ReadInterrupted() from None
@@ -217,7 +220,7 @@ def open_reader(source, *, stop: StopRequest | None = None, name: str | None = N
 
 def read_through(source, splitter: Splitter, *, stop: StopRequest | None = None,
                  name: str | None = None, follow: float | None = None,
-                 progress: bool = False, check: bool = False, on_warning=None,
+                 idle_timeout: float | None = None, progress: bool = False, check: bool = False, on_warning=None,
                  on_pairs=None, on_record=None, reader: TraceReader | None = None,
                  max_event_bytes: int = MAX_EVENT_BYTES) -> RunOutcome:
     """Open ``source`` (``open_reader``; ``reader``: opened already) and ``drive`` all of it
@@ -229,7 +232,7 @@ def read_through(source, splitter: Splitter, *, stop: StopRequest | None = None,
     try:
         if reader is None:
             reader = open_reader(source, stop=stop, name=name, follow=follow,
-                                 max_event_bytes=max_event_bytes)
+                                 idle_timeout=idle_timeout, max_event_bytes=max_event_bytes)
     except (TraceInputError, ReadInterrupted) as e:
         splitter.close(complete=False)
         # A stop before the first byte (``open_reader`` says so): not an input error.

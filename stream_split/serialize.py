@@ -45,14 +45,24 @@ def spaced_json(value) -> bytes:
 def finite(value):
     """``value`` (nested dicts, lists and tuples of JSON values) with every float that is not
     finite (inf, -inf, NaN: not JSON) replaced by None; finite values are returned as they
-    are, containers copied only where something changed."""
+    are, containers copied only where something changed. Mostly every number is finite: the
+    standard library's C encoder says so at a fraction of the walk's cost (a manifest of
+    300 k iterations), and the walk runs only where it does not."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (ValueError, TypeError):
+        return _finite(value)
+    return value
+
+
+def _finite(value):
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        out = {k: finite(v) for k, v in value.items()}
+        out = {k: _finite(v) for k, v in value.items()}
         return value if all(out[k] is v for k, v in value.items()) else out
     if isinstance(value, (list, tuple)):
-        out = [finite(v) for v in value]
+        out = [_finite(v) for v in value]
         return value if all(a is b for a, b in zip(out, value)) else out
     return value
 
@@ -60,4 +70,7 @@ def finite(value):
 def strict_json(value, **options) -> str:
     """``json.dumps`` of ``value`` with its non-finite numbers as null (``finite``), written
     with ``allow_nan=False``: what the tool writes is JSON for strict readers too."""
-    return json.dumps(finite(value), allow_nan=False, **options)
+    try:  # mostly every number is finite: no copy
+        return json.dumps(value, allow_nan=False, **options)
+    except ValueError:
+        return json.dumps(_finite(value), allow_nan=False, **options)

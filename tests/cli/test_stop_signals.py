@@ -1,7 +1,8 @@
 """Issue 22 items 4-6, with real processes, signals, FIFOs and files: SIGHUP and SIGUSR1 stop
 a split (and ``--follow``) as SIGTERM does, with a truthful manifest and no staging folder; a
 stop of a multi-rank split reaches its rank workers, and a killed rank worker is one line;
-``--idle-timeout`` holds on a silent pipe and on a FIFO that no writer opens; ``--follow`` on a
+``--idle-timeout`` holds on a silent pipe and on a FIFO that no writer opens, with ``--follow`` or
+without (a plain pipe ends with the input incomplete and the reason); ``--follow`` on a
 file replaced under its name stops with the input incomplete and the reason."""
 from __future__ import annotations
 
@@ -137,6 +138,54 @@ def test_idle_timeout_ends_a_follow_of_a_fifo_without_writer(tmp_path):
     _, err = proc.communicate(timeout=PROCESS_WAIT)
     assert time.monotonic() - started < 10
     assert proc.returncode == 2 and "empty input" in one_error_line(err)
+    assert not (tmp_path / "d").exists()
+    no_staging_leftovers(tmp_path, "d")
+
+
+def _split_from_open_pipe(out: Path, head: bytes, *extra) -> tuple[int, bytes]:
+    """``split -`` fed ``head`` through a pipe whose writer then stays silent, never closing
+    it: (exit status, stderr)."""
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.Popen(CLI + ["split", "-", "-o", str(out), *extra], stdin=read_end,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        os.close(read_end)
+        os.write(write_end, head)
+        _, err = proc.communicate(timeout=PROCESS_WAIT)
+    finally:
+        os.close(write_end)
+    return proc.returncode, err
+
+
+def test_idle_timeout_ends_a_plain_pipe_that_falls_silent(small_trace, tmp_path):
+    data = small_trace.read_bytes()
+    rc, err = _split_from_open_pipe(tmp_path / "d", data[: len(data) // 2], "--idle-timeout", "1")
+    assert rc == 0, err.decode()
+    manifest = check_pieces(tmp_path / "d", None)
+    assert manifest["complete"] is False
+    assert manifest["stop_reason"] == "no new byte for 1 s (--idle-timeout)"
+
+
+def test_idle_timeout_without_follow_ends_a_pipe_that_stays_silent(tmp_path):
+    started = time.monotonic()
+    rc, err = _split_from_open_pipe(tmp_path / "d", b"", "--idle-timeout", "1")
+    assert time.monotonic() - started < 10
+    assert rc == 2
+    assert one_error_line(err) == \
+        "stream-split: error: no new byte for 1 s (--idle-timeout): nothing came on <stdin>"
+    assert not (tmp_path / "d").exists()
+    no_staging_leftovers(tmp_path, "d")
+
+
+def test_idle_timeout_without_follow_ends_a_fifo_without_writer(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    proc = start_split(fifo, tmp_path / "d", "--idle-timeout", "1")
+    _, err = proc.communicate(timeout=PROCESS_WAIT)
+    assert time.monotonic() - started < 10
+    assert proc.returncode == 2
+    assert "no new byte for 1 s (--idle-timeout): nothing came on" in one_error_line(err)
     assert not (tmp_path / "d").exists()
     no_staging_leftovers(tmp_path, "d")
 

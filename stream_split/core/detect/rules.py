@@ -83,6 +83,11 @@ class OnlineRules:
     #: twice what one search may grow by per op (``Rules.search_work_per_op``), so a try put
     #: off is caught up with ...
     search_work_per_op: int = 8
+    #: A search of a row costs at least this much per instance its anchors cut (ops of a
+    #: symbol that repeats): each instance is weighed against a few candidate
+    #: representatives, some ten ops' worth of work; on a row of short instances (a loop of
+    #: one op: 1 M one-op iterations) that, not the ops covered, is the search's time.
+    search_work_per_instance: int = 16
     #: ... beyond this much, free at the start: a loop found among a few dozen names is tried
     #: as without a budget. The recorded ``train_eval`` (eval passes and checkpoints make its
     #: steps unlike; tests/core/test_sections.py) needs between 0.5 M and 1 M before its loop is

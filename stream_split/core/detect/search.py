@@ -564,7 +564,9 @@ class SearchBudget:
     the row again as it grows: on a row of many names each seen a few times, every sighting
     would be a new full search (cubic). Each op read earns ``OnlineRules.search_work_per_op``
     units of work; a try first needs ``m`` of them (to count the anchors, paid), then
-    ``m * a`` (paid) or is put off: a later op retries it once the credit covers it
+    ``m * a``, or ``OnlineRules.search_work_per_instance`` per instance the anchors cut where
+    that is more (short instances), (paid) or is put off: a later op retries it once the
+    credit covers it
     (amortised). The first ``OnlineRules.search_work_free`` units are free: a loop found
     among a few dozen names, as every real trace's is, is tried exactly as without a budget.
     Whatever the online tries could not afford, the close decision searches once, whole.
@@ -588,11 +590,10 @@ class SearchBudget:
         if self.credit < m or (wanted_row is row and self.credit < wanted):
             return False
         self.credit -= m  # counting the anchors
-        seen: set = set()
-        repeated: set = set()
-        for node in row:
-            (repeated if node.sym in seen else seen).add(node.sym)
-        cost = min(m * len(repeated), search_work(m))
+        counts = Counter(node.sym for node in row)
+        repeated = [n for n in counts.values() if n > 1]
+        instances = RULES.online.search_work_per_instance * sum(repeated)
+        cost = min(max(m * len(repeated), instances), search_work(m))
         if self.credit < cost:
             self._wanted = (row, m + cost)  # counted again when retried
             return False
