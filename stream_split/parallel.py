@@ -34,6 +34,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue
+import signal
 import threading
 
 import msgspec
@@ -42,6 +43,7 @@ import numpy as np
 from stream_split.core.records import METADATA
 from stream_split.decode import Decompressor, Events, TraceDecoder
 from stream_split.errors import TraceInputError
+from stream_split.run import STOP_SIGNALS
 from stream_split.trace_format import METADATA_PHASE
 from stream_split.write import encode_segment, segment_text
 
@@ -59,6 +61,9 @@ AHEAD_PER_WORKER = 2
 ROUND_PAIRS = 1 << 16
 #: Rounds of segments sent and not yet spooled, at most.
 ROUNDS_AHEAD = 8
+#: A range's list of event bytes is made a dict of those left once fewer than 1 in this
+#: many are left (its list would otherwise stay as long as one of them waits).
+_COMPACT_BELOW = 8
 #: An event's place: its range shifted by this, or'ed with its index in the range.
 RANGE_SHIFT = 32
 _INDEX_MASK = (1 << RANGE_SHIFT) - 1
@@ -173,7 +178,7 @@ class _Worker:
         self.form = form
         self.max_event_bytes = max_event_bytes
         self.level = level
-        self.raws: dict = {}  # range -> [bytes or None (written)]
+        self.raws: dict = {}  # range -> [bytes or None (written)], or {index: bytes} left
         self.left: dict = {}  # range -> events not yet written
 
     def decode(self, r: int, text: bytes, place: str) -> tuple:
@@ -206,15 +211,36 @@ class _Worker:
             self.left[r] -= len(picked)
             if not self.left[r]:
                 del self.raws[r], self.left[r]
+            elif self.left[r] * _COMPACT_BELOW < len(raws) and raws.__class__ is list:
+                # a few events of the range wait (till the end, some): keep only theirs
+                self.raws[r] = {k: raw for k, raw in enumerate(raws) if raw is not None}
             if separated is not None:
                 out.append(encode_segment(segment_text(picked, separated), self.level))
         return out
 
 
+def _tasks_of(tasks, parent: int):
+    """The tasks sent, until None, or until this process's parent is gone (the split was
+    killed, or its fork server ended with it: its workers must not wait for ever)."""
+    while os.getppid() == parent:
+        try:
+            task = tasks.get(timeout=_POLL_S)
+        except queue.Empty:
+            continue
+        if task is None:
+            return
+        yield task
+
+
 def _work(tasks, results, form: str, max_event_bytes: int, level: int | None) -> None:
-    """A worker process: decode and write tasks, in the order sent, until None."""
+    """A worker process: decode and write tasks, in the order sent."""
+    # The split's process decides when to stop (a forked worker has its handlers): a worker
+    # ignores the signals it honours, but ends on SIGTERM sent to it alone.
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL if signum == signal.SIGTERM else signal.SIG_IGN)
     worker = _Worker(form, max_event_bytes, level)
-    while (task := tasks.get()) is not None:
+    parent = os.getppid()
+    for task in _tasks_of(tasks, parent):
         kind, key, *args = task
         try:
             if kind == "decode":
@@ -223,6 +249,8 @@ def _work(tasks, results, form: str, max_event_bytes: int, level: int | None) ->
                 results.put(("written", key, worker.write(args[0])))
         except Exception as e:  # any failure: the trace is split as one stream
             results.put(("failed", key, f"{type(e).__name__}: {e}"))
+    if os.getppid() != parent:  # nobody reads the results: do not wait to send them at exit
+        results.cancel_join_thread()
 
 
 def _context():
