@@ -200,6 +200,10 @@ def _add_split(sub) -> None:
     p.add_argument("--plain-json", action="store_true", help="write .json instead of .json.gz")
     p.add_argument("--compresslevel", type=_bounded_int(0, 9), default=1,
                    help="gzip level of the pieces (0-9)")
+    p.add_argument("--workers", type=_bounded_int(1, None), default=None,
+                   help="processes that split one large trace file (default 1; the output is "
+                        "the same with any N); a pipe, --follow and small files are read as "
+                        "one stream")
 
 
 def _options(args, keep_events: bool) -> SplitOptions:
@@ -241,7 +245,7 @@ def _config(args) -> SplitConfig:
                        choice=_choice(args), name_by=args.name_by,
                        compress=not args.plain_json, compresslevel=args.compresslevel,
                        plot=args.plot, layout=args.layout,
-                       max_event_bytes=args.max_event_bytes)
+                       max_event_bytes=args.max_event_bytes, workers=args.workers)
 
 
 def cmd_split(args) -> int:

@@ -55,6 +55,10 @@ class SplitConfig:
     rank: int | None = None
     #: Longest event (and run of header keys) read, in bytes: what the reader may hold.
     max_event_bytes: int = MAX_EVENT_BYTES
+    #: Processes that split one large trace file (``parallel.py``; the output is the same
+    #: as with 1); None: the processors available. A pipe, a followed file, a small file
+    #: and a trace in a folder of the caller's (``in_place``) are read as one stream.
+    workers: int | None = None
 
     def __post_init__(self):
         if not isinstance(self.options, SplitOptions):
@@ -65,6 +69,8 @@ class SplitConfig:
             _require_bool(name, getattr(self, name))
         _require_int("compresslevel", self.compresslevel, 0, 9)
         _require_int("max_event_bytes", self.max_event_bytes, 1)
+        if self.workers is not None:
+            _require_int("workers", self.workers, 1)
         if self.name_by not in NAME_BY:
             raise OptionError(f"name_by must be one of {', '.join(NAME_BY)}, "
                               f"not {self.name_by!r}")
@@ -88,7 +94,8 @@ class SplitConfig:
                       iterations=None, steps: str | None = None, name_by: str = "index",
                       compress: bool = True, compresslevel: int = 1,
                       plot: bool = False, layout: str = "flat",
-                      max_event_bytes: int = MAX_EVENT_BYTES) -> "SplitConfig":
+                      max_event_bytes: int = MAX_EVENT_BYTES,
+                      workers: int | None = None) -> "SplitConfig":
         """The configuration of ``stream_split.split``'s keywords, each checked strictly
         (see ``stream_split.library.split`` for their meaning)."""
         if level is not None:
@@ -109,7 +116,7 @@ class SplitConfig:
             raise OptionError(str(e)) from None
         return cls(options=options, overwrite=overwrite, choice=choice, name_by=name_by,
                    compress=compress, compresslevel=compresslevel, plot=plot, layout=layout,
-                   max_event_bytes=max_event_bytes)
+                   max_event_bytes=max_event_bytes, workers=workers)
 
 
 def _selection(iterations):

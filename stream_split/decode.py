@@ -109,24 +109,45 @@ class FrameRun:
     (pid, tid) and name (None as ""), what the detector reads of a frame, without a dict
     per frame where the run was read in bulk."""
 
-    __slots__ = ("i", "j", "starts", "ends", "_text", "_events", "_frames")
+    __slots__ = ("i", "j", "starts", "ends", "_text", "_events", "_frames", "_part_of")
 
     def __init__(self, i: int, j: int, starts=None, ends=None, text: bytes = b"",
-                 events: list | None = None, frames: list | None = None):
+                 events: list | None = None, frames: list | None = None,
+                 part_of: tuple | None = None):
         self.i, self.j = i, j
         self.starts, self.ends = starts, ends
         self._text = text  # the run's bytes, separators included (when read in bulk)
         self._events = events
         self._frames = frames  # the ``_PlainFrame`` of each (when read in bulk)
+        self._part_of = part_of  # (run, first, last) of a run read in bulk that was cut
 
     def shifted(self, by: int) -> "FrameRun":
         return FrameRun(self.i + by, self.j + by, self.starts, self.ends, self._text,
-                        self._events, self._frames)
+                        self._events, self._frames, self._part_of)
+
+    def cut(self, k: int) -> tuple:
+        """The run as two, before its ``k``-th frame; a run read in bulk stays so (its
+        halves' events are parsed from the whole run, if ever asked for)."""
+        n = self.j - self.i
+        halves = []
+        for a, b, i in ((0, k, self.i), (k, n, self.i + k)):
+            if self.starts is None:
+                halves.append(FrameRun(i, i + b - a, events=self.events()[a:b]))
+            else:
+                halves.append(FrameRun(i, i + b - a, self.starts[a:b], self.ends[a:b],
+                                       events=self._events and self._events[a:b],
+                                       frames=self._frames and self._frames[a:b],
+                                       part_of=(self, a, b)))
+        return tuple(halves)
 
     def events(self) -> list:
         """The run's events as dicts (parsed now, for a run read in bulk)."""
         if self._events is None:
-            self._events = _parse_items(b"[" + self._text + b"]")
+            if self._part_of is not None:
+                whole, a, b = self._part_of
+                self._events = whole.events()[a:b]
+            else:
+                self._events = _parse_items(b"[" + self._text + b"]")
         return self._events
 
     def threads_and_names(self) -> tuple[list, list]:
@@ -177,6 +198,19 @@ class Events:
             inside = [run.shifted(-at) for run in runs if at <= run.i and run.j <= end]
             yield Events(self.events[at:end], self.raws[at:end] if self.raws else [], inside)
             at = end
+
+    def slice(self, a: int, b: int) -> "Events":
+        """Events ``a`` to ``b`` (excluded), a frame run across either edge cut there."""
+        runs = []
+        for run in self.frame_runs:
+            if run.j <= a or run.i >= b:
+                continue
+            if run.i < a:
+                run = run.cut(a - run.i)[1]
+            if run.j > b:
+                run = run.cut(b - run.i)[0]
+            runs.append(run.shifted(-a))
+        return Events(self.events[a:b], self.raws[a:b] if self.raws else [], runs)
 
     def extend(self, other: "Events") -> None:
         base = len(self.events)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 
 from stream_split.config import SplitConfig
 from stream_split.output import OutputFolder
+from stream_split.parallel import NotParallel, ParallelSplit, takes_parallel_path
 from stream_split.plot import require_pyplot, write_plot
 from stream_split.run import StopRequest, new_splitter, open_reader, read_through
 from stream_split.write import PieceWriter, finish_split
@@ -79,8 +80,17 @@ def split_to_folder(source, out: str, config: SplitConfig, *,
     with OutputFolder(out, overwrite=config.overwrite, inputs=inputs) as folder, \
             open_reader(source, stop=stop, name=name, follow=follow, idle_timeout=idle_timeout,
                         max_event_bytes=config.max_event_bytes) as reader:
-        result = _split_into(source, folder.staging, config, check=True, reader=reader,
-                             **reading)
+        workers = config.workers or 1  # see parallel.available_cores for why not more
+        result = None
+        if takes_parallel_path(source, reader, workers, follow):
+            try:
+                result = _split_into(source, folder.staging, config, check=True, reader=reader,
+                                     workers=workers, **reading)
+            except NotParallel:  # the reader has not been read past its first event
+                pass
+        if result is None:
+            result = _split_into(source, folder.staging, config, check=True, reader=reader,
+                                 **reading)
         if config.plot:
             write_plot(result.manifest, os.path.join(folder.staging, PLOT_FILE))
         folder.commit()
@@ -88,14 +98,27 @@ def split_to_folder(source, out: str, config: SplitConfig, *,
 
 
 def _split_into(source, out_dir: str, config: SplitConfig, *, check: bool, reader=None,
-                **reading) -> SplitResult:
+                workers: int = 1, **reading) -> SplitResult:
     """The split itself, into the existing folder ``out_dir``; ``check``: the options that
     could have done nothing are checked after a run to the end (``run.read_through``);
-    ``reader``: the source opened already."""
+    ``reader``: the source opened already; ``workers`` > 1: the file dealt to that many
+    processes (``parallel.ParallelSplit``; ``NotParallel`` when it cannot be, with nothing
+    written)."""
     writer = PieceWriter(out_dir, **config.writer_options)
     splitter = new_splitter(replace(config.options, keep_events=True), spill_dir=out_dir)
-    outcome = read_through(source, splitter, check=check, on_pairs=writer.add_many,
-                           reader=reader, **reading)
+    if workers > 1:
+        try:
+            with ParallelSplit(source, reader, writer, workers,
+                               max_event_bytes=config.max_event_bytes) as deal:
+                outcome = read_through(source, splitter, check=check, on_pairs=deal.add_many,
+                                       reader=deal.reader, **reading)
+                deal.finish()
+        except NotParallel:
+            writer.discard()
+            raise
+    else:
+        outcome = read_through(source, splitter, check=check, on_pairs=writer.add_many,
+                               reader=reader, **reading)
     reader = outcome.reader
     chosen = None if outcome.error else config.choice.chosen(splitter.iterations)
     shown = reading["name"] or (os.fspath(source) if isinstance(source, (str, os.PathLike))

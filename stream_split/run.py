@@ -132,14 +132,35 @@ def collect_young(batches: int) -> None:
         gc.collect(1)
 
 
-#: Events fed to the engine between two looks at a stop request: a chunk of input that holds
-#: more (a small file is one chunk) is fed in parts (``decode.Events.parts``).
+#: Events fed to the engine between two looks at a stop request and two hand-outs of its
+#: decisions: the input is fed in parts of exactly this many (``_parts``).
 FEED_EVENTS = 1024
 
 
-def _parts(batches):
+def _parts(batches, size: int = FEED_EVENTS):
+    """The events of ``batches`` in parts of ``size`` (the last may hold fewer), whatever
+    the batches: a part may join the end of one batch to the start of the next, and a run of
+    frames is cut at a part's edge (``decode.Events.slice``). Where the parts end is where
+    the engine hands out its decisions, and the order in which it hands out the events it
+    spilled depends on that: so it is the same for a file, a pipe, and ranges decoded apart
+    (``parallel.py``), and every piece holds its events in the same order."""
+    carry = None
     for batch in batches:
-        yield from batch.parts(FEED_EVENTS)
+        at, n = 0, len(batch)
+        if carry is not None:
+            at = min(size - len(carry), n)
+            carry.extend(batch.slice(0, at))
+            if len(carry) < size:
+                continue
+            yield carry
+            carry = None
+        while n - at >= size:
+            yield batch.slice(at, at + size) if (at, n) != (0, size) else batch
+            at += size
+        if at < n:
+            carry = batch.slice(at, n)
+    if carry is not None:
+        yield carry
 
 
 def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:

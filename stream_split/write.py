@@ -166,8 +166,7 @@ class PieceWriter:
         self.name_by = name_by
         self._spool_dir = os.path.join(out_dir, ".spool")
         os.mkdir(self._spool_dir)
-        self._spool = _SpoolThread(self._spool_dir, compresslevel if compress else None,
-                                   max_open)
+        self._spool = _SpoolThread(self._spool_dir, self.level, max_open)
         self._started: set = set()  # owners with events spooled
         self._pending: dict = {}  # owner -> [bytes] not yet handed to the spool thread
         self._pending_size = 0
@@ -203,12 +202,30 @@ class PieceWriter:
         if self._pending_size >= SPOOL_TASK_BYTES:
             self._hand_over()
 
+    def separated(self, owner: int) -> bool:
+        """Whether ``owner``'s next events need a separator before them (a piece's first
+        event has none); from now on they do."""
+        if owner in self._started:
+            return True
+        self._started.add(owner)
+        return False
+
+    @property
+    def level(self) -> int | None:
+        """The deflate level of the spooled segments (None: plain ``.json`` pieces)."""
+        return self.compresslevel if self.compress else None
+
+    def add_encoded(self, segments) -> None:
+        """Events of pieces already joined (``segment_text``) and encoded (``encode_segment``)
+        elsewhere, in order: ``[(owner, encoded, crc32, size)]``, appended to each owner's
+        spool as they are (``split --workers``: the workers encode, this process orders)."""
+        self._hand_over()
+        self._spool.put([(owner, encoded, (crc, size)) for owner, encoded, crc, size in segments])
+
     def _add(self, owner: int, chunk: list) -> None:
         """Events of ``owner`` (a list this takes), joined and pending for the spool."""
-        if owner in self._started:
+        if self.separated(owner):
             chunk.insert(0, b"")
-        else:
-            self._started.add(owner)
         try:
             data = b",\n".join(chunk)
         except TypeError:  # events given as dicts
@@ -233,6 +250,13 @@ class PieceWriter:
             self._spool.put([(owner, b"".join(parts)) for owner, parts in self._pending.items()])
         self._pending = {}
         self._pending_size = 0
+
+    def discard(self) -> None:
+        """Give up: stop the spool thread and remove what was spooled (nothing assembled)."""
+        try:
+            self._spool.close()
+        finally:
+            shutil.rmtree(self._spool_dir, ignore_errors=True)
 
     def finish(self, records, header_before: dict, header_after: dict,
                loop_thread=None) -> dict:
@@ -397,8 +421,11 @@ class _SpoolThread:
         task = ()
         try:
             while (task := self._tasks.get()) is not None:
-                for owner, data in task:
-                    self._write(owner, data)
+                for owner, data, *encoded in task:
+                    if encoded:
+                        self._append_encoded(owner, data, *encoded)
+                    else:
+                        self._write(owner, data)
             while self._open:
                 self._end_segment(*self._open.popitem(last=False))
         except BaseException as e:  # handed to the main thread at its next put or close
@@ -422,6 +449,22 @@ class _SpoolThread:
         crc, size = self._sums.get(owner, (0, 0))
         self._sums[owner] = (isal_zlib.crc32(data, crc), size + len(data))
         handle.write(compressor.compress(data) if compressor is not None else data)
+
+    def _append_encoded(self, owner: int, data: bytes, sums: tuple) -> None:
+        """Bytes encoded elsewhere (``encode_segment``: whole segments, each ended by a sync
+        flush), appended to ``owner``'s spool after its open segment is ended."""
+        entry = self._open.get(owner)
+        if entry is None or entry[1] is not None:
+            if entry is not None:
+                self._end_segment(owner, self._open.pop(owner))
+            elif len(self._open) >= self._max_open:
+                self._end_segment(*self._open.popitem(last=False))
+            entry = self._open[owner] = (self._open_segment(owner)[0], None)
+        else:
+            self._open.move_to_end(owner)
+        crc, size = self._sums.get(owner, (0, 0))
+        self._sums[owner] = (isal_zlib.crc32_combine(crc, sums[0], sums[1]), size + sums[1])
+        entry[0].write(data)
 
     def _open_segment(self, owner: int):
         path = self.path(owner)
@@ -453,6 +496,20 @@ def _deflater(level: int):
 def _deflate(data: bytes, level: int, mode: int) -> bytes:
     compressor = _deflater(level)
     return compressor.compress(data) + compressor.flush(mode)
+
+
+def segment_text(raws: list, separated: bool) -> bytes:
+    """Events' original bytes as a piece holds them: joined by ``,\\n``, with one before them
+    when ``separated`` (``PieceWriter.separated``)."""
+    return (b",\n" if separated else b"") + b",\n".join(raws)
+
+
+def encode_segment(data: bytes, level: int | None) -> tuple:
+    """``(encoded, crc32, size)`` of a segment of a piece's events: deflated at ``level`` and
+    ended by a sync flush, as the spool thread ends its segments (None: plain), for
+    ``PieceWriter.add_encoded``."""
+    encoded = data if level is None else _deflate(data, level, zlib.Z_SYNC_FLUSH)
+    return encoded, isal_zlib.crc32(data), len(data)
 
 
 def _gzip_header(level: int) -> bytes:
