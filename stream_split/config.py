@@ -56,7 +56,7 @@ class SplitConfig:
     #: Longest event (and run of header keys) read, in bytes: what the reader may hold.
     max_event_bytes: int = MAX_EVENT_BYTES
     #: Processes that split one large trace file (``parallel.py``; the output is the same
-    #: as with 1); None: the processors available. A pipe, a followed file, a small file
+    #: as with 1); None: 1, one stream (see parallel.available_cores). A pipe, a followed file, a small file
     #: and a trace in a folder of the caller's (``in_place``) are read as one stream.
     workers: int | None = None
 
