@@ -265,7 +265,7 @@ class Rules:
     #: about as wide a gap; the ops of the step's bookkeeping are a microsecond apart).
     edge_gap_share: float = 0.5
     #: The step's own first ops before its fetch (the profiler's step bookkeeping) each take
-    #: at most this share of a step's time (``search._loop_edge``); the previous step's
+    #: at most this share of a step's time (``search._fetch_edge``); the previous step's
     #: optimizer, its backward, take more.
     edge_op_share: float = 0.1
     #: A unit whose instances each hold the loop's once-per-turn ops (``spine`` with a loop
