@@ -66,6 +66,12 @@ detector (``structure.py``) decides where to look and what a found unit means.
    (a sleep, then one heartbeat op) shares no op with a busy turn; after a wait far wider than
    the loop's edge, ops of kinds the turns' own work never has, doing little, are a turn of
    their own.
+7. **Turns that wait for the device** (``_turns_apart``, at the end of the input, GPU work
+   known): a GPU server's turns take different paths (decode, prefill, mixed), so no anchor
+   cuts every turn, but each ends with a blocking host sync beneath an op (``Node.syncs``)
+   and the loop's own Python after it: where most instances of the unit begin after such a
+   wait and a gap as wide as theirs, and such edges also lie inside instances, every one
+   begins a turn.
 
 Dynamic shapes (rows with no GPU work): time alone weighs ops there, and a step's time follows
 its batch and sequence (50x apart), so by cost no two steps are alike. Ops that run once per
@@ -124,6 +130,9 @@ OPENS_AT_INPUT_FETCH = "before the input fetch"
 #: ``Unit.opening`` of a unit whose instances begin right after the previous one's host sync
 #: (with the small ops back to that sync: ``_begin_at``).
 OPENS_AFTER_SYNC = "right after the previous instance's blocking sync"
+#: ``Unit.opening`` of a unit whose instances begin after the host waited for the device and
+#: the loop turned (``_turns_apart``).
+OPENS_AT_TURN_EDGE = "at the loop's edge after each turn's wait for the device"
 #: ``Unit.opening`` of a unit whose instances begin at the loop's edge: the widest idle gap
 #: between the once-per-turn ops that end one turn and begin the next (``_at_loop_edge``).
 OPENS_AT_LOOP_EDGE = "at the loop's edge (the widest gap between two turns' own ops)"
@@ -1037,7 +1046,64 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
     apart = _idle_cycles_apart(best, candidates, rules)
     if apart is not None:
         best = _opened(apart, row, syms, positions, names, rules, whole, memo)
-    return _waits_apart(best, row, syms, rules)
+    best = _waits_apart(best, row, syms, rules)
+    return _turns_apart(best, row, syms, names, rules) if whole and names is not None \
+        else best
+
+
+def _turn_edges(row: list, starts: list, rules: Rules) -> list:
+    """The positions of the ops after a *turn edge*: an op that waited for the device (a
+    blocking host sync beneath it, ``Node.syncs``), then an idle gap among the wide ones.
+    The instances' beginnings ``starts`` that lie after such an op say how wide the loop's
+    edge is: among the gaps after such ops up to the median of theirs (an anchor inside a
+    turn, after a copy, does not lower it), the widest ratio
+    between two consecutive ones, when at least ``Rules.turn_edge_ratio``, parts the
+    host's work after a copy inside a turn from the loop's own Python between two turns;
+    else every such gap is an edge."""
+    gaps = {q: _gap_before(row, q) for q in range(1, len(row)) if row[q - 1].syncs}
+    known = [gaps[q] for q in starts if gaps.get(q, 0) > 0]
+    if not known:
+        return []
+    values = sorted(g for g in gaps.values() if 0 < g <= upper_median(known))
+    threshold, best = values[0], rules.turn_edge_ratio
+    for lo, hi in zip(values, values[1:]):
+        if hi >= best * lo:
+            threshold, best = hi, hi / lo
+    return [q for q, g in gaps.items() if g >= threshold]
+
+
+def _turns_apart(unit: Unit, row: list, syms: list, names: list, rules: Rules) -> Unit:
+    """Turns of a loop that each end waiting for the device take different paths (a server's
+    scheduler step: a decode replays a CUDA graph, a prefill runs eager kernels over a
+    prompt, a mixed step does both), so no anchor cuts every turn: the one chosen cuts some
+    and merges the others into them. Evidence, not names: where more than
+    ``Rules.turn_start_share`` of the unit's instances (the first aside) begin at a turn
+    edge (``_turn_edges``) and at least ``Rules.min_instances`` turn edges lie inside
+    instances (turns merged), every turn edge begins a turn, and an anchor not at one (a
+    second request's prefill in one step) begins none; the ops before the first turn edge
+    are a turn when they are exactly the ops of another turn (a prologue is not). Only with
+    GPU work known (syncs are runtime calls) and where nothing stronger opened the unit (an
+    input fetch, the loop's once-per-turn ops: a training step's own ops say where it
+    turns; its eval pass waits for the device too)."""
+    pos = unit.positions
+    if len(pos) < REPEAT or not unit.reference or not unit.reference[2] \
+            or unit.opening in (OPENS_AT_INPUT_FETCH, OPENS_AT_LOOP_EDGE) \
+            or any(_LOOP_MARKER.search(names[s]) for s in unit.spine):
+        return unit
+    edges = _turn_edges(row, pos[1:], rules)
+    at_edge = set(edges) & set(pos[1:])
+    if len(at_edge) <= rules.turn_start_share * (len(pos) - 1) or \
+            sum(1 for q in edges if q > pos[0] and q not in at_edge) < rules.min_instances:
+        return unit
+    starts = edges if edges[0] <= pos[0] else [pos[0]] + edges
+    ends = starts[1:] + [len(row)]
+    if starts[0] > 0 and tuple(syms[:starts[0]]) in {tuple(syms[a:b]) for a, b in
+                                                     zip(starts, ends)}:
+        starts, ends = [0] + starts, [starts[0]] + ends
+    shapes, sims = zip(*(shape_and_similarity(row[a:b], unit, rules)
+                         for a, b in zip(starts, ends)))
+    return replace(unit, positions=starts, shapes=list(shapes), similarity=list(sims),
+                   opening=OPENS_AT_TURN_EDGE)
 
 
 def _waits_apart(unit: Unit, row: list, syms: list, rules: Rules) -> Unit:
