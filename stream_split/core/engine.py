@@ -62,7 +62,7 @@ from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPE
 from stream_split.spill import FrameColumns, MemorySpill
 from stream_split.errors import TraceEventError
 from stream_split.trace_format import (
-    ANNOTATION_CAT, COPY_LAUNCH_NAMES, CPU_OP_CATS, GPU_ANNOTATION_CAT, GPU_WORK_CATS,
+    ANNOTATION_CAT, BLOCKING_SYNC_NAMES, COPY_LAUNCH_NAMES, CPU_OP_CATS, GPU_ANNOTATION_CAT, GPU_WORK_CATS,
     GRAPH_LAUNCH_NAMES, KERNEL_CATS, LAUNCH_FLOW_CATS, LAUNCH_NAMES, PROFILER_STEP_PREFIX,
     FLOW_PHASES as _FLOW_PHASES, METADATA_PHASE, PYTHON_FRAME_CAT, STRUCTURE_CATS,
     profiler_step_number)
@@ -503,6 +503,8 @@ class Splitter:
             return ()
         if cat == PYTHON_FRAME_CAT:
             return self._detector.observe_frame((pid, tid), ts, end, name or "")
+        if name in BLOCKING_SYNC_NAMES:
+            return self._detector.observe_sync((pid, tid), ts)
         return ()
 
     def _own_frames(self, run, raws: list, starts: np.ndarray, ends: np.ndarray,

@@ -6,15 +6,15 @@ import pytest
 
 from stream_split.core.detect.rules import RULES, Rules
 from stream_split.core.detect.search import (
-    OPENS_AT_LOOP_EDGE, SearchMemo, cycle_kinds, find_unit, last_instance_end, similarity,
+    OPENS_AT_LOOP_EDGE, OPENS_AT_TURN_EDGE, SearchMemo, cycle_kinds, find_unit, last_instance_end, similarity,
     sure_ops)
 
 
 class Op:
-    __slots__ = ("sym", "start", "end", "gpu")
+    __slots__ = ("sym", "start", "end", "gpu", "syncs")
 
-    def __init__(self, sym, start, end, gpu=0):
-        self.sym, self.start, self.end, self.gpu = sym, start, end, gpu
+    def __init__(self, sym, start, end, gpu=0, syncs=0):
+        self.sym, self.start, self.end, self.gpu, self.syncs = sym, start, end, gpu, syncs
 
 
 def level_of(pattern, durations, gpu=None, gap=1.0):
@@ -374,3 +374,45 @@ def test_a_server_turn_that_only_waited_is_a_turn_of_its_own():
     row, starts = _cpu_row(turns, edge=10.0, waits={2, 4, 5, 8})
     unit = find_unit(row, names=_cpu_names())
     assert unit.positions == starts
+
+
+#: A GPU server's scheduler step: (symbol, duration, kernels launched, blocking syncs).
+_CAT, _REPLAY, _TO_HOST, _VIEW, _TO_DEVICE, _RANDINT, _LINEAR, _ARGMAX = range(30, 38)
+
+
+def _turn(prompts=0, batch=0):
+    """One scheduler step, as the recorded server runs it: each arriving prompt through the
+    model eagerly, one decode token for the ``batch`` running requests (the tokens in, one
+    graph replay, the next tokens to the host: a blocking copy; each sent back to the
+    device: a blocking copy each), then each new request's first token to the host."""
+    prefill = [(_RANDINT, 3.0, 1, 0), (_LINEAR, 40.0, 30, 0), (_ARGMAX, 3.0, 1, 0)] * prompts
+    decode = ([(_CAT, 3.0, 1, 0), (_REPLAY, 8.0, 24, 0), (_TO_HOST, 20.0, 1, 1)]
+              + [(_VIEW, 1.0, 0, 0), (_TO_DEVICE, 10.0, 1, 1)] * batch) if batch else []
+    return prefill + decode + [(_TO_HOST, 20.0, 1, 1)] * prompts
+
+
+def _server_row(turns, inner_gap=5.0, edge=60.0):
+    ops, starts, t = [], [], 0.0
+    for turn in turns:
+        t += edge
+        starts.append(len(ops))
+        for k, (sym, d, gpu, syncs) in enumerate(turn):
+            t += inner_gap if k else 0.0
+            ops.append(Op(sym, t, t + d, gpu, syncs))
+            t += d
+    return ops, starts
+
+
+def test_a_gpu_server_turn_begins_after_its_wait_for_the_device_whatever_its_phase():
+    # Decode turns (a graph replay) and prefill turns (eager prompts, one to three) open with
+    # different ops: no anchor cuts every turn. Each turn ends waiting for the device, and
+    # the loop's own Python makes the gap after that wait wider than any after a copy inside
+    # a turn: each turn begins there, and a second prompt in one turn begins none.
+    turns = [_turn(batch=2), _turn(batch=2), _turn(prompts=1), _turn(batch=3),
+             _turn(batch=3), _turn(batch=2), _turn(prompts=3), _turn(batch=3),
+             _turn(prompts=1, batch=2), _turn(batch=1), _turn(prompts=2), _turn(batch=2),
+             _turn(batch=2), _turn(batch=1)]
+    row, starts = _server_row(turns)
+    unit = find_unit(row, names=[f"op{s}" for s in range(40)])
+    assert unit.positions == starts
+    assert unit.opening == OPENS_AT_TURN_EDGE

@@ -119,6 +119,10 @@ class StepAnnotationDetector:
     def observe_launch(self, thread, ts, correlation, graph, copy=False) -> None:
         """Nor is GPU work."""
 
+    def observe_sync(self, thread, ts) -> tuple:
+        """Nor is a host sync."""
+        return ()
+
     def observe_gpu_work(self, correlation, ts=None) -> None:
         """Nor is GPU work."""
 

@@ -65,16 +65,38 @@ class LoopThread:
 
 def loop_thread(skeletons, use_annotations: bool) -> ThreadSkeleton | None:
     """The skeleton that drives the loop: of a main thread (pid == tid), with
-    ``ProfilerStep`` spans when they count, the busiest at its top level; None when no
-    thread has an op."""
-    candidates = [t for t in skeletons if t.roots]
+    ``ProfilerStep`` spans when they count, the busiest at its top level, and of sections
+    as busy the one that holds more ops (a reordered thread's first ops, read twice, leave a
+    misplaced copy of a few of them, as busy, in a section of their own: ``core/order.py``);
+    None when no thread has an op. A section of nothing but empty ``ProfilerStep`` spans
+    holds none of the loop's ops (a lone step written after the GPU block, read last in
+    end order, after its thread's ops were handed on): no candidate."""
+    candidates = [t for t in skeletons if t.roots and not _only_empty_steps(t)]
     if not candidates:
         return None
 
     def rank(t: ThreadSkeleton):
         busy = sum(n.end - n.start for n in t.roots)
         return (t.main, bool(t.steps) and use_annotations, busy)
-    return max(candidates, key=rank)
+    best = max(map(rank, candidates))
+    tied = [t for t in candidates if rank(t) == best]
+    return tied[0] if len(tied) == 1 else max(tied, key=_ops_held)
+
+
+def _only_empty_steps(thread: ThreadSkeleton) -> bool:
+    """Are ``thread``'s top-level ops all ``ProfilerStep`` spans (``ThreadSkeleton.steps``)
+    with no op kept beneath them?"""
+    return len(thread.roots) == len(thread.steps) and not any(n.kids for n in thread.roots)
+
+
+def _ops_held(thread: ThreadSkeleton) -> int:
+    """The ops kept in ``thread``'s skeleton, its top level and beneath."""
+    count, todo = 0, list(thread.roots)
+    while todo:
+        node = todo.pop()
+        count += 1
+        todo.extend(node.kids or ())
+    return count
 
 
 def no_loop(detector: str) -> DetectorResult:

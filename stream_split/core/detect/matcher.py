@@ -13,7 +13,8 @@ from dataclasses import replace
 from stream_split.core.detect.base import FoundBoundary, RetractLast
 from stream_split.core.detect.rules import RULES
 from stream_split.core.detect.search import (
-    OPENS_AFTER_SYNC, Unit, end_of_last, shape_and_similarity, time_reference, upper_median)
+    OPENS_AFTER_SYNC, Unit, end_of_last, loop_edge_in, shape_and_similarity, time_reference,
+    upper_median)
 from stream_split.core.detect.skeleton import Node, open_pending, outermost_opener
 from stream_split.trace_format import BLOCKING_SYNC_NAMES
 
@@ -191,15 +192,13 @@ class RootMatcher:
         return (self._boundary(current[j]),)
 
     def _at_loop_edge(self, ops: list) -> bool:
-        """Where the loop's edge opens the unit (``search._loop_edge``: the step's own first
-        ops before its fetch): do ``ops``, from the trigger to the anchor, follow an idle
-        gap wider than every gap among them, and are those before the anchor small? Then
-        the trigger opened the step, whatever small ops noise put before the fetch."""
+        """Where the loop's edge opens the unit (``search._fetch_edge``: the step's own first
+        ops before its fetch): is the loop's edge (``search.loop_edge_in``) before ``ops``,
+        from the trigger to the anchor, and are those before the anchor small? Then the
+        trigger opened the step, whatever small ops noise put before the fetch."""
         if self.unit.fetch is None or not self.previous:
             return False
-        before = ops[0].start - self.previous[-1].end
-        inside = max(b.start - a.end for a, b in zip(ops, ops[1:]))
-        return before > RULES.edge_gap_ratio * inside and all(
+        return loop_edge_in([self.previous[-1], *ops], 1, len(ops)) == 1 and all(
             n.end - n.start <= self.small for n in ops[:-1])
 
     def _boundary(self, first: Node, ceiling: float = float("inf"),

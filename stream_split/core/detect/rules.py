@@ -270,7 +270,7 @@ class Rules:
     #: about as wide a gap; the ops of the step's bookkeeping are a microsecond apart).
     edge_gap_share: float = 0.5
     #: The step's own first ops before its fetch (the profiler's step bookkeeping) each take
-    #: at most this share of a step's time (``search._loop_edge``); the previous step's
+    #: at most this share of a step's time (``search._fetch_edge``); the previous step's
     #: optimizer, its backward, take more.
     edge_op_share: float = 0.1
     #: A unit whose instances each hold the loop's once-per-turn ops (``spine`` with a loop
@@ -314,6 +314,15 @@ class Rules:
     #: Python between turns) and the median gap between two ops begins a turn of its own
     #: (``search._waits_apart``) ...
     wait_gap_ratio: float = 8.0
+    #: A serving loop's turns each end waiting for the device (the tokens it needs on the
+    #: host): the idle gaps after a blocking host sync fall in two clusters, the loop's own
+    #: Python between turns and the host's work after a copy inside one, when the narrowest
+    #: of the wide ones is this many times the widest of the narrow ones (recorded H200
+    #: server: 48.8 against 15.9 µs) (``search._turns_apart``) ...
+    turn_edge_ratio: float = 2.0
+    #: ... and those wide gaps are the loop's edges when more than this share of the unit's
+    #: instances (the first aside) already begin at one.
+    turn_start_share: float = 0.5
     #: ... when the ops up to the next turn do at most this share of the representative's
     #: time (and, as an idle cycle, little of its GPU work, mostly in ops of their own).
     wait_work_share: float = 0.25

@@ -41,14 +41,17 @@ detector (``structure.py``) decides where to look and what a found unit means.
      both: failure mode 2) wins over the one that swallows the idle cycles.
 5. **Opening.** Where the loop begins among the unit's ops (``_opening``): before the op that
    fetches the next input when there is one, moved back over the step's own first ops when
-   the loop's edge lies before them (``_loop_edge``: the widest idle gap among the small ops
+   the loop's edge lies before them (``_fetch_edge``: the loop's edge among the small ops
    before each fetch, the kinds after it recurring there: the profiler's step bookkeeping);
    else right after the blocking host sync that ends
    the previous instance, with the small ops before the step's first spine op (never between a
    step's last op and its own sync); else, where the instances hold the loop's own
    once-per-turn ops (a loop marker: ``Optimizer.step``, ``zero_grad``), at the loop's edge:
-   the widest idle gap after the op that ends a turn (``_at_loop_edge``: a batch of any
-   shape, made before ``zero_grad``, is its step's); else at the anchor, extended to the left over the ops that
+   the loop's edge among the ops after the op that ends a turn (``_at_loop_edge``: a batch
+   of any shape, made before ``zero_grad``, is its step's). The loop's edge is one rule in
+   one place (``loop_edge_in``: the op after the widest idle gap of a window, the later of
+   equals), for both openings and for the matcher online; each opening's evidence only says
+   where the window lies; else at the anchor, extended to the left over the ops that
    precede it in every instance, then over those found before it in most instances (the
    *head*: the first ops of the step, each of which may be missing in a few instances). Noise
    only ever drops small ops, so a small head op is counted among the instances that show
@@ -63,6 +66,12 @@ detector (``structure.py``) decides where to look and what a found unit means.
    (a sleep, then one heartbeat op) shares no op with a busy turn; after a wait far wider than
    the loop's edge, ops of kinds the turns' own work never has, doing little, are a turn of
    their own.
+7. **Turns that wait for the device** (``_turns_apart``, at the end of the input, GPU work
+   known): a GPU server's turns take different paths (decode, prefill, mixed), so no anchor
+   cuts every turn, but each ends with a blocking host sync beneath an op (``Node.syncs``)
+   and the loop's own Python after it: where most instances of the unit begin after such a
+   wait and a gap as wide as theirs, and such edges also lie inside instances, every one
+   begins a turn.
 
 Dynamic shapes (rows with no GPU work): time alone weighs ops there, and a step's time follows
 its batch and sequence (50x apart), so by cost no two steps are alike. Ops that run once per
@@ -121,6 +130,9 @@ OPENS_AT_INPUT_FETCH = "before the input fetch"
 #: ``Unit.opening`` of a unit whose instances begin right after the previous one's host sync
 #: (with the small ops back to that sync: ``_begin_at``).
 OPENS_AFTER_SYNC = "right after the previous instance's blocking sync"
+#: ``Unit.opening`` of a unit whose instances begin after the host waited for the device and
+#: the loop turned (``_turns_apart``).
+OPENS_AT_TURN_EDGE = "at the loop's edge after each turn's wait for the device"
 #: ``Unit.opening`` of a unit whose instances begin at the loop's edge: the widest idle gap
 #: between the once-per-turn ops that end one turn and begin the next (``_at_loop_edge``).
 OPENS_AT_LOOP_EDGE = "at the loop's edge (the widest gap between two turns' own ops)"
@@ -156,7 +168,7 @@ class Unit:
     #: took another path (``idle_step``). They neither count for nor against the unit.
     idle: int = 0
     #: The symbol of the input fetch that opened the instances, when the loop's edge moved
-    #: their beginnings before it (``_loop_edge``: the profiler's step bookkeeping).
+    #: their beginnings before it (``_fetch_edge``: the profiler's step bookkeeping).
     fetch: int | None = None
     #: Kinds of op found exactly once in every inner instance (``_loop_body``), when there are
     #: at least ``Rules.spine_ops`` of them: the program's own loop body.
@@ -1035,7 +1047,64 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
     apart = _idle_cycles_apart(best, candidates, rules)
     if apart is not None:
         best = _opened(apart, row, syms, positions, names, rules, whole, memo)
-    return _waits_apart(best, row, syms, rules)
+    best = _waits_apart(best, row, syms, rules)
+    return _turns_apart(best, row, syms, names, rules) if whole and names is not None \
+        else best
+
+
+def _turn_edges(row: list, starts: list, rules: Rules) -> list:
+    """The positions of the ops after a *turn edge*: an op that waited for the device (a
+    blocking host sync beneath it, ``Node.syncs``), then an idle gap among the wide ones.
+    The instances' beginnings ``starts`` that lie after such an op say how wide the loop's
+    edge is: among the gaps after such ops up to the median of theirs (an anchor inside a
+    turn, after a copy, does not lower it), the widest ratio
+    between two consecutive ones, when at least ``Rules.turn_edge_ratio``, parts the
+    host's work after a copy inside a turn from the loop's own Python between two turns;
+    else every such gap is an edge."""
+    gaps = {q: _gap_before(row, q) for q in range(1, len(row)) if row[q - 1].syncs}
+    known = [gaps[q] for q in starts if gaps.get(q, 0) > 0]
+    if not known:
+        return []
+    values = sorted(g for g in gaps.values() if 0 < g <= upper_median(known))
+    threshold, best = values[0], rules.turn_edge_ratio
+    for lo, hi in zip(values, values[1:]):
+        if hi >= best * lo:
+            threshold, best = hi, hi / lo
+    return [q for q, g in gaps.items() if g >= threshold]
+
+
+def _turns_apart(unit: Unit, row: list, syms: list, names: list, rules: Rules) -> Unit:
+    """Turns of a loop that each end waiting for the device take different paths (a server's
+    scheduler step: a decode replays a CUDA graph, a prefill runs eager kernels over a
+    prompt, a mixed step does both), so no anchor cuts every turn: the one chosen cuts some
+    and merges the others into them. Evidence, not names: where more than
+    ``Rules.turn_start_share`` of the unit's instances (the first aside) begin at a turn
+    edge (``_turn_edges``) and at least ``Rules.min_instances`` turn edges lie inside
+    instances (turns merged), every turn edge begins a turn, and an anchor not at one (a
+    second request's prefill in one step) begins none; the ops before the first turn edge
+    are a turn when they are exactly the ops of another turn (a prologue is not). Only with
+    GPU work known (syncs are runtime calls) and where nothing stronger opened the unit (an
+    input fetch, the loop's once-per-turn ops: a training step's own ops say where it
+    turns; its eval pass waits for the device too)."""
+    pos = unit.positions
+    if len(pos) < REPEAT or not unit.reference or not unit.reference[2] \
+            or unit.opening in (OPENS_AT_INPUT_FETCH, OPENS_AT_LOOP_EDGE) \
+            or any(_LOOP_MARKER.search(names[s]) for s in unit.spine):
+        return unit
+    edges = _turn_edges(row, pos[1:], rules)
+    at_edge = set(edges) & set(pos[1:])
+    if len(at_edge) <= rules.turn_start_share * (len(pos) - 1) or \
+            sum(1 for q in edges if q > pos[0] and q not in at_edge) < rules.min_instances:
+        return unit
+    starts = edges if edges[0] <= pos[0] else [pos[0]] + edges
+    ends = starts[1:] + [len(row)]
+    if starts[0] > 0 and tuple(syms[:starts[0]]) in {tuple(syms[a:b]) for a, b in
+                                                     zip(starts, ends)}:
+        starts, ends = [0] + starts, [starts[0]] + ends
+    shapes, sims = zip(*(shape_and_similarity(row[a:b], unit, rules)
+                         for a, b in zip(starts, ends)))
+    return replace(unit, positions=starts, shapes=list(shapes), similarity=list(sims),
+                   opening=OPENS_AT_TURN_EDGE)
 
 
 def _waits_apart(unit: Unit, row: list, syms: list, rules: Rules) -> Unit:
@@ -1173,10 +1242,14 @@ def _gap_before(row: list, q: int) -> float:
     return row[q].start - row[q - 1].end if q > 0 else math.inf
 
 
-def _widest_gap(row: list, lo: int, hi: int) -> int:
-    """The position in ``lo..hi`` (both included) with the widest idle gap before it (the
-    first of equals)."""
-    return max(range(lo, hi + 1), key=lambda q: (_gap_before(row, q), -q))
+def loop_edge_in(row: list, lo: int, hi: int) -> int:
+    """The loop's edge among the ops ``row[lo..hi]`` (both included), the one rule of it:
+    between two turns the host runs the loop itself (``prof.step()``, the ``for`` statement,
+    the fetch's Python), so the turn begins at the op after the widest idle gap; of equal
+    gaps the later (an op joins a turn only on a wider gap). Where the edge may lie (the
+    window) comes from the evidence of each opening: the small ops before an input fetch
+    (``_fetch_edge``), the ops after the op that ends a turn (``_at_loop_edge``)."""
+    return max(range(lo, hi + 1), key=lambda q: (_gap_before(row, q), q))
 
 
 def _edge_pair(kinds: list, row: list, syms: list, names: list, rules: Rules) -> tuple | None:
@@ -1234,9 +1307,8 @@ def _at_loop_edge(unit: Unit, spine: list, row: list, syms: list, positions: dic
     """A unit whose instances hold the loop's own once-per-turn ops (``spine``: the kinds
     once in most like instances, ``_spine``; one a loop marker: ``Optimizer.step``,
     ``zero_grad``) and no input fetch nor closing sync opens:
-    each instance begins at the loop's edge, the widest idle gap between the spine's kind
-    that ends a turn and the one that begins the next (``_edge_pair``: between two turns the
-    host runs the loop itself), so the ops that make the step's input (a batch of any shape,
+    each instance begins at the loop's edge (``loop_edge_in``) among the ops between the
+    spine's kind that ends a turn and the one that begins the next (``_edge_pair``), so the ops that make the step's input (a batch of any shape,
     padded or bucketed) are its own. The cut moves to the kind after the edge when it cuts
     as many turns as well (as ``_begin_at``). None where the edge is not clear."""
     if not any(_LOOP_MARKER.search(names[s]) for s in spine):
@@ -1261,7 +1333,7 @@ def _at_loop_edge(unit: Unit, spine: list, row: list, syms: list, positions: dic
         lo = max(ends[k] + 1 if k >= 0 else 0, pos[i - 1] + 1 if i else 0)
         if not i and k < 0:  # no turn before: back no further than the others reach
             lo = max(0, p - max((pos[j] - cuts[j] for j in cuts), default=0))
-        cuts[i] = _widest_gap(row, lo, p)
+        cuts[i] = loop_edge_in(row, lo, p)
     unit.positions = [cuts[i] for i in range(len(pos))]
     unit.opening = OPENS_AT_LOOP_EDGE
     return unit
@@ -1349,17 +1421,18 @@ def _begin_at(unit: Unit, first: int, row: list, syms: list, positions: dict,
     if after_sync:  # the small ops back to the previous sync open the step
         unit.positions = _walk_left(unit, syms, set(), after_sync, take_noise=True)
     elif why == OPENS_AT_INPUT_FETCH:
-        _loop_edge(unit, row, syms, memo.rules)
+        _fetch_edge(unit, row, syms, memo.rules)
     unit.opening = why
     return unit
 
 
-def _loop_edge(unit: Unit, row: list, syms: list, rules: Rules) -> None:
+def _fetch_edge(unit: Unit, row: list, syms: list, rules: Rules) -> None:
     """Move each instance's beginning back from its input fetch over the step's own first
     ops: the profiler's step bookkeeping (``aten::empty``, ``aten::zeros`` > ``aten::fill_``)
     runs at the very start of each step, before the fetch. Evidence, not names: between two
     steps the host runs the loop itself, so the widest idle gap among the small ops before
-    a fetch is where the step begins (``_edge_run``), and the kinds found after it recur
+    a fetch is where the step begins (``_edge_run``: ``loop_edge_in`` among them), and the
+    kinds found after it recur
     there, in ``Rules.head_share`` of the instances after the first and in at least
     ``Rules.head_windows`` (noise drops some). Each instance whose run holds one of them
     then begins at its run, the first one as ``_first_edge`` says."""
@@ -1401,16 +1474,14 @@ def _first_edge(row: list, syms: list, p: int, edge: set, runs: list, small: flo
 
 
 def _edge_run(row: list, lo: int, p: int, small: float, rules: Rules) -> tuple[int, int]:
-    """The ops after the widest idle gap among the ``small`` ops just before ``row[p]``
-    (back to ``lo``, at most ``Rules.max_head`` of them, the gap before ``row[p]``
-    included): the loop's edge lies in that gap. Returns (start, p); start == p: the edge
+    """The ops after the loop's edge (``loop_edge_in``) among the ``small`` ops just before
+    ``row[p]`` (back to ``lo``, at most ``Rules.max_head`` of them, the gap before ``row[p]``
+    included). Returns (start, p); start == p: the edge
     is right before ``row[p]``."""
     a = p
     while a > lo and p - a < rules.max_head and row[a - 1].end - row[a - 1].start <= small:
         a -= 1
-    gap = {q: row[q].start - row[q - 1].end for q in range(max(a, 1), p + 1)}
-    widest = max(gap, key=lambda q: (gap[q], q), default=p)
-    return widest, p
+    return loop_edge_in(row, max(a, 1), p) if p >= 1 else p, p
 
 
 def _last_instance_ops(unit: Unit, row: list, syms: list, rules: Rules) -> set:

@@ -37,7 +37,7 @@ MODULE_FRAME_PREFIX = "nn.Module: "
 
 
 class Node:
-    __slots__ = ("sym", "start", "end", "kids", "depth", "gpu", "copies", "opener")
+    __slots__ = ("sym", "start", "end", "kids", "depth", "gpu", "copies", "syncs", "opener")
 
     def __init__(self, sym: int, start: float, end: float, depth: int):
         self.sym = sym
@@ -47,6 +47,9 @@ class Node:
         self.depth = depth
         self.gpu = 0  # kernels launched from this op's subtree (known once launches arrive)
         self.copies = 0  # memory copies launched from this op's subtree
+        #: Blocking host syncs in this op's subtree (``cudaStreamSynchronize``...): the host
+        #: waited there for the device (known once the runtime calls arrive).
+        self.syncs = 0
         #: The Python frames that open this top-level op, (start, end, name) each: they
         #: begin after the previous top-level op ended and hold this one (the wrappers of
         #: a step around its first op, ``training_step``); None if none was seen.
@@ -283,6 +286,13 @@ class Skeletons:
             node.gpu += 1
             if copy:
                 node.copies += 1
+
+    def credit_sync(self, thread, ts: float) -> None:
+        """A blocking host sync at ``ts``: the ops of ``thread`` open then waited for the
+        device."""
+        for state in self._sections_of.get(thread, ()):
+            for node in state.path_at(ts):
+                node.syncs += 1
 
     def credit_graph_kernel(self, correlation) -> None:
         """A kernel: one more for the ops of its graph launch, if it came from one."""

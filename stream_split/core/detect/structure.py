@@ -347,6 +347,13 @@ class StructureDetector:
         self._skeletons.credit_launch(thread, ts, correlation, graph, copy)
         return ()
 
+    def observe_sync(self, thread, ts: float) -> tuple:
+        """A blocking host sync (a runtime call): the ops around it waited for the device
+        (``search._turns_apart``: a serving loop's turn ends so). No decision waits on it."""
+        if self.mode is Mode.LEARNING:
+            self._skeletons.credit_sync(thread, ts)
+        return ()
+
     def observe_gpu_work(self, correlation, ts: float) -> tuple:
         """A kernel: one more for the ops of its graph launch, if it came from one. The
         first GPU work from before the loop thread's latest ops is in Kineto's GPU block

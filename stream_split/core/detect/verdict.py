@@ -171,7 +171,7 @@ def every_fetch_opens(row: list, unit: Unit) -> bool:
 
 def _every_fetch_after_an_edge(row: list, unit: Unit) -> bool:
     """``every_fetch_opens`` where the loop's edge moved each instance's beginning back from
-    its fetch (``search._loop_edge``): every fetch is the first of its instance."""
+    its fetch (``search._fetch_edge``): every fetch is the first of its instance."""
     ends = unit.positions[1:] + [len(row)]
     firsts = {next((q for q in range(a, b) if row[q].sym == unit.fetch), None)
               for a, b in zip(unit.positions, ends)}
