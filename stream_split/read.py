@@ -249,6 +249,12 @@ class TraceReader:
             return None
         return info.st_size if stat.S_ISREG(info.st_mode) else None
 
+    @property
+    def live(self) -> bool:
+        """Whether events may arrive while the run goes on (a pipe, a FIFO, a followed file):
+        what it has read is handed to the engine at once, never held for more to come."""
+        return hasattr(self._source, "follows") or self.input_size is None
+
     def close(self) -> None:
         if self._source is not None and self._owned:
             self._source.close()

@@ -142,8 +142,10 @@ def _parts(batches, size: int = FEED_EVENTS):
     the batches: a part may join the end of one batch to the start of the next, and a run of
     frames is cut at a part's edge (``decode.Events.slice``). Where the parts end is where
     the engine hands out its decisions, and the order in which it hands out the events it
-    spilled depends on that: so it is the same for a file, a pipe, and ranges decoded apart
-    (``parallel.py``), and every piece holds its events in the same order."""
+    spilled depends on that: so it is the same for a file and ranges decoded apart
+    (``parallel.py``), and every piece holds its events in the same order. Live input (a
+    pipe, ``--follow``) is not regrouped: holding its events until a part is full would delay
+    the boundaries the online promise says are out before the next event."""
     carry = None
     for batch in batches:
         at, n = 0, len(batch)
@@ -192,10 +194,13 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
 
     splitter.note_header(reader.header_before)  # known once the reader has its form
     try:
-        for batches, batch in enumerate(_parts(reader.batches(raws=keep, slim=True)), 1):
+        read = reader.batches(raws=keep, slim=True)
+        if not getattr(reader, "live", False):  # live input is fed as it comes (online)
+            read = _parts(read)
+        for fed, batch in enumerate(read, 1):
             feed_batch(batch.events, batch.raws if keep else None, batch.frame_runs)
             hand_out()
-            collect_young(batches)
+            collect_young(fed)
             if stop is not None and stop.requested:
                 break
     except (TraceInputError, TraceEventError) as e:
