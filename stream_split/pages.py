@@ -15,7 +15,7 @@ The items are mutable and callers change them in place (``record.events += 1``):
 written back whole when it leaves memory, and only ``trim()`` makes one leave, so an item got
 by ``[i]`` stays the object in the list until the next ``trim()`` (the engine trims between two
 batches of input), and an item got from iterating stays so until the iteration has moved a
-page past it. A list of up to ``PAGE_ITEMS * RESIDENT_PAGES`` items (4,096: more iterations
+page past it. Once the items are final, ``seal()`` saves writing back what was only read. A list of up to ``PAGE_ITEMS * RESIDENT_PAGES`` items (4,096: more iterations
 than a real profile holds) never touches the file.
 """
 from __future__ import annotations
@@ -45,6 +45,8 @@ class PagedList:
         self._stored: dict = {}  # page number -> (offset, size) of its pickle in the file
         self._file = None
         self._len = 0
+        self._sealed = False  # read-only: a page read back is dropped, not written again
+        self._clean: set = set()  # resident pages the file holds as they are
         #: Pages written to the file and read back from it (for tests and benchmarks).
         self.pages_written = 0
         self.pages_read = 0
@@ -67,6 +69,7 @@ class PagedList:
         page = self._page(number)
         item = page.pop()
         self._len -= 1
+        self._clean.discard(number)
         if not page:
             del self._resident[number]
             self._stored.pop(number, None)
@@ -86,12 +89,20 @@ class PagedList:
             yield from self._page(number)
             self.trim()
 
+    def seal(self) -> None:
+        """No item changes from now on (the records are final): a page that leaves memory
+        after it was read back from the file is dropped, not written again."""
+        self._sealed = True
+
     def trim(self) -> None:
         """Write the pages used least recently to the file until at most ``resident_pages``
         are in memory."""
         while len(self._resident) > self._resident_pages:
             number, items = self._resident.popitem(last=False)
-            self._store(number, items)
+            if number in self._clean:
+                self._clean.discard(number)
+            else:
+                self._store(number, items)
 
     def _page(self, number: int, create: bool = False) -> list:
         page = self._resident.get(number)
@@ -103,6 +114,8 @@ class PagedList:
             self._file.seek(offset)
             page = pickle.loads(self._file.read(size))
             self.pages_read += 1
+            if self._sealed:
+                self._clean.add(number)
         elif create:
             page = []
         else:
@@ -130,6 +143,7 @@ class PagedList:
         """Drop every item and give the file back (idempotent)."""
         self._resident.clear()
         self._stored.clear()
+        self._clean.clear()
         self._len = 0
         if self._file is not None:
             self._file.close()

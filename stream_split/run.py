@@ -169,6 +169,8 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
                 break
         if final:
             finish(splitter.iterations)  # the iteration records are final after the last decision
+            if isinstance(splitter.iterations, PagedList):
+                splitter.iterations.seal()  # final: read from now on
             if on_record is not None:
                 for record in held:
                     on_record(record)

@@ -62,9 +62,3 @@ def strict_json(value, **options) -> str:
     with ``allow_nan=False``: what the tool writes is JSON for strict readers too."""
     return json.dumps(finite(value), allow_nan=False, **options)
 
-
-def dump_strict_json(value, stream, **options) -> None:
-    """``strict_json`` written to the text ``stream`` as it is encoded (``json.dump``): the
-    same text, without the whole of it (and, with ``indent``, its many small parts) in memory
-    at once. A large manifest took twice its own size to write."""
-    json.dump(finite(value), stream, allow_nan=False, **options)

@@ -40,7 +40,8 @@ from isal import isal_zlib
 from stream_split.analysis import explain_outliers
 from stream_split.output import create_new
 from stream_split.schema import length_prefixed, record_message
-from stream_split.serialize import dump_strict_json, event_json, finite, spaced_json
+from stream_split.manifest_entries import ManifestIterations, dump_manifest
+from stream_split.serialize import event_json, finite, spaced_json
 from stream_split.trace_format import ANNOTATION_CAT, PROFILER_STEP_PREFIX
 from stream_split.core.records import (
     Boundary, IterationRecord, KIND_IDLE, KIND_ITERATION, METADATA, OUTSIDE)
@@ -509,14 +510,10 @@ def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | No
     """The manifest: what was read, how it was split, and the counts that prove conservation.
     ``selection``: what ``--iterations`` / ``--steps`` chose when only some iterations were
     written (``{"iterations": text, "steps": text, "written": [index, ...]}``); None: all of
-    them. Strict JSON: a number that is not finite is None (``serialize.finite``)."""
+    them. Strict JSON: a number that is not finite is None (``serialize.finite``). Its
+    ``iterations`` are made from the records when read (``manifest_entries``)."""
     files = files or {}
-    iterations = []
-    for record in splitter.iterations:
-        entry = record.to_dict()
-        entry.pop("type")
-        entry["file"] = files.get(record.index)
-        iterations.append(entry)
+    iterations = ManifestIterations(splitter.iterations, files)
     written = None if selection is None else set(selection["written"])
     manifest = {
         "format": MANIFEST_FORMAT,
@@ -597,7 +594,7 @@ def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_i
     explain_outliers(writer.out_dir, manifest)  # from the pieces just written
     # Written once, last: a folder holding a manifest holds every piece it names.
     with create_new(os.path.join(writer.out_dir, "manifest.json"), "w", encoding="utf-8") as f:
-        dump_strict_json(manifest, f, indent=1)
+        dump_manifest(manifest, f)
         f.write("\n")
     return manifest
 

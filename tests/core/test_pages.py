@@ -1,18 +1,23 @@
 """``pages.PagedList``: the engine's per-iteration state with its old pages in a file, and a
 split whose iteration state is paged out after every batch giving the records of one kept in
-memory."""
+memory; ``manifest_entries``: the manifest's entries made from the records and written one
+at a time, the text of ``json.dump``."""
 from __future__ import annotations
 
+import io
+import json
 import os
+import pickle
 from pathlib import Path
 
 import pytest
 
 from stream_split.core import SplitOptions
 from stream_split.core.records import IterationRecord
-from stream_split.pages import PagedList
-from stream_split.run import read_through
 from stream_split.core import Splitter
+from stream_split.manifest_entries import ManifestIterations, dump_manifest
+from stream_split.pages import PagedList
+from stream_split.run import read_through, scan_records
 from stream_split.spill import TempFileSpill
 
 CUDA = Path(__file__).resolve().parents[1] / "data" / "cuda"
@@ -93,3 +98,40 @@ def test_paging_every_iteration_out_after_each_batch_changes_no_record(name, tmp
     assert sum(r["type"] == "iteration" for r in kept) >= 3
     assert paged == kept
     assert min(p.pages_read for p in made) > 0  # records, facts, breakdowns all came back
+
+
+def test_the_manifest_written_entry_by_entry_is_the_text_of_json_dump(tmp_path):
+    """``manifest_entries.dump_manifest`` against ``json.dumps(indent=1)`` of the same manifest
+    as plain lists, on a recorded GPU loop (breakdowns, top kernels, nested lists) and with
+    no iteration at all; an entry assigned (an outlier's reason) reads back changed."""
+    records = [r for r in _records_of(CUDA / "train_eval.json.gz")]
+    files = {r.index: f"iteration_{r.index:05d}.json.gz" for r in records[::2]}
+    for chosen in (records, []):
+        entries = ManifestIterations(chosen, files)
+        manifest = {"format": "f", "iterations": entries, "outside": {"events": 3},
+                    "steady_state": {"first": 0, "last": 1}}
+        if chosen:
+            entries[1] = {**entries[1], "outlier_reason": "2.0x median, eval x1"}
+            assert entries[1]["outlier_reason"] == "2.0x median, eval x1"
+        text = io.StringIO()
+        dump_manifest(manifest, text)
+        plain = dict(manifest, iterations=list(entries))
+        assert text.getvalue() == json.dumps(plain, indent=1)
+        assert json.loads(text.getvalue())["iterations"] == list(entries)
+        assert pickle.loads(pickle.dumps(entries)) == list(entries)
+
+
+def _records_of(path: Path) -> list:
+    return [r for r in scan_records(str(path), SplitOptions()) if r.__class__ is IterationRecord]
+
+
+def test_a_sealed_list_drops_the_pages_it_read_back_without_writing_them(tmp_path):
+    pages = PagedList(str(tmp_path), page_items=4, resident_pages=1)
+    for i in range(40):
+        pages.append(i)
+    pages.trim()
+    written = pages.pages_written
+    pages.seal()
+    assert list(pages) == list(range(40))
+    assert list(pages) == list(range(40))
+    assert pages.pages_written == written + 1  # only the last page, never written before
