@@ -21,7 +21,8 @@ time. Instead:
 4. Metadata is owned by ``METADATA`` (the writer copies it into every piece).
 
 What the engine keeps: the open-op stacks, the window starts and per-iteration numbers (a few
-hundred bytes per iteration), the id-range maps (a few entries per iteration) and the pending
+KB per iteration, in lists made by ``per_iteration``: ``pages.PagedList`` keeps old ones in a
+file), the id-range maps (a few entries per iteration) and the pending
 events (about one iteration's CPU events; beyond ``pending_limit`` they go to the injected
 ``spill`` store). Nothing grows with the number of events.
 
