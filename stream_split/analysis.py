@@ -20,6 +20,7 @@ import gzip
 import json
 import os
 import re
+from itertools import islice
 
 from stream_split.core.records import KIND_IDLE
 from stream_split.core.serving import IDLE as PHASE_IDLE
@@ -109,13 +110,15 @@ def baseline_index(manifest: dict, index: int | None = None) -> int | None:
     bounds = group or steady
     if not bounds:
         return None
-    members = [it for it in iterations[bounds["first"]:bounds["last"] + 1]
+    # (time, index) of each member, not the entries: a long trace's are made when read
+    members = [(judged_time(it), it["index"])
+               for it in islice(iterations, bounds["first"], bounds["last"] + 1)
                if it["kind"] != KIND_IDLE and it.get("phase") != PHASE_IDLE
                and (not phase or it.get("phase") == phase) and judged_time(it) is not None]
     if not members:
         return None
-    median = quantile(sorted(judged_time(it) for it in members), 0.5)
-    return min(members, key=lambda it: (abs(judged_time(it) - median), it["index"]))["index"]
+    median = quantile(sorted(time for time, _ in members), 0.5)
+    return min(members, key=lambda member: (abs(member[0] - median), member[1]))[1]
 
 
 def _rows(mine: dict, theirs: dict, value: int) -> tuple[list, list, list]:
@@ -235,25 +238,41 @@ def diff(out_dir: str, manifest: dict, index: int, baseline: int | None = None) 
     return result
 
 
+#: An outlier whose piece, or its baseline's, holds more events than this is not explained
+#: after a split (its ``outlier_reason`` stays the ratio): ``profile_piece`` reads a whole
+#: piece, about 1 KB per event (a never-ending iteration of 6.4 M events took 3.5 GB). ``why``
+#: and ``diff`` still compare any two pieces.
+EXPLAIN_MAX_EVENTS = 100_000
+
+
 def explain_outliers(out_dir: str, manifest: dict) -> None:
     """Add to each outlier's ``outlier_reason`` (``7.1x median``) the phrase of its
     comparison with its baseline (``7.1x median, +5.3 ms: eval x1, ...``), where both pieces
-    were written. Reads the baseline's piece once per phase and one outlier's at a time."""
+    were written and hold at most ``EXPLAIN_MAX_EVENTS`` events. Reads the baseline's piece
+    once per phase and one outlier's at a time."""
     profiles: dict = {}
-    for entry in manifest.get("iterations") or []:
+    bases: dict = {}  # phase -> its baseline's index
+    iterations = manifest.get("iterations") or []
+    for position, entry in enumerate(iterations):
         if not entry.get("outlier") or not entry.get("file"):
             continue
-        base = baseline_index(manifest, entry["index"])
-        if base is None or base == entry["index"]:
+        phase = entry.get("phase")
+        if phase not in bases:
+            bases[phase] = baseline_index(manifest, entry["index"])
+        base = bases[phase]
+        if base is None or base == entry["index"] or entry["events"] > EXPLAIN_MAX_EVENTS:
             continue
         base_entry = manifest["iterations"][base]
-        if not base_entry.get("file"):
+        if not base_entry.get("file") or base_entry["events"] > EXPLAIN_MAX_EVENTS:
             continue
         if base not in profiles:
             profiles[base] = profile_piece(os.path.join(out_dir, base_entry["file"]))
         result = compare(entry, profile_piece(os.path.join(out_dir, entry["file"])),
                          base_entry, profiles[base])
-        entry["outlier_reason"] = f"{entry['outlier_reason']}, {result['reason']}"
+        # assigned, not changed in place: the entries may be made from the records when read
+        # (``manifest_entries.ManifestIterations``)
+        iterations[position] = {**entry,
+                                "outlier_reason": f"{entry['outlier_reason']}, {result['reason']}"}
 
 
 _FIGURE_NAMES = {"wall_us": "wall span (CPU and GPU)", "duration_us": "CPU window",

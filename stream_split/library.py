@@ -74,6 +74,8 @@ def split(trace, out_dir, *, detector: str = "auto", level: int | None = None,
     if result.error:
         raise TraceInputError(result.error)
     manifest = Manifest(result.manifest)
+    # the caller's dict holds every entry (made from the records while the folder was written)
+    manifest["iterations"] = list(manifest["iterations"])
     manifest.path = os.path.join(out_dir, "manifest.json")
     return manifest
 

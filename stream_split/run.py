@@ -17,6 +17,7 @@ from stream_split.decode import MAX_EVENT_BYTES
 from stream_split.errors import ReadInterrupted, TraceEventError, TraceInputError
 from stream_split.follow import FollowedFile
 from stream_split.options import check_honoured
+from stream_split.pages import PagedList
 from stream_split.progress import ProgressReader
 from stream_split.read import TraceReader
 from stream_split.spill import TempFileSpill
@@ -89,7 +90,10 @@ def reader_info(reader: TraceReader | None) -> dict:
 
 
 def new_splitter(options: SplitOptions, spill_dir: str | None = None) -> Splitter:
-    return Splitter(options, spill=TempFileSpill(spill_dir))
+    """A splitter whose held events (``spill``) and per-iteration state (``pages``) go to
+    temporary files in ``spill_dir`` when there are many."""
+    return Splitter(options, spill=TempFileSpill(spill_dir),
+                    per_iteration=lambda: PagedList(spill_dir))
 
 
 def drive(reader: TraceReader, splitter: Splitter, *, on_pairs=None, on_record=None,
@@ -187,9 +191,13 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
             if not decided.more:
                 break
         if final:
-            finish(splitter.iterations)  # the iteration records come with the last decision
+            finish(splitter.iterations)  # the iteration records are final after the last decision
+            if isinstance(splitter.iterations, PagedList):
+                splitter.iterations.seal()  # final: read from now on
             if on_record is not None:
                 for record in held:
+                    on_record(record)
+                for record in splitter.iterations:  # in order, a page at a time
                     on_record(record)
 
     splitter.note_header(reader.header_before)  # known once the reader has its form

@@ -40,7 +40,8 @@ from isal import isal_zlib
 from stream_split.analysis import explain_outliers
 from stream_split.output import create_new
 from stream_split.schema import length_prefixed, record_message
-from stream_split.serialize import event_json, finite, spaced_json, strict_json
+from stream_split.manifest_entries import ManifestIterations, dump_manifest
+from stream_split.serialize import event_json, finite, spaced_json
 from stream_split.trace_format import ANNOTATION_CAT, PROFILER_STEP_PREFIX
 from stream_split.core.records import (
     Boundary, IterationRecord, KIND_IDLE, KIND_ITERATION, METADATA, OUTSIDE)
@@ -283,7 +284,7 @@ class PieceWriter:
         head = _piece_head(header_before, self.metadata)
         tail = _piece_tail(header_before, header_after)
         ends = _Ends(head, head + b",\n" if self.metadata else head, tail, self.compresslevel)
-        by_index = {r.index: r for r in records}
+        by_index = {r.index: r for r in records} if self.layout == LAYOUT_HTA else {}
         for owner, name in files.items():
             path = os.path.join(self.out_dir, name)
             own_ends = ends
@@ -566,14 +567,10 @@ def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | No
     """The manifest: what was read, how it was split, and the counts that prove conservation.
     ``selection``: what ``--iterations`` / ``--steps`` chose when only some iterations were
     written (``{"iterations": text, "steps": text, "written": [index, ...]}``); None: all of
-    them. Strict JSON: a number that is not finite is None (``serialize.finite``)."""
+    them. Strict JSON: a number that is not finite is None (``serialize.finite``). Its
+    ``iterations`` are made from the records when read (``manifest_entries``)."""
     files = files or {}
-    iterations = []
-    for record in splitter.iterations:
-        entry = record.to_dict()
-        entry.pop("type")
-        entry["file"] = files.get(record.index)
-        iterations.append(entry)
+    iterations = ManifestIterations(splitter.iterations, files)
     written = None if selection is None else set(selection["written"])
     manifest = {
         "format": MANIFEST_FORMAT,
@@ -642,7 +639,9 @@ def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_i
     (``{"iterations": text, "steps": text}``, ``IterationChoice.texts``). The end of every
     `split` (the CLI's, the library's and the Beam transform's)."""
     chosen = None if owners is None else set(owners)
-    files = writer.finish([r for r in splitter.iterations if chosen is None or r.index in chosen],
+    records = splitter.iterations if chosen is None else [
+        r for r in splitter.iterations if r.index in chosen]
+    files = writer.finish(records,
                           reader.header_before if reader is not None else {},
                           reader.header_after if reader is not None else {},
                           loop_thread=splitter.evidence.get("loop_thread"))
@@ -652,7 +651,7 @@ def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_i
     explain_outliers(writer.out_dir, manifest)  # from the pieces just written
     # Written once, last: a folder holding a manifest holds every piece it names.
     with create_new(os.path.join(writer.out_dir, "manifest.json"), "w", encoding="utf-8") as f:
-        f.write(strict_json(manifest, indent=1))
+        dump_manifest(manifest, f)
         f.write("\n")
     return manifest
 

@@ -21,7 +21,8 @@ time. Instead:
 4. Metadata is owned by ``METADATA`` (the writer copies it into every piece).
 
 What the engine keeps: the open-op stacks, the window starts and per-iteration numbers (a few
-hundred bytes per iteration), the id-range maps (a few entries per iteration) and the pending
+KB per iteration, in lists made by ``per_iteration``: ``pages.PagedList`` keeps old ones in a
+file), the id-range maps (a few entries per iteration) and the pending
 events (about one iteration's CPU events; beyond ``pending_limit`` they go to the injected
 ``spill`` store). Nothing grows with the number of events.
 
@@ -229,7 +230,9 @@ class Decided:
     #: original bytes given to ``feed`` when there were some, else the dict. Empty unless
     #: ``keep_events``.
     pairs: list
-    #: Boundary and IterationRecord records, in order.
+    #: Boundary and Revision records, in order. The iteration records are ``Splitter.iterations``
+    #: once a call after ``end_of_input()`` says no ``more`` (read them there, in order: a
+    #: long trace's are not all in memory).
     records: list
     #: Call ``decided()`` again: more held (spilled) events may be decidable now.
     more: bool
@@ -238,7 +241,8 @@ class Decided:
 class Splitter:
     """One trace's splitting state. Not thread-safe; one instance per trace."""
 
-    def __init__(self, options: SplitOptions | None = None, *, spill=None, detector=None):
+    def __init__(self, options: SplitOptions | None = None, *, spill=None, detector=None,
+                 per_iteration=list):
         self.options = options or SplitOptions()
         self._detector = detector if detector is not None else make_detector(self.options)
         self._stacks = ThreadStacks(self.options.stack_tolerance_us)
@@ -269,9 +273,13 @@ class Splitter:
         self._waiting_gpu: dict = {}  # correlation id -> [event] that arrived before its launch
         self._waiting_count = 0
         self._waiting_annotations: dict = {}  # External id -> [gpu_user_annotation event]
-        self._iterations: list[IterationRecord] = []
-        self._phase_facts: list[PhaseFacts] = []  # per iteration, for ``infer_phases``
-        self._breakdowns: list[IterationBreakdown] = []  # per iteration (``core.breakdown``)
+        # Per iteration: its record, its phase facts (for ``infer_phases``) and its breakdown
+        # (``core.breakdown``), each in a list made by ``per_iteration``: a plain list, or one
+        # that keeps old pages in a file (``pages.PagedList``, trimmed between batches).
+        self._iterations: list[IterationRecord] = per_iteration()
+        self._phase_facts: list[PhaseFacts] = per_iteration()
+        self._breakdowns: list[IterationBreakdown] = per_iteration()
+        self._records_done = False  # ``iterations`` holds the final records
         self._gpu_latest = 0  # the latest iteration whose GPU work was decided
         self._launch_times = LaunchTimes()
         # (iteration, pid, tid of a GPU stream) -> (latest start, latest end) of its work
@@ -594,6 +602,9 @@ class Splitter:
     def decided(self) -> Decided:
         """Everything decided since the last call, after at most one spilled batch of
         further work; ``more`` says that another call may decide more."""
+        for kept in (self._iterations, self._phase_facts, self._breakdowns):
+            if hasattr(kept, "trim"):  # between two batches: nothing is in use
+                kept.trim()
         more = self._drain()
         pairs, self._assigned = self._assigned, []
         records, self._records = self._records, []
@@ -687,12 +698,18 @@ class Splitter:
         return out
 
     def pop_records(self) -> list:
-        """Boundary and IterationRecord records decided since the last call, in order."""
+        """Boundary and Revision records decided since the last call, in order, and after the
+        last decision every iteration's record (``iterations``)."""
         out, self._records = self._records, []
+        if self._records_done:
+            self._records_done = False
+            out.extend(self._iterations)
         return out
 
     @property
     def iterations(self) -> list[IterationRecord]:
+        """The iteration records, in order (a sequence: a list, or a ``PagedList``); final
+        once ``decided()`` says no more after ``end_of_input()``."""
         return self._iterations
 
     @property
@@ -1138,6 +1155,10 @@ class Splitter:
                               loop_containers(result.evidence))
         for record, (phase, evidence) in zip(self._iterations, phases):
             record.phase, record.phase_evidence = phase, evidence
+        for done in (self._phase_facts, self._breakdowns):  # in the records now
+            if hasattr(done, "close"):
+                done.close()
+        self._phase_facts, self._breakdowns = [], []
         self.evidence = dict(result.evidence)
         self.evidence["correlation_ranges"] = len(self._correlations)
         self.evidence["correlation_order_breaks"] = self._correlations.order_breaks
@@ -1148,4 +1169,4 @@ class Splitter:
             self.evidence["reordered_threads"] = order.reordered_threads
             self.evidence["most_held_ops"] = order.most_held
             self.evidence["late_ops"] = order.late_ops
-        self._records.extend(self._iterations)
+        self._records_done = True

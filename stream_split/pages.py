@@ -1,0 +1,150 @@
+"""A list whose old items wait in a temporary file: the engine's per-iteration state, bounded.
+
+The engine keeps a few objects per iteration (its ``IterationRecord``, its breakdown, its
+phase facts) that later events may still update: Kineto writes a step's GPU work long after its
+CPU ops, so no iteration is ever certain to be done before the input ends. Kept in memory, a
+trace of hundreds of thousands of iterations, or ``--follow`` on a server that runs for weeks,
+grows by a few KB per iteration without limit. ``PagedList`` keeps them in pages of
+``PAGE_ITEMS``; the ``RESIDENT_PAGES`` used most recently stay in memory, the others are
+pickled to an unnamed temporary file (read back only by this process) and loaded again when
+an item of theirs is asked for. An iteration's state is touched while its events are decided,
+which in a file's order moves forward (the CPU sections, then the GPU block, each in time
+order), so few pages come back more than once or twice.
+
+The items are mutable and callers change them in place (``record.events += 1``): a page is
+written back whole when it leaves memory, and only ``trim()`` makes one leave, so an item got
+by ``[i]`` stays the object in the list until the next ``trim()`` (the engine trims between two
+batches of input), and an item got from iterating stays so until the iteration has moved a
+page past it. Once the items are final, ``seal()`` saves writing back what was only read. A list of up to ``PAGE_ITEMS * RESIDENT_PAGES`` items (4,096: more iterations
+than a real profile holds) never touches the file.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+from collections import OrderedDict
+
+#: Items in one page (one pickle written or read at once).
+PAGE_ITEMS = 256
+#: Pages kept in memory at most after a ``trim()`` (the ones used last).
+RESIDENT_PAGES = 16
+
+
+class PagedList:
+    """A list of picklable items (``append``, ``pop``, ``[i]``, ``len``, iteration) with at most
+    ``resident_pages`` pages in memory after each ``trim()``; the others in a temporary file in
+    ``directory`` (the system's by default), made at the first page that leaves memory."""
+
+    def __init__(self, directory: str | None = None, *, page_items: int = PAGE_ITEMS,
+                 resident_pages: int = RESIDENT_PAGES):
+        self._directory = directory
+        self._page_items = page_items
+        self._resident_pages = resident_pages
+        self._resident: OrderedDict = OrderedDict()  # page number -> items, last used last
+        self._stored: dict = {}  # page number -> (offset, size) of its pickle in the file
+        self._file = None
+        self._len = 0
+        self._sealed = False  # read-only: a page read back is dropped, not written again
+        self._clean: set = set()  # resident pages the file holds as they are
+        #: Pages written to the file and read back from it (for tests and benchmarks).
+        self.pages_written = 0
+        self.pages_read = 0
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __bool__(self) -> bool:
+        return self._len > 0
+
+    def append(self, item) -> None:
+        self._page(self._len // self._page_items, create=True).append(item)
+        self._len += 1
+
+    def pop(self):
+        """Remove and return the last item."""
+        if not self._len:
+            raise IndexError("pop from an empty PagedList")
+        number = (self._len - 1) // self._page_items
+        page = self._page(number)
+        item = page.pop()
+        self._len -= 1
+        self._clean.discard(number)
+        if not page:
+            del self._resident[number]
+            self._stored.pop(number, None)
+        return item
+
+    def __getitem__(self, index: int):
+        if index < 0:
+            index += self._len
+        if not 0 <= index < self._len:
+            raise IndexError("PagedList index out of range")
+        return self._page(index // self._page_items)[index % self._page_items]
+
+    def __iter__(self):
+        """Every item in order, a page at a time; pages beyond the resident ones go back to
+        the file as the iteration moves on (with what the caller changed in them)."""
+        for number in range((self._len + self._page_items - 1) // self._page_items):
+            yield from self._page(number)
+            self.trim()
+
+    def seal(self) -> None:
+        """No item changes from now on (the records are final): a page that leaves memory
+        after it was read back from the file is dropped, not written again."""
+        self._sealed = True
+
+    def trim(self) -> None:
+        """Write the pages used least recently to the file until at most ``resident_pages``
+        are in memory."""
+        while len(self._resident) > self._resident_pages:
+            number, items = self._resident.popitem(last=False)
+            if number in self._clean:
+                self._clean.discard(number)
+            else:
+                self._store(number, items)
+
+    def _page(self, number: int, create: bool = False) -> list:
+        page = self._resident.get(number)
+        if page is not None:
+            self._resident.move_to_end(number)
+            return page
+        if number in self._stored:
+            offset, size = self._stored[number]
+            self._file.seek(offset)
+            page = pickle.loads(self._file.read(size))
+            self.pages_read += 1
+            if self._sealed:
+                self._clean.add(number)
+        elif create:
+            page = []
+        else:
+            raise IndexError(f"page {number} is neither in memory nor stored")
+        self._resident[number] = page
+        return page
+
+    def _store(self, number: int, items: list) -> None:
+        """Pickle page ``number`` to the file: where it was when it still fits, else at the end."""
+        data = pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL)
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(dir=self._directory,
+                                                prefix="stream-split-pages-")
+        offset, size = self._stored.get(number, (None, 0))
+        if offset is None or len(data) > size:
+            self._file.seek(0, os.SEEK_END)
+            offset = self._file.tell()
+        else:
+            self._file.seek(offset)
+        self._file.write(data)
+        self._stored[number] = (offset, len(data))
+        self.pages_written += 1
+
+    def close(self) -> None:
+        """Drop every item and give the file back (idempotent)."""
+        self._resident.clear()
+        self._stored.clear()
+        self._clean.clear()
+        self._len = 0
+        if self._file is not None:
+            self._file.close()
+            self._file = None

@@ -1,0 +1,137 @@
+"""``pages.PagedList``: the engine's per-iteration state with its old pages in a file, and a
+split whose iteration state is paged out after every batch giving the records of one kept in
+memory; ``manifest_entries``: the manifest's entries made from the records and written one
+at a time, the text of ``json.dump``."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+from pathlib import Path
+
+import pytest
+
+from stream_split.core import SplitOptions
+from stream_split.core.records import IterationRecord
+from stream_split.core import Splitter
+from stream_split.manifest_entries import ManifestIterations, dump_manifest
+from stream_split.pages import PagedList
+from stream_split.run import read_through, scan_records
+from stream_split.spill import TempFileSpill
+
+CUDA = Path(__file__).resolve().parents[1] / "data" / "cuda"
+
+
+def test_items_come_back_in_order_after_their_pages_left_memory(tmp_path):
+    pages = PagedList(str(tmp_path), page_items=4, resident_pages=2)
+    for i in range(50):
+        pages.append(IterationRecord(index=i))
+        pages.trim()
+    assert pages.pages_written > 0
+    assert [r.index for r in pages] == list(range(50))
+    assert pages[7].index == 7 and pages[-1].index == 49
+    assert len(pages) == 50
+
+
+def test_a_change_made_in_place_survives_the_page_leaving_memory(tmp_path):
+    pages = PagedList(str(tmp_path), page_items=4, resident_pages=1)
+    for i in range(40):
+        pages.append(IterationRecord(index=i))
+    pages.trim()
+    pages[3].events += 5  # a page read back from the file
+    pages.trim()
+    for record in pages:  # changed while iterating: written back as the iteration moves on
+        record.kernels = record.index
+    pages.trim()
+    assert pages[3].events == 5
+    assert [r.kernels for r in pages] == list(range(40))
+
+
+def test_pop_takes_the_last_item_also_from_a_page_in_the_file(tmp_path):
+    pages = PagedList(str(tmp_path), page_items=4, resident_pages=1)
+    for i in range(9):
+        pages.append(i)
+    pages.append(9)
+    pages[0]  # the last page is now the least recently used
+    pages.trim()
+    assert pages.pop() == 9
+    assert pages.pop() == 8  # its page now empty
+    pages.append(8)
+    assert list(pages) == list(range(9))
+    with pytest.raises(IndexError):
+        pages[9]
+
+
+def test_a_short_list_never_makes_a_file(tmp_path):
+    pages = PagedList(str(tmp_path))
+    for i in range(4096):
+        pages.append(i)
+    pages.trim()
+    assert pages.pages_written == 0
+    pages.close()
+    assert os.listdir(tmp_path) == []
+
+
+def _records(path: Path, per_iteration) -> list:
+    splitter = Splitter(SplitOptions(keep_events=False, pending_limit=50),
+                        spill=TempFileSpill(), per_iteration=per_iteration)
+    records = []
+    outcome = read_through(str(path), splitter, on_record=records.append)
+    assert outcome.error is None
+    return [r.to_dict() for r in records]
+
+
+@pytest.mark.parametrize("name", ["train_eval", "serving_graphs_annotated"])
+def test_paging_every_iteration_out_after_each_batch_changes_no_record(name, tmp_path):
+    """Recorded GPU loops in Kineto's order (a step's GPU work long after its CPU ops, so
+    pages come back), with pages of one iteration and one page in memory."""
+    path = CUDA / f"{name}.json.gz"
+    kept = _records(path, list)
+    made = []
+
+    def paged_list():
+        made.append(PagedList(str(tmp_path), page_items=1, resident_pages=1))
+        return made[-1]
+
+    paged = _records(path, paged_list)
+    assert sum(r["type"] == "iteration" for r in kept) >= 3
+    assert paged == kept
+    assert min(p.pages_read for p in made) > 0  # records, facts, breakdowns all came back
+
+
+def test_the_manifest_written_entry_by_entry_is_the_text_of_json_dump(tmp_path):
+    """``manifest_entries.dump_manifest`` against ``json.dumps(indent=1)`` of the same manifest
+    as plain lists, on a recorded GPU loop (breakdowns, top kernels, nested lists) and with
+    no iteration at all; an entry assigned (an outlier's reason) reads back changed."""
+    records = [r for r in _records_of(CUDA / "train_eval.json.gz")]
+    files = {r.index: f"iteration_{r.index:05d}.json.gz" for r in records[::2]}
+    for chosen in (records, []):
+        entries = ManifestIterations(chosen, files)
+        manifest = {"format": "f", "iterations": entries, "outside": {"events": 3},
+                    "steady_state": {"first": 0, "last": 1}}
+        if chosen:
+            entries[1] = {**entries[1], "outlier_reason": "2.0x median, eval x1"}
+            assert entries[1]["outlier_reason"] == "2.0x median, eval x1"
+        text = io.StringIO()
+        dump_manifest(manifest, text)
+        plain = dict(manifest, iterations=list(entries))
+        assert text.getvalue() == json.dumps(plain, indent=1)
+        assert json.loads(text.getvalue())["iterations"] == list(entries)
+        assert pickle.loads(pickle.dumps(entries)) == list(entries)
+
+
+def _records_of(path: Path) -> list:
+    return [r for r in scan_records(str(path), SplitOptions()) if r.__class__ is IterationRecord]
+
+
+def test_a_sealed_list_drops_the_pages_it_read_back_without_writing_them(tmp_path):
+    pages = PagedList(str(tmp_path), page_items=4, resident_pages=1)
+    for i in range(40):
+        pages.append(i)
+    pages.trim()
+    written = pages.pages_written
+    pages.seal()
+    assert list(pages) == list(range(40))
+    assert list(pages) == list(range(40))
+    assert pages.pages_written == written + 1  # only the last page, never written before
