@@ -34,7 +34,7 @@ from stream_split.explain import plural, render as render_explanation
 from stream_split.folder import split_to_folder
 from stream_split.options import IterationChoice, parse_selection, parse_steps
 from stream_split.output import OutputFolder
-from stream_split.plot import write_plot
+from stream_split.plot import plot_format, write_plot
 from stream_split.ranks import RANKS_FILE, expand_traces, load_ranks, render_ranks, split_ranks
 from stream_split.run import StopRequest, new_splitter, read_through
 from stream_split.serialize import strict_json
@@ -379,8 +379,12 @@ def cmd_why(args) -> int:
 
 
 def cmd_plot(args) -> int:
+    """``plot OUT -o PICTURE``: the folders on the way to ``PICTURE`` are made (once its
+    suffix names a format)."""
     manifest = _manifest_of(args.trace)
+    plot_format(args.output)
     try:
+        os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
         write_plot(manifest, args.output)
     except OSError as e:  # a folder, a full device, a missing parent...
         raise OutputError(f"cannot write the picture {args.output}: {e.strerror or e}") from None

@@ -276,7 +276,9 @@ def render_text(table: dict, stream, columns=COLUMNS, limit: int | None = None) 
     with ``limit``, long tables keep their first and last rows and the outliers."""
     console = PipeConsole(file=stream, width=None if stream.isatty() else 120,
                       highlight=False, soft_wrap=False)
-    view = Table(title=shown(table.get("input") or ""), title_justify="left")
+    if table.get("input"):  # a line of its own: a title would be padded to the table's width
+        console.print(shown(table["input"]), highlight=False, soft_wrap=True, markup=False)
+    view = Table()
     columns = [c for c in columns
                if not c.optional or any(r.get(c.key) is not None for r in table["rows"])]
     for column in columns:
