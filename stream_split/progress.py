@@ -19,7 +19,7 @@ UPDATE_EVERY = 8192
 #: The widest the line may be: it never wraps on an 80-column terminal (the file's name is
 #: cut to ``NAME_WIDTH``, the rate written as ``1.2M``).
 LINE_WIDTH = 80
-NAME_WIDTH = 16
+NAME_WIDTH = 15
 BAR_WIDTH = 8
 
 
