@@ -157,7 +157,9 @@ def _add_common(p, several: bool = False) -> None:
                    help="auto: structure with annotations as evidence (default); "
                         "structure: ignore annotations; steps: ProfilerStep#N only")
     p.add_argument("--level", type=_bounded_int(0), default=None,
-                   help="split at a lower level of the repeating structure (1, 2, ...)")
+                   help="split at the unit that repeats inside each iteration (layers, "
+                        "micro-batches), N levels down, where there is one: else a warning "
+                        "says what was found (explain shows the levels)")
     p.add_argument("--follow", action="store_true",
                    help="keep reading a file that is still being written")
     p.add_argument("--idle-timeout", type=_seconds, default=10.0,

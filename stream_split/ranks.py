@@ -33,7 +33,8 @@ from stream_split.output import create_new
 from stream_split.run import StopRequest
 from stream_split.stats import quantile
 from stream_split.serialize import strict_json
-from stream_split.summary import NUMBER, PipeConsole, check_fields, load_checked, load_manifest
+from stream_split.summary import (
+    NUMBER, check_fields, load_checked, load_manifest, table_console)
 
 RANKS_FILE = "ranks.json"
 RANKS_FORMAT = "stream-split/ranks"
@@ -396,7 +397,7 @@ def _print_table(console, title: str, header: list[str], rows: list[list[str]],
 def render_ranks(data: dict, console=None) -> None:
     """Print the straggler table with ``rich`` (to ``console``, or stdout), then the
     collective skew table where the ranks have collectives."""
-    console = console or PipeConsole()
+    console = console or table_console()
     header, rows = ranks_table(data)
     _print_table(console, f"{len(data['ranks'])} ranks, aligned by {data['aligned_by']} "
                           "(times in ms)", header, rows,
