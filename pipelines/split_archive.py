@@ -22,7 +22,10 @@ On Dask, ``--runner=stream_split.dask_runner.DaskRunner`` (Beam's own
 
 At the end it prints one line: traces, iterations, failed traces, and where the outputs
 are. A run whose ``--input`` patterns match no file warns and exits with status 2 (nothing is
-started). Beam's own logging stays at WARNING (launcher and SDK workers) unless
+started). Traces that went to the dead letters leave the exit status 0 (an archive job keeps
+what it could split, and the line says how many failed) unless ``--fail-on-dead-letters``:
+then the status is 1 (``EXIT_DEAD_LETTERS``) when one trace or more failed. Installed as the
+``stream-split-archive`` command too. Beam's own logging stays at WARNING (launcher and SDK workers) unless
 ``--verbose``. Every output names a trace by the path its pattern matched (relative patterns
 give relative paths, in ``groups.jsonl`` too).
 
@@ -39,6 +42,11 @@ import sys
 
 #: Exit status when the input matches no file (as the CLI's bad input).
 EXIT_NO_INPUT = 2
+#: Exit status with ``--fail-on-dead-letters`` when a trace went to the dead letters.
+EXIT_DEAD_LETTERS = 1
+#: What Beam logs when it is imported without Google Cloud's client libraries (about BigQuery,
+#: which this job never uses): kept off the terminal, before ``--help`` too.
+BEAM_IMPORT_NOISE = "apitools not found"
 OUTPUT_NAMES = ("iterations.jsonl", "iterations.parquet", "summaries.jsonl",
                 "dead_letters.jsonl", "groups.jsonl")
 
@@ -62,7 +70,28 @@ def build_parser() -> argparse.ArgumentParser:
                         help="let the runner shard the outputs (NAME-SSSSS-of-NNNNN.EXT)")
     parser.add_argument("--verbose", action="store_true",
                         help="show Beam's INFO logging (default: warnings only)")
+    parser.add_argument("--fail-on-dead-letters", action="store_true",
+                        help=f"exit with status {EXIT_DEAD_LETTERS} when a trace could not be "
+                             "split (it is in dead_letters.jsonl); by default such traces are "
+                             "counted in the final line and the status stays 0")
     return parser
+
+
+class _DropImportNoise(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return BEAM_IMPORT_NOISE not in record.getMessage()
+
+
+def import_beam():
+    """``apache_beam``, imported without its warning about Google Cloud's libraries."""
+    noise = _DropImportNoise()
+    root = logging.getLogger()
+    root.addFilter(noise)
+    try:
+        import apache_beam
+    finally:
+        root.removeFilter(noise)
+    return apache_beam
 
 
 def unmatched_patterns(patterns: list[str]) -> tuple[list[str], int]:
@@ -77,9 +106,9 @@ def unmatched_patterns(patterns: list[str]) -> tuple[list[str], int]:
     return empty, found
 
 
-def run_report(out: str) -> str:
+def run_report(out: str) -> tuple[str, int]:
     """The final line: traces, iterations, failed traces, where the outputs are (read back
-    from the summaries written, so it holds on every runner)."""
+    from the summaries written, so it holds on every runner); and the failed traces' count."""
     from apache_beam.io.filesystems import FileSystems
     traces = iterations = failed = 0
     for match in FileSystems.match([FileSystems.join(out, "summaries*.jsonl")]):
@@ -94,7 +123,7 @@ def run_report(out: str) -> str:
             f"{failed} failed -> {out} ({', '.join(OUTPUT_NAMES)})")
     if failed:
         line += f"; why each failed: {FileSystems.join(out, 'dead_letters.jsonl')}"
-    return line
+    return line, failed
 
 
 def _to_json(value) -> str:
@@ -158,10 +187,10 @@ def _runner(options):
 
 
 def main(argv=None) -> int:
-    import apache_beam as beam
+    args, pipeline_args = build_parser().parse_known_args(argv)
+    beam = import_beam()
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    args, pipeline_args = build_parser().parse_known_args(argv)
     if not args.verbose:
         logging.getLogger().setLevel(logging.WARNING)
         if not any(a.startswith("--default_sdk_harness_log_level") for a in pipeline_args):
@@ -176,8 +205,9 @@ def main(argv=None) -> int:
     options = PipelineOptions(pipeline_args)
     with beam.Pipeline(runner=_runner(options), options=options) as pipeline:
         build_pipeline(pipeline, args)
-    print(run_report(args.output))
-    return 0
+    line, failed = run_report(args.output)
+    print(line)
+    return EXIT_DEAD_LETTERS if failed and args.fail_on_dead_letters else 0
 
 
 if __name__ == "__main__":

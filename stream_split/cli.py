@@ -26,6 +26,7 @@ from stream_split.analysis import diff, render_comparison
 from stream_split.config import SplitConfig
 from stream_split.core import SplitOptions
 from stream_split.core.engine import DEFAULT_PENDING_LIMIT
+from stream_split.core.serving import PHASES as SELECTABLE_PHASES
 from stream_split.decode import MAX_EVENT_BYTES
 from stream_split.errors import (
     OptionError, OptionHadNoEffect, OptionWarning, OutputError, RanksError, ReadInterrupted,
@@ -35,8 +36,10 @@ from stream_split.folder import split_to_folder
 from stream_split.follow import DEFAULT_IDLE_TIMEOUT
 from stream_split.options import IterationChoice, parse_selection, parse_steps
 from stream_split.output import OutputFolder
-from stream_split.plot import write_plot
-from stream_split.ranks import RANKS_FILE, expand_traces, load_ranks, render_ranks, split_ranks
+from stream_split.plot import plot_format, write_plot
+from stream_split.merge import MERGED_FOLDER, merge_ranks
+from stream_split.ranks import (
+    RANKS_FILE, expand_traces, load_ranks, rank_pieces, render_ranks, split_ranks)
 from stream_split.run import StopRequest, new_splitter, read_through
 from stream_split.serialize import strict_json
 from stream_split.summary import build_table, load_manifest, render_json, render_text
@@ -155,7 +158,9 @@ def _add_common(p, several: bool = False) -> None:
                    help="auto: structure with annotations as evidence (default); "
                         "structure: ignore annotations; steps: ProfilerStep#N only")
     p.add_argument("--level", type=_bounded_int(0), default=None,
-                   help="split at a lower level of the repeating structure (1, 2, ...)")
+                   help="split at the unit that repeats inside each iteration (layers, "
+                        "micro-batches), N levels down, where there is one: else a warning "
+                        "says what was found (explain shows the levels)")
     p.add_argument("--follow", action="store_true",
                    help="keep reading a file that is still being written")
     p.add_argument("--idle-timeout", type=_seconds, default=None,
@@ -187,9 +192,15 @@ def _add_split(sub) -> None:
     p.add_argument("--steps", type=_steps, default=None,
                    help="write only the iterations of these ProfilerStep numbers, e.g. "
                         "'15-17' (with --iterations: those both choose)")
+    p.add_argument("--phase", choices=SELECTABLE_PHASES, default=None,
+                   help="write only the iterations of this serving phase (a server's loop; "
+                        "a trace without phases is an error)")
+    p.add_argument("--steady", type=_bounded_int(1), default=None, metavar="N",
+                   help="write only N representative iterations: of the steady state, not "
+                        "outliers, the N nearest the median (per phase for a server)")
     p.add_argument("--name-by", choices=NAME_BY, default="index",
                    help="name pieces by iteration index (iteration_00003) or by ProfilerStep "
-                        "number where there is one (step_15); idle cycles are idle_NNNNN")
+                        "number where there is one (step_00015); idle cycles are idle_NNNNN")
     p.add_argument("--plot", action="store_true",
                    help="also draw OUTPUT/iterations.png (needs the [plot] extra)")
     p.add_argument("--layout", choices=LAYOUTS, default="flat",
@@ -197,6 +208,10 @@ def _add_split(sub) -> None:
                         "rank<r>.json.gz, every rank's piece of iteration k in one folder "
                         "(HTA's TraceAnalysis(trace_dir=...)), with a rank and a ProfilerStep "
                         "added where the trace has none")
+    p.add_argument("--merge-ranks", action="store_true",
+                   help="several ranks: also write OUTPUT/merged/iteration_<k>.json.gz, "
+                        "iteration k of every rank in one trace (a process per rank) for "
+                        "Perfetto")
     p.add_argument("--plain-json", action="store_true", help="write .json instead of .json.gz")
     p.add_argument("--compresslevel", type=_bounded_int(0, 9), default=1,
                    help="gzip level of the pieces (0-9)")
@@ -236,7 +251,8 @@ def _run(args, splitter, **sinks):
 
 def _choice(args) -> IterationChoice:
     """What ``--iterations`` and ``--steps`` chose (``options.IterationChoice``)."""
-    return IterationChoice(args.iterations, args.iterations_text, args.steps, args.steps_text)
+    return IterationChoice(args.iterations, args.iterations_text, args.steps, args.steps_text,
+                           args.phase, args.steady)
 
 
 def _config(args) -> SplitConfig:
@@ -256,6 +272,9 @@ def cmd_split(args) -> int:
     traces = [sample_trace_path()] if args.sample else args.trace
     if len(traces) > 1 or os.path.isdir(traces[0]):
         return cmd_split_ranks(args, traces)
+    if args.merge_ranks:
+        raise OptionHadNoEffect("--merge-ranks merges the ranks of one job: give two traces "
+                                "or more (or a folder of them)")
     args.trace = traces[0]
     result = split_to_folder(args.trace, args.output, _config(args), **_reading(args))
     manifest, error, info = result.manifest, result.error, result.reader_info
@@ -292,11 +311,16 @@ def cmd_split_ranks(args, paths: list[str]) -> int:
         if len(unread) == len(data["ranks"]):  # no trace among them: nothing to keep
             raise RanksError(f"no trace could be read: {unread[0]['trace']}: "
                              f"{unread[0]['error']}")
+        merged = (merge_ranks(folder.staging, data, rank_pieces(folder.staging, data),
+                              compress=not args.plain_json) if args.merge_ranks else [])
         folder.commit()
     print(f"{len(data['ranks'])} ranks, {len(data['iterations'])} iterations aligned by "
           f"{data['aligned_by']}, {data['stragglers']} with a straggler"
           + ("" if data["counts_agree"] else " (iteration counts differ)")
           + f" -> {os.path.join(args.output, RANKS_FILE)}")
+    if merged:
+        print(f"{len(merged)} iterations of every rank merged -> "
+              f"{os.path.join(args.output, MERGED_FOLDER)}/ (one process per rank)")
     failed = [r for r in data["ranks"] if r["error"]]
     for rank in failed:
         print(f"stream-split: error: rank {rank['rank']}: {rank['error']}", file=sys.stderr)
@@ -391,8 +415,12 @@ def cmd_why(args) -> int:
 
 
 def cmd_plot(args) -> int:
+    """``plot OUT -o PICTURE``: the folders on the way to ``PICTURE`` are made (once its
+    suffix names a format)."""
     manifest = _manifest_of(args.trace)
+    plot_format(args.output)
     try:
+        os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
         write_plot(manifest, args.output)
     except OSError as e:  # a folder, a full device, a missing parent...
         raise OutputError(f"cannot write the picture {args.output}: {e.strerror or e}") from None

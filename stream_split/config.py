@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from stream_split.core import SplitOptions
+from stream_split.core.serving import PHASES
 from stream_split.decode import MAX_EVENT_BYTES
 from stream_split.errors import OptionError
 from stream_split.options import IterationChoice, parse_selection, parse_steps
@@ -94,7 +95,8 @@ class SplitConfig:
                       iterations=None, steps: str | None = None, name_by: str = "index",
                       compress: bool = True, compresslevel: int = 1,
                       plot: bool = False, layout: str = "flat",
-                      max_event_bytes: int = MAX_EVENT_BYTES,
+                      max_event_bytes: int = MAX_EVENT_BYTES, phase: str | None = None,
+                      steady: int | None = None,
                       workers: int | None = None) -> "SplitConfig":
         """The configuration of ``stream_split.split``'s keywords, each checked strictly
         (see ``stream_split.library.split`` for their meaning)."""
@@ -109,7 +111,13 @@ class SplitConfig:
                 detector=detector, level=level,
                 **({} if pending_limit is None else {"pending_limit": pending_limit}))
             iterations, iterations_text = _selection(iterations)
-            choice = IterationChoice(iterations, iterations_text, parse_steps(steps), steps)
+            if phase is not None and phase not in PHASES:
+                raise OptionError(f"phase must be one of {', '.join(PHASES)} or None, "
+                                  f"not {phase!r}")
+            if steady is not None:
+                _require_int("steady", steady, 1)
+            choice = IterationChoice(iterations, iterations_text, parse_steps(steps), steps,
+                                     phase, steady)
         except OptionError:
             raise
         except ValueError as e:  # SplitOptions' and the selection parsers' own checks

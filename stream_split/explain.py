@@ -5,6 +5,8 @@ manifest carries under ``detection``); it never re-derives anything.
 """
 from __future__ import annotations
 
+from stream_split.core.detect import DECIDED_FROM_STEPS
+from stream_split.core.detect.close import OPENS_LEVEL_BELOW
 from stream_split.options import level_used
 from stream_split.stats import analyze_records, quantile
 
@@ -44,9 +46,22 @@ def _tolerance(ev: dict) -> list[str]:
     if differing:
         lines.append("  ops that differed most in the worst instance: "
                      + ", ".join(f"{name} ({gap:.0%} of the work)" for name, gap in differing))
-    if ev.get("phase"):
+    if ev.get("phase", "").startswith(OPENS_LEVEL_BELOW):
+        lines.append("  the iterations are the unit one level below the loop's (--level)")
+    elif ev.get("phase"):
         lines.append(f"  the iteration begins {ev['phase']}")
     return lines
+
+
+def detector_line(asked: str, ev: dict) -> str:
+    """``detector: auto (chose the structure; decided online)``: the detector asked for and,
+    under ``auto``, which evidence it went by."""
+    decided = ev.get("decided", "online")
+    if asked != "auto":
+        return f"detector: {asked} (decided {decided})"
+    chose = ("the ProfilerStep#N annotations" if decided == DECIDED_FROM_STEPS
+             else "the call structure")
+    return f"detector: auto (chose {chose}; decided {decided})"
 
 
 def _lines(splitter) -> list[str]:
@@ -55,7 +70,7 @@ def _lines(splitter) -> list[str]:
     kinds = {}
     for it in iterations:
         kinds[it.kind] = kinds.get(it.kind, 0) + 1
-    lines = [f"detector: {ev.get('detector', '?')} (decided {ev.get('decided', 'online')})"]
+    lines = [detector_line(splitter.options.detector, ev)]
     if ev.get("loop_thread"):
         pid, tid = ev["loop_thread"]
         lines.append(f"loop thread: pid {pid} tid {tid}")

@@ -121,6 +121,9 @@ def _split_into(source, out_dir: str, config: SplitConfig, *, check: bool, reade
                                reader=reader, **reading)
     reader = outcome.reader
     chosen = None if outcome.error else config.choice.chosen(splitter.iterations)
+    dropped = None if chosen is None else config.choice.dropped(splitter.iterations)
+    if dropped is not None and reading.get("on_warning") is not None:
+        reading["on_warning"](dropped)
     shown = reading["name"] or (os.fspath(source) if isinstance(source, (str, os.PathLike))
                                 else getattr(source, "name", "<stream>"))
     manifest = finish_split(writer, splitter, reader, source=shown,

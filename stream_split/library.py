@@ -47,7 +47,8 @@ def split(trace, out_dir, *, detector: str = "auto", level: int | None = None,
           pending_limit: int | None = None, overwrite: bool = False, iterations=None,
           steps: str | None = None, name_by: str = "index", compress: bool = True,
           compresslevel: int = 1, plot: bool = False, layout: str = "flat",
-          max_event_bytes: int = MAX_EVENT_BYTES, workers: int | None = None) -> Manifest:
+          max_event_bytes: int = MAX_EVENT_BYTES, phase: str | None = None,
+          steady: int | None = None, workers: int | None = None) -> Manifest:
     """Split ``trace`` (a path, or ``-`` for stdin) into ``out_dir``: one Chrome trace per
     iteration, ``outside`` and ``manifest.json``. ``iterations``: None (all), a list of
     indices, a string like ``"0,3,10-19"`` or ``"steady"``; ``steps``: ``ProfilerStep``
@@ -55,8 +56,10 @@ def split(trace, out_dir, *, detector: str = "auto", level: int | None = None,
     or ``"step"`` (pieces named ``step_N``); ``overwrite``, ``compress``, ``plot``: True or
     False; ``layout``: ``"flat"`` or ``"hta"`` (``iteration_<k>/rank<r>.json.gz``, for
     Holistic Trace Analysis); ``max_event_bytes``: the longest event read (64 MiB), a longer
-    one is an error; ``workers``: processes that split one large trace file (None: 1,
-    one stream; the output is the same with any number).
+    one is an error; ``phase``: only the iterations of this serving phase; ``steady``: N,
+    only the N steady iterations nearest their median (``--steady N``); ``workers``:
+    processes that split one large trace file (None: 1, one stream; the output is the same
+    with any number).
 
     Raises ``OptionError`` (a ``ValueError``) for a bad option, ``OptionHadNoEffect`` (one
     too) for an option that would do nothing (e.g. ``detector="steps"`` on a trace without
@@ -68,7 +71,7 @@ def split(trace, out_dir, *, detector: str = "auto", level: int | None = None,
         detector=detector, level=level, pending_limit=pending_limit, overwrite=overwrite,
         iterations=iterations, steps=steps, name_by=name_by, compress=compress,
         compresslevel=compresslevel, plot=plot, layout=layout, max_event_bytes=max_event_bytes,
-        workers=workers)
+        phase=phase, steady=steady, workers=workers)
     trace, out_dir = _path("trace", trace), _path("out_dir", out_dir)
     result = split_to_folder(trace, out_dir, config, on_warning=_warn)
     if result.error:

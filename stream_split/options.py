@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from stream_split.core.detect import DECIDED_FROM_STEPS
 from stream_split.core.records import KIND_IDLE
+from stream_split.core.serving import IDLE as PHASE_IDLE
 from stream_split.errors import OptionHadNoEffect, OptionWarning
-from stream_split.stats import analyze_records
+from stream_split.stats import analyze_records, judged_time
 
 
 #: ``--iterations steady``: the steady state (``stream_split.stats``), known at the end.
@@ -71,13 +72,19 @@ def parse_steps(text: str | None):
 
 @dataclass(frozen=True)
 class IterationChoice:
-    """What ``--iterations`` and ``--steps`` asked for (both: the iterations both chose).
-    Picklable. ``early`` selects by index while events are spooled; ``chosen`` decides at the
-    end, when the steady state and every iteration's step number are known."""
+    """What ``--iterations``, ``--steps``, ``--phase`` and ``--steady N`` asked for (several:
+    the iterations all of them chose). Picklable. ``early`` selects by index while events are
+    spooled; ``chosen`` decides at the end, when the steady state, every iteration's step
+    number and phase are known."""
     iterations: object = None  # Selection, STEADY or None
     iterations_text: str | None = None
     steps: Selection | None = None
     steps_text: str | None = None
+    #: A serving phase (``core.serving.PHASES``): only the iterations of that phase.
+    phase: str | None = None
+    #: N: the N steady iterations nearest their median (``representative``), as TraceLens's
+    #: ``--num-steps`` takes N steps to analyse.
+    steady: int | None = None
 
     @property
     def early(self):
@@ -86,14 +93,16 @@ class IterationChoice:
 
     @property
     def texts(self) -> dict:
-        """``{"iterations": text, "steps": text}`` as given (None where not): the manifest's
-        ``selection``."""
-        return {"iterations": self.iterations_text, "steps": self.steps_text}
+        """``{"iterations": text, "steps": text}`` as given (None where not), with ``phase``
+        and ``steady`` when given: the manifest's ``selection``."""
+        return {"iterations": self.iterations_text, "steps": self.steps_text,
+                **({} if self.phase is None else {"phase": self.phase}),
+                **({} if self.steady is None else {"steady": self.steady})}
 
     def chosen(self, records: list) -> list[int] | None:
         """Indices of the chosen iterations of ``records`` (None: all); ``OptionHadNoEffect``
         when a selection matched none."""
-        if self.iterations is None and self.steps is None:
+        if (self.iterations, self.steps, self.phase, self.steady) == (None,) * 4:
             return None
         indices = [r.index for r in records]
         if self.iterations == STEADY:
@@ -110,7 +119,86 @@ class IterationChoice:
             require_selected("steps", self.steps_text, len(indices), len(records),
                              f"the trace has steps {min(steps)}-{max(steps)}" if steps
                              else "the trace has no ProfilerStep numbers")
+        if self.phase is not None:
+            indices = self._of_phase(records, indices)
+        if self.steady is not None:
+            indices = representative(records, indices, self.steady)
+            require_selected("steady", self.steady, len(indices), len(records),
+                             "none of them is in the steady state")
         return indices
+
+    def _of_phase(self, records: list, indices: list[int]) -> list[int]:
+        phase_of = {r.index: getattr(r, "phase", None) for r in records}
+        kept = [i for i in indices if phase_of.get(i) == self.phase]
+        phases = sorted({p for p in phase_of.values() if p})
+        require_selected("phase", self.phase, len(kept), len(records),
+                         f"the trace's phases: {', '.join(phases)}" if phases
+                         else "the trace has no serving phases")
+        return kept
+
+    def dropped(self, records: list) -> OptionWarning | None:
+        """A warning naming the numbers ``--iterations`` or ``--steps`` gave that no iteration
+        has (``--iterations 0,3,20`` on 10 iterations: 20), or None; ranges open at the top
+        (``10-``) name no number."""
+        for option, text, selection, have in (
+                ("iterations", self.iterations_text, self.iterations,
+                 {r.index for r in records}),
+                ("steps", self.steps_text, self.steps,
+                 {r.step for r in records if r.step is not None})):
+            if not isinstance(selection, Selection) or not have:
+                continue
+            named = set(selection.chosen).union(*(
+                range(lo, int(hi) + 1) for lo, hi in selection.ranges
+                if hi != float("inf") and hi - lo < MAX_NAMED_RANGE))
+            missing = sorted(named - have)
+            if missing:
+                return _dropped_warning(option, text, missing, have)
+        return None
+
+
+#: A closed range wider than this (``0-999999999``) is read as "all there are": its missing
+#: numbers are not listed.
+MAX_NAMED_RANGE = 1_000_000
+
+
+def _dropped_warning(option: str, text: str, missing: list[int], have: set) -> OptionWarning:
+    noun = "iteration" if option == "iterations" else "step"
+    return OptionWarning.worded(lambda spell: (
+        f"{spell(option, text)}: no {noun} {ranges_text(missing)} (the trace has "
+        f"{noun}s {min(have)}-{max(have)}); {'it is' if len(missing) == 1 else 'they are'} "
+        f"left out, the others written"))
+
+
+def ranges_text(numbers: list[int]) -> str:
+    """``20``, ``20-29``, ``5, 20-29``: sorted numbers as ranges."""
+    parts, start = [], None
+    for i, n in enumerate(numbers):
+        if start is None:
+            start = n
+        if i + 1 == len(numbers) or numbers[i + 1] != n + 1:
+            parts.append(str(n) if n == start else f"{start}-{n}")
+            start = None
+    return ", ".join(parts)
+
+
+def representative(records: list, indices: list[int], count: int) -> list[int]:
+    """``--steady N``: of ``indices``, the ``count`` iterations of the steady state (its
+    range, neither outliers nor idle) whose wall span is nearest the median of their group
+    (their serving phase's, else the loop's), in index order; all of them when there are no
+    more than ``count``."""
+    stats = analyze_records(records)
+    steady = stats.steady_state
+    if not steady:
+        return []
+    keep = set(indices)
+    candidates = [(r, stats.groups.get(getattr(r, "phase", None)) or stats.overall)
+                  for k, r in enumerate(records)
+                  if r.index in keep and steady["first"] <= k <= steady["last"]
+                  and r.kind != KIND_IDLE and getattr(r, "phase", None) != PHASE_IDLE
+                  and not stats.outlier[k] and judged_time(r) is not None]
+    nearest = sorted(candidates, key=lambda c: (abs(judged_time(c[0]) - (c[1].median_us or 0)),
+                                                c[0].index))
+    return sorted(r.index for r, _ in nearest[:count])
 
 
 def require_selected(option: str, text: str | None, selected: int, available: int,

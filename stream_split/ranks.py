@@ -33,7 +33,8 @@ from stream_split.output import create_new
 from stream_split.run import StopRequest
 from stream_split.stats import quantile
 from stream_split.serialize import strict_json
-from stream_split.summary import NUMBER, PipeConsole, check_fields, load_checked
+from stream_split.summary import (
+    NUMBER, check_fields, load_checked, load_manifest, table_console)
 
 RANKS_FILE = "ranks.json"
 RANKS_FORMAT = "stream-split/ranks"
@@ -124,7 +125,29 @@ def _split_one(job: _Job) -> dict:
             "iterations": [{**{k: it.get(k) for k in ("index", "kind", "step", "duration_us",
                                                        "gpu_busy_us", "phase", "file")},
                             "comm_kernel_us": (it.get("breakdown") or {}).get("comm_kernel_us")}
-                           for it in manifest["iterations"]]}
+                           for it in rank_iterations(manifest)]}
+
+
+def rank_iterations(manifest: dict) -> list[dict]:
+    """The iteration records of a rank's manifest: the one place this module reads them."""
+    return manifest["iterations"]
+
+
+def rank_pieces(out_dir: str, data: dict):
+    """``pieces_of(row)``: ``{rank: path of its piece}`` of an aligned iteration of a split of
+    several ranks into ``out_dir`` (``data``: its ``ranks.json``), for the ranks that wrote
+    one (a selection may have left it out)."""
+    files = {}
+    for rank in data["ranks"]:
+        folder = os.path.join(out_dir, rank["folder"])
+        manifest = load_manifest(folder)
+        files[str(rank["rank"])] = {
+            it["index"]: os.path.normpath(os.path.join(folder, it["file"]))
+            for it in rank_iterations(manifest) if it.get("file")}
+
+    def pieces_of(row: dict) -> dict[int, str]:
+        return {int(r): files[r][i] for r, i in row["index"].items() if i in files.get(r, {})}
+    return pieces_of
 
 
 def split_ranks(sources: list[str], staging: str, config: SplitConfig, *,
@@ -207,6 +230,7 @@ def align_ranks(iterations: dict[int, list[dict]]) -> dict:
         comm = {r: it.get("comm_kernel_us") for r, it in present.items()}
         row["comm_kernel_us"] = {str(r): c for r, c in comm.items()}
         row.update(collective_straggler({r: c for r, c in comm.items() if c}))
+        row["collective_skew_us"] = collective_skew({r: c for r, c in comm.items() if c})
         if row["slowest_rank"] is not None:
             slowest_count[row["slowest_rank"]] += 1
         rows.append(row)
@@ -246,6 +270,19 @@ def collective_straggler(comm_us: dict[int, float]) -> dict:
     wait = round(others - comm_us[late], 3)
     flagged = others >= COLLECTIVE_WAIT_RATIO * comm_us[late] and wait >= MIN_COLLECTIVE_WAIT_US
     return {"collective_straggler": late if flagged else None, "collective_wait_us": wait}
+
+
+def collective_skew(comm_us: dict[int, float]) -> dict | None:
+    """Per rank, how much later than the first rank to get there it reached the iteration's
+    collectives, in µs (``{"rank": skew}``; None with fewer than two ranks with collectives).
+    A collective ends on every rank together, so a rank that arrives later spends less in
+    it: the skew is the longest time in collectives less the rank's own (summed over the
+    iteration's collectives: clock-free, like ``collective_straggler``). The straggler's is
+    the largest."""
+    if len(comm_us) < 2:
+        return None
+    first = max(comm_us.values())
+    return {str(r): round(first - c, 3) for r, c in sorted(comm_us.items())}
 
 
 def _spread(durations: dict[int, float]) -> dict:
@@ -327,18 +364,49 @@ def ranks_table(data: dict) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
-def render_ranks(data: dict, console=None) -> None:
-    """Print the straggler table with ``rich`` (to ``console``, or stdout)."""
-    console = console or PipeConsole()
-    header, rows = ranks_table(data)
-    table = Table(title=f"{len(data['ranks'])} ranks, aligned by {data['aligned_by']} "
-                        "(times in ms)")
+def skew_table(data: dict) -> tuple[list[str], list[list[str]]] | None:
+    """Header and rows of the collective skew table (None when no iteration has collectives
+    on two ranks): per aligned iteration, each rank's collective start skew
+    (``collective_skew_us``: how much later than the first rank it got there), the straggler
+    by collectives and the wait it caused the others; times in ms."""
+    if not any(row.get("collective_skew_us") for row in data["iterations"]):
+        return None
+    ranks = [str(r["rank"]) for r in data["ranks"]]
+    header = ["k", "step"] + [f"rank {r}" for r in ranks] + ["late rank", "wait caused"]
+    rows = []
+    for row in data["iterations"]:
+        skew = row.get("collective_skew_us") or {}
+        late, wait = row.get("collective_straggler"), row.get("collective_wait_us")
+        rows.append([str(row["k"]), "" if row["step"] is None else str(row["step"])]
+                    + ["-" if skew.get(r) is None else f"{skew[r] / 1000:.3f}" for r in ranks]
+                    + ["" if late is None else str(late),
+                       "" if late is None or wait is None else f"{wait / 1000:.3f}"])
+    return header, rows
+
+
+def _print_table(console, title: str, header: list[str], rows: list[list[str]],
+                 flagged) -> None:
+    table = Table(title=title)
     for i, name in enumerate(header):
         table.add_column(name, justify="left" if i >= len(header) - 1 else "right")
     for cells in rows:
-        table.add_row(*cells, style="bold red" if cells[-1].startswith(("straggler", "late"))
-                      else None)
+        table.add_row(*cells, style="bold red" if flagged(cells) else None)
     console.print(table)
+
+
+def render_ranks(data: dict, console=None) -> None:
+    """Print the straggler table with ``rich`` (to ``console``, or stdout), then the
+    collective skew table where the ranks have collectives."""
+    console = console or table_console()
+    header, rows = ranks_table(data)
+    _print_table(console, f"{len(data['ranks'])} ranks, aligned by {data['aligned_by']} "
+                          "(times in ms)", header, rows,
+                 lambda cells: cells[-1].startswith(("straggler", "late")))
+    skew = skew_table(data)
+    if skew is not None:
+        _print_table(console, "collective start skew: how late each rank reached its "
+                              "collectives after the first (ms)", *skew,
+                     lambda cells: bool(cells[-2]))
     notes = [f"{data['stragglers']} straggling iteration(s) (slowest rank >= "
              f"{data['straggler_ratio']}x the median of the others)"]
     if any(row.get("collective_wait_us") is not None for row in data["iterations"]):

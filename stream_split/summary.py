@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import sys
 from dataclasses import dataclass
 
 from rich.console import Console
@@ -271,12 +272,25 @@ def shown_rows(rows: list[dict], limit: int | None) -> list[dict | None]:
     return out
 
 
+#: The width of a table written to a pipe or a file (a terminal's own width otherwise).
+PIPED_TABLE_WIDTH = 120
+
+
+def table_console(stream=None) -> PipeConsole:
+    """The console the tables are drawn on: ``stream`` (stdout), as wide as the terminal, or
+    ``PIPED_TABLE_WIDTH`` columns when it is not one."""
+    stream = stream if stream is not None else sys.stdout
+    return PipeConsole(file=stream, width=None if stream.isatty() else PIPED_TABLE_WIDTH,
+                       highlight=False, soft_wrap=False)
+
+
 def render_text(table: dict, stream, columns=COLUMNS, limit: int | None = None) -> None:
     """The table, drawn with ``rich`` on ``stream`` (plain text when it is not a terminal);
     with ``limit``, long tables keep their first and last rows and the outliers."""
-    console = PipeConsole(file=stream, width=None if stream.isatty() else 120,
-                      highlight=False, soft_wrap=False)
-    view = Table(title=shown(table.get("input") or ""), title_justify="left")
+    console = table_console(stream)
+    if table.get("input"):  # a line of its own: a title would be padded to the table's width
+        console.print(shown(table["input"]), highlight=False, soft_wrap=True, markup=False)
+    view = Table()
     columns = [c for c in columns
                if not c.optional or any(r.get(c.key) is not None for r in table["rows"])]
     for column in columns:

@@ -102,7 +102,8 @@ def added_step(record: IterationRecord, loop_thread) -> bytes:
 
 
 #: How pieces are named: by iteration index (``iteration_00003``), or by the ``ProfilerStep``
-#: number where the iteration has one (``step_15``). Idle cycles are ``idle_00004`` either way.
+#: number where the iteration has one (``step_00015``: zero-padded like the index, so the names
+#: sort as the steps do up to step 99999). Idle cycles are ``idle_00004`` either way.
 NAME_BY = ("index", "step")
 
 
@@ -112,7 +113,7 @@ def piece_name(index: int, kind: str = KIND_ITERATION, step: int | None = None) 
     if kind == KIND_IDLE:
         return f"idle_{index:05d}"
     if step is not None:
-        return f"step_{step}"
+        return f"step_{step:05d}"
     return f"iteration_{index:05d}"
 
 
@@ -585,6 +586,7 @@ def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | No
         "steady_state": analyze_records(splitter.iterations).steady_state,
         **({} if selection is None else {"selection": {
             "iterations": selection.get("iterations"), "steps": selection.get("steps"),
+            **{k: selection[k] for k in ("phase", "steady") if k in selection},
             "iterations_written": len(written)}}),
         "counts": _counts(splitter, written, metadata_apart=METADATA in files),
         **({} if METADATA not in files else {"metadata": {

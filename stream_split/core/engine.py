@@ -1012,7 +1012,9 @@ class Splitter:
             if corr is not None and event.get("ph") == "X":  # a runtime call
                 name = event.get("name")
                 if name in LAUNCH_NAMES:
-                    self._launch_times.add(corr, end)
+                    early = self._launch_times.add(corr, end)
+                    if early is not None:  # its GPU work was decided first
+                        self._breakdowns[early[0]].add_launch_delay(early[1])
                 self._own_launch(owner, corr, name)
             elif cat == ANNOTATION_CAT:
                 ext = args.get("External id")
@@ -1101,7 +1103,7 @@ class Splitter:
         breakdown.add_gpu(event.get("cat"), event.get("name") or "", start, end)
         args = event.get("args")
         if kernel and args:
-            delay = self._launch_times.delay(args.get("correlation"), start)
+            delay = self._launch_times.delay(args.get("correlation"), start, owner)
             if delay is not None:
                 breakdown.add_launch_delay(delay)
 

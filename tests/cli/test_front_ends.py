@@ -83,7 +83,7 @@ def test_the_cli_the_library_and_split_to_folder_write_the_same_folder(tmp_path)
     result = split_to_folder(trace, str(tmp_path / "direct"), config)
     assert result.opened and result.error is None and result.header is not None
     cli = _folder(tmp_path / "cli")
-    assert "step_3.json.gz" in cli and "step_2.json.gz" not in cli
+    assert "step_00003.json.gz" in cli and "step_00002.json.gz" not in cli
     assert _folder(tmp_path / "library") == cli == _folder(tmp_path / "direct")
 
 

@@ -59,7 +59,7 @@ def test_piece_options_apply_to_every_rank(tmp_path):
     run_cli("split", *paths, "-o", tmp_path / "out", "--steps", "4-5", "--name-by", "step")
     for r in (0, 1):
         assert sorted(p.name for p in (tmp_path / "out" / f"rank_{r}").iterdir()) == [
-            "manifest.json", "outside.json.gz", "step_4.json.gz", "step_5.json.gz"]
+            "manifest.json", "outside.json.gz", "step_00004.json.gz", "step_00005.json.gz"]
     data = json.loads((tmp_path / "out" / "ranks.json").read_text())
     assert len(data["iterations"]) == 8  # every iteration is counted and aligned
     # A selection that matches nothing is an error, as for one trace: no output folder.

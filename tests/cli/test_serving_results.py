@@ -93,13 +93,13 @@ def test_iterations_steady_works_with_steps_and_name_by_step(tmp_path):
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["steady_state"]["first"] == 1
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
-        FOLDER_MARKER, "manifest.json", "outside.json.gz", "step_1.json.gz", "step_2.json.gz",
-        "step_3.json.gz"]
+        FOLDER_MARKER, "manifest.json", "outside.json.gz", "step_00001.json.gz", "step_00002.json.gz",
+        "step_00003.json.gz"]
     # The library call takes the same options.
     manifest = stream_split.split(tmp_path / "t.json.gz", tmp_path / "lib",
                                   iterations="steady", steps="0-3", name_by="step")
     assert [it["file"] for it in manifest.iterations if it["file"]] == [
-        "step_1.json.gz", "step_2.json.gz", "step_3.json.gz"]
+        "step_00001.json.gz", "step_00002.json.gz", "step_00003.json.gz"]
     proc = run_cli("split", tmp_path / "t.json.gz", "-o", tmp_path / "none", "-q",
                    "--iterations", "steady", "--steps", "0", check=False)
     assert proc.returncode == 2 and b"--steps 0 matches none" in proc.stderr

@@ -53,14 +53,31 @@ def test_union_counts_any_order_exactly_while_the_intervals_fit():
         assert union.total_us == pytest.approx(exact_union(intervals))
 
 
-def test_union_beyond_its_intervals_closes_the_shortest_gaps(monkeypatch):
+def test_union_beyond_its_intervals_sums_the_oldest_and_closes_no_gap(monkeypatch):
     monkeypatch.setattr(bd, "KEPT_INTERVALS", 4)
     union = bd.IntervalUnion()
     for k in range(10):  # 10 intervals of 1 µs, the gaps 1 µs except one of 100 µs
         start = k * 2.0 + (100.0 if k >= 5 else 0.0)
         union.add(start, start + 1.0)
     assert len(union.starts) <= 4
-    assert 10.0 <= union.total_us <= 10.0 + 8.0  # at most the 1 µs gaps, never the wide one
+    assert union.total_us == 10.0  # in time order: exact
+
+
+def test_union_beyond_its_intervals_counts_blocks_in_any_order_exactly(monkeypatch):
+    """GPU work comes in time order within each block Kineto writes, the blocks in any order
+    (newest first in h100 owlv2), a thread's ops likewise between what was held: past its
+    intervals the union sums the oldest, so every gap stays idle, whichever block came
+    first."""
+    monkeypatch.setattr(bd, "KEPT_INTERVALS", 8)
+    blocks = [[(b * 1000.0 + k * 10.0, b * 1000.0 + k * 10.0 + 4.0) for k in range(30)]
+              for b in range(4)]
+    for order in (blocks, blocks[::-1], [blocks[2], blocks[0], blocks[3], blocks[1]]):
+        union = bd.IntervalUnion()
+        for block in order:
+            for start, end in block:
+                union.add(start, end)
+        assert len(union.starts) <= 8
+        assert union.total_us == pytest.approx(4 * 30 * 4.0)  # never a gap counted busy
 
 
 def test_collective_under_compute_counts_as_compute_and_the_rest_as_comm():
@@ -89,9 +106,16 @@ def test_top_kernels_stay_bounded_and_keep_the_heaviest(monkeypatch):
 
 def test_launch_delay_is_kernel_start_minus_launch_end_once_per_launch():
     times = bd.LaunchTimes()
-    times.add(7, 100.0)
+    assert times.add(7, 100.0) is None
     assert times.delay(7, 130.0) == 30.0
     assert times.delay(7, 140.0) is None  # a graph's later kernels wait for the earlier ones
+
+
+def test_launch_delay_of_work_decided_before_its_launch_comes_with_the_launch():
+    times = bd.LaunchTimes()  # the launch was held (spilled) while its kernels were decided
+    assert times.delay(9, 130.0, owner=3) is None
+    assert times.delay(9, 150.0, owner=3) is None  # not the first: never timed
+    assert times.add(9, 100.0) == (3, 30.0)
 
 
 def test_wall_span_covers_the_gpu_work_past_the_cpu_window():

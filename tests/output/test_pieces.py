@@ -26,8 +26,8 @@ def test_name_by_step_names_pieces_by_their_profiler_step(training_trace, tmp_pa
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert [it["step"] for it in manifest["iterations"]] == list(range(8))
     assert [it["file"] for it in manifest["iterations"]] == [
-        f"step_{n}.json.gz" for n in range(8)]
-    piece = load_piece(tmp_path / "out" / "step_5.json.gz")["traceEvents"]
+        f"step_{n:05d}.json.gz" for n in range(8)]
+    piece = load_piece(tmp_path / "out" / "step_00005.json.gz")["traceEvents"]
     assert any(e.get("name") == "ProfilerStep#5" for e in piece)
 
 
@@ -35,8 +35,8 @@ def test_steps_selects_the_pieces_of_those_step_numbers(training_trace, tmp_path
     run_cli("split", training_trace, "-o", tmp_path / "out", "--steps", "2-3,6",
             "--name-by", "step")
     assert _files(tmp_path / "out") == [
-        "manifest.json", "outside.json.gz", "step_2.json.gz", "step_3.json.gz",
-        "step_6.json.gz"]
+        "manifest.json", "outside.json.gz", "step_00002.json.gz", "step_00003.json.gz",
+        "step_00006.json.gz"]
 
 
 @pytest.mark.parametrize("option, value, says", [
@@ -75,7 +75,7 @@ def test_real_profiler_steps_name_the_pieces(tmp_path):
             "--detector", "steps", "--name-by", "step")
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert [it["file"] for it in manifest["iterations"]] == [
-        f"step_{n}.json.gz" for n in range(2, 8)]
+        f"step_{n:05d}.json.gz" for n in range(2, 8)]
 
 
 @pytest.mark.parametrize("trace", ["train_eval", "serving_graphs"])

@@ -184,10 +184,21 @@ def lower_level(row: list, unit: Unit, level: int, names: list, evidence: dict):
         flat = inner_row
         inner = find_unit(flat, names=names)
         if inner is None:
-            evidence["level_note"] = "no repeating unit below the chosen one"
+            evidence["level_note"] = (f"no repeating unit inside an iteration "
+                                      f"({len(flat)} ops at its top)")
             break
-        # Apply the inner unit to the whole row: every instance's sub-units.
+        # Apply the inner unit to the whole row: every instance's sub-units, cut where its
+        # first op occurs. That op must open each sub-unit and occur nowhere else in them:
+        # else the cut is not the unit found (``aten::view`` x16 in an iteration, not the
+        # unit's 4 instances).
         anchor = flat[inner.first].sym
+        if len(occurrences(flat, anchor)) != inner.n:
+            evidence["level_note"] = (
+                f"no unit below the chosen one that its first op cuts: inside an iteration "
+                f"({len(flat)} ops at its top) the closest is {inner.n} instances of about "
+                f"{len(inner.pattern)} ops starting at {names[anchor]}, which occurs "
+                f"{len(occurrences(flat, anchor))} times there")
+            break
         positions = occurrences(row, anchor)
         if len(positions) < REPEAT:
             kids = [k for n in row for k in (n.kids or [])]
