@@ -2,6 +2,7 @@
 on: the layers add up to the GPU span, and agree with the exact unions of the piece's events."""
 from __future__ import annotations
 
+import glob
 import gzip
 import json
 import os
@@ -160,6 +161,28 @@ def test_breakdown_of_the_resnet_trace_matches_its_pieces_collectives_included(t
     assert first["comm_us"] > first["compute_us"] > 0  # its all-reduces outlast its kernels
     assert re.match(r"^nccl", first["top_kernels"][0]["name"])
     assert first["host"]["launches_timed"] > 0 and first["host"]["cpu_op_us"] > 0
+
+
+RECORDED_CUDA = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "data", "cuda",
+                                             "*.json.gz")))
+SHARED_GPU = sorted(p for p in glob.glob(os.path.join(SHARED, "**", "*.json*"), recursive=True)
+                    if "torch_cpu" not in p)
+
+
+@pytest.mark.parametrize("trace", RECORDED_CUDA, ids=os.path.basename)
+def test_breakdown_of_each_recorded_cuda_loop_adds_up_and_matches_its_pieces(trace, tmp_path):
+    """Issue 23's acceptance: each iteration's layers add up to its GPU span within 1 %, and
+    each layer is the exact union of its piece's GPU events (HTA's temporal breakdown, in
+    floats) within 1 % of the span."""
+    split(trace, str(tmp_path / "out"))
+    assert check_against_pieces(str(tmp_path / "out"), tolerance=0.01) >= 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trace", SHARED_GPU, ids=lambda p: os.path.relpath(p, SHARED))
+def test_breakdown_of_each_shared_gpu_trace_adds_up_and_matches_its_pieces(trace, tmp_path):
+    split(trace, str(tmp_path / "out"))
+    check_against_pieces(str(tmp_path / "out"), tolerance=0.01)
 
 
 def test_a_frozen_union_keeps_its_total_and_only_its_latest_intervals():
