@@ -150,6 +150,16 @@ class FrameRun:
                 self._events = _parse_items(b"[" + self._text + b"]")
         return self._events
 
+    def names_begin_with(self, prefix: str) -> bool:
+        """Whether a frame's name begins with ``prefix``: looked for in the run's bytes when
+        it was read in bulk (no name made), else in its frames' names."""
+        if self._text:
+            return b'"' + prefix.encode() in self._text
+        if self._frames is not None:
+            return any(f.name and f.name.startswith(prefix) for f in self._frames)
+        return any(isinstance(e.get("name"), str) and e["name"].startswith(prefix)
+                   for e in self.events())
+
     def threads_and_names(self) -> tuple[list, list]:
         """Each frame's (pid, tid), and its name (None as "")."""
         if self._frames is not None:

@@ -53,7 +53,8 @@ from stream_split.core.detect import (
     StepAnnotationDetector, RetractLast, StructureDetector, TraceFacts, cycle_kinds)
 from stream_split.core.owners import MonotonicOwnerMap, Windows
 from stream_split.core.serving import (
-    NONE as _NO_ROLE, ROLES as _PHASE_ROLES, PhaseFacts, infer_phases, loop_containers)
+    DIFFUSION_CODE, NONE as _NO_ROLE, ROLES as _PHASE_ROLES, PhaseFacts, infer_phases,
+    loop_containers)
 from stream_split.core.records import (
     Boundary, IterationRecord, METADATA, OUTSIDE, REVISION_MOVE, REVISION_RETRACT, Revision)
 from stream_split.core.order import OpOrder
@@ -278,6 +279,7 @@ class Splitter:
         # that keeps old pages in a file (``pages.PagedList``, trimmed between batches).
         self._iterations: list[IterationRecord] = per_iteration()
         self._phase_facts: list[PhaseFacts] = per_iteration()
+        self._diffusion_code = False  # a Python frame of a diffusion library was seen
         self._breakdowns: list[IterationBreakdown] = per_iteration()
         self._records_done = False  # ``iterations`` holds the final records
         self._gpu_latest = 0  # the latest iteration whose GPU work was decided
@@ -347,6 +349,8 @@ class Splitter:
                 self._observe_op((pid, tid), ts, end, name := name or "", cat)
             elif self._detector.wants_evidence:  # a launch or a frame may end the section
                 self._add_boundaries(self._evidence_of(pid, tid, ts, end, name, cat, args))
+            if cat == PYTHON_FRAME_CAT and not self._diffusion_code and name.__class__ is str:
+                self._diffusion_code = name.startswith(DIFFUSION_CODE)
         windows = self._windows
         if windows.cached_lo <= ts <= end < windows.cached_hi:  # the common case, inline
             owner = windows.cached_owner
@@ -445,6 +449,8 @@ class Splitter:
         ``_plain_frames``; else fed one by one): CPU-side ``X`` events that link nothing,
         decided by their window a stretch at a time (``_own_frames``). The order of the
         decisions, held events, spill and counts are ``feed``'s."""
+        if not self._diffusion_code:
+            self._diffusion_code = run.names_begin_with(DIFFUSION_CODE)
         if run.starts is not None:
             columns = run.starts, run.ends
         else:
@@ -1154,7 +1160,7 @@ class Splitter:
         phases = infer_phases(kinds, self._phase_facts,
                               [r.graph_launches for r in self._iterations],
                               [r.launches for r in self._iterations],
-                              loop_containers(result.evidence))
+                              loop_containers(result.evidence), self._diffusion_code)
         for record, (phase, evidence) in zip(self._iterations, phases):
             record.phase, record.phase_evidence = phase, evidence
         for done in (self._phase_facts, self._breakdowns):  # in the records now

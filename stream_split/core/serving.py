@@ -36,7 +36,9 @@ A diffusion model's denoising loop is no LLM server, though a compiled one repla
 (decode evidence above): when the ops that hold the loop (the detector's containers,
 ``evidence["levels"]``) name diffusion work (``DIFFUSION_WORDS``: xDiT's
 ``execute_diffusion_*`` request), every step is ``denoise`` (evidence ``container``), idle
-cycles ``idle``.
+cycles ``idle``; likewise (evidence ``frames``) when the trace holds Python frames of Hugging
+Face Diffusers (``DIFFUSION_CODE``), as xDiT's CUDA-graph capture traces do, whose one
+compiled region names nothing.
 """
 from __future__ import annotations
 
@@ -47,6 +49,10 @@ PREFILL, DECODE, MIXED, IDLE, DENOISE = "prefill", "decode", "mixed", "idle", "d
 PHASES = (PREFILL, DECODE, MIXED, IDLE, DENOISE)
 #: A container of the loop whose name matches holds a diffusion model's denoising steps.
 DIFFUSION_WORDS = re.compile(r"diffusion|denois", re.I)
+#: Python frames whose name begins so run Hugging Face Diffusers (FLUX, Stable Diffusion
+#: pipelines): a trace holding them is a diffusion model's, whatever its containers are named
+#: (a compiled region captured into CUDA graphs names none).
+DIFFUSION_CODE = "diffusers/"
 
 #: Two clusters of per-step token counts are prefill and decode when the larger is at least
 #: this many times the smaller (a prompt is hundreds of tokens; a decode step one per request).
@@ -192,12 +198,16 @@ def loop_containers(evidence: dict) -> list[str]:
 
 
 def infer_phases(kinds: list[str], facts: list[PhaseFacts], graph_launches: list[int],
-                 launches: list[int], containers=()) -> list[tuple[str | None, str | None]]:
+                 launches: list[int], containers=(), diffusion_code: bool = False
+                 ) -> list[tuple[str | None, str | None]]:
     """One ``(phase, evidence)`` per iteration; ``(None, None)`` everywhere when the loop is
     not a serving loop; ``denoise`` when ``containers`` (``loop_containers``) name a
-    diffusion request."""
+    diffusion request (evidence ``container``), or the trace ran a diffusion library's code
+    (``diffusion_code``: Python frames of ``DIFFUSION_CODE``; evidence ``frames``)."""
     if any(DIFFUSION_WORDS.search(name) for name in containers):
         return [(IDLE, "kind") if kind == IDLE else (DENOISE, "container") for kind in kinds]
+    if diffusion_code:
+        return [(IDLE, "kind") if kind == IDLE else (DENOISE, "frames") for kind in kinds]
     if not is_serving(facts, graph_launches):
         return [(None, None)] * len(facts)
     threshold = _token_threshold([f.max_tokens for f, kind in zip(facts, kinds)

@@ -123,3 +123,21 @@ def test_a_diffusion_request_s_denoising_steps_are_denoise_not_decode(tmp_path):
     assert loop_containers(evidence)[-1] == "execute_diffusion_N_NxN"
     assert infer_phases(["iteration", "idle"], [None, None], [3, 0], [5, 0],
                         loop_containers(evidence)) == [(DENOISE, "container"), ("idle", "kind")]
+
+
+def test_steps_of_a_trace_that_runs_diffusers_code_are_denoise_whatever_its_containers():
+    """xDiT's CUDA-graph capture traces hold one compiled region that names nothing, but
+    their Python frames run Hugging Face Diffusers: no LLM phase (they were ``mixed``)."""
+    assert infer_phases(["iteration", "idle"], [None, None], [3, 0], [5, 0], ["Torch-Compiled"],
+                        diffusion_code=True) == [(DENOISE, "frames"), ("idle", "kind")]
+
+
+@needs_shared
+@pytest.mark.parametrize("trace", [
+    "inference/xdit_flux.1/capture_traces/capture_trace_rank_0.json.gz",
+    "inference/xdit_flux.1_aiter_sage/capture_traces/capture_trace_rank_0.json.gz",
+    "inference/xdit_sd_3.5/profile_trace_rank_0.json.gz",
+])
+def test_real_diffusion_traces_get_no_llm_phase(trace):
+    records = list(stream_split.iterations(str(SHARED_TRACES / "tracelens" / trace)))
+    assert records and {(r.phase, r.phase_evidence) for r in records} == {(DENOISE, "frames")}
