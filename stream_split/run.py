@@ -151,20 +151,25 @@ def _parts(batches, size: int = FEED_EVENTS):
     pipe, ``--follow``) is not regrouped: holding its events until a part is full would delay
     the boundaries the online promise says are out before the next event."""
     carry = None
-    for batch in batches:
-        at, n = 0, len(batch)
+    try:
+        for batch in batches:
+            at, n = 0, len(batch)
+            if carry is not None:
+                at = min(size - len(carry), n)
+                carry.extend(batch.slice(0, at))
+                if len(carry) < size:
+                    continue
+                yield carry
+                carry = None
+            while n - at >= size:
+                yield batch.slice(at, at + size) if (at, n) != (0, size) else batch
+                at += size
+            if at < n:
+                carry = batch.slice(at, n)
+    except Exception:  # a read error: what was read before it is fed first, then the error
         if carry is not None:
-            at = min(size - len(carry), n)
-            carry.extend(batch.slice(0, at))
-            if len(carry) < size:
-                continue
             yield carry
-            carry = None
-        while n - at >= size:
-            yield batch.slice(at, at + size) if (at, n) != (0, size) else batch
-            at += size
-        if at < n:
-            carry = batch.slice(at, n)
+        raise
     if carry is not None:
         yield carry
 

@@ -287,17 +287,12 @@ class Splitter:
         # (iteration, pid, tid of a GPU stream) -> (latest start, latest end) of its work
         # there; iteration -> the same over all its streams (a few entries per iteration,
         # like its record)
-        self._stream_end: dict = {}
-        self._gpu_end: dict = {}
-        self._assigned: list = []
-        self._records: list = []
+        self._stream_end, self._gpu_end = {}, {}
+        self._assigned, self._records = [], []
         self._keep = self.options.keep_events
-        self.events_in = 0
+        self.events_in = self.metadata_events = self.outside_events = self.outside_kernels = 0
         #: Python frames decided a run at once (``feed_batch``), the rest one by one.
         self.frames_at_once = 0
-        self.metadata_events = 0
-        self.outside_events = 0
-        self.outside_kernels = 0
         #: Events with a field of the wrong type (sent to outside), and the first few of them.
         self.invalid_events = 0
         self.invalid_examples: list[dict] = []
@@ -324,13 +319,11 @@ class Splitter:
         pid, tid, args = event.get("pid"), event.get("tid"), event.get("args")
         kind = ts.__class__
         if not ((kind is float and ts - ts == 0.0 or kind is int and -_TIME_LIMIT < ts < _TIME_LIMIT)
-                and ph.__class__ is str
-                and (cat is None or cat.__class__ is str)
+                and ph.__class__ is str and (cat is None or cat.__class__ is str)
                 and (name is None or name.__class__ is str)
                 and (dur is None or (kind := dur.__class__) is float and dur - dur == 0.0
                      or kind is int and -_TIME_LIMIT < dur < _TIME_LIMIT)
-                and (pid is None or pid.__class__ in _ID_TYPES)
-                and (tid is None or tid.__class__ in _ID_TYPES)
+                and (pid is None or pid.__class__ in _ID_TYPES) and (tid is None or tid.__class__ in _ID_TYPES)
                 and (args is None or args.__class__ is dict and (
                     (value := args.get("correlation")) is None or value.__class__ is int) and (
                     (value := args.get("External id")) is None or value.__class__ is int))):
@@ -349,7 +342,7 @@ class Splitter:
                 self._observe_op((pid, tid), ts, end, name := name or "", cat)
             elif self._detector.wants_evidence:  # a launch or a frame may end the section
                 self._add_boundaries(self._evidence_of(pid, tid, ts, end, name, cat, args))
-            if cat == PYTHON_FRAME_CAT and not self._diffusion_code and name.__class__ is str:
+            if cat == PYTHON_FRAME_CAT and name and not self._diffusion_code:  # phases
                 self._diffusion_code = name.startswith(DIFFUSION_CODE)
         windows = self._windows
         if windows.cached_lo <= ts <= end < windows.cached_hi:  # the common case, inline

@@ -3,6 +3,7 @@ one folder and nothing else, each with a rank and one ProfilerStep, so that Holi
 Analysis reads an iteration folder as one iteration of every rank."""
 from __future__ import annotations
 
+import glob
 import gzip
 import importlib.util
 import json
@@ -184,3 +185,68 @@ def test_hta_of_the_hta_extra_reads_the_whole_resnet_trace(tmp_path):
     os.symlink(os.path.abspath(RESNET), tmp_path / "resnet.json.gz")
     temporal = TraceAnalysis(trace_dir=str(tmp_path)).get_temporal_breakdown(visualize=False)
     assert list(temporal["rank"]) == [0] and temporal["kernel_time(us)"][0] > 0
+
+
+RECORDED_CUDA = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "data", "cuda",
+                                             "*.json.gz")))
+SHARED_GPU = sorted(p for p in glob.glob(os.path.join(os.path.dirname(RESNET), "..", "..", "**",
+                                                      "*.json*"), recursive=True)
+                    if "torch_cpu" not in p)
+#: Where HTA's temporal breakdown is not ours within 2 %, measured: on xDiT's CUDA-graph capture
+#: traces HTA finds 8.4 ms (of a 290 ms span) more GPU busy time than the exact union of the
+#: piece's kernels and copies (which our breakdown matches within 1 %: test_breakdown); the
+#: cause, in HTA's reading of graph-captured kernels, is not yet found.
+HTA_DIFFERS = {"capture_trace_rank_0.json.gz"}
+
+
+def check_against_hta(trace: str, out, first: int) -> int:
+    """HTA's temporal breakdown (no rounding) of each of the ``first`` iterations with GPU work
+    of ``trace``, split ``--layout hta``, against the manifest's ``breakdown``: within 2 % of
+    the GPU span (issue 23's acceptance). Returns how many were compared."""
+    from hta.trace_analysis import TraceAnalysis
+    run_cli("split", trace, "-o", str(out), "--layout", "hta", "--quiet")
+    manifest = json.loads((out / "manifest.json").read_text())
+    compared = 0
+    for it in [it for it in manifest["iterations"] if it["gpu_events"]][:first]:
+        hta = TraceAnalysis(trace_dir=str(out / f"iteration_{it['index']:05d}")
+                            ).get_temporal_breakdown(visualize=False).iloc[0]
+        ours, span = it["breakdown"], it["breakdown"]["span_us"]
+        assert hta["kernel_time(us)"] == pytest.approx(span, rel=0.02)
+        assert hta["idle_time(us)"] == pytest.approx(ours["idle_us"], abs=0.02 * span)
+        if collectives_hta_calls_compute(out / it["file"]):
+            # e.g. PyTorch's symmetric-memory ``multimem_all_reduce_kernel``: communication
+            # to us, compute to HTA (its communication is NCCL's kernels only).
+            assert hta["compute_time(us)"] >= ours["compute_us"] - 0.02 * span
+        else:
+            assert hta["compute_time(us)"] == pytest.approx(ours["compute_us"], abs=0.02 * span)
+        compared += 1
+    return compared
+
+
+def collectives_hta_calls_compute(piece) -> bool:
+    """Whether the piece has collective kernels (ours: ``breakdown.COMM``) that are not NCCL's."""
+    with gzip.open(piece, "rt", encoding="utf-8") as f:
+        events = json.load(f)["traceEvents"]
+    return any(e.get("cat") == "kernel" and bd.gpu_layer(e["cat"], e["name"]) == bd.COMM
+               and "nccl" not in e["name"].lower() for e in events)
+
+
+@pytest.mark.skipif(not HAS_HTA, reason="needs the [hta] extra (holistictraceanalysis)")
+@pytest.mark.parametrize("trace", RECORDED_CUDA, ids=os.path.basename)
+def test_hta_agrees_with_the_breakdown_of_each_recorded_cuda_loop(
+        trace, tmp_path, monkeypatch, hta_parses_in_this_process):
+    monkeypatch.setenv("HTA_DISABLE_NS_ROUNDING", "1")
+    assert check_against_hta(trace, tmp_path / "out", first=3) >= 1
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_HTA, reason="needs the [hta] extra (holistictraceanalysis)")
+@pytest.mark.parametrize("trace", [
+    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="HTA's busy time exceeds the "
+                                            "kernels' union by 2.9 % of the span"))
+    if os.path.basename(p) in HTA_DIFFERS and "capture_traces" in p else p
+    for p in SHARED_GPU], ids=os.path.basename)
+def test_hta_agrees_with_the_breakdown_of_each_shared_gpu_trace(
+        trace, tmp_path, monkeypatch, hta_parses_in_this_process):
+    monkeypatch.setenv("HTA_DISABLE_NS_ROUNDING", "1")
+    check_against_hta(trace, tmp_path / "out", first=3)
