@@ -192,11 +192,6 @@ RECORDED_CUDA = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "
 SHARED_GPU = sorted(p for p in glob.glob(os.path.join(os.path.dirname(RESNET), "..", "..", "**",
                                                       "*.json*"), recursive=True)
                     if "torch_cpu" not in p)
-#: Where HTA's temporal breakdown is not ours within 2 %, measured: on xDiT's CUDA-graph capture
-#: traces HTA finds 8.4 ms (of a 290 ms span) more GPU busy time than the exact union of the
-#: piece's kernels and copies (which our breakdown matches within 1 %: test_breakdown); the
-#: cause, in HTA's reading of graph-captured kernels, is not yet found.
-HTA_DIFFERS = {"capture_trace_rank_0.json.gz"}
 
 
 def check_against_hta(trace: str, out, first: int) -> int:
@@ -211,9 +206,18 @@ def check_against_hta(trace: str, out, first: int) -> int:
         hta = TraceAnalysis(trace_dir=str(out / f"iteration_{it['index']:05d}")
                             ).get_temporal_breakdown(visualize=False).iloc[0]
         ours, span = it["breakdown"], it["breakdown"]["span_us"]
+        with gzip.open(out / it["file"], "rt", encoding="utf-8") as f:
+            events = json.load(f)["traceEvents"]
+        # HTA takes every event with a ``stream`` arg for GPU work: in xDiT's CUDA-graph
+        # capture traces, 433 ``cpu_op`` events (8.4 ms) have one and are counted as compute
+        # (its idle time 2.9 % of the span below ours); torch.compile's trace has some too.
+        cpu_as_gpu = sum(e.get("dur", 0) for e in events if e.get("cat") == "cpu_op"
+                         and "stream" in (e.get("args") or {}))
         assert hta["kernel_time(us)"] == pytest.approx(span, rel=0.02)
+        if cpu_as_gpu:  # HTA's layers then hold CPU time: not the same figures as ours
+            continue
         assert hta["idle_time(us)"] == pytest.approx(ours["idle_us"], abs=0.02 * span)
-        if collectives_hta_calls_compute(out / it["file"]):
+        if collectives_hta_calls_compute(events):
             # e.g. PyTorch's symmetric-memory ``multimem_all_reduce_kernel``: communication
             # to us, compute to HTA (its communication is NCCL's kernels only).
             assert hta["compute_time(us)"] >= ours["compute_us"] - 0.02 * span
@@ -223,10 +227,9 @@ def check_against_hta(trace: str, out, first: int) -> int:
     return compared
 
 
-def collectives_hta_calls_compute(piece) -> bool:
-    """Whether the piece has collective kernels (ours: ``breakdown.COMM``) that are not NCCL's."""
-    with gzip.open(piece, "rt", encoding="utf-8") as f:
-        events = json.load(f)["traceEvents"]
+def collectives_hta_calls_compute(events) -> bool:
+    """Whether a piece's events hold collective kernels (ours: ``breakdown.COMM``) that are not
+    NCCL's."""
     return any(e.get("cat") == "kernel" and bd.gpu_layer(e["cat"], e["name"]) == bd.COMM
                and "nccl" not in e["name"].lower() for e in events)
 
@@ -241,11 +244,7 @@ def test_hta_agrees_with_the_breakdown_of_each_recorded_cuda_loop(
 
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_HTA, reason="needs the [hta] extra (holistictraceanalysis)")
-@pytest.mark.parametrize("trace", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="HTA's busy time exceeds the "
-                                            "kernels' union by 2.9 % of the span"))
-    if os.path.basename(p) in HTA_DIFFERS and "capture_traces" in p else p
-    for p in SHARED_GPU], ids=os.path.basename)
+@pytest.mark.parametrize("trace", SHARED_GPU, ids=os.path.basename)
 def test_hta_agrees_with_the_breakdown_of_each_shared_gpu_trace(
         trace, tmp_path, monkeypatch, hta_parses_in_this_process):
     monkeypatch.setenv("HTA_DISABLE_NS_ROUNDING", "1")
