@@ -80,7 +80,7 @@ def split_to_folder(source, out: str, config: SplitConfig, *,
     with OutputFolder(out, overwrite=config.overwrite, inputs=inputs) as folder, \
             open_reader(source, stop=stop, name=name, follow=follow, idle_timeout=idle_timeout,
                         max_event_bytes=config.max_event_bytes) as reader:
-        workers = config.workers or 1  # see parallel.available_cores for why not more
+        workers = config.workers or 1  # see SplitConfig.workers for why not more
         result = None
         if takes_parallel_path(source, reader, workers, follow):
             try:

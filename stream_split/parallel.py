@@ -47,7 +47,7 @@ from stream_split.run import STOP_SIGNALS
 from stream_split.trace_format import METADATA_PHASE
 from stream_split.write import encode_segment, segment_text
 
-__all__ = ["NotParallel", "ParallelSplit", "available_cores", "takes_parallel_path"]
+__all__ = ["NotParallel", "ParallelSplit", "takes_parallel_path"]
 
 #: Bytes of JSON text per range dealt (the first cut after this many).
 RANGE_BYTES = 4 << 20
@@ -82,17 +82,6 @@ _EVENTS = msgspec.msgpack.Decoder()
 
 class NotParallel(Exception):
     """This trace cannot be split in ranges after all: split it as one stream."""
-
-
-def available_cores() -> int:
-    """The processors this process may run on (what ``--workers`` could take). Not the
-    default yet: on a 2-core machine under load, two workers were not measured faster than one
-    (the one engine is ~80 % of the work), so ``--workers`` defaults to 1 until a quiet run
-    shows the gain."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def takes_parallel_path(source, reader, workers: int, follow) -> bool:
