@@ -53,19 +53,19 @@ except ImportError as _error:  # pragma: no cover - depends on the installation
 
 import errno
 import glob
-import hashlib
 import os
 import posixpath
 import shutil
 import stat
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Union
 
 from stream_split.core import IterationRecord, KIND_IDLE, KIND_ITERATION, SplitOptions
 from stream_split.core.records import ITERATION_FIELDS
+from stream_split.beam_ranges import (
+    RANGE_BYTES, WHOLE, SplitInRanges, copy_out, pieces_dir_name, time_budget_stop)
 from stream_split.config import SplitConfig
 from stream_split.folder import split_to_folder
 from stream_split.run import StopRequest, new_splitter, read_through, reader_info
@@ -94,10 +94,6 @@ METRICS_NAMESPACE = "stream_split"
 #: says why, and is the fixed one).
 BEAM_DASK_RUNNER = "apache_beam.runners.dask.dask_runner.DaskRunner"
 
-_TRACE_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json.zst", ".json",
-                   ".jsonl.gz", ".jsonl", ".gz", ".zst")
-
-
 def _active_share(iterations: list[IterationRecord]) -> float | None:
     """GPU active time (union of streams) over the GPU's timeline, from the iterations'
     first GPU work to their last: the share of it some stream was busy, at most 1 (the
@@ -113,9 +109,11 @@ def _active_share(iterations: list[IterationRecord]) -> float | None:
 def trace_summary(trace: str, records: list[IterationRecord], *, info: dict,
                   error: str | None, events_in: int = 0, events_out: int = 0,
                   metadata_events: int = 0, invalid_events: int = 0,
-                  pieces: str | None = None, size_bytes: int | None = None) -> dict:
+                  pieces: str | None = None, size_bytes: int | None = None,
+                  ranges: int | None = None) -> dict:
     """The per-trace summary: counts, iteration time (median, p90), GPU busy share, and the
-    trace's size (``bytes``, as stored) and splitting time (``seconds``, in the worker: set
+    trace's size (``bytes``, as stored), the ``ranges`` it was split across the workers in
+    (None: split as one stream) and splitting time (``seconds``, in the worker: set
     by the caller that timed the work)."""
     iterations = [r for r in records if r.kind == KIND_ITERATION]
     durations = sorted(r.duration_us for r in iterations)
@@ -142,21 +140,9 @@ def trace_summary(trace: str, records: list[IterationRecord], *, info: dict,
         "error": error,
         "pieces": pieces,
         "bytes": size_bytes,
+        "ranges": ranges,
         "seconds": None,
     }
-
-
-def _trace_stem(path: str) -> str:
-    name = FileSystems.split(path)[1]
-    for suffix in _TRACE_SUFFIXES:
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
-def _pieces_dir_name(path: str) -> str:
-    """``<stem>-<hash>``: the stem alone collides across an archive (rank0 of every job)."""
-    return f"{_trace_stem(path)}-{hashlib.sha1(path.encode('utf-8')).hexdigest()[:8]}"
 
 
 @dataclass
@@ -237,7 +223,12 @@ class _SplitTraceFn(beam.DoFn):
                 f"{type(e).__name__}: {e}".splitlines()[0]
             result = self._failed(path, size, error)
         # The whole unit of work: reading, splitting and copying the pieces out.
-        result.summary["seconds"] = round(time.perf_counter() - started, 3)
+        return self._outputs(path, result, time.perf_counter() - started)
+
+    @staticmethod
+    def _outputs(path: str, result: _TraceResult, seconds: float) -> list:
+        """A trace's rows, its summary (which took ``seconds``), its dead letter if any."""
+        result.summary["seconds"] = round(seconds, 3)
         outputs = [*result.rows, beam.pvalue.TaggedOutput(SUMMARIES, result.summary)]
         if result.error is not None:
             outputs.append(beam.pvalue.TaggedOutput(
@@ -251,22 +242,17 @@ class _SplitTraceFn(beam.DoFn):
                                               size_bytes=size), error)
 
     def _split_one(self, path: str, size: int | None, scratch: str) -> _TraceResult:
-        stop = StopRequest()
-        budget = None
-        if self._time_budget is not None:  # the stop is seen between two batches of events
-            budget = threading.Timer(self._time_budget, stop.request)
-            budget.daemon = True
-            budget.start()
-        try:
+        with time_budget_stop(self._time_budget) as stop:
             result = self._split_within(path, size, scratch, stop)
-        finally:
-            if budget is not None:
-                budget.cancel()
-        if stop.requested and result.error is None:
+        self._note_budget(result, stop.requested)
+        return result
+
+    def _note_budget(self, result: _TraceResult, stopped: bool) -> None:
+        """A trace the time budget stopped is a dead letter."""
+        if stopped and result.error is None:
             result.error = result.summary["error"] = (
                 f"took longer than its time budget of {self._time_budget:g} s")
             self._failures.inc()
-        return result
 
     def _split_within(self, path: str, size: int | None, scratch: str,
                       stop: StopRequest) -> _TraceResult:
@@ -288,10 +274,17 @@ class _SplitTraceFn(beam.DoFn):
                 if result.opened:  # nothing to copy for an unreadable file
                     files = {it["index"]: it["file"] for it in result.manifest["iterations"]
                              if it["file"]}
-                    pieces_dir = FileSystems.join(self._pieces_prefix, _pieces_dir_name(path))
-                    _copy_out(pieces_local, pieces_dir)
-        records = splitter.iterations
+                    pieces_dir = FileSystems.join(self._pieces_prefix, pieces_dir_name(path))
+                    copy_out(pieces_local, pieces_dir)
+        return self._trace_result(path, size, splitter, info, error, pieces_dir, files)
 
+    def _trace_result(self, path: str, size: int | None, splitter, info: dict,
+                      error: str | None, pieces_dir: str | None, files: dict | None,
+                      ranges: int | None = None) -> _TraceResult:
+        """A trace's rows and summary from its closed ``splitter`` (or its
+        ``SplitterAccount``), counted in the metrics; ``files``: {index: piece} in
+        ``pieces_dir``; ``ranges``: how many it was split in."""
+        records = splitter.iterations
         complete = bool(info.get("complete")) and error is None
         self._traces.inc()
         self._events.inc(splitter.events_in)
@@ -312,8 +305,24 @@ class _SplitTraceFn(beam.DoFn):
         summary = trace_summary(
             path, records, info=info, error=error, events_in=splitter.events_in,
             events_out=splitter.events_out, metadata_events=splitter.metadata_events,
-            invalid_events=splitter.invalid_events, pieces=pieces_dir, size_bytes=size)
+            invalid_events=splitter.invalid_events, pieces=pieces_dir, size_bytes=size,
+            ranges=ranges)
         return _TraceResult(rows, summary, error)
+
+
+class _RangedOutputsFn(_SplitTraceFn):
+    """A trace split across the workers (``beam_ranges.RangedSplit``) in; its outputs out, as
+    ``_SplitTraceFn`` makes them. Its ``seconds``: the work of every step, summed."""
+
+    def process(self, done):
+        path, size = done.file.path, done.file.size_in_bytes
+        if done.failure is not None:
+            result = self._failed(path, size, done.failure)
+        else:
+            result = self._trace_result(path, size, done.account, done.reader_info,
+                                        done.error, done.pieces, done.files, done.ranges)
+            self._note_budget(result, done.stopped)
+        yield from self._outputs(path, result, done.seconds)
 
 
 class _NotATraceFile(Exception):
@@ -364,26 +373,6 @@ def unmatched_paths(pattern: str) -> list[DeadLetterRow]:
         if problem is not None and (os.path.isdir(path) or not os.path.exists(path)):
             rows.append({"trace": path, "error": problem})
     return rows
-
-
-def _copy_out(local_dir: str, dest_dir: str) -> None:
-    """Copy every file of ``local_dir`` to ``dest_dir`` on any Beam file system.
-
-    Why not write the pieces there directly: ``PieceWriter`` appends each event to a per-piece
-    spool file as it is decided, reopening them in turn (events arrive in file order, not
-    piece order), and assembles the pieces at the end. That needs local, appendable, seekable
-    files; object stores (gs://, s3://) offer only whole-object writes. So the pieces are
-    built in the worker's scratch directory and copied once, each in one sequential write.
-    """
-    for name in sorted(os.listdir(local_dir)):
-        source = os.path.join(local_dir, name)
-        if not os.path.isfile(source):
-            continue
-        mime = "application/json" if name.endswith(".json") else "application/gzip"
-        with open(source, "rb") as src, FileSystems.create(
-                FileSystems.join(dest_dir, name), mime_type=mime,
-                compression_type=CompressionTypes.UNCOMPRESSED) as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
 
 
 def _is_metadata(element) -> bool:
@@ -443,23 +432,37 @@ class SplitTraces(beam.PTransform):
         out.iterations | beam.Map(json.dumps) | beam.io.WriteToText(...)
 
     ``time_budget``: seconds each trace may take before it becomes a dead letter (None: no
-    limit).
+    limit). ``split_large_over``: a trace larger than this many bytes (as stored) is split
+    across the workers (``beam_ranges.SplitInRanges``: its ranges decoded and its pieces
+    written on every worker, its boundaries decided on one), with the same outputs;
+    ``scratch_prefix``: where its ranges' files go meanwhile, a place every worker reaches
+    (None: the local temporary folder, for a runner on one machine); ``range_bytes``: the
+    JSON text of a range; its ``time_budget`` is the engine's run's.
     """
 
     def __init__(self, options: SplitOptions | None = None, *, pieces_prefix: str | None = None,
                  compress_pieces: bool = True,
                  empty_match_treatment=fileio.EmptyMatchTreatment.ALLOW_IF_WILDCARD,
-                 time_budget: float | None = None):
+                 time_budget: float | None = None, split_large_over: int | None = None,
+                 scratch_prefix: str | None = None, range_bytes: int = RANGE_BYTES):
         super().__init__()
         if time_budget is not None and not (isinstance(time_budget, (int, float))
                                             and time_budget > 0):
             raise ValueError(f"time_budget must be a number of seconds > 0, not "
                              f"{time_budget!r}")
+        if split_large_over is not None and not (isinstance(split_large_over, int)
+                                                 and split_large_over >= 0):
+            raise ValueError(f"split_large_over must be a number of bytes >= 0, not "
+                             f"{split_large_over!r}")
         self._options = options or SplitOptions()
         self._pieces_prefix = pieces_prefix
         self._compress_pieces = compress_pieces
         self._time_budget = time_budget
         self._empty_match_treatment = empty_match_treatment
+        self._split_large_over = split_large_over
+        self._scratch_prefix = scratch_prefix or os.path.join(tempfile.gettempdir(),
+                                                              "stream-split-ranges")
+        self._range_bytes = range_bytes
 
     def expand(self, files: beam.PCollection[Union[str, FileMetadata]]) -> SplitOutputs:
         _refuse_unfixed_dask_runner(files.pipeline)
@@ -467,20 +470,47 @@ class SplitTraces(beam.PTransform):
         patterns, matched = files | "ByKind" >> beam.Partition(
             lambda element, _: 1 if _is_metadata(element) else 0, 2)
         new = patterns | "Match" >> fileio.MatchAll(self._empty_match_treatment)
-        split = (
-            (new, matched)
-            | "AllFiles" >> beam.Flatten()
-            # Matching runs where the patterns are (often one worker); spread the files.
-            | "Spread" >> _SpreadBySize()
-            | "Split" >> beam.ParDo(_SplitTraceFn(
-                self._options, pieces_prefix=self._pieces_prefix,
-                compress_pieces=self._compress_pieces,
-                time_budget=self._time_budget)).with_output_types(
-                    IterationRow, **{SUMMARIES: SummaryRow, DEAD_LETTERS: DeadLetterRow}
-                ).with_outputs(SUMMARIES, DEAD_LETTERS, main=ITERATIONS))
+        every = ((new, matched)
+                 | "AllFiles" >> beam.Flatten()
+                 # Matching runs where the patterns are (often one worker); spread the files.
+                 | "Spread" >> _SpreadBySize())
+        split_fn = _SplitTraceFn(self._options, pieces_prefix=self._pieces_prefix,
+                                 compress_pieces=self._compress_pieces,
+                                 time_budget=self._time_budget)
+        ranged = None
+        if self._split_large_over is not None:
+            every, ranged = self._in_ranges(every)
+        split = every | "Split" >> _outputs_of(beam.ParDo(split_fn))
         unmatched = patterns | "Unmatched" >> beam.FlatMap(unmatched_paths)
+        if ranged is not None:
+            split = [(split[tag], ranged[tag]) | f"{tag}AndRanged" >> beam.Flatten()
+                     for tag in (ITERATIONS, SUMMARIES, DEAD_LETTERS)]
+            split = dict(zip((ITERATIONS, SUMMARIES, DEAD_LETTERS), split))
         dead = (split[DEAD_LETTERS], unmatched) | "DeadLetters" >> beam.Flatten()
         return SplitOutputs(split[ITERATIONS], split[SUMMARIES], dead)
+
+    def _in_ranges(self, files):
+        """``(files to split whole, outputs of those split in ranges)``: the traces over
+        ``split_large_over`` go through ``SplitInRanges``; those it cannot cut come back."""
+        over = self._split_large_over
+        small, large = files | "BySize" >> beam.Partition(
+            lambda file, _: int((file.size_in_bytes or 0) > over), 2)
+        config = SplitConfig(options=self._options, compress=self._compress_pieces)
+        ranged = large | "InRanges" >> SplitInRanges(
+            config, scratch_prefix=self._scratch_prefix, pieces_prefix=self._pieces_prefix,
+            time_budget=self._time_budget, range_bytes=self._range_bytes)
+        whole = (small, ranged.whole) | "SmallOrWhole" >> beam.Flatten()
+        outputs = ranged.done | "RangedOutputs" >> _outputs_of(beam.ParDo(_RangedOutputsFn(
+            self._options, pieces_prefix=self._pieces_prefix,
+            compress_pieces=self._compress_pieces, time_budget=self._time_budget)))
+        return whole, outputs
+
+
+def _outputs_of(par_do):
+    """A ``ParDo`` of a ``_SplitTraceFn`` with its three outputs."""
+    return par_do.with_output_types(
+        IterationRow, **{SUMMARIES: SummaryRow, DEAD_LETTERS: DeadLetterRow}
+    ).with_outputs(SUMMARIES, DEAD_LETTERS, main=ITERATIONS)
 
 
 def trace_group(trace: str) -> str:

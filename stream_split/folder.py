@@ -29,7 +29,7 @@ from stream_split.plot import require_pyplot, write_plot
 from stream_split.run import StopRequest, new_splitter, open_reader, read_through
 from stream_split.write import PieceWriter, finish_split
 
-__all__ = ["SplitResult", "split_to_folder", "PLOT_FILE"]
+__all__ = ["SplitResult", "split_to_folder", "finish_folder", "PLOT_FILE"]
 
 #: The picture ``plot=True`` draws into the folder.
 PLOT_FILE = "iterations.png"
@@ -120,15 +120,25 @@ def _split_into(source, out_dir: str, config: SplitConfig, *, check: bool, reade
         outcome = read_through(source, splitter, check=check, on_pairs=writer.add_many,
                                reader=reader, **reading)
     reader = outcome.reader
-    chosen = None if outcome.error else config.choice.chosen(splitter.iterations)
-    dropped = None if chosen is None else config.choice.dropped(splitter.iterations)
-    if dropped is not None and reading.get("on_warning") is not None:
-        reading["on_warning"](dropped)
     shown = reading["name"] or (os.fspath(source) if isinstance(source, (str, os.PathLike))
                                 else getattr(source, "name", "<stream>"))
-    manifest = finish_split(writer, splitter, reader, source=shown,
-                            reader_info=outcome.reader_info, error=outcome.error, owners=chosen,
-                            chosen_by=config.choice.texts)
+    manifest = finish_folder(writer, splitter, reader, config, source=shown,
+                             reader_info=outcome.reader_info, error=outcome.error,
+                             on_warning=reading.get("on_warning"))
     header = {**reader.header_after, **reader.header_before} if reader is not None else {}
     return SplitResult(manifest, outcome.error, outcome.reader_info, header,
                        reader is not None, splitter)
+
+
+def finish_folder(writer: PieceWriter, splitter, reader, config: SplitConfig, *, source: str,
+                  reader_info: dict, error: str | None, on_warning=None) -> dict:
+    """The end of a split into a folder, after the run: the iterations ``config`` chose
+    (``on_warning``: told what the choice left out), their pieces assembled and the manifest
+    written (``write.finish_split``); returns the manifest. ``splitter``: the closed
+    splitter, or anything with its records and counts (``beam_ranges.SplitterAccount``)."""
+    chosen = None if error else config.choice.chosen(splitter.iterations)
+    dropped = None if chosen is None else config.choice.dropped(splitter.iterations)
+    if dropped is not None and on_warning is not None:
+        on_warning(dropped)
+    return finish_split(writer, splitter, reader, source=source, reader_info=reader_info,
+                        error=error, owners=chosen, chosen_by=config.choice.texts)

@@ -47,7 +47,9 @@ from stream_split.run import STOP_SIGNALS
 from stream_split.trace_format import METADATA_PHASE
 from stream_split.write import encode_segment, segment_text
 
-__all__ = ["NotParallel", "ParallelSplit", "takes_parallel_path"]
+__all__ = ["NotParallel", "ParallelSplit", "takes_parallel_path", "takes_ranges", "placed",
+           "cut_ranges", "decode_range", "decode_for_engine", "DecodedRanges", "cut_segments",
+           "RANGE_BYTES", "RANGE_SHIFT"]
 
 #: Bytes of JSON text per range dealt (the first cut after this many).
 RANGE_BYTES = 4 << 20
@@ -89,11 +91,16 @@ def takes_parallel_path(source, reader, workers: int, follow) -> bool:
     ``workers`` processes (see the module docstring)."""
     return (workers > 1 and follow is None and isinstance(source, (str, os.PathLike))
             and source != "-" and os.path.isfile(source)
-            and os.path.getsize(source) >= PARALLEL_MIN_BYTES
-            and reader.form in _FORMS and reader.compression in ("gzip", "plain"))
+            and os.path.getsize(source) >= PARALLEL_MIN_BYTES and takes_ranges(reader))
 
 
-def _placed(texts):
+def takes_ranges(reader) -> bool:
+    """Whether a trace opened as ``reader`` (up to its first event) can be cut in ranges
+    (``cut_ranges``): of the object or array form, plain or gzip."""
+    return reader.form in _FORMS and reader.compression in ("gzip", "plain")
+
+
+def placed(texts):
     """Each range with its place: the first, the last, one of the middle, or the only one."""
     previous, first = None, True
     for text in texts:
@@ -105,35 +112,45 @@ def _placed(texts):
         yield previous, _ONLY if first else _LAST
 
 
-def _ranges(path, range_bytes: int, on_read=None, head_bytes: int = 0):
-    """The trace's JSON text, inflated, cut after a ``}`` before ``,\\n`` (``_CUT``), once at
-    least ``range_bytes`` are gathered (the first range: ``head_bytes`` too, the bytes the
-    reader took to its first event, header keys included); ``on_read(n)``: n bytes of the file
-    were read."""
+def cut_ranges(stream, range_bytes: int, on_read=None, head_bytes: int = 0):
+    """The JSON text of the trace read from the binary ``stream`` (from its start), inflated,
+    cut after a ``}`` before ``,\\n`` (``_CUT``), once at least ``range_bytes`` are gathered
+    (the first range: ``head_bytes`` too, the bytes the reader took to its first event,
+    header keys included); ``on_read(n)``: n bytes of the stream were read. ``NotParallel``
+    when the stream cannot be read or is cut short."""
     decompressor = Decompressor()
     parts, size = [], 0
     least = max(range_bytes, head_bytes)
     try:
-        with open(path, "rb") as f:
-            while chunk := f.read(READ_CHUNK):
-                if on_read is not None:
-                    on_read(len(chunk))
-                for plain in decompressor.pieces(chunk):
-                    parts.append(plain)
-                    size += len(plain)
-                    if size > least:
-                        text = b"".join(parts)
-                        start = 0
-                        while (cut := text.find(_CUT, start + least)) >= 0:
-                            yield text[start:cut + 1]
-                            start, least = cut + 1, range_bytes
-                        parts, size = [text[start:]], len(text) - start
-            parts.append(decompressor.finish())
+        while chunk := stream.read(READ_CHUNK):
+            if on_read is not None:
+                on_read(len(chunk))
+            for plain in decompressor.pieces(chunk):
+                parts.append(plain)
+                size += len(plain)
+                if size > least:
+                    text = b"".join(parts)
+                    start = 0
+                    while (cut := text.find(_CUT, start + least)) >= 0:
+                        yield text[start:cut + 1]
+                        start, least = cut + 1, range_bytes
+                    parts, size = [text[start:]], len(text) - start
+        parts.append(decompressor.finish())
     except (TraceInputError, OSError) as e:
         raise NotParallel(str(e)) from None
     if decompressor.truncated:
         raise NotParallel("the compressed stream is cut short")
     yield b"".join(parts)
+
+
+def _file_ranges(path, range_bytes: int, on_read=None, head_bytes: int = 0):
+    """``cut_ranges`` of the file at ``path``."""
+    try:
+        f = open(path, "rb")
+    except OSError as e:
+        raise NotParallel(str(e)) from None
+    with f:
+        yield from cut_ranges(f, range_bytes, on_read, head_bytes)
 
 
 def decode_range(text: bytes, place: str, form: str, max_event_bytes: int) -> tuple:
@@ -163,6 +180,22 @@ def decode_range(text: bytes, place: str, form: str, max_event_bytes: int) -> tu
     return batch, ending
 
 
+def decode_for_engine(text: bytes, place: str, form: str, max_event_bytes: int) -> tuple:
+    """``(decoded, raws)`` of one range (``decode_range``): ``decoded`` is what the engine
+    reads of it (``DecodedRanges.batch_of``): its events without their bytes, as MessagePack
+    (about 3x as fast to read back as a pickle, and 40x to write), its frame runs, the bytes
+    of its metadata events by index (the engine hands them back themselves), and the
+    document's ending; ``raws``: the original bytes of the other events (None for metadata),
+    which the events' pieces are written from (``write.segment_text``)."""
+    batch, ending = decode_range(text, place, form, max_event_bytes)
+    raws = batch.raws
+    metadata = {k: raws[k] for k, event in enumerate(batch.events)
+                if event is not None and event.get("ph") == METADATA_PHASE}
+    for k in metadata:
+        raws[k] = None
+    return (_ENCODER.encode(batch.events), batch.frame_runs, metadata, ending), raws
+
+
 class _Worker:
     """A worker process's state: the original bytes of its ranges' events not yet written."""
 
@@ -174,18 +207,10 @@ class _Worker:
         self.left: dict = {}  # range -> events not yet written
 
     def decode(self, r: int, text: bytes, place: str) -> tuple:
-        """The range's events for the engine (without their bytes, kept here), as MessagePack
-        (about 3x as fast to read back as a pickle, and 40x to write), its frame runs, the
-        bytes of its metadata events (the engine hands them back themselves), and the
-        document's ending (``decode_range``)."""
-        batch, ending = decode_range(text, place, self.form, self.max_event_bytes)
-        raws = batch.raws
-        metadata = {k: raws[k] for k, event in enumerate(batch.events)
-                    if event is not None and event.get("ph") == METADATA_PHASE}
-        for k in metadata:
-            raws[k] = None
-        self._keep(r, raws, len(raws) - len(metadata))
-        return _ENCODER.encode(batch.events), batch.frame_runs, metadata, ending
+        """The range's events for the engine (``decode_for_engine``); their bytes kept here."""
+        decoded, raws = decode_for_engine(text, place, self.form, self.max_event_bytes)
+        self._keep(r, raws, len(raws) - len(decoded[2]))
+        return decoded
 
     def _keep(self, r: int, raws: list, left: int) -> None:
         if left:
@@ -209,6 +234,36 @@ class _Worker:
             if separated is not None:
                 out.append(encode_segment(segment_text(picked, separated), self.level))
         return out
+
+
+def cut_segments(pairs, writer) -> tuple:
+    """``(metadata, segments)`` of decided ``(owner, place)`` pairs: the metadata pairs (their
+    raws are the events' bytes, for ``writer.add_many``), and the others cut into segments of
+    one owner and one range, in the order decided: ``(owner, range, separated, indices)``,
+    ``separated`` as ``writer.separated(owner)`` says (None: the owner is not written,
+    ``writer.wants``), ``indices`` the events' indices in their range (an int64 array)."""
+    if not pairs:
+        return [], []
+    owners, places = zip(*pairs)
+    owners = np.array(owners, np.int64)
+    metadata = np.flatnonzero(owners == METADATA).tolist()
+    metadata_pairs = [pairs[k] for k in metadata]
+    if metadata:
+        keep = np.flatnonzero(owners != METADATA)
+        places = [places[k] for k in keep.tolist()]
+        owners = owners[keep]
+    if not len(owners):
+        return metadata_pairs, []
+    places = np.array(places, np.int64)
+    ranges, indices = places >> RANGE_SHIFT, places & _INDEX_MASK
+    cuts = np.flatnonzero((owners[1:] != owners[:-1]) | (ranges[1:] != ranges[:-1])) + 1
+    bounds = [0, *cuts.tolist(), len(owners)]
+    segments = []
+    for a, b in zip(bounds, bounds[1:]):
+        owner = int(owners[a])
+        separated = writer.separated(owner) if writer.wants(owner) else None
+        segments.append((owner, int(ranges[a]), separated, indices[a:b]))
+    return metadata_pairs, segments
 
 
 def _tasks_of(tasks, parent: int):
@@ -315,30 +370,16 @@ class ParallelSplit:
         """The pairs gathered as segments to the workers that hold their bytes: metadata to
         the writer (its bytes came back from the worker)."""
         pairs, self._pairs = self._pairs, []
-        if not pairs:
-            return
-        owners, places = zip(*pairs)
-        owners = np.array(owners, np.int64)
-        metadata = np.flatnonzero(owners == METADATA).tolist()
+        metadata, segments = cut_segments(pairs, self.writer)
         if metadata:
-            self.writer.add_many([pairs[k] for k in metadata])
-            keep = np.flatnonzero(owners != METADATA)
-            places = [places[k] for k in keep.tolist()]
-            owners = owners[keep]
-        if not len(owners):
+            self.writer.add_many(metadata)
+        if not segments:
             return
-        places = np.array(places, np.int64)
-        ranges, indices = places >> RANGE_SHIFT, places & _INDEX_MASK
-        cuts = np.flatnonzero((owners[1:] != owners[:-1]) | (ranges[1:] != ranges[:-1])) + 1
-        bounds = [0, *cuts.tolist(), len(owners)]
         jobs: dict = {}
         order = []
-        for a, b in zip(bounds, bounds[1:]):
-            owner, r = int(owners[a]), int(ranges[a])
-            wanted = self.writer.wants(owner)
-            jobs.setdefault(r % self.count, []).append(
-                (r, self.writer.separated(owner) if wanted else None, indices[a:b].tolist()))
-            if wanted:
+        for owner, r, separated, indices in segments:
+            jobs.setdefault(r % self.count, []).append((r, separated, indices.tolist()))
+            if separated is not None:
                 order.append((owner, r % self.count))
         key = self._sent_rounds
         self._sent_rounds += 1
@@ -378,53 +419,30 @@ class ParallelSplit:
         self.close()
 
 
-class _RangeReader:
-    """What ``run.drive`` reads of a trace dealt to the workers: its batches in file order
-    and the reader's account (``form``, ``header_before`` and ``header_after``, ``complete``,
-    ``stop_reason``, ``bytes_read``), as a ``read.TraceReader`` gives them."""
+class DecodedRanges:
+    """What ``run.drive`` reads of a trace whose ranges are decoded elsewhere
+    (``decode_for_engine``): its batches in file order and the reader's account (``form``,
+    ``header_before`` and ``header_after``, ``complete``, ``stop_reason``, ``bytes_read``), as
+    a ``read.TraceReader`` gives them, from ``opened`` (the trace opened up to its first
+    event, or anything with its ``form``, ``compression`` and ``header_before``). A subclass
+    gives ``batches``, each range's ``batch_of`` in order."""
 
-    def __init__(self, split: ParallelSplit, source, opened, range_bytes: int):
-        self._split = split
-        self._source = source
-        self._range_bytes = range_bytes
+    def __init__(self, opened, input_size: int | None = None):
         self.form = opened.form
         self.compression = opened.compression
         self.header_before = opened.header_before
-        self._head_bytes = opened.bytes_read
         self.header_after: dict = {}
         self.complete = False
         self.stop_reason = None
         self.bytes_read = 0
         self.input_bytes = 0
-        self.input_size = os.path.getsize(source)
+        self.input_size = input_size
 
-    def batches(self, raws: bool = True, slim: bool = True):
-        """Each range's events, in file order; an event's raw is its place, a metadata
-        event's its bytes. The ranges are dealt by a thread of this process (inflating
-        and reading release the GIL), ``AHEAD_PER_WORKER`` per worker ahead of the engine."""
-        dealer = _Dealer(self, self._split.count * AHEAD_PER_WORKER)
-        try:
-            while (r := dealer.next_range()) is not None:
-                yield self._taken(r)
-                dealer.taken()
-        finally:
-            dealer.stop()
-
-    def deal(self, dealer: "_Dealer") -> None:
-        """Deal every range to the workers in turn (the dealer's thread)."""
-        for r, (text, place) in enumerate(_placed(_ranges(
-                self._source, self._range_bytes, self._read, self._head_bytes))):
-            if not dealer.wait_for_room():
-                return
-            self.bytes_read += len(text)
-            self._split.send(r % self._split.count, ("decode", r, text, place))
-            dealer.dealt(r)
-
-    def _read(self, n: int) -> None:
-        self.input_bytes += n
-
-    def _taken(self, r: int) -> Events:
-        encoded, frame_runs, metadata, ending = self._split.take("decoded", r)
+    def batch_of(self, r: int, decoded: tuple) -> Events:
+        """Range ``r``'s events from what ``decode_for_engine`` made of it; an event's raw
+        is its place (``r << RANGE_SHIFT | index``), a metadata event's its bytes; the
+        last range's ending completes the account."""
+        encoded, frame_runs, metadata, ending = decoded
         batch = Events(_EVENTS.decode(encoded), None, frame_runs)
         places = list(range(r << RANGE_SHIFT, (r << RANGE_SHIFT) + len(batch.events)))
         for k, raw in metadata.items():
@@ -440,6 +458,42 @@ class _RangeReader:
 
     def __exit__(self, *exc) -> None:
         pass
+
+
+class _RangeReader(DecodedRanges):
+    """The ranges of a trace dealt to the workers of a ``ParallelSplit``."""
+
+    def __init__(self, split: ParallelSplit, source, opened, range_bytes: int):
+        super().__init__(opened, os.path.getsize(source))
+        self._split = split
+        self._source = source
+        self._range_bytes = range_bytes
+        self._head_bytes = opened.bytes_read
+
+    def batches(self, raws: bool = True, slim: bool = True):
+        """Each range's events, in file order; an event's raw is its place, a metadata
+        event's its bytes. The ranges are dealt by a thread of this process (inflating
+        and reading release the GIL), ``AHEAD_PER_WORKER`` per worker ahead of the engine."""
+        dealer = _Dealer(self, self._split.count * AHEAD_PER_WORKER)
+        try:
+            while (r := dealer.next_range()) is not None:
+                yield self.batch_of(r, self._split.take("decoded", r))
+                dealer.taken()
+        finally:
+            dealer.stop()
+
+    def deal(self, dealer: "_Dealer") -> None:
+        """Deal every range to the workers in turn (the dealer's thread)."""
+        for r, (text, place) in enumerate(placed(_file_ranges(
+                self._source, self._range_bytes, self._read, self._head_bytes))):
+            if not dealer.wait_for_room():
+                return
+            self.bytes_read += len(text)
+            self._split.send(r % self._split.count, ("decode", r, text, place))
+            dealer.dealt(r)
+
+    def _read(self, n: int) -> None:
+        self.input_bytes += n
 
 
 class _Dealer:
