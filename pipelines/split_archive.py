@@ -29,6 +29,11 @@ then the status is 1 (``EXIT_DEAD_LETTERS``) when one trace or more failed. Inst
 ``--verbose``. Every output names a trace by the path its pattern matched (relative patterns
 give relative paths, in ``groups.jsonl`` too).
 
+With ``--split-large-over BYTES``, each trace larger than that is split across the workers
+(``stream_split.beam_ranges``: its ranges decoded and its pieces written on all of them, its
+boundaries decided on one) with the same outputs; its ranges' files are kept under
+``OUTPUT/.ranges/`` meanwhile.
+
 File names are exact (one shard each) unless ``--sharded``, which lets the runner choose the
 number of shards and names them ``iterations-00000-of-00004.jsonl`` etc.: use it at scale,
 where one writer per output would be the bottleneck.
@@ -47,6 +52,9 @@ EXIT_DEAD_LETTERS = 1
 #: What Beam logs when it is imported without Google Cloud's client libraries (about BigQuery,
 #: which this job never uses): kept off the terminal, before ``--help`` too.
 BEAM_IMPORT_NOISE = "apitools not found"
+#: The folder under ``--output`` where a trace split across the workers keeps its ranges'
+#: files while it is split (every worker reaches the output; removed trace by trace).
+RANGES_SCRATCH = ".ranges"
 OUTPUT_NAMES = ("iterations.jsonl", "iterations.parquet", "summaries.jsonl",
                 "dead_letters.jsonl", "groups.jsonl")
 
@@ -66,6 +74,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="split at a lower level of the repeating structure")
     parser.add_argument("--pieces", action="store_true",
                         help="also write one Chrome trace per iteration under OUTPUT/pieces/")
+    parser.add_argument("--split-large-over", type=_size, default=None, metavar="BYTES",
+                        help="split each trace larger than BYTES (as stored; 500M, 2G: "
+                             "powers of 1024) across the workers: its ranges decoded and its "
+                             "pieces written on all of them, its boundaries decided on one, "
+                             "with the same outputs (default: every trace on one worker)")
+    parser.add_argument("--range-bytes", type=_size, default=None, metavar="BYTES",
+                        help="with --split-large-over: the JSON text of a range (default 4M)")
     parser.add_argument("--sharded", action="store_true",
                         help="let the runner shard the outputs (NAME-SSSSS-of-NNNNN.EXT)")
     parser.add_argument("--verbose", action="store_true",
@@ -75,6 +90,19 @@ def build_parser() -> argparse.ArgumentParser:
                              "split (it is in dead_letters.jsonl); by default such traces are "
                              "counted in the final line and the status stays 0")
     return parser
+
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _size(text: str) -> int:
+    """A number of bytes: digits, with K, M, G or T (powers of 1024) after them."""
+    number, unit = text[:-1], text[-1:].upper()
+    if unit.isdigit():
+        number, unit = text, ""
+    if not number.isdigit() or unit not in _UNITS:
+        raise argparse.ArgumentTypeError(f"not a number of bytes: {text!r} (e.g. 500M, 2G)")
+    return int(number) * _UNITS[unit]
 
 
 class _DropImportNoise(logging.Filter):
@@ -148,11 +176,16 @@ def build_pipeline(pipeline, args) -> None:
                                    shard_name_template=template)
 
     options = SplitOptions(detector=args.detector, level=args.level)
+    ranges = {} if args.split_large_over is None else {
+        "split_large_over": args.split_large_over, "scratch_prefix": FileSystems.join(
+            out, RANGES_SCRATCH), **({} if args.range_bytes is None else {
+                "range_bytes": args.range_bytes})}
     split = (
         pipeline
         | "Patterns" >> beam.Create(args.input)
         | "SplitTraces" >> SplitTraces(
-            options, pieces_prefix=FileSystems.join(out, "pieces") if args.pieces else None))
+            options, pieces_prefix=FileSystems.join(out, "pieces") if args.pieces else None,
+            **ranges))
 
     split.iterations | "IterationsJson" >> beam.Map(_to_json) | "WriteIterations" >> text(
         "iterations")
