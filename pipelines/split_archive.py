@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 
 #: Exit status when the input matches no file (as the CLI's bad input).
@@ -154,6 +155,14 @@ def run_report(out: str) -> tuple[str, int]:
     return line, failed
 
 
+def remove_empty_scratch(out: str) -> None:
+    """Remove ``OUTPUT/.ranges`` once every trace split in ranges has removed its files (a
+    local output: an object store has no folders)."""
+    scratch = os.path.join(out, RANGES_SCRATCH)
+    if "://" not in out and os.path.isdir(scratch) and not os.listdir(scratch):
+        os.rmdir(scratch)
+
+
 def _to_json(value) -> str:
     from stream_split.write import event_json
     return event_json(value).decode("utf-8")
@@ -238,6 +247,7 @@ def main(argv=None) -> int:
     options = PipelineOptions(pipeline_args)
     with beam.Pipeline(runner=_runner(options), options=options) as pipeline:
         build_pipeline(pipeline, args)
+    remove_empty_scratch(args.output)
     line, failed = run_report(args.output)
     print(line)
     return EXIT_DEAD_LETTERS if failed and args.fail_on_dead_letters else 0

@@ -19,6 +19,11 @@ What it must never do: turn events into Beam elements (a shuffle moves ~47 k ele
 trace has millions of events), or repeat the logic of ``drive``. Events stay inside the
 per-file step; only records, a few per iteration, leave it.
 
+One huge trace: with ``split_large_over``, a trace larger than that is split across the
+workers instead (``stream_split.beam_ranges.SplitInRanges``: ranges decoded and pieces
+written by maps, boundaries decided by a reduce; its events stay in files), with the same
+outputs; ``_RangedOutputsFn`` makes them, as ``_SplitTraceFn`` does for a trace split whole.
+
 Runners. The transform is plain Beam (a multi-output ``ParDo``, ``Partition``,
 ``GroupByKey``), idiomatic on every runner, and tested on the DirectRunner (in process and
 ``multi_processing``), the FnApiRunner and a ``dask.distributed`` cluster. Beam 2.77's own

@@ -417,6 +417,9 @@ class _DecideFn(_ScratchFn):
         problem = head.problem or next((d.failure for d in decoded if d.failure), None)
         if problem is None and [d.r for d in decoded] != list(range(head.ranges)):
             problem = "a range was not decoded"
+        if len(heads) > 1:  # matched twice (two patterns): split whole, as often as matched
+            yield from (beam.pvalue.TaggedOutput(WHOLE, other.file) for other in heads[1:])
+            problem = "matched more than once"
         outputs = None
         if problem is None:
             try:

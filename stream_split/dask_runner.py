@@ -28,10 +28,11 @@ other runner:
 and result object, and replaces the translation of the graph: each ``PCollection`` (not each
 transform) gets its own bag, so a consumer reads exactly its tag; every leaf is computed;
 each bundle collects its outputs after ``finish_bundle``; side inputs are dependencies of the
-consuming tasks (computed once, in the same graph); ``Reshuffle`` and ``GroupByKey`` deal
-their input over at least ``--dask_npartitions`` partitions (default: four per worker
-thread). ``GroupByKey`` places an integer key ``k`` in partition ``k % n``, so keys that are
-ranks (``stream_split.beam`` ranks traces by size) are dealt round-robin.
+consuming tasks (computed once, in the same graph); ``Reshuffle`` deals every input
+partition over ``--dask_npartitions`` partitions (default: four per worker thread), and
+``GroupByKey`` groups over that many. ``GroupByKey`` places an integer key ``k`` in
+partition ``k % n``, so keys that are ranks (``stream_split.beam`` ranks traces by size) are
+dealt round-robin.
 
 What it must never do: patch Beam's classes in place, or run on a Beam version it was not
 checked on (the translation uses Beam internals: ``DoFnInvoker``, ``_OutputHandler``, the
@@ -178,10 +179,10 @@ def _concat(partitions) -> list:
     return [element for partition in partitions for element in partition]
 
 
-def _deal(partition, parts: int) -> tuple:
-    """Element ``i`` to part ``i % parts``, order kept within each part."""
+def _deal(partition, parts: int, offset: int = 0) -> tuple:
+    """Element ``i`` to part ``(offset + i) % parts``, order kept within each part."""
     elements = list(partition)
-    return tuple(elements[j::parts] for j in range(parts))
+    return tuple(elements[(j - offset) % parts::parts] for j in range(parts))
 
 
 def _spread(bag: db.Bag, partitions: int) -> db.Bag:
@@ -197,6 +198,27 @@ def _spread(bag: db.Bag, partitions: int) -> db.Bag:
     for partition in bag.to_delayed(optimize_graph=False):
         pieces.extend(dask.delayed(_deal, nout=parts)(partition, parts))
     return db.from_delayed(pieces)
+
+
+def _partitioned(bag: db.Bag, partitions: int) -> db.Bag:
+    """``bag`` over exactly ``partitions`` partitions: adjacent ones joined, or each dealt
+    (``_spread``). A ``Flatten`` adds its inputs' partitions up: without this, every
+    ``GroupByKey`` after one would keep them all, and the graph (a shuffle's tasks grow with
+    the square of its partitions) would grow with the pipeline's depth."""
+    if bag.npartitions > partitions:
+        return bag.repartition(npartitions=partitions)
+    return _spread(bag, partitions)
+
+
+def _reshuffle(bag: db.Bag, partitions: int) -> db.Bag:
+    """``bag`` dealt over exactly ``partitions`` partitions: element ``k`` of input partition
+    ``i`` to partition ``(i + k) % partitions``. Every input partition is dealt over all of
+    them, however the input was partitioned: the ranges of one trace, all in one partition
+    (one trace was cut by one task), are spread over the workers."""
+    dealt = [dask.delayed(_deal, nout=partitions)(partition, partitions, i)
+             for i, partition in enumerate(bag.to_delayed(optimize_graph=False))]
+    return db.from_delayed([dask.delayed(_concat)([parts[j] for parts in dealt])
+                            for j in range(partitions)])
 
 
 def _group_key(pair):
@@ -257,10 +279,10 @@ class _Graph(PipelineVisitor):
             elif kind is _beam_overrides._Flatten:
                 result = db.concat(input_bags) if input_bags else db.from_sequence([])
             elif kind is _beam_overrides._GroupByKeyOnly:
-                spread = _spread(input_bags[0], self._spread)
+                spread = _partitioned(input_bags[0], self._spread)
                 result = groupby_tasks(spread, _group_key, hash=_group_hash).map(_group_values)
             elif kind is _beam_overrides._Reshuffle:
-                result = _spread(input_bags[0], self._spread)
+                result = _reshuffle(input_bags[0], self._spread)
             elif len(input_bags) == 1:  # any other primitive: identity, as in Beam's runner
                 result = input_bags[0]
             else:

@@ -142,6 +142,23 @@ def test_a_beam_version_the_runner_was_not_checked_on_is_refused():
         check_beam_version("2.78.0")
 
 
+def test_a_reshuffle_deals_every_partition_over_all_and_a_group_keeps_their_number():
+    """Ranges cut by one task (one partition) are dealt over every partition; a group after
+    a ``Flatten`` (its inputs' partitions added up) is over as many as configured."""
+    import dask
+    import dask.bag as db
+    from stream_split.dask_runner import _partitioned, _reshuffle
+    one = db.from_delayed([dask.delayed(list)(range(20)),
+                           *(dask.delayed(list)([]) for _ in range(7))])
+    parts = _reshuffle(one, 4).to_delayed()
+    assert [len(p) for p in dask.compute(*parts, scheduler="sync")] == [5, 5, 5, 5]
+    assert sorted(_reshuffle(one, 4).compute(scheduler="sync")) == list(range(20))
+    many = db.concat([db.from_sequence(range(10), npartitions=10)] * 3)
+    assert _partitioned(many, 8).npartitions == 8
+    assert sorted(_partitioned(many, 8).compute(scheduler="sync")) == sorted([*range(10)] * 3)
+    assert _partitioned(one, 16).npartitions == 16
+
+
 # -- the archive pipeline on three runners ---------------------------------------------------
 
 
@@ -235,3 +252,25 @@ def test_archive_outputs_are_identical_on_dask_fnapi_and_direct_runners(
                                                 for i in range(4)}
     for row in iterations:  # every piece was copied out of the Dask workers
         assert Path(row["file"].replace("OUT", str(tmp_path / "dask"))).is_file()
+
+
+# -- one large trace across the Dask workers -------------------------------------------------
+
+
+def _on_dask(address: str) -> list[str]:
+    return ["--runner=stream_split.dask_runner.DaskRunner", f"--dask_client_address={address}"]
+
+
+def test_a_large_trace_split_across_dask_workers_gives_the_clis_pieces_and_records(
+        dask_cluster, tmp_path):
+    """``--split-large-over`` on the cluster (``test_beam_ranges.py`` on the DirectRunner)."""
+    from test_beam_ranges import assert_split_as_the_cli, make_archive, split_archive
+    traces = make_archive(tmp_path / "traces")
+    split_archive([p for p, _ in traces.values()], tmp_path / "out", _on_dask(dask_cluster))
+    assert_split_as_the_cli(traces, tmp_path / "out", tmp_path / "cli")
+
+
+def test_the_40x_tile_split_across_two_dask_workers_gives_the_clis_output(
+        dask_cluster, tmp_path):
+    from test_beam_ranges import split_tile_as_the_cli
+    split_tile_as_the_cli(_on_dask(dask_cluster), tmp_path)
