@@ -176,6 +176,29 @@ def test_records_only_in_ranges_are_the_records_of_one_stream(archive, tmp_path)
     assert set(outputs["whole"][2].values()) == {None}
 
 
+def test_a_trace_split_in_ranges_past_its_time_budget_is_a_dead_letter(long_trace, tmp_path):
+    """The budget counts the engine's run (``Decide``): stopped, the trace is a dead letter,
+    its summary says in how many ranges it was cut, and its ranges' files are removed."""
+    from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
+    from apache_beam.testing.util import assert_that
+    from stream_split.beam import SplitTraces
+
+    def check_dead_letters(letters):
+        assert [row["error"] for row in letters] == [
+            "took longer than its time budget of 0.05 s"]
+
+    def check_summaries(summaries):
+        assert [s["ranges"] > 2 and not s["complete"] for s in summaries] == [True]
+
+    with BeamTestPipeline() as p:
+        out = p | beam.Create([str(long_trace)]) | SplitTraces(
+            time_budget=0.05, split_large_over=0, range_bytes=1 << 20,
+            pieces_prefix=str(tmp_path / "pieces"), scratch_prefix=str(tmp_path / "ranges"))
+        assert_that(out.dead_letters, check_dead_letters, label="dead")
+        assert_that(out.summaries, check_summaries, label="summaries")
+    assert list((tmp_path / "ranges").iterdir()) == []
+
+
 def test_a_size_is_read_with_its_unit():
     from pipelines.split_archive import build_parser
     args = build_parser().parse_args(["--input", "x", "--output", "y",
