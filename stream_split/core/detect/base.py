@@ -61,6 +61,11 @@ class FoundBoundary:
     #: it opened the instance, but the instance begins at this op.
     moves_last: bool = False
     why: str = ""
+    #: Where the gap before the instance's first op begins (the end of the op before it on
+    #: its row; -inf: none before it): Python frames of ``thread`` that begin there and hold
+    #: the boundary open the step (``core.owners.StepOpeners``). None: no frame opens it here
+    #: (the boundary is already at its opener, or no row is known).
+    opens_after: float | None = None
 
 
 @dataclass(slots=True)

@@ -250,8 +250,6 @@ class StructureDetector:
         is read (Kineto's layout), so no later instance can differ. A coarser cut of several
         instances that each turn the loop loses to them at close (the super-period rule) and
         a finer one turns no loop, whatever the kernels that come later weigh."""
-        if not section_read and self._frames_follow():
-            return ()
         unit = find_unit(roots, names=self._names, whole=False, memo=self._memos.of(roots))
         if unit is None:
             return ()
@@ -263,16 +261,6 @@ class StructureDetector:
         if believed is None:
             return ()
         return self._start_matching(state, roots, unit, path, f"{why}; {believed}")
-
-    def _frames_follow(self) -> bool:
-        """The header promises Python frames, and none has come before the op it opens: the
-        file brings them after the loop thread's ops (Kineto's layout). A boundary believed
-        now would be out before the frames that open its step (the outermost frame, the
-        RNG calls before the first op), and a boundary never moves earlier: the decision
-        waits for the end of the loop thread's section, when the frames are read
-        (``_section_ended``). A file in time order brings each frame before the ops it
-        opens, and decides online."""
-        return bool(self._facts.frames) and not self._frames_before_ops
 
     def _start_matching(self, state: ThreadSkeleton, roots: list, unit: Unit, path: list,
                         why: str) -> tuple:
