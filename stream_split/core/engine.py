@@ -343,13 +343,10 @@ class Splitter:
                 self._observe_op((pid, tid), ts, end, name := name or "", cat)
             elif self._detector.wants_evidence:  # a launch or a frame may end the section
                 self._add_boundaries(self._evidence_of(pid, tid, ts, end, name, cat, args))
-            if cat == PYTHON_FRAME_CAT and name and not self._diffusion_code:  # phases
-                self._diffusion_code = name.startswith(DIFFUSION_CODE)
+            if cat == PYTHON_FRAME_CAT and self._python_frame(event, ts, end, name, raw):
+                return  # it opens a step: owned by it
         windows = self._windows
-        if windows.openers.any and cat == PYTHON_FRAME_CAT and ph == "X" and (
-                owner := windows.frame_owner((pid, tid), ts, end, name or "")) is not None:
-            self._own_cpu(owner, event, end, raw, cat)  # it opens a step (``StepOpeners``)
-        elif windows.cached_lo <= ts <= end < windows.cached_hi:  # the common case, inline
+        if windows.cached_lo <= ts <= end < windows.cached_hi:  # the common case, inline
             owner = windows.cached_owner
             if not self._keep and owner >= 0 and (
                     not args or ("correlation" not in args and cat != ANNOTATION_CAT)):
@@ -369,6 +366,21 @@ class Splitter:
             self._own_cpu(windows.owner(ts, end), event, end, raw, cat)
         else:
             self._hold(end, ts, event, None, raw)
+
+    def _python_frame(self, event: dict, ts, end, name, raw) -> bool:
+        """A Python frame (``X``): the phases' evidence (diffusion code), and, when it begins
+        in the gap before a boundary, the step it opens (``owners.StepOpeners``): True when
+        owned so."""
+        if name and not self._diffusion_code:
+            self._diffusion_code = name.startswith(DIFFUSION_CODE)
+        windows = self._windows
+        if not windows.openers.any:
+            return False
+        owner = windows.frame_owner((event.get("pid"), event.get("tid")), ts, end, name or "")
+        if owner is None:
+            return False
+        self._own_cpu(owner, event, end, raw, PYTHON_FRAME_CAT)
+        return True
 
     def _own_metadata(self, event: dict, raw) -> None:
         self.metadata_events += 1

@@ -170,13 +170,14 @@ class Windows:
         return self.starts[k + 1] if k + 1 < len(self.starts) else float("inf")
 
     def frame_owner(self, thread, start: float, end: float, name: str) -> int | None:
-        """The step a Python frame of ``thread`` (named ``name``) opens (``StepOpeners``), when it begins in
-        the gap before a boundary: the boundary's iteration where it is that step's opener
-        (decidable now) or nested in it; None where the usual rules decide (``owner``). A
-        frame that holds the boundary is noted as it comes, decided or not: frames come
-        outermost first, so the opener is known before the frames nested in it. Where no
-        later boundary is known yet, the opener's ceiling is not either: it is taken to be
-        none (a file that brings frames after a step's ops brings them after every op)."""
+        """The step a Python frame of ``thread`` (named ``name``) opens (``StepOpeners``),
+        when it begins in the gap before a boundary: the boundary's iteration where it is
+        that step's opener (and decidable now) or nested in it; None where the usual rules
+        decide (``owner``). A frame that holds the boundary is noted as it comes, decided or
+        not: frames come outermost first, so the opener is known before the frames nested
+        in it. Where no later boundary is known yet, neither is the opener's ceiling: it is
+        taken to be none (a file that brings frames after a step's ops brings them after
+        every op)."""
         openers = self.openers
         k = bisect_right(self.starts, start)
         if k >= len(self.starts) or not openers.in_gap(k, thread, start):
@@ -197,7 +198,9 @@ class Windows:
         ends there."""
         found = {}
         for k in sorted(self.openers.frames):
-            opener = self.openers.opener(k, self._ceiling(k)) if k < len(self.starts) else None
+            if k >= len(self.starts):
+                continue
+            opener = self.openers.opener(k, self._ceiling(k))
             if opener is not None and opener[0] < self.starts[k]:
                 found[k] = (opener[0], opener[2])
         return found
