@@ -275,6 +275,9 @@ class Splitter:
         self._waiting_gpu: dict = {}  # correlation id -> [event] that arrived before its launch
         self._waiting_count = 0
         self._waiting_annotations: dict = {}  # External id -> [gpu_user_annotation event]
+        #: External ids of the CPU annotations held undecided: a GPU annotation with one of
+        #: them waits for its own (the id-range map would guess its owner from its neighbours).
+        self._held_annotations: set = set()
         # Per iteration: its record, its phase facts (for ``infer_phases``) and its breakdown
         # (``core.breakdown``), each in a list made by ``per_iteration``: a plain list, or one
         # that keeps old pages in a file (``pages.PagedList``, trimmed between batches).
@@ -818,6 +821,8 @@ class Splitter:
     def _hold(self, end, start, event: dict, link, raw=None) -> None:
         if not self._keep:
             raw = None
+        if link is None and event.get("cat") == ANNOTATION_CAT and event.get("args"):
+            self._held_annotations.add(event["args"].get("External id"))
         event = self._held_event(event, raw, link)
         self._seq += 1
         if link is None:  # decided by a boundary at or after its end: a heap on the end
@@ -1050,6 +1055,7 @@ class Splitter:
                 ext = args.get("External id")
                 if ext is not None:
                     self._annotations.add(ext, owner)
+                    self._held_annotations.discard(ext)
                     waiting = self._waiting_annotations.pop(ext, None)
                     if waiting:
                         for gpu_event, gpu_raw in waiting:
@@ -1145,7 +1151,8 @@ class Splitter:
         self._gpu_latest = owner
 
     def _route_annotation(self, event: dict, ext, raw=None) -> None:
-        owner = self._annotations.lookup(ext) if ext is not None else None
+        owner = self._annotations.lookup(ext) if ext is not None and \
+            ext not in self._held_annotations else None
         if owner is not None:
             self._own_simple(owner, event, raw)
         elif not self._windows.starts and not self.closed:
