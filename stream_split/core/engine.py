@@ -52,7 +52,7 @@ from stream_split.core.breakdown import IterationBreakdown, LaunchTimes
 from stream_split.core.detect import (
     StepAnnotationDetector, RetractLast, StructureDetector, TraceFacts, cycle_kinds)
 from stream_split.core.detect.evidence import at_outermost_frame
-from stream_split.core.owners import MonotonicOwnerMap, Windows
+from stream_split.core.owners import AnnotationOwners, MonotonicOwnerMap, Windows
 from stream_split.core.serving import (
     DIFFUSION_CODE, NONE as _NO_ROLE, ROLES as _PHASE_ROLES, PhaseFacts, infer_phases,
     loop_containers)
@@ -255,7 +255,7 @@ class Splitter:
         self._order = OpOrder(self.options.stack_tolerance_us)
         self._windows = Windows()
         self._correlations = MonotonicOwnerMap()
-        self._annotations = MonotonicOwnerMap()
+        self._annotations = AnnotationOwners()
         # Undecided events as (end, seq, start, event, link, raw): link is None for a
         # CPU-side event waiting for a window, or the ("corr"|"ext", id) a GPU event waits
         # for; raw is the event's original JSON bytes when the caller gave them. Beyond
@@ -275,9 +275,6 @@ class Splitter:
         self._waiting_gpu: dict = {}  # correlation id -> [event] that arrived before its launch
         self._waiting_count = 0
         self._waiting_annotations: dict = {}  # External id -> [gpu_user_annotation event]
-        #: External ids of the CPU annotations held undecided: a GPU annotation with one of
-        #: them waits for its own (the id-range map would guess its owner from its neighbours).
-        self._held_annotations: set = set()
         # Per iteration: its record, its phase facts (for ``infer_phases``) and its breakdown
         # (``core.breakdown``), each in a list made by ``per_iteration``: a plain list, or one
         # that keeps old pages in a file (``pages.PagedList``, trimmed between batches).
@@ -379,7 +376,8 @@ class Splitter:
         windows = self._windows
         if not windows.openers.any:
             return False
-        owner = windows.frame_owner((event.get("pid"), event.get("tid")), ts, end, name or "")
+        owner = windows.frame_owner((event.get("pid"), event.get("tid")), ts, end, name or "",
+                                    getattr(self._detector, "revisable", True))
         if owner is None:
             return False
         self._own_cpu(owner, event, end, raw, PYTHON_FRAME_CAT)
@@ -578,9 +576,10 @@ class Splitter:
         if not maybe.size:
             return
         threads, names = run.threads_and_names()
+        revisable = getattr(self._detector, "revisable", True)
         for i in maybe.tolist():
             owner = windows.frame_owner(threads[a + i], float(starts[i]), float(ends[i]),
-                                        names[a + i])
+                                        names[a + i], revisable)
             if owner is not None:  # decidable, so among ``decided``
                 owners[np.searchsorted(decided, i)] = owner
 
@@ -822,7 +821,7 @@ class Splitter:
         if not self._keep:
             raw = None
         if link is None and event.get("cat") == ANNOTATION_CAT and event.get("args"):
-            self._held_annotations.add(event["args"].get("External id"))
+            self._annotations.hold(event["args"].get("External id"))
         event = self._held_event(event, raw, link)
         self._seq += 1
         if link is None:  # decided by a boundary at or after its end: a heap on the end
@@ -1055,7 +1054,6 @@ class Splitter:
                 ext = args.get("External id")
                 if ext is not None:
                     self._annotations.add(ext, owner)
-                    self._held_annotations.discard(ext)
                     waiting = self._waiting_annotations.pop(ext, None)
                     if waiting:
                         for gpu_event, gpu_raw in waiting:
@@ -1151,8 +1149,7 @@ class Splitter:
         self._gpu_latest = owner
 
     def _route_annotation(self, event: dict, ext, raw=None) -> None:
-        owner = self._annotations.lookup(ext) if ext is not None and \
-            ext not in self._held_annotations else None
+        owner = self._annotations.lookup(ext) if ext is not None else None
         if owner is not None:
             self._own_simple(owner, event, raw)
         elif not self._windows.starts and not self.closed:

@@ -17,6 +17,11 @@
   so the map is a short list of id ranges, one per run of launches with the same owner: its
   size follows the number of iterations, not the number of launches. Ids that break the order
   split a range and are counted.
+- ``AnnotationOwners``: the same for the External ids of CPU annotations (their GPU mirrors
+  follow them), except that an id whose CPU annotation is held undecided has no owner yet:
+  the ranges would guess one from its neighbours, and a communication thread's ids interleave
+  with the loop thread's (Kineto writes the GPU annotations while the last step's CPU
+  annotations still wait for its end).
 """
 from __future__ import annotations
 
@@ -169,7 +174,8 @@ class Windows:
         """The next boundary after boundary ``k`` (none known: no limit)."""
         return self.starts[k + 1] if k + 1 < len(self.starts) else float("inf")
 
-    def frame_owner(self, thread, start: float, end: float, name: str) -> int | None:
+    def frame_owner(self, thread, start: float, end: float, name: str,
+                    latest_revisable: bool = False) -> int | None:
         """The step a Python frame of ``thread`` (named ``name``) opens (``StepOpeners``),
         when it begins in the gap before a boundary: the boundary's iteration where it is
         that step's opener (and decidable now) or nested in it; None where the usual rules
@@ -177,7 +183,8 @@ class Windows:
         not: frames come outermost first, so the opener is known before the frames nested
         in it. Where no later boundary is known yet, neither is the opener's ceiling: it is
         taken to be none (a file that brings frames after a step's ops brings them after
-        every op)."""
+        every op). ``latest_revisable``: the latest boundary may still be revised (the
+        detector's ``revisable``): it owns no frame yet (``decidable``)."""
         openers = self.openers
         k = bisect_right(self.starts, start)
         if k >= len(self.starts) or not openers.in_gap(k, thread, start):
@@ -187,6 +194,8 @@ class Windows:
             openers.hold(k, start, end, name)
             decidable = self.closed or end < self.starts[-1]
             return k if decidable and end <= ceiling else None
+        if latest_revisable and k == len(self.starts) - 1 and not self.closed:
+            return None
         opener = openers.opener(k, ceiling)
         if opener is not None and opener[0] <= start and end <= opener[1]:
             return k
@@ -306,3 +315,26 @@ class MonotonicOwnerMap:
         if i >= 0 and key <= self._his[i]:
             return self._owners[i]
         return None
+
+
+class AnnotationOwners(MonotonicOwnerMap):
+    """External id -> owner of the CPU annotation with that id (see the module docstring)."""
+    __slots__ = ("_held",)
+
+    def __init__(self):
+        super().__init__()
+        self._held: set = set()  # ids of the CPU annotations held undecided
+
+    def hold(self, key) -> None:
+        """The CPU annotation with id ``key`` (None: none) waits for its owner."""
+        if key is not None:
+            self._held.add(key)
+
+    def add(self, key: int, owner: int) -> None:
+        self._held.discard(key)
+        super().add(key, owner)
+
+    def lookup(self, key: int) -> int | None:
+        """The owner of the CPU annotation with id ``key``; None while it is held or no
+        annotation with an id in its range has been seen."""
+        return None if key in self._held else super().lookup(key)

@@ -4,7 +4,7 @@ ranges. Fed directly, no engine."""
 import numpy as np
 import pytest
 
-from stream_split.core.owners import MonotonicOwnerMap, Windows
+from stream_split.core.owners import AnnotationOwners, MonotonicOwnerMap, Windows
 from stream_split.core.records import OUTSIDE
 
 
@@ -134,6 +134,16 @@ def test_the_frames_nested_in_the_opener_before_the_first_op_are_the_steps():
     assert w.frame_owner(LOOP, 93.0, 94.0, "random") == 1
 
 
+def test_the_latest_boundary_owns_no_frame_while_it_may_be_revised():
+    # A trigger not yet confirmed by its anchor may be retracted: the frames before it stay
+    # with the step before (as they would once it is), the frame that holds it waits.
+    w = stepped((10.0, -np.inf), (100.0, 90.0))
+    assert w.frame_owner(LOOP, 92.0, 180.0, "validate", latest_revisable=True) is None
+    assert w.frame_owner(LOOP, 93.0, 94.0, "random", latest_revisable=True) is None
+    w.drop_last()
+    assert w.owner(93.0, 94.0) == 0
+
+
 def test_a_frame_in_the_gap_that_opens_nothing_stays_with_the_step_before():
     # ``prof.step()`` after step 0's last op, outside the frame that opens step 1; and
     # frames of another thread, or that began before the gap (they hold step 0's ops).
@@ -247,3 +257,14 @@ def test_an_id_out_of_order_in_a_gap_grows_a_neighbour_or_makes_a_range():
     owners.add(5, 3)  # before the first
     assert owners.order_breaks == 4 and len(owners) == 4
     assert [owners.lookup(c) for c in (5, 10, 12, 20, 28, 30, 25)] == [3, 0, 0, 7, 1, 1, None]
+
+
+def test_an_annotation_held_undecided_has_no_owner_until_it_is_decided():
+    # Step 1 owns ids 11 and 50 (a communication thread's); id 30, the next step's, is held.
+    owners = AnnotationOwners()
+    owners.hold(30)
+    owners.add(11, 1)
+    owners.add(50, 1)
+    assert owners.lookup(30) is None and owners.lookup(20) == 1
+    owners.add(30, 2)
+    assert owners.lookup(30) == 2

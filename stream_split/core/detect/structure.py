@@ -151,6 +151,12 @@ class StructureDetector:
         self.mode = TRANSITIONS[(self.mode, event)]
         self.wants_evidence = self.mode is Mode.MATCHING and self._frames_before_ops
 
+    @property
+    def revisable(self) -> bool:
+        """May the latest boundary found still be revised (moved later, or retracted)? Only
+        while the matcher's latest came from a trigger that no anchor has confirmed yet."""
+        return self._matcher is not None and self._matcher.tentative
+
     def note_facts(self, facts: TraceFacts) -> None:
         """What the header says will (not) follow the CPU ops (before the first event)."""
         self._facts = facts
