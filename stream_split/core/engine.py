@@ -51,7 +51,8 @@ import numpy as np
 from stream_split.core.breakdown import IterationBreakdown, LaunchTimes
 from stream_split.core.detect import (
     StepAnnotationDetector, RetractLast, StructureDetector, TraceFacts, cycle_kinds)
-from stream_split.core.owners import MonotonicOwnerMap, Windows
+from stream_split.core.detect.evidence import at_outermost_frame
+from stream_split.core.owners import AnnotationOwners, MonotonicOwnerMap, Windows
 from stream_split.core.serving import (
     DIFFUSION_CODE, NONE as _NO_ROLE, ROLES as _PHASE_ROLES, PhaseFacts, infer_phases,
     loop_containers)
@@ -254,7 +255,7 @@ class Splitter:
         self._order = OpOrder(self.options.stack_tolerance_us)
         self._windows = Windows()
         self._correlations = MonotonicOwnerMap()
-        self._annotations = MonotonicOwnerMap()
+        self._annotations = AnnotationOwners()
         # Undecided events as (end, seq, start, event, link, raw): link is None for a
         # CPU-side event waiting for a window, or the ("corr"|"ext", id) a GPU event waits
         # for; raw is the event's original JSON bytes when the caller gave them. Beyond
@@ -342,8 +343,8 @@ class Splitter:
                 self._observe_op((pid, tid), ts, end, name := name or "", cat)
             elif self._detector.wants_evidence:  # a launch or a frame may end the section
                 self._add_boundaries(self._evidence_of(pid, tid, ts, end, name, cat, args))
-            if cat == PYTHON_FRAME_CAT and name and not self._diffusion_code:  # phases
-                self._diffusion_code = name.startswith(DIFFUSION_CODE)
+            if cat == PYTHON_FRAME_CAT and self._python_frame(event, ts, end, name, raw):
+                return  # it opens a step: owned by it
         windows = self._windows
         if windows.cached_lo <= ts <= end < windows.cached_hi:  # the common case, inline
             owner = windows.cached_owner
@@ -365,6 +366,22 @@ class Splitter:
             self._own_cpu(windows.owner(ts, end), event, end, raw, cat)
         else:
             self._hold(end, ts, event, None, raw)
+
+    def _python_frame(self, event: dict, ts, end, name, raw) -> bool:
+        """A Python frame (``X``): the phases' evidence (diffusion code), and, when it begins
+        in the gap before a boundary, the step it opens (``owners.StepOpeners``): True when
+        owned so."""
+        if name and not self._diffusion_code:
+            self._diffusion_code = name.startswith(DIFFUSION_CODE)
+        windows = self._windows
+        if not windows.openers.any:
+            return False
+        owner = windows.frame_owner((event.get("pid"), event.get("tid")), ts, end, name or "",
+                                    getattr(self._detector, "revisable", True))
+        if owner is None:
+            return False
+        self._own_cpu(owner, event, end, raw, PYTHON_FRAME_CAT)
+        return True
 
     def _own_metadata(self, event: dict, raw) -> None:
         self.metadata_events += 1
@@ -528,10 +545,11 @@ class Splitter:
         decided = np.flatnonzero(now)
         if decided.size == n:
             owners = self._windows.owners(starts, ends)
-            self._count_cpu(owners, ends)
         else:
             owners = self._windows.owners(starts[decided], ends[decided])
-            self._count_cpu(owners, ends[decided])
+        if self._windows.openers.any:
+            self._frames_opening_steps(run, a, starts, ends, decided, owners)
+        self._count_cpu(owners, ends if decided.size == n else ends[decided])
         changed = self._keep and None in raws  # no bytes, or an event that had to change
         events = run.events()[a:b] if changed else None
         if self._keep:
@@ -547,6 +565,23 @@ class Splitter:
             held = [events[k] if raw is None and changed else _HELD_FRAME
                     for k, raw in zip(later, held_raws)]
             self._hold_frames(ends[later], starts[later], held, held_raws)
+
+    def _frames_opening_steps(self, run, a: int, starts: np.ndarray, ends: np.ndarray,
+                              decided: np.ndarray, owners: np.ndarray) -> None:
+        """Of frames ``a`` on of ``run`` (times ``starts``, ``ends``), those that begin in the
+        gap before a boundary go to ``Windows.frame_owner`` in their order, as ``feed``
+        gives them: ``owners`` (of the frames ``decided``) takes the step each one opens."""
+        windows = self._windows
+        maybe = np.flatnonzero(windows.in_gaps(starts))
+        if not maybe.size:
+            return
+        threads, names = run.threads_and_names()
+        revisable = getattr(self._detector, "revisable", True)
+        for i in maybe.tolist():
+            owner = windows.frame_owner(threads[a + i], float(starts[i]), float(ends[i]),
+                                        names[a + i], revisable)
+            if owner is not None:  # decidable, so among ``decided``
+                owners[np.searchsorted(decided, i)] = owner
 
     def _held_event(self, event: dict, raw, link) -> dict:
         """What a held event keeps: itself when it is handed out once decided (kept events
@@ -745,7 +780,7 @@ class Splitter:
         self._ignored_last = bool(windows.starts) and found.start_ts <= windows.starts[-1]
         if self._ignored_last:
             return  # a detector may only move forward
-        index = windows.add(found.start_ts)
+        index = windows.add(found.start_ts, found.opens_after, found.thread)
         pid, tid = self._last_thread = found.thread
         self._iterations.append(IterationRecord(index=index, start_ts=found.start_ts,
                                                 first_op=found.first_op))
@@ -766,8 +801,7 @@ class Splitter:
         pid, tid = self._last_thread
         if found.__class__ is RetractLast:
             assert record.events == 0, "a retracted iteration owns no event"
-            windows.starts.pop()
-            windows.forget()
+            windows.drop_last()
             self._iterations.pop()
             self._breakdowns.pop()
             self._records.append(Revision(index, REVISION_RETRACT, None, pid, tid,
@@ -775,8 +809,7 @@ class Splitter:
             return
         if found.start_ts <= windows.starts[-1]:
             return  # a revision only moves a boundary later
-        windows.starts[-1] = found.start_ts
-        windows.forget()
+        windows.move_last(found.start_ts, found.opens_after, found.thread)
         record.start_ts = found.start_ts
         record.first_op = found.first_op
         pid, tid = found.thread
@@ -787,6 +820,8 @@ class Splitter:
     def _hold(self, end, start, event: dict, link, raw=None) -> None:
         if not self._keep:
             raw = None
+        if link is None and event.get("cat") == ANNOTATION_CAT and event.get("args"):
+            self._annotations.hold(event["args"].get("External id"))
         event = self._held_event(event, raw, link)
         self._seq += 1
         if link is None:  # decided by a boundary at or after its end: a heap on the end
@@ -1132,10 +1167,15 @@ class Splitter:
             self._iterations[owner].events += 1
 
     def _finish_records(self, result) -> None:
-        starts = self._windows.starts
+        # Where each iteration begins: its boundary, or the Python frame that opens it where
+        # that came after the boundary (``owners.StepOpeners``: Kineto writes frames last).
+        opened = self._windows.opened_steps()
+        starts = [opened[k][0] if k in opened else s for k, s in enumerate(self._windows.starts)]
         last_end = self._windows.last_end
         kinds = cycle_kinds(result.shapes, [r.kernels for r in self._iterations])
         for i, record in enumerate(self._iterations):
+            if i in opened:
+                record.start_ts, record.first_op = opened[i]
             if record.gpu_events:  # see ``_own_linked``: work decided out of order
                 record.gpu_active_us = min(record.gpu_active_us, record.gpu_busy_us,
                                            record.gpu_end_ts - record.gpu_start_ts)
@@ -1161,6 +1201,9 @@ class Splitter:
                 done.close()
         self._phase_facts, self._breakdowns = [], []
         self.evidence = dict(result.evidence)
+        if opened and "phase" in self.evidence:
+            self.evidence["phase"] = at_outermost_frame(self.evidence["phase"],
+                                                        f"{len(opened)} of {len(starts)}")
         self.evidence["correlation_ranges"] = len(self._correlations)
         self.evidence["correlation_order_breaks"] = self._correlations.order_breaks
         self.evidence["max_pending_events"] = self.max_pending

@@ -5,10 +5,23 @@
   window edge belongs to the side holding most of it (jitter, Python frames opened just before
   the first op); an op that crosses two or more edges spans several iterations and belongs to
   none.
+- ``StepOpeners``: the Python frames that open each step (``with_stack``: ``training_step`` >
+  ``optimise`` > ``forward_backward`` around the step's first op, the RNG calls before it). A
+  boundary found at the step's first op (``FoundBoundary.opens_after``: where the gap before
+  it begins, the end of the op before it on its row) lets a frame of its thread that starts in
+  that gap and holds the boundary open the step, whatever comes later: the outermost such
+  frame that ends by the next boundary is the step's opener, and it and every frame nested in
+  it belong to the step. So a file that brings the frames after every op (Kineto's layout)
+  is decided online and still puts them in their step.
 - ``MonotonicOwnerMap``: correlation id (or External id) -> owner. Ids grow with launch order,
   so the map is a short list of id ranges, one per run of launches with the same owner: its
   size follows the number of iterations, not the number of launches. Ids that break the order
   split a range and are counted.
+- ``AnnotationOwners``: the same for the External ids of CPU annotations (their GPU mirrors
+  follow them), except that an id whose CPU annotation is held undecided has no owner yet:
+  the ranges would guess one from its neighbours, and a communication thread's ids interleave
+  with the loop thread's (Kineto writes the GPU annotations while the last step's CPU
+  annotations still wait for its end).
 """
 from __future__ import annotations
 
@@ -16,18 +29,69 @@ from bisect import bisect_left, bisect_right
 
 import numpy as np
 
+from stream_split.core.detect.rules import RULES
 from stream_split.core.records import OUTSIDE
+
+_NO_GAP = float("inf")
+
+
+class StepOpeners:
+    """Per boundary, the gap before it where frames that open its step begin, and the frames
+    that hold it from there (see the module docstring). ``Windows`` keeps it in step with
+    its boundaries."""
+    __slots__ = ("floors", "threads", "frames", "any")
+
+    def __init__(self):
+        #: Per boundary: where its gap begins (``_NO_GAP``: no frame opens it), its thread.
+        self.floors: list[float] = []
+        self.threads: list = []
+        #: Boundary -> the (start, end, name) of the frames that begin in its gap and hold
+        #: it (at most ``MemoryRules.max_openers``, the outermost kept).
+        self.frames: dict = {}
+        self.any = False  # some boundary has a gap
+
+    def add(self, opens_after: float | None, thread) -> None:
+        self.floors.append(_NO_GAP if opens_after is None else opens_after)
+        self.threads.append(thread)
+        self.any = self.any or opens_after is not None
+
+    def drop_last(self) -> None:
+        self.frames.pop(len(self.floors) - 1, None)
+        self.floors.pop()
+        self.threads.pop()
+
+    def in_gap(self, k: int, thread, start: float) -> bool:
+        """Does a frame of ``thread`` that starts at ``start`` (before boundary ``k``) begin
+        in the gap before boundary ``k``?"""
+        return start >= self.floors[k] and thread == self.threads[k]
+
+    def hold(self, k: int, start: float, end: float, name: str) -> None:
+        """A frame in boundary ``k``'s gap holds it: it may open the step."""
+        held = self.frames.setdefault(k, [])
+        if any(f[0] == start and f[1] == end for f in held):
+            return
+        held.append((start, end, name))
+        if len(held) > RULES.memory.max_openers:
+            held.sort()
+            del held[RULES.memory.max_openers:]
+
+    def opener(self, k: int, ceiling: float) -> tuple | None:
+        """The outermost frame that holds boundary ``k`` from its gap and ends by
+        ``ceiling`` (the next boundary: the program's own frame holds every step), as
+        (start, end, name)."""
+        return min((f for f in self.frames.get(k, ()) if f[1] <= ceiling), default=None)
 
 
 class Windows:
     __slots__ = ("starts", "last_end", "closed", "_edges", "cached_lo", "cached_hi",
-                 "cached_owner", "_edge_array")
+                 "cached_owner", "_edge_array", "openers", "_floor_array")
 
     def __init__(self):
         self.starts: list[float] = []
         self.last_end: float | None = None
         self.closed = False
         self._edges = self.starts
+        self.openers = StepOpeners()
         self.forget()
 
     def forget(self) -> None:
@@ -37,16 +101,35 @@ class Windows:
         with or without it."""
         self.cached_lo, self.cached_hi, self.cached_owner = 1.0, 0.0, OUTSIDE
         self._edge_array = None  # the edges as an array, for ``owners``: made on demand
+        self._floor_array = None  # the boundaries and gaps' floors as arrays, for ``in_gaps``
 
-    def add(self, ts: float) -> int:
+    def add(self, ts: float, opens_after: float | None = None, thread=None) -> int:
+        """A boundary at ``ts``; ``opens_after``: where the gap before it begins, in which
+        frames of ``thread`` may open its step (``StepOpeners``); None: none may."""
         self.starts.append(ts)
+        self.openers.add(opens_after, thread)
         self.forget()
         return len(self.starts) - 1
 
+    def move_last(self, ts: float, opens_after: float | None = None, thread=None) -> None:
+        """The latest boundary moves (later) to ``ts``, its gap with it."""
+        self.drop_last()
+        self.add(ts, opens_after, thread)
+
+    def drop_last(self) -> None:
+        """The latest boundary is withdrawn."""
+        self.starts.pop()
+        self.openers.drop_last()
+        self.forget()
+
     def close(self, last_end: float | None) -> None:
+        """No more boundaries; the last iteration ends at ``last_end`` (None: open-ended),
+        and no earlier than the frame that opens it."""
         self.closed = True
         if self.starts:
-            self.last_end = last_end if last_end is not None else float("inf")
+            end = last_end if last_end is not None else float("inf")
+            opener = self.openers.opener(len(self.starts) - 1, float("inf"))
+            self.last_end = end if opener is None else max(end, opener[1])
             self._edges = self.starts + [self.last_end]
         self.forget()
 
@@ -73,9 +156,75 @@ class Windows:
             return owner
         if seg_e - seg_s >= 2:
             return OUTSIDE
+        if self.opens(seg_e, start, end):
+            return seg_e
         edge = edges[seg_s + 1]
         seg = seg_s if (edge - start) >= (end - edge) else seg_e
         return seg if 0 <= seg < n_iter else OUTSIDE
+
+    def opens(self, k: int, start: float, end: float) -> bool:
+        """Is the frame [start, end] the opener of boundary ``k`` (``StepOpeners.opener``)?
+        A frame decided after it was held is known by its times alone."""
+        if not 0 <= k < len(self.starts) or k not in self.openers.frames:
+            return False
+        opener = self.openers.opener(k, self._ceiling(k))
+        return opener is not None and opener[0] == start and opener[1] == end
+
+    def _ceiling(self, k: int) -> float:
+        """The next boundary after boundary ``k`` (none known: no limit)."""
+        return self.starts[k + 1] if k + 1 < len(self.starts) else float("inf")
+
+    def frame_owner(self, thread, start: float, end: float, name: str,
+                    latest_revisable: bool = False) -> int | None:
+        """The step a Python frame of ``thread`` (named ``name``) opens (``StepOpeners``),
+        when it begins in the gap before a boundary: the boundary's iteration where it is
+        that step's opener (and decidable now) or nested in it; None where the usual rules
+        decide (``owner``). A frame that holds the boundary is noted as it comes, decided or
+        not: frames come outermost first, so the opener is known before the frames nested
+        in it. Where no later boundary is known yet, neither is the opener's ceiling: it is
+        taken to be none (a file that brings frames after a step's ops brings them after
+        every op). ``latest_revisable``: the latest boundary may still be revised (the
+        detector's ``revisable``): it owns no frame yet (``decidable``)."""
+        openers = self.openers
+        k = bisect_right(self.starts, start)
+        if k >= len(self.starts) or not openers.in_gap(k, thread, start):
+            return None
+        ceiling = self._ceiling(k)
+        if end > self.starts[k]:  # it holds the boundary: it may open the step
+            openers.hold(k, start, end, name)
+            decidable = self.closed or end < self.starts[-1]
+            return k if decidable and end <= ceiling else None
+        if latest_revisable and k == len(self.starts) - 1 and not self.closed:
+            return None
+        opener = openers.opener(k, ceiling)
+        if opener is not None and opener[0] <= start and end <= opener[1]:
+            return k
+        return None
+
+    def opened_steps(self) -> dict:
+        """Boundary -> (start, name) of the frame that opens its step where one came after
+        the boundary (``StepOpeners``): the iteration begins there, and the one before it
+        ends there."""
+        found = {}
+        for k in sorted(self.openers.frames):
+            if k >= len(self.starts):
+                continue
+            opener = self.openers.opener(k, self._ceiling(k))
+            if opener is not None and opener[0] < self.starts[k]:
+                found[k] = (opener[0], opener[2])
+        return found
+
+    def in_gaps(self, starts: np.ndarray) -> np.ndarray:
+        """Which of ``starts`` (a float64 array) begin in the gap before some boundary, on
+        any thread (a bool array): the frames ``frame_owner`` must look at."""
+        if not self.openers.any:
+            return np.zeros(starts.size, bool)
+        if self._floor_array is None:
+            self._floor_array = (np.asarray(self.starts, np.float64),
+                                 np.asarray(self.openers.floors + [_NO_GAP], np.float64))
+        bounds, floors = self._floor_array
+        k = np.searchsorted(bounds, starts, "right")
+        return starts >= floors[k]
 
     def decidable_many(self, ends: np.ndarray) -> np.ndarray:
         """``decidable`` of each end (a bool array)."""
@@ -107,7 +256,12 @@ class Windows:
         seg = np.where(seg_e == seg_s, seg_s,
                        np.where((edge - starts) >= (ends - edge), seg_s, seg_e))
         inside = (seg >= 0) & (seg < n_iter) & (seg_e - seg_s < 2)
-        return np.where(inside, seg, OUTSIDE)
+        owners = np.where(inside, seg, OUTSIDE)
+        if self.openers.frames:  # held openers, known by their times (``opens``)
+            for i in np.flatnonzero(seg_e == seg_s + 1).tolist():
+                if self.opens(int(seg_e[i]), float(starts[i]), float(ends[i])):
+                    owners[i] = seg_e[i]
+        return owners
 
 
 class MonotonicOwnerMap:
@@ -161,3 +315,26 @@ class MonotonicOwnerMap:
         if i >= 0 and key <= self._his[i]:
             return self._owners[i]
         return None
+
+
+class AnnotationOwners(MonotonicOwnerMap):
+    """External id -> owner of the CPU annotation with that id (see the module docstring)."""
+    __slots__ = ("_held",)
+
+    def __init__(self):
+        super().__init__()
+        self._held: set = set()  # ids of the CPU annotations held undecided
+
+    def hold(self, key) -> None:
+        """The CPU annotation with id ``key`` (None: none) waits for its owner."""
+        if key is not None:
+            self._held.add(key)
+
+    def add(self, key: int, owner: int) -> None:
+        self._held.discard(key)
+        super().add(key, owner)
+
+    def lookup(self, key: int) -> int | None:
+        """The owner of the CPU annotation with id ``key``; None while it is held or no
+        annotation with an id in its range has been seen."""
+        return None if key in self._held else super().lookup(key)

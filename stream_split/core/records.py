@@ -1,7 +1,9 @@
 """What the core tells its callers: small immutable records, no behaviour.
 
 ``Boundary`` is known the moment an iteration's first CPU op is read (after the pattern is
-confirmed); ``IterationRecord`` carries an iteration's numbers once they are final.
+confirmed); ``IterationRecord`` carries an iteration's numbers once they are final. Its
+``start_ts`` is its boundary's, or earlier where a Python frame that opens the step came after
+the boundary was out (Kineto writes frames after every op: ``core.owners.StepOpeners``).
 
 Which records are final: ``IterationRecord`` always (they come at the end). A ``Boundary`` is
 provisional while it is the latest one: when the events after it show it was wrong (the op

@@ -49,10 +49,12 @@ def _in_time_order(events: list) -> list:
 @pytest.mark.parametrize("order", ["kineto", "time"])
 def test_the_frames_of_a_wrapped_step_land_in_its_piece(order):
     # One to three Python wrappers (training_step > optimise > forward_backward) open each
-    # step before its first aten op: the boundary is at the outermost of them. As Kineto
-    # wrote it, the frames come after every op, and the header (read as the CLI reads it)
-    # promises them: the decision waits for them at the end of the loop thread's section.
-    # In time order each frame comes before the ops it opens: decided online.
+    # step before its first aten op. In time order each frame comes before the ops it opens,
+    # and the boundary is at the outermost of them. As Kineto wrote it, every frame comes
+    # after every op (the header, read as the CLI reads it, promises them): the boundaries
+    # are out at each step's first op as the ops come, and each frame that comes later is
+    # owned by the step it opens (``core.owners.StepOpeners``). Both are decided online,
+    # and each iteration begins at its outermost frame.
     from stream_split.core import SplitOptions
     from stream_split.testing.accuracy import owners, read_trace
     from conftest import frames_away_from_their_step
@@ -62,8 +64,9 @@ def test_the_frames_of_a_wrapped_step_land_in_its_piece(order):
     got, splitter = owners(events, SplitOptions(detector="structure"), header)
     assert len(splitter.iterations) == len(TRUTH["programs"]["train_wrapped"])
     assert not frames_away_from_their_step(events, got)
-    if order == "time":
-        assert splitter.evidence["decided"].startswith("online")
+    assert splitter.evidence["decided"].startswith("online")
+    openers = [e for e in events if e.get("name", "").endswith(": training_step")]
+    assert [it.start_ts for it in splitter.iterations] == sorted(e["ts"] for e in openers)
 
 
 SERVERS = ["serving_graphs", "serving_graphs_annotated"]

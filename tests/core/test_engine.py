@@ -112,6 +112,23 @@ def test_an_op_crossing_one_boundary_goes_where_most_of_it_is():
     assert got == [0, 1, 2, 1]
 
 
+def test_a_gpu_annotation_waits_for_its_cpu_annotation_held_undecided():
+    # Kineto writes the GPU annotations after every CPU op. The last step's CPU annotation
+    # (External id 30) is still undecided then, and the ids the step before owns (11, and
+    # 50 from a communication thread) surround it: its GPU mirror takes the owner of its own
+    # CPU annotation, not a guess from the id ranges.
+    def annotation(ext, ts, cat="user_annotation", tid=1):
+        return {"ph": "X", "cat": cat, "name": f"a{ext}", "pid": 1, "tid": tid, "ts": ts,
+                "dur": 1.0, "args": {"External id": ext}}
+    steps = [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1,
+              "tid": 1, "ts": 20.0 * i, "dur": 19.0} for i in range(3)]
+    events = [steps[0], annotation(10, 2.0), steps[1], annotation(11, 22.0),
+              annotation(50, 25.0, tid=2), steps[2], annotation(30, 42.0),
+              annotation(30, 100.0, "gpu_user_annotation", 7)]
+    got, _ = owners_of(events, STEPS)
+    assert got == [0, 0, 1, 1, 1, 2, 2, 2]
+
+
 def test_metadata_is_owned_by_every_piece_and_counted_apart():
     events = [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "python"}}]
     got, splitter = owners_of(events, STEPS)

@@ -184,6 +184,37 @@ def test_the_engine_applies_a_retraction_and_a_move_and_conserves_every_event():
     assert record_message(revisions[0]).WhichOneof("body") == "revision"
 
 
+class _TentativeLast(_ScriptedDetector):
+    """Its latest boundary may be retracted (a trigger its anchor has not confirmed)."""
+    revisable = True
+
+
+def _frame(ts, dur, name):
+    return {"ph": "X", "cat": "python_function", "name": name, "ts": ts, "dur": dur, "pid": 1,
+            "tid": 1}
+
+
+def test_frames_that_come_after_the_ops_open_their_step_but_not_a_step_retracted():
+    # Kineto's layout: the ops, then the frames. Step 1's opener (15-35) and the RNG call in
+    # it before the first op are step 1's; the latest boundary (40) is a trigger that is
+    # retracted at the end: the frame before it stays with step 1 and no frame was its.
+    t = (1, 1)
+    script = {1: (FoundBoundary(0.0, t, "a", opens_after=float("-inf")),),
+              2: (FoundBoundary(20.0, t, "a", opens_after=11.0),),
+              3: (FoundBoundary(40.0, t, "a", opens_after=31.0),),
+              "close": [RetractLast("no anchor followed it")]}
+    events = [_op(0, "a"), _op(10), _op(20, "a"), _op(30), _op(40, "a"),
+              _frame(15, 20, "training_step"), _frame(16, 1, "random"),
+              _frame(35, 25, "validate"), _frame(36, 1, "random")]
+    splitter = Splitter(SplitOptions(), detector=_TentativeLast(script))
+    for e in events:
+        splitter.feed(e)
+    splitter.close()
+    owners = [o for o, _ in splitter.pop_assigned()]
+    assert sorted(owners) == [0, 0, 1, 1, 1, 1, 1, 1, 1]
+    assert [it.start_ts for it in splitter.iterations] == [0.0, 15.0]
+
+
 @pytest.mark.parametrize("mode", ["pipe", "follow"])
 def test_a_live_replay_is_on_time_and_ends_as_the_split_of_the_finished_file(mode, tmp_path):
     # A generous wait: "on time" means before the writer's next event, not within a time.

@@ -4,7 +4,7 @@ ranges. Fed directly, no engine."""
 import numpy as np
 import pytest
 
-from stream_split.core.owners import MonotonicOwnerMap, Windows
+from stream_split.core.owners import AnnotationOwners, MonotonicOwnerMap, Windows
 from stream_split.core.records import OUTSIDE
 
 
@@ -103,6 +103,96 @@ def test_owners_without_a_boundary_are_all_outside():
     assert windows().owners(np.array([1.0, 2.0]), np.array([3.0, 4.0])).tolist() == [OUTSIDE] * 2
 
 
+# -- StepOpeners: Python frames owned by the step they open ----------------------------------------
+
+LOOP, OTHER = (1, 1), (1, 2)
+
+
+def stepped(*boundaries, closed=False, last_end=None) -> Windows:
+    """Windows whose boundaries each have a gap: (start, where the gap before it begins)."""
+    w = Windows()
+    for start, opens_after in boundaries:
+        w.add(start, opens_after, LOOP)
+    if closed:
+        w.close(last_end)
+    return w
+
+
+def test_a_frame_from_the_gap_that_holds_the_boundary_opens_the_step():
+    # Step 1's first op at 100; step 0's last op ended at 90. ``training_step`` begins at 92
+    # and ends before the next step: the step's, though most of the gap lies before it.
+    w = stepped((10.0, -np.inf), (100.0, 90.0), (200.0, 190.0))
+    assert w.frame_owner(LOOP, 92.0, 103.0, "training_step") == 1
+    assert w.owner(92.0, 103.0) == 1, "once known, by its times alone (a held frame)"
+
+
+def test_the_frames_nested_in_the_opener_before_the_first_op_are_the_steps():
+    # An RNG call (93-94) inside ``training_step``, before the step's first op.
+    w = stepped((10.0, -np.inf), (100.0, 90.0), (200.0, 190.0))
+    assert w.frame_owner(LOOP, 93.0, 94.0, "random") is None, "no opener seen yet"
+    w.frame_owner(LOOP, 92.0, 180.0, "training_step")
+    assert w.frame_owner(LOOP, 93.0, 94.0, "random") == 1
+
+
+def test_the_latest_boundary_owns_no_frame_while_it_may_be_revised():
+    # A trigger not yet confirmed by its anchor may be retracted: the frames before it stay
+    # with the step before (as they would once it is), the frame that holds it waits.
+    w = stepped((10.0, -np.inf), (100.0, 90.0))
+    assert w.frame_owner(LOOP, 92.0, 180.0, "validate", latest_revisable=True) is None
+    assert w.frame_owner(LOOP, 93.0, 94.0, "random", latest_revisable=True) is None
+    w.drop_last()
+    assert w.owner(93.0, 94.0) == 0
+
+
+def test_a_frame_in_the_gap_that_opens_nothing_stays_with_the_step_before():
+    # ``prof.step()`` after step 0's last op, outside the frame that opens step 1; and
+    # frames of another thread, or that began before the gap (they hold step 0's ops).
+    w = stepped((10.0, -np.inf), (100.0, 90.0), (200.0, 190.0))
+    w.frame_owner(LOOP, 95.0, 180.0, "training_step")
+    assert w.frame_owner(LOOP, 91.0, 94.0, "step") is None
+    assert w.frame_owner(OTHER, 96.0, 180.0, "worker") is None
+    assert w.frame_owner(LOOP, 80.0, 150.0, "loop body") is None
+
+
+def test_a_frame_that_holds_the_next_boundary_too_opens_no_step():
+    # The program's own frame begins before the first op and holds every step.
+    w = stepped((10.0, -np.inf), (100.0, 90.0), (200.0, 190.0))
+    assert w.frame_owner(LOOP, 5.0, 500.0, "main") is None
+    assert w.frame_owner(LOOP, 6.0, 7.0, "random") is None, "nested in no opener"
+    assert w.frame_owner(LOOP, 6.0, 50.0, "training_step") == 0
+
+
+def test_the_last_steps_opener_is_decided_at_close_and_ends_the_last_iteration():
+    w = stepped((10.0, -np.inf), (100.0, 90.0))
+    assert w.frame_owner(LOOP, 95.0, 260.0, "training_step") is None, "not decidable yet"
+    assert w.frame_owner(LOOP, 96.0, 97.0, "random") == 1
+    w.close(250.0)
+    assert w.last_end == 260.0
+    assert w.owner(95.0, 260.0) == 1
+    assert w.opened_steps() == {1: (95.0, "training_step")}
+
+
+def test_frames_are_owned_as_before_where_no_boundary_has_a_gap():
+    w = windows(10.0, 100.0, 200.0, closed=False)
+    assert w.frame_owner(LOOP, 92.0, 103.0, "training_step") is None
+    assert w.in_gaps(np.array([92.0])).tolist() == [False]
+
+
+def test_a_moved_or_withdrawn_boundary_forgets_the_frames_that_held_it():
+    w = stepped((10.0, -np.inf), (100.0, 90.0), (200.0, 190.0))
+    w.frame_owner(LOOP, 195.0, 260.0, "training_step")
+    w.move_last(205.0, 203.0, LOOP)
+    assert w.starts == [10.0, 100.0, 205.0] and w.opened_steps() == {}
+    w.drop_last()
+    assert w.starts == [10.0, 100.0]
+
+
+def test_in_gaps_marks_the_frames_that_begin_in_a_gap():
+    w = stepped((10.0, -np.inf), (100.0, 90.0), (200.0, 190.0))
+    starts = np.array([5.0, 50.0, 92.0, 100.0, 150.0, 195.0, 250.0])
+    assert w.in_gaps(starts).tolist() == [True, False, True, False, False, True, False]
+
+
 # -- MonotonicOwnerMap: GPU work by correlation ----------------------------------------------------
 
 def test_gpu_work_is_owned_by_its_launch_s_iteration():
@@ -167,3 +257,14 @@ def test_an_id_out_of_order_in_a_gap_grows_a_neighbour_or_makes_a_range():
     owners.add(5, 3)  # before the first
     assert owners.order_breaks == 4 and len(owners) == 4
     assert [owners.lookup(c) for c in (5, 10, 12, 20, 28, 30, 25)] == [3, 0, 0, 7, 1, 1, None]
+
+
+def test_an_annotation_held_undecided_has_no_owner_until_it_is_decided():
+    # Step 1 owns ids 11 and 50 (a communication thread's); id 30, the next step's, is held.
+    owners = AnnotationOwners()
+    owners.hold(30)
+    owners.add(11, 1)
+    owners.add(50, 1)
+    assert owners.lookup(30) is None and owners.lookup(20) == 1
+    owners.add(30, 2)
+    assert owners.lookup(30) == 2

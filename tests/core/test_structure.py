@@ -152,13 +152,13 @@ def test_random_warm_up_variants_are_split_exactly(variant):
 def test_the_users_frames_before_a_steps_first_op_are_the_steps(layout, wrappers):
     # with_stack=True: one to three wrappers (training_step > optimise > forward_backward)
     # and Python RNG calls open each step before its data fetch. In time order each frame
-    # comes before the ops it opens (decided online); as Kineto writes it the frames come
-    # after every op, and the header promises them: the decision waits for them.
+    # comes before the ops it opens; as Kineto writes it the frames come after every op (the
+    # header promises them), and each is owned by the step it opens as it comes. Both are
+    # decided online, and each iteration begins at its outermost frame.
     trace = generate("wrapped_steps", seed=wrappers, layout=layout, wrappers=wrappers)
     splitter = assert_split_exactly(trace, with_header=True)
     assert "outermost Python frame" in splitter.evidence["phase"]
-    if layout == "time":
-        assert splitter.evidence["decided"].startswith("online")
+    assert splitter.evidence["decided"].startswith("online")
 
 
 @pytest.mark.parametrize("layout", ["kineto", "time"])

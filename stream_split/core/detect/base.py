@@ -4,7 +4,8 @@ A detector sees every structural CPU op (``cpu_op`` / ``user_annotation``) once,
 with its thread's stack of open ops and the thread's section (a new one each time the thread's
 ops go back in time: Kineto writes a thread's annotations and its ops as separate sorted
 runs), and answers with the boundaries that became certain. A detector may also revise its latest
-boundary (``FoundBoundary(moves_last=True)`` or ``RetractLast``), never an earlier one. A launch,
+boundary (``FoundBoundary(moves_last=True)`` or ``RetractLast``), never an earlier one, and says
+whether it still may (``revisable``). A launch,
 GPU work or a Python frame (``observe_launch``, ``observe_gpu_work``, ``observe_frame``) may
 answer with boundaries too: in a Kineto file the first one ends the loop thread's CPU section. It
 never sees GPU events and never looks back at events: what it needs to remember it keeps in
@@ -61,6 +62,11 @@ class FoundBoundary:
     #: it opened the instance, but the instance begins at this op.
     moves_last: bool = False
     why: str = ""
+    #: Where the gap before the instance's first op begins (the end of the op before it on
+    #: its row; -inf: none before it): Python frames of ``thread`` that begin there and hold
+    #: the boundary open the step (``core.owners.StepOpeners``). None: no frame opens it here
+    #: (the boundary is already at its opener, or no row is known).
+    opens_after: float | None = None
 
 
 @dataclass(slots=True)
@@ -89,6 +95,8 @@ class StepAnnotationDetector:
     wants_evidence = False
     #: Whether ``observe`` reads the stack of open ops (else the engine keeps none).
     reads_stacks = False
+    #: Whether the latest boundary found may still be revised (each step is final at once).
+    revisable = False
 
     def __init__(self):
         self.loop_thread = None

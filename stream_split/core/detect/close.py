@@ -35,7 +35,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from stream_split.core.detect.base import DECIDED_FROM_STEPS, DetectorResult, FoundBoundary
-from stream_split.core.detect.evidence import row_entry, unit_evidence
+from stream_split.core.detect.evidence import at_outermost_frame, row_entry, unit_evidence
 from stream_split.core.detect.rules import REPEAT, RULES
 from stream_split.core.detect.search import Unit, end_of_last, find_unit
 from stream_split.core.detect.skeleton import (
@@ -263,8 +263,7 @@ def _instances(loop: LoopThread, row: list, unit: Unit, path: list, why: str,
                     instances=len(boundaries), exact=unit.exact,
                     variants=sum(shape != 0 for shape in shapes))
     if moved:
-        evidence["phase"] = f"{evidence['phase']}, then at the outermost Python frame " \
-                            f"that opens the step ({moved} of {len(boundaries)})"
+        evidence["phase"] = at_outermost_frame(evidence["phase"], f"{moved} of {len(boundaries)}")
     return DetectorResult(boundaries=boundaries, last_end=last_end, shapes=shapes,
                           evidence=evidence)
 

@@ -40,6 +40,12 @@ def online_evidence(detector: str, thread: tuple, path: list, row: list, unit: U
             **unit_evidence(unit, [row[unit.first].sym], why, names)}
 
 
+def at_outermost_frame(phase: str, how_many: str) -> str:
+    """``evidence["phase"]`` where boundaries were put at the outermost Python frame that
+    opens the step (``how_many``: which of them, ``"5 of 5"``)."""
+    return f"{phase}, then at the outermost Python frame that opens the step ({how_many})"
+
+
 def tolerance(unit: Unit, names: list) -> dict:
     """How tolerant the match was."""
     return {"similarity": unit.similarity, "like": unit.like,

@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import replace
 
 from stream_split.core.detect.base import FoundBoundary, RetractLast
+from stream_split.core.detect.evidence import at_outermost_frame
 from stream_split.core.detect.rules import RULES
 from stream_split.core.detect.search import (
     OPENS_AFTER_SYNC, Unit, end_of_last, loop_edge_in, shape_and_similarity, time_reference,
@@ -84,6 +85,7 @@ class RootMatcher:
         # Python frames read before the op they open (a file in time order): pending until
         # the next op of the row is read (``skeleton.open_pending``).
         self.frames: list = []
+        self.recent = None  # the row's latest ops, once replayed (``_replay``)
         self.found = self._minor_roots(minor, row[pos[0]].start) + self._replay(row, pos)
 
     def _minor_roots(self, minor, first: float) -> list:
@@ -213,8 +215,9 @@ class RootMatcher:
         is first."""
         start, name = first.start, self.names[first.sym]
         frame = outermost_opener(first, ceiling)
+        opens_after = self._gap_before(first)
         if frame is not None:
-            start, name = frame[0], frame[2]
+            start, name, opens_after = frame[0], frame[2], None
             self.at_frames += 1
         opening = self.opening
         if opening:
@@ -236,7 +239,25 @@ class RootMatcher:
                 if o_start > first.start or self._little_work_after(o_start, first.start):
                     start, name = o_start, o_name
                     break
-        return FoundBoundary(start, self.thread, name, **kw)
+        return FoundBoundary(start, self.thread, name, opens_after=opens_after, **kw)
+
+    def _gap_before(self, first: Node) -> float | None:
+        """Where the gap before ``first`` begins on the row: the end of the op read before
+        it (``recent``; -inf where the row has none), in which the Python frames that open
+        its instance begin when a file brings them later (``core.owners.StepOpeners``).
+        None where the ops kept no longer reach back to it."""
+        recent = self.recent
+        if recent is None:  # the minor roots before the row: no row read before them
+            return None
+        for i in range(len(recent) - 1, -1, -1):
+            node = recent[i]
+            if node is first:
+                if i:
+                    return recent[i - 1].end
+                return None if len(recent) == recent.maxlen else float("-inf")
+            if node.start < first.start:  # ``first`` not kept yet: the op read before it
+                return node.end
+        return None if recent else float("-inf")
 
     def _little_work_after(self, lo: float, hi: float) -> bool:
         """Do the ops of this row read lately (``recent``) that begin in [lo, hi) do
@@ -251,8 +272,7 @@ class RootMatcher:
         """What the boundaries at the outermost frame did online, for the evidence."""
         if not self.at_frames:
             return ""
-        return f", then at the outermost Python frame that opens the step ({self.at_frames} " \
-               f"boundaries)"
+        return at_outermost_frame("", f"{self.at_frames} boundaries")
 
     def observe_frame(self, start: float, end: float, name: str) -> None:
         """A Python frame of the loop thread, read before the op it may open."""

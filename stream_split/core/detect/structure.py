@@ -151,6 +151,12 @@ class StructureDetector:
         self.mode = TRANSITIONS[(self.mode, event)]
         self.wants_evidence = self.mode is Mode.MATCHING and self._frames_before_ops
 
+    @property
+    def revisable(self) -> bool:
+        """May the latest boundary found still be revised (moved later, or retracted)? Only
+        while the matcher's latest came from a trigger that no anchor has confirmed yet."""
+        return self._matcher is not None and self._matcher.tentative
+
     def note_facts(self, facts: TraceFacts) -> None:
         """What the header says will (not) follow the CPU ops (before the first event)."""
         self._facts = facts
@@ -250,8 +256,6 @@ class StructureDetector:
         is read (Kineto's layout), so no later instance can differ. A coarser cut of several
         instances that each turn the loop loses to them at close (the super-period rule) and
         a finer one turns no loop, whatever the kernels that come later weigh."""
-        if not section_read and self._frames_follow():
-            return ()
         unit = find_unit(roots, names=self._names, whole=False, memo=self._memos.of(roots))
         if unit is None:
             return ()
@@ -263,16 +267,6 @@ class StructureDetector:
         if believed is None:
             return ()
         return self._start_matching(state, roots, unit, path, f"{why}; {believed}")
-
-    def _frames_follow(self) -> bool:
-        """The header promises Python frames, and none has come before the op it opens: the
-        file brings them after the loop thread's ops (Kineto's layout). A boundary believed
-        now would be out before the frames that open its step (the outermost frame, the
-        RNG calls before the first op), and a boundary never moves earlier: the decision
-        waits for the end of the loop thread's section, when the frames are read
-        (``_section_ended``). A file in time order brings each frame before the ops it
-        opens, and decides online."""
-        return bool(self._facts.frames) and not self._frames_before_ops
 
     def _start_matching(self, state: ThreadSkeleton, roots: list, unit: Unit, path: list,
                         why: str) -> tuple:
