@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from heapq import heappop, heappush
-from itertools import repeat
+from itertools import islice, repeat
 from operator import itemgetter
 
 import numpy as np
@@ -58,7 +58,7 @@ from stream_split.core.serving import (
 from stream_split.core.records import (
     Boundary, IterationRecord, METADATA, OUTSIDE, REVISION_MOVE, REVISION_RETRACT, Revision)
 from stream_split.core.order import OpOrder
-from stream_split.core.stack import ThreadStacks
+from stream_split.core.stack import LIVE_THREADS, ThreadStacks
 from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPES as _ID_TYPES, \
     unusable_field
 from stream_split.spill import FrameColumns, MemorySpill
@@ -252,6 +252,10 @@ class Splitter:
         self._reads_stacks = getattr(self._detector, "reads_stacks", True)
         # Each thread's ops to the stacks in start order, whatever order the file has.
         self._order = OpOrder(self.options.stack_tolerance_us)
+        #: Threads known beyond which the idle ones are forgotten (``_forget_idle_threads``),
+        #: and how many were.
+        self._forget_at = LIVE_THREADS
+        self.forgotten_threads = 0
         self._windows = Windows()
         self._correlations = MonotonicOwnerMap()
         self._annotations = MonotonicOwnerMap()
@@ -412,6 +416,26 @@ class Splitter:
             else stacks.note_start(thread, ts)
         self._add_boundaries(self._detector.observe(thread, stack, ts, end, name,
                                                     stacks.section(thread)))
+        if len(stacks) > self._forget_at:
+            self._forget_idle_threads()
+
+    def _forget_idle_threads(self) -> None:
+        """More than ``stack.LIVE_THREADS`` threads are known: the least recently read are
+        forgotten by the stacks, the order and the detector, down to three quarters of it,
+        but those that hold ops (``OpOrder.holding``) or that the detector needs
+        (``threads_needed``: the loop thread's candidates). A thread forgotten that comes
+        back begins anew. Real traces never come near (``LIVE_THREADS``)."""
+        stacks = self._stacks
+        keep = self._detector.threads_needed() | self._order.holding()
+        excess = len(stacks) - LIVE_THREADS * 3 // 4
+        idle = [t for t in islice(stacks.least_recent(), excess + len(keep)) if t not in keep]
+        idle = idle[:excess]
+        stacks.forget(idle)
+        self._order.forget(idle)
+        self._detector.forget_threads(idle)
+        self.forgotten_threads += len(idle)
+        # what must stay is not looked at again before as many new threads have come
+        self._forget_at = max(LIVE_THREADS, len(stacks) + LIVE_THREADS // 4)
 
     def note_header(self, header: dict | None) -> None:
         """The trace's header keys written before its events (an adapter passes them before
@@ -1170,4 +1194,6 @@ class Splitter:
             self.evidence["reordered_threads"] = order.reordered_threads
             self.evidence["most_held_ops"] = order.most_held
             self.evidence["late_ops"] = order.late_ops
+        if self.forgotten_threads:  # said only where more than LIVE_THREADS threads came
+            self.evidence["forgotten_threads"] = self.forgotten_threads
         self._records_done = True

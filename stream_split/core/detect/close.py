@@ -74,13 +74,28 @@ def loop_thread(skeletons, use_annotations: bool) -> ThreadSkeleton | None:
     candidates = [t for t in skeletons if t.roots and not _only_empty_steps(t)]
     if not candidates:
         return None
-
-    def rank(t: ThreadSkeleton):
-        busy = sum(n.end - n.start for n in t.roots)
-        return (t.main, bool(t.steps) and use_annotations, busy)
-    best = max(map(rank, candidates))
-    tied = [t for t in candidates if rank(t) == best]
+    ranks = [_loop_rank(t, use_annotations) for t in candidates]
+    best = max(ranks)
+    tied = [t for t, rank in zip(candidates, ranks) if rank == best]
     return tied[0] if len(tied) == 1 else max(tied, key=_ops_held)
+
+
+def leading_threads(skeletons, use_annotations: bool, count: int) -> list:
+    """The ``count`` skeletons that ``loop_thread`` would rank first now (its choice among
+    them, whatever the others: a tie goes to more ops held, then to the first read)."""
+    candidates = [t for t in skeletons if t.roots and not _only_empty_steps(t)]
+    ranks = [_loop_rank(t, use_annotations) for t in candidates]
+    tied_at = {rank for rank in sorted(ranks, reverse=True)[:count]}
+    order = sorted((k for k, rank in enumerate(ranks) if rank in tied_at),
+                   key=lambda k: (ranks[k], _ops_held(candidates[k]), -k), reverse=True)
+    return [candidates[k] for k in order[:count]]
+
+
+def _loop_rank(thread: ThreadSkeleton, use_annotations: bool) -> tuple:
+    """How ``loop_thread`` ranks a skeleton: a main thread's first, then one with
+    ``ProfilerStep`` spans (when they count), then the busiest at its top level."""
+    busy = sum(n.end - n.start for n in thread.roots)
+    return (thread.main, bool(thread.steps) and use_annotations, busy)
 
 
 def _only_empty_steps(thread: ThreadSkeleton) -> bool:

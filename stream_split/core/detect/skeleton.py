@@ -18,7 +18,9 @@ kept only for main threads (pid == tid); a side thread keeps at most
 ``MemoryRules.side_thread_roots`` top-level ops; Python frames waiting for the op they open
 at most ``MemoryRules.max_pending_frames``. A loop never confirmed online keeps its main
 thread's top level until the end: that part grows with the trace (everything the engine
-waits on meanwhile is spilled).
+waits on meanwhile is spilled). The skeletons of idle threads are forgotten once the engine
+knows more than ``stack.LIVE_THREADS`` threads (``forget``), all but the loop thread's
+candidates.
 """
 from __future__ import annotations
 
@@ -375,6 +377,19 @@ class Skeletons:
         state.roots = []
         state.kid_seen = {}
         return key
+
+    def forget(self, threads) -> None:
+        """Forget every skeleton of ``threads`` (idle, and not among the loop thread's
+        candidates: ``StructureDetector.forget_threads``), and what waits for their ops."""
+        gone = set()
+        for thread in threads:
+            for state in self._sections_of.pop(thread, ()):
+                gone.add(id(state))
+            self._early_frames.pop(thread, None)
+            self._modules.pop(thread, None)
+        if gone:
+            self.threads = {key: state for key, state in self.threads.items()
+                            if id(state) not in gone}
 
     def drop(self) -> None:
         """The unit is decided: no skeleton is needed any more."""
