@@ -421,13 +421,14 @@ class Splitter:
 
     def _forget_idle_threads(self) -> None:
         """More than ``stack.LIVE_THREADS`` threads are known: the least recently read are
-        forgotten by the stacks, the order and the detector, down to three quarters of it,
-        but those that hold ops (``OpOrder.holding``) or that the detector needs
-        (``threads_needed``: the loop thread's candidates). A thread forgotten that comes
-        back begins anew. Real traces never come near (``LIVE_THREADS``)."""
+        forgotten by the stacks, the order and the detector, down to a quarter of it (the
+        detector ranks them all each time: not too often), but those that hold ops
+        (``OpOrder.holding``) or that the detector needs (``threads_needed``: the loop
+        thread's candidates). A thread forgotten that comes back begins anew. Real traces
+        never come near (``LIVE_THREADS``)."""
         stacks = self._stacks
         keep = self._detector.threads_needed() | self._order.holding()
-        excess = len(stacks) - LIVE_THREADS * 3 // 4
+        excess = len(stacks) - LIVE_THREADS // 4
         idle = [t for t in islice(stacks.least_recent(), excess + len(keep)) if t not in keep]
         idle = idle[:excess]
         stacks.forget(idle)

@@ -75,5 +75,6 @@ def test_more_threads_of_one_op_each_take_no_more_memory(pid, monkeypatch):
     monkeypatch.setattr(engine, "LIVE_THREADS", 256)
     small = _thread_state_after_feeding(_one_op_threads(2_000, pid=pid))
     big = _thread_state_after_feeding(_one_op_threads(6_000, pid=pid))
-    # without forgetting: about 1.5 KB per thread, 6 MB more
-    assert small < 1_000_000 and big - small < 100_000
+    # at most 256 threads' state (about 1.5 KB each), whatever the threads read; without
+    # forgetting 6 MB more
+    assert small < 1_000_000 and big < 1_000_000

@@ -33,6 +33,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass
+from heapq import nlargest
 
 from stream_split.core.detect.base import DECIDED_FROM_STEPS, DetectorResult, FoundBoundary
 from stream_split.core.detect.evidence import row_entry, unit_evidence
@@ -82,13 +83,19 @@ def loop_thread(skeletons, use_annotations: bool) -> ThreadSkeleton | None:
 
 def leading_threads(skeletons, use_annotations: bool, count: int) -> list:
     """The ``count`` skeletons that ``loop_thread`` would rank first now (its choice among
-    them, whatever the others: a tie goes to more ops held, then to the first read)."""
+    them, whatever the others: a tie goes to more ops held, then to the first read), from
+    what each skeleton counts as it grows (``ThreadSkeleton.busy``, summed as it came: a
+    thread whose rank is within rounding of the ``count``-th may be left out)."""
     candidates = [t for t in skeletons if t.roots and not _only_empty_steps(t)]
-    ranks = [_loop_rank(t, use_annotations) for t in candidates]
-    tied_at = {rank for rank in sorted(ranks, reverse=True)[:count]}
-    order = sorted((k for k, rank in enumerate(ranks) if rank in tied_at),
-                   key=lambda k: (ranks[k], _ops_held(candidates[k]), -k), reverse=True)
-    return [candidates[k] for k in order[:count]]
+    if len(candidates) <= count:
+        return candidates
+    ranks = [(t.main, bool(t.steps) and use_annotations, t.busy) for t in candidates]
+    cut = nlargest(count, ranks)[-1]
+    above = [k for k, rank in enumerate(ranks) if rank > cut]
+    tied = [k for k, rank in enumerate(ranks) if rank == cut]
+    held = [(len(candidates[k].roots) + candidates[k].below, -k) for k in tied]
+    return [candidates[k] for k in above] + \
+        [candidates[-k] for _, k in nlargest(count - len(above), held)]
 
 
 def _loop_rank(thread: ThreadSkeleton, use_annotations: bool) -> tuple:

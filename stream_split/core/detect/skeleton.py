@@ -63,8 +63,8 @@ SKIPPED = Node(-1, 0.0, 0.0, 0)
 
 class ThreadSkeleton:
     """The skeleton of one section of one thread (key: its (pid, tid))."""
-    __slots__ = ("key", "main", "roots", "stack", "steps", "next_try", "seen", "kid_seen",
-                 "frames", "_root_columns")
+    __slots__ = ("key", "main", "roots", "busy", "below", "stack", "steps", "next_try",
+                 "seen", "kid_seen", "frames", "_root_columns")
 
     def __init__(self, key, first_try: int):
         self.key = key
@@ -72,6 +72,10 @@ class ThreadSkeleton:
         # that drives a loop; other threads (autograd, data loading) keep their top level.
         self.main = is_main_thread(*key)
         self.roots: list[Node] = []
+        #: The time its top-level ops take, summed as they come (the rank of an idle thread
+        #: among the loop thread's candidates: ``close.leading_threads``).
+        self.busy = 0.0
+        self.below = 0  # ops kept below its top level
         self.stack: list = []  # parallel to the engine's stack: Node or None (transparent)
         self.steps: list = []  # top-level ProfilerStep spans: (start, end, name)
         self.next_try = first_try  # top-level ops before the next online attempt
@@ -130,6 +134,7 @@ class ThreadSkeleton:
             self.frames = open_pending(node, roots[-1].end if roots else float("-inf"),
                                        self.frames)
         roots.append(node)
+        self.busy += node.end - node.start
 
     def observe_frame(self, start: float, end: float, name: str) -> None:
         """A Python frame of this thread: the opener of the top-level op it opens (see
@@ -253,6 +258,7 @@ class Skeletons:
                 parent.kids = []
             parent.kids.append(node)
             self._nodes += 1
+            state.below += 1
         else:
             node = SKIPPED
         state.stack.append(node)
@@ -375,6 +381,7 @@ class Skeletons:
         self.threads = {key: state}
         self._sections_of, self._early_frames = {}, {}
         state.roots = []
+        state.busy = 0.0
         state.kid_seen = {}
         return key
 
