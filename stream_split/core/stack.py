@@ -22,11 +22,13 @@ _NO_STACK: list = []
 
 
 class _Thread:
-    """One thread's open ops, its last op's start and its sections so far."""
-    __slots__ = ("stack", "last_start", "section")
+    """One thread's open ops (their ends and names, outermost first: two lists, not a tuple
+    per op, for a nesting a million deep), its last op's start and its sections so far."""
+    __slots__ = ("ends", "names", "last_start", "section")
 
     def __init__(self, start: float):
-        self.stack: list = []
+        self.ends: list = []
+        self.names: list = []
         self.last_start = start
         self.section = 0
 
@@ -45,22 +47,26 @@ class ThreadStacks:
         return len(self._threads)
 
     def push(self, thread, name: str, start: float, end: float) -> list:
-        """Open an op; returns the thread's stack *including* it: [(end, name, start), ...].
+        """Open an op; returns the names of the thread's open ops *including* it, outermost
+        first (its length is the op's depth, plus one).
 
         Kineto sorts each (thread, category) stream, not each thread: a thread's
         ``user_annotation`` spans may all come before its ``cpu_op`` events. An op that
         starts before the previous one of its thread begins a new *section*: the stack is
         cleared rather than nesting ops under spans they cannot be inside."""
-        stack = self._read(thread, start).stack
+        state = self._read(thread, start)
+        ends, names = state.ends, state.names
         tol = self._tolerance
-        while stack:
-            top_end, _, top_start = stack[-1]
+        while ends:
+            top_end = ends[-1]
             if start >= top_end or end > top_end + tol:
-                stack.pop()  # finished before this op, or partially overlapping: a sibling
+                ends.pop()  # finished before this op, or partially overlapping: a sibling
+                names.pop()
             else:
                 break
-        stack.append((end, name, start))
-        return stack
+        ends.append(end)
+        names.append(name)
+        return names
 
     def note_start(self, thread, start: float) -> list:
         """What ``push`` counts of an op (its thread's sections), for a reader that never
@@ -77,7 +83,8 @@ class ThreadStacks:
         elif start < state.last_start:
             state.section += 1
             self.sections_started += 1
-            state.stack.clear()
+            state.ends.clear()
+            state.names.clear()
         state.last_start = start
         self._threads[thread] = state
         return state

@@ -9,6 +9,7 @@ import pytest
 
 import stream_split.core.engine as engine
 from stream_split.core import Splitter, SplitOptions
+from stream_split.core.stack import ThreadStacks
 from stream_split.testing.generate import generate
 from stream_split.testing.replay import SCENARIOS
 
@@ -78,3 +79,16 @@ def test_more_threads_of_one_op_each_take_no_more_memory(pid, monkeypatch):
     # at most 256 threads' state (about 1.5 KB each), whatever the threads read; without
     # forgetting 6 MB more
     assert small < 1_000_000 and big < 1_000_000
+
+
+def test_an_open_nesting_takes_under_64_bytes_a_level():
+    stacks = ThreadStacks()
+    depth = 100_000
+    ops = [(float(i), float(2 * depth - i)) for i in range(depth)]
+    tracemalloc.start()
+    for start, end in ops:
+        stacks.push(1, "op", start, end)
+    size = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert len(stacks.push(1, "op", depth + 0.25, depth + 0.5)) == depth + 1
+    assert size < 64 * depth  # with a tuple (end, name, start) a level: 72
