@@ -441,21 +441,24 @@ class RowExtremes:
 
 
 class Symbols:
-    """Op name -> symbol (digits folded into one family); ``names[sym]`` is the family."""
+    """Op name -> symbol (digits folded into one family); ``names[sym]`` is the family.
+    A name without digits is its own family: one string for both (a million unique names
+    are a million strings, not two million)."""
 
     def __init__(self):
-        self._of: dict = {}
+        self._of: dict = {}  # name -> symbol
+        self._family: dict = {}  # family -> symbol
         self.names: list = []
 
     def of(self, name: str) -> int:
         sym = self._of.get(name)
         if sym is None:
-            family = _DIGITS.sub("N", name)
-            sym = self._of.get("\x00" + family)
+            family = _DIGITS.sub("N", name)  # ``name`` itself where it has no digits
+            sym = self._family.get(family)
             if sym is None:
                 sym = len(self.names)
                 self.names.append(family)
-                self._of["\x00" + family] = sym
+                self._family[family] = sym
             self._of[name] = sym
         return sym
 
