@@ -162,20 +162,18 @@ def _held_view(event: dict, link) -> dict:
     return {"cat": cat}
 
 
-def _add_to_union(unions: dict, key, start: float, end: float) -> float:
-    """Add work ``[start, end]`` to the union of work kept under ``key`` (its latest start and
-    latest end); returns the time it adds: what lies past the latest end when it comes in
-    start order, else its whole duration (work decided out of order; see ``_own_linked``)."""
-    seen = unions.get(key)
+def _extend_union(seen: tuple | None, start: float, end: float) -> tuple:
+    """Work ``[start, end]`` added to a union of work kept as ``seen`` (its latest start and
+    latest end, None before the first): returns (the new ``seen``, the time it adds): what
+    lies past the latest end when it comes in start order, else its whole duration (work
+    decided out of order; see ``_own_linked``)."""
     if seen is None:
-        unions[key] = (start, end)
-        return end - start
+        return (start, end), end - start
     if start >= seen[0]:  # in time order
-        unions[key] = (start, max(end, seen[1]))
-        return max(0.0, end - max(start, seen[1]))
+        return (start, max(end, seen[1])), max(0.0, end - max(start, seen[1]))
     if end > seen[1]:
-        unions[key] = (seen[0], end)
-    return end - start
+        return (seen[0], end), end - start
+    return seen, end - start
 
 
 #: What a held plain Python frame needs to be decided later (``_own_cpu`` reads no more).
@@ -288,10 +286,6 @@ class Splitter:
         self._records_done = False  # ``iterations`` holds the final records
         self._gpu_latest = 0  # the latest iteration whose GPU work was decided
         self._launch_times = LaunchTimes()
-        # (iteration, pid, tid of a GPU stream) -> (latest start, latest end) of its work
-        # there; iteration -> the same over all its streams (a few entries per iteration,
-        # like its record)
-        self._stream_end, self._gpu_end = {}, {}
         self._assigned, self._records = [], []
         self._keep = self.options.keep_events
         self.events_in = self.metadata_events = self.outside_events = self.outside_kernels = 0
@@ -1113,17 +1107,19 @@ class Splitter:
         # a later-starting one on its stream (decided out of order) adds its whole duration
         # to the busy time (a stream runs one thing at a time) and to the active time, which
         # is then capped by the busy time and the iteration's GPU span.
-        record.gpu_busy_us += _add_to_union(
-            self._stream_end, (owner, event.get("pid"), event.get("tid")), start, end)
+        breakdown = self._breakdowns[owner]
+        streams, stream = breakdown.stream_work, (event.get("pid"), event.get("tid"))
+        streams[stream], busy = _extend_union(streams.get(stream), start, end)
+        record.gpu_busy_us += busy
         # (active time is capped at the end: ``_finish_records``)
-        record.gpu_active_us += _add_to_union(self._gpu_end, owner, start, end)
+        breakdown.gpu_work, active = _extend_union(breakdown.gpu_work, start, end)
+        record.gpu_active_us += active
         if record.gpu_start_ts is None or start < record.gpu_start_ts:
             record.gpu_start_ts = start
         if record.gpu_end_ts is None or end > record.gpu_end_ts:
             record.gpu_end_ts = end
         if owner > self._gpu_latest:
             self._freeze_gpu_before(owner)
-        breakdown = self._breakdowns[owner]
         breakdown.add_gpu(event.get("cat"), event.get("name") or "", start, end)
         args = event.get("args")
         if kernel and args:
