@@ -785,8 +785,7 @@ class Splitter:
         pid, tid = self._last_thread
         if found.__class__ is RetractLast:
             assert record.events == 0, "a retracted iteration owns no event"
-            windows.starts.pop()
-            windows.forget()
+            windows.drop_last()
             self._iterations.pop()
             self._breakdowns.pop()
             self._records.append(Revision(index, REVISION_RETRACT, None, pid, tid,
@@ -794,8 +793,7 @@ class Splitter:
             return
         if found.start_ts <= windows.starts[-1]:
             return  # a revision only moves a boundary later
-        windows.starts[-1] = found.start_ts
-        windows.forget()
+        windows.move_last(found.start_ts)
         record.start_ts = found.start_ts
         record.first_op = found.first_op
         pid, tid = found.thread
@@ -1153,15 +1151,15 @@ class Splitter:
             self._iterations[owner].events += 1
 
     def _finish_records(self, result) -> None:
-        starts = self._windows.starts
+        records = self._iterations
         last_end = self._windows.last_end
-        kinds = cycle_kinds(result.shapes, [r.kernels for r in self._iterations])
-        for i, record in enumerate(self._iterations):
+        kinds = cycle_kinds(result.shapes, [r.kernels for r in records])
+        for i, record in enumerate(records):
             if record.gpu_events:  # see ``_own_linked``: work decided out of order
                 record.gpu_active_us = min(record.gpu_active_us, record.gpu_busy_us,
                                            record.gpu_end_ts - record.gpu_start_ts)
-            if i + 1 < len(starts):
-                record.end_ts = starts[i + 1]
+            if i + 1 < len(records):  # the next one's start, as given (``Windows`` has a float)
+                record.end_ts = records[i + 1].start_ts
             elif last_end is not None and last_end != float("inf"):
                 record.end_ts = last_end
             elif record.end_ts < record.start_ts:

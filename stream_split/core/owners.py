@@ -12,6 +12,7 @@
 """
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
 
 import numpy as np
@@ -20,11 +21,16 @@ from stream_split.core.records import OUTSIDE
 
 
 class Windows:
+    """The windows' edges: each iteration's start (``starts``, which only the methods here
+    change), then where the last one ends. Kept for the whole run (an event from long ago may
+    still come), as float64 (8 bytes an iteration, not a float object's 32: ``--follow`` for
+    weeks) while every time given is exact there, as a list of the times given otherwise
+    (an integer beyond 2**53): a comparison with either answers the same."""
     __slots__ = ("starts", "last_end", "closed", "_edges", "cached_lo", "cached_hi",
                  "cached_owner", "_edge_array")
 
     def __init__(self):
-        self.starts: list[float] = []
+        self.starts = array("d")
         self.last_end: float | None = None
         self.closed = False
         self._edges = self.starts
@@ -39,15 +45,34 @@ class Windows:
         self._edge_array = None  # the edges as an array, for ``owners``: made on demand
 
     def add(self, ts: float) -> int:
-        self.starts.append(ts)
+        """A new iteration starts at ``ts`` (after the latest): returns its index."""
+        self._exact_for(ts).append(ts)
         self.forget()
         return len(self.starts) - 1
+
+    def move_last(self, ts: float) -> None:
+        """The latest iteration starts at ``ts`` instead."""
+        self._exact_for(ts)[-1] = ts
+        self.forget()
+
+    def drop_last(self) -> None:
+        """The latest iteration is withdrawn."""
+        self.starts.pop()
+        self.forget()
+
+    def _exact_for(self, ts) -> list | array:
+        """``starts``, as a list from now on if ``ts`` is not exact in float64."""
+        if ts.__class__ is not float and self.starts.__class__ is array and \
+                not -_EXACT_IN_FLOAT <= ts <= _EXACT_IN_FLOAT:
+            self.starts = self._edges = list(self.starts)
+        return self.starts
 
     def close(self, last_end: float | None) -> None:
         self.closed = True
         if self.starts:
             self.last_end = last_end if last_end is not None else float("inf")
-            self._edges = self.starts + [self.last_end]
+            self._edges = self._exact_for(self.last_end)[:]
+            self._edges.append(self.last_end)
         self.forget()
 
     def decidable(self, end: float) -> bool:
@@ -91,7 +116,7 @@ class Windows:
         if not self._edges:
             return np.full(starts.size, OUTSIDE, np.int64)
         if self._edge_array is None:
-            edges = np.asarray(self._edges, np.float64)
+            edges = np.array(self._edges, np.float64)  # a copy: ``starts`` may still grow
             self._edge_array = edges, bool((edges[1:] >= edges[:-1]).all())
         edges, ordered = self._edge_array
         if not ordered:
@@ -108,6 +133,10 @@ class Windows:
                        np.where((edge - starts) >= (ends - edge), seg_s, seg_e))
         inside = (seg >= 0) & (seg < n_iter) & (seg_e - seg_s < 2)
         return np.where(inside, seg, OUTSIDE)
+
+
+#: Times within this are exact in float64 (an integer beyond it may not be).
+_EXACT_IN_FLOAT = 2 ** 53
 
 
 class MonotonicOwnerMap:

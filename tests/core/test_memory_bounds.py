@@ -9,6 +9,8 @@ import pytest
 
 import stream_split.core.engine as engine
 from stream_split.core import Splitter, SplitOptions
+from stream_split.core.owners import Windows
+from stream_split.core.records import OUTSIDE
 from stream_split.core.stack import ThreadStacks
 from stream_split.testing.generate import generate
 from stream_split.testing.replay import SCENARIOS
@@ -92,3 +94,24 @@ def test_an_open_nesting_takes_under_64_bytes_a_level():
     tracemalloc.stop()
     assert len(stacks.push(1, "op", depth + 0.25, depth + 0.5)) == depth + 1
     assert size < 64 * depth  # with a tuple (end, name, start) a level: 72
+
+
+def test_window_edges_take_8_bytes_an_iteration():
+    windows = Windows()
+    n = 100_000
+    tracemalloc.start()
+    for i in range(n):
+        windows.add(1000.5 + 10 * i)  # a float made for it, as the detector's boundaries are
+    size = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert size < 10 * n  # a list of floats: 8 bytes a slot and the float's 24
+    windows.close(None)
+    assert windows.owner(1005.0, 1006.0) == 0 and windows.owner(500.0, 501.0) == OUTSIDE
+
+
+def test_window_edges_beyond_2_53_stay_exact():
+    windows = Windows()
+    windows.add(2 ** 53 + 1)  # 2**53 in float64
+    windows.close(None)
+    assert windows.owner(2 ** 53, 2 ** 53) == OUTSIDE  # before the first start
+    assert windows.owner(2 ** 53 + 1, 2 ** 53 + 1) == 0
