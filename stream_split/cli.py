@@ -279,7 +279,8 @@ def cmd_split(args) -> int:
     result = split_to_folder(args.trace, args.output, _config(args), **_reading(args))
     manifest, error, info = result.manifest, result.error, result.reader_info
     if not args.quiet:
-        render_text(build_table(manifest), sys.stdout, limit=SPLIT_TABLE_ROWS)
+        render_text(build_table(manifest, limit=SPLIT_TABLE_ROWS), sys.stdout,
+                    limit=SPLIT_TABLE_ROWS)
     kinds = {}
     for it in manifest["iterations"]:
         kinds[it["kind"]] = kinds.get(it["kind"], 0) + 1

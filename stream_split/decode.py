@@ -807,7 +807,7 @@ class TraceDecoder:
                 return
             if self._outgrows(plain):  # said before the copy that joining it would make
                 raise self._too_long("an event", self._first_open)
-            self._buf += plain
+            self._join(plain)
         elif not final:
             return
         if self._stage == "start":
@@ -831,6 +831,20 @@ class TraceDecoder:
             self._read_tail(final)
         if final:
             self._end_of_input()
+
+    def _join(self, plain: bytes) -> None:
+        """``plain`` after what ``_buf`` holds. An event open for ``PLAIN_PIECE`` bytes or
+        more grows in place (a bytearray: it is not copied at each piece, so an endless string
+        takes ``max_event_bytes`` once, not twice), and is bytes again once it closes
+        (``_read_events``)."""
+        buf = self._buf
+        if buf.__class__ is bytearray:
+            buf += plain
+        elif self._first_open >= 0 and len(buf) - self._first_open >= PLAIN_PIECE:
+            self._buf = bytearray(buf)
+            self._buf += plain
+        else:
+            self._buf = buf + plain
 
     def _skip_blank(self, plain: bytes) -> bool:
         """``plain`` is whitespace where no element is open (before the document, between
@@ -998,6 +1012,8 @@ class TraceDecoder:
                                       f" (near byte {self._buf_offset + int(brackets[array_end])})")
         if too_deep >= 0:
             closes = closes[brackets[closes] < too_deep]  # the elements that end before it
+        if buf.__class__ is bytearray and (closes.size or below.size or too_deep >= 0):
+            buf = self._buf = bytes(buf)  # a long event closed (``_join``): bytes again
         consumed = 0
         if closes.size:
             ends = brackets[closes] + 1

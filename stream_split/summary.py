@@ -12,6 +12,7 @@ import errno
 import json
 import os
 import sys
+from collections import deque
 from dataclasses import dataclass
 
 from rich.console import Console
@@ -147,35 +148,20 @@ def load_checked(path: str, check, what: str):
     return document
 
 
-def build_table(manifest: dict) -> dict:
+def build_table(manifest: dict, limit: int | None = None) -> dict:
     """``{"input", "rows", "footer"}``: one row per iteration, times in ms from the start of
     the first iteration, the GPU breakdown's layers in ms; the footer has the median and p90
     of the wall span, CPU and GPU (what outliers are judged on: ``judged_on``; idle cycles
     aside), the steady-state range, the outliers and, for a serving loop, each phase's count
-    and median (a row's warm-up flag is its phase's)."""
+    and median (a row's warm-up flag is its phase's). With ``limit``, the rows are those
+    ``render_text`` shows with that limit (``ShownRows``: a run of a million iterations
+    does not hold a million rows)."""
     iterations = manifest.get("iterations") or []
     origin = min((it["start_ts"] for it in iterations if it["start_ts"] is not None), default=0.0)
     steady = manifest.get("steady_state")
-    rows = []
+    rows = [] if limit is None else ShownRows(limit)
     for it in iterations:
-        flags = []
-        if it.get("outlier"):  # the ratio; what accounts for it is below the table
-            flags.append(f"outlier ({str(it.get('outlier_reason')).split(', ')[0]})")
-        if _warming_up(it, steady):
-            flags.append("warm-up")
-        if not it.get("complete", True):
-            flags.append("incomplete")
-        rows.append({
-            "index": it["index"], "kind": it["kind"],
-            "step": it["step"] if it.get("step") is not None else step_number(it.get("first_op")),
-            "phase": it.get("phase"),
-            "start_ms": _ms(it["start_ts"], origin),
-            "duration_ms": _ms(it["duration_us"]), "wall_ms": _ms(judged_time(it)),
-            "cpu_ops": it.get("cpu_ops"), "kernels": it.get("kernels"),
-            "gpu_active_ms": round(_gpu_active(it) / 1000, 3),
-            **_breakdown_ms(it.get("breakdown")),
-            "outlier": bool(it.get("outlier")), "reason": it.get("outlier_reason"),
-            "flags": flags, "file": it.get("file")})
+        rows.append(_row(it, origin, steady))
     durations = sorted(judged_time(it) for it in iterations
                        if it["kind"] != "idle" and judged_time(it) is not None)
     median, p90 = quantile(durations, 0.5), quantile(durations, 0.9)
@@ -191,6 +177,90 @@ def build_table(manifest: dict) -> dict:
     }
     return {"input": manifest.get("input"), "complete": manifest.get("complete"),
             "rows": rows, "footer": footer}
+
+
+def _row(it: dict, origin: float, steady: dict | None) -> dict:
+    """The table's row of the manifest entry ``it`` (``build_table``)."""
+    flags = []
+    if it.get("outlier"):  # the ratio; what accounts for it is below the table
+        flags.append(f"outlier ({str(it.get('outlier_reason')).split(', ')[0]})")
+    if _warming_up(it, steady):
+        flags.append("warm-up")
+    if not it.get("complete", True):
+        flags.append("incomplete")
+    return {
+        "index": it["index"], "kind": it["kind"],
+        "step": it["step"] if it.get("step") is not None else step_number(it.get("first_op")),
+        "phase": it.get("phase"),
+        "start_ms": _ms(it["start_ts"], origin),
+        "duration_ms": _ms(it["duration_us"]), "wall_ms": _ms(judged_time(it)),
+        "cpu_ops": it.get("cpu_ops"), "kernels": it.get("kernels"),
+        "gpu_active_ms": round(_gpu_active(it) / 1000, 3),
+        **_breakdown_ms(it.get("breakdown")),
+        "outlier": bool(it.get("outlier")), "reason": it.get("outlier_reason"),
+        "flags": flags, "file": it.get("file")}
+
+
+class ShownRows:
+    """The rows of a table as ``render_text`` shows them with ``limit`` (``shown_rows``),
+    kept as they are appended, and what it says of the others: how many (``len``), which
+    keys any of them has a value for (``has``) and the outliers explained below the table
+    (``explained``). Memory: about ``limit`` rows, whatever the rows appended."""
+
+    def __init__(self, limit: int):
+        self._limit = limit
+        self._edge = max(1, limit // 4)
+        self._rows: list = []  # every row while there are at most ``limit``, then the first
+        self._middle: list = []  # then the outliers after the first rows, up to the room
+        self._tail: deque = deque()  # and the last ``edge`` rows
+        self._n = 0
+        self._keys: set = set()  # the keys a row has a value for
+        self._said: list = []  # the outliers with a reason, the slowest kept
+
+    def __len__(self) -> int:
+        return self._n
+
+    def append(self, row: dict) -> None:
+        self._n += 1
+        self._keys.update(key for key, value in row.items() if value is not None)
+        if row.get("outlier") and ", " in (row.get("reason") or ""):
+            self._said.append(row)
+            if len(self._said) > 8 * OUTLIERS_EXPLAINED:
+                self._said = _slowest(self._said)[:OUTLIERS_EXPLAINED]
+        if self._n <= self._limit:
+            self._rows.append(row)
+            return
+        if not self._tail:  # one more than ``limit``: the first rows, the middle, the last
+            rows, self._rows = self._rows, self._rows[:self._edge]
+            self._tail.extend(rows[len(rows) + 1 - self._edge:])
+            for kept in rows[self._edge:len(rows) + 1 - self._edge]:
+                self._to_middle(kept)
+        self._tail.append(row)
+        if len(self._tail) > self._edge:
+            self._to_middle(self._tail.popleft())
+
+    def _to_middle(self, row: dict) -> None:
+        if row.get("outlier") and len(self._middle) < self._limit - 2 * self._edge:
+            self._middle.append(row)
+
+    def has(self, key: str) -> bool:
+        """Whether a row appended has a value for ``key``."""
+        return key in self._keys
+
+    def shown(self) -> list:
+        """``shown_rows`` of every row appended, with the limit."""
+        if self._n <= self._limit:
+            return shown_rows(self._rows, self._limit)
+        return shown_rows(self._rows + self._middle + list(self._tail), None, gaps=True)
+
+    def explained(self) -> list:
+        """``outlier_lines`` of every row appended."""
+        return outlier_lines(self._said)
+
+
+def _slowest(rows: list) -> list:
+    """``rows`` the slowest first (the first of equals first)."""
+    return sorted(rows, key=lambda r: -(r.get("wall_ms") or 0))
 
 
 def _ms(us: float | None, origin: float = 0.0) -> float | None:
@@ -255,16 +325,21 @@ def _cell(column: Column, row: dict) -> str:
     return column.fmt.format(value)
 
 
-def shown_rows(rows: list[dict], limit: int | None) -> list[dict | None]:
+def shown_rows(rows: list[dict], limit: int | None, gaps: bool = False) -> list[dict | None]:
     """At most about ``limit`` rows: the first and last few and every outlier between them
-    (up to ``limit``), None where rows are left out. All of them when ``limit`` is None."""
-    if limit is None or len(rows) <= limit:
+    (up to ``limit``), None where rows are left out. All of them when ``limit`` is None (and
+    ``gaps``: None where their indices jump, as where rows were left out)."""
+    if (limit is None or len(rows) <= limit) and not gaps:
         return list(rows)
-    edge = max(1, limit // 4)
-    middle = [r for r in rows[edge:-edge] if r.get("outlier")][:limit - 2 * edge]
+    if limit is None or len(rows) <= limit:
+        kept = list(rows)
+    else:
+        edge = max(1, limit // 4)
+        middle = [r for r in rows[edge:-edge] if r.get("outlier")][:limit - 2 * edge]
+        kept = rows[:edge] + middle + rows[-edge:]
     out: list[dict | None] = []
     last = -1
-    for row in rows[:edge] + middle + rows[-edge:]:
+    for row in kept:
         if out and row["index"] != last + 1:
             out.append(None)
         out.append(row)
@@ -291,23 +366,26 @@ def render_text(table: dict, stream, columns=COLUMNS, limit: int | None = None) 
     if table.get("input"):  # a line of its own: a title would be padded to the table's width
         console.print(shown(table["input"]), highlight=False, soft_wrap=True, markup=False)
     view = Table()
-    columns = [c for c in columns
-               if not c.optional or any(r.get(c.key) is not None for r in table["rows"])]
+    rows = table["rows"]
+    kept = isinstance(rows, ShownRows)  # ``build_table`` with a limit
+    columns = [c for c in columns if not c.optional or (
+        rows.has(c.key) if kept else any(r.get(c.key) is not None for r in rows))]
     for column in columns:
         view.add_column(column.header, justify="right" if column.right else "left")
-    for row in shown_rows(table["rows"], limit):
+    shown_list = rows.shown() if kept else shown_rows(rows, limit)
+    for row in shown_list:
         if row is None:
             view.add_row(*(["..."] + [""] * (len(columns) - 1)), style="dim")
             continue
         style = "red" if row.get("outlier") else ("dim" if row.get("kind") == "idle" else None)
         view.add_row(*(shown(_cell(c, row)) for c in columns), style=style)
     console.print(view)
-    left_out = len(table["rows"]) - len([r for r in shown_rows(table["rows"], limit) if r])
+    left_out = len(rows) - len([r for r in shown_list if r])
     if left_out:
         console.print(f"({left_out} rows left out: stream-split summary shows them all)",
                       highlight=False)
     console.print(footer_line(table["footer"]), highlight=False)
-    for line in outlier_lines(table["rows"]):
+    for line in rows.explained() if kept else outlier_lines(rows):
         console.print(line, highlight=False, soft_wrap=True)
 
 
@@ -319,8 +397,7 @@ def outlier_lines(rows: list[dict]) -> list[str]:
     """``#1: 7.1x median, +5.4 ms: eval x1, ...`` for the outliers whose reason says more than
     the ratio (``analysis.explain_outliers``), at most ``OUTLIERS_EXPLAINED``, the slowest
     first, then a pointer to ``stream-split why``."""
-    said = sorted((r for r in rows if r.get("outlier") and ", " in (r.get("reason") or "")),
-                  key=lambda r: -(r.get("wall_ms") or 0))
+    said = _slowest([r for r in rows if r.get("outlier") and ", " in (r.get("reason") or "")])
     lines = [f"#{r['index']}: {r['reason']}" for r in said[:OUTLIERS_EXPLAINED]]
     if lines:
         lines.append("(stream-split why DIR N: what makes iteration N differ, in detail)")

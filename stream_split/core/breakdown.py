@@ -141,7 +141,7 @@ class IterationBreakdown:
     side. ``add_gpu`` per GPU event, ``add_launch_delay`` per kernel whose launch is known,
     ``add_op`` per CPU op; ``to_dict`` with the iteration's GPU span."""
     __slots__ = ("layers", "kernels", "cpu_ops", "delay_sum_us", "delay_max_us", "delays",
-                 "comm_kernels", "comm_kernel_us")
+                 "comm_kernels", "comm_kernel_us", "stream_work", "gpu_work")
 
     def __init__(self):
         #: layers[k]: the union of layers 0..k (compute, then + comm, + memcpy, + memset).
@@ -155,6 +155,12 @@ class IterationBreakdown:
         #: The collectives' durations summed: a rank that waits for a late one at each
         #: collective has longer ones (``ranks.py``: stragglers by collectives).
         self.comm_kernel_us = 0.0
+        #: For the record's busy and active GPU time (``engine._extend_union``): per GPU
+        #: stream (pid, tid) and over all of them, the (latest start, latest end) of the
+        #: iteration's work there; kept here, with the iteration, so that they are paged with
+        #: it (``pages.PagedList``), not kept for every iteration of a long run.
+        self.stream_work: dict = {}
+        self.gpu_work: tuple | None = None
 
     def add_gpu(self, cat: str, name: str, start: float, end: float) -> None:
         layer = gpu_layer(cat, name)

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from heapq import heappop, heappush
-from itertools import repeat
+from itertools import islice, repeat
 from operator import itemgetter
 
 import numpy as np
@@ -59,7 +59,7 @@ from stream_split.core.serving import (
 from stream_split.core.records import (
     Boundary, IterationRecord, METADATA, OUTSIDE, REVISION_MOVE, REVISION_RETRACT, Revision)
 from stream_split.core.order import OpOrder
-from stream_split.core.stack import ThreadStacks
+from stream_split.core.stack import LIVE_THREADS, ThreadStacks
 from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPES as _ID_TYPES, \
     unusable_field
 from stream_split.spill import FrameColumns, MemorySpill
@@ -163,20 +163,18 @@ def _held_view(event: dict, link) -> dict:
     return {"cat": cat}
 
 
-def _add_to_union(unions: dict, key, start: float, end: float) -> float:
-    """Add work ``[start, end]`` to the union of work kept under ``key`` (its latest start and
-    latest end); returns the time it adds: what lies past the latest end when it comes in
-    start order, else its whole duration (work decided out of order; see ``_own_linked``)."""
-    seen = unions.get(key)
+def _extend_union(seen: tuple | None, start: float, end: float) -> tuple:
+    """Work ``[start, end]`` added to a union of work kept as ``seen`` (its latest start and
+    latest end, None before the first): returns (the new ``seen``, the time it adds): what
+    lies past the latest end when it comes in start order, else its whole duration (work
+    decided out of order; see ``_own_linked``)."""
     if seen is None:
-        unions[key] = (start, end)
-        return end - start
+        return (start, end), end - start
     if start >= seen[0]:  # in time order
-        unions[key] = (start, max(end, seen[1]))
-        return max(0.0, end - max(start, seen[1]))
+        return (start, max(end, seen[1])), max(0.0, end - max(start, seen[1]))
     if end > seen[1]:
-        unions[key] = (seen[0], end)
-    return end - start
+        return (seen[0], end), end - start
+    return seen, end - start
 
 
 #: What a held plain Python frame needs to be decided later (``_own_cpu`` reads no more).
@@ -253,6 +251,10 @@ class Splitter:
         self._reads_stacks = getattr(self._detector, "reads_stacks", True)
         # Each thread's ops to the stacks in start order, whatever order the file has.
         self._order = OpOrder(self.options.stack_tolerance_us)
+        #: Threads known beyond which the idle ones are forgotten (``_forget_idle_threads``),
+        #: and how many were.
+        self._forget_at = LIVE_THREADS
+        self.forgotten_threads = 0
         self._windows = Windows()
         self._correlations = MonotonicOwnerMap()
         self._annotations = AnnotationOwners()
@@ -285,10 +287,6 @@ class Splitter:
         self._records_done = False  # ``iterations`` holds the final records
         self._gpu_latest = 0  # the latest iteration whose GPU work was decided
         self._launch_times = LaunchTimes()
-        # (iteration, pid, tid of a GPU stream) -> (latest start, latest end) of its work
-        # there; iteration -> the same over all its streams (a few entries per iteration,
-        # like its record)
-        self._stream_end, self._gpu_end = {}, {}
         self._assigned, self._records = [], []
         self._keep = self.options.keep_events
         self.events_in = self.metadata_events = self.outside_events = self.outside_kernels = 0
@@ -429,6 +427,27 @@ class Splitter:
             else stacks.note_start(thread, ts)
         self._add_boundaries(self._detector.observe(thread, stack, ts, end, name,
                                                     stacks.section(thread)))
+        if len(stacks) > self._forget_at:
+            self._forget_idle_threads()
+
+    def _forget_idle_threads(self) -> None:
+        """More than ``stack.LIVE_THREADS`` threads are known: the least recently read are
+        forgotten by the stacks, the order and the detector, down to a quarter of it (the
+        detector ranks them all each time: not too often), but those that hold ops
+        (``OpOrder.holding``) or that the detector needs (``threads_needed``: the loop
+        thread's candidates). A thread forgotten that comes back begins anew. Real traces
+        never come near (``LIVE_THREADS``)."""
+        stacks = self._stacks
+        keep = self._detector.threads_needed() | self._order.holding()
+        excess = len(stacks) - LIVE_THREADS // 4
+        idle = [t for t in islice(stacks.least_recent(), excess + len(keep)) if t not in keep]
+        idle = idle[:excess]
+        stacks.forget(idle)
+        self._order.forget(idle)
+        self._detector.forget_threads(idle)
+        self.forgotten_threads += len(idle)
+        # what must stay is not looked at again before as many new threads have come
+        self._forget_at = max(LIVE_THREADS, len(stacks) + LIVE_THREADS // 4)
 
     def note_header(self, header: dict | None) -> None:
         """The trace's header keys written before its events (an adapter passes them before
@@ -1123,17 +1142,19 @@ class Splitter:
         # a later-starting one on its stream (decided out of order) adds its whole duration
         # to the busy time (a stream runs one thing at a time) and to the active time, which
         # is then capped by the busy time and the iteration's GPU span.
-        record.gpu_busy_us += _add_to_union(
-            self._stream_end, (owner, event.get("pid"), event.get("tid")), start, end)
+        breakdown = self._breakdowns[owner]
+        streams, stream = breakdown.stream_work, (event.get("pid"), event.get("tid"))
+        streams[stream], busy = _extend_union(streams.get(stream), start, end)
+        record.gpu_busy_us += busy
         # (active time is capped at the end: ``_finish_records``)
-        record.gpu_active_us += _add_to_union(self._gpu_end, owner, start, end)
+        breakdown.gpu_work, active = _extend_union(breakdown.gpu_work, start, end)
+        record.gpu_active_us += active
         if record.gpu_start_ts is None or start < record.gpu_start_ts:
             record.gpu_start_ts = start
         if record.gpu_end_ts is None or end > record.gpu_end_ts:
             record.gpu_end_ts = end
         if owner > self._gpu_latest:
             self._freeze_gpu_before(owner)
-        breakdown = self._breakdowns[owner]
         breakdown.add_gpu(event.get("cat"), event.get("name") or "", start, end)
         args = event.get("args")
         if kernel and args:
@@ -1170,17 +1191,17 @@ class Splitter:
         # Where each iteration begins: its boundary, or the Python frame that opens it where
         # that came after the boundary (``owners.StepOpeners``: Kineto writes frames last).
         opened = self._windows.opened_steps()
-        starts = [opened[k][0] if k in opened else s for k, s in enumerate(self._windows.starts)]
+        records = self._iterations
         last_end = self._windows.last_end
-        kinds = cycle_kinds(result.shapes, [r.kernels for r in self._iterations])
-        for i, record in enumerate(self._iterations):
+        kinds = cycle_kinds(result.shapes, [r.kernels for r in records])
+        for i, record in enumerate(records):
             if i in opened:
                 record.start_ts, record.first_op = opened[i]
             if record.gpu_events:  # see ``_own_linked``: work decided out of order
                 record.gpu_active_us = min(record.gpu_active_us, record.gpu_busy_us,
                                            record.gpu_end_ts - record.gpu_start_ts)
-            if i + 1 < len(starts):
-                record.end_ts = starts[i + 1]
+            if i + 1 < len(records):  # the next one's start, as given (``Windows`` has a float)
+                record.end_ts = opened[i + 1][0] if i + 1 in opened else records[i + 1].start_ts
             elif last_end is not None and last_end != float("inf"):
                 record.end_ts = last_end
             elif record.end_ts < record.start_ts:
@@ -1213,4 +1234,6 @@ class Splitter:
             self.evidence["reordered_threads"] = order.reordered_threads
             self.evidence["most_held_ops"] = order.most_held
             self.evidence["late_ops"] = order.late_ops
+        if self.forgotten_threads:  # said only where more than LIVE_THREADS threads came
+            self.evidence["forgotten_threads"] = self.forgotten_threads
         self._records_done = True

@@ -52,9 +52,11 @@ as an out-of-order op always was (the stacks begin a new section), and counted
 (``late_ops``, in the evidence): the nesting is degraded there, never silently.
 
 Memory: per thread, its last op's start and category, its first ``HISTORY`` ops while that
-order is unknown, and while reordered at most ``HOLD_LIMIT`` held ops. Time: each op is placed
-by a bisection in its row and moved at most once per ancestor, so end order and a shuffle
-within a window are linear in the ops (the held rows grow and shrink at their ends).
+order is unknown, and while reordered at most ``HOLD_LIMIT`` held ops; the threads the engine
+finds idle (beyond ``stack.LIVE_THREADS``) and that hold nothing are forgotten (``forget``).
+Time: each op is placed by a bisection in its row and moved at most once per ancestor, so
+end order and a shuffle within a window are linear in the ops (the held rows grow and
+shrink at their ends).
 """
 from __future__ import annotations
 
@@ -167,6 +169,16 @@ class OpOrder:
             out.extend(self._release(thread, state, 0))
         self._update_flush()
         return out
+
+    def holding(self) -> set:
+        """The threads that hold ops now (never to be forgotten: ``forget``)."""
+        return set(self._holding)
+
+    def forget(self, threads) -> None:
+        """Forget ``threads`` (idle, none of them holding ops): an op of one of them later
+        begins it anew."""
+        for thread in threads:
+            self._threads.pop(thread, None)
 
     def _reorder(self, state: _Thread) -> None:
         """``state``'s thread is not in start order: its ops are held from now on, its first

@@ -25,6 +25,7 @@
 """
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
 
 import numpy as np
@@ -83,11 +84,16 @@ class StepOpeners:
 
 
 class Windows:
+    """The windows' edges: each iteration's start (``starts``, which only the methods here
+    change), then where the last one ends. Kept for the whole run (an event from long ago may
+    still come), as float64 (8 bytes an iteration, not a float object's 32: ``--follow`` for
+    weeks) while every time given is exact there, as a list of the times given otherwise
+    (an integer beyond 2**53): a comparison with either answers the same."""
     __slots__ = ("starts", "last_end", "closed", "_edges", "cached_lo", "cached_hi",
                  "cached_owner", "_edge_array", "openers", "_floor_array")
 
     def __init__(self):
-        self.starts: list[float] = []
+        self.starts = array("d")
         self.last_end: float | None = None
         self.closed = False
         self._edges = self.starts
@@ -104,9 +110,10 @@ class Windows:
         self._floor_array = None  # the boundaries and gaps' floors as arrays, for ``in_gaps``
 
     def add(self, ts: float, opens_after: float | None = None, thread=None) -> int:
-        """A boundary at ``ts``; ``opens_after``: where the gap before it begins, in which
-        frames of ``thread`` may open its step (``StepOpeners``); None: none may."""
-        self.starts.append(ts)
+        """A boundary at ``ts`` (after the latest): returns its index. ``opens_after``: where
+        the gap before it begins, in which frames of ``thread`` may open its step
+        (``StepOpeners``); None: none may."""
+        self._exact_for(ts).append(ts)
         self.openers.add(opens_after, thread)
         self.forget()
         return len(self.starts) - 1
@@ -122,6 +129,13 @@ class Windows:
         self.openers.drop_last()
         self.forget()
 
+    def _exact_for(self, ts) -> list | array:
+        """``starts``, as a list from now on if ``ts`` is not exact in float64."""
+        if ts.__class__ is not float and self.starts.__class__ is array and \
+                not -_EXACT_IN_FLOAT <= ts <= _EXACT_IN_FLOAT:
+            self.starts = self._edges = list(self.starts)
+        return self.starts
+
     def close(self, last_end: float | None) -> None:
         """No more boundaries; the last iteration ends at ``last_end`` (None: open-ended),
         and no earlier than the frame that opens it."""
@@ -130,7 +144,8 @@ class Windows:
             end = last_end if last_end is not None else float("inf")
             opener = self.openers.opener(len(self.starts) - 1, float("inf"))
             self.last_end = end if opener is None else max(end, opener[1])
-            self._edges = self.starts + [self.last_end]
+            self._edges = self._exact_for(self.last_end)[:]
+            self._edges.append(self.last_end)
         self.forget()
 
     def decidable(self, end: float) -> bool:
@@ -240,7 +255,7 @@ class Windows:
         if not self._edges:
             return np.full(starts.size, OUTSIDE, np.int64)
         if self._edge_array is None:
-            edges = np.asarray(self._edges, np.float64)
+            edges = np.array(self._edges, np.float64)  # a copy: ``starts`` may still grow
             self._edge_array = edges, bool((edges[1:] >= edges[:-1]).all())
         edges, ordered = self._edge_array
         if not ordered:
@@ -262,6 +277,10 @@ class Windows:
                 if self.opens(int(seg_e[i]), float(starts[i]), float(ends[i])):
                     owners[i] = seg_e[i]
         return owners
+
+
+#: Times within this are exact in float64 (an integer beyond it may not be).
+_EXACT_IN_FLOAT = 2 ** 53
 
 
 class MonotonicOwnerMap:

@@ -5,65 +5,100 @@ in another order is put back in it by ``core.order``), so an op's parent is the 
 op that still contains it. Real traces are not perfectly
 nested: annotations cross each other and children end a little after their parents; an op
 that outlives the top of the stack by more than ``tolerance_us`` is treated as its sibling.
-Memory is the depth of the deepest open nesting per thread, never the length of the trace.
+
+Memory: per thread, the depth of its deepest open nesting, never the length of the trace;
+and the threads are kept in the order they were last read (``least_recent``), so that the
+engine can forget the idle ones once more than ``LIVE_THREADS`` are known (a trace of a
+million threads of one op each: ``engine.Splitter._forget_idle_threads``).
 """
 from __future__ import annotations
 
+#: Threads known at once before the engine forgets the idle ones (least recently read first).
+#: Real traces read ops of a few threads (the shared traces and tests/data: at most 2 with
+#: CPU ops, 25 in all), so none of them ever reaches it.
+LIVE_THREADS = 4096
 
 _NO_STACK: list = []
 
 
+class _Thread:
+    """One thread's open ops (their ends and names, outermost first: two lists, not a tuple
+    per op, for a nesting a million deep), its last op's start and its sections so far."""
+    __slots__ = ("ends", "names", "last_start", "section")
+
+    def __init__(self, start: float):
+        self.ends: list = []
+        self.names: list = []
+        self.last_start = start
+        self.section = 0
+
+
 class ThreadStacks:
-    __slots__ = ("_stacks", "_tolerance", "_last_start", "_sections", "sections_started")
+    __slots__ = ("_threads", "_tolerance", "sections_started")
 
     def __init__(self, tolerance_us: float = 1.0):
-        self._stacks: dict = {}
+        #: thread -> its ``_Thread``, the least recently read first.
+        self._threads: dict = {}
         self._tolerance = tolerance_us
-        self._last_start: dict = {}
-        self._sections: dict = {}
         self.sections_started = 0  # times a thread's ops went back in time
 
+    def __len__(self) -> int:
+        """How many threads are known."""
+        return len(self._threads)
+
     def push(self, thread, name: str, start: float, end: float) -> list:
-        """Open an op; returns the thread's stack *including* it: [(end, name, start), ...].
+        """Open an op; returns the names of the thread's open ops *including* it, outermost
+        first (its length is the op's depth, plus one).
 
         Kineto sorts each (thread, category) stream, not each thread: a thread's
         ``user_annotation`` spans may all come before its ``cpu_op`` events. An op that
         starts before the previous one of its thread begins a new *section*: the stack is
         cleared rather than nesting ops under spans they cannot be inside."""
-        stack = self._stacks.get(thread)
-        if stack is None:
-            stack = self._stacks[thread] = []
-        if self._new_section(thread, start):
-            stack.clear()
+        state = self._read(thread, start)
+        ends, names = state.ends, state.names
         tol = self._tolerance
-        while stack:
-            top_end, _, top_start = stack[-1]
+        while ends:
+            top_end = ends[-1]
             if start >= top_end or end > top_end + tol:
-                stack.pop()  # finished before this op, or partially overlapping: a sibling
+                ends.pop()  # finished before this op, or partially overlapping: a sibling
+                names.pop()
             else:
                 break
-        stack.append((end, name, start))
-        return stack
+        ends.append(end)
+        names.append(name)
+        return names
 
     def note_start(self, thread, start: float) -> list:
         """What ``push`` counts of an op (its thread's sections), for a reader that never
         looks at the stacks; returns an empty stack."""
-        self._new_section(thread, start)
+        self._read(thread, start)
         return _NO_STACK
 
-    def _new_section(self, thread, start: float) -> bool:
-        """Count an op's start: True when it goes back in time (a new section begins)."""
-        last = self._last_start.get(thread)
-        self._last_start[thread] = start
-        if last is None:
-            self._sections[thread] = 0
-            return False
-        if start < last:
-            self._sections[thread] += 1
+    def _read(self, thread, start: float) -> _Thread:
+        """Count an op's start, its thread now the most recently read: when it goes back in
+        time a new section begins (its stack is cleared)."""
+        state = self._threads.pop(thread, None)
+        if state is None:
+            state = _Thread(start)
+        elif start < state.last_start:
+            state.section += 1
             self.sections_started += 1
-            return True
-        return False
+            state.ends.clear()
+            state.names.clear()
+        state.last_start = start
+        self._threads[thread] = state
+        return state
 
     def section(self, thread) -> int:
         """How many times this thread's ops went back in time so far."""
-        return self._sections.get(thread, 0)
+        state = self._threads.get(thread)
+        return 0 if state is None else state.section
+
+    def least_recent(self):
+        """The threads known, the least recently read first."""
+        return iter(self._threads)
+
+    def forget(self, threads) -> None:
+        """Forget ``threads`` (idle): an op of one of them later begins it anew."""
+        for thread in threads:
+            self._threads.pop(thread, None)

@@ -4,7 +4,7 @@ from stream_split.core.stack import ThreadStacks
 
 
 def names(stack) -> list:
-    return [name for _, name, _ in stack]
+    return list(stack)
 
 
 def test_an_op_inside_the_open_one_is_its_child():
@@ -14,11 +14,10 @@ def test_an_op_inside_the_open_one_is_its_child():
     assert names(stacks.push(1, "linear", 12.0, 20.0)) == ["step", "forward", "linear"]
 
 
-def test_push_returns_the_stack_as_end_name_start_with_the_new_op_on_top():
+def test_push_returns_the_open_ops_names_with_the_new_op_on_top():
     stacks = ThreadStacks()
     stacks.push(1, "step", 0.0, 100.0)
-    assert stacks.push(1, "forward", 10.0, 50.0) == [(100.0, "step", 0.0),
-                                                      (50.0, "forward", 10.0)]
+    assert stacks.push(1, "forward", 10.0, 50.0) == ["step", "forward"]
 
 
 def test_an_op_starting_at_or_after_the_top_s_end_pops_it():

@@ -1,5 +1,8 @@
 """stream_split.summary: the table's data, and how a long one is shortened at split's end."""
 import io
+import tracemalloc
+
+import pytest
 
 from stream_split.summary import build_table, render_text, shown_rows, step_number
 
@@ -46,3 +49,34 @@ def test_a_long_table_keeps_its_ends_and_its_outliers():
 def test_step_number_only_from_profiler_steps():
     assert step_number("ProfilerStep#7") == 7
     assert step_number("aten::randn") is None and step_number(None) is None
+
+
+def _with_reasons(durations, outliers):
+    """``manifest`` whose outliers' reasons say more than the ratio (explained below)."""
+    data = manifest(durations, outliers=outliers)
+    for it in data["iterations"]:
+        if it["outlier"]:
+            it["outlier_reason"] = f"{it['duration_us'] / 1000:.1f}x median, +1 ms: eval x1"
+    return data
+
+
+@pytest.mark.parametrize("n, outliers", [
+    (10, {3}), (40, {0, 39}), (41, {20}), (100, set(range(0, 100, 3))),
+    (1000, {5, 11, 500, 501, 502, 990, 999})])
+def test_a_table_built_for_a_limit_is_drawn_as_the_whole_table_is(n, outliers):
+    durations = [1000 + (7 * i) % 13 * 1000 for i in range(n)]
+    whole, kept = io.StringIO(), io.StringIO()
+    render_text(build_table(_with_reasons(durations, outliers)), whole, limit=40)
+    render_text(build_table(_with_reasons(durations, outliers), 40), kept, limit=40)
+    assert kept.getvalue() == whole.getvalue()
+
+
+def test_a_table_built_for_a_limit_keeps_about_that_many_rows():
+    data = manifest([1000] * 10_000, outliers={5000})
+    tracemalloc.start()
+    table = build_table(data, 40)
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    rows = table["rows"]
+    assert len(rows) == 10_000 and len(rows.shown()) == 10 + 3 + 10
+    assert held < 400_000  # every row: about 10 MB

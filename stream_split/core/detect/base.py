@@ -137,6 +137,13 @@ class StepAnnotationDetector:
     def note_facts(self, facts: TraceFacts) -> None:
         """Nor is the header."""
 
+    def threads_needed(self) -> set:
+        """The loop thread is the one thread it keeps (its steps' order)."""
+        return {self.loop_thread}
+
+    def forget_threads(self, threads) -> None:
+        """It keeps nothing of other threads."""
+
     def close(self) -> DetectorResult:
         return DetectorResult(
             last_end=self.last_end,

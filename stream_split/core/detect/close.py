@@ -33,6 +33,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass
+from heapq import nlargest
 
 from stream_split.core.detect.base import DECIDED_FROM_STEPS, DetectorResult, FoundBoundary
 from stream_split.core.detect.evidence import at_outermost_frame, row_entry, unit_evidence
@@ -74,13 +75,34 @@ def loop_thread(skeletons, use_annotations: bool) -> ThreadSkeleton | None:
     candidates = [t for t in skeletons if t.roots and not _only_empty_steps(t)]
     if not candidates:
         return None
-
-    def rank(t: ThreadSkeleton):
-        busy = sum(n.end - n.start for n in t.roots)
-        return (t.main, bool(t.steps) and use_annotations, busy)
-    best = max(map(rank, candidates))
-    tied = [t for t in candidates if rank(t) == best]
+    ranks = [_loop_rank(t, use_annotations) for t in candidates]
+    best = max(ranks)
+    tied = [t for t, rank in zip(candidates, ranks) if rank == best]
     return tied[0] if len(tied) == 1 else max(tied, key=_ops_held)
+
+
+def leading_threads(skeletons, use_annotations: bool, count: int) -> list:
+    """The ``count`` skeletons that ``loop_thread`` would rank first now (its choice among
+    them, whatever the others: a tie goes to more ops held, then to the first read), from
+    what each skeleton counts as it grows (``ThreadSkeleton.busy``, summed as it came: a
+    thread whose rank is within rounding of the ``count``-th may be left out)."""
+    candidates = [t for t in skeletons if t.roots and not _only_empty_steps(t)]
+    if len(candidates) <= count:
+        return candidates
+    ranks = [(t.main, bool(t.steps) and use_annotations, t.busy) for t in candidates]
+    cut = nlargest(count, ranks)[-1]
+    above = [k for k, rank in enumerate(ranks) if rank > cut]
+    tied = [k for k, rank in enumerate(ranks) if rank == cut]
+    held = [(len(candidates[k].roots) + candidates[k].below, -k) for k in tied]
+    return [candidates[k] for k in above] + \
+        [candidates[-k] for _, k in nlargest(count - len(above), held)]
+
+
+def _loop_rank(thread: ThreadSkeleton, use_annotations: bool) -> tuple:
+    """How ``loop_thread`` ranks a skeleton: a main thread's first, then one with
+    ``ProfilerStep`` spans (when they count), then the busiest at its top level."""
+    busy = sum(n.end - n.start for n in thread.roots)
+    return (thread.main, bool(thread.steps) and use_annotations, busy)
 
 
 def _only_empty_steps(thread: ThreadSkeleton) -> bool:

@@ -130,6 +130,10 @@ class MemoryRules:
     #: reads the latest two): the steps before that become boundaries too, as
     #: ``--detector steps`` makes them.
     max_steps_kept: int = 1024
+    #: Of the threads the engine finds idle (beyond ``stack.LIVE_THREADS`` threads), the
+    #: skeletons that ``close.loop_thread`` ranks first are kept, this many: the loop
+    #: thread's choice among them stays what it would have been.
+    loop_candidates_kept: int = 16
 
 
 @dataclass(frozen=True, slots=True)

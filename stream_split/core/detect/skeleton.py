@@ -18,7 +18,9 @@ kept only for main threads (pid == tid); a side thread keeps at most
 ``MemoryRules.side_thread_roots`` top-level ops; Python frames waiting for the op they open
 at most ``MemoryRules.max_pending_frames``. A loop never confirmed online keeps its main
 thread's top level until the end: that part grows with the trace (everything the engine
-waits on meanwhile is spilled).
+waits on meanwhile is spilled). The skeletons of idle threads are forgotten once the engine
+knows more than ``stack.LIVE_THREADS`` threads (``forget``), all but the loop thread's
+candidates.
 """
 from __future__ import annotations
 
@@ -61,8 +63,8 @@ SKIPPED = Node(-1, 0.0, 0.0, 0)
 
 class ThreadSkeleton:
     """The skeleton of one section of one thread (key: its (pid, tid))."""
-    __slots__ = ("key", "main", "roots", "stack", "steps", "next_try", "seen", "kid_seen",
-                 "frames", "_root_columns")
+    __slots__ = ("key", "main", "roots", "busy", "below", "stack", "steps", "next_try",
+                 "seen", "kid_seen", "frames", "_root_columns")
 
     def __init__(self, key, first_try: int):
         self.key = key
@@ -70,6 +72,10 @@ class ThreadSkeleton:
         # that drives a loop; other threads (autograd, data loading) keep their top level.
         self.main = is_main_thread(*key)
         self.roots: list[Node] = []
+        #: The time its top-level ops take, summed as they come (the rank of an idle thread
+        #: among the loop thread's candidates: ``close.leading_threads``).
+        self.busy = 0.0
+        self.below = 0  # ops kept below its top level
         self.stack: list = []  # parallel to the engine's stack: Node or None (transparent)
         self.steps: list = []  # top-level ProfilerStep spans: (start, end, name)
         self.next_try = first_try  # top-level ops before the next online attempt
@@ -128,6 +134,7 @@ class ThreadSkeleton:
             self.frames = open_pending(node, roots[-1].end if roots else float("-inf"),
                                        self.frames)
         roots.append(node)
+        self.busy += node.end - node.start
 
     def observe_frame(self, start: float, end: float, name: str) -> None:
         """A Python frame of this thread: the opener of the top-level op it opens (see
@@ -251,6 +258,7 @@ class Skeletons:
                 parent.kids = []
             parent.kids.append(node)
             self._nodes += 1
+            state.below += 1
         else:
             node = SKIPPED
         state.stack.append(node)
@@ -373,8 +381,22 @@ class Skeletons:
         self.threads = {key: state}
         self._sections_of, self._early_frames = {}, {}
         state.roots = []
+        state.busy = 0.0
         state.kid_seen = {}
         return key
+
+    def forget(self, threads) -> None:
+        """Forget every skeleton of ``threads`` (idle, and not among the loop thread's
+        candidates: ``StructureDetector.forget_threads``), and what waits for their ops."""
+        gone = set()
+        for thread in threads:
+            for state in self._sections_of.pop(thread, ()):
+                gone.add(id(state))
+            self._early_frames.pop(thread, None)
+            self._modules.pop(thread, None)
+        if gone:
+            self.threads = {key: state for key, state in self.threads.items()
+                            if id(state) not in gone}
 
     def drop(self) -> None:
         """The unit is decided: no skeleton is needed any more."""
@@ -419,21 +441,24 @@ class RowExtremes:
 
 
 class Symbols:
-    """Op name -> symbol (digits folded into one family); ``names[sym]`` is the family."""
+    """Op name -> symbol (digits folded into one family); ``names[sym]`` is the family.
+    A name without digits is its own family: one string for both (a million unique names
+    are a million strings, not two million)."""
 
     def __init__(self):
-        self._of: dict = {}
+        self._of: dict = {}  # name -> symbol
+        self._family: dict = {}  # family -> symbol
         self.names: list = []
 
     def of(self, name: str) -> int:
         sym = self._of.get(name)
         if sym is None:
-            family = _DIGITS.sub("N", name)
-            sym = self._of.get("\x00" + family)
+            family = _DIGITS.sub("N", name)  # ``name`` itself where it has no digits
+            sym = self._family.get(family)
             if sym is None:
                 sym = len(self.names)
                 self.names.append(family)
-                self._of["\x00" + family] = sym
+                self._family[family] = sym
             self._of[name] = sym
         return sym
 

@@ -48,7 +48,8 @@ from dataclasses import replace
 
 from stream_split.core.detect.base import DetectorResult, FoundBoundary, TraceFacts
 from stream_split.core.detect.close import (
-    LoopThread, decide, from_matcher, from_steps, loop_thread, no_loop, section_openers)
+    LoopThread, decide, from_matcher, from_steps, leading_threads, loop_thread, no_loop,
+    section_openers)
 from stream_split.core.detect.evidence import online_evidence
 from stream_split.core.detect.matcher import RootMatcher
 from stream_split.core.detect.rules import RULES
@@ -400,6 +401,26 @@ class StructureDetector:
             if found:
                 return k, found
         return n, ()
+
+    # -- memory: idle threads ----------------------------------------------------------
+
+    def threads_needed(self) -> set:
+        """The threads whose state must stay (the engine forgets the others it finds idle):
+        the loop thread's section, the matched or stepping thread, and the skeletons
+        ``close.loop_thread`` ranks first now (``MemoryRules.loop_candidates_kept``)."""
+        needed = {self._section.thread, self._online_thread}
+        if self._matcher is not None:
+            needed.add(self._matcher.thread)
+        leaders = leading_threads(self._skeletons.threads.values(), self._use_annotations,
+                                  RULES.memory.loop_candidates_kept)
+        needed.update(state.key for state in leaders)
+        return needed
+
+    def forget_threads(self, threads) -> None:
+        """Forget the state of ``threads`` (idle, none of them ``threads_needed``)."""
+        self._skeletons.forget(threads)
+        for thread in threads:
+            self._step_runs.pop(thread, None)
 
     # -- decision at the end of the loop thread's CPU section (Kineto's layout) ---------
 

@@ -1,0 +1,117 @@
+"""Memory that does not grow with the input (issue 22, item 3), checked small: the state of
+idle threads is forgotten beyond ``stack.LIVE_THREADS`` threads, and what it decides stays
+what it would have been (``benchmarks/adversarial.py`` measures the big cases' peak RSS)."""
+from __future__ import annotations
+
+import tracemalloc
+
+import pytest
+
+import stream_split.core.engine as engine
+from stream_split.core import Splitter, SplitOptions
+from stream_split.core.owners import Windows
+from stream_split.core.records import OUTSIDE
+from stream_split.core.stack import ThreadStacks
+from stream_split.testing.generate import generate
+from stream_split.testing.replay import SCENARIOS
+
+
+def _one_op_threads(n: int, t0: float = 0.0, pid=None) -> list:
+    """One op on each of ``n`` threads (of one process, or each its own main thread)."""
+    return [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": t0 + i, "dur": 1,
+             "pid": 100 + i if pid is None else pid, "tid": 100 + i} for i in range(n)]
+
+
+def _split(events: list, detector: str = "structure") -> Splitter:
+    splitter = Splitter(SplitOptions(keep_events=False, detector=detector))
+    for event in events:
+        splitter.feed(event)
+    splitter.close()
+    return splitter
+
+
+def _decided(splitter: Splitter) -> tuple:
+    evidence = dict(splitter.evidence)
+    evidence.pop("forgotten_threads", None)
+    return ([(r.start_ts, r.end_ts, r.events, r.cpu_ops) for r in splitter.iterations],
+            splitter.outside_events, evidence)
+
+
+@pytest.mark.parametrize("detector, scenario", [("structure", "training"),
+                                                ("structure", "training_steps"),
+                                                ("steps", "training_steps")])
+@pytest.mark.parametrize("layout", ["kineto", "time"])
+def test_forgetting_idle_threads_keeps_the_loop_and_every_decision(detector, scenario, layout,
+                                                                   monkeypatch):
+    events = generate(SCENARIOS[scenario][0], seed=1, layout=layout,
+                      **SCENARIOS[scenario][1]).events
+    t0 = min(e["ts"] for e in events if "ts" in e)
+    crowd = _one_op_threads(600, t0, pid=9805)  # side threads, before the loop's ops
+    whole = _split(crowd + events, detector)
+    monkeypatch.setattr(engine, "LIVE_THREADS", 64)
+    bounded = _split(crowd + events, detector)
+    assert bounded.evidence["forgotten_threads"] > 500
+    assert len(whole.iterations) >= 4
+    assert _decided(bounded) == _decided(whole)
+
+
+#: Where each thread's state is allocated: the stacks, the order, the detector's skeletons.
+_THREAD_STATE = [tracemalloc.Filter(True, f"*stream_split/core/{name}")
+                 for name in ("stack.py", "order.py", "detect/*")]
+
+
+def _thread_state_after_feeding(events: list) -> int:
+    """Bytes the thread state holds after ``events`` (the events themselves wait for a
+    window in the engine, spilled between batches: not counted)."""
+    splitter = Splitter(SplitOptions(keep_events=False))
+    tracemalloc.start()
+    for event in events:
+        splitter.feed(event)
+    snapshot = tracemalloc.take_snapshot().filter_traces(_THREAD_STATE)
+    tracemalloc.stop()
+    splitter.close()
+    return sum(stat.size for stat in snapshot.statistics("filename"))
+
+
+@pytest.mark.parametrize("pid", [1, None], ids=["threads", "processes"])
+def test_more_threads_of_one_op_each_take_no_more_memory(pid, monkeypatch):
+    monkeypatch.setattr(engine, "LIVE_THREADS", 256)
+    small = _thread_state_after_feeding(_one_op_threads(2_000, pid=pid))
+    big = _thread_state_after_feeding(_one_op_threads(6_000, pid=pid))
+    # at most 256 threads' state (about 1.5 KB each), whatever the threads read; without
+    # forgetting 6 MB more
+    assert small < 1_000_000 and big < 1_000_000
+
+
+def test_an_open_nesting_takes_under_64_bytes_a_level():
+    stacks = ThreadStacks()
+    depth = 100_000
+    ops = [(float(i), float(2 * depth - i)) for i in range(depth)]
+    tracemalloc.start()
+    for start, end in ops:
+        stacks.push(1, "op", start, end)
+    size = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert len(stacks.push(1, "op", depth + 0.25, depth + 0.5)) == depth + 1
+    assert size < 64 * depth  # with a tuple (end, name, start) a level: 72
+
+
+def test_window_edges_take_8_bytes_an_iteration():
+    windows = Windows()
+    n = 100_000
+    tracemalloc.start()
+    for i in range(n):
+        windows.add(1000.5 + 10 * i)  # a float made for it, as the detector's boundaries are
+    size = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert size < 10 * n  # a list of floats: 8 bytes a slot and the float's 24
+    windows.close(None)
+    assert windows.owner(1005.0, 1006.0) == 0 and windows.owner(500.0, 501.0) == OUTSIDE
+
+
+def test_window_edges_beyond_2_53_stay_exact():
+    windows = Windows()
+    windows.add(2 ** 53 + 1)  # 2**53 in float64
+    windows.close(None)
+    assert windows.owner(2 ** 53, 2 ** 53) == OUTSIDE  # before the first start
+    assert windows.owner(2 ** 53 + 1, 2 ** 53 + 1) == 0
