@@ -278,10 +278,11 @@ def cmd_split(args) -> int:
     args.trace = traces[0]
     result = split_to_folder(args.trace, args.output, _config(args), **_reading(args))
     manifest, error, info = result.manifest, result.error, result.reader_info
-    if not args.quiet:
-        render_text(build_table(manifest), sys.stdout, limit=SPLIT_TABLE_ROWS)
+    table = None if args.quiet else build_table(manifest)
+    if table is not None:
+        render_text(table, sys.stdout, limit=SPLIT_TABLE_ROWS)
     kinds = {}
-    for it in manifest["iterations"]:
+    for it in manifest["iterations"] if table is None else table["rows"]:  # rows: made
         kinds[it["kind"]] = kinds.get(it["kind"], 0) + 1
     summary = ", ".join(plural(n, "idle cycle" if k == "idle" else k)
                         for k, n in kinds.items()) or "0 iterations"

@@ -153,44 +153,60 @@ def build_table(manifest: dict) -> dict:
     of the wall span, CPU and GPU (what outliers are judged on: ``judged_on``; idle cycles
     aside), the steady-state range, the outliers and, for a serving loop, each phase's count
     and median (a row's warm-up flag is its phase's)."""
-    iterations = manifest.get("iterations") or []
-    origin = min((it["start_ts"] for it in iterations if it["start_ts"] is not None), default=0.0)
     steady = manifest.get("steady_state")
-    rows = []
-    for it in iterations:
-        flags = []
-        if it.get("outlier"):  # the ratio; what accounts for it is below the table
-            flags.append(f"outlier ({str(it.get('outlier_reason')).split(', ')[0]})")
-        if _warming_up(it, steady):
-            flags.append("warm-up")
-        if not it.get("complete", True):
-            flags.append("incomplete")
-        rows.append({
-            "index": it["index"], "kind": it["kind"],
-            "step": it["step"] if it.get("step") is not None else step_number(it.get("first_op")),
-            "phase": it.get("phase"),
-            "start_ms": _ms(it["start_ts"], origin),
-            "duration_ms": _ms(it["duration_us"]), "wall_ms": _ms(judged_time(it)),
-            "cpu_ops": it.get("cpu_ops"), "kernels": it.get("kernels"),
-            "gpu_active_ms": round(_gpu_active(it) / 1000, 3),
-            **_breakdown_ms(it.get("breakdown")),
-            "outlier": bool(it.get("outlier")), "reason": it.get("outlier_reason"),
-            "flags": flags, "file": it.get("file")})
-    durations = sorted(judged_time(it) for it in iterations
-                       if it["kind"] != "idle" and judged_time(it) is not None)
+    rows, durations, outliers, by_phase = [], [], [], {}
+    idle = 0
+    for it in manifest.get("iterations") or []:  # once: a long trace's are made when read
+        rows.append(_row(it, steady))
+        judged = judged_time(it)
+        if it["kind"] == "idle":
+            idle += 1
+        elif judged is not None:
+            durations.append(judged)
+            if it.get("phase"):
+                by_phase.setdefault(it["phase"], []).append(judged)
+        if it.get("outlier"):
+            outliers.append(it["index"])
+    # in ms from the start of the first iteration (the rows hold their start in µs so far)
+    origin = min((row["start_ms"] for row in rows if row["start_ms"] is not None), default=0.0)
+    for row in rows:
+        row["start_ms"] = _ms(row["start_ms"], origin)
+    durations.sort()
     median, p90 = quantile(durations, 0.5), quantile(durations, 0.9)
     footer = {
         "judged_on": JUDGED_ON,
         "iterations": len(durations),
-        "idle": sum(1 for it in iterations if it["kind"] == "idle"),
+        "idle": idle,
         "median_ms": None if median is None else round(median / 1000, 3),
         "p90_ms": None if p90 is None else round(p90 / 1000, 3),
         "steady_state": steady,
-        "outliers": [it["index"] for it in iterations if it.get("outlier")],
-        "phases": _phase_footer(iterations),
+        "outliers": outliers,
+        "phases": _phase_footer(by_phase),
     }
     return {"input": manifest.get("input"), "complete": manifest.get("complete"),
             "rows": rows, "footer": footer}
+
+
+def _row(it: dict, steady: dict | None) -> dict:
+    """The table's row of a manifest entry, its ``start_ms`` still its start in µs."""
+    flags = []
+    if it.get("outlier"):  # the ratio; what accounts for it is below the table
+        flags.append(f"outlier ({str(it.get('outlier_reason')).split(', ')[0]})")
+    if _warming_up(it, steady):
+        flags.append("warm-up")
+    if not it.get("complete", True):
+        flags.append("incomplete")
+    return {
+        "index": it["index"], "kind": it["kind"],
+        "step": it["step"] if it.get("step") is not None else step_number(it.get("first_op")),
+        "phase": it.get("phase"),
+        "start_ms": it["start_ts"],
+        "duration_ms": _ms(it["duration_us"]), "wall_ms": _ms(judged_time(it)),
+        "cpu_ops": it.get("cpu_ops"), "kernels": it.get("kernels"),
+        "gpu_active_ms": round(_gpu_active(it) / 1000, 3),
+        **_breakdown_ms(it.get("breakdown")),
+        "outlier": bool(it.get("outlier")), "reason": it.get("outlier_reason"),
+        "flags": flags, "file": it.get("file")}
 
 
 def _ms(us: float | None, origin: float = 0.0) -> float | None:
@@ -206,13 +222,9 @@ def _warming_up(it: dict, steady: dict | None) -> bool:
     return it["index"] < (own or steady)["first"]
 
 
-def _phase_footer(iterations: list[dict]) -> dict:
+def _phase_footer(by_phase: dict) -> dict:
     """Per serving phase (idle cycles aside): count, median and p90 in ms; {} without
-    phases."""
-    by_phase: dict = {}
-    for it in iterations:
-        if it["kind"] != "idle" and it.get("phase") and judged_time(it) is not None:
-            by_phase.setdefault(it["phase"], []).append(judged_time(it))
+    phases. ``by_phase``: {phase: [judged time of each of its iterations]}."""
     out = {}
     for phase, durations in by_phase.items():
         durations.sort()

@@ -30,15 +30,18 @@ import shutil
 import struct
 import threading
 import zlib
+from array import array
 from collections import OrderedDict
 from contextlib import suppress
 from itertools import chain, groupby, repeat
 from operator import itemgetter
 
+import numpy as np
 from isal import isal_zlib
 
 from stream_split.analysis import explain_outliers
-from stream_split.output import create_new
+from stream_split.output import CREATE_FLAGS, create_new
+from stream_split.pages import reading
 from stream_split.schema import length_prefixed, record_message
 from stream_split.manifest_entries import ManifestIterations, dump_manifest
 from stream_split.serialize import event_json, finite, spaced_json
@@ -145,6 +148,12 @@ def _as_bytes(events: list) -> list:
 SPOOL_TASK_BYTES = 1 << 20
 #: Tasks waiting for the spool thread at most: reading waits when compression falls behind.
 SPOOL_QUEUE_TASKS = 2
+#: An owner's first bytes of events, up to this many, are spooled to the pack file all owners
+#: share (``_Pack``) rather than a file of its own: a piece that small is written from them
+#: whole, in one write, and costs one file creation.
+PACK_PIECE_BYTES = 64 * 1024
+#: The pack file's name in the spool folder (an owner's file is ``<owner>.part``).
+PACK_NAME = "pack"
 
 
 class PieceWriter:
@@ -270,11 +279,35 @@ class PieceWriter:
         if self.layout == LAYOUT_HTA:
             header_before, self._rank_name = hta_additions(header_before, header_after,
                                                            self.rank)
+        files = self._file_names(records)
+        head = _piece_head(header_before, self.metadata)
+        tail = _piece_tail(header_before, header_after)
+        ends = _Ends(head, head + b",\n" if self.metadata else head, tail, self.compresslevel)
+        by_index = {r.index: r for r in records} if self.layout == LAYOUT_HTA else {}
+        try:
+            for owner, name in files.items():
+                path = os.path.join(self.out_dir, name)
+                own_ends = ends
+                if owner in by_index:
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
+                    if by_index[owner].step is None:  # HTA finds an iteration by its step
+                        own_head = _piece_head(header_before, self.metadata + [
+                            added_step(by_index[owner], loop_thread)])
+                        own_ends = _Ends(own_head, own_head + b",\n", tail, self.compresslevel)
+                self._assemble(path, own_ends, owner, spooled.get(owner))
+        finally:
+            self._spool.pack.release()
+        shutil.rmtree(self._spool_dir, ignore_errors=True)
+        return files
+
+    def _file_names(self, records) -> dict:
+        """{owner: file name} of the pieces to write: outside, the metadata's where apart,
+        and every wanted record's."""
         files = {OUTSIDE: self.file_for(None)}
         if self.metadata_apart:
             files[METADATA] = METADATA_NAME + self.suffix
         taken = set(files.values())
-        for record in records:
+        for record in reading(records):
             if not self.wants(record.index):
                 continue
             name = self.file_for(record)
@@ -282,50 +315,57 @@ class PieceWriter:
                 name = piece_name(record.index, record.kind) + self.suffix
             taken.add(name)
             files[record.index] = name
-        head = _piece_head(header_before, self.metadata)
-        tail = _piece_tail(header_before, header_after)
-        ends = _Ends(head, head + b",\n" if self.metadata else head, tail, self.compresslevel)
-        by_index = {r.index: r for r in records} if self.layout == LAYOUT_HTA else {}
-        for owner, name in files.items():
-            path = os.path.join(self.out_dir, name)
-            own_ends = ends
-            if self.layout == LAYOUT_HTA and owner in by_index:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                if by_index[owner].step is None:  # HTA finds an iteration by its ProfilerStep
-                    own_head = _piece_head(header_before, self.metadata + [
-                        added_step(by_index[owner], loop_thread)])
-                    own_ends = _Ends(own_head, own_head + b",\n", tail, self.compresslevel)
-            self._assemble(path, own_ends, spooled.get(owner), self._spool.path(owner))
-        shutil.rmtree(self._spool_dir, ignore_errors=True)
         return files
 
-    def _assemble(self, path: str, ends: _Ends, spooled, spool_path: str) -> None:
-        """One piece: its head, the spooled events (already encoded, ``spooled`` is their
-        (crc32, size) or None for none), the tail (``ends``). Compressed, it is one gzip
-        member: the head and the tail are deflated once for all pieces, the events were
-        deflated by the spool thread in segments each ended by a sync flush (the way
-        ``pigz`` joins its blocks), and the trailer's CRC32 over all of it is combined from
-        the parts'."""
+    def _assemble(self, path: str, ends: _Ends, owner: int, spooled) -> None:
+        """One piece: its head, its events (``spooled``: their (crc32, size), None for
+        none: the pack's part of them as they are, then its spool file's, already encoded),
+        the tail (``ends``). Compressed, it is one gzip member: the head and the tail are
+        deflated once for all pieces, the pack's part deflated here, the spool file's by the
+        spool thread in segments each ended by a sync flush (the way ``pigz`` joins its
+        blocks), and the trailer's CRC32 over all of it is combined from the parts'. A piece
+        without a spool file is written in one ``write``."""
         head = ends.head if spooled is None else ends.head_before_events
+        packed = self._spool.pack.parts(owner) if spooled is not None else b""
+        spool_path = self._spool.path(owner) if spooled is not None else None
+        if not self.compress:
+            parts = [head, packed]
+        else:
+            parts = [_gzip_header(self.compresslevel), ends.deflated(head, zlib.Z_SYNC_FLUSH)]
+            if packed:
+                parts.append(_deflate(packed, self.compresslevel, zlib.Z_SYNC_FLUSH))
+        if spool_path is None:
+            _write_new(path, parts + self._after_events(ends, head, spooled))
+            return
         with create_new(path) as out:
-            if not self.compress:
-                out.write(head)
-                if spooled is not None:
-                    _copy_file(spool_path, out)
-                out.write(ends.tail)
-                return
-            out.write(_gzip_header(self.compresslevel))
-            out.write(ends.deflated(head, zlib.Z_SYNC_FLUSH))
-            crc, size = ends.crc(head), len(head)
-            if spooled is not None:
-                _copy_file(spool_path, out)
-                crc = isal_zlib.crc32_combine(crc, spooled[0], spooled[1])
-                size += spooled[1]
-            tail = ends.tail
-            out.write(ends.deflated(tail, zlib.Z_FINISH))
-            crc = isal_zlib.crc32_combine(crc, ends.crc(tail), len(tail))
-            size += len(tail)
-            out.write(struct.pack("<II", crc, size & 0xFFFFFFFF))
+            out.write(b"".join(parts))
+            _copy_file(spool_path, out)
+            out.write(b"".join(self._after_events(ends, head, spooled)))
+
+    def _after_events(self, ends: _Ends, head: bytes, spooled) -> list:
+        """What a piece holds after its events: the tail and, compressed, the gzip trailer
+        (the CRC32 and size of the head, the events (``spooled``) and the tail)."""
+        tail = ends.tail
+        if not self.compress:
+            return [tail]
+        crc, size = ends.crc(head), len(head)
+        if spooled is not None:
+            crc = isal_zlib.crc32_combine(crc, spooled[0], spooled[1])
+            size += spooled[1]
+        crc = isal_zlib.crc32_combine(crc, ends.crc(tail), len(tail))
+        size += len(tail)
+        return [ends.deflated(tail, zlib.Z_FINISH), struct.pack("<II", crc, size & 0xFFFFFFFF)]
+
+
+def _write_new(path: str, parts: list) -> None:
+    """A new file (never through a link) holding ``parts``, written in one call."""
+    fd = os.open(path, CREATE_FLAGS, 0o666)
+    try:
+        data = memoryview(b"".join(parts))
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)
 
 
 class _Ends:
@@ -374,14 +414,20 @@ def _piece_tail(header_before: dict, header_after: dict) -> bytes:
 
 
 class _SpoolThread:
-    """Appends each owner's events to its spool file (``<owner>.part``), deflated when
-    ``level`` is set, on a thread of its own: deflate (ISA-L's or zlib's), crc32 and file
-    writes release the GIL, so this runs on the second core while the main thread reads.
+    """Appends each owner's events to the spool, deflated when ``level`` is set, on a thread
+    of its own: deflate (ISA-L's or zlib's), crc32 and file writes release the GIL, so this
+    runs on the second core while the main thread reads.
 
-    A spool file is a series of raw-deflate segments, each from a compressor of its own and
-    ended by ``Z_SYNC_FLUSH`` (byte-aligned, not final): a compressor's segment ends when it
-    is closed to keep at most ``max_open`` of them (and their files) open, or at the end. What
-    is kept per owner is the CRC32 and the size of its uncompressed bytes."""
+    An owner's first ``PACK_PIECE_BYTES`` go, as they are, to the one pack file that all
+    owners share (``pack``: where each owner's parts lie in it); a piece that small is
+    deflated whole when it is assembled, and costs no file of its own (a trace of 1 M
+    one-op iterations would otherwise create and delete 1 M spool files). Past that, an
+    owner's events go to a spool file of its own (``<owner>.part``): a series of
+    raw-deflate segments, each from a compressor of its own and ended by ``Z_SYNC_FLUSH``
+    (byte-aligned, not final): a compressor's segment ends when it is closed to keep at most
+    ``max_open`` of them (and their files) open, or at the end. What is kept per owner is
+    the CRC32 and the size of its uncompressed bytes; per part in the pack, three
+    integers."""
 
     def __init__(self, spool_dir: str, level: int | None, max_open: int):
         self._dir = spool_dir
@@ -389,12 +435,16 @@ class _SpoolThread:
         self._max_open = max_open
         self._open: OrderedDict = OrderedDict()  # owner -> (file, compressor or None)
         self._sums: dict = {}  # owner -> (crc32, size)
+        self._on_file: set = set()  # owners whose events past the pack go to a file
+        self._made: set = set()  # owners whose spool file exists
+        self.pack = _Pack(os.path.join(spool_dir, PACK_NAME))
         self._tasks: queue.Queue = queue.Queue(SPOOL_QUEUE_TASKS)
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
-    def path(self, owner: int) -> str:
-        return os.path.join(self._dir, f"{owner}.part")
+    def path(self, owner: int) -> str | None:
+        """The spool file of ``owner``'s events past the pack, None when it has none."""
+        return os.path.join(self._dir, f"{owner}.part") if owner in self._on_file else None
 
     def put(self, task: list) -> None:
         """Spool ``[(owner, bytes)]``; raises what went wrong on the thread before."""
@@ -423,11 +473,14 @@ class _SpoolThread:
         task = ()
         try:
             while (task := self._tasks.get()) is not None:
+                packed = []
                 for owner, data, *encoded in task:
                     if encoded:
                         self._append_encoded(owner, data, *encoded)
                     else:
-                        self._write(owner, data)
+                        self._write(owner, data, packed)
+                self.pack.append(packed)
+            self.pack.close()
             while self._open:
                 self._end_segment(*self._open.popitem(last=False))
         except BaseException as e:  # handed to the main thread at its next put or close
@@ -436,10 +489,20 @@ class _SpoolThread:
                 with suppress(OSError):
                     handle.close()
             self._open.clear()
+            self.pack.close()
             while task is not None:  # release a main thread blocked on a full queue
                 task = self._tasks.get()
 
-    def _write(self, owner: int, data: bytes) -> None:
+    def _write(self, owner: int, data: bytes, packed: list) -> None:
+        """``owner``'s ``data``: to ``packed`` (for the pack) while the owner's bytes are
+        few, else to its spool file."""
+        crc, size = self._sums.get(owner, (0, 0))
+        self._sums[owner] = (isal_zlib.crc32(data, crc), size + len(data))
+        if owner not in self._on_file:
+            if size + len(data) <= PACK_PIECE_BYTES:
+                packed.append((owner, data))
+                return
+            self._on_file.add(owner)
         entry = self._open.get(owner)
         if entry is None:
             if len(self._open) >= self._max_open:
@@ -448,13 +511,12 @@ class _SpoolThread:
         else:
             self._open.move_to_end(owner)
         handle, compressor = entry
-        crc, size = self._sums.get(owner, (0, 0))
-        self._sums[owner] = (isal_zlib.crc32(data, crc), size + len(data))
         handle.write(compressor.compress(data) if compressor is not None else data)
 
     def _append_encoded(self, owner: int, data: bytes, sums: tuple) -> None:
         """Bytes encoded elsewhere (``encode_segment``: whole segments, each ended by a sync
         flush), appended to ``owner``'s spool after its open segment is ended."""
+        self._on_file.add(owner)
         entry = self._open.get(owner)
         if entry is None or entry[1] is not None:
             if entry is not None:
@@ -470,11 +532,12 @@ class _SpoolThread:
 
     def _open_segment(self, owner: int):
         path = self.path(owner)
-        if owner in self._sums:  # reopened after ``max_open`` others: append, never via a link
+        if owner in self._made:  # reopened after ``max_open`` others: append, never via a link
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
             handle = open(fd, "ab", buffering=64 * 1024)
         else:
             handle = create_new(path, "ab", buffering=64 * 1024)
+            self._made.add(owner)
         return handle, _deflater(self._level) if self._level is not None else None
 
     @staticmethod
@@ -483,6 +546,70 @@ class _SpoolThread:
         with handle:
             if compressor is not None:
                 handle.write(compressor.flush(zlib.Z_SYNC_FLUSH))
+
+
+class _Pack:
+    """The pack file: small parts of many owners' events, as they are, one after another,
+    and where each lies (three integers a part, in arrays). ``parts(owner)`` once
+    ``close`` was called (owners asked for in any order)."""
+
+    def __init__(self, path: str):
+        self._path = path
+        self._file = None
+        self._size = 0
+        self._owners = array("q")
+        self._offsets = array("q")
+        self._lengths = array("q")
+        self._sorted = None  # (owners, offsets, lengths) in owner order, once closed
+        self._fd: int | None = None
+
+    def append(self, parts: list) -> None:
+        """``[(owner, bytes)]`` appended, in order."""
+        if not parts:
+            return
+        if self._file is None:
+            self._file = create_new(self._path, "ab", buffering=0)
+        offset = self._size
+        for owner, data in parts:
+            self._owners.append(owner)
+            self._offsets.append(offset)
+            self._lengths.append(len(data))
+            offset += len(data)
+        self._file.write(b"".join(data for _, data in parts))
+        self._size = offset
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def parts(self, owner: int) -> bytes:
+        """``owner``'s bytes in the pack, in order (empty: none)."""
+        if self._sorted is None:
+            if not self._owners:
+                return b""
+            owners = np.frombuffer(self._owners, dtype=np.int64)
+            order = np.argsort(owners, kind="stable")
+            self._sorted = (owners[order], np.frombuffer(self._offsets, dtype=np.int64)[order],
+                            np.frombuffer(self._lengths, dtype=np.int64)[order])
+            self._fd = os.open(self._path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        owners, offsets, lengths = self._sorted
+        lo, hi = np.searchsorted(owners, (owner, owner + 1)).tolist()
+        if lo == hi:
+            return b""
+        if hi == lo + 1:
+            return os.pread(self._fd, int(lengths[lo]), int(offsets[lo]))
+        return b"".join(os.pread(self._fd, length, offset) for offset, length in
+                        zip(offsets[lo:hi].tolist(), lengths[lo:hi].tolist()))
+
+    def release(self) -> None:
+        """Give the pack's file and index back."""
+        self.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self._sorted = None
+        self._owners, self._offsets, self._lengths = array("q"), array("q"), array("q")
 
 
 def _deflater(level: int):

@@ -40,6 +40,7 @@ from bisect import bisect_left
 from functools import lru_cache
 from operator import sub
 
+from stream_split.core.records import slots_reduce
 from stream_split.trace_format import MEMCPY_CATS, MEMSET_CATS
 
 #: A kernel whose name matches is communication (collectives).
@@ -81,6 +82,7 @@ class IntervalUnion:
     ``freeze`` is called (its iteration is most likely done) it keeps the latest
     ``FROZEN_KEPT`` only, the rest summed."""
     __slots__ = ("starts", "ends", "frozen_us", "frozen")
+    __reduce__ = slots_reduce  # paged through a file (``pages.PagedList``): pickled fast
 
     def __init__(self):
         self.starts: list = []
@@ -142,6 +144,7 @@ class IterationBreakdown:
     ``add_op`` per CPU op; ``to_dict`` with the iteration's GPU span."""
     __slots__ = ("layers", "kernels", "cpu_ops", "delay_sum_us", "delay_max_us", "delays",
                  "comm_kernels", "comm_kernel_us")
+    __reduce__ = slots_reduce
 
     def __init__(self):
         #: layers[k]: the union of layers 0..k (compute, then + comm, + memcpy, + memset).

@@ -61,6 +61,7 @@ from stream_split.core.order import OpOrder
 from stream_split.core.stack import ThreadStacks
 from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPES as _ID_TYPES, \
     unusable_field
+from stream_split.pages import reading
 from stream_split.spill import FrameColumns, MemorySpill
 from stream_split.errors import TraceEventError
 from stream_split.trace_format import (
@@ -1132,10 +1133,20 @@ class Splitter:
             self._iterations[owner].events += 1
 
     def _finish_records(self, result) -> None:
+        """The records made final, in one pass that changes them (on a long trace they are
+        paged through a file: each pass reads every page, and one that changes them writes
+        every page back), after one that reads what the kinds and phases are decided on."""
         starts = self._windows.starts
         last_end = self._windows.last_end
-        kinds = cycle_kinds(result.shapes, [r.kernels for r in self._iterations])
-        for i, record in enumerate(self._iterations):
+        counts = [(r.kernels, r.graph_launches, r.launches) for r in reading(self._iterations)]
+        kernels, graph_launches, launches = map(list, zip(*counts)) if counts else ([], [], [])
+        del counts
+        kinds = cycle_kinds(result.shapes, kernels)
+        phases = infer_phases(kinds, reading(self._phase_facts), graph_launches, launches,
+                              loop_containers(result.evidence), self._diffusion_code)
+        complete = self._input_complete
+        for i, (record, breakdown, (phase, evidence)) in enumerate(
+                zip(self._iterations, reading(self._breakdowns), phases)):
             if record.gpu_events:  # see ``_own_linked``: work decided out of order
                 record.gpu_active_us = min(record.gpu_active_us, record.gpu_busy_us,
                                            record.gpu_end_ts - record.gpu_start_ts)
@@ -1146,15 +1157,9 @@ class Splitter:
             elif record.end_ts < record.start_ts:
                 record.end_ts = record.start_ts
             record.kind = kinds[i]
-            record.complete = self._input_complete
-        for record, breakdown in zip(self._iterations, self._breakdowns):
+            record.complete = complete
             span = record.gpu_end_ts - record.gpu_start_ts if record.gpu_events else None
             record.breakdown = breakdown.to_dict(span)
-        phases = infer_phases(kinds, self._phase_facts,
-                              [r.graph_launches for r in self._iterations],
-                              [r.launches for r in self._iterations],
-                              loop_containers(result.evidence), self._diffusion_code)
-        for record, (phase, evidence) in zip(self._iterations, phases):
             record.phase, record.phase_evidence = phase, evidence
         for done in (self._phase_facts, self._breakdowns):  # in the records now
             if hasattr(done, "close"):
