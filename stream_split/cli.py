@@ -30,6 +30,7 @@ from stream_split.core.serving import PHASES as SELECTABLE_PHASES
 from stream_split.decode import MAX_EVENT_BYTES
 from stream_split.errors import (
     OptionError, OptionHadNoEffect, OptionWarning, OutputError, RanksError, ReadInterrupted,
+    WriteInterrupted,
     StreamSplitError)
 from stream_split.explain import plural, render as render_explanation
 from stream_split.folder import split_to_folder
@@ -465,6 +466,9 @@ def main(argv=None) -> int:
     except ReadInterrupted:  # `split` stopped before its input's first event: nothing written
         print("stream-split: interrupted before the input began: nothing written",
               file=sys.stderr)
+        return EXIT_SIGNAL_BASE + stop.signal
+    except WriteInterrupted as e:  # stopped while its pieces were assembled: nothing written
+        print(f"stream-split: {e}", file=sys.stderr)
         return EXIT_SIGNAL_BASE + stop.signal
     except StreamSplitError as e:
         print(f"stream-split: error: {e.cli_message}", file=sys.stderr)

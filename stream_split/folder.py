@@ -128,7 +128,7 @@ def _split_into(source, out_dir: str, config: SplitConfig, *, check: bool, reade
                                 else getattr(source, "name", "<stream>"))
     manifest = finish_split(writer, splitter, reader, source=shown,
                             reader_info=outcome.reader_info, error=outcome.error, owners=chosen,
-                            chosen_by=config.choice.texts)
+                            chosen_by=config.choice.texts, stop=reading.get("stop"))
     header = {**reader.header_after, **reader.header_before} if reader is not None else {}
     return SplitResult(manifest, outcome.error, outcome.reader_info, header,
                        reader is not None, splitter)

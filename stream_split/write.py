@@ -40,6 +40,7 @@ import numpy as np
 from isal import isal_zlib
 
 from stream_split.analysis import explain_outliers
+from stream_split.errors import WriteInterrupted
 from stream_split.output import CREATE_FLAGS, create_new
 from stream_split.pages import reading
 from stream_split.schema import length_prefixed, record_message
@@ -270,10 +271,11 @@ class PieceWriter:
             shutil.rmtree(self._spool_dir, ignore_errors=True)
 
     def finish(self, records, header_before: dict, header_after: dict,
-               loop_thread=None) -> dict:
+               loop_thread=None, stop=None) -> dict:
         """Assemble the piece of every wanted iteration of ``records`` (plus outside); returns
         {owner: file name}. ``loop_thread``: ``(pid, tid)`` of the loop, where the hta layout
-        puts the ``ProfilerStep`` it adds."""
+        puts the ``ProfilerStep`` it adds. ``stop`` (a ``run.StopRequest``) requested:
+        ``WriteInterrupted`` within ``STOP_CHECK_PIECES`` pieces."""
         self._hand_over()
         spooled = self._spool.close()
         if self.layout == LAYOUT_HTA:
@@ -285,7 +287,9 @@ class PieceWriter:
         ends = _Ends(head, head + b",\n" if self.metadata else head, tail, self.compresslevel)
         by_index = {r.index: r for r in records} if self.layout == LAYOUT_HTA else {}
         try:
-            for owner, name in files.items():
+            for count, (owner, name) in enumerate(files.items()):
+                if count % STOP_CHECK_PIECES == 0:
+                    _check_stop(stop)
                 path = os.path.join(self.out_dir, name)
                 own_ends = ends
                 if owner in by_index:
@@ -355,6 +359,16 @@ class PieceWriter:
         crc = isal_zlib.crc32_combine(crc, ends.crc(tail), len(tail))
         size += len(tail)
         return [ends.deflated(tail, zlib.Z_FINISH), struct.pack("<II", crc, size & 0xFFFFFFFF)]
+
+
+#: Pieces assembled between two looks at a stop request (a few milliseconds of work).
+STOP_CHECK_PIECES = 64
+
+
+def _check_stop(stop) -> None:
+    """``WriteInterrupted`` when ``stop`` (a ``run.StopRequest`` or None) was requested."""
+    if stop is not None and stop.requested:
+        raise WriteInterrupted()
 
 
 def _write_new(path: str, parts: list) -> None:
@@ -762,22 +776,29 @@ def _counts(splitter, written: set | None, metadata_apart: bool = False) -> dict
 
 
 def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_info: dict,
-                 error: str | None, owners=None, chosen_by: dict | None = None) -> dict:
+                 error: str | None, owners=None, chosen_by: dict | None = None,
+                 stop=None) -> dict:
     """Assemble the pieces (of the iteration indices ``owners``, default all) and write
     ``manifest.json`` beside them; returns the manifest. ``chosen_by``: what chose ``owners``
-    (``{"iterations": text, "steps": text}``, ``IterationChoice.texts``). The end of every
-    `split` (the CLI's, the library's and the Beam transform's)."""
+    (``{"iterations": text, "steps": text}``, ``IterationChoice.texts``). ``stop``: a
+    ``run.StopRequest``; requested now (not before: that one ended the reading),
+    ``WriteInterrupted`` is raised within ``STOP_CHECK_PIECES`` pieces: a run stopped
+    after its input was read ends at once, nothing written.
+    The end of every `split` (the CLI's, the library's and the Beam transform's)."""
+    if stop is not None and stop.requested:  # before: it ended the reading, already honoured
+        stop = None
     chosen = None if owners is None else set(owners)
     records = splitter.iterations if chosen is None else [
         r for r in splitter.iterations if r.index in chosen]
     files = writer.finish(records,
                           reader.header_before if reader is not None else {},
                           reader.header_after if reader is not None else {},
-                          loop_thread=splitter.evidence.get("loop_thread"))
+                          loop_thread=splitter.evidence.get("loop_thread"), stop=stop)
     selection = None if chosen is None else {**(chosen_by or {}), "written": sorted(chosen)}
     manifest = build_manifest(source=source, splitter=splitter, reader_info=reader_info,
                               files=files, error=error, selection=selection)
     explain_outliers(writer.out_dir, manifest)  # from the pieces just written
+    _check_stop(stop)
     # Written once, last: a folder holding a manifest holds every piece it names.
     with create_new(os.path.join(writer.out_dir, "manifest.json"), "w", encoding="utf-8") as f:
         dump_manifest(manifest, f)
