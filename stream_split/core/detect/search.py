@@ -526,9 +526,13 @@ class SearchMemo:
         active = _active(reference)
         rules = self.rules
         out = []
+        previous = None  # an instance's bag equal to the one before: the same answer
         for span, bag in zip(spans, bags):
-            w = self.weights(span, bag, active)
-            out.append((_likeness_of(w, bag[1:], reference, rules), w))
+            if bag != previous:
+                w = self.weights(span, bag, active)
+                done = (_likeness_of(w, bag[1:], reference, rules), w)
+                previous = bag
+            out.append(done)
         return out
 
     def own_ops(self, ref_span: tuple, span: tuple) -> float:
