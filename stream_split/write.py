@@ -179,7 +179,7 @@ class PieceWriter:
         self._spool_dir = os.path.join(out_dir, ".spool")
         os.mkdir(self._spool_dir)
         self._spool = _SpoolThread(self._spool_dir, self.level, max_open)
-        self._started: set = set()  # owners with events spooled
+        self._started = bytearray()  # at owner + 2: 1 once it has events spooled
         self._pending: dict = {}  # owner -> [bytes] not yet handed to the spool thread
         self._pending_size = 0
         #: The metadata events while they are small enough to copy into every piece
@@ -217,9 +217,14 @@ class PieceWriter:
     def separated(self, owner: int) -> bool:
         """Whether ``owner``'s next events need a separator before them (a piece's first
         event has none); from now on they do."""
-        if owner in self._started:
-            return True
-        self._started.add(owner)
+        at = owner - METADATA
+        started = self._started
+        if at < len(started):
+            if started[at]:
+                return True
+        else:
+            started.extend(bytes(at + 1 - len(started)))
+        started[at] = 1
         return False
 
     @property
@@ -448,7 +453,7 @@ class _SpoolThread:
         self._level = level
         self._max_open = max_open
         self._open: OrderedDict = OrderedDict()  # owner -> (file, compressor or None)
-        self._sums: dict = {}  # owner -> (crc32, size)
+        self._sums = _Sums()
         self._on_file: set = set()  # owners whose events past the pack go to a file
         self._made: set = set()  # owners whose spool file exists
         self.pack = _Pack(os.path.join(spool_dir, PACK_NAME))
@@ -469,8 +474,8 @@ class _SpoolThread:
             self._thread.start()
         self._tasks.put(task)
 
-    def close(self) -> dict:
-        """Spool what was put, end every segment, and return {owner: (crc32, size)}."""
+    def close(self) -> "_Sums":
+        """Spool what was put, end every segment, and return each owner's (crc32, size)."""
         if self._thread is not None:
             self._tasks.put(None)
             self._thread.join()
@@ -560,6 +565,31 @@ class _SpoolThread:
         with handle:
             if compressor is not None:
                 handle.write(compressor.flush(zlib.Z_SYNC_FLUSH))
+
+
+class _Sums:
+    """The CRC32 and size of each owner's events spooled (an iteration's index, ``OUTSIDE``
+    or ``METADATA``: dense, small integers), in two arrays at owner + 2: 16 bytes a piece,
+    whatever the number of pieces (a dict of tuples took some ten times that)."""
+
+    def __init__(self):
+        self._crcs = array("Q")
+        self._sizes = array("q")  # -1: nothing spooled
+
+    def get(self, owner: int, default=None):
+        """``(crc32, size)`` of ``owner``'s events, or ``default`` when none was spooled."""
+        at = owner - METADATA
+        if at < len(self._sizes) and self._sizes[at] >= 0:
+            return self._crcs[at], self._sizes[at]
+        return default
+
+    def __setitem__(self, owner: int, sums: tuple) -> None:
+        at = owner - METADATA
+        if at >= len(self._sizes):
+            grow = at + 1 - len(self._sizes)
+            self._crcs.extend(repeat(0, grow))
+            self._sizes.extend(repeat(-1, grow))
+        self._crcs[at], self._sizes[at] = sums
 
 
 class _Pack:
