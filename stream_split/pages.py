@@ -15,7 +15,9 @@ The items are mutable and callers change them in place (``record.events += 1``):
 written back whole when it leaves memory, and only ``trim()`` makes one leave, so an item got
 by ``[i]`` stays the object in the list until the next ``trim()`` (the engine trims between two
 batches of input), and an item got from iterating stays so until the iteration has moved a
-page past it. Once the items are final, ``seal()`` saves writing back what was only read. A list of up to ``PAGE_ITEMS * RESIDENT_PAGES`` items (4,096: more iterations
+page past it. A caller that only reads goes through ``reading(items)`` (``PagedList.read``): a
+page loaded for it is dropped, never written back. Once the items are final, ``seal()`` saves
+writing back what was only read. A list of up to ``PAGE_ITEMS * RESIDENT_PAGES`` items (4,096: more iterations
 than a real profile holds) never touches the file.
 """
 from __future__ import annotations

@@ -3,16 +3,21 @@
 What this module owns: how an event, a record and a piece look on disk or on a pipe.
 - ``PieceWriter``: events arrive in file order, not piece order (a piece's GPU work comes at
   the end of a Kineto file, metadata and trailing header keys may come last of all), so each
-  piece's events are spooled to a temporary file as they are decided, already compressed: a
-  thread of its own deflates them while the main thread reads (deflating releases the GIL,
-  so that is the second core). At the end every piece is assembled into a complete Chrome
-  trace (header keys, all metadata, its events): its head and tail are deflated once for
-  all pieces and the spooled segments copied between them as they are, into one gzip member
-  whose CRC32 is combined from the parts'. Metadata over ``METADATA_INLINE_BYTES`` is
-  written once instead, as the piece ``metadata``, and the manifest names it. At most ``max_open`` spool files and compressors are open at
-  once, and what is kept per piece is two integers: memory does not grow with the number of
-  pieces. It writes into a folder of its own (``output.OutputFolder``'s staging folder, or
-  a Beam worker's scratch folder): every file is created new, never through a link.
+  piece's events are spooled as they are decided, on a thread of its own (deflating and
+  writing release the GIL, so that is the second core): a piece's first
+  ``PACK_PIECE_BYTES`` as they are, into one pack file that all pieces share, the rest
+  already compressed, into a spool file of the piece's own. At the end every piece is
+  assembled into a complete Chrome trace (header keys, all metadata, its events): its head
+  and tail are deflated once for all pieces, its part of the pack deflated, its spooled
+  segments copied as they are, into one gzip member whose CRC32 is combined from the
+  parts'; a small piece is one file creation and one write (1 M one-op iterations are 1 M
+  files, not 3 M file operations). Metadata over ``METADATA_INLINE_BYTES`` is written once
+  instead, as the piece ``metadata``, and the manifest names it. At most ``max_open`` spool
+  files and compressors are open at once, and what is kept per piece is a few integers in
+  arrays (``_Sums``, ``_Pack``). A stop requested while the pieces are assembled ends the
+  run (``WriteInterrupted``). It writes into a folder of its own (``output.OutputFolder``'s
+  staging folder, or a Beam worker's scratch folder): every file is created new, never
+  through a link.
 - ``build_manifest``: the manifest schema, in one place.
 - ``JsonlRecordSink`` / ``ProtobufRecordSink``: boundary and iteration records as lines or as
   varint-length-delimited protobuf messages;
