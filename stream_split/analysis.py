@@ -24,6 +24,7 @@ from itertools import islice
 
 from stream_split.core.records import KIND_IDLE
 from stream_split.core.serving import IDLE as PHASE_IDLE
+from stream_split.manifest_entries import outlier_positions
 from stream_split.stats import judged_time, quantile
 from stream_split.trace_format import GPU_WORK_CATS, STRUCTURE_CATS
 
@@ -253,8 +254,9 @@ def explain_outliers(out_dir: str, manifest: dict) -> None:
     profiles: dict = {}
     bases: dict = {}  # phase -> its baseline's index
     iterations = manifest.get("iterations") or []
-    for position, entry in enumerate(iterations):
-        if not entry.get("outlier") or not entry.get("file"):
+    for position in outlier_positions(iterations):
+        entry = iterations[position]
+        if not entry.get("file"):
             continue
         phase = entry.get("phase")
         if phase not in bases:

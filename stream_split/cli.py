@@ -30,6 +30,7 @@ from stream_split.core.serving import PHASES as SELECTABLE_PHASES
 from stream_split.decode import MAX_EVENT_BYTES
 from stream_split.errors import (
     OptionError, OptionHadNoEffect, OptionWarning, OutputError, RanksError, ReadInterrupted,
+    WriteInterrupted,
     StreamSplitError)
 from stream_split.explain import plural, render as render_explanation
 from stream_split.folder import split_to_folder
@@ -278,12 +279,14 @@ def cmd_split(args) -> int:
     args.trace = traces[0]
     result = split_to_folder(args.trace, args.output, _config(args), **_reading(args))
     manifest, error, info = result.manifest, result.error, result.reader_info
-    if not args.quiet:
-        render_text(build_table(manifest, limit=SPLIT_TABLE_ROWS), sys.stdout,
-                    limit=SPLIT_TABLE_ROWS)
-    kinds = {}
-    for it in manifest["iterations"]:
-        kinds[it["kind"]] = kinds.get(it["kind"], 0) + 1
+    table = None if args.quiet else build_table(manifest, limit=SPLIT_TABLE_ROWS)
+    if table is not None:
+        render_text(table, sys.stdout, limit=SPLIT_TABLE_ROWS)
+        kinds = table["rows"].kinds  # counted as the rows were made: the entries are read once
+    else:
+        kinds = {}
+        for it in manifest["iterations"]:
+            kinds[it["kind"]] = kinds.get(it["kind"], 0) + 1
     summary = ", ".join(plural(n, "idle cycle" if k == "idle" else k)
                         for k, n in kinds.items()) or "0 iterations"
     counts = manifest["counts"]
@@ -465,6 +468,9 @@ def main(argv=None) -> int:
     except ReadInterrupted:  # `split` stopped before its input's first event: nothing written
         print("stream-split: interrupted before the input began: nothing written",
               file=sys.stderr)
+        return EXIT_SIGNAL_BASE + stop.signal
+    except WriteInterrupted as e:  # stopped while its pieces were assembled: nothing written
+        print(f"stream-split: {e}", file=sys.stderr)
         return EXIT_SIGNAL_BASE + stop.signal
     except StreamSplitError as e:
         print(f"stream-split: error: {e.cli_message}", file=sys.stderr)

@@ -22,7 +22,7 @@ from typing import Callable
 
 __all__ = ["StreamSplitError", "TraceInputError", "TraceEventError", "RanksError",
            "OutputError", "OptionError", "OptionHadNoEffect", "PlotUnavailable",
-           "ReadInterrupted", "OptionWarning", "as_keyword", "as_flag"]
+           "ReadInterrupted", "WriteInterrupted", "OptionWarning", "as_keyword", "as_flag"]
 
 #: ``spell(name, value)``: how an option given this value is written for one reader.
 Spelling = Callable[..., str]
@@ -88,6 +88,16 @@ class OptionHadNoEffect(OptionError):
 
 class PlotUnavailable(StreamSplitError, RuntimeError):
     """A plot was asked for and matplotlib is not installed."""
+
+
+class WriteInterrupted(StreamSplitError):
+    """A stop was requested while the pieces were assembled: the run ends with nothing
+    written (its staging folder is removed), at once rather than after every piece."""
+
+    DEFAULT = "interrupted while the pieces were written: nothing written"
+
+    def __init__(self, message: str = DEFAULT, **kwargs):
+        super().__init__(message, **kwargs)
 
 
 class ReadInterrupted(StreamSplitError):

@@ -15,8 +15,11 @@ a caller that wants a list (the library's ``split``) takes ``list(...)``.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from functools import lru_cache
 
+from stream_split.pages import reading
 from stream_split.serialize import finite, strict_json
 
 #: What stands for the entries while the rest of the manifest is encoded.
@@ -27,13 +30,15 @@ INDENT = 1
 _ENTRY_INDENT = "\n" + " " * (2 * INDENT)
 
 
-def manifest_entry(record, files: dict) -> dict:
+def manifest_entry(record, files: dict, shared: bool = False) -> dict:
     """The manifest's entry of an ``IterationRecord``: its dict without ``type``, with the
-    file its piece was written to (None: not written), non-finite numbers as None."""
-    entry = record.to_dict()
-    entry.pop("type")
+    file its piece was written to (None: not written), non-finite numbers as None.
+    ``shared``: its nested values are the record's, and non-finite numbers are left (for
+    ``dump_manifest``, which encodes it at once: see ``_entry_text``)."""
+    entry = record.to_dict(shared)
+    del entry["type"]
     entry["file"] = files.get(record.index)
-    return finite(entry)
+    return entry if shared else finite(entry)
 
 
 class ManifestIterations(Sequence):
@@ -56,8 +61,24 @@ class ManifestIterations(Sequence):
         return self._entry(position, self._records[position])
 
     def __iter__(self):
-        for position, record in enumerate(self._records):
+        for position, record in enumerate(reading(self._records)):
             yield self._entry(position, record)
+
+    def positions_where(self, field: str) -> list[int]:
+        """The positions of the entries whose ``field`` is true, read from the records (no
+        entry made; ``field`` one that nothing assigned since changed)."""
+        return [position for position, record in enumerate(reading(self._records))
+                if getattr(record, field)]
+
+    def to_encode(self):
+        """The entries, each to be encoded at once and dropped (``dump_manifest``): they
+        share their nested values with the records and may hold non-finite numbers."""
+        changed = self._changed
+        for position, record in enumerate(reading(self._records)):
+            entry = manifest_entry(record, self._files, shared=True)
+            if position in changed:
+                entry.update(changed[position])
+            yield entry
 
     def __setitem__(self, position: int, entry: dict) -> None:
         """Entry ``position`` is ``entry`` from now on (the keys that differ are kept)."""
@@ -80,6 +101,14 @@ class ManifestIterations(Sequence):
         return list, (list(self),)
 
 
+def outlier_positions(entries) -> list[int]:
+    """The positions of the outliers among a manifest's ``iterations`` (a list of entries,
+    or ``ManifestIterations``: read from its records, no entry made)."""
+    if isinstance(entries, ManifestIterations):
+        return entries.positions_where("outlier")
+    return [position for position, entry in enumerate(entries) if entry.get("outlier")]
+
+
 def dump_manifest(manifest: dict, stream) -> None:
     """Write ``manifest`` to the text ``stream`` as strict JSON with ``INDENT`` (the text of
     ``serialize.strict_json(manifest, indent=INDENT)``), its ``iterations`` encoded one entry
@@ -87,7 +116,8 @@ def dump_manifest(manifest: dict, stream) -> None:
     head = dict(manifest, iterations=_PLACEHOLDER)
     before, after = strict_json(head, indent=INDENT).split(strict_json(_PLACEHOLDER))
     stream.write(before)
-    entries = iter(manifest["iterations"])
+    entries = manifest["iterations"]
+    entries = iter(entries.to_encode() if isinstance(entries, ManifestIterations) else entries)
     first = next(entries, None)
     if first is None:
         stream.write("[]")
@@ -99,7 +129,62 @@ def dump_manifest(manifest: dict, stream) -> None:
     stream.write(after)
 
 
+#: The depth of an entry inside the manifest (an item of the list that is the value of a
+#: top-level key).
+_ENTRY_DEPTH = 2 * INDENT
+
+
 def _entry_text(entry: dict) -> str:
-    """An entry as it reads inside the manifest: its own JSON, each line indented two levels
-    (a JSON string holds no raw newline: every one is the layout's)."""
-    return strict_json(entry, indent=INDENT).replace("\n", _ENTRY_INDENT)
+    """An entry as it reads inside the manifest: its own JSON (``strict_json``, non-finite
+    numbers as null), each line indented two levels."""
+    try:
+        return _indented(entry, _ENTRY_DEPTH)
+    except ValueError:  # a number that is not finite (rare): as null
+        return _indented(finite(entry), _ENTRY_DEPTH)
+
+
+def _indented(value, depth: int) -> str:
+    """``json.dumps(value, indent=INDENT, allow_nan=False)`` as it reads at ``depth`` spaces
+    (the lines of its items at ``depth + INDENT``), made with the standard library's C
+    encoder (its pure-Python one, which ``indent`` takes, was most of the cost of a manifest
+    of many iterations): runs of items that hold no container are encoded at once, with the
+    line break and indentation as their separator; a container is made alike, a level
+    deeper."""
+    inner = depth + INDENT
+    if isinstance(value, dict) and value and all(k.__class__ is str for k in value):
+        items, run = [], {}
+        for key, item in value.items():
+            if item and isinstance(item, (dict, list, tuple)):
+                if run:
+                    items.append(_flat(inner).encode(run)[1:-1])
+                    run = {}
+                items.append(_flat(inner).encode(key) + ": " + _indented(item, inner))
+            else:
+                run[key] = item
+        if run:
+            items.append(_flat(inner).encode(run)[1:-1])
+        return _enclosed("{", _separator(inner).join(items), "}", depth)
+    if isinstance(value, (list, tuple)) and value:
+        if not any(item and isinstance(item, (dict, list, tuple)) for item in value):
+            return _enclosed("[", _flat(inner).encode(value)[1:-1], "]", depth)
+        return _enclosed("[", _separator(inner).join(_indented(item, inner) for item in value),
+                         "]", depth)
+    if isinstance(value, dict) and value:  # keys that are not strings: the library's way
+        text = json.dumps(value, indent=INDENT, allow_nan=False)
+        return text.replace("\n", "\n" + " " * depth)
+    return _flat(inner).encode(value)
+
+
+def _enclosed(opening: str, items: str, closing: str, depth: int) -> str:
+    return opening + "\n" + " " * (depth + INDENT) + items + "\n" + " " * depth + closing
+
+
+def _separator(depth: int) -> str:
+    return ",\n" + " " * depth
+
+
+@lru_cache(maxsize=None)
+def _flat(depth: int) -> json.JSONEncoder:
+    """An encoder without ``indent`` (the C one) whose items are separated by a line break and
+    ``depth`` spaces, strict (``allow_nan=False``)."""
+    return json.JSONEncoder(allow_nan=False, separators=(_separator(depth), ": "))

@@ -15,7 +15,9 @@ The items are mutable and callers change them in place (``record.events += 1``):
 written back whole when it leaves memory, and only ``trim()`` makes one leave, so an item got
 by ``[i]`` stays the object in the list until the next ``trim()`` (the engine trims between two
 batches of input), and an item got from iterating stays so until the iteration has moved a
-page past it. Once the items are final, ``seal()`` saves writing back what was only read. A list of up to ``PAGE_ITEMS * RESIDENT_PAGES`` items (4,096: more iterations
+page past it. A caller that only reads goes through ``reading(items)`` (``PagedList.read``): a
+page loaded for it is dropped, never written back. Once the items are final, ``seal()`` saves
+writing back what was only read. A list of up to ``PAGE_ITEMS * RESIDENT_PAGES`` items (4,096: more iterations
 than a real profile holds) never touches the file.
 """
 from __future__ import annotations
@@ -29,6 +31,25 @@ from collections import OrderedDict
 PAGE_ITEMS = 256
 #: Pages kept in memory at most after a ``trim()`` (the ones used last).
 RESIDENT_PAGES = 16
+
+
+def reading(items):
+    """``items`` (a list or a ``PagedList``) to be read only: iterated (as often as wanted)
+    through ``PagedList.read``, never written back."""
+    return _Reading(items) if isinstance(items, PagedList) else items
+
+
+class _Reading:
+    __slots__ = ("_items",)
+
+    def __init__(self, items: "PagedList"):
+        self._items = items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self):
+        return self._items.read()
 
 
 class PagedList:
@@ -89,6 +110,17 @@ class PagedList:
             yield from self._page(number)
             self.trim()
 
+    def read(self):
+        """Every item in order, for reading only: a page that was not in memory is loaded,
+        read and dropped, never written back (the caller changes nothing it is given), and
+        the pages in memory stay as they are. Half the cost of ``__iter__`` on a list
+        mostly in the file."""
+        for number in range((self._len + self._page_items - 1) // self._page_items):
+            page = self._resident.get(number)
+            if page is None:
+                page = self._load(number)
+            yield from page
+
     def seal(self) -> None:
         """No item changes from now on (the records are final): a page that leaves memory
         after it was read back from the file is dropped, not written again."""
@@ -110,10 +142,7 @@ class PagedList:
             self._resident.move_to_end(number)
             return page
         if number in self._stored:
-            offset, size = self._stored[number]
-            self._file.seek(offset)
-            page = pickle.loads(self._file.read(size))
-            self.pages_read += 1
+            page = self._load(number)
             if self._sealed:
                 self._clean.add(number)
         elif create:
@@ -122,6 +151,13 @@ class PagedList:
             raise IndexError(f"page {number} is neither in memory nor stored")
         self._resident[number] = page
         return page
+
+    def _load(self, number: int) -> list:
+        """Page ``number`` as the file holds it."""
+        offset, size = self._stored[number]
+        self._file.seek(offset)
+        self.pages_read += 1
+        return pickle.loads(self._file.read(size))
 
     def _store(self, number: int, items: list) -> None:
         """Pickle page ``number`` to the file: where it was when it still fits, else at the end."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from stream_split.core.serving import IDLE as PHASE_IDLE
+from stream_split.pages import reading
 
 KIND_IDLE = "idle"
 
@@ -128,12 +129,6 @@ def analyze(durations: list[float], kinds: list[str], groups: list | None = None
     return IterationStats(outlier, reason, steady, stats)
 
 
-def record_groups(records: list) -> list | None:
-    """The serving phase of each record (``core.serving``) when any has one, else None."""
-    phases = [getattr(r, "phase", None) for r in records]
-    return phases if any(p is not None for p in phases) else None
-
-
 #: What outliers and the steady state of iteration records are judged on: the wall span
 #: of an iteration's work, CPU and GPU (``IterationRecord.wall_us``), not its CPU window
 #: (``duration_us``): a step whose GPU work runs long past its CPU window is that long.
@@ -153,11 +148,16 @@ def analyze_records(records: list, groups: list | None = None) -> IterationStats
     ``kind`` and maybe ``phase``), judged on ``judged_time``. ``groups`` defaults to the
     records' serving phases: a decode step is compared with decode steps, a prefill with
     prefills; a step of phase ``idle`` (it launches no GPU work) stays out like an idle
-    cycle."""
+    cycle. The records are read once (a long trace's are paged through a file)."""
+    times, kinds, phases = [], [], []
+    for r in reading(records):
+        phase = getattr(r, "phase", None)
+        times.append(judged_time(r))
+        kinds.append(KIND_IDLE if phase == PHASE_IDLE else r.kind)
+        phases.append(phase)
     if groups is None:
-        groups = record_groups(records)
-    kinds = [KIND_IDLE if getattr(r, "phase", None) == PHASE_IDLE else r.kind for r in records]
-    return analyze([judged_time(r) for r in records], kinds, groups)
+        groups = phases if any(p is not None for p in phases) else None
+    return analyze(times, kinds, groups)
 
 
 def finish(records: list, groups: list | None = None) -> IterationStats:
@@ -166,7 +166,8 @@ def finish(records: list, groups: list | None = None) -> IterationStats:
     analysis (the steady state too). Every front end takes it the same way, through
     ``run.drive``; a direct caller of ``Splitter`` calls it after ``close()``."""
     result = analyze_records(records, groups)
-    for record, flag, why in zip(records, result.outlier, result.outlier_reason):
-        record.outlier = flag
-        record.outlier_reason = why
+    for i, flag in enumerate(result.outlier):
+        if flag:  # a record is made no outlier: only the outliers are changed
+            record = records[i]
+            record.outlier, record.outlier_reason = True, result.outlier_reason[i]
     return result

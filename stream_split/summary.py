@@ -156,31 +156,48 @@ def build_table(manifest: dict, limit: int | None = None) -> dict:
     and median (a row's warm-up flag is its phase's). With ``limit``, the rows are those
     ``render_text`` shows with that limit (``ShownRows``: a run of a million iterations
     does not hold a million rows)."""
-    iterations = manifest.get("iterations") or []
-    origin = min((it["start_ts"] for it in iterations if it["start_ts"] is not None), default=0.0)
     steady = manifest.get("steady_state")
     rows = [] if limit is None else ShownRows(limit)
-    for it in iterations:
-        rows.append(_row(it, origin, steady))
-    durations = sorted(judged_time(it) for it in iterations
-                       if it["kind"] != "idle" and judged_time(it) is not None)
+    durations, outliers, by_phase = [], [], {}
+    idle = 0
+    for it in manifest.get("iterations") or []:  # once: a long trace's are made when read
+        rows.append(_row(it, steady))
+        judged = judged_time(it)
+        if it["kind"] == "idle":
+            idle += 1
+        elif judged is not None:
+            durations.append(judged)
+            if it.get("phase"):
+                by_phase.setdefault(it["phase"], []).append(judged)
+        if it.get("outlier"):
+            outliers.append(it["index"])
+    # in ms from the start of the first iteration (the rows hold their start in µs so far)
+    if limit is None:
+        kept = rows
+        origin = min((row["start_ms"] for row in rows if row["start_ms"] is not None),
+                     default=0.0)
+    else:
+        kept, origin = rows.kept(), rows.first_start
+    for row in kept:
+        row["start_ms"] = _ms(row["start_ms"], origin)
+    durations.sort()
     median, p90 = quantile(durations, 0.5), quantile(durations, 0.9)
     footer = {
         "judged_on": JUDGED_ON,
         "iterations": len(durations),
-        "idle": sum(1 for it in iterations if it["kind"] == "idle"),
+        "idle": idle,
         "median_ms": None if median is None else round(median / 1000, 3),
         "p90_ms": None if p90 is None else round(p90 / 1000, 3),
         "steady_state": steady,
-        "outliers": [it["index"] for it in iterations if it.get("outlier")],
-        "phases": _phase_footer(iterations),
+        "outliers": outliers,
+        "phases": _phase_footer(by_phase),
     }
     return {"input": manifest.get("input"), "complete": manifest.get("complete"),
             "rows": rows, "footer": footer}
 
 
-def _row(it: dict, origin: float, steady: dict | None) -> dict:
-    """The table's row of the manifest entry ``it`` (``build_table``)."""
+def _row(it: dict, steady: dict | None) -> dict:
+    """The table's row of a manifest entry, its ``start_ms`` still its start in µs."""
     flags = []
     if it.get("outlier"):  # the ratio; what accounts for it is below the table
         flags.append(f"outlier ({str(it.get('outlier_reason')).split(', ')[0]})")
@@ -192,7 +209,7 @@ def _row(it: dict, origin: float, steady: dict | None) -> dict:
         "index": it["index"], "kind": it["kind"],
         "step": it["step"] if it.get("step") is not None else step_number(it.get("first_op")),
         "phase": it.get("phase"),
-        "start_ms": _ms(it["start_ts"], origin),
+        "start_ms": it["start_ts"],
         "duration_ms": _ms(it["duration_us"]), "wall_ms": _ms(judged_time(it)),
         "cpu_ops": it.get("cpu_ops"), "kernels": it.get("kernels"),
         "gpu_active_ms": round(_gpu_active(it) / 1000, 3),
@@ -216,12 +233,21 @@ class ShownRows:
         self._n = 0
         self._keys: set = set()  # the keys a row has a value for
         self._said: list = []  # the outliers with a reason, the slowest kept
+        #: The earliest ``start_ms`` of the rows appended (0.0: none has one), and how many
+        #: rows of each kind.
+        self.first_start = 0.0
+        self._any_start = False
+        self.kinds: dict = {}
 
     def __len__(self) -> int:
         return self._n
 
     def append(self, row: dict) -> None:
         self._n += 1
+        self.kinds[row["kind"]] = self.kinds.get(row["kind"], 0) + 1
+        start = row["start_ms"]
+        if start is not None and (not self._any_start or start < self.first_start):
+            self.first_start, self._any_start = start, True
         self._keys.update(key for key, value in row.items() if value is not None)
         if row.get("outlier") and ", " in (row.get("reason") or ""):
             self._said.append(row)
@@ -242,6 +268,11 @@ class ShownRows:
     def _to_middle(self, row: dict) -> None:
         if row.get("outlier") and len(self._middle) < self._limit - 2 * self._edge:
             self._middle.append(row)
+
+    def kept(self) -> list:
+        """Every row kept (once each), the shown ones among them."""
+        unique = {id(row): row for row in (*self._rows, *self._middle, *self._tail, *self._said)}
+        return list(unique.values())
 
     def has(self, key: str) -> bool:
         """Whether a row appended has a value for ``key``."""
@@ -276,13 +307,9 @@ def _warming_up(it: dict, steady: dict | None) -> bool:
     return it["index"] < (own or steady)["first"]
 
 
-def _phase_footer(iterations: list[dict]) -> dict:
+def _phase_footer(by_phase: dict) -> dict:
     """Per serving phase (idle cycles aside): count, median and p90 in ms; {} without
-    phases."""
-    by_phase: dict = {}
-    for it in iterations:
-        if it["kind"] != "idle" and it.get("phase") and judged_time(it) is not None:
-            by_phase.setdefault(it["phase"], []).append(judged_time(it))
+    phases. ``by_phase``: {phase: [judged time of each of its iterations]}."""
     out = {}
     for phase, durations in by_phase.items():
         durations.sort()

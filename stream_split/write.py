@@ -3,16 +3,21 @@
 What this module owns: how an event, a record and a piece look on disk or on a pipe.
 - ``PieceWriter``: events arrive in file order, not piece order (a piece's GPU work comes at
   the end of a Kineto file, metadata and trailing header keys may come last of all), so each
-  piece's events are spooled to a temporary file as they are decided, already compressed: a
-  thread of its own deflates them while the main thread reads (deflating releases the GIL,
-  so that is the second core). At the end every piece is assembled into a complete Chrome
-  trace (header keys, all metadata, its events): its head and tail are deflated once for
-  all pieces and the spooled segments copied between them as they are, into one gzip member
-  whose CRC32 is combined from the parts'. Metadata over ``METADATA_INLINE_BYTES`` is
-  written once instead, as the piece ``metadata``, and the manifest names it. At most ``max_open`` spool files and compressors are open at
-  once, and what is kept per piece is two integers: memory does not grow with the number of
-  pieces. It writes into a folder of its own (``output.OutputFolder``'s staging folder, or
-  a Beam worker's scratch folder): every file is created new, never through a link.
+  piece's events are spooled as they are decided, on a thread of its own (deflating and
+  writing release the GIL, so that is the second core): a piece's first
+  ``PACK_PIECE_BYTES`` as they are, into one pack file that all pieces share, the rest
+  already compressed, into a spool file of the piece's own. At the end every piece is
+  assembled into a complete Chrome trace (header keys, all metadata, its events): its head
+  and tail are deflated once for all pieces, its part of the pack deflated, its spooled
+  segments copied as they are, into one gzip member whose CRC32 is combined from the
+  parts'; a small piece is one file creation and one write (1 M one-op iterations are 1 M
+  files, not 3 M file operations). Metadata over ``METADATA_INLINE_BYTES`` is written once
+  instead, as the piece ``metadata``, and the manifest names it. At most ``max_open`` spool
+  files and compressors are open at once, and what is kept per piece is a few integers in
+  arrays (``_Sums``, ``_Pack``). A stop requested while the pieces are assembled ends the
+  run (``WriteInterrupted``). It writes into a folder of its own (``output.OutputFolder``'s
+  staging folder, or a Beam worker's scratch folder): every file is created new, never
+  through a link.
 - ``build_manifest``: the manifest schema, in one place.
 - ``JsonlRecordSink`` / ``ProtobufRecordSink``: boundary and iteration records as lines or as
   varint-length-delimited protobuf messages;
@@ -30,15 +35,19 @@ import shutil
 import struct
 import threading
 import zlib
+from array import array
 from collections import OrderedDict
 from contextlib import suppress
 from itertools import chain, groupby, repeat
 from operator import itemgetter
 
+import numpy as np
 from isal import isal_zlib
 
 from stream_split.analysis import explain_outliers
-from stream_split.output import create_new
+from stream_split.errors import WriteInterrupted
+from stream_split.output import CREATE_FLAGS, create_new
+from stream_split.pages import reading
 from stream_split.schema import length_prefixed, record_message
 from stream_split.manifest_entries import ManifestIterations, dump_manifest
 from stream_split.serialize import event_json, finite, spaced_json
@@ -145,6 +154,12 @@ def _as_bytes(events: list) -> list:
 SPOOL_TASK_BYTES = 1 << 20
 #: Tasks waiting for the spool thread at most: reading waits when compression falls behind.
 SPOOL_QUEUE_TASKS = 2
+#: An owner's first bytes of events, up to this many, are spooled to the pack file all owners
+#: share (``_Pack``) rather than a file of its own: a piece that small is written from them
+#: whole, in one write, and costs one file creation.
+PACK_PIECE_BYTES = 64 * 1024
+#: The pack file's name in the spool folder (an owner's file is ``<owner>.part``).
+PACK_NAME = "pack"
 
 
 class PieceWriter:
@@ -169,7 +184,7 @@ class PieceWriter:
         self._spool_dir = os.path.join(out_dir, ".spool")
         os.mkdir(self._spool_dir)
         self._spool = _SpoolThread(self._spool_dir, self.level, max_open)
-        self._started: set = set()  # owners with events spooled
+        self._started = bytearray()  # at owner + 2: 1 once it has events spooled
         self._pending: dict = {}  # owner -> [bytes] not yet handed to the spool thread
         self._pending_size = 0
         #: The metadata events while they are small enough to copy into every piece
@@ -207,9 +222,14 @@ class PieceWriter:
     def separated(self, owner: int) -> bool:
         """Whether ``owner``'s next events need a separator before them (a piece's first
         event has none); from now on they do."""
-        if owner in self._started:
-            return True
-        self._started.add(owner)
+        at = owner - METADATA
+        started = self._started
+        if at < len(started):
+            if started[at]:
+                return True
+        else:
+            started.extend(bytes(at + 1 - len(started)))
+        started[at] = 1
         return False
 
     @property
@@ -261,20 +281,47 @@ class PieceWriter:
             shutil.rmtree(self._spool_dir, ignore_errors=True)
 
     def finish(self, records, header_before: dict, header_after: dict,
-               loop_thread=None) -> dict:
+               loop_thread=None, stop=None) -> dict:
         """Assemble the piece of every wanted iteration of ``records`` (plus outside); returns
         {owner: file name}. ``loop_thread``: ``(pid, tid)`` of the loop, where the hta layout
-        puts the ``ProfilerStep`` it adds."""
+        puts the ``ProfilerStep`` it adds. ``stop`` (a ``run.StopRequest``) requested:
+        ``WriteInterrupted`` within ``STOP_CHECK_PIECES`` pieces."""
         self._hand_over()
         spooled = self._spool.close()
         if self.layout == LAYOUT_HTA:
             header_before, self._rank_name = hta_additions(header_before, header_after,
                                                            self.rank)
+        files = self._file_names(records)
+        head = _piece_head(header_before, self.metadata)
+        tail = _piece_tail(header_before, header_after)
+        ends = _Ends(head, head + b",\n" if self.metadata else head, tail, self.compresslevel)
+        by_index = {r.index: r for r in records} if self.layout == LAYOUT_HTA else {}
+        try:
+            for count, (owner, name) in enumerate(files.items()):
+                if count % STOP_CHECK_PIECES == 0:
+                    _check_stop(stop)
+                path = os.path.join(self.out_dir, name)
+                own_ends = ends
+                if owner in by_index:
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
+                    if by_index[owner].step is None:  # HTA finds an iteration by its step
+                        own_head = _piece_head(header_before, self.metadata + [
+                            added_step(by_index[owner], loop_thread)])
+                        own_ends = _Ends(own_head, own_head + b",\n", tail, self.compresslevel)
+                self._assemble(path, own_ends, owner, spooled.get(owner))
+        finally:
+            self._spool.pack.release()
+        shutil.rmtree(self._spool_dir, ignore_errors=True)
+        return files
+
+    def _file_names(self, records) -> dict:
+        """{owner: file name} of the pieces to write: outside, the metadata's where apart,
+        and every wanted record's."""
         files = {OUTSIDE: self.file_for(None)}
         if self.metadata_apart:
             files[METADATA] = METADATA_NAME + self.suffix
         taken = set(files.values())
-        for record in records:
+        for record in reading(records):
             if not self.wants(record.index):
                 continue
             name = self.file_for(record)
@@ -282,50 +329,67 @@ class PieceWriter:
                 name = piece_name(record.index, record.kind) + self.suffix
             taken.add(name)
             files[record.index] = name
-        head = _piece_head(header_before, self.metadata)
-        tail = _piece_tail(header_before, header_after)
-        ends = _Ends(head, head + b",\n" if self.metadata else head, tail, self.compresslevel)
-        by_index = {r.index: r for r in records} if self.layout == LAYOUT_HTA else {}
-        for owner, name in files.items():
-            path = os.path.join(self.out_dir, name)
-            own_ends = ends
-            if self.layout == LAYOUT_HTA and owner in by_index:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                if by_index[owner].step is None:  # HTA finds an iteration by its ProfilerStep
-                    own_head = _piece_head(header_before, self.metadata + [
-                        added_step(by_index[owner], loop_thread)])
-                    own_ends = _Ends(own_head, own_head + b",\n", tail, self.compresslevel)
-            self._assemble(path, own_ends, spooled.get(owner), self._spool.path(owner))
-        shutil.rmtree(self._spool_dir, ignore_errors=True)
         return files
 
-    def _assemble(self, path: str, ends: _Ends, spooled, spool_path: str) -> None:
-        """One piece: its head, the spooled events (already encoded, ``spooled`` is their
-        (crc32, size) or None for none), the tail (``ends``). Compressed, it is one gzip
-        member: the head and the tail are deflated once for all pieces, the events were
-        deflated by the spool thread in segments each ended by a sync flush (the way
-        ``pigz`` joins its blocks), and the trailer's CRC32 over all of it is combined from
-        the parts'."""
+    def _assemble(self, path: str, ends: _Ends, owner: int, spooled) -> None:
+        """One piece: its head, its events (``spooled``: their (crc32, size), None for
+        none: the pack's part of them as they are, then its spool file's, already encoded),
+        the tail (``ends``). Compressed, it is one gzip member: the head and the tail are
+        deflated once for all pieces, the pack's part deflated here, the spool file's by the
+        spool thread in segments each ended by a sync flush (the way ``pigz`` joins its
+        blocks), and the trailer's CRC32 over all of it is combined from the parts'. A piece
+        without a spool file is written in one ``write``."""
         head = ends.head if spooled is None else ends.head_before_events
+        packed = self._spool.pack.parts(owner) if spooled is not None else b""
+        spool_path = self._spool.path(owner) if spooled is not None else None
+        if not self.compress:
+            parts = [head, packed]
+        else:
+            parts = [_gzip_header(self.compresslevel), ends.deflated(head, zlib.Z_SYNC_FLUSH)]
+            if packed:
+                parts.append(_deflate(packed, self.compresslevel, zlib.Z_SYNC_FLUSH))
+        if spool_path is None:
+            _write_new(path, parts + self._after_events(ends, head, spooled))
+            return
         with create_new(path) as out:
-            if not self.compress:
-                out.write(head)
-                if spooled is not None:
-                    _copy_file(spool_path, out)
-                out.write(ends.tail)
-                return
-            out.write(_gzip_header(self.compresslevel))
-            out.write(ends.deflated(head, zlib.Z_SYNC_FLUSH))
-            crc, size = ends.crc(head), len(head)
-            if spooled is not None:
-                _copy_file(spool_path, out)
-                crc = isal_zlib.crc32_combine(crc, spooled[0], spooled[1])
-                size += spooled[1]
-            tail = ends.tail
-            out.write(ends.deflated(tail, zlib.Z_FINISH))
-            crc = isal_zlib.crc32_combine(crc, ends.crc(tail), len(tail))
-            size += len(tail)
-            out.write(struct.pack("<II", crc, size & 0xFFFFFFFF))
+            out.write(b"".join(parts))
+            _copy_file(spool_path, out)
+            out.write(b"".join(self._after_events(ends, head, spooled)))
+
+    def _after_events(self, ends: _Ends, head: bytes, spooled) -> list:
+        """What a piece holds after its events: the tail and, compressed, the gzip trailer
+        (the CRC32 and size of the head, the events (``spooled``) and the tail)."""
+        tail = ends.tail
+        if not self.compress:
+            return [tail]
+        crc, size = ends.crc(head), len(head)
+        if spooled is not None:
+            crc = isal_zlib.crc32_combine(crc, spooled[0], spooled[1])
+            size += spooled[1]
+        crc = isal_zlib.crc32_combine(crc, ends.crc(tail), len(tail))
+        size += len(tail)
+        return [ends.deflated(tail, zlib.Z_FINISH), struct.pack("<II", crc, size & 0xFFFFFFFF)]
+
+
+#: Pieces assembled between two looks at a stop request (a few milliseconds of work).
+STOP_CHECK_PIECES = 64
+
+
+def _check_stop(stop) -> None:
+    """``WriteInterrupted`` when ``stop`` (a ``run.StopRequest`` or None) was requested."""
+    if stop is not None and stop.requested:
+        raise WriteInterrupted()
+
+
+def _write_new(path: str, parts: list) -> None:
+    """A new file (never through a link) holding ``parts``, written in one call."""
+    fd = os.open(path, CREATE_FLAGS, 0o666)
+    try:
+        data = memoryview(b"".join(parts))
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)
 
 
 class _Ends:
@@ -374,27 +438,37 @@ def _piece_tail(header_before: dict, header_after: dict) -> bytes:
 
 
 class _SpoolThread:
-    """Appends each owner's events to its spool file (``<owner>.part``), deflated when
-    ``level`` is set, on a thread of its own: deflate (ISA-L's or zlib's), crc32 and file
-    writes release the GIL, so this runs on the second core while the main thread reads.
+    """Appends each owner's events to the spool, deflated when ``level`` is set, on a thread
+    of its own: deflate (ISA-L's or zlib's), crc32 and file writes release the GIL, so this
+    runs on the second core while the main thread reads.
 
-    A spool file is a series of raw-deflate segments, each from a compressor of its own and
-    ended by ``Z_SYNC_FLUSH`` (byte-aligned, not final): a compressor's segment ends when it
-    is closed to keep at most ``max_open`` of them (and their files) open, or at the end. What
-    is kept per owner is the CRC32 and the size of its uncompressed bytes."""
+    An owner's first ``PACK_PIECE_BYTES`` go, as they are, to the one pack file that all
+    owners share (``pack``: where each owner's parts lie in it); a piece that small is
+    deflated whole when it is assembled, and costs no file of its own (a trace of 1 M
+    one-op iterations would otherwise create and delete 1 M spool files). Past that, an
+    owner's events go to a spool file of its own (``<owner>.part``): a series of
+    raw-deflate segments, each from a compressor of its own and ended by ``Z_SYNC_FLUSH``
+    (byte-aligned, not final): a compressor's segment ends when it is closed to keep at most
+    ``max_open`` of them (and their files) open, or at the end. What is kept per owner is
+    the CRC32 and the size of its uncompressed bytes; per part in the pack, three
+    integers."""
 
     def __init__(self, spool_dir: str, level: int | None, max_open: int):
         self._dir = spool_dir
         self._level = level
         self._max_open = max_open
         self._open: OrderedDict = OrderedDict()  # owner -> (file, compressor or None)
-        self._sums: dict = {}  # owner -> (crc32, size)
+        self._sums = _Sums()
+        self._on_file: set = set()  # owners whose events past the pack go to a file
+        self._made: set = set()  # owners whose spool file exists
+        self.pack = _Pack(os.path.join(spool_dir, PACK_NAME))
         self._tasks: queue.Queue = queue.Queue(SPOOL_QUEUE_TASKS)
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
-    def path(self, owner: int) -> str:
-        return os.path.join(self._dir, f"{owner}.part")
+    def path(self, owner: int) -> str | None:
+        """The spool file of ``owner``'s events past the pack, None when it has none."""
+        return os.path.join(self._dir, f"{owner}.part") if owner in self._on_file else None
 
     def put(self, task: list) -> None:
         """Spool ``[(owner, bytes)]``; raises what went wrong on the thread before."""
@@ -405,8 +479,8 @@ class _SpoolThread:
             self._thread.start()
         self._tasks.put(task)
 
-    def close(self) -> dict:
-        """Spool what was put, end every segment, and return {owner: (crc32, size)}."""
+    def close(self) -> "_Sums":
+        """Spool what was put, end every segment, and return each owner's (crc32, size)."""
         if self._thread is not None:
             self._tasks.put(None)
             self._thread.join()
@@ -423,11 +497,14 @@ class _SpoolThread:
         task = ()
         try:
             while (task := self._tasks.get()) is not None:
+                packed = []
                 for owner, data, *encoded in task:
                     if encoded:
                         self._append_encoded(owner, data, *encoded)
                     else:
-                        self._write(owner, data)
+                        self._write(owner, data, packed)
+                self.pack.append(packed)
+            self.pack.close()
             while self._open:
                 self._end_segment(*self._open.popitem(last=False))
         except BaseException as e:  # handed to the main thread at its next put or close
@@ -436,10 +513,20 @@ class _SpoolThread:
                 with suppress(OSError):
                     handle.close()
             self._open.clear()
+            self.pack.close()
             while task is not None:  # release a main thread blocked on a full queue
                 task = self._tasks.get()
 
-    def _write(self, owner: int, data: bytes) -> None:
+    def _write(self, owner: int, data: bytes, packed: list) -> None:
+        """``owner``'s ``data``: to ``packed`` (for the pack) while the owner's bytes are
+        few, else to its spool file."""
+        crc, size = self._sums.get(owner, (0, 0))
+        self._sums[owner] = (isal_zlib.crc32(data, crc), size + len(data))
+        if owner not in self._on_file:
+            if size + len(data) <= PACK_PIECE_BYTES:
+                packed.append((owner, data))
+                return
+            self._on_file.add(owner)
         entry = self._open.get(owner)
         if entry is None:
             if len(self._open) >= self._max_open:
@@ -448,13 +535,12 @@ class _SpoolThread:
         else:
             self._open.move_to_end(owner)
         handle, compressor = entry
-        crc, size = self._sums.get(owner, (0, 0))
-        self._sums[owner] = (isal_zlib.crc32(data, crc), size + len(data))
         handle.write(compressor.compress(data) if compressor is not None else data)
 
     def _append_encoded(self, owner: int, data: bytes, sums: tuple) -> None:
         """Bytes encoded elsewhere (``encode_segment``: whole segments, each ended by a sync
         flush), appended to ``owner``'s spool after its open segment is ended."""
+        self._on_file.add(owner)
         entry = self._open.get(owner)
         if entry is None or entry[1] is not None:
             if entry is not None:
@@ -470,11 +556,12 @@ class _SpoolThread:
 
     def _open_segment(self, owner: int):
         path = self.path(owner)
-        if owner in self._sums:  # reopened after ``max_open`` others: append, never via a link
+        if owner in self._made:  # reopened after ``max_open`` others: append, never via a link
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
             handle = open(fd, "ab", buffering=64 * 1024)
         else:
             handle = create_new(path, "ab", buffering=64 * 1024)
+            self._made.add(owner)
         return handle, _deflater(self._level) if self._level is not None else None
 
     @staticmethod
@@ -483,6 +570,95 @@ class _SpoolThread:
         with handle:
             if compressor is not None:
                 handle.write(compressor.flush(zlib.Z_SYNC_FLUSH))
+
+
+class _Sums:
+    """The CRC32 and size of each owner's events spooled (an iteration's index, ``OUTSIDE``
+    or ``METADATA``: dense, small integers), in two arrays at owner + 2: 16 bytes a piece,
+    whatever the number of pieces (a dict of tuples took some ten times that)."""
+
+    def __init__(self):
+        self._crcs = array("Q")
+        self._sizes = array("q")  # -1: nothing spooled
+
+    def get(self, owner: int, default=None):
+        """``(crc32, size)`` of ``owner``'s events, or ``default`` when none was spooled."""
+        at = owner - METADATA
+        if at < len(self._sizes) and self._sizes[at] >= 0:
+            return self._crcs[at], self._sizes[at]
+        return default
+
+    def __setitem__(self, owner: int, sums: tuple) -> None:
+        at = owner - METADATA
+        if at >= len(self._sizes):
+            grow = at + 1 - len(self._sizes)
+            self._crcs.extend(repeat(0, grow))
+            self._sizes.extend(repeat(-1, grow))
+        self._crcs[at], self._sizes[at] = sums
+
+
+class _Pack:
+    """The pack file: small parts of many owners' events, as they are, one after another,
+    and where each lies (three integers a part, in arrays). ``parts(owner)`` once
+    ``close`` was called (owners asked for in any order)."""
+
+    def __init__(self, path: str):
+        self._path = path
+        self._file = None
+        self._size = 0
+        self._owners = array("q")
+        self._offsets = array("q")
+        self._lengths = array("q")
+        self._sorted = None  # (owners, offsets, lengths) in owner order, once closed
+        self._fd: int | None = None
+
+    def append(self, parts: list) -> None:
+        """``[(owner, bytes)]`` appended, in order."""
+        if not parts:
+            return
+        if self._file is None:
+            self._file = create_new(self._path, "ab", buffering=0)
+        offset = self._size
+        for owner, data in parts:
+            self._owners.append(owner)
+            self._offsets.append(offset)
+            self._lengths.append(len(data))
+            offset += len(data)
+        self._file.write(b"".join(data for _, data in parts))
+        self._size = offset
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def parts(self, owner: int) -> bytes:
+        """``owner``'s bytes in the pack, in order (empty: none)."""
+        if self._sorted is None:
+            if not self._owners:
+                return b""
+            owners = np.frombuffer(self._owners, dtype=np.int64)
+            order = np.argsort(owners, kind="stable")
+            self._sorted = (owners[order], np.frombuffer(self._offsets, dtype=np.int64)[order],
+                            np.frombuffer(self._lengths, dtype=np.int64)[order])
+            self._fd = os.open(self._path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        owners, offsets, lengths = self._sorted
+        lo, hi = np.searchsorted(owners, (owner, owner + 1)).tolist()
+        if lo == hi:
+            return b""
+        if hi == lo + 1:
+            return os.pread(self._fd, int(lengths[lo]), int(offsets[lo]))
+        return b"".join(os.pread(self._fd, length, offset) for offset, length in
+                        zip(offsets[lo:hi].tolist(), lengths[lo:hi].tolist()))
+
+    def release(self) -> None:
+        """Give the pack's file and index back."""
+        self.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self._sorted = None
+        self._owners, self._offsets, self._lengths = array("q"), array("q"), array("q")
 
 
 def _deflater(level: int):
@@ -635,22 +811,29 @@ def _counts(splitter, written: set | None, metadata_apart: bool = False) -> dict
 
 
 def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_info: dict,
-                 error: str | None, owners=None, chosen_by: dict | None = None) -> dict:
+                 error: str | None, owners=None, chosen_by: dict | None = None,
+                 stop=None) -> dict:
     """Assemble the pieces (of the iteration indices ``owners``, default all) and write
     ``manifest.json`` beside them; returns the manifest. ``chosen_by``: what chose ``owners``
-    (``{"iterations": text, "steps": text}``, ``IterationChoice.texts``). The end of every
-    `split` (the CLI's, the library's and the Beam transform's)."""
+    (``{"iterations": text, "steps": text}``, ``IterationChoice.texts``). ``stop``: a
+    ``run.StopRequest``; requested now (not before: that one ended the reading),
+    ``WriteInterrupted`` is raised within ``STOP_CHECK_PIECES`` pieces: a run stopped
+    after its input was read ends at once, nothing written.
+    The end of every `split` (the CLI's, the library's and the Beam transform's)."""
+    if stop is not None and stop.requested:  # before: it ended the reading, already honoured
+        stop = None
     chosen = None if owners is None else set(owners)
     records = splitter.iterations if chosen is None else [
         r for r in splitter.iterations if r.index in chosen]
     files = writer.finish(records,
                           reader.header_before if reader is not None else {},
                           reader.header_after if reader is not None else {},
-                          loop_thread=splitter.evidence.get("loop_thread"))
+                          loop_thread=splitter.evidence.get("loop_thread"), stop=stop)
     selection = None if chosen is None else {**(chosen_by or {}), "written": sorted(chosen)}
     manifest = build_manifest(source=source, splitter=splitter, reader_info=reader_info,
                               files=files, error=error, selection=selection)
     explain_outliers(writer.out_dir, manifest)  # from the pieces just written
+    _check_stop(stop)
     # Written once, last: a folder holding a manifest holds every piece it names.
     with create_new(os.path.join(writer.out_dir, "manifest.json"), "w", encoding="utf-8") as f:
         dump_manifest(manifest, f)

@@ -62,6 +62,7 @@ from stream_split.core.order import OpOrder
 from stream_split.core.stack import LIVE_THREADS, ThreadStacks
 from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPES as _ID_TYPES, \
     unusable_field
+from stream_split.pages import reading
 from stream_split.spill import FrameColumns, MemorySpill
 from stream_split.errors import TraceEventError
 from stream_split.trace_format import (
@@ -1188,13 +1189,23 @@ class Splitter:
             self._iterations[owner].events += 1
 
     def _finish_records(self, result) -> None:
-        # Where each iteration begins: its boundary, or the Python frame that opens it where
-        # that came after the boundary (``owners.StepOpeners``: Kineto writes frames last).
+        """The records made final, in one pass that changes them (on a long trace they are
+        paged through a file: each pass reads every page, and one that changes them writes
+        every page back), after one that reads what the kinds and phases are decided on.
+        Each begins at its boundary, or at the Python frame that opens it where that came
+        after the boundary (``owners.StepOpeners``: Kineto writes frames last)."""
         opened = self._windows.opened_steps()
         records = self._iterations
         last_end = self._windows.last_end
-        kinds = cycle_kinds(result.shapes, [r.kernels for r in records])
-        for i, record in enumerate(records):
+        counts = [(r.kernels, r.graph_launches, r.launches) for r in reading(records)]
+        kernels, graph_launches, launches = map(list, zip(*counts)) if counts else ([], [], [])
+        del counts
+        kinds = cycle_kinds(result.shapes, kernels)
+        phases = infer_phases(kinds, reading(self._phase_facts), graph_launches, launches,
+                              loop_containers(result.evidence), self._diffusion_code)
+        complete = self._input_complete
+        for i, (record, breakdown, (phase, evidence)) in enumerate(
+                zip(records, reading(self._breakdowns), phases)):
             if i in opened:
                 record.start_ts, record.first_op = opened[i]
             if record.gpu_events:  # see ``_own_linked``: work decided out of order
@@ -1207,15 +1218,9 @@ class Splitter:
             elif record.end_ts < record.start_ts:
                 record.end_ts = record.start_ts
             record.kind = kinds[i]
-            record.complete = self._input_complete
-        for record, breakdown in zip(self._iterations, self._breakdowns):
+            record.complete = complete
             span = record.gpu_end_ts - record.gpu_start_ts if record.gpu_events else None
             record.breakdown = breakdown.to_dict(span)
-        phases = infer_phases(kinds, self._phase_facts,
-                              [r.graph_launches for r in self._iterations],
-                              [r.launches for r in self._iterations],
-                              loop_containers(result.evidence), self._diffusion_code)
-        for record, (phase, evidence) in zip(self._iterations, phases):
             record.phase, record.phase_evidence = phase, evidence
         for done in (self._phase_facts, self._breakdowns):  # in the records now
             if hasattr(done, "close"):
@@ -1224,7 +1229,7 @@ class Splitter:
         self.evidence = dict(result.evidence)
         if opened and "phase" in self.evidence:
             self.evidence["phase"] = at_outermost_frame(self.evidence["phase"],
-                                                        f"{len(opened)} of {len(starts)}")
+                                                        f"{len(opened)} of {len(records)}")
         self.evidence["correlation_ranges"] = len(self._correlations)
         self.evidence["correlation_order_breaks"] = self._correlations.order_breaks
         self.evidence["max_pending_events"] = self.max_pending

@@ -45,6 +45,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from stream_split.core.records import slots_reduce
+
 PREFILL, DECODE, MIXED, IDLE, DENOISE = "prefill", "decode", "mixed", "idle", "denoise"
 PHASES = (PREFILL, DECODE, MIXED, IDLE, DENOISE)
 #: A container of the loop whose name matches holds a diffusion model's denoising steps.
@@ -130,6 +132,7 @@ class PhaseFacts:
     decode_work: int = 0           # ops whose shapes show one token per sequence
     prefill_work: int = 0          # ops whose shapes show several tokens per sequence
     backward: int = 0              # autograd ops: a training step
+    __reduce__ = slots_reduce  # paged through a file (``pages.PagedList``): pickled fast
 
     def observe(self, role: int, name: str, args) -> None:
         if role == GEMM:

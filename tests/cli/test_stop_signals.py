@@ -3,7 +3,8 @@ a split (and ``--follow``) as SIGTERM does, with a truthful manifest and no stag
 stop of a multi-rank split reaches its rank workers, and a killed rank worker is one line;
 ``--idle-timeout`` holds on a silent pipe and on a FIFO that no writer opens, with ``--follow`` or
 without (a plain pipe ends with the input incomplete and the reason); ``--follow`` on a
-file replaced under its name stops with the input incomplete and the reason."""
+file replaced under its name stops with the input incomplete and the reason; a stop while
+the pieces are assembled ends the run at once, nothing written."""
 from __future__ import annotations
 
 import json
@@ -17,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from conftest import (CLI, PROCESS_WAIT, check_pieces, no_staging_leftovers, one_error_line,
-                      start_split, wait_for_staging)
+                      start_split, temp_prefix, wait_for_staging)
+from stream_split.testing.attacks import many_iterations
 from stream_split.testing.generate import generate, render
 
 
@@ -216,3 +218,36 @@ def test_follow_stops_on_a_replaced_file_with_the_input_incomplete(small_trace, 
     assert manifest["complete"] is False
     assert "followed file" in manifest["stop_reason"]
     assert "followed file" in err.decode() and "Traceback" not in err.decode()
+
+
+# -- a stop while the pieces are assembled -------------------------------------------------------
+
+def _wait_for_a_piece(parent: Path, name: str, proc) -> None:
+    """Handshake: the run has assembled its first piece into its staging folder."""
+    deadline = time.monotonic() + PROCESS_WAIT
+    while True:
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline
+        staging = [parent / p for p in os.listdir(parent)
+                   if p.startswith(temp_prefix(parent, name))]
+        if staging and any(p.startswith("iteration_") for p in os.listdir(staging[0])):
+            return
+        time.sleep(0.002)
+
+
+def test_sigterm_while_many_pieces_are_assembled_ends_at_once_with_nothing_written(tmp_path):
+    # 20 k one-op steps: 20 k pieces, whose assembly takes seconds; a stop in the midst
+    # of it ends the run within a second, no folder, no staging folder, one line
+    trace = tmp_path / "steps.json"
+    many_iterations(str(trace), 40_000)
+    proc = start_split(trace, tmp_path / "d")
+    _wait_for_a_piece(tmp_path, "d", proc)
+    proc.send_signal(signal.SIGTERM)
+    started = time.monotonic()
+    _, err = proc.communicate(timeout=PROCESS_WAIT)
+    assert time.monotonic() - started < 1.0
+    assert proc.returncode == 128 + signal.SIGTERM, err.decode()
+    assert err.decode().splitlines() == [
+        "stream-split: interrupted while the pieces were written: nothing written"]
+    assert not (tmp_path / "d").exists()
+    no_staging_leftovers(tmp_path, "d")

@@ -12,7 +12,7 @@ import pytest
 
 import stream_split
 from stream_split.core.detect.rules import RULES
-from stream_split.core.detect.search import SearchBudget, find_unit, search_work
+from stream_split.core.detect.search import SearchBudget, find_unit, search_cap, search_work
 from stream_split.core.detect.skeleton import Node
 from stream_split.testing.attacks import ATTACKS, BY_NAME
 from stream_split.write import METADATA_INLINE_BYTES
@@ -85,3 +85,14 @@ def test_one_search_tries_anchors_only_up_to_its_work_bound():
     # a bound below the first anchor's cut: no anchor is tried, no unit
     starved = replace(RULES, search_work=10, search_work_per_op=0)
     assert find_unit(row, starved) is None
+
+
+def test_a_short_row_searches_at_most_its_ops_times_the_work_ratio():
+    # 40 ops, four anchors whose cuts cover 36 ops each: a ratio of 4 per op (160) lets
+    # every one be tried, a ratio of 0 none
+    names = ["loop_head", "fwd", "bwd", "opt"] * 10
+    row = _row(names)
+    assert search_cap(len(row)) == RULES.search_work_ratio * len(row)  # short: the ratio's
+    assert find_unit(row, replace(RULES, search_work_ratio=4)) is not None
+    assert find_unit(row, replace(RULES, search_work_ratio=0)) is None
+    assert search_cap(10 ** 7) == search_work(10 ** 7)  # long: the constant's

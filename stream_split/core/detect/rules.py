@@ -187,6 +187,11 @@ class Rules:
     #: cover 282 000 ops at most; a row of many names each seen a few times (no loop at all)
     #: would cost its ops times its names.
     search_work_per_op: int = 4
+    #: ... and at most this many times the ops of the row (``search.search_cap``): a small
+    #: row pays for a small search (2,000 ops of 400 names each seen five times: 128,000,
+    #: not 1 M: the search's time is bounded per op). The searches of the accuracy harness's
+    #: traces, whole and online, cover at most 38 times their row's ops.
+    search_work_ratio: int = 64
 
     # -- search: how alike two instances are -------------------------------------------
 

@@ -88,10 +88,11 @@ cut, up to ``Rules.medoid_trials`` representatives, every instance compared to e
 ``SearchMemo`` carries what a search computed to the next search on the same row (a cut's
 instances but the last, and their likeness to each representative, do not change as the row
 grows), computed by the same functions on the same ops: the answers are the same with or
-without it. One search tries anchors only until their cuts have covered ``search_work`` ops
-(far more than any real row needs; a row of thousands of names, each seen a few times, would
-cost its ops times its names), and the online tries search only as often as the ops read pay
-for (``SearchBudget``).
+without it. One search tries anchors only until their cuts have covered ``search_cap`` ops
+(``search_work``, at most ``Rules.search_work_ratio`` per op of the row: far more than any
+real row needs; a row of thousands of names, each seen a few times, would cost its ops times
+its names), and the online tries search only as often as the ops read pay for
+(``SearchBudget``).
 
 Every threshold lives in ``rules.Rules`` with the reason for its value.
 """
@@ -525,9 +526,13 @@ class SearchMemo:
         active = _active(reference)
         rules = self.rules
         out = []
+        previous = None  # an instance's bag equal to the one before: the same answer
         for span, bag in zip(spans, bags):
-            w = self.weights(span, bag, active)
-            out.append((_likeness_of(w, bag[1:], reference, rules), w))
+            if bag != previous:
+                w = self.weights(span, bag, active)
+                done = (_likeness_of(w, bag[1:], reference, rules), w)
+                previous = bag
+            out.append(done)
         return out
 
     def own_ops(self, ref_span: tuple, span: tuple) -> float:
@@ -1002,6 +1007,14 @@ def _idle_cycles_apart(best: Unit, candidates: list, rules: Rules) -> Unit | Non
 # -- the search ------------------------------------------------------------------------
 
 
+def search_cap(m: int, rules: Rules = RULES) -> int:
+    """The work one search of a row of ``m`` ops does at most: ``search_work``, and at most
+    ``Rules.search_work_ratio`` per op of the row, so that a short row's search is short
+    too. (``SearchBudget`` charges the online tries ``search_work``: the same as before this
+    bound, so that they are tried when they were.)"""
+    return min(search_work(m, rules), rules.search_work_ratio * m)
+
+
 def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
               whole: bool = True, memo: SearchMemo | None = None) -> Unit | None:
     """The outermost repeating unit of a sequence of sibling ops, or None. ``names``: the
@@ -1024,7 +1037,7 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
     memo.markers = markers
     candidates = []
     seen = set()
-    work = search_work(m, rules)
+    work = search_cap(m, rules)
     for sym, pos in positions.items():
         if len(pos) < REPEAT:
             continue
@@ -1034,7 +1047,7 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
         seen.add(key)
         work -= pos[-1] - pos[0]
         if work < 0:
-            break  # the anchors that first occur later are not tried (``search_work``)
+            break  # the anchors that first occur later are not tried (``search_cap``)
         unit = _evaluate(pos, sym, row, syms, rules, memo)
         if _qualifies(unit, rules):
             candidates.append(unit)
