@@ -54,7 +54,7 @@ from stream_split.core.detect import (
 from stream_split.core.owners import MonotonicOwnerMap, Windows
 from stream_split.core.serving import (
     DIFFUSION_CODE, NONE as _NO_ROLE, ROLES as _PHASE_ROLES, PhaseFacts, infer_phases,
-    loop_containers)
+    input_dims, loop_containers)
 from stream_split.core.records import (
     Boundary, IterationRecord, METADATA, OUTSIDE, REVISION_MOVE, REVISION_RETRACT, Revision)
 from stream_split.core.order import OpOrder
@@ -64,7 +64,7 @@ from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPE
 from stream_split.spill import HeldColumns, HeldRows, MemorySpill
 from stream_split.errors import TraceEventError
 from stream_split.trace_format import (
-    ANNOTATION_CAT, BLOCKING_SYNC_NAMES, COPY_LAUNCH_NAMES, CPU_OP_CATS, GPU_ANNOTATION_CAT, GPU_WORK_CATS,
+    ANNOTATION_CAT, BLOCKING_SYNC_NAMES, COPY_LAUNCH_NAMES, CPU_OP_CATS, DIMS_ARG, GPU_ANNOTATION_CAT, GPU_WORK_CATS,
     GRAPH_LAUNCH_NAMES, KERNEL_CATS, LAUNCH_FLOW_CATS, LAUNCH_NAMES, PROFILER_STEP_PREFIX,
     FLOW_PHASES as _FLOW_PHASES, METADATA_PHASE, PYTHON_FRAME_CAT, STRUCTURE_CATS,
     profiler_step_number)
@@ -123,10 +123,6 @@ def _arrival(item) -> int:
 _WAITING_IN_MEMORY = 4096
 
 
-#: The ``args`` that deciding a CPU-side event reads (``_own_cpu``), besides ``Input Dims``.
-_HELD_ARGS = ("correlation", "External id")
-
-
 #: Integers up to this size are held as floats (``HeldColumns``) without change.
 _FLOAT_INTEGERS = 2 ** 53
 
@@ -141,8 +137,9 @@ def _held_view(event: dict, link) -> dict:
     itself: the fields that deciding it reads, no more (on the resnet 10x tile's spilled
     events: 580 bytes in memory and 68 pickled, against 990 and 149 for the slim event).
     A CPU-side event (``link`` None) is decided by ``_own_cpu``: its phase, category,
-    name and link ids (an op's time and thread too), and its ``Input Dims`` when its name is
-    phase evidence (``core.serving``);
+    name and the ids it links by (a correlation id; an annotation's External id), an op's
+    time and thread too, and its ``Input Dims`` when its name is phase evidence
+    (``core.serving``);
     GPU work waiting for its launch by ``_own_linked``: its category, times, stream, name and
     correlation id (for the breakdown); a flow
     or a GPU annotation is only counted."""
@@ -155,9 +152,13 @@ def _held_view(event: dict, link) -> dict:
                         tid=event.get("tid"))
         args = event.get("args")
         if args:
-            kept = {key: args[key] for key in _HELD_ARGS if key in args}
-            if "Input Dims" in args and _PHASE_ROLES[name or ""] != _NO_ROLE:
-                kept["Input Dims"] = args["Input Dims"]
+            kept = {}
+            if (corr := args.get("correlation")) is not None:
+                kept["correlation"] = corr
+            if cat == ANNOTATION_CAT and (ext := args.get("External id")) is not None:
+                kept["External id"] = ext
+            if DIMS_ARG in args and _PHASE_ROLES[name or ""] != _NO_ROLE:
+                kept[DIMS_ARG] = input_dims(args)
             if kept:
                 view["args"] = kept
         return view
