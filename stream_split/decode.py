@@ -39,6 +39,7 @@ from __future__ import annotations
 import bisect
 import json
 from itertools import repeat
+from operator import attrgetter
 from typing import Any, Iterator, Literal, TypedDict, Union
 
 import msgspec
@@ -47,7 +48,8 @@ import orjson
 from isal import isal_zlib  # zlib's inflate, about 4x faster (ISA-L); same stream semantics
 
 from stream_split.errors import TraceInputError
-from stream_split.trace_format import ENGINE_ARGS, ENGINE_FIELDS, EVENTS_KEY, PYTHON_FRAME_CAT
+from stream_split.trace_format import (
+    DIMS_ARG, ENGINE_ARGS, ENGINE_FIELDS, EVENTS_KEY, PYTHON_FRAME_CAT)
 
 #: Deepest nesting of arrays and objects accepted in a document (Kineto writes about 6).
 MAX_DEPTH = 200
@@ -155,17 +157,29 @@ class FrameRun:
         it was read in bulk (no name made), else in its frames' names."""
         if self._text:
             return b'"' + prefix.encode() in self._text
+        whole = self._bulk_text()  # the run this one was cut from: when no name there
+        if whole and b"\\" not in whole and b'"' + prefix.encode() not in whole:
+            return False  # (every name as it is, no escape) begins so, none here does
         if self._frames is not None:
             return any(f.name and f.name.startswith(prefix) for f in self._frames)
         return any(isinstance(e.get("name"), str) and e["name"].startswith(prefix)
                    for e in self.events())
 
+    def _bulk_text(self) -> bytes:
+        """The bytes of the run read in bulk that this one is, or was cut from (b"")."""
+        run = self
+        while not run._text and run._part_of is not None:
+            run = run._part_of[0]
+        return run._text
+
     def threads_and_names(self) -> tuple[list, list]:
         """Each frame's (pid, tid), and its name (None as "")."""
         if self._frames is not None:
             frames = self._frames
-            threads = [(f.pid, f.tid) for f in frames]
-            names = [f.name or "" for f in frames]
+            threads = list(map(_FRAME_THREAD, frames))
+            names = list(map(_FRAME_NAME, frames))
+            if None in names:
+                names = [name or "" for name in names]
         else:
             get = dict.get
             events = self.events()
@@ -249,6 +263,13 @@ _SlimArgs = TypedDict("_SlimArgs", {key: Any for key in ENGINE_ARGS}, total=Fals
 _SlimEvent = TypedDict("_SlimEvent", {**{key: Any for key in ENGINE_FIELDS},
                                       "args": Union[_SlimArgs, None]}, total=False)
 _SLIM_EVENTS = msgspec.json.Decoder(list[_SlimEvent])
+# The same with ``Input Dims`` left as its JSON text (``TraceDecoder.lazy_dims``): most ops
+# have them, few are read, and their lists of lists were a third of the time of this decode.
+_LazyArgs = TypedDict("_LazyArgs", {**{key: Any for key in ENGINE_ARGS},
+                                    DIMS_ARG: msgspec.Raw}, total=False)
+_LazyEvent = TypedDict("_LazyEvent", {**{key: Any for key in ENGINE_FIELDS},
+                                      "args": Union[_LazyArgs, None]}, total=False)
+_LAZY_SLIM_EVENTS = msgspec.json.Decoder(list[_LazyEvent])
 
 
 class _FrameArgs(msgspec.Struct, gc=False):
@@ -273,6 +294,8 @@ class _PlainFrame(msgspec.Struct, gc=False):
 
 
 _PLAIN_FRAMES = msgspec.json.Decoder(list[_PlainFrame])
+_FRAME_TS, _FRAME_DUR, _FRAME_NAME = attrgetter("ts"), attrgetter("dur"), attrgetter("name")
+_FRAME_THREAD = attrgetter("pid", "tid")
 #: A float beyond this may have been an integer in the text (msgspec makes it a float): such
 #: a run is read as dicts, where ``feed`` compares the integer exactly.
 _EXACT_FLOAT_INTEGERS = 2.0 ** 53
@@ -301,8 +324,9 @@ def _frame_columns(text: bytes):
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     n = len(frames)
-    starts = np.fromiter([f.ts for f in frames], np.float64, n)
-    durs = np.fromiter([0.0 if f.dur is None else f.dur for f in frames], np.float64, n)
+    starts = np.fromiter(map(_FRAME_TS, frames), np.float64, n)
+    durs = np.array(list(map(_FRAME_DUR, frames)), np.float64)  # a null one as NaN
+    durs[np.isnan(durs)] = 0.0  # (JSON holds no NaN)
     if not (np.abs(starts).max(initial=0.0) < _EXACT_FLOAT_INTEGERS and
             np.abs(durs).max(initial=0.0) < _EXACT_FLOAT_INTEGERS):
         return None
@@ -680,13 +704,17 @@ class TraceDecoder:
     False): batches for the engine alone, whose events hold only the fields it reads
     (``trace_format.ENGINE_FIELDS``) and whose runs of Python frames may be read in bulk
     (``FrameRun``); every event is still checked as JSON, and what the fast path refuses is
-    parsed in full."""
+    parsed in full. ``lazy_dims`` (default False; with ``slim``): the ``args``' ``Input Dims``
+    of a slim event as its JSON text (``msgspec.Raw``, ``trace_format.DIMS_ARG``), for a
+    consumer that reads them through ``core.serving.input_dims`` (``run.drive``'s engine;
+    not one that encodes the events again)."""
 
     def __init__(self, *, max_depth: int = MAX_DEPTH, max_event_bytes: int = MAX_EVENT_BYTES):
         self.max_depth = max_depth
         self.max_event_bytes = max_event_bytes
         self.keep_raws = True
         self.slim = False
+        self.lazy_dims = False
         self._decompressor = Decompressor()
         self.form: str | None = None
         self.header_before: dict = {}
@@ -1185,7 +1213,8 @@ class TraceDecoder:
         text = buf[starts[0]:ends[-1]]
         if _utf8(text):
             try:
-                events = _SLIM_EVENTS.decode(b"[" + text + b"]")
+                events = (_LAZY_SLIM_EVENTS if self.lazy_dims else _SLIM_EVENTS).decode(
+                    b"[" + text + b"]")
             except (msgspec.DecodeError, msgspec.ValidationError):
                 pass  # something odd: in full, where errors are told precisely
         if events is None:

@@ -68,6 +68,9 @@ class PagedList:
         self._len = 0
         self._sealed = False  # read-only: a page read back is dropped, not written again
         self._clean: set = set()  # resident pages the file holds as they are
+        # The page used last (its number and items): most look-ups ask for it again, and
+        # it is already the last in ``_resident``. Forgotten when a page leaves memory.
+        self._hot, self._hot_items = -1, None
         #: Pages written to the file and read back from it (for tests and benchmarks).
         self.pages_written = 0
         self.pages_read = 0
@@ -94,9 +97,13 @@ class PagedList:
         if not page:
             del self._resident[number]
             self._stored.pop(number, None)
+            if number == self._hot:
+                self._hot, self._hot_items = -1, None
         return item
 
     def __getitem__(self, index: int):
+        if 0 <= index < self._len and index // self._page_items == self._hot:
+            return self._hot_items[index % self._page_items]
         if index < 0:
             index += self._len
         if not 0 <= index < self._len:
@@ -131,6 +138,8 @@ class PagedList:
         are in memory."""
         while len(self._resident) > self._resident_pages:
             number, items = self._resident.popitem(last=False)
+            if number == self._hot:
+                self._hot, self._hot_items = -1, None
             if number in self._clean:
                 self._clean.discard(number)
             else:
@@ -140,6 +149,7 @@ class PagedList:
         page = self._resident.get(number)
         if page is not None:
             self._resident.move_to_end(number)
+            self._hot, self._hot_items = number, page
             return page
         if number in self._stored:
             page = self._load(number)
@@ -150,6 +160,7 @@ class PagedList:
         else:
             raise IndexError(f"page {number} is neither in memory nor stored")
         self._resident[number] = page
+        self._hot, self._hot_items = number, page
         return page
 
     def _load(self, number: int) -> list:
@@ -178,6 +189,7 @@ class PagedList:
     def close(self) -> None:
         """Drop every item and give the file back (idempotent)."""
         self._resident.clear()
+        self._hot, self._hot_items = -1, None
         self._stored.clear()
         self._clean.clear()
         self._len = 0

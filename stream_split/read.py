@@ -320,10 +320,10 @@ class TraceReader:
     def batches(self, raws: bool = True, slim: bool = False) -> Iterator[Events]:
         """Batches of events, as the source's bytes come (one per chunk that completes any);
         ``raws=False``: without the events' original bytes (``TraceDecoder.keep_raws``);
-        ``slim=True``: for the engine alone (``TraceDecoder.slim``)."""
+        ``slim=True``: for the engine alone (``TraceDecoder.slim`` and ``lazy_dims``)."""
         decoder = self.decoder
         decoder.keep_raws = raws
-        decoder.slim = slim
+        decoder.slim = decoder.lazy_dims = slim
         if self._pending:
             batch, self._pending = self._pending, Events()
             yield batch

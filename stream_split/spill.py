@@ -17,53 +17,125 @@ from itertools import repeat
 import numpy as np
 
 
-class FrameColumns:
-    """Held plain Python frames as columns (the engine's ``_hold_frames``): the end, arrival
-    number and start of each as arrays (float64, int64, float64) and its original bytes (or
-    None). A batch of them is stored and pickled as a few arrays and one list, instead of as
-    many small tuples; ``items(event)`` gives the tuples the engine holds otherwise,
-    (end, seq, start, event, None, raw) each."""
-    __slots__ = ("ends", "seqs", "starts", "raws", "earliest")
+class HeldColumns:
+    """Held CPU-side events (the engine's ``_hold``, ``_hold_frames``) as columns: the end,
+    arrival number and start of each as arrays (float64, int64, float64), its original bytes
+    (or None) in ``raws``, and in ``events`` what the engine keeps of it (``_held_view``), or
+    None for a plain Python frame (whose view is always the same); ``events`` is None when
+    every one is a plain frame. ``exact``: None, or for each event None or its (end, start)
+    as given when they are not floats (integers, which the float columns hold exactly: the
+    engine holds no other here). A batch of them is stored and pickled as a few arrays and
+    lists, instead of as many small tuples; ``items(frame)`` gives the tuples the engine holds
+    otherwise, (end, seq, start, event, None, raw) each, ``frame`` in place of None."""
+    __slots__ = ("ends", "seqs", "starts", "raws", "events", "exact", "earliest")
 
-    def __init__(self, ends, seqs, starts, raws: list):
+    def __init__(self, ends, seqs, starts, raws: list, events: list | None = None,
+                 exact: list | None = None):
         self.ends, self.seqs, self.starts, self.raws = ends, seqs, starts, raws
+        self.events, self.exact = events, exact
         self.earliest = float(ends.min()) if len(raws) else float("inf")
 
     def __len__(self) -> int:
         return len(self.raws)
 
-    def take(self, index) -> "FrameColumns":
-        """The frames at ``index`` (an index array or a slice), in that order."""
-        raws = self.raws[index] if isinstance(index, slice) else \
-            [self.raws[k] for k in index.tolist()]
-        return FrameColumns(self.ends[index], self.seqs[index], self.starts[index], raws)
+    def take(self, index) -> "HeldColumns":
+        """The events at ``index`` (an index array or a slice), in that order."""
+        if isinstance(index, slice):
+            pick = lambda column: column[index]  # noqa: E731
+        else:
+            positions = index.tolist()
+            pick = lambda column: [column[k] for k in positions]  # noqa: E731
+        return HeldColumns(self.ends[index], self.seqs[index], self.starts[index],
+                           pick(self.raws), self.events and pick(self.events),
+                           self.exact and pick(self.exact))
 
-    def items(self, event: dict) -> list:
-        return list(zip(self.ends.tolist(), self.seqs.tolist(), self.starts.tolist(),
-                        repeat(event), repeat(None), self.raws))
+    def times(self) -> tuple[list, list]:
+        """Each event's end and start as given (``exact`` where kept, else the floats)."""
+        ends, starts = self.ends.tolist(), self.starts.tolist()
+        if self.exact:
+            for k, given in enumerate(self.exact):
+                if given is not None:
+                    ends[k], starts[k] = given
+        return ends, starts
+
+    def items(self, frame: dict) -> list:
+        ends, starts = self.times()
+        events = repeat(frame) if self.events is None else \
+            [frame if event is None else event for event in self.events]
+        return list(zip(ends, self.seqs.tolist(), starts, events, repeat(None), self.raws))
 
     @staticmethod
-    def joined(parts: list) -> "FrameColumns":
+    def joined(parts: list) -> "HeldColumns":
         if len(parts) == 1:
             return parts[0]
-        return FrameColumns(np.concatenate([p.ends for p in parts]),
-                            np.concatenate([p.seqs for p in parts]),
-                            np.concatenate([p.starts for p in parts]),
-                            [raw for p in parts for raw in p.raws])
+        return HeldColumns(np.concatenate([p.ends for p in parts]),
+                           np.concatenate([p.seqs for p in parts]),
+                           np.concatenate([p.starts for p in parts]),
+                           [raw for p in parts for raw in p.raws],
+                           _joined_column([p.events for p in parts], parts),
+                           _joined_column([p.exact for p in parts], parts))
+
+
+class HeldRows:
+    """Held CPU-side events as the engine holds them, one at a time (``add``), until they are
+    made ``HeldColumns`` (``columns``)."""
+    __slots__ = ("ends", "seqs", "starts", "events", "raws", "exact")
+
+    def __init__(self):
+        self.ends, self.seqs, self.starts, self.events, self.raws = [], [], [], [], []
+        self.exact = False  # a time that is not a float was added
+
+    def __len__(self) -> int:
+        return len(self.raws)
+
+    def add(self, end, seq: int, start, event, raw) -> None:
+        """One event (``event`` None: a plain Python frame); ``end`` and ``start`` floats, or
+        integers that a float holds exactly."""
+        self.ends.append(end)
+        self.seqs.append(seq)
+        self.starts.append(start)
+        self.events.append(event)
+        self.raws.append(raw)
+        if end.__class__ is not float or start.__class__ is not float:
+            self.exact = True
+
+    def columns(self) -> HeldColumns | None:
+        """What was added, as columns (None if nothing), no longer here."""
+        if not self.raws:
+            return None
+        exact = None
+        if self.exact:
+            exact = [None if end.__class__ is float and start.__class__ is float
+                     else (end, start) for end, start in zip(self.ends, self.starts)]
+        columns = HeldColumns(np.array(self.ends, np.float64), np.array(self.seqs, np.int64),
+                              np.array(self.starts, np.float64), self.raws, self.events,
+                              exact)
+        self.__init__()
+        return columns
+
+
+def _joined_column(columns: list, parts: list) -> list | None:
+    """An optional column of ``HeldColumns`` over ``parts`` (None where all are None)."""
+    if all(column is None for column in columns):
+        return None
+    joined = []
+    for column, part in zip(columns, parts):
+        joined.extend([None] * len(part) if column is None else column)
+    return joined
 
 
 def batch_key(items) -> float:
     """The earliest end in a batch. Events waiting for a launch (end None) are not decided by
     boundaries: a batch holding them is due only at the end (their launch may come later in
     the file, or never: GPU work launched before the trace)."""
-    if isinstance(items, FrameColumns):
+    if isinstance(items, HeldColumns):
         return items.earliest
     ends = [item[0] for item in items]
     return float("inf") if any(e is None for e in ends) else min(ends)
 
 
 def _batch(items):
-    return items if isinstance(items, FrameColumns) else list(items)
+    return items if isinstance(items, HeldColumns) else list(items)
 
 
 class MemorySpill:
@@ -78,7 +150,7 @@ class MemorySpill:
         return self._count
 
     def put(self, items) -> None:
-        """A batch: held items, or ``FrameColumns``."""
+        """A batch: held items, or ``HeldColumns``."""
         items = _batch(items)
         self._batches[self._next] = (batch_key(items), items)
         self._next += 1

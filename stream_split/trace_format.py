@@ -114,6 +114,10 @@ def profiler_step_number(name) -> int | None:
 #: (``TraceDecoder.slim``); a held event keeps fewer (``engine._held_view``).
 ENGINE_FIELDS = ("ph", "cat", "name", "ts", "dur", "pid", "tid", "id")
 ENGINE_ARGS = ("correlation", "External id", "Input Dims")
+#: The ``args`` key the engine reads of few ops (those that are phase evidence,
+#: ``core.serving``): a batch for ``drive`` keeps it as its JSON text (``msgspec.Raw``,
+#: ``TraceDecoder.lazy_dims``), parsed when read (``core.serving.input_dims``).
+DIMS_ARG = "Input Dims"
 
 #: Header key that holds the events in the object form.
 EVENTS_KEY = "traceEvents"

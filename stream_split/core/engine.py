@@ -55,7 +55,7 @@ from stream_split.core.detect.evidence import at_outermost_frame
 from stream_split.core.owners import AnnotationOwners, MonotonicOwnerMap, Windows
 from stream_split.core.serving import (
     DIFFUSION_CODE, NONE as _NO_ROLE, ROLES as _PHASE_ROLES, PhaseFacts, infer_phases,
-    loop_containers)
+    input_dims, loop_containers)
 from stream_split.core.records import (
     Boundary, IterationRecord, METADATA, OUTSIDE, REVISION_MOVE, REVISION_RETRACT, Revision)
 from stream_split.core.order import OpOrder
@@ -63,10 +63,10 @@ from stream_split.core.stack import LIVE_THREADS, ThreadStacks
 from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPES as _ID_TYPES, \
     unusable_field
 from stream_split.pages import reading
-from stream_split.spill import FrameColumns, MemorySpill
+from stream_split.spill import HeldColumns, HeldRows, MemorySpill
 from stream_split.errors import TraceEventError
 from stream_split.trace_format import (
-    ANNOTATION_CAT, BLOCKING_SYNC_NAMES, COPY_LAUNCH_NAMES, CPU_OP_CATS, GPU_ANNOTATION_CAT, GPU_WORK_CATS,
+    ANNOTATION_CAT, BLOCKING_SYNC_NAMES, COPY_LAUNCH_NAMES, CPU_OP_CATS, DIMS_ARG, GPU_ANNOTATION_CAT, GPU_WORK_CATS,
     GRAPH_LAUNCH_NAMES, KERNEL_CATS, LAUNCH_FLOW_CATS, LAUNCH_NAMES, PROFILER_STEP_PREFIX,
     FLOW_PHASES as _FLOW_PHASES, METADATA_PHASE, PYTHON_FRAME_CAT, STRUCTURE_CATS,
     profiler_step_number)
@@ -125,8 +125,13 @@ def _arrival(item) -> int:
 _WAITING_IN_MEMORY = 4096
 
 
-#: The ``args`` that deciding a CPU-side event reads (``_own_cpu``), besides ``Input Dims``.
-_HELD_ARGS = ("correlation", "External id")
+#: Integers up to this size are held as floats (``HeldColumns``) without change.
+_FLOAT_INTEGERS = 2 ** 53
+
+
+def _float_exact(value) -> bool:
+    """A time a float column holds exactly: a float, or an integer of at most 53 bits."""
+    return value.__class__ is float or -_FLOAT_INTEGERS <= value <= _FLOAT_INTEGERS
 
 
 def _held_view(event: dict, link) -> dict:
@@ -134,8 +139,9 @@ def _held_view(event: dict, link) -> dict:
     itself: the fields that deciding it reads, no more (on the resnet 10x tile's spilled
     events: 580 bytes in memory and 68 pickled, against 990 and 149 for the slim event).
     A CPU-side event (``link`` None) is decided by ``_own_cpu``: its phase, category,
-    name and link ids (an op's time and thread too), and its ``Input Dims`` when its name is
-    phase evidence (``core.serving``);
+    name and the ids it links by (a correlation id; an annotation's External id), an op's
+    time and thread too, and its ``Input Dims`` when its name is phase evidence
+    (``core.serving``);
     GPU work waiting for its launch by ``_own_linked``: its category, times, stream, name and
     correlation id (for the breakdown); a flow
     or a GPU annotation is only counted."""
@@ -148,9 +154,13 @@ def _held_view(event: dict, link) -> dict:
                         tid=event.get("tid"))
         args = event.get("args")
         if args:
-            kept = {key: args[key] for key in _HELD_ARGS if key in args}
-            if "Input Dims" in args and _PHASE_ROLES[name or ""] != _NO_ROLE:
-                kept["Input Dims"] = args["Input Dims"]
+            kept = {}
+            if (corr := args.get("correlation")) is not None:
+                kept["correlation"] = corr
+            if cat == ANNOTATION_CAT and (ext := args.get("External id")) is not None:
+                kept["External id"] = ext
+            if DIMS_ARG in args and _PHASE_ROLES[name or ""] != _NO_ROLE:
+                kept[DIMS_ARG] = input_dims(args)
             if kept:
                 view["args"] = kept
         return view
@@ -263,12 +273,12 @@ class Splitter:
         # CPU-side event waiting for a window, or the ("corr"|"ext", id) a GPU event waits
         # for; raw is the event's original JSON bytes when the caller gave them. Beyond
         # ``pending_limit`` they go to ``_spill``.
-        self._pending: list = []  # heap of CPU-side events waiting for a window
+        # CPU-side events waiting for a window: as ``HeldColumns`` (``_cpu_held``; those
+        # held one at a time in ``_cpu_rows`` first), or in the heap ``_pending`` (back from
+        # the spill as items, or a time a float would change): see ``_hold``.
+        self._pending: list = []
         self._pending_links: list = []  # GPU events waiting for their launch (no window yet)
-        #: Plain Python frames held a run at a time (``_hold_frames``), as ``FrameColumns``:
-        #: items of ``_pending`` (view ``_HELD_FRAME``, no link) kept as columns.
-        self._frames_held: list = []
-        self._frames_held_n = 0
+        self._cpu_held, self._cpu_rows, self._cpu_held_n = [], HeldRows(), 0
         self._seq = 0
         self._spill = spill if spill is not None else MemorySpill()
         self._needs_drain = False  # spilled events may be decidable now
@@ -694,8 +704,8 @@ class Splitter:
                                         else self._windows.starts[-1])
         if self._due:
             batch = self._spill.take(self._due.pop(0))
-            if isinstance(batch, FrameColumns):
-                self._drained_frames(self._resolve_columns(batch))
+            if isinstance(batch, HeldColumns):
+                self._drained_columns(self._resolve_columns(batch))
                 return True
             kept = self._resolve_all(batch)
             if kept and self.closed:
@@ -707,11 +717,7 @@ class Splitter:
         if self.closed:
             resolve = self._resolve
             pending, self._pending = self._pending, []
-            frames = self._take_held_frames()
-            if frames is not None:
-                pending.extend(frames.items(_HELD_FRAME))
-            pending.sort(key=_arrival)
-            self._resolve_all(pending)
+            self._resolve_in_order(pending, self._take_held())
             self._pending_links = [item for item in self._pending_links if not resolve(item)]
             if not self._final_pass:
                 self._final_pass = True
@@ -720,14 +726,14 @@ class Splitter:
         self._needs_drain = False
         return False
 
-    def _drained_frames(self, kept: FrameColumns | None) -> None:
-        """Frames of a spilled batch not decided yet: as ``_drain`` keeps items."""
+    def _drained_columns(self, kept: HeldColumns | None) -> None:
+        """Events of a spilled batch of columns not decided yet: as ``_drain`` keeps items."""
         if kept is None:
             return
         if self.closed:
             self._spill.put(kept)
         else:
-            self._add_held_frames(kept)
+            self._add_held(kept)
             self._bound_held()
 
     def _finish(self) -> None:
@@ -844,63 +850,63 @@ class Splitter:
             self._annotations.hold(event["args"].get("External id"))
         event = self._held_event(event, raw, link)
         self._seq += 1
-        if link is None:  # decided by a boundary at or after its end: a heap on the end
-            heappush(self._pending, (end, self._seq, start, event, link, raw))
-        else:  # decided when its launch (or annotation) is seen
+        if link is not None:  # decided when its launch (or annotation) is seen
             self._pending_links.append((end, self._seq, start, event, link, raw))
+        elif _float_exact(end) and _float_exact(start):  # decided by a boundary after its end
+            self._cpu_rows.add(end, self._seq, start, event, raw)
+            self._cpu_held_n += 1
+        else:
+            heappush(self._pending, (end, self._seq, start, event, link, raw))
         if self._held_in_memory() >= self.options.pending_limit:
             self._bound_held()
 
     def _held_in_memory(self) -> int:
-        return len(self._pending) + len(self._pending_links) + self._frames_held_n
+        return len(self._pending) + len(self._pending_links) + self._cpu_held_n
 
     def _hold_frames(self, ends: np.ndarray, starts: np.ndarray, events: list,
                      raws: list) -> None:
         """Hold CPU-side events (already what ``_hold`` keeps of them) in this order: the
-        same items, spilled at the same points, as ``_hold`` one by one. Plain frames (the
-        view ``_HELD_FRAME``) are held as columns (``FrameColumns``)."""
+        same items, spilled at the same points, as ``_hold`` one by one, as columns
+        (``HeldColumns``; a plain frame, the view ``_HELD_FRAME``, as None)."""
         first = self._seq + 1
         self._seq += len(ends)
-        columns = None
-        if all(event is _HELD_FRAME for event in events):
-            columns = FrameColumns(ends, np.arange(first, self._seq + 1, dtype=np.int64),
-                                   starts, raws)
-        else:
-            items = list(zip(ends.tolist(), range(first, self._seq + 1), starts.tolist(),
-                             events, repeat(None), raws))
+        kept = None
+        if not all(event is _HELD_FRAME for event in events):
+            kept = [None if event is _HELD_FRAME else event for event in events]
+        columns = HeldColumns(ends, np.arange(first, self._seq + 1, dtype=np.int64), starts,
+                              raws, kept)
         limit = self.options.pending_limit
         at = 0
         while at < len(raws):
             room = max(1, limit - self._held_in_memory())
-            if columns is not None:
-                self._add_held_frames(columns.take(slice(at, at + room)))
-            else:
-                for item in items[at:at + room]:
-                    heappush(self._pending, item)
+            self._add_held(columns.take(slice(at, at + room)))
             at += room
             self._bound_held()
 
-    def _add_held_frames(self, columns: FrameColumns) -> None:
-        self._frames_held.append(columns)
-        self._frames_held_n += len(columns)
+    def _add_held(self, columns: HeldColumns) -> None:
+        self._cpu_held.append(columns)
+        self._cpu_held_n += len(columns)
 
-    def _take_held_frames(self, until: float | None = None) -> FrameColumns | None:
-        """The frames held as columns (those that end before ``until``, when given), no
-        longer held; None if none."""
-        parts = self._frames_held
+    def _take_held(self, until: float | None = None) -> HeldColumns | None:
+        """The CPU-side events held as columns (those that end before ``until``, when
+        given), no longer held; None if none."""
+        rows = self._cpu_rows.columns()
+        if rows is not None:
+            self._cpu_held.append(rows)
+        parts = self._cpu_held
         if until is not None:
             parts = [p for p in parts if p.earliest < until]
         if not parts:
             return None
-        columns = FrameColumns.joined(parts)
+        columns = HeldColumns.joined(parts)
         if until is None:
-            self._frames_held, self._frames_held_n = [], 0
+            self._cpu_held, self._cpu_held_n = [], 0
             return columns
         due = columns.ends < until
-        self._frames_held = [p for p in self._frames_held if p.earliest >= until]
+        self._cpu_held = [p for p in self._cpu_held if p.earliest >= until]
         if not due.all():
-            self._frames_held.append(columns.take(np.flatnonzero(~due)))
-        self._frames_held_n = sum(map(len, self._frames_held))
+            self._cpu_held.append(columns.take(np.flatnonzero(~due)))
+        self._cpu_held_n = sum(map(len, self._cpu_held))
         return columns.take(np.flatnonzero(due))
 
     def _hold_items(self, items: list) -> None:
@@ -919,31 +925,31 @@ class Splitter:
             self._note_held()
             # Spill in small batches sorted by end, so that a boundary re-reads at most one
             # batch it only partly decides.
-            for batch in self._spill_batches(self._take_held_frames()):
+            for batch in self._spill_batches(self._take_held()):
                 self._spill.put(batch)
             self._pending, self._pending_links = [], []
 
-    def _spill_batches(self, frames: FrameColumns | None):
+    def _spill_batches(self, columns: HeldColumns | None):
         """The batches of ``_bound_held``: everything held, sorted by (end, seq), then the
-        events waiting for a link, ``_SPILL_BATCH`` at a time; a batch of frames held as
+        events waiting for a link, ``_SPILL_BATCH`` at a time; a batch of events held as
         columns only is spilled as columns."""
         links = self._pending_links
-        if frames is not None and self._pending:  # both kinds: as items
-            self._pending.extend(frames.items(_HELD_FRAME))
-            frames = None
-        if frames is None:
+        if columns is not None and self._pending:  # both kinds: as items
+            self._pending.extend(columns.items(_HELD_FRAME))
+            columns = None
+        if columns is None:
             held = sorted(self._pending) + links
             for i in range(0, len(held), _SPILL_BATCH):
                 yield held[i:i + _SPILL_BATCH]
             return
-        frames = frames.take(np.lexsort((frames.seqs, frames.ends)))  # (end, seq) order
-        n = len(frames)
+        columns = columns.take(np.lexsort((columns.seqs, columns.ends)))  # (end, seq) order
+        n = len(columns)
         for i in range(0, n + len(links), _SPILL_BATCH):
             j = i + _SPILL_BATCH
             if j <= n:
-                yield frames.take(slice(i, j))
+                yield columns.take(slice(i, j))
             else:
-                head = frames.take(slice(i, n)).items(_HELD_FRAME) if i < n else []
+                head = columns.take(slice(i, n)).items(_HELD_FRAME) if i < n else []
                 yield head + links[max(i - n, 0):j - n]
 
     def _note_held(self) -> None:
@@ -998,28 +1004,63 @@ class Splitter:
     def _resolve_frames(self, items: list) -> list:
         """``_resolve_all`` for held plain Python frames (see there); returns those not
         decided, in order."""
-        columns = FrameColumns(np.array([item[0] for item in items], np.float64),
-                               np.array([item[1] for item in items], np.int64),
-                               np.array([item[2] for item in items], np.float64),
-                               [item[5] for item in items])
+        columns = HeldColumns(np.array([item[0] for item in items], np.float64),
+                              np.array([item[1] for item in items], np.int64),
+                              np.array([item[2] for item in items], np.float64),
+                              [item[5] for item in items])
         kept = self._resolve_columns(columns)
         return [] if kept is None else kept.items(items[0][3])
 
-    def _resolve_columns(self, frames: FrameColumns) -> FrameColumns | None:
-        """Decide the held plain Python frames ``frames`` that can be now, in their order,
-        as ``_resolve`` one by one (``Windows.owners``, ``_count_cpu``); returns the others
-        (None if none)."""
-        now = self._windows.decidable_many(frames.ends)
+    def _resolve_columns(self, held: HeldColumns) -> HeldColumns | None:
+        """Decide the held CPU-side events ``held`` that can be now, in their order, as
+        ``_resolve`` one by one (``Windows.owners``; plain frames counted by ``_count_cpu``,
+        the others through ``_own_cpu``); returns the others (None if none)."""
+        now = self._windows.decidable_many(held.ends)
         decided = np.flatnonzero(now)
         if not decided.size:
-            return frames
-        chosen = frames if decided.size == len(frames) else frames.take(decided)
+            return held
+        chosen = held if decided.size == len(held) else held.take(decided)
         owners = self._windows.owners(chosen.starts, chosen.ends)
-        self._count_cpu(owners, chosen.ends)
+        if chosen.events is None:
+            self._count_cpu(owners, chosen.ends)
+            if self._keep:
+                self._assigned.extend(zip(owners.tolist(), [_HELD_FRAME if raw is None else raw
+                                                            for raw in chosen.raws]))
+        else:
+            self._own_held(chosen, owners)
+        return None if chosen is held else held.take(np.flatnonzero(~now))
+
+    def _own_held(self, held: HeldColumns, owners: np.ndarray) -> None:
+        """``_resolve_columns`` for columns that are not all plain frames: the frames
+        counted at once, every other event through ``_own_cpu``, the pairs in order."""
+        events = held.events
+        plain = np.fromiter((event is None for event in events), bool, len(events))
+        if plain.any():
+            self._count_cpu(owners[plain], held.ends[plain])
+        ends = held.times()[0]
+        owners = owners.tolist()
+        own_cpu = self._own_cpu
         if self._keep:
-            self._assigned.extend(zip(owners.tolist(), [_HELD_FRAME if raw is None else raw
-                                                        for raw in chosen.raws]))
-        return None if chosen is frames else frames.take(np.flatnonzero(~now))
+            assigned = self._assigned
+            for owner, event, end, raw in zip(owners, events, ends, held.raws):
+                if event is None:
+                    assigned.append((owner, _HELD_FRAME if raw is None else raw))
+                else:
+                    own_cpu(owner, event, end, raw)
+            return
+        for k in np.flatnonzero(~plain).tolist():
+            own_cpu(owners[k], events[k], ends[k])
+
+    def _resolve_in_order(self, items: list, held: HeldColumns | None) -> None:
+        """Decide held ``items`` and ``held`` columns together in the order they came (all
+        decidable now)."""
+        if held is not None and items:  # both kinds: as items
+            items.extend(held.items(_HELD_FRAME))
+            held = None
+        items.sort(key=_arrival)  # hand events out in the order they came
+        self._resolve_all(items)
+        if held is not None:
+            self._resolve_columns(held.take(np.argsort(held.seqs, kind="stable")))
 
     def _resolve_pending(self, until: float) -> None:
         """A boundary at ``until``: decide the in-memory held events it decides; spilled
@@ -1031,14 +1072,7 @@ class Splitter:
         decided = []
         while pending and pending[0][0] < until:
             decided.append(heappop(pending))
-        frames = self._take_held_frames(until)
-        if frames is not None and decided:  # both kinds: as items
-            decided.extend(frames.items(_HELD_FRAME))
-            frames = None
-        decided.sort(key=_arrival)  # hand events out in the order they came
-        self._resolve_all(decided)
-        if frames is not None:
-            self._resolve_columns(frames.take(np.argsort(frames.seqs, kind="stable")))
+        self._resolve_in_order(decided, self._take_held(until))
         if self._pending_links:
             resolve = self._resolve
             self._pending_links = [item for item in self._pending_links if not resolve(item)]

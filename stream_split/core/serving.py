@@ -45,7 +45,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import msgspec
+
 from stream_split.core.records import slots_reduce
+from stream_split.trace_format import DIMS_ARG
 
 PREFILL, DECODE, MIXED, IDLE, DENOISE = "prefill", "decode", "mixed", "idle", "denoise"
 PHASES = (PREFILL, DECODE, MIXED, IDLE, DENOISE)
@@ -116,8 +119,17 @@ def annotation_phase(name: str) -> str | None:
     return None
 
 
+def input_dims(args):
+    """The ``Input Dims`` of an op's ``args`` (None without), parsed if a slim batch left
+    them as JSON text (``decode.TraceDecoder.lazy_dims``)."""
+    dims = args.get(DIMS_ARG) if args else None
+    if dims.__class__ is msgspec.Raw:
+        return msgspec.json.decode(dims)
+    return dims
+
+
 def _dims(args, i: int):
-    dims = args.get("Input Dims") if args else None
+    dims = input_dims(args)
     if isinstance(dims, list) and len(dims) > i and isinstance(dims[i], list):
         return dims[i]
     return None
