@@ -40,31 +40,42 @@ class StepOpeners:
     """Per boundary, the gap before it where frames that open its step begin, and the frames
     that hold it from there (see the module docstring). ``Windows`` keeps it in step with
     its boundaries."""
-    __slots__ = ("floors", "threads", "frames", "any")
+    __slots__ = ("gaps", "frames", "any", "_n")
 
     def __init__(self):
-        #: Per boundary: where its gap begins (``_NO_GAP``: no frame opens it), its thread.
-        self.floors: list[float] = []
-        self.threads: list = []
+        #: Boundary -> (where its gap begins, its thread), for the boundaries whose step a
+        #: frame may open (a trace without Python frames has none: nothing kept per boundary).
+        self.gaps: dict = {}
         #: Boundary -> the (start, end, name) of the frames that begin in its gap and hold
         #: it (at most ``MemoryRules.max_openers``, the outermost kept).
         self.frames: dict = {}
         self.any = False  # some boundary has a gap
+        self._n = 0  # boundaries
 
     def add(self, opens_after: float | None, thread) -> None:
-        self.floors.append(_NO_GAP if opens_after is None else opens_after)
-        self.threads.append(thread)
-        self.any = self.any or opens_after is not None
+        if opens_after is not None:
+            self.gaps[self._n] = (opens_after, thread)
+            self.any = True
+        self._n += 1
 
     def drop_last(self) -> None:
-        self.frames.pop(len(self.floors) - 1, None)
-        self.floors.pop()
-        self.threads.pop()
+        self._n -= 1
+        self.frames.pop(self._n, None)
+        self.gaps.pop(self._n, None)
 
     def in_gap(self, k: int, thread, start: float) -> bool:
         """Does a frame of ``thread`` that starts at ``start`` (before boundary ``k``) begin
         in the gap before boundary ``k``?"""
-        return start >= self.floors[k] and thread == self.threads[k]
+        gap = self.gaps.get(k)
+        return gap is not None and start >= gap[0] and thread == gap[1]
+
+    def floors(self) -> np.ndarray:
+        """Where each boundary's gap begins (``_NO_GAP``: none), and one more ``_NO_GAP``
+        for after the last."""
+        floors = np.full(self._n + 1, _NO_GAP)
+        for k, (floor, _) in self.gaps.items():
+            floors[k] = floor
+        return floors
 
     def hold(self, k: int, start: float, end: float, name: str) -> None:
         """A frame in boundary ``k``'s gap holds it: it may open the step."""
@@ -236,7 +247,7 @@ class Windows:
             return np.zeros(starts.size, bool)
         if self._floor_array is None:
             self._floor_array = (np.asarray(self.starts, np.float64),
-                                 np.asarray(self.openers.floors + [_NO_GAP], np.float64))
+                                 self.openers.floors())
         bounds, floors = self._floor_array
         k = np.searchsorted(bounds, starts, "right")
         return starts >= floors[k]
