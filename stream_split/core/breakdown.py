@@ -157,7 +157,7 @@ def _breakdown_of(layers: list, kernels: dict, cpu_ops: dict, *rest) -> "Iterati
     breakdown.kernels = kernels
     breakdown.cpu_ops = {thread: _union_of(state) for thread, state in cpu_ops.items()}
     (breakdown.delay_sum_us, breakdown.delay_max_us, breakdown.delays, breakdown.comm_kernels,
-     breakdown.comm_kernel_us) = rest
+     breakdown.comm_kernel_us, breakdown.stream_work, breakdown.gpu_work) = rest
     return breakdown
 
 
@@ -176,7 +176,7 @@ class IterationBreakdown:
             [_union_state(u) for u in self.layers], self.kernels,
             {thread: _union_state(u) for thread, u in self.cpu_ops.items()},
             self.delay_sum_us, self.delay_max_us, self.delays, self.comm_kernels,
-            self.comm_kernel_us)
+            self.comm_kernel_us, self.stream_work, self.gpu_work)
 
     def __init__(self):
         #: layers[k]: the union of layers 0..k (compute, then + comm, + memcpy, + memset).

@@ -135,3 +135,24 @@ def test_a_sealed_list_drops_the_pages_it_read_back_without_writing_them(tmp_pat
     assert list(pages) == list(range(40))
     assert list(pages) == list(range(40))
     assert pages.pages_written == written + 1  # only the last page, never written before
+
+
+def test_a_paged_breakdown_comes_back_with_every_slot():
+    # A slot added to IterationBreakdown but not to its __reduce__ is lost when its page
+    # leaves memory (the GPU unions of the busy and active time were, after a merge).
+    from stream_split.core.breakdown import IterationBreakdown
+    breakdown = IterationBreakdown()
+    breakdown.add_gpu("kernel", "gemm", 10.0, 20.0)
+    breakdown.add_op(("1", "2"), 5.0, 25.0)
+    for slot in IterationBreakdown.__slots__:
+        if getattr(breakdown, slot) in (None, 0, 0.0, {}, []):
+            setattr(breakdown, slot, {"a slot": slot})
+    back = pickle.loads(pickle.dumps(breakdown))
+    for slot in IterationBreakdown.__slots__:
+        want, got = getattr(breakdown, slot), getattr(back, slot)
+        if slot == "layers":
+            want, got = [u.__reduce__()[1] for u in want], [u.__reduce__()[1] for u in got]
+        elif slot == "cpu_ops":
+            want = {k: u.__reduce__()[1] for k, u in want.items()}
+            got = {k: u.__reduce__()[1] for k, u in got.items()}
+        assert got == want, slot
