@@ -70,7 +70,7 @@ from typing import Any, NamedTuple, Union
 from stream_split.core import IterationRecord, KIND_IDLE, KIND_ITERATION, SplitOptions
 from stream_split.core.records import ITERATION_FIELDS
 from stream_split.beam_ranges import (
-    RANGE_BYTES, WHOLE, SplitInRanges, copy_out, pieces_dir_name, time_budget_stop)
+    RANGE_BYTES, SplitInRanges, copy_out, pieces_dir_name, time_budget_stop)
 from stream_split.config import SplitConfig
 from stream_split.folder import split_to_folder
 from stream_split.run import StopRequest, new_splitter, read_through, reader_info
