@@ -70,7 +70,7 @@ from typing import Any, NamedTuple, Union
 from stream_split.core import IterationRecord, KIND_IDLE, KIND_ITERATION, SplitOptions
 from stream_split.core.records import ITERATION_FIELDS
 from stream_split.beam_ranges import (
-    RANGE_BYTES, SplitInRanges, copy_out, pieces_dir_name, time_budget_stop)
+    RANGE_BYTES, ScratchFn, SplitInRanges, copy_out, pieces_dir_name, time_budget_stop)
 from stream_split.config import SplitConfig
 from stream_split.folder import split_to_folder
 from stream_split.run import StopRequest, new_splitter, read_through, reader_info
@@ -158,7 +158,7 @@ class _TraceResult:
     error: str | None
 
 
-class _SplitTraceFn(beam.DoFn):
+class _SplitTraceFn(ScratchFn):
     """One trace file in, its records out: the whole file is streamed through the core here.
 
     Main output: ``IterationRow`` per iteration; tagged ``summaries``: one ``SummaryRow`` per
@@ -174,6 +174,7 @@ class _SplitTraceFn(beam.DoFn):
     after which it stops between two batches and is a dead letter (its records decided so
     far still come out).
     """
+    scratch_prefix = "stream-split-beam-"
 
     def __init__(self, options: SplitOptions | None = None, *, pieces_prefix: str | None = None,
                  compress_pieces: bool = True, time_budget: float | None = None):
@@ -186,17 +187,7 @@ class _SplitTraceFn(beam.DoFn):
         self._iterations = Metrics.counter(METRICS_NAMESPACE, "iterations")
         self._failures = Metrics.counter(METRICS_NAMESPACE, "failures")
         self._incomplete = Metrics.counter(METRICS_NAMESPACE, "incomplete_traces")
-        self._scratch_root = None
-
-    def setup(self):
-        # Per worker, not pickled with the DoFn: the local scratch directory for spill and
-        # piece spool files.
-        self._scratch_root = tempfile.mkdtemp(prefix="stream-split-beam-")
-
-    def teardown(self):
-        if self._scratch_root:
-            shutil.rmtree(self._scratch_root, ignore_errors=True)
-            self._scratch_root = None
+        super().__init__()
 
     def process(self, file: FileMetadata | str):
         path, size = (file.path, file.size_in_bytes) if isinstance(file, FileMetadata) else (

@@ -383,14 +383,16 @@ class _Segments:
             self.owners.append(owner)
 
 
-class _ScratchFn(beam.DoFn):
-    """A DoFn with a local scratch folder per worker (spill files, spools)."""
+class ScratchFn(beam.DoFn):
+    """A DoFn with a local scratch folder per worker (spill files, spools), made at
+    ``setup`` and not pickled with the DoFn; ``scratch_prefix`` names it."""
+    scratch_prefix = "stream-split-ranges-"
 
     def __init__(self):
         self._scratch_root = None
 
     def setup(self):
-        self._scratch_root = tempfile.mkdtemp(prefix="stream-split-ranges-")
+        self._scratch_root = tempfile.mkdtemp(prefix=self.scratch_prefix)
 
     def teardown(self):
         if self._scratch_root:
@@ -398,7 +400,7 @@ class _ScratchFn(beam.DoFn):
             self._scratch_root = None
 
 
-class _DecideFn(_ScratchFn):
+class _DecideFn(ScratchFn):
     """A trace's head and decoded ranges in (grouped by the trace); out: the trace whole
     (``WHOLE``) when it could not be cut; else its ``RangedSplit`` (``_DONE``, records only),
     or its write tasks (``_WRITES``) and its plan (main)."""
@@ -485,7 +487,7 @@ class _WriteFn(beam.DoFn):
         yield trace, _Written(task.r, entries, time.perf_counter() - started)
 
 
-class _AssembleFn(_ScratchFn):
+class _AssembleFn(ScratchFn):
     """A trace's plan and written ranges in (grouped by the trace); its pieces and manifest
     assembled and copied under ``pieces_prefix``; its ``RangedSplit`` out."""
 
