@@ -177,7 +177,7 @@ def build_table(manifest: dict, limit: int | None = None) -> dict:
         origin = min((row["start_ms"] for row in rows if row["start_ms"] is not None),
                      default=0.0)
     else:
-        kept, origin = rows.kept(), rows.first_start
+        kept, origin = rows.kept(), rows.first_start or 0.0
     for row in kept:
         row["start_ms"] = _ms(row["start_ms"], origin)
     durations.sort()
@@ -233,10 +233,9 @@ class ShownRows:
         self._n = 0
         self._keys: set = set()  # the keys a row has a value for
         self._said: list = []  # the outliers with a reason, the slowest kept
-        #: The earliest ``start_ms`` of the rows appended (0.0: none has one), and how many
+        #: The earliest ``start_ms`` of the rows appended (None: none has one), and how many
         #: rows of each kind.
-        self.first_start = 0.0
-        self._any_start = False
+        self.first_start = None
         self.kinds: dict = {}
 
     def __len__(self) -> int:
@@ -246,8 +245,8 @@ class ShownRows:
         self._n += 1
         self.kinds[row["kind"]] = self.kinds.get(row["kind"], 0) + 1
         start = row["start_ms"]
-        if start is not None and (not self._any_start or start < self.first_start):
-            self.first_start, self._any_start = start, True
+        if start is not None and (self.first_start is None or start < self.first_start):
+            self.first_start = start
         self._keys.update(key for key, value in row.items() if value is not None)
         if row.get("outlier") and ", " in (row.get("reason") or ""):
             self._said.append(row)
