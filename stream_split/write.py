@@ -37,6 +37,7 @@ import threading
 import zlib
 from array import array
 from collections import OrderedDict
+from collections.abc import Mapping
 from contextlib import suppress
 from itertools import chain, groupby, repeat
 from operator import itemgetter
@@ -314,21 +315,25 @@ class PieceWriter:
         shutil.rmtree(self._spool_dir, ignore_errors=True)
         return files
 
-    def _file_names(self, records) -> dict:
+    def _file_names(self, records) -> "PieceFiles":
         """{owner: file name} of the pieces to write: outside, the metadata's where apart,
-        and every wanted record's."""
-        files = {OUTSIDE: self.file_for(None)}
-        if self.metadata_apart:
-            files[METADATA] = METADATA_NAME + self.suffix
-        taken = set(files.values())
+        and every wanted record's (``PieceFiles``)."""
+        files = PieceFiles(self.file_for(None),
+                           METADATA_NAME + self.suffix if self.metadata_apart else None,
+                           self.suffix)
+        by_index = self.name_by != "step" and self.layout != LAYOUT_HTA
+        taken = None if by_index else set(files.values())
         for record in reading(records):
             if not self.wants(record.index):
+                continue
+            if by_index:  # unique by construction, and known from the index and kind
+                files.add_by_index(record.index, record.kind)
                 continue
             name = self.file_for(record)
             if name in taken:  # a step number seen twice: the index keeps them apart
                 name = piece_name(record.index, record.kind) + self.suffix
             taken.add(name)
-            files[record.index] = name
+            files.add_named(record.index, name)
         return files
 
     def _assemble(self, path: str, ends: _Ends, owner: int, spooled) -> None:
@@ -369,6 +374,75 @@ class PieceWriter:
         crc = isal_zlib.crc32_combine(crc, ends.crc(tail), len(tail))
         size += len(tail)
         return [ends.deflated(tail, zlib.Z_FINISH), struct.pack("<II", crc, size & 0xFFFFFFFF)]
+
+
+class PieceFiles(Mapping):
+    """{owner: file name} of the pieces a ``PieceWriter`` writes, in the order written (the
+    events outside, the metadata's piece where apart, then the iterations by index): a
+    read-only mapping that keeps one byte per iteration where the name follows from the
+    index and the kind (``piece_name``: every flat layout named by index), and the name
+    itself only where it does not (``--name-by step``, the hta layout). A dict of 1 M names
+    took some 100 MB."""
+
+    _NONE, _ITERATION, _IDLE, _NAMED = 0, 1, 2, 3
+    _KINDS = {KIND_ITERATION: _ITERATION, KIND_IDLE: _IDLE}
+
+    def __init__(self, outside: str, metadata: str | None, suffix: str):
+        self._special = {OUTSIDE: outside}
+        if metadata is not None:
+            self._special[METADATA] = metadata
+        self._suffix = suffix
+        self._codes = bytearray()  # at an iteration's index: how its piece is named
+        self._named: dict = {}  # index -> name, where not by index
+        self._count = 0
+
+    def add_by_index(self, index: int, kind: str) -> None:
+        """Iteration ``index`` (of ``kind``) has a piece named by its index (``piece_name``)."""
+        code = self._KINDS.get(kind)
+        if code is None:  # a kind not named apart: its name as ``piece_name`` makes it
+            self.add_named(index, piece_name(index, kind) + self._suffix)
+        else:
+            self._set(index, code)
+
+    def add_named(self, index: int, name: str) -> None:
+        """Iteration ``index`` has a piece named ``name``."""
+        self._named[index] = name
+        self._set(index, self._NAMED)
+
+    def _set(self, index: int, code: int) -> None:
+        codes = self._codes
+        if index >= len(codes):
+            codes.extend(bytes(index + 1 - len(codes)))
+        self._count += not codes[index]
+        codes[index] = code
+
+    def __getitem__(self, owner: int) -> str:
+        special = self._special.get(owner)
+        if special is not None:
+            return special
+        code = self._codes[owner] if owner in self else self._NONE
+        if code == self._ITERATION:
+            return piece_name(owner) + self._suffix
+        if code == self._IDLE:
+            return piece_name(owner, KIND_IDLE) + self._suffix
+        if code == self._NAMED:
+            return self._named[owner]
+        raise KeyError(owner)
+
+    def __contains__(self, owner) -> bool:
+        if owner in self._special:
+            return True
+        return (isinstance(owner, int) and 0 <= owner < len(self._codes)
+                and self._codes[owner] != self._NONE)
+
+    def __iter__(self):
+        yield from self._special
+        for index, code in enumerate(self._codes):
+            if code:
+                yield index
+
+    def __len__(self) -> int:
+        return len(self._special) + self._count
 
 
 #: Pieces assembled between two looks at a stop request (a few milliseconds of work).

@@ -295,6 +295,11 @@ class Splitter:
         self._phase_facts: list[PhaseFacts] = per_iteration()
         self._diffusion_code = False  # a Python frame of a diffusion library was seen
         self._breakdowns: list[IterationBreakdown] = per_iteration()
+        # Those of them that keep pages in a file: trimmed between two batches, and at each
+        # boundary (a detector that confirms its unit at the end finds every boundary of the
+        # trace at once: 1 M iterations' state would otherwise be in memory together).
+        self._paged = [kept for kept in (self._iterations, self._phase_facts, self._breakdowns)
+                       if hasattr(kept, "trim")]
         self._records_done = False  # ``iterations`` holds the final records
         self._gpu_latest = 0  # the latest iteration whose GPU work was decided
         self._launch_times = LaunchTimes()
@@ -666,13 +671,17 @@ class Splitter:
     def decided(self) -> Decided:
         """Everything decided since the last call, after at most one spilled batch of
         further work; ``more`` says that another call may decide more."""
-        for kept in (self._iterations, self._phase_facts, self._breakdowns):
-            if hasattr(kept, "trim"):  # between two batches: nothing is in use
-                kept.trim()
+        self._trim_paged()
         more = self._drain()
         pairs, self._assigned = self._assigned, []
         records, self._records = self._records, []
         return Decided(pairs, records, more)
+
+    def _trim_paged(self) -> None:
+        """Send the per-iteration state used least recently to its file (``PagedList.trim``):
+        only where no record, breakdown or phase facts got before is still in use."""
+        for kept in self._paged:
+            kept.trim()
 
     def end_of_input(self, *, complete: bool = True) -> None:
         """No more events. ``complete=False``: the input was cut short (a truncated file, a
@@ -806,6 +815,7 @@ class Splitter:
         self._ignored_last = bool(windows.starts) and found.start_ts <= windows.starts[-1]
         if self._ignored_last:
             return  # a detector may only move forward
+        self._trim_paged()  # no caller of ``_add_boundary`` holds per-iteration state
         index = windows.add(found.start_ts, found.opens_after, found.thread)
         pid, tid = self._last_thread = found.thread
         self._iterations.append(IterationRecord(index=index, start_ts=found.start_ts,
