@@ -292,7 +292,7 @@ class PieceWriter:
         if self.layout == LAYOUT_HTA:
             header_before, self._rank_name = hta_additions(header_before, header_after,
                                                            self.rank)
-        files = self._file_names(records)
+        files = self.file_names(records)
         head = _piece_head(header_before, self.metadata)
         tail = _piece_tail(header_before, header_after)
         ends = _Ends(head, head + b",\n" if self.metadata else head, tail, self.compresslevel)
@@ -315,7 +315,7 @@ class PieceWriter:
         shutil.rmtree(self._spool_dir, ignore_errors=True)
         return files
 
-    def _file_names(self, records) -> "PieceFiles":
+    def file_names(self, records) -> "PieceFiles":
         """{owner: file name} of the pieces to write: outside, the metadata's where apart,
         and every wanted record's (``PieceFiles``)."""
         files = PieceFiles(self.file_for(None),

@@ -12,6 +12,7 @@ from stream_split.core import Splitter, SplitOptions
 from stream_split.core.owners import Windows
 from stream_split.core.records import OUTSIDE
 from stream_split.core.stack import ThreadStacks
+from stream_split.pages import PagedList
 from stream_split.testing.generate import generate
 from stream_split.testing.replay import SCENARIOS
 
@@ -115,3 +116,29 @@ def test_window_edges_beyond_2_53_stay_exact():
     windows.close(None)
     assert windows.owner(2 ** 53, 2 ** 53) == OUTSIDE  # before the first start
     assert windows.owner(2 ** 53 + 1, 2 ** 53 + 1) == 0
+
+
+def test_iterations_found_all_at_the_end_leave_memory_a_page_at_a_time(tmp_path):
+    """Identical top-level ops: the detector confirms its unit only at the end and finds
+    every boundary at once; the engine's per-iteration state goes to its file as they come,
+    not after the last one (1 M such iterations held 2 GB)."""
+    made = []
+
+    def paged():
+        made.append(PagedList(str(tmp_path), page_items=8, resident_pages=2))
+        return made[-1]
+
+    splitter = Splitter(SplitOptions(keep_events=False), per_iteration=paged)
+    n = 400
+    for i in range(n):
+        splitter.feed({"ph": "X", "cat": "cpu_op", "name": "train_step", "pid": 1, "tid": 1,
+                       "ts": 6 * i, "dur": 5})
+    assert not splitter.iterations  # nothing confirmed while reading
+    splitter.end_of_input()
+    assert len(splitter.iterations) == n
+    records, facts, breakdowns = made
+    for kept in made:  # at most the resident pages and the one being filled in memory
+        assert kept.pages_written >= n // 8 - 3
+    while splitter.decided().more:
+        pass
+    assert [r.events for r in splitter.iterations] == [1] * n

@@ -6,11 +6,12 @@ import json
 import os
 import random
 import subprocess
+import tracemalloc
 import zlib
 
 import pytest
 
-from stream_split.core.records import METADATA, OUTSIDE, IterationRecord
+from stream_split.core.records import KIND_IDLE, KIND_ITERATION, METADATA, OUTSIDE, IterationRecord
 from stream_split.write import COPY_CHUNK, SPOOL_TASK_BYTES, PieceWriter
 
 HEADER_BEFORE = {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 3}}
@@ -130,3 +131,31 @@ def test_a_failure_on_the_spool_thread_is_raised_by_finish(tmp_path):
     writer.add_many([(0, b'{"ph": "i", "ts": 1, "pad": "' + b"x" * SPOOL_TASK_BYTES + b'"}')])
     with pytest.raises(FileNotFoundError):
         writer.finish([IterationRecord(index=0, start_ts=0.0, end_ts=1.0)], {}, {})
+
+
+def test_the_names_of_pieces_named_by_index_take_about_a_byte_a_piece(tmp_path):
+    """1 M one-op iterations are 1 M pieces: their names, which follow from the index and
+    the kind, are not kept as strings (a dict of names and a set of them: over 100 bytes a
+    piece)."""
+    n = 50_000
+    records = [IterationRecord(index=i, kind=KIND_IDLE if i % 7 == 3 else KIND_ITERATION)
+               for i in range(n)]
+    writer = PieceWriter(str(tmp_path))
+    tracemalloc.start()
+    files = writer.file_names(records)
+    size = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    writer.discard()
+    assert size < 4 * n
+    assert len(files) == n + 1 and list(files)[:3] == [OUTSIDE, 0, 1]
+    assert files[3] == "idle_00003.json.gz" and files[n - 1] == f"iteration_{n - 1:05d}.json.gz"
+    assert files.get(n) is None and n not in files and files[OUTSIDE] == "outside.json.gz"
+
+
+def test_pieces_named_by_step_keep_a_repeated_step_apart_by_index(tmp_path):
+    records = [IterationRecord(index=i, step=s) for i, s in enumerate([7, 8, 8, None])]
+    writer = PieceWriter(str(tmp_path), name_by="step")
+    files = writer.file_names(records)
+    writer.discard()
+    assert [files[i] for i in range(4)] == ["step_00007.json.gz", "step_00008.json.gz",
+                                            "iteration_00002.json.gz", "iteration_00003.json.gz"]
