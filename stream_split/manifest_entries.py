@@ -70,15 +70,30 @@ class ManifestIterations(Sequence):
         return [position for position, record in enumerate(reading(self._records))
                 if getattr(record, field)]
 
-    def to_encode(self):
-        """The entries, each to be encoded at once and dropped (``dump_manifest``): they
-        share their nested values with the records and may hold non-finite numbers."""
+    def to_read(self):
+        """The entries, each as ``__iter__`` makes it but sharing its nested values with its
+        record: for a caller that only reads them (``entries_to_read``)."""
         changed = self._changed
         for position, record in enumerate(reading(self._records)):
             entry = manifest_entry(record, self._files, shared=True)
             if position in changed:
                 entry.update(changed[position])
-            yield entry
+            yield finite(entry)
+
+    def texts(self):
+        """The text of each entry as ``dump_manifest`` writes it (``_entry_text``), made
+        without looking at each of its keys where the entry is as its record makes it: every
+        key before ``breakdown`` (the last: no ``extra``) holds a field's scalar."""
+        changed = self._changed
+        files = self._files
+        for position, record in enumerate(reading(self._records)):
+            entry = manifest_entry(record, files, shared=True)
+            if position in changed or record.extra:
+                if position in changed:
+                    entry.update(changed[position])
+                yield _entry_text(entry)
+            else:
+                yield _record_entry_text(entry)
 
     def __setitem__(self, position: int, entry: dict) -> None:
         """Entry ``position`` is ``entry`` from now on (the keys that differ are kept)."""
@@ -101,6 +116,14 @@ class ManifestIterations(Sequence):
         return list, (list(self),)
 
 
+def entries_to_read(entries):
+    """A manifest's ``iterations`` (a list of entries, or ``ManifestIterations``) to be read
+    once and changed in nothing: made without copying what they share with the records."""
+    if isinstance(entries, ManifestIterations):
+        return entries.to_read()
+    return entries
+
+
 def outlier_positions(entries) -> list[int]:
     """The positions of the outliers among a manifest's ``iterations`` (a list of entries,
     or ``ManifestIterations``: read from its records, no entry made)."""
@@ -117,14 +140,15 @@ def dump_manifest(manifest: dict, stream) -> None:
     before, after = strict_json(head, indent=INDENT).split(strict_json(_PLACEHOLDER))
     stream.write(before)
     entries = manifest["iterations"]
-    entries = iter(entries.to_encode() if isinstance(entries, ManifestIterations) else entries)
-    first = next(entries, None)
+    texts = iter(entries.texts() if isinstance(entries, ManifestIterations)
+                 else map(_entry_text, entries))
+    first = next(texts, None)
     if first is None:
         stream.write("[]")
     else:
-        stream.write("[" + _ENTRY_INDENT + _entry_text(first))
-        for entry in entries:
-            stream.write("," + _ENTRY_INDENT + _entry_text(entry))
+        stream.write("[" + _ENTRY_INDENT + first)
+        for text in texts:
+            stream.write("," + _ENTRY_INDENT + text)
         stream.write(_ENTRY_INDENT[:-INDENT] + "]")
     stream.write(after)
 
@@ -143,6 +167,24 @@ def _entry_text(entry: dict) -> str:
         return _indented(finite(entry), _ENTRY_DEPTH)
 
 
+def _record_entry_text(entry: dict) -> str:
+    """``_entry_text`` of an entry whose keys all hold scalars but its last, ``breakdown``
+    (None or a dict): the scalars encoded at once, the breakdown as ``_indented`` makes it."""
+    breakdown = entry["breakdown"]
+    if not breakdown:  # None: a scalar like the others
+        return _entry_text(entry)
+    inner = _ENTRY_DEPTH + INDENT
+    del entry["breakdown"]  # the last key: its text follows the others'
+    try:
+        scalars = _flat(inner).encode(entry)[1:-1]
+        nested = _indented(breakdown, inner)
+    except ValueError:  # a number that is not finite (rare): as null
+        entry["breakdown"] = breakdown
+        return _indented(finite(entry), _ENTRY_DEPTH)
+    return _enclosed("{", scalars + _separator(inner) + '"breakdown": ' + nested, "}",
+                     _ENTRY_DEPTH)
+
+
 def _indented(value, depth: int) -> str:
     """``json.dumps(value, indent=INDENT, allow_nan=False)`` as it reads at ``depth`` spaces
     (the lines of its items at ``depth + INDENT``), made with the standard library's C
@@ -152,20 +194,21 @@ def _indented(value, depth: int) -> str:
     deeper."""
     inner = depth + INDENT
     if isinstance(value, dict) and value and all(k.__class__ is str for k in value):
+        encode = _flat(inner).encode
         items, run = [], {}
         for key, item in value.items():
-            if item and isinstance(item, (dict, list, tuple)):
+            if item and isinstance(item, _CONTAINERS):
                 if run:
-                    items.append(_flat(inner).encode(run)[1:-1])
+                    items.append(encode(run)[1:-1])
                     run = {}
-                items.append(_flat(inner).encode(key) + ": " + _indented(item, inner))
+                items.append(encode(key) + ": " + _indented(item, inner))
             else:
                 run[key] = item
         if run:
-            items.append(_flat(inner).encode(run)[1:-1])
+            items.append(encode(run)[1:-1])
         return _enclosed("{", _separator(inner).join(items), "}", depth)
     if isinstance(value, (list, tuple)) and value:
-        if not any(item and isinstance(item, (dict, list, tuple)) for item in value):
+        if not any(item and isinstance(item, _CONTAINERS) for item in value):
             return _enclosed("[", _flat(inner).encode(value)[1:-1], "]", depth)
         return _enclosed("[", _separator(inner).join(_indented(item, inner) for item in value),
                          "]", depth)
@@ -173,6 +216,10 @@ def _indented(value, depth: int) -> str:
         text = json.dumps(value, indent=INDENT, allow_nan=False)
         return text.replace("\n", "\n" + " " * depth)
     return _flat(inner).encode(value)
+
+
+#: What ``_indented`` lays out over lines (a non-empty one).
+_CONTAINERS = (dict, list, tuple)
 
 
 def _enclosed(opening: str, items: str, closing: str, depth: int) -> str:

@@ -189,7 +189,8 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
             if on_pairs is not None and decided.pairs:
                 on_pairs(decided.pairs)
             if final:
-                held.extend(decided.records)
+                if on_record is not None:
+                    held.extend(decided.records)
             elif on_record is not None:
                 for record in decided.records:
                     on_record(record)

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from stream_split.explain import shown
+from stream_split.manifest_entries import entries_to_read
 from stream_split.serialize import strict_json
 from stream_split.stats import JUDGED_ON, judged_time, quantile
 from stream_split.trace_format import profiler_step_number
@@ -160,7 +161,7 @@ def build_table(manifest: dict, limit: int | None = None) -> dict:
     rows = [] if limit is None else ShownRows(limit)
     durations, outliers, by_phase = [], [], {}
     idle = 0
-    for it in manifest.get("iterations") or []:  # once: a long trace's are made when read
+    for it in entries_to_read(manifest.get("iterations") or []):  # once: made when read
         rows.append(_row(it, steady))
         judged = judged_time(it)
         if it["kind"] == "idle":
