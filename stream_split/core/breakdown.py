@@ -241,7 +241,9 @@ class IterationBreakdown:
     def gpu_dict(self, span_us: float | None) -> dict:
         """``{"span_us", "compute_us", "comm_us", "memcpy_us", "memset_us", "idle_us"}``: the
         layers capped so that they add up to the span."""
-        span = max(0.0, span_us or 0.0)
+        if span_us is None:  # no GPU work (its layers are empty): every layer 0
+            return dict(_NO_GPU)
+        span = max(0.0, span_us)
         out = {"span_us": round(span, 3)}
         below = 0.0
         for name, union in zip(LAYER_NAMES, self.layers):
@@ -268,6 +270,10 @@ class IterationBreakdown:
         return {**self.gpu_dict(span_us), "top_kernels": self.top_kernels(),
                 "host": self.host_dict(), "comm_kernels": self.comm_kernels,
                 "comm_kernel_us": round(self.comm_kernel_us, 3)}
+
+
+#: ``IterationBreakdown.gpu_dict`` of an iteration without GPU work.
+_NO_GPU = {"span_us": 0.0, **dict.fromkeys(LAYER_NAMES, 0.0), "idle_us": 0.0}
 
 
 class LaunchTimes:
