@@ -99,6 +99,26 @@ class HeldRows:
         if end.__class__ is not float or start.__class__ is not float:
             self.exact = True
 
+    def items_before(self, until: float, frame: dict) -> list:
+        """The events added that end before ``until``, as the engine's held items
+        ``(end, seq, start, event, None, raw)`` in the order added (a plain frame's event:
+        ``frame``), no longer here; the others stay."""
+        ends = self.ends
+        due = [k for k, end in enumerate(ends) if end < until]
+        if not due:
+            return []
+        events = self.events
+        items = [(ends[k], self.seqs[k], self.starts[k],
+                  frame if events[k] is None else events[k], None, self.raws[k]) for k in due]
+        if len(due) == len(ends):
+            self.__init__()
+        else:
+            kept = [k for k, end in enumerate(ends) if not end < until]
+            for name in ("ends", "seqs", "starts", "events", "raws"):
+                column = getattr(self, name)
+                setattr(self, name, [column[k] for k in kept])
+        return items
+
     def columns(self) -> HeldColumns | None:
         """What was added, as columns (None if nothing), no longer here."""
         if not self.raws:

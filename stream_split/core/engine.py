@@ -118,6 +118,10 @@ _ROUTE = {**{cat: _BY_CORRELATION for cat in GPU_WORK_CATS},
           **{cat: _STRUCTURE for cat in STRUCTURE_CATS}}
 
 _SPILL_BATCH = 4096
+#: Held CPU-side events (held one by one, none as columns) that a boundary decides as items,
+#: one by one, rather than as columns: a step of a few events would pay for a dozen numpy
+#: calls to decide two of them.
+_FEW_HELD = 32
 
 
 def _arrival(item) -> int:
@@ -1082,7 +1086,13 @@ class Splitter:
         decided = []
         while pending and pending[0][0] < until:
             decided.append(heappop(pending))
-        self._resolve_in_order(decided, self._take_held(until))
+        rows = self._cpu_rows
+        if not self._cpu_held and len(rows) <= _FEW_HELD:  # a few, held one by one: as items
+            decided.extend(rows.items_before(until, _HELD_FRAME))
+            self._cpu_held_n = len(rows)
+            self._resolve_in_order(decided, None)
+        else:
+            self._resolve_in_order(decided, self._take_held(until))
         if self._pending_links:
             resolve = self._resolve
             self._pending_links = [item for item in self._pending_links if not resolve(item)]
