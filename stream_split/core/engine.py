@@ -41,7 +41,8 @@ front end takes the same way.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from array import array
+from dataclasses import dataclass, replace
 from heapq import heappop, heappush
 from itertools import islice, repeat
 from operator import itemgetter
@@ -299,11 +300,6 @@ class Splitter:
         self._phase_facts: list[PhaseFacts] = per_iteration()
         self._diffusion_code = False  # a Python frame of a diffusion library was seen
         self._breakdowns: list[IterationBreakdown] = per_iteration()
-        # Those of them that keep pages in a file: trimmed between two batches, and at each
-        # boundary (a detector that confirms its unit at the end finds every boundary of the
-        # trace at once: 1 M iterations' state would otherwise be in memory together).
-        self._paged = [kept for kept in (self._iterations, self._phase_facts, self._breakdowns)
-                       if hasattr(kept, "trim")]
         self._records_done = False  # ``iterations`` holds the final records
         self._gpu_latest = 0  # the latest iteration whose GPU work was decided
         self._launch_times = LaunchTimes()
@@ -683,9 +679,12 @@ class Splitter:
 
     def _trim_paged(self) -> None:
         """Send the per-iteration state used least recently to its file (``PagedList.trim``):
-        only where no record, breakdown or phase facts got before is still in use."""
-        for kept in self._paged:
-            kept.trim()
+        only where no record, breakdown or phase facts got before is still in use. Between
+        two batches, and at each boundary: a detector that confirms its unit at the end finds
+        every boundary of the trace at once (1 M iterations' state in memory together)."""
+        for kept in (self._iterations, self._phase_facts, self._breakdowns):
+            if hasattr(kept, "trim"):
+                kept.trim()
 
     def end_of_input(self, *, complete: bool = True) -> None:
         """No more events. ``complete=False``: the input was cut short (a truncated file, a
@@ -696,10 +695,15 @@ class Splitter:
         self._input_complete = complete
         self._note_held()
         self._observe_ops(self._order.release_all())
-        self._result = self._detector.close()
-        for boundary in self._result.boundaries:
+        result = self._detector.close()
+        for boundary in result.boundaries:
             self._add_boundary(boundary)
-        self._windows.close(self._result.last_end)
+        self._windows.close(result.last_end)
+        # What the records still need of the detector's conclusion (its boundaries are in the
+        # windows and the records now); the detector itself, and all it learnt of the trace
+        # (a few hundred bytes an op), is let go: no event comes after this.
+        self._result = replace(result, boundaries=[])
+        self._detector = None
         self.closed = True
         self._needs_drain = True
 
@@ -1251,9 +1255,12 @@ class Splitter:
         opened = self._windows.opened_steps()
         records = self._iterations
         last_end = self._windows.last_end
-        counts = [(r.kernels, r.graph_launches, r.launches) for r in reading(records)]
-        kernels, graph_launches, launches = map(list, zip(*counts)) if counts else ([], [], [])
-        del counts
+        # as arrays: 8 bytes an iteration each, not a tuple and three lists (1 M iterations)
+        kernels, graph_launches, launches = array("q"), array("q"), array("q")
+        for r in reading(records):
+            kernels.append(r.kernels)
+            graph_launches.append(r.graph_launches)
+            launches.append(r.launches)
         kinds = cycle_kinds(result.shapes, kernels)
         phases = infer_phases(kinds, reading(self._phase_facts), graph_launches, launches,
                               loop_containers(result.evidence), self._diffusion_code)
