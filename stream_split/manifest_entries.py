@@ -49,6 +49,9 @@ class ManifestIterations(Sequence):
         self._records = records
         self._files = files
         self._changed: dict = {}  # position -> {key: value} assigned since
+        # Once ``texts`` made every entry: the positions of those that held a number that is
+        # not finite (the others need no ``finite`` when read again); None before.
+        self._not_finite: set | None = None
 
     def __len__(self) -> int:
         return len(self._records)
@@ -73,11 +76,14 @@ class ManifestIterations(Sequence):
     def to_read(self):
         """The entries, each as ``__iter__`` makes it but sharing its nested values with its
         record: for a caller that only reads them (``entries_to_read``)."""
-        changed = self._changed
+        changed, not_finite = self._changed, self._not_finite
         for position, record in enumerate(reading(self._records)):
             entry = manifest_entry(record, self._files, shared=True)
             if position in changed:
                 entry.update(changed[position])
+            elif not_finite is not None and position not in not_finite:
+                yield entry  # encoded strictly by ``texts`` already: every number finite
+                continue
             yield finite(entry)
 
     def texts(self):
@@ -86,14 +92,19 @@ class ManifestIterations(Sequence):
         key before ``breakdown`` (the last: no ``extra``) holds a field's scalar."""
         changed = self._changed
         files = self._files
+        not_finite = set()
         for position, record in enumerate(reading(self._records)):
             entry = manifest_entry(record, files, shared=True)
-            if position in changed or record.extra:
-                if position in changed:
-                    entry.update(changed[position])
-                yield _entry_text(entry)
-            else:
-                yield _record_entry_text(entry)
+            if position in changed:
+                entry.update(changed[position])
+            try:
+                text = _record_entry_text(entry) if position not in changed \
+                    and not record.extra else _indented(entry, _ENTRY_DEPTH)
+            except ValueError:  # a number that is not finite (rare): as null
+                not_finite.add(position)
+                text = _indented(finite(entry), _ENTRY_DEPTH)
+            yield text
+        self._not_finite = not_finite
 
     def __setitem__(self, position: int, entry: dict) -> None:
         """Entry ``position`` is ``entry`` from now on (the keys that differ are kept)."""
@@ -168,19 +179,19 @@ def _entry_text(entry: dict) -> str:
 
 
 def _record_entry_text(entry: dict) -> str:
-    """``_entry_text`` of an entry whose keys all hold scalars but its last, ``breakdown``
-    (None or a dict): the scalars encoded at once, the breakdown as ``_indented`` makes it."""
+    """``_indented`` of an entry at ``_ENTRY_DEPTH`` whose keys all hold scalars but its last,
+    ``breakdown`` (None or a dict): the scalars encoded at once, the breakdown as
+    ``_indented`` makes it. Strict: ``ValueError`` for a number that is not finite."""
     breakdown = entry["breakdown"]
     if not breakdown:  # None: a scalar like the others
-        return _entry_text(entry)
+        return _indented(entry, _ENTRY_DEPTH)
     inner = _ENTRY_DEPTH + INDENT
     del entry["breakdown"]  # the last key: its text follows the others'
     try:
         scalars = _flat(inner).encode(entry)[1:-1]
         nested = _indented(breakdown, inner)
-    except ValueError:  # a number that is not finite (rare): as null
+    finally:
         entry["breakdown"] = breakdown
-        return _indented(finite(entry), _ENTRY_DEPTH)
     return _enclosed("{", scalars + _separator(inner) + '"breakdown": ' + nested, "}",
                      _ENTRY_DEPTH)
 
