@@ -106,9 +106,12 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from functools import reduce
+from operator import add
 
 import numpy as np
 
@@ -381,7 +384,7 @@ class SearchMemo:
     """
 
     __slots__ = ("row", "rules", "_gpu", "_current", "_previous", "_gpu_total",
-                 "_row_end", "_size", "markers", "compared")
+                 "_row_end", "_size", "markers", "compared", "_durations")
 
     def __init__(self):
         self.row: list | None = None
@@ -397,6 +400,7 @@ class SearchMemo:
         #: Instances compared to a representative so far (``_likenesses``): the work of
         #: the searches with this memo, counted.
         self.compared = 0
+        self._durations = array("d")  # each op's end - start, made once a cut asks
 
     def begin(self, row: list, rules: Rules) -> None:
         """A search on ``row`` with ``rules`` begins: drop what can have changed."""
@@ -404,6 +408,7 @@ class SearchMemo:
         if row is not self.row or rules is not self.rules:
             self.row, self.rules = row, rules
             self._previous = {}
+            self._durations = array("d")
         else:
             old = self._gpu
             self._previous = self._current
@@ -478,10 +483,18 @@ class SearchMemo:
         if not spans:
             return _Cut(positions, spans, 0, 0.0, [])
         ops = upper_median(b - a for a, b in spans)
-        row = self.row
-        time = upper_median(sum(row[i].end - row[i].start for i in range(a, b))
-                            for a, b in spans) if self.rules.weigh else 0.0
-        return _Cut(positions, spans, ops, time)
+        if not self.rules.weigh:
+            return _Cut(positions, spans, ops, 0.0)
+        durations = self.durations()
+        return _Cut(positions, spans, ops, upper_median(sum(durations[a:b]) for a, b in spans))
+
+    def durations(self) -> array:
+        """Each op's time (end - start) of the row, as float64: those added since the last
+        call are read, no more (a row only grows at its end)."""
+        durations = self._durations
+        if len(durations) < len(self.row):
+            durations.extend(node.end - node.start for node in self.row[len(durations):])
+        return durations
 
     def bags(self, cut: _Cut) -> list:
         """The ``_bag`` of each instance of ``cut`` but the last (kept with the cut)."""
@@ -500,6 +513,8 @@ class SearchMemo:
         key = ("row", ref[0], cut.positions[0])
         spans = cut.spans
         done, scored, sims, like_n, idle_at = self._lookup(key) or (0, [], [], 0, [])
+        if hope is not None and done and hope.lost(sims, idle_at):
+            return None  # lost already on what an earlier search read
         if done < len(spans):
             scored, sims, idle_at = list(scored), list(sims), list(idle_at)  # kept: not changed
             bags = self.bags(cut)
@@ -518,8 +533,6 @@ class SearchMemo:
                     break
             self._keep(key, cut.positions[-1], 3 * len(spans),
                        (done, scored, sims, like_n, idle_at))
-        elif hope is not None:
-            hope.lost(sims, idle_at)
         if hope is not None and hope.gone:
             return None
         return scored, sims, like_n, idle_at
@@ -675,7 +688,7 @@ def _summed_gpu(row: list, a: int, b: int) -> int:
 # -- one candidate ---------------------------------------------------------------------
 
 
-def _segments(cut: _Cut, row: list, rules: Rules) -> list:
+def _segments(cut: _Cut, row: list, rules: Rules, memo: SearchMemo) -> list:
     """(start, end) of each instance. The last one runs into whatever follows the loop: it
     ends once it has about the median instance's ops and time (noise may add ops to it).
     Unweighed (a flattened subtree: a parent's time holds its children's), by ops alone:
@@ -689,10 +702,11 @@ def _segments(cut: _Cut, row: list, rules: Rules) -> list:
     ops = cut.ops
     if not rules.weigh:
         return spans + [(last, min(m, last + ops))]
-    time = cut.time
-    end, done = last, 0.0
-    while end < m and (end - last < ops or done < rules.last_time_share * time):
-        done += row[end].end - row[end].start
+    durations = memo.durations()
+    end = min(m, last + ops)  # its ops first, then until it has its share of the time
+    done = reduce(add, durations[last:end], 0.0)  # added one by one, in order
+    while end < m and done < rules.last_time_share * cut.time:
+        done += durations[end]
         end += 1
     spans.append((last, end))
     return spans
@@ -705,7 +719,7 @@ def _evaluate(pos: list, anchor: int, row: list, syms: list, rules: Rules,
     could make it qualify, so none is computed."""
     cut = memo.cut(tuple(pos))
     inner = cut.spans
-    spans = _segments(cut, row, rules)
+    spans = _segments(cut, row, rules, memo)
     # Coverage counts every instance of about the unit's length (an eval step is unlike a plain
     # one, yet part of the loop); the like share below is what judges regularity. The length
     # is the median instance's: the representative may carry a run of inserted small ops.
