@@ -115,7 +115,8 @@ from operator import add
 
 import numpy as np
 
-from stream_split.core.detect.rules import REPEAT, RULES, Rules
+from stream_split.core.detect.rules import (
+    HOPE_MARGIN, HOPE_ROUNDING, HOPE_RUNS, REPEAT, RULES, Rules)
 from stream_split.core.records import KIND_IDLE, KIND_ITERATION
 from stream_split.trace_format import (BLOCKING_SYNC_NAMES, INPUT_FETCH_PATTERN,
                                        LOOP_MARKER_PATTERN, TURN_END_PATTERN)
@@ -520,7 +521,7 @@ class SearchMemo:
             bags = self.bags(cut)
             like = self.rules.like
             while done < len(spans):  # with ``hope``: one by one, then in runs of an eighth
-                end = min(len(spans), done + max(1, done // 8)) if hope is not None \
+                end = min(len(spans), done + max(1, done // HOPE_RUNS)) if hope is not None \
                     else len(spans)
                 new = list(self._likenesses(ref[1], spans[done:end], bags[done:end]))
                 new_sims = [x for x, _ in new]
@@ -787,26 +788,20 @@ class _Hope:
             # at least as ``Unit.similarity`` rounds each, and as ``Unit.turn_score`` counts it
             self.score += sum(max(x, like) if h else x for x, h in zip(new, held)) \
                 if self.turns and any(held) else sum(new)
-            self.score += _ROUNDED * len(new)
-            self.least = min(self.least, round(min(new), 3))
+            self.score += HOPE_ROUNDING * len(new)
+            lowest = round(min(new), 3)  # as ``Unit.similarity`` has it
+            if lowest < self.least:
+                self.least = lowest
         self.read = n_read = len(sims)
         n = self.n
         if n < rules.min_instances:
             self.gone = self.least < rules.two_similarity
             return self.gone
         best_like = n - self.unlike
-        best_score = (self.score + (n - n_read)) * (1 + _HOPE_MARGIN)
+        best_score = (self.score + (n - n_read)) * (1 + HOPE_MARGIN)
         self.gone = best_like < rules.min_like or best_like < rules.like_share * n or \
             best_score / n * self.coverage < rules.min_quality
         return self.gone
-
-
-#: The relative margin of ``_Hope``'s bound on a cut's summed similarity (its rounding
-#: errors are some 1e-16 per instance) ...
-_HOPE_MARGIN = 1e-9
-#: ... and what it adds to each similarity for ``Unit.similarity``'s rounding (to 3
-#: decimals: at most 0.0005 more).
-_ROUNDED = 1e-3
 
 
 def _representative(cut: _Cut, spans: list, bags: list, shapes: list, hope: _Hope | None,
