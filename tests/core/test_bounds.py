@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import gzip
 import json
+import random
+import tracemalloc
 from dataclasses import replace
 
 import pytest
 
 import stream_split
 from stream_split.core.detect.rules import RULES
-from stream_split.core.detect.search import SearchBudget, find_unit, search_cap, search_work
-from stream_split.core.detect.skeleton import Node
+from stream_split.core.detect import search
+from stream_split.core.detect.search import (
+    SearchBudget, SearchMemo, find_unit, search_cap, search_work)
+from stream_split.core.detect.skeleton import Node, Symbols
 from stream_split.testing.attacks import ATTACKS, BY_NAME
 from stream_split.write import METADATA_INLINE_BYTES
 
@@ -96,3 +100,59 @@ def test_a_short_row_searches_at_most_its_ops_times_the_work_ratio():
     assert find_unit(row, replace(RULES, search_work_ratio=4)) is not None
     assert find_unit(row, replace(RULES, search_work_ratio=0)) is None
     assert search_cap(10 ** 7) == search_work(10 ** 7)  # long: the constant's
+
+
+def _drawn(ops: int, names: int, seed: int) -> list:
+    """``ops`` top-level ops drawn at random from ``names`` names (``attacks.random_names``)."""
+    rnd = random.Random(seed)
+    return _row([f"op_{rnd.randrange(names)}" for _ in range(ops)])
+
+
+def _noisy_loop(steps: int, seed: int) -> list:
+    """A loop of ``steps`` steps of ten ops, each step missing a small op now and then."""
+    rnd = random.Random(seed)
+    step = ["load", "fwd", "mm", "relu", "mm", "loss", "bwd", "zero", "opt", "sync"]
+    return _row([op for _ in range(steps) for op in step if op != "zero" or rnd.random() < 0.7])
+
+
+@pytest.mark.parametrize("row", [_drawn(600, 120, seed) for seed in range(3)] +
+                         [_noisy_loop(40, seed) for seed in range(2)],
+                         ids=["drawn0", "drawn1", "drawn2", "loop0", "loop1"])
+def test_giving_up_on_a_cut_that_cannot_qualify_changes_no_answer(row, monkeypatch):
+    found = find_unit(row, memo=SearchMemo())
+    monkeypatch.setattr(search._Hope, "lost", lambda self, sims, idle_at: False)  # never
+    assert find_unit(row, memo=SearchMemo()) == found
+
+
+def test_a_search_of_names_drawn_at_random_compares_fewer_instances_than_it_would_in_full(
+        monkeypatch):
+    row = _drawn(2000, 400, 22)
+    memo = SearchMemo()
+    find_unit(row, memo=memo)
+    monkeypatch.setattr(search._Hope, "lost", lambda self, sims, idle_at: False)
+    full = SearchMemo()
+    find_unit(row, memo=full)
+    assert memo.compared <= 0.8 * full.compared
+    # counted work, bounded per op: the instances compared, whatever the machine's speed
+    assert memo.compared <= len(row)
+
+
+def test_a_row_of_names_each_seen_once_is_searched_in_under_100_bytes_an_op():
+    row = _row([f"u{i}" for i in range(100_000)])
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        assert find_unit(row) is None
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert peak < 100 * len(row)  # no table of where each symbol occurs
+
+
+def test_a_name_without_digits_is_one_entry_of_the_symbol_table():
+    symbols = Symbols()
+    assert [symbols.of(n) for n in ["fwd", "layer_1", "layer_2", "fwd", "layer_N"]] == \
+        [0, 1, 1, 0, 1]
+    assert symbols.names == ["fwd", "layer_N"]
+    assert len(symbols._family) + len(symbols._of) == 4  # fwd, layer_N; layer_1, layer_2

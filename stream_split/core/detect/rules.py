@@ -23,6 +23,17 @@ from dataclasses import dataclass, field, replace
 #: chosen (``close.lower_level``).
 REPEAT = 2
 
+#: ``search._Hope`` reads a cut's instances one by one, then in runs of this fraction of
+#: those read (an eighth: little is read past the instance that rules the cut out, and a
+#: loop of a million one-op instances is checked per run, not per instance) ...
+HOPE_RUNS = 8
+#: ... its bound on a cut's summed similarity has this relative margin (rounding errors are
+#: some 1e-16 per instance added) ...
+HOPE_MARGIN = 1e-9
+#: ... and adds this much to each similarity, for ``Unit.similarity``'s rounding (to three
+#: decimals: at most 0.0005 up).
+HOPE_ROUNDING = 1e-3
+
 
 @dataclass(frozen=True, slots=True)
 class VerdictRules:

@@ -92,7 +92,13 @@ without it. One search tries anchors only until their cuts have covered ``search
 (``search_work``, at most ``Rules.search_work_ratio`` per op of the row: far more than any
 real row needs; a row of thousands of names, each seen a few times, would cost its ops times
 its names), and the online tries search only as often as the ops read pay for
-(``SearchBudget``).
+(``SearchBudget``). Within a search, a cut is weighed only as far as it can still qualify:
+its instances' bags are made once its count and coverage let it (``_may_qualify``), each
+representative's comparisons stop once the instances read rule the cut out whatever the
+others are (``_Hope``), and what only a candidate reads (its shapes, the ops that differ most)
+is found for candidates alone: the same answers, less work. Only the symbols that repeat
+are candidate anchors, and only theirs are listed (``_Positions``): a row of a million
+names each seen once lists none.
 
 Every threshold lives in ``rules.Rules`` with the reason for its value.
 """
@@ -100,11 +106,17 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from functools import reduce
+from operator import add
 
-from stream_split.core.detect.rules import REPEAT, RULES, Rules
+import numpy as np
+
+from stream_split.core.detect.rules import (
+    HOPE_MARGIN, HOPE_ROUNDING, HOPE_RUNS, REPEAT, RULES, Rules)
 from stream_split.core.records import KIND_IDLE, KIND_ITERATION
 from stream_split.trace_format import (BLOCKING_SYNC_NAMES, INPUT_FETCH_PATTERN,
                                        LOOP_MARKER_PATTERN, TURN_END_PATTERN)
@@ -373,7 +385,7 @@ class SearchMemo:
     """
 
     __slots__ = ("row", "rules", "_gpu", "_current", "_previous", "_gpu_total",
-                 "_row_end", "_size", "markers")
+                 "_row_end", "_size", "markers", "compared", "_durations")
 
     def __init__(self):
         self.row: list | None = None
@@ -386,6 +398,10 @@ class SearchMemo:
         self._row_end = 0.0  # where its last op ends (``_coverage``)
         #: The loop markers of the row searched (set by ``find_unit`` for ``_unit_of``).
         self.markers: frozenset = frozenset()
+        #: Instances compared to a representative so far (``_likenesses``): the work of
+        #: the searches with this memo, counted.
+        self.compared = 0
+        self._durations = array("d")  # each op's end - start, made once a cut asks
 
     def begin(self, row: list, rules: Rules) -> None:
         """A search on ``row`` with ``rules`` begins: drop what can have changed."""
@@ -393,6 +409,7 @@ class SearchMemo:
         if row is not self.row or rules is not self.rules:
             self.row, self.rules = row, rules
             self._previous = {}
+            self._durations = array("d")
         else:
             old = self._gpu
             self._previous = self._current
@@ -465,31 +482,60 @@ class SearchMemo:
     def _make_cut(self, positions: tuple) -> _Cut:
         spans = [(positions[k], positions[k + 1]) for k in range(len(positions) - 1)]
         if not spans:
-            return _Cut(positions, spans, [], 0, 0.0)
+            return _Cut(positions, spans, 0, 0.0, [])
         ops = upper_median(b - a for a, b in spans)
-        row = self.row
-        time = upper_median(sum(row[i].end - row[i].start for i in range(a, b))
-                            for a, b in spans) if self.rules.weigh else 0.0
-        return _Cut(positions, spans, [self.bag(span) for span in spans], ops, time)
+        if not self.rules.weigh:
+            return _Cut(positions, spans, ops, 0.0)
+        durations = self.durations()
+        return _Cut(positions, spans, ops, upper_median(sum(durations[a:b]) for a, b in spans))
 
-    def cut_likeness(self, ref_span: tuple, cut: _Cut) -> tuple:
-        """The instances of ``cut`` but its last one against the representative
-        ``ref_span``: each one's likeness (``likeness``), its similarity, how many are like
-        it (``Rules.like``) and which are idle (``_idle_flags``). Kept per anchor (its first
-        occurrence): as the row grows its cut only gains instances at the end, so the row
-        kept for a shorter cut is extended by the new ones."""
-        key = ("row", ref_span, cut.positions[0])
+    def durations(self) -> array:
+        """Each op's time (end - start) of the row, as float64: those added since the last
+        call are read, no more (a row only grows at its end)."""
+        durations = self._durations
+        if len(durations) < len(self.row):
+            durations.extend(node.end - node.start for node in self.row[len(durations):])
+        return durations
+
+    def bags(self, cut: _Cut) -> list:
+        """The ``_bag`` of each instance of ``cut`` but the last (kept with the cut)."""
+        if cut.bags is None:
+            cut.bags = [self.bag(span) for span in cut.spans]
+        return cut.bags
+
+    def cut_likeness(self, ref: tuple, cut: _Cut, hope: _Hope | None = None) -> tuple | None:
+        """The instances of ``cut`` but its last one against the representative ``ref``
+        (its span and ``reference``): each one's likeness (``likeness``), its similarity,
+        how many are like it (``Rules.like``) and which are idle (``_idle_flags``). Kept per
+        anchor (its first occurrence): as the row grows its cut only gains instances at the
+        end, so the row kept for a shorter cut is extended by the new ones. With ``hope``,
+        None as soon as ``hope`` says that the cut cannot qualify against ``ref`` (the
+        instances read so far are kept, to go on from)."""
+        key = ("row", ref[0], cut.positions[0])
         spans = cut.spans
         done, scored, sims, like_n, idle_at = self._lookup(key) or (0, [], [], 0, [])
+        if hope is not None and done and hope.lost(sims, idle_at):
+            return None  # lost already on what an earlier search read
         if done < len(spans):
-            new = self._likenesses(ref_span, spans[done:], cut.bags[done:])
-            new_sims = [x for x, _ in new]
-            scored, sims = scored + new, sims + new_sims
-            like_n += sum(1 for x in new_sims if x >= self.rules.like)
-            idle_at = idle_at + _idle_flags(new_sims, cut.bags[done:], spans[done:],
-                                            ref_span, self)
+            scored, sims, idle_at = list(scored), list(sims), list(idle_at)  # kept: not changed
+            bags = self.bags(cut)
+            like = self.rules.like
+            while done < len(spans):  # with ``hope``: one by one, then in runs of an eighth
+                end = min(len(spans), done + max(1, done // HOPE_RUNS)) if hope is not None \
+                    else len(spans)
+                new = list(self._likenesses(ref[1], spans[done:end], bags[done:end]))
+                new_sims = [x for x, _ in new]
+                scored += new
+                sims += new_sims
+                like_n += sum(1 for x in new_sims if x >= like)
+                idle_at += _idle_flags(new_sims, bags[done:end], spans[done:end], ref, self)
+                done = end
+                if hope is not None and hope.lost(sims, idle_at):
+                    break
             self._keep(key, cut.positions[-1], 3 * len(spans),
-                       (len(spans), scored, sims, like_n, idle_at))
+                       (done, scored, sims, like_n, idle_at))
+        if hope is not None and hope.gone:
+            return None
         return scored, sims, like_n, idle_at
 
     def bag(self, span: tuple) -> tuple:
@@ -500,12 +546,11 @@ class SearchMemo:
         """The kernels of the ops of ``span``, as ``_coverage`` sums them."""
         return self._get(("gpu", span), span[1], 1, _summed_gpu, self.row, *span)
 
-    def reference(self, span: tuple) -> tuple:
-        """``_reference`` of the instance ``span``."""
-        return self._get(("reference", span), span[1], 1, self._make_reference, span)
+    def reference(self, span: tuple, bag: tuple) -> tuple:
+        """``_reference`` of the instance ``span`` (``bag``, its ``_bag``)."""
+        return self._get(("reference", span), span[1], 1, self._make_reference, span, bag)
 
-    def _make_reference(self, span: tuple) -> tuple:
-        bag = self.bag(span)
+    def _make_reference(self, span: tuple, bag: tuple) -> tuple:
         _, time, gpu, count = bag
         return self.weights(span, bag, (time > 0, gpu > 0)), time, gpu, count
 
@@ -515,30 +560,31 @@ class SearchMemo:
         return self._get(("weights", span, active), span[1], span[1] - span[0],
                          _weights_of, bag, active, self.rules)
 
-    def likeness(self, ref_span: tuple, span: tuple) -> tuple[float, dict]:
-        """``_likeness`` of the instance ``span`` to the representative ``ref_span`` (not
-        kept: ``cut_likeness`` keeps those of the instances that recur)."""
-        return self._likenesses(ref_span, [span], [self.bag(span)])[0]
+    def likeness(self, reference: tuple, span: tuple, bag: tuple) -> tuple[float, dict]:
+        """``_likeness`` of the instance ``span`` (``bag``, its ``_bag``) to the
+        representative's ``reference`` (not kept: ``cut_likeness`` keeps those of the
+        instances that recur)."""
+        return next(self._likenesses(reference, [span], [bag]))
 
-    def _likenesses(self, ref_span: tuple, spans: list, bags: list) -> list:
-        """``_likeness`` of each instance of ``spans`` (``bags``, theirs) to ``ref_span``."""
-        reference = self.reference(ref_span)
+    def _likenesses(self, reference: tuple, spans: list, bags: list):
+        """``_likeness`` of each instance of ``spans`` (``bags``, theirs) to the
+        representative's ``reference``, one by one."""
         active = _active(reference)
         rules = self.rules
-        out = []
         previous = None  # an instance's bag equal to the one before: the same answer
         for span, bag in zip(spans, bags):
             if bag != previous:
                 w = self.weights(span, bag, active)
                 done = (_likeness_of(w, bag[1:], reference, rules), w)
                 previous = bag
-            out.append(done)
-        return out
+                self.compared += 1
+            yield done
 
-    def own_ops(self, ref_span: tuple, span: tuple) -> float:
-        """``_own_ops`` of the instance ``span`` against the representative ``ref_span``."""
-        return self._get(("own", ref_span, span), max(ref_span[1], span[1]), 1,
-                         lambda: _own_ops(self.bag(span), self.reference(ref_span)))
+    def own_ops(self, ref: tuple, span: tuple, bag: tuple) -> float:
+        """``_own_ops`` of the instance ``span`` (``bag``, its ``_bag``) against the
+        representative ``ref`` (its span and reference)."""
+        return self._get(("own", ref[0], span), max(ref[0][1], span[1]), 1,
+                         _own_ops, bag, ref[1])
 
 
 class RecentMemos:
@@ -624,9 +670,11 @@ class _Cut:
     """The instances of a cut but the last: what the row's growth does not change."""
     positions: tuple  # where each instance begins (the anchor's occurrences)
     spans: list       # (start, end) of each instance but the last
-    bags: list        # their ``_bag``
     ops: int          # the median of their op counts
     time: float       # ... and of their summed times (weighed rules only)
+    #: Their ``_bag`` (``SearchMemo.bags``): made once the cut's count and coverage let it
+    #: qualify (``_may_qualify``), None until then.
+    bags: list | None = None
 
 
 def _weights_of(bag_totals: tuple, active: tuple, rules: Rules) -> dict:
@@ -641,7 +689,7 @@ def _summed_gpu(row: list, a: int, b: int) -> int:
 # -- one candidate ---------------------------------------------------------------------
 
 
-def _segments(cut: _Cut, row: list, rules: Rules) -> list:
+def _segments(cut: _Cut, row: list, rules: Rules, memo: SearchMemo) -> list:
     """(start, end) of each instance. The last one runs into whatever follows the loop: it
     ends once it has about the median instance's ops and time (noise may add ops to it).
     Unweighed (a flattened subtree: a parent's time holds its children's), by ops alone:
@@ -655,10 +703,11 @@ def _segments(cut: _Cut, row: list, rules: Rules) -> list:
     ops = cut.ops
     if not rules.weigh:
         return spans + [(last, min(m, last + ops))]
-    time = cut.time
-    end, done = last, 0.0
-    while end < m and (end - last < ops or done < rules.last_time_share * time):
-        done += row[end].end - row[end].start
+    durations = memo.durations()
+    end = min(m, last + ops)  # its ops first, then until it has its share of the time
+    done = reduce(add, durations[last:end], 0.0)  # added one by one, in order
+    while end < m and done < rules.last_time_share * cut.time:
+        done += durations[end]
         end += 1
     spans.append((last, end))
     return spans
@@ -671,7 +720,7 @@ def _evaluate(pos: list, anchor: int, row: list, syms: list, rules: Rules,
     could make it qualify, so none is computed."""
     cut = memo.cut(tuple(pos))
     inner = cut.spans
-    spans = _segments(cut, row, rules)
+    spans = _segments(cut, row, rules, memo)
     # Coverage counts every instance of about the unit's length (an eval step is unlike a plain
     # one, yet part of the loop); the like share below is what judges regularity. The length
     # is the median instance's: the representative may carry a run of inserted small ops.
@@ -682,20 +731,110 @@ def _evaluate(pos: list, anchor: int, row: list, syms: list, rules: Rules,
                                <= rules.cover_longest * width] + spans[-1:], rules, memo)
     if not _may_qualify(len(pos), coverage, rules):
         return None
-    bags = cut.bags + [memo.bag(spans[-1])]
+    bags = memo.bags(cut) + [memo.bag(spans[-1])]
     shapes = [tuple(syms[a:b]) for a, b in spans]
-    rep, sims, ws, reference, idle_at = _representative(cut, spans, bags, shapes, rules, memo)
-    return _unit_of(pos, anchor, (spans, bags, shapes), (rep, sims, ws, reference, idle_at),
-                    coverage, rules, memo)
+    spine = _loop_body(shapes, rules)
+    held = _spine_held(shapes, spine)
+    # The spine is evidence of turns once it held in ``min_instances`` inner instances, on a
+    # row with no GPU work known: there time alone weighs the ops, and a step's time follows
+    # its shapes (kernel counts do not: with them, unlike turns are unlike work).
+    turns = bool(spine & memo.markers) and len(inner) >= rules.min_instances \
+        and not memo.gpu_total
+    hope = _Hope(len(pos), coverage, held, turns, rules)
+    against = _representative(cut, spans, bags, shapes, hope, memo)
+    if against is None:
+        return None
+    return _unit_of(pos, anchor, (spans, bags, shapes), against, (coverage, spine, held, turns),
+                    rules, memo)
 
 
-def _representative(cut: _Cut, spans: list, bags: list, shapes: list, rules: Rules,
-                    memo: SearchMemo) -> tuple:
+class _Hope:
+    """Can a cut still qualify (``_qualifies``) against a representative, given the
+    similarities of its first instances to it? ``lost`` reads them as they come: a cut of
+    two instances cannot once one is less alike than ``Rules.two_similarity``; a longer one
+    once too many instances are neither like the unit, nor hold its spine, nor are idle
+    (even if every other one were like it), or once its quality could not reach
+    ``Rules.min_quality`` even if every other instance were exactly like the unit. Only a
+    bound: a cut it keeps may still fail. (Its sums are bounds with a margin: floating
+    point never makes it give up on a cut that qualifies.)"""
+
+    __slots__ = ("n", "coverage", "held", "turns", "rules", "read", "unlike", "score",
+                 "least", "gone")
+
+    def __init__(self, n: int, coverage: float, held: list, turns: bool, rules: Rules):
+        self.n, self.coverage, self.held, self.turns, self.rules = n, coverage, held, turns, rules
+        self.read = self.unlike = 0
+        self.score = 0.0
+        self.least = 1.0  # the least similarity read, as ``Unit.similarity`` rounds it
+        self.gone = False
+
+    def fresh(self) -> _Hope:
+        """The same test for another representative."""
+        return _Hope(self.n, self.coverage, self.held, self.turns, self.rules)
+
+    def lost(self, sims: list, idle_at: list) -> bool:
+        """Has the cut lost, with these similarities of its first instances and their idle
+        flags (``_idle_flags``)?"""
+        rules = self.rules
+        like = rules.like
+        new, held = sims[self.read:], self.held[self.read:len(sims)]
+        if new:
+            idle = idle_at[self.read:]
+            if any(held) or any(idle):
+                self.unlike += sum(1 for x, h, i in zip(new, held, idle)
+                                   if not h and x < like and not i)
+            else:
+                self.unlike += len(new) - sum(map(like.__le__, new))
+            # at least as ``Unit.similarity`` rounds each, and as ``Unit.turn_score`` counts it
+            self.score += sum(max(x, like) if h else x for x, h in zip(new, held)) \
+                if self.turns and any(held) else sum(new)
+            self.score += HOPE_ROUNDING * len(new)
+            lowest = round(min(new), 3)  # as ``Unit.similarity`` has it
+            if lowest < self.least:
+                self.least = lowest
+        self.read = n_read = len(sims)
+        n = self.n
+        if n < rules.min_instances:
+            self.gone = self.least < rules.two_similarity
+            return self.gone
+        best_like = n - self.unlike
+        best_score = (self.score + (n - n_read)) * (1 + HOPE_MARGIN)
+        self.gone = best_like < rules.min_like or best_like < rules.like_share * n or \
+            best_score / n * self.coverage < rules.min_quality
+        return self.gone
+
+
+def _representative(cut: _Cut, spans: list, bags: list, shapes: list, hope: _Hope | None,
+                    memo: SearchMemo) -> tuple | None:
     """The representative: the one that explains the most instances (like it, or idle beside
     it), tried among the most common exact shape, a few instances spread over the row and
     the busiest one (idle cycles may be the majority). The last instance is cut short:
     never a representative. Returns its index, each instance's similarity and composition
-    against it, its reference and which instances are idle beside it."""
+    against it, its reference and which instances are idle beside it; None when ``hope``
+    (``_Hope``) says that the cut qualifies against none of those tried."""
+    rules = memo.rules
+    tried = _trials(cut, bags, shapes, rules)
+    trials = [(spans[r], memo.reference(spans[r], bags[r])) for r in tried]
+    # The instances but the last, as the previous search on this row found them.
+    got = [memo.cut_likeness(ref, cut, hope and hope.fresh()) for ref in trials]
+    if hope is not None and all(g is None for g in got):
+        return None
+    best = None
+    for r, ref, kept in zip(tried, trials, got):
+        scored, sims, like_n, idle_at = kept or memo.cut_likeness(ref, cut)
+        last = memo.likeness(ref[1], spans[-1], bags[-1])
+        scored, sims = scored + [last], sims + [last[0]]
+        idle_at = idle_at + _idle_flags(sims[-1:], bags[-1:], spans[-1:], ref, memo)
+        key = (like_n + (last[0] >= rules.like) + sum(idle_at),
+               upper_median(sims))
+        if best is None or key > best[0]:
+            best = (key, r, sims, [w for _, w in scored], ref, idle_at)
+    return best[1:]
+
+
+def _trials(cut: _Cut, bags: list, shapes: list, rules: Rules) -> list:
+    """The instances tried as the representative, in order: the first of the most common
+    exact shape, a few spread over the row and the busiest one."""
     inner = cut.spans
     counts = Counter(shapes[:-1]) if len(shapes) > 1 else Counter(shapes)
     pattern = counts.most_common(1)[0][0]
@@ -704,38 +843,21 @@ def _representative(cut: _Cut, spans: list, bags: list, shapes: list, rules: Rul
         step = max(1, len(inner) // rules.medoid_trials)
         trial_idx.update(list(range(0, len(inner), step))[:rules.medoid_trials])
         trial_idx.add(max(range(len(inner)), key=lambda k: bags[k][2]))
-    best = None
-    for r in sorted(trial_idx):
-        ref_span = spans[r]
-        reference = memo.reference(ref_span)
-        # The instances but the last, as the previous search on this row found them.
-        scored, sims, like_n, idle_at = memo.cut_likeness(ref_span, cut)
-        last = memo.likeness(ref_span, spans[-1])
-        scored, sims = scored + [last], sims + [last[0]]
-        idle_at = idle_at + _idle_flags(sims[-1:], bags[-1:], spans[-1:], ref_span, memo)
-        key = (like_n + (last[0] >= rules.like) + sum(idle_at),
-               upper_median(sims))
-        if best is None or key > best[0]:
-            best = (key, r, sims, [w for _, w in scored], reference, idle_at)
-    return best[1:]
+    return sorted(trial_idx)
 
 
-def _unit_of(pos: list, anchor: int, instances: tuple, against: tuple, coverage: float,
+def _unit_of(pos: list, anchor: int, instances: tuple, against: tuple, found: tuple,
              rules: Rules, memo: SearchMemo) -> Unit:
     """The cut at ``pos`` as a ``Unit``: ``instances`` are each instance's span, bag and
-    shape; ``against`` what ``_representative`` found."""
+    shape; ``against`` what ``_representative`` found; ``found`` its coverage, spine, which
+    instances hold the spine and whether that is evidence of turns."""
     spans, bags, shapes = instances
-    rep, sims, ws, reference, idle_at = against
+    rep, sims, ws, ref, idle_at = against
+    coverage, spine, held, turns = found
+    reference = ref[1]
     inner = spans[:-1]
     rep_shape = shapes[rep]
-    spine = _loop_body(shapes, rules)
-    held = _spine_held(shapes, spine)
     liked = [x >= rules.like or h for x, h in zip(sims, held)]
-    # The spine is evidence of turns once it held in ``min_instances`` inner instances, on a
-    # row with no GPU work known: there time alone weighs the ops, and a step's time follows
-    # its shapes (kernel counts do not: with them, unlike turns are unlike work).
-    turns = bool(spine & memo.markers) and len(inner) >= rules.min_instances \
-        and not memo.gpu_total
     idle_at = [idle and not h for idle, h in zip(idle_at, held)]
     # A fragment has under half the representative's ops and, where work is weighed, under
     # half its work: a step without the four inserted ``detach`` ops of the representative
@@ -754,13 +876,8 @@ def _unit_of(pos: list, anchor: int, instances: tuple, against: tuple, coverage:
     pieces = sum(1 for ok, idle, bag in zip(liked[1:-1], idle_at[1:-1], bags[1:-1])
                  if not idle and not ok
                  and _work_ratio(bag, reference) < rules.piece_work_share)
-    return Unit(positions=list(pos), pattern=rep_shape, similarity=[round(s, 3) for s in sims],
+    unit = Unit(positions=list(pos), pattern=rep_shape, similarity=[round(s, 3) for s in sims],
                 like=sum(liked), fragments=fragments, coverage=coverage, anchor=anchor,
-                shapes=[0 if ok else _other_path_marked(
-                            memo.own_ops(spans[rep], span), shape, rules)
-                        for ok, span, shape in zip(liked, spans, shapes)],
-                exact=sum(1 for sh in shapes if sh == rep_shape),
-                differing=_differing(ws[worst], ws[rep], rules.differing_ops),
                 reference=reference, idle=sum(idle_at),
                 inner_worst=min(inner_sims) if inner_sims else 1.0, pieces=pieces,
                 even=all(rules.even_shortest * len(rep_shape) <= b - a
@@ -768,6 +885,13 @@ def _unit_of(pos: list, anchor: int, instances: tuple, against: tuple, coverage:
                 spine=spine,
                 turn_score=sum(max(x, rules.like) if h and turns else x
                                for x, h in zip(sims, held)))
+    if _qualifies(unit, rules):  # what only a candidate's choice, opening and evidence read
+        unit.shapes = [0 if ok else _other_path_marked(memo.own_ops(ref, span, bag), shape,
+                                                       rules)
+                       for ok, span, bag, shape in zip(liked, spans, bags, shapes)]
+        unit.exact = sum(1 for sh in shapes if sh == rep_shape)
+        unit.differing = _differing(ws[worst], ws[rep], rules.differing_ops)
+    return unit
 
 
 def _loop_body(shapes: list, rules: Rules) -> frozenset:
@@ -852,18 +976,17 @@ def shape_and_similarity(nodes: list, unit: Unit, rules: Rules = RULES) -> tuple
     return _unlike_shape(bag, unit.reference, shape, rules), round(sim, 3)
 
 
-def _idle_flags(sims: list, bags: list, spans: list, ref_span: tuple,
-                memo: SearchMemo) -> list:
+def _idle_flags(sims: list, bags: list, spans: list, ref: tuple, memo: SearchMemo) -> list:
     """Per instance: is it an idle cycle, one that took another path: unlike the
-    representative (the instance ``ref_span``), doing (almost) none of its GPU work, with
-    ops of its own (``idle_step``)? An eval forward cut out of a step is a part of the
+    representative (``ref``: its span and reference), doing (almost) none of its GPU work,
+    with ops of its own (``idle_step``)? An eval forward cut out of a step is a part of the
     step's ops instead."""
     rules = memo.rules
-    ref_gpu = memo.bag(ref_span)[2]
+    ref_gpu = ref[1][2]
     if not ref_gpu > 0:
         return [False] * len(sims)
     return [sim < rules.like and bag[2] < rules.idle_work_share * ref_gpu
-            and memo.own_ops(ref_span, span) >= rules.idle_own_ops
+            and memo.own_ops(ref, span, bag) >= rules.idle_own_ops
             for sim, bag, span in zip(sims, bags, spans)]
 
 
@@ -1030,17 +1153,15 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
         memo = SearchMemo()
     memo.begin(row, rules)
     syms = [node.sym for node in row]
-    positions: dict = {}
-    for i, s in enumerate(syms):
-        positions.setdefault(s, []).append(i)
+    positions = _Positions(syms)
+    # (A marker seen once in the row is in no spine and never twice in an instance: of no
+    # use to the rules that read markers.)
     markers = frozenset(s for s in positions if names and _LOOP_MARKER.search(names[s]))
     memo.markers = markers
     candidates = []
     seen = set()
     work = search_cap(m, rules)
     for sym, pos in positions.items():
-        if len(pos) < REPEAT:
-            continue
         key = tuple(pos)
         if key in seen:
             continue
@@ -1063,6 +1184,34 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
     best = _waits_apart(best, row, syms, rules)
     return _turns_apart(best, row, syms, names, rules) if whole and names is not None \
         else best
+
+
+class _Positions(dict):
+    """Symbol -> where it occurs in the row (``syms``: each op's symbol), for the symbols
+    that repeat, in the order they first occur: the candidate anchors. Those of a symbol
+    seen once are found when asked for (the opening rules may ask for a spine's kind that
+    one like instance alone holds). A row of a million names each seen once holds no
+    candidate, and none of its symbols is kept here."""
+
+    __slots__ = ("_syms",)
+
+    def __init__(self, syms: list):
+        super().__init__()
+        self._syms = syms
+        if len(syms) < REPEAT:
+            return
+        values = np.asarray(syms, dtype=np.int64)
+        order = np.argsort(values, kind="stable")  # each symbol's occurrences, in order
+        ordered = values[order]
+        starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+        ends = np.append(starts[1:], len(ordered))
+        repeated = np.flatnonzero(ends - starts >= REPEAT)
+        firsts = order[starts[repeated]]
+        for k in repeated[np.argsort(firsts, kind="stable")].tolist():
+            self[int(ordered[starts[k]])] = order[starts[k]:ends[k]].tolist()
+
+    def __missing__(self, sym: int) -> list:
+        return [i for i, s in enumerate(self._syms) if s == sym]
 
 
 def _turn_edges(row: list, starts: list, rules: Rules) -> list:
@@ -1219,8 +1368,9 @@ def _opening(unit: Unit, row: list, syms: list, positions: dict, names,
     """Where the loop begins among the unit's ops (see the module docstring, step 5)."""
     pos = unit.positions
     seen_in: Counter = Counter()
-    for k in range(len(pos) - 1):
-        seen_in.update(set(syms[pos[k]:pos[k + 1]]))
+    for shape, times in _inner_shapes(unit, syms).items():
+        for s in set(shape):
+            seen_in[s] += times
     # Noise: small ops of kinds seen in few instances. A walk over a step's head steps over
     # them, never over a big op (an eval pass) or a common one.
     common = {s for s, c in seen_in.items() if c > rules.sporadic_share * max(1, len(pos) - 1)}
@@ -1355,15 +1505,13 @@ def _at_loop_edge(unit: Unit, spine: list, row: list, syms: list, positions: dic
 def _spine(unit: Unit, syms: list, rules: Rules, once: bool = True) -> list:
     """Symbols that occur in most like instances (exactly once there, with ``once``), in the
     representative's order."""
-    pos = unit.positions
     seen: Counter = Counter()
-    like_n = 0
-    for k in range(len(pos) - 1):
-        if unit.shapes[k] != 0:
-            continue
-        like_n += 1
-        c = Counter(syms[pos[k]:pos[k + 1]])
-        seen.update(s for s, n in c.items() if n == 1 or not once)
+    like = _inner_shapes(unit, syms, like_only=True)
+    for shape, times in like.items():
+        for s, n in Counter(shape).items():
+            if n == 1 or not once:
+                seen[s] += times
+    like_n = sum(like.values())
     if not like_n:
         return []
     order = {s: i for i, s in reversed(list(enumerate(unit.pattern)))}
@@ -1371,16 +1519,27 @@ def _spine(unit: Unit, syms: list, rules: Rules, once: bool = True) -> list:
                   key=order.__getitem__)
 
 
+def _inner_shapes(unit: Unit, syms: list, like_only: bool = False) -> Counter:
+    """The symbols of each instance of ``unit`` but the last (``like_only``: of those like
+    it), and how many instances have them: a loop of a million one-op instances has one."""
+    pos = unit.positions
+    return Counter(tuple(syms[pos[k]:pos[k + 1]]) for k in range(len(pos) - 1)
+                   if not like_only or unit.shapes[k] == 0)
+
+
 def _after_sync(unit: Unit, spine: list, names: list, syms: list, rules: Rules):
     """The first spine op after a blocking sync that closes most instances (cyclically)."""
     pattern = unit.pattern
-    pos = unit.positions
-    inner = [set(syms[a:b]) for a, b in zip(pos, pos[1:])]
+    inner = None  # the kinds of op in each instance but the last, once a sync asks
     for i, s in enumerate(pattern):
+        if names[s] not in BLOCKING_SYNC_NAMES or s not in spine:
+            continue
+        if inner is None:
+            inner = _inner_shapes(unit, syms)
         # A stray sync is noise: it is in the spine of the like instances, and in most of all
         # the instances (with one like step beside an eval step, any op of it is "spine").
-        if names[s] in BLOCKING_SYNC_NAMES and s in spine and \
-                sum(s in ops for ops in inner) >= rules.spine_share * len(inner):
+        if sum(times for shape, times in inner.items() if s in shape) >= \
+                rules.spine_share * (len(unit.positions) - 1):
             for k in range(1, len(pattern)):
                 nxt = pattern[(i + k) % len(pattern)]
                 if nxt in spine and names[nxt] not in BLOCKING_SYNC_NAMES:

@@ -442,16 +442,19 @@ class RowExtremes:
 
 class Symbols:
     """Op name -> symbol (digits folded into one family); ``names[sym]`` is the family.
-    A name without digits is its own family: one string for both (a million unique names
-    are a million strings, not two million)."""
+    A name without digits is its own family: one string and one entry for both (a million
+    unique names are a million strings in one table, not two million in two)."""
 
     def __init__(self):
-        self._of: dict = {}  # name -> symbol
-        self._family: dict = {}  # family -> symbol
+        #: family -> symbol; a family has no digits, so a name without digits is found here.
+        self._family: dict = {}
+        self._of: dict = {}  # name with digits -> symbol
         self.names: list = []
 
     def of(self, name: str) -> int:
-        sym = self._of.get(name)
+        sym = self._family.get(name)
+        if sym is None:
+            sym = self._of.get(name)
         if sym is None:
             family = _DIGITS.sub("N", name)  # ``name`` itself where it has no digits
             sym = self._family.get(family)
@@ -459,7 +462,8 @@ class Symbols:
                 sym = len(self.names)
                 self.names.append(family)
                 self._family[family] = sym
-            self._of[name] = sym
+            if family is not name:
+                self._of[name] = sym
         return sym
 
 

@@ -33,8 +33,8 @@ structure, and ``evidence["steps_not_trusted"]`` says why. With ``use_annotation
 are transparent (their children are read in their place).
 
 Memory: what the skeleton keeps is bounded (``skeleton.Skeletons``) and dropped once the unit
-is decided; a loop never confirmed online keeps its main thread's top level (about 100 bytes
-per top-level op) to the end. The online tries keep the last search of the rows they try
+is decided; a loop never confirmed online keeps its main thread's top level to the end (about
+370 bytes per top-level op of a name of its own: its node, times, name, symbol and count). The online tries keep the last search of the rows they try
 (``search.RecentMemos``).
 
 Time: the online tries search only as much as the ops read pay for (``search.SearchBudget``);
