@@ -451,6 +451,14 @@ def main(argv=None) -> int:
     # SIGINT, SIGTERM, SIGHUP, SIGUSR1: stop between two batches, leaving whole outputs; a
     # second signal is only counted (raising from a handler could cut a write in half).
     stop = StopRequest().install()
+    try:
+        return _main(argv, stop)
+    finally:
+        if stop.requested:  # the exit status is decided: a later signal must not replace it
+            stop.ignore_further()
+
+
+def _main(argv, stop: StopRequest) -> int:
     if sys.stderr is None:  # started with 2>&-: errors have nowhere to go
         sys.stderr = open(os.devnull, "w", encoding="utf-8")
     if sys.stdout is None:  # started with >&-: every command writes there

@@ -153,3 +153,31 @@ def test_an_interrupted_split_exits_143_after_sigterm(long_trace, tmp_path):
     _, err = proc.communicate(timeout=PROCESS_WAIT)
     assert proc.returncode == 143, err.decode()
     check_pieces(tmp_path / "d", long_trace.read_bytes())
+
+
+_STOPPED_THEN_SIGNALLED = """
+import os, signal, sys
+from stream_split import cli
+run_command = cli._main
+def stopped_at_once(argv, stop):
+    os.kill(os.getpid(), signal.SIGINT)  # the first signal: the stop is requested
+    return run_command(argv, stop)
+cli._main = stopped_at_once
+status = cli.main(sys.argv[1:])
+print(all(signal.getsignal(s) == signal.SIG_IGN for s in
+          (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)))
+sys.exit(status)
+"""
+
+
+def test_a_stopped_run_ignores_signals_once_its_exit_status_is_decided(tmp_path):
+    """Python puts back the default handlers while it shuts down: a second signal in that
+    moment killed the process by the signal (status -2) instead of its exit status 130."""
+    trace = tmp_path / "t.json"
+    trace.write_text('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1, '
+                     '"pid": 1, "tid": 1, "cat": "cpu_op"}]}')
+    done = subprocess.run(
+        [CLI[0], "-c", _STOPPED_THEN_SIGNALLED, "boundaries", str(trace), "--quiet"],
+        capture_output=True, timeout=PROCESS_WAIT)
+    assert done.stdout.decode().splitlines()[-1] == "True", done.stderr.decode()
+    assert done.returncode == 128 + signal.SIGINT
