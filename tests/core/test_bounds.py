@@ -115,12 +115,27 @@ def _noisy_loop(steps: int, seed: int) -> list:
     return _row([op for _ in range(steps) for op in step if op != "zero" or rnd.random() < 0.7])
 
 
+def _in_full(monkeypatch) -> None:
+    """Every cut weighed whole: no bound gives up on one (``_Hope``, ``_ruled_out``)."""
+    monkeypatch.setattr(search._Hope, "lost", lambda self, sims, idle_at: False)
+    monkeypatch.setattr(search, "_ruled_out", lambda *args: False)
+
+
 @pytest.mark.parametrize("row", [_drawn(600, 120, seed) for seed in range(3)] +
                          [_noisy_loop(40, seed) for seed in range(2)],
                          ids=["drawn0", "drawn1", "drawn2", "loop0", "loop1"])
 def test_giving_up_on_a_cut_that_cannot_qualify_changes_no_answer(row, monkeypatch):
     found = find_unit(row, memo=SearchMemo())
-    monkeypatch.setattr(search._Hope, "lost", lambda self, sims, idle_at: False)  # never
+    _in_full(monkeypatch)
+    assert find_unit(row, memo=SearchMemo()) == found
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ruling_cuts_out_on_bounds_of_their_similarities_changes_no_answer(seed, monkeypatch):
+    # rows where many cuts nearly qualify: few names, so that any half is like any other
+    row = _drawn(1500, 60 + 40 * seed, seed)
+    found = find_unit(row, memo=SearchMemo())
+    monkeypatch.setattr(search, "_ruled_out", lambda *args: False)
     assert find_unit(row, memo=SearchMemo()) == found
 
 
@@ -129,12 +144,23 @@ def test_a_search_of_names_drawn_at_random_compares_fewer_instances_than_it_woul
     row = _drawn(2000, 400, 22)
     memo = SearchMemo()
     find_unit(row, memo=memo)
-    monkeypatch.setattr(search._Hope, "lost", lambda self, sims, idle_at: False)
+    _in_full(monkeypatch)
     full = SearchMemo()
     find_unit(row, memo=full)
     assert memo.compared <= 0.8 * full.compared
     # counted work, bounded per op: the instances compared, whatever the machine's speed
     assert memo.compared <= len(row)
+
+
+def test_cuts_of_names_drawn_at_random_are_ruled_out_before_their_instances_are_compared(
+        monkeypatch):
+    # 2,000 ops of 400 names: three cuts qualify, and a fourth comes near; the other 78 cuts
+    # tried are ruled out on the bounds of their similarities, all at once (1,401 instances
+    # compared one by one without them)
+    row = _drawn(2000, 400, 22)
+    memo = SearchMemo()
+    find_unit(row, memo=memo)
+    assert memo.compared <= 50
 
 
 def test_a_row_of_names_each_seen_once_is_searched_in_under_100_bytes_an_op():

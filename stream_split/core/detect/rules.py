@@ -33,6 +33,18 @@ HOPE_MARGIN = 1e-9
 #: ... and adds this much to each similarity, for ``Unit.similarity``'s rounding (to three
 #: decimals: at most 0.0005 up).
 HOPE_ROUNDING = 1e-3
+#: ``search._LikenessBounds`` sums an instance's shares in another order than
+#: ``search.similarity``: each similarity it bounds is raised by this much (a rounding error
+#: on sums of a few thousand shares of about 1 is some 1e-13) ...
+BOUND_MARGIN = 1e-9
+#: ... it weighs the cuts whose median instance holds this many ops at least: on shorter
+#: instances the comparisons one by one cost less than its arrays (a loop of a million
+#: one-op instances is compared as before) ...
+BOUND_OPS = 16
+#: ... and whose instances times the row's kinds of op are at most this many (its arrays
+#: hold that many numbers each, three of them and one per representative tried: some
+#: 4 MB at most).
+BOUND_CELLS = 1 << 16
 
 
 @dataclass(frozen=True, slots=True)

@@ -116,7 +116,7 @@ from operator import add
 import numpy as np
 
 from stream_split.core.detect.rules import (
-    HOPE_MARGIN, HOPE_ROUNDING, HOPE_RUNS, REPEAT, RULES, Rules)
+    BOUND_CELLS, BOUND_MARGIN, BOUND_OPS, HOPE_MARGIN, HOPE_ROUNDING, HOPE_RUNS, REPEAT, RULES, Rules)
 from stream_split.core.records import KIND_IDLE, KIND_ITERATION
 from stream_split.trace_format import (BLOCKING_SYNC_NAMES, INPUT_FETCH_PATTERN,
                                        LOOP_MARKER_PATTERN, TURN_END_PATTERN)
@@ -385,7 +385,8 @@ class SearchMemo:
     """
 
     __slots__ = ("row", "rules", "_gpu", "_current", "_previous", "_gpu_total",
-                 "_row_end", "_size", "markers", "compared", "_durations")
+                 "_row_end", "_size", "markers", "compared", "_durations", "fresh",
+                 "_columns")
 
     def __init__(self):
         self.row: list | None = None
@@ -402,11 +403,15 @@ class SearchMemo:
         #: the searches with this memo, counted.
         self.compared = 0
         self._durations = array("d")  # each op's end - start, made once a cut asks
+        #: The search begun holds nothing of an earlier one (``_ruled_out``).
+        self.fresh = True
+        self._columns = None  # the row as arrays, once a search asks (``columns``)
 
     def begin(self, row: list, rules: Rules) -> None:
         """A search on ``row`` with ``rules`` begins: drop what can have changed."""
         gpu = [node.gpu for node in row]
-        if row is not self.row or rules is not self.rules:
+        self.fresh = row is not self.row or rules is not self.rules
+        if self.fresh:
             self.row, self.rules = row, rules
             self._previous = {}
             self._durations = array("d")
@@ -420,6 +425,7 @@ class SearchMemo:
         self._current = {}
         self._size = 0
         self._gpu = gpu
+        self._columns = None
         self._gpu_total = sum(gpu)
         self._row_end = max(node.end for node in row)
 
@@ -431,6 +437,18 @@ class SearchMemo:
     def size(self) -> int:
         """The ops covered by the values held (``MemoryRules.memo_budget``)."""
         return self._size + sum(hit[1] for hit in self._previous.values())
+
+    def columns(self) -> tuple:
+        """The row as arrays, made once a search asks: each op's kind of op (numbered from
+        0 in the order of their symbols), how many kinds, each op's time and its kernels
+        (``_ruled_out``)."""
+        if self._columns is None:
+            kinds, local = np.unique(np.fromiter((node.sym for node in self.row), np.int64,
+                                                 len(self.row)), return_inverse=True)
+            self._columns = (local, len(kinds),
+                             np.frombuffer(self.durations(), dtype=np.float64),
+                             np.asarray(self._gpu, dtype=np.float64))
+        return self._columns
 
     @property
     def gpu_total(self) -> int:
@@ -731,7 +749,6 @@ def _evaluate(pos: list, anchor: int, row: list, syms: list, rules: Rules,
                                <= rules.cover_longest * width] + spans[-1:], rules, memo)
     if not _may_qualify(len(pos), coverage, rules):
         return None
-    bags = memo.bags(cut) + [memo.bag(spans[-1])]
     shapes = [tuple(syms[a:b]) for a, b in spans]
     spine = _loop_body(shapes, rules)
     held = _spine_held(shapes, spine)
@@ -740,12 +757,110 @@ def _evaluate(pos: list, anchor: int, row: list, syms: list, rules: Rules,
     # its shapes (kernel counts do not: with them, unlike turns are unlike work).
     turns = bool(spine & memo.markers) and len(inner) >= rules.min_instances \
         and not memo.gpu_total
+    if memo.fresh and cut.bags is None and cut.ops >= BOUND_OPS and \
+            _ruled_out(cut, spans, shapes, (coverage, held, turns), memo):
+        return None
+    bags = memo.bags(cut) + [memo.bag(spans[-1])]
     hope = _Hope(len(pos), coverage, held, turns, rules)
     against = _representative(cut, spans, bags, shapes, hope, memo)
     if against is None:
         return None
     return _unit_of(pos, anchor, (spans, bags, shapes), against, (coverage, spine, held, turns),
                     rules, memo)
+
+
+def _ruled_out(cut: _Cut, spans: list, shapes: list, found: tuple, memo: SearchMemo) -> bool:
+    """Can no representative that ``_representative`` would try make the cut qualify
+    (``_qualifies``)? Answered on upper bounds of every instance's similarity to each of
+    them (``_similarity_bounds``), all computed at once, before the instances' bags are
+    made and compared one by one (``_likeness``, in Python: some 100 µs an instance of 400
+    ops). A cut it keeps is weighed as without it; one it rules out could not qualify, so
+    the answers are the same. ``found``: the cut's coverage, which instances hold its spine,
+    and whether that is evidence of turns (``_evaluate``). False (not asked) where the
+    instances times the row's kinds of op exceed ``BOUND_CELLS``."""
+    rules = memo.rules
+    local, kinds, durations, kernels = memo.columns()
+    n = len(spans)
+    if n * kinds > BOUND_CELLS:
+        return False
+    lo, hi = spans[0][0], spans[-1][1]
+    ops = np.array([b - a for a, b in spans], dtype=np.float64)
+    keys = np.repeat(np.arange(n) * kinds, ops.astype(np.int64)) + local[lo:hi]
+    parts = tuple(np.bincount(keys, weights, n * kinds).reshape(n, kinds)
+                  for weights in (durations[lo:hi], kernels[lo:hi], None))
+    totals = (parts[0].sum(1), parts[1].sum(1), ops)
+    trials = np.array(_trials(cut, totals[1][:len(cut.spans)].tolist(), shapes, rules))
+    x = _similarity_bounds(parts, totals, trials, rules)
+    coverage, held, turns = found
+    if n < rules.min_instances:
+        return not (np.round(x, 3).min(1) >= rules.two_similarity).any()
+    held_at = np.array(held, dtype=bool)
+    like = ((x >= rules.like) | held_at).sum(1)
+    # An idle cycle counts neither for nor against: each instance that may be one
+    # (``_idle_flags``, its own ops aside) is taken for one.
+    ref_gpu = totals[1][trials][:, None]
+    idle = ((~held_at) & (x - 2 * BOUND_MARGIN < rules.like)
+            & (totals[1] < rules.idle_work_share * ref_gpu) & (ref_gpu > 0)).sum(1)
+    score = x.sum(1) + HOPE_ROUNDING * n  # as ``Unit.similarity`` rounds each
+    if turns:
+        score = np.maximum(score, np.where(held_at, np.maximum(x, rules.like), x).sum(1))
+    may = (like >= rules.min_like) & (like >= rules.like_share * (n - idle)) & \
+        (score * (1 + HOPE_MARGIN) / n * coverage >= rules.min_quality)
+    return not may.any()
+
+
+def _similarity_bounds(parts: tuple, totals: tuple, trials: np.ndarray,
+                       rules: Rules) -> np.ndarray:
+    """Per representative of ``trials`` (a row) and instance (a column): the instance's
+    similarity to it (``_likeness``) plus ``BOUND_MARGIN``. ``parts``: each instance's
+    time, kernels and ops per kind of op (instances x kinds); ``totals``: its sums."""
+    time, kernels, ops = totals
+    x = np.empty((len(trials), len(ops)))
+    for active in {(bool(time[r] > 0), bool(kernels[r] > 0)) for r in trials.tolist()}:
+        rows = np.flatnonzero([(bool(time[r] > 0), bool(kernels[r] > 0)) == active
+                               for r in trials.tolist()])
+        refs = trials[rows]
+        shares = _shares(parts, totals, active, rules)
+        own = shares[refs]
+        lo = np.minimum(shares[None, :, :], own[:, None, :]).sum(2)
+        hi = shares.sum(1)[None, :] + own.sum(1)[:, None] - lo
+        sims = np.divide(lo, hi, out=np.ones_like(lo), where=hi > 0)
+        ratio = _size_ratios(totals, refs, active, rules)
+        with np.errstate(divide="ignore"):
+            factor = np.minimum(1.0, rules.length_slack / np.maximum(ratio, 1 / ratio)) ** 2
+        x[rows] = np.minimum(sims, np.where(ratio > 0, factor, 0.0))
+    return x + BOUND_MARGIN
+
+
+def _shares(parts: tuple, totals: tuple, active: tuple, rules: Rules) -> np.ndarray:
+    """Each instance's composition (``_weights``: instances x kinds of op) for the
+    components ``active``."""
+    time, kernels, ops = totals
+    if not rules.weigh:
+        return parts[2] / ops[:, None]
+    wt, wg, wc = rules.time_weight, rules.gpu_weight, rules.count_weight
+    use_time, use_gpu = active
+    if not use_gpu:
+        wt, wg = wt + wg, 0.0
+    if not use_time:
+        wc, wt = wc + wt, 0.0
+    per_time = np.divide(wt, time, out=np.zeros_like(time), where=time > 0)
+    per_gpu = np.divide(wg, kernels, out=np.zeros_like(kernels), where=kernels > 0)
+    return parts[0] * per_time[:, None] + parts[1] * per_gpu[:, None] + \
+        parts[2] * (wc / ops)[:, None]
+
+
+def _size_ratios(totals: tuple, refs: np.ndarray, active: tuple, rules: Rules) -> np.ndarray:
+    """``_size_ratio`` of every instance (a column) against each representative of
+    ``refs`` (a row), whose time and kernels are ``active``."""
+    weight, weighted = 0.0, 0.0
+    for part, (on, w) in zip(totals, ((rules.weigh and active[0], rules.time_weight),
+                                      (rules.weigh and active[1], rules.gpu_weight),
+                                      (True, rules.count_weight if rules.weigh else 1.0))):
+        if on:
+            weight += w
+            weighted = weighted + w * (part[None, :] / part[refs][:, None])
+    return weighted / weight
 
 
 class _Hope:
@@ -813,7 +928,7 @@ def _representative(cut: _Cut, spans: list, bags: list, shapes: list, hope: _Hop
     against it, its reference and which instances are idle beside it; None when ``hope``
     (``_Hope``) says that the cut qualifies against none of those tried."""
     rules = memo.rules
-    tried = _trials(cut, bags, shapes, rules)
+    tried = _trials(cut, [bag[2] for bag in bags], shapes, rules)
     trials = [(spans[r], memo.reference(spans[r], bags[r])) for r in tried]
     # The instances but the last, as the previous search on this row found them.
     got = [memo.cut_likeness(ref, cut, hope and hope.fresh()) for ref in trials]
@@ -832,9 +947,10 @@ def _representative(cut: _Cut, spans: list, bags: list, shapes: list, hope: _Hop
     return best[1:]
 
 
-def _trials(cut: _Cut, bags: list, shapes: list, rules: Rules) -> list:
+def _trials(cut: _Cut, kernels: list, shapes: list, rules: Rules) -> list:
     """The instances tried as the representative, in order: the first of the most common
-    exact shape, a few spread over the row and the busiest one."""
+    exact shape, a few spread over the row and the busiest one (``kernels``: each instance's
+    kernels)."""
     inner = cut.spans
     counts = Counter(shapes[:-1]) if len(shapes) > 1 else Counter(shapes)
     pattern = counts.most_common(1)[0][0]
@@ -842,7 +958,7 @@ def _trials(cut: _Cut, bags: list, shapes: list, rules: Rules) -> list:
     if len(inner) > 1:
         step = max(1, len(inner) // rules.medoid_trials)
         trial_idx.update(list(range(0, len(inner), step))[:rules.medoid_trials])
-        trial_idx.add(max(range(len(inner)), key=lambda k: bags[k][2]))
+        trial_idx.add(max(range(len(inner)), key=kernels.__getitem__))
     return sorted(trial_idx)
 
 

@@ -30,10 +30,11 @@ from collections import Counter
 
 import numpy as np
 
-from stream_split.core.detect.rules import RULES
-from stream_split.trace_format import is_main_thread
+from stream_split.core.detect.rules import REPEAT, RULES
+from stream_split.trace_format import LOOP_MARKER_PATTERN, is_main_thread
 
 _DIGITS = re.compile(r"\d+")
+_LOOP_MARKER = re.compile(LOOP_MARKER_PATTERN)
 #: How a Python frame of an ``nn.Module`` call is named.
 MODULE_FRAME_PREFIX = "nn.Module: "
 
@@ -79,7 +80,9 @@ class ThreadSkeleton:
         self.stack: list = []  # parallel to the engine's stack: Node or None (transparent)
         self.steps: list = []  # top-level ProfilerStep spans: (start, end, name)
         self.next_try = first_try  # top-level ops before the next online attempt
-        self.seen: Counter = Counter()  # top-level symbol -> occurrences (for online tries)
+        #: Top-level symbol -> occurrences, and what may make a unit there believable
+        #: online (``RootCounts``: for the online tries).
+        self.seen = RootCounts()
         #: Under the current top-level op: a shallow container -> its children's symbol
         #: counts (for online tries inside a container; cleared at each new top-level op).
         self.kid_seen: dict = {}
@@ -205,6 +208,71 @@ class ThreadSkeleton:
         return path
 
 
+class RootCounts:
+    """How often each symbol has occurred at a thread's top level (``counts[sym]``), and
+    whether a unit found there may yet be believed online (``may_confirm``).
+
+    ``verdict.confirmed_online`` believes a unit at the top of a thread in two kinds of way:
+    through the loop's own ops (an input fetch or an optimizer step: a *loop marker*,
+    ``LOOP_MARKER_PATTERN``, among the unit's ops), or through three instances exactly alike
+    (``Unit.exact``). Three exact instances of ``k`` ops each begin with the same two ops,
+    so some op follows another of one kind three times (two ops of one kind in a row twice,
+    for instances of one op). A row with neither (2,000 ops drawn at random from 400 names,
+    which also looks like a loop to the search: any half is much like any other) holds no
+    unit the online tries could believe, however long they searched: they are skipped
+    (``StructureDetector._try_online``); the close decision searches it once.
+
+    The pairs are counted exactly, and kept only for kinds that recur: for a kind seen once
+    the dict holds, in place of its count, the node that followed it (a reference to a node
+    kept anyway), so a row of a million names each seen once keeps no pair and nothing
+    more than its counts did."""
+
+    __slots__ = ("_seen", "_pairs", "_last", "exact", "marked")
+
+    def __init__(self):
+        #: sym -> its count, or the node that followed its only occurrence (count 1).
+        self._seen: dict = {}
+        self._pairs: dict = {}  # (sym, the next op's sym) -> times, for syms that recur
+        self._last = None  # the latest op's symbol
+        #: Some op followed another of one kind three times (one of its own kind twice).
+        self.exact = False
+        #: A loop marker occurred.
+        self.marked = False
+
+    def __getitem__(self, sym: int) -> int:
+        count = self._seen.get(sym, 0)
+        return count if type(count) is int else 1
+
+    @property
+    def may_confirm(self) -> bool:
+        """May a unit found on this row be believed online (see the class docstring)?"""
+        return self.exact or self.marked
+
+    def add(self, node: Node, marker: bool) -> None:
+        """The next top-level op (``marker``: its kind is a loop marker)."""
+        seen, sym = self._seen, node.sym
+        before = self._last
+        if before is not None:
+            if seen[before] == 1:  # its only occurrence, just before: ``node`` follows it
+                seen[before] = node
+            else:
+                self._pair(before, sym)
+        count = seen.get(sym, 0)
+        if type(count) is int:
+            seen[sym] = count + 1
+        else:  # its second occurrence: the pair of its first is counted now
+            seen[sym] = REPEAT
+            self._pair(sym, count.sym)
+        self._last = sym
+        self.marked = self.marked or marker
+
+    def _pair(self, sym: int, after: int) -> None:
+        key = (sym, after)
+        n = self._pairs[key] = self._pairs.get(key, 0) + 1
+        if n >= RULES.min_instances or (sym == after and n >= RULES.min_instances - 1):
+            self.exact = True
+
+
 class Skeletons:
     """Every thread's skeletons while the detector learns: one ``ThreadSkeleton`` per section
     of each thread, built op by op, and credited with the GPU work launched beneath each op
@@ -249,7 +317,7 @@ class Skeletons:
                 node = SKIPPED
             else:
                 state.add_root(node)
-                state.seen[node.sym] += 1
+                state.seen.add(node, node.sym in self.symbols.markers)
                 state.kid_seen.clear()
         elif state.main and parent.depth + 1 < self._max_depth and \
                 self._nodes < self._max_nodes:
@@ -382,6 +450,7 @@ class Skeletons:
         self._sections_of, self._early_frames = {}, {}
         state.roots = []
         state.busy = 0.0
+        state.seen = RootCounts()
         state.kid_seen = {}
         return key
 
@@ -450,6 +519,8 @@ class Symbols:
         self._family: dict = {}
         self._of: dict = {}  # name with digits -> symbol
         self.names: list = []
+        #: The symbols whose family is a loop marker (``LOOP_MARKER_PATTERN``).
+        self.markers: set = set()
 
     def of(self, name: str) -> int:
         sym = self._family.get(name)
@@ -462,6 +533,8 @@ class Symbols:
                 sym = len(self.names)
                 self.names.append(family)
                 self._family[family] = sym
+                if _LOOP_MARKER.search(family):
+                    self.markers.add(sym)
             if family is not name:
                 self._of[name] = sym
         return sym

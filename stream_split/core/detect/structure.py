@@ -223,13 +223,15 @@ class StructureDetector:
     def _try_online(self, state: ThreadSkeleton):
         """Confirm the unit at the top of the main thread as soon as it is certain: the
         iteration test of the close path (``verdict.iteration_test``) passes, and
-        ``verdict.confirmed_online`` believes it. Then boundaries stream."""
+        ``verdict.confirmed_online`` believes it. Then boundaries stream. Not tried (nor
+        paid for) while no unit found on the row could be believed
+        (``skeleton.RootCounts.may_confirm``)."""
         roots = state.roots
         if len(roots) >= state.next_try:
             online = RULES.online
             state.next_try = max(len(roots) + online.try_step,
                                  int(len(roots) * online.try_growth))
-        if not self._budget.affords(roots):
+        if not state.seen.may_confirm or not self._budget.affords(roots):
             return ()  # put off: tried again at its next moment, once the credit covers it
         return self._confirm(state, roots, [])
 
