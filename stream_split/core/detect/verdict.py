@@ -219,7 +219,9 @@ def confirmed_online(row: list, unit: Unit, path: list, names: list, section_rea
     later instance can differ) every instance is like the unit and turns the loop, or three
     instances are exact and each is a whole piece of work. Unlike instances among them (idle
     cycles) are allowed only once GPU work is known. Returns why (to append to the
-    iteration test's), or None: not yet."""
+    iteration test's), or None: not yet. (At the top of a thread each way needs a loop
+    marker or three exact instances: ``skeleton.RootCounts.may_confirm``, which the online
+    tries ask first; a new way must be added there too.)"""
     # Every instance so far like the unit? Among so few, an idle cycle or another path
     # could be taken for the unit when no GPU work is known yet (a Kineto file's CPU
     # section comes before its launches); with GPU work known, the unit is the busy one.
