@@ -8,6 +8,7 @@ import gzip
 import json
 import random
 import tracemalloc
+from collections import Counter
 from dataclasses import replace
 
 import pytest
@@ -17,8 +18,10 @@ from stream_split.core.detect.rules import RULES
 from stream_split.core.detect import search
 from stream_split.core.detect.search import (
     SearchBudget, SearchMemo, find_unit, search_cap, search_work)
-from stream_split.core.detect.skeleton import Node, Symbols
-from stream_split.testing.attacks import ATTACKS, BY_NAME
+from stream_split.core.detect import skeleton
+from stream_split.core.detect.skeleton import Node, RootCounts, Symbols
+from stream_split.core.detect.structure import StructureDetector
+from stream_split.testing.attacks import ATTACKS, BY_NAME, _letters
 from stream_split.write import METADATA_INLINE_BYTES
 
 
@@ -182,3 +185,121 @@ def test_a_name_without_digits_is_one_entry_of_the_symbol_table():
         [0, 1, 1, 0, 1]
     assert symbols.names == ["fwd", "layer_N"]
     assert len(symbols._family) + len(symbols._of) == 4  # fwd, layer_N; layer_1, layer_2
+
+
+def _observed(names: list, detector: StructureDetector | None = None) -> StructureDetector:
+    """A detector that read ``names`` as top-level ops of a main thread, 6 µs apart."""
+    detector = detector or StructureDetector()
+    for i, name in enumerate(names):
+        detector.observe((1, 1), [0], 6.0 * i, 6.0 * i + 5, name, 0)
+    return detector
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_root_counts_tell_when_three_instances_can_be_exact(seed):
+    # against a count of every pair: some op follows another of one kind three times, or
+    # one of its own kind twice (what three exact instances of one op or more need)
+    rnd = random.Random(seed)
+    syms = [rnd.randrange(12 + 30 * seed) for _ in range(300)]
+    counts = RootCounts()
+    for k, sym in enumerate(syms):
+        counts.add(Node(sym, k, k + 1, 0), False)
+        pairs = Counter(zip(syms[:k + 1], syms[1:k + 1]))
+        assert counts.exact == any(n >= 3 or (a == b and n >= 2) for (a, b), n in pairs.items())
+        assert counts[sym] == syms[:k + 1].count(sym)
+        assert counts.singles == sum(1 for n in Counter(syms[:k + 1]).values() if n == 1)
+
+
+def test_the_online_tries_skip_a_top_level_that_holds_no_unit_they_could_believe():
+    rnd = random.Random(22)  # the ops of ``attacks.random_names``: no pair thrice, no marker
+    kinds = [f"op_{_letters(j, 3)}" for j in range(400)]
+    names = [rnd.choice(kinds) for _ in range(2000)]
+    detector = _observed(names)
+    # not one search paid for: the credit is the free one plus what the ops earned
+    assert detector._budget.credit == \
+        RULES.online.search_work_free + len(names) * RULES.online.search_work_per_op
+    state = detector._skeletons.threads[((1, 1), 0)]
+    assert not state.seen.may_confirm
+    # a loop marker among them: the tries search again
+    marked = _observed(names[:100] + ["Optimizer.step#SGD.step"] + names[100:200])
+    assert marked._budget.credit < \
+        RULES.online.search_work_free + 201 * RULES.online.search_work_per_op
+
+
+def test_a_loop_of_exact_steps_is_still_searched_online():
+    steps = [f"{op}x" for _ in range(6) for op in ("load", "fwd", "bwd", "opt")]
+    detector = _observed(steps[:9])  # the third step's first op: no pair thrice yet
+    state = detector._skeletons.threads[((1, 1), 0)]
+    assert not state.seen.may_confirm
+    _observed(steps[9:10], detector)
+    assert state.seen.may_confirm
+    assert detector._budget.credit < \
+        RULES.online.search_work_free + 10 * RULES.online.search_work_per_op
+
+
+def _few_singles(monkeypatch, count: int) -> None:
+    memory = replace(RULES.memory, single_roots=count, single_roots_latest=count // 2)
+    monkeypatch.setattr(skeleton, "RULES", replace(RULES, memory=memory))
+
+
+def test_a_top_level_of_names_of_their_own_is_kept_bounded(monkeypatch):
+    _few_singles(monkeypatch, 64)
+    names = [f"u{chr(97 + i % 26)}{chr(97 + i // 26 % 26)}{chr(97 + i // 676)}"
+             for i in range(5000)]
+    detector = _observed(names)
+    state = detector._skeletons.threads[((1, 1), 0)]
+    assert len(state.roots) <= 64 + 2 * (5000 // 32)  # the latest, and two kept per sifting
+    assert sum(1 for name in detector._names if name is not None) == len(state.roots)
+    result = detector.close()  # one iteration, from the first op to the last, as before
+    assert [b.start_ts for b in result.boundaries] == [0.0]
+    assert result.last_end == 6.0 * 4999 + 5
+    assert result.evidence["levels"][0]["forgotten_ops"] == 5000 - len(state.roots)
+
+
+def test_forgetting_names_of_their_own_before_a_loop_changes_none_of_its_boundaries(
+        monkeypatch):
+    prologue = [f"init_{chr(97 + i % 26)}{chr(97 + i // 26)}" for i in range(400)]
+    loop = [f"{op}x" for _ in range(200) for op in ("load", "fwd", "mm", "bwd", "opt")]
+    names = prologue + loop
+    whole = [b.start_ts for b in _observed(names).close().boundaries]
+    _few_singles(monkeypatch, 64)
+    detector = _observed(names)
+    assert detector._skeletons.threads[((1, 1), 0)].forgotten > 300
+    assert [b.start_ts for b in detector.close().boundaries] == whole
+    assert len(whole) == 200
+
+
+def test_a_name_forgotten_at_the_top_level_keeps_its_kind_where_it_is_held_below(
+        monkeypatch):
+    _few_singles(monkeypatch, 8)
+    detector = StructureDetector()
+    detector.observe((1, 1), [0], 0.0, 50.0, "container", 0)
+    detector.observe((1, 1), [0, 0], 1.0, 2.0, "shared", 0)  # below the top level
+    detector.observe((1, 1), [0], 60.0, 65.0, "ua", 0)
+    detector.observe((1, 1), [0], 70.0, 71.0, "shared", 0)  # and at it, short
+    for i in range(20):
+        detector.observe((1, 1), [0], 80.0 + 6 * i, 85.0 + 6 * i, f"u{chr(98 + i)}", 0)
+    symbols = detector._skeletons.symbols
+    state = detector._skeletons.threads[((1, 1), 0)]
+    assert state.forgotten and all(symbols.names[n.sym] != "shared" for n in state.roots)
+    assert "ub" not in symbols.names  # a name forgotten: held by no op
+    assert symbols.names[symbols.of("shared")] == "shared"
+    kid = state.roots[0].kids[0]
+    assert symbols.of("shared") == kid.sym
+
+
+def test_a_million_names_of_their_own_keep_under_100_bytes_an_op(monkeypatch):
+    # (at 1 M: some 370 bytes an op were kept, 485 MB of peak RSS; bounded, about 106 MB)
+    _few_singles(monkeypatch, 1024)
+    names = [f"n{i:x}".replace("0", "g").replace("1", "h").replace("2", "i").replace(
+        "3", "j").replace("4", "k").replace("5", "l").replace("6", "m").replace(
+        "7", "o").replace("8", "p").replace("9", "q") for i in range(40_000)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        detector = _observed(names)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert detector._skeletons.threads[((1, 1), 0)].forgotten > 35_000
+    assert held < 100 * len(names)

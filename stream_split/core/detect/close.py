@@ -100,9 +100,10 @@ def leading_threads(skeletons, use_annotations: bool, count: int) -> list:
 
 def _loop_rank(thread: ThreadSkeleton, use_annotations: bool) -> tuple:
     """How ``loop_thread`` ranks a skeleton: a main thread's first, then one with
-    ``ProfilerStep`` spans (when they count), then the busiest at its top level."""
-    busy = sum(n.end - n.start for n in thread.roots)
-    return (thread.main, bool(thread.steps) and use_annotations, busy)
+    ``ProfilerStep`` spans (when they count), then the busiest at its top level
+    (``ThreadSkeleton.busy``: summed as its ops came, the same sum as theirs, and the
+    ops forgotten since count too)."""
+    return (thread.main, bool(thread.steps) and use_annotations, thread.busy)
 
 
 def _only_empty_steps(thread: ThreadSkeleton) -> bool:
@@ -187,6 +188,8 @@ def decide(loop: LoopThread, level: int, detector: str) -> DetectorResult:
             break
         path.append(container)
         row = container.kids
+    if thread.forgotten:  # ops of names of their own (``Skeletons.forget_singles``)
+        evidence["levels"][0]["forgotten_ops"] = thread.forgotten
     if chosen is None:
         return single(loop, path, evidence)
     row, unit, why = chosen

@@ -134,6 +134,15 @@ class MemoryRules:
     max_depth: int = 8
     #: Top-level ops kept of a side thread (pid != tid): enough to rank it as a loop thread.
     side_thread_roots: int = 10_000
+    #: Top-level ops of kinds seen once (names of their own) kept of a main thread
+    #: (``skeleton.Skeletons.forget_singles``): beyond, the older ones are forgotten, with
+    #: their names. A kind of the loop recurs within a few turns, not 65,536 ops of names of
+    #: their own later (the recorded traces' top levels hold at most a few hundred such
+    #: ops); a million names each seen once kept some 370 bytes each (485 MB).
+    single_roots: int = 1 << 16
+    #: ... the latest this many top-level ops are never forgotten (half: each sifting
+    #: forgets about as many as it keeps, so each op is sifted about once).
+    single_roots_latest: int = 1 << 15
     #: Levels whose last search is kept for the next online try on them
     #: (``search.SearchMemo``): the top level and the chain of containers below it
     #: (``OnlineRules.container_depth`` + 1).

@@ -236,18 +236,26 @@ def _weights(bag: dict, totals: tuple, active: tuple, rules: Rules) -> dict:
     """An instance's composition: each symbol's share of the instance's time, kernels and op
     count (scaled by the rule's weights), for the components ``active`` in the reference."""
     time, gpu, count = totals
-    use_time, use_gpu = active
     if not rules.weigh:
         return {s: n / count for s, (_, _, n) in bag.items()} if count else {}
-    wt, wg, wc = rules.time_weight, rules.gpu_weight, rules.count_weight
-    if not use_gpu:
-        wt, wg = wt + wg, 0.0
-    if not use_time:
-        wc, wt = wc + wt, 0.0
+    wt, wg, wc = _component_weights(active, rules)
     t = wt / time if time > 0 else 0.0
     g = wg / gpu if gpu > 0 else 0.0
     c = wc / count if count else 0.0
     return {s: x * t + k * g + n * c for s, (x, k, n) in bag.items()}
+
+
+def _component_weights(active: tuple, rules: Rules) -> tuple:
+    """The weights of an op's time, kernels and count in a composition whose reference has
+    time and kernels as ``active`` says: a component the reference lacks gives its weight
+    to the next (kernels to time, time to count)."""
+    wt, wg, wc = rules.time_weight, rules.gpu_weight, rules.count_weight
+    use_time, use_gpu = active
+    if not use_gpu:
+        wt, wg = wt + wg, 0.0
+    if not use_time:
+        wc, wt = wc + wt, 0.0
+    return wt, wg, wc
 
 
 def similarity(a: dict, b: dict) -> float:
@@ -268,21 +276,27 @@ def similarity(a: dict, b: dict) -> float:
 def _size_ratio(totals: tuple, reference: tuple, rules: Rules) -> float:
     """How much work an instance does against the reference: its time and kernels, and a
     little its op count (tiny noise ops add count, not work)."""
-    time, gpu, count = totals
-    _, ref_time, ref_gpu, ref_count = reference
     weights, weighted = [], []  # each part's weight, and its ratio times its weight
-    if rules.weigh and ref_time > 0:
-        weights.append(rules.time_weight)
-        weighted.append(rules.time_weight * (time / ref_time))
-    if rules.weigh and ref_gpu > 0:
-        weights.append(rules.gpu_weight)
-        weighted.append(rules.gpu_weight * (gpu / ref_gpu))
-    if ref_count:
-        w = rules.count_weight if rules.weigh else 1.0
+    for k, w in _size_parts(reference, rules):
         weights.append(w)
-        weighted.append(w * (count / ref_count))
+        weighted.append(w * (totals[k] / reference[k + 1]))
     weight = sum(weights)
     return sum(weighted) / weight if weight else 0.0
+
+
+def _size_parts(reference: tuple, rules: Rules) -> list:
+    """What ``_size_ratio`` weighs, in order: (which part of the totals, its weight) for
+    time (0) and kernels (1) where ``reference`` has any (weighed rules only), and the op
+    count (2)."""
+    _, ref_time, ref_gpu, ref_count = reference
+    parts = []
+    if rules.weigh and ref_time > 0:
+        parts.append((0, rules.time_weight))
+    if rules.weigh and ref_gpu > 0:
+        parts.append((1, rules.gpu_weight))
+    if ref_count:
+        parts.append((2, rules.count_weight if rules.weigh else 1.0))
+    return parts
 
 
 def _work_ratio(bag_totals: tuple, reference: tuple) -> float:
@@ -663,6 +677,10 @@ class SearchBudget:
         """One more op read."""
         self.credit += RULES.online.search_work_per_op
 
+    def forget_row(self) -> None:
+        """The row last put off is no longer tried (nor held)."""
+        self._wanted = (None, 0)
+
     def affords(self, row: list) -> bool:
         """Whether a search of ``row`` is within the credit; if so, it is paid. A row put
         off is not counted again until the credit covers what it would have cost."""
@@ -772,12 +790,14 @@ def _evaluate(pos: list, anchor: int, row: list, syms: list, rules: Rules,
 def _ruled_out(cut: _Cut, spans: list, shapes: list, found: tuple, memo: SearchMemo) -> bool:
     """Can no representative that ``_representative`` would try make the cut qualify
     (``_qualifies``)? Answered on upper bounds of every instance's similarity to each of
-    them (``_similarity_bounds``), all computed at once, before the instances' bags are
+    them (``_similarities``), all computed at once, before the instances' bags are
     made and compared one by one (``_likeness``, in Python: some 100 µs an instance of 400
     ops). A cut it keeps is weighed as without it; one it rules out could not qualify, so
     the answers are the same. ``found``: the cut's coverage, which instances hold its spine,
     and whether that is evidence of turns (``_evaluate``). False (not asked) where the
-    instances times the row's kinds of op exceed ``BOUND_CELLS``."""
+    instances times the row's kinds of op exceed ``BOUND_CELLS``. (Each similarity
+    lies within ``BOUND_MARGIN`` of the one ``_likeness`` finds: its sums run in another
+    order.)"""
     rules = memo.rules
     local, kinds, durations, kernels = memo.columns()
     n = len(spans)
@@ -790,16 +810,17 @@ def _ruled_out(cut: _Cut, spans: list, shapes: list, found: tuple, memo: SearchM
                   for weights in (durations[lo:hi], kernels[lo:hi], None))
     totals = (parts[0].sum(1), parts[1].sum(1), ops)
     trials = np.array(_trials(cut, totals[1][:len(cut.spans)].tolist(), shapes, rules))
-    x = _similarity_bounds(parts, totals, trials, rules)
+    near = _similarities(parts, totals, trials, rules)
+    x = near + BOUND_MARGIN  # at least each similarity
     coverage, held, turns = found
-    if n < rules.min_instances:
-        return not (np.round(x, 3).min(1) >= rules.two_similarity).any()
+    if n < rules.min_instances:  # (``Unit.similarity`` rounds each up by at most 0.0005)
+        return not (x.min(1) + HOPE_ROUNDING >= rules.two_similarity).any()
     held_at = np.array(held, dtype=bool)
     like = ((x >= rules.like) | held_at).sum(1)
     # An idle cycle counts neither for nor against: each instance that may be one
     # (``_idle_flags``, its own ops aside) is taken for one.
     ref_gpu = totals[1][trials][:, None]
-    idle = ((~held_at) & (x - 2 * BOUND_MARGIN < rules.like)
+    idle = ((~held_at) & (near - BOUND_MARGIN < rules.like)
             & (totals[1] < rules.idle_work_share * ref_gpu) & (ref_gpu > 0)).sum(1)
     score = x.sum(1) + HOPE_ROUNDING * n  # as ``Unit.similarity`` rounds each
     if turns:
@@ -809,10 +830,9 @@ def _ruled_out(cut: _Cut, spans: list, shapes: list, found: tuple, memo: SearchM
     return not may.any()
 
 
-def _similarity_bounds(parts: tuple, totals: tuple, trials: np.ndarray,
-                       rules: Rules) -> np.ndarray:
+def _similarities(parts: tuple, totals: tuple, trials: np.ndarray, rules: Rules) -> np.ndarray:
     """Per representative of ``trials`` (a row) and instance (a column): the instance's
-    similarity to it (``_likeness``) plus ``BOUND_MARGIN``. ``parts``: each instance's
+    similarity to it (``_likeness``, within ``BOUND_MARGIN``). ``parts``: each instance's
     time, kernels and ops per kind of op (instances x kinds); ``totals``: its sums."""
     time, kernels, ops = totals
     x = np.empty((len(trials), len(ops)))
@@ -825,11 +845,11 @@ def _similarity_bounds(parts: tuple, totals: tuple, trials: np.ndarray,
         lo = np.minimum(shares[None, :, :], own[:, None, :]).sum(2)
         hi = shares.sum(1)[None, :] + own.sum(1)[:, None] - lo
         sims = np.divide(lo, hi, out=np.ones_like(lo), where=hi > 0)
-        ratio = _size_ratios(totals, refs, active, rules)
+        ratio = _size_ratios(totals, refs, rules)
         with np.errstate(divide="ignore"):
             factor = np.minimum(1.0, rules.length_slack / np.maximum(ratio, 1 / ratio)) ** 2
         x[rows] = np.minimum(sims, np.where(ratio > 0, factor, 0.0))
-    return x + BOUND_MARGIN
+    return x
 
 
 def _shares(parts: tuple, totals: tuple, active: tuple, rules: Rules) -> np.ndarray:
@@ -838,28 +858,21 @@ def _shares(parts: tuple, totals: tuple, active: tuple, rules: Rules) -> np.ndar
     time, kernels, ops = totals
     if not rules.weigh:
         return parts[2] / ops[:, None]
-    wt, wg, wc = rules.time_weight, rules.gpu_weight, rules.count_weight
-    use_time, use_gpu = active
-    if not use_gpu:
-        wt, wg = wt + wg, 0.0
-    if not use_time:
-        wc, wt = wc + wt, 0.0
+    wt, wg, wc = _component_weights(active, rules)
     per_time = np.divide(wt, time, out=np.zeros_like(time), where=time > 0)
     per_gpu = np.divide(wg, kernels, out=np.zeros_like(kernels), where=kernels > 0)
     return parts[0] * per_time[:, None] + parts[1] * per_gpu[:, None] + \
         parts[2] * (wc / ops)[:, None]
 
 
-def _size_ratios(totals: tuple, refs: np.ndarray, active: tuple, rules: Rules) -> np.ndarray:
+def _size_ratios(totals: tuple, refs: np.ndarray, rules: Rules) -> np.ndarray:
     """``_size_ratio`` of every instance (a column) against each representative of
-    ``refs`` (a row), whose time and kernels are ``active``."""
+    ``refs`` (a row; all with time and kernels alike: ``_similarities``)."""
+    r = int(refs[0])
     weight, weighted = 0.0, 0.0
-    for part, (on, w) in zip(totals, ((rules.weigh and active[0], rules.time_weight),
-                                      (rules.weigh and active[1], rules.gpu_weight),
-                                      (True, rules.count_weight if rules.weigh else 1.0))):
-        if on:
-            weight += w
-            weighted = weighted + w * (part[None, :] / part[refs][:, None])
+    for k, w in _size_parts((None, totals[0][r], totals[1][r], totals[2][r]), rules):
+        weight += w
+        weighted = weighted + w * (totals[k][None, :] / totals[k][refs][:, None])
     return weighted / weight
 
 

@@ -65,7 +65,8 @@ SKIPPED = Node(-1, 0.0, 0.0, 0)
 class ThreadSkeleton:
     """The skeleton of one section of one thread (key: its (pid, tid))."""
     __slots__ = ("key", "main", "roots", "busy", "below", "stack", "steps", "next_try",
-                 "seen", "kid_seen", "frames", "_root_columns")
+                 "seen", "kid_seen", "frames", "_root_columns", "sifted", "sift_at",
+                 "forgotten")
 
     def __init__(self, key, first_try: int):
         self.key = key
@@ -92,6 +93,11 @@ class ThreadSkeleton:
         self.frames: list = []
         #: (roots, how many of them, their starts, their ends) as read by ``observe_frames``.
         self._root_columns = None
+        #: The top-level ops before this one were sifted by ``Skeletons.forget_singles`` ...
+        self.sifted = 1
+        #: ... which sifts again once more kinds than this are seen once; how many it forgot.
+        self.sift_at = RULES.memory.single_roots
+        self.forgotten = 0
 
     def parent_at(self, depth: int, transparent: bool = False):
         """The kept op that an op read at ``depth`` of the engine's stack opens under (None:
@@ -227,7 +233,7 @@ class RootCounts:
     kept anyway), so a row of a million names each seen once keeps no pair and nothing
     more than its counts did."""
 
-    __slots__ = ("_seen", "_pairs", "_last", "exact", "marked")
+    __slots__ = ("_seen", "_pairs", "_last", "exact", "marked", "singles")
 
     def __init__(self):
         #: sym -> its count, or the node that followed its only occurrence (count 1).
@@ -238,10 +244,21 @@ class RootCounts:
         self.exact = False
         #: A loop marker occurred.
         self.marked = False
+        #: Kinds seen once (``MemoryRules.single_roots``).
+        self.singles = 0
 
     def __getitem__(self, sym: int) -> int:
         count = self._seen.get(sym, 0)
         return count if type(count) is int else 1
+
+    def __contains__(self, sym: int) -> bool:
+        return sym in self._seen
+
+    def forget(self, sym: int) -> None:
+        """The only op of the kind ``sym`` is forgotten (``Skeletons.forget_singles``): if
+        the kind occurs again, that is its first occurrence."""
+        del self._seen[sym]
+        self.singles -= 1
 
     @property
     def may_confirm(self) -> bool:
@@ -260,8 +277,10 @@ class RootCounts:
         count = seen.get(sym, 0)
         if type(count) is int:
             seen[sym] = count + 1
+            self.singles += 1 if count == 0 else -(count == 1)
         else:  # its second occurrence: the pair of its first is counted now
             seen[sym] = REPEAT
+            self.singles -= 1
             self._pair(sym, count.sym)
         self._last = sym
         self.marked = self.marked or marker
@@ -319,6 +338,8 @@ class Skeletons:
                 state.add_root(node)
                 state.seen.add(node, node.sym in self.symbols.markers)
                 state.kid_seen.clear()
+                if state.seen.singles > state.sift_at and state.main:
+                    self.forget_singles(state)
         elif state.main and parent.depth + 1 < self._max_depth and \
                 self._nodes < self._max_nodes:
             node = Node(self.symbols.of(name), start, end, parent.depth + 1)
@@ -331,6 +352,50 @@ class Skeletons:
             node = SKIPPED
         state.stack.append(node)
         return node
+
+    def forget_singles(self, state: ThreadSkeleton) -> None:
+        """``state``'s top level holds more than ``MemoryRules.single_roots`` ops of kinds
+        seen once: those read before the latest ``MemoryRules.single_roots_latest`` ops are
+        forgotten (a kind not seen again within so many ops of their own is taken for new
+        if it recurs), but the first (the single iteration's beginning where nothing repeats), ops with
+        children (containers to look inside), and the longest and the latest-ending of
+        those forgotten (``verdict.dominant``: the row's longest op and its end stay what
+        they were). Their kinds leave the symbol table where no op kept holds them. The
+        top level becomes a new list (what was kept of the old one for the online tries
+        is dropped: ``StructureDetector``)."""
+        roots, seen = state.roots, state.seen
+        upto = len(roots) - RULES.memory.single_roots_latest
+        lo = min(state.sifted, upto)
+        sifted = roots[lo:upto]
+        gone = [n for n in sifted if not n.kids and seen[n.sym] == 1]
+        if gone:
+            keep = {id(max(gone, key=duration_of)), id(max(gone, key=end_of))}
+            gone = [n for n in gone if id(n) not in keep]
+        dropped = {id(n) for n in gone}
+        kept = [n for n in sifted if id(n) not in dropped]
+        state.roots = roots[:lo] + kept + roots[upto:]
+        state.sifted = lo + len(kept)
+        state.forgotten += len(gone)
+        for node in gone:
+            seen.forget(node.sym)
+        self.symbols.forget(self._unused([node.sym for node in gone], state))
+        # (ops kept that are seen once, containers among them, are sifted no more)
+        state.sift_at = max(RULES.memory.single_roots,
+                            seen.singles + RULES.memory.single_roots_latest)
+
+    def _unused(self, syms: list, state: ThreadSkeleton) -> list:
+        """Of ``syms`` (kinds forgotten from ``state``'s top level), those no op kept holds:
+        at no other thread's top level, nor below any top level (none, unsure, where there
+        are more than ``MemoryRules.memos`` other skeletons to ask)."""
+        others = [t.seen for t in self.threads.values() if t is not state]
+        if len(others) > RULES.memory.memos:
+            return []
+        below = set()
+        for skeleton in self.threads.values():
+            for root in skeleton.roots:
+                if root.kids:
+                    below.update(n.sym for n in _descendants(root))
+        return [sym for sym in syms if sym not in below and not any(sym in o for o in others)]
 
     def on_row(self, state: ThreadSkeleton, path: tuple, depth: int, start: float,
                end: float, name: str, transparent: bool) -> Node | None:
@@ -521,6 +586,7 @@ class Symbols:
         self.names: list = []
         #: The symbols whose family is a loop marker (``LOOP_MARKER_PATTERN``).
         self.markers: set = set()
+        self._folded: set = set()  # the symbols of names with digits (in ``_of``)
 
     def of(self, name: str) -> int:
         sym = self._family.get(name)
@@ -537,7 +603,19 @@ class Symbols:
                     self.markers.add(sym)
             if family is not name:
                 self._of[name] = sym
+                self._folded.add(sym)
         return sym
+
+    def forget(self, syms: list) -> None:
+        """The kinds ``syms`` are held by no op kept: their names go (a name read again is
+        a new kind, numbered anew). Names with digits stay (their table, ``_of``, is not
+        searched by kind)."""
+        names = self.names
+        for sym in syms:
+            if sym not in self._folded:
+                del self._family[names[sym]]
+                names[sym] = None
+                self.markers.discard(sym)
 
 
 #: Times beyond this may not be exact in float64 (an integer ``ts``): compared one by one.
@@ -586,6 +664,24 @@ def outermost_opener(node: Node, ceiling: float = float("inf")) -> tuple | None:
 
 def start_of(node: Node) -> float:
     return node.start
+
+
+def end_of(node: Node) -> float:
+    return node.end
+
+
+def duration_of(node: Node) -> float:
+    return node.end - node.start
+
+
+def _descendants(node: Node):
+    """The ops below ``node``, at every depth."""
+    stack = list(node.kids or ())
+    while stack:
+        n = stack.pop()
+        yield n
+        if n.kids:
+            stack.extend(n.kids)
 
 
 def flatten(node: Node, out: list, limit: int) -> None:

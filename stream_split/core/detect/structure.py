@@ -196,7 +196,10 @@ class StructureDetector:
             return ()
         if is_step:
             state.add_step(start, end, name)  # the loop thread's rank at close
+        roots = state.roots
         node = self._skeletons.add(state, parent, start, end, name)
+        if state.roots is not roots:  # ops of names of their own forgotten: a new row
+            self._forget_tries()
         if node is SKIPPED or not self._online_allowed(state):
             return ()
         return self._try_after(state, parent, node)
@@ -289,9 +292,11 @@ class StructureDetector:
         return tuple(self._matcher.found)
 
     def _forget_tries(self) -> None:
-        """The unit is decided: what the online tries kept of the rows is no longer needed."""
+        """The unit is decided (or the top level was sifted: ``Skeletons.forget_singles``):
+        what the online tries kept of the rows is no longer needed."""
         self._memos.clear()
         self._extremes.clear()
+        self._budget.forget_row()
 
     def _observe_matching(self, key, stack, start, end, name):
         """``observe`` in ``Mode.MATCHING``: an op on the row matched goes to the matcher."""
