@@ -454,12 +454,12 @@ class SearchMemo:
 
     def columns(self) -> tuple:
         """The row as arrays, made once a search asks: each op's kind of op (numbered from
-        0 in the order of their symbols), how many kinds, each op's time and its kernels
-        (``_ruled_out``)."""
+        0 in the order of their symbols), the symbol of each kind, each op's time and its
+        kernels (``_ruled_out``)."""
         if self._columns is None:
             kinds, local = np.unique(np.fromiter((node.sym for node in self.row), np.int64,
                                                  len(self.row)), return_inverse=True)
-            self._columns = (local, len(kinds),
+            self._columns = (local, kinds,
                              np.frombuffer(self.durations(), dtype=np.float64),
                              np.asarray(self._gpu, dtype=np.float64))
         return self._columns
@@ -768,16 +768,12 @@ def _evaluate(pos: list, anchor: int, row: list, syms: list, rules: Rules,
     if not _may_qualify(len(pos), coverage, rules):
         return None
     shapes = [tuple(syms[a:b]) for a, b in spans]
+    if memo.fresh and cut.bags is None and cut.ops >= BOUND_OPS and \
+            _ruled_out(cut, spans, shapes, coverage, memo):
+        return None
     spine = _loop_body(shapes, rules)
     held = _spine_held(shapes, spine)
-    # The spine is evidence of turns once it held in ``min_instances`` inner instances, on a
-    # row with no GPU work known: there time alone weighs the ops, and a step's time follows
-    # its shapes (kernel counts do not: with them, unlike turns are unlike work).
-    turns = bool(spine & memo.markers) and len(inner) >= rules.min_instances \
-        and not memo.gpu_total
-    if memo.fresh and cut.bags is None and cut.ops >= BOUND_OPS and \
-            _ruled_out(cut, spans, shapes, (coverage, held, turns), memo):
-        return None
+    turns = _turns(spine, len(inner), memo)
     bags = memo.bags(cut) + [memo.bag(spans[-1])]
     hope = _Hope(len(pos), coverage, held, turns, rules)
     against = _representative(cut, spans, bags, shapes, hope, memo)
@@ -787,47 +783,79 @@ def _evaluate(pos: list, anchor: int, row: list, syms: list, rules: Rules,
                     rules, memo)
 
 
-def _ruled_out(cut: _Cut, spans: list, shapes: list, found: tuple, memo: SearchMemo) -> bool:
+def _turns(spine: frozenset, inner: int, memo: SearchMemo) -> bool:
+    """Is a cut's ``spine`` evidence of turns (``inner``: its instances but the last)? Once
+    it held in ``min_instances`` inner instances, on a row with no GPU work known: there
+    time alone weighs the ops, and a step's time follows its shapes (kernel counts do not:
+    with them, unlike turns are unlike work)."""
+    return bool(spine & memo.markers) and inner >= memo.rules.min_instances \
+        and not memo.gpu_total
+
+
+def _ruled_out(cut: _Cut, spans: list, shapes: list, coverage: float,
+               memo: SearchMemo) -> bool:
     """Can no representative that ``_representative`` would try make the cut qualify
     (``_qualifies``)? Answered on upper bounds of every instance's similarity to each of
     them (``_similarities``), all computed at once, before the instances' bags are
     made and compared one by one (``_likeness``, in Python: some 100 µs an instance of 400
     ops). A cut it keeps is weighed as without it; one it rules out could not qualify, so
-    the answers are the same. ``found``: the cut's coverage, which instances hold its spine,
-    and whether that is evidence of turns (``_evaluate``). False (not asked) where the
+    the answers are the same. ``coverage``: the cut's. False (not asked) where the
     instances times the row's kinds of op exceed ``BOUND_CELLS``. (Each similarity
     lies within ``BOUND_MARGIN`` of the one ``_likeness`` finds: its sums run in another
     order.)"""
     rules = memo.rules
     local, kinds, durations, kernels = memo.columns()
-    n = len(spans)
-    if n * kinds > BOUND_CELLS:
+    n, width = len(spans), len(kinds)
+    if n * width > BOUND_CELLS:
         return False
     lo, hi = spans[0][0], spans[-1][1]
     ops = np.array([b - a for a, b in spans], dtype=np.float64)
-    keys = np.repeat(np.arange(n) * kinds, ops.astype(np.int64)) + local[lo:hi]
-    parts = tuple(np.bincount(keys, weights, n * kinds).reshape(n, kinds)
+    keys = np.repeat(np.arange(n) * width, ops.astype(np.int64)) + local[lo:hi]
+    parts = tuple(np.bincount(keys, weights, n * width).reshape(n, width)
                   for weights in (durations[lo:hi], kernels[lo:hi], None))
     totals = (parts[0].sum(1), parts[1].sum(1), ops)
     trials = np.array(_trials(cut, totals[1][:len(cut.spans)].tolist(), shapes, rules))
     near = _similarities(parts, totals, trials, rules)
-    x = near + BOUND_MARGIN  # at least each similarity
-    coverage, held, turns = found
     if n < rules.min_instances:  # (``Unit.similarity`` rounds each up by at most 0.0005)
-        return not (x.min(1) + HOPE_ROUNDING >= rules.two_similarity).any()
-    held_at = np.array(held, dtype=bool)
+        return not ((near + BOUND_MARGIN).min(1) + HOPE_ROUNDING >= rules.two_similarity).any()
+    held_at, turns = _spine_of(parts[2], kinds, memo)
+    return not _may_qualify_near(near, (totals[1], trials), held_at, turns, coverage,
+                                 rules).any()
+
+
+def _spine_of(counts: np.ndarray, kinds: np.ndarray, memo: SearchMemo) -> tuple:
+    """``_loop_body``, ``_spine_held`` and ``_turns`` of a cut from its instances' op counts
+    per kind (instances x kinds; ``kinds``: the symbol of each column): which instances hold
+    its spine, and whether that is evidence of turns."""
+    rules = memo.rules
+    n = len(counts)
+    once = (counts[:-1] == 1).all(0) if n - 1 >= REPEAT and rules.weigh else None
+    if once is None or once.sum() < rules.spine_ops:
+        return np.zeros(n, dtype=bool), False
+    held = np.ones(n, dtype=bool)
+    held[-1] = bool((counts[-1][once] == 1).all())
+    return held, _turns(frozenset(kinds[once].tolist()), n - 1, memo)
+
+
+def _may_qualify_near(near: np.ndarray, kernels: tuple, held_at: np.ndarray, turns: bool,
+                      coverage: float, rules: Rules) -> np.ndarray:
+    """Per representative (a row of ``near``, each instance's similarity to it within
+    ``BOUND_MARGIN``): may the cut pass ``_qualifies`` (``n >= min_instances``) against it?
+    ``kernels``: each instance's, and the representatives' indices."""
+    x = near + BOUND_MARGIN  # at least each similarity
+    n = x.shape[1]
     like = ((x >= rules.like) | held_at).sum(1)
     # An idle cycle counts neither for nor against: each instance that may be one
     # (``_idle_flags``, its own ops aside) is taken for one.
-    ref_gpu = totals[1][trials][:, None]
+    gpu, trials = kernels
+    ref_gpu = gpu[trials][:, None]
     idle = ((~held_at) & (near - BOUND_MARGIN < rules.like)
-            & (totals[1] < rules.idle_work_share * ref_gpu) & (ref_gpu > 0)).sum(1)
+            & (gpu < rules.idle_work_share * ref_gpu) & (ref_gpu > 0)).sum(1)
     score = x.sum(1) + HOPE_ROUNDING * n  # as ``Unit.similarity`` rounds each
     if turns:
         score = np.maximum(score, np.where(held_at, np.maximum(x, rules.like), x).sum(1))
-    may = (like >= rules.min_like) & (like >= rules.like_share * (n - idle)) & \
+    return (like >= rules.min_like) & (like >= rules.like_share * (n - idle)) & \
         (score * (1 + HOPE_MARGIN) / n * coverage >= rules.min_quality)
-    return not may.any()
 
 
 def _similarities(parts: tuple, totals: tuple, trials: np.ndarray, rules: Rules) -> np.ndarray:
