@@ -96,7 +96,11 @@ its names), and the online tries search only as often as the ops read pay for
 its instances' bags are made once its count and coverage let it (``_may_qualify``), each
 representative's comparisons stop once the instances read rule the cut out whatever the
 others are (``_Hope``), and what only a candidate reads (its shapes, the ops that differ most)
-is found for candidates alone: the same answers, less work. Only the symbols that repeat
+is found for candidates alone: the same answers, less work. A search that holds nothing of
+an earlier one (at close, and the first online try on a row) rules out first, on bounds of
+every instance's similarity to each representative it would try, computed at once in numpy,
+the cuts that no representative can make qualify (``_ruled_out``): of 82 cuts of 2,000 ops
+drawn from 400 names, 78 go before their bags are made. Only the symbols that repeat
 are candidate anchors, and only theirs are listed (``_Positions``): a row of a million
 names each seen once lists none.
 

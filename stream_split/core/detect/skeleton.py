@@ -18,7 +18,9 @@ kept only for main threads (pid == tid); a side thread keeps at most
 ``MemoryRules.side_thread_roots`` top-level ops; Python frames waiting for the op they open
 at most ``MemoryRules.max_pending_frames``. A loop never confirmed online keeps its main
 thread's top level until the end: that part grows with the trace (everything the engine
-waits on meanwhile is spilled). The skeletons of idle threads are forgotten once the engine
+waits on meanwhile is spilled), but of its ops of names of their own only the latest
+``MemoryRules.single_roots`` (``forget_singles``: a million names each seen once kept 370
+bytes each). The skeletons of idle threads are forgotten once the engine
 knows more than ``stack.LIVE_THREADS`` threads (``forget``), all but the loop thread's
 candidates.
 """

@@ -33,12 +33,15 @@ structure, and ``evidence["steps_not_trusted"]`` says why. With ``use_annotation
 are transparent (their children are read in their place).
 
 Memory: what the skeleton keeps is bounded (``skeleton.Skeletons``) and dropped once the unit
-is decided; a loop never confirmed online keeps its main thread's top level to the end (about
-370 bytes per top-level op of a name of its own: its node, times, name, symbol and count). The online tries keep the last search of the rows they try
-(``search.RecentMemos``).
+is decided; a loop never confirmed online keeps its main thread's top level to the end, but of
+its ops of names of their own only the latest ``MemoryRules.single_roots`` (about 370 bytes
+each: node, times, name, symbol and count; ``Skeletons.forget_singles``). The online tries
+keep the last search of the rows they try (``search.RecentMemos``).
 
-Time: the online tries search only as much as the ops read pay for (``search.SearchBudget``);
-a try put off is retried at a later op, and what they never afford, ``close.decide``
+Time: the online tries search only as much as the ops read pay for (``search.SearchBudget``),
+and not at all a top level where no unit found could be believed
+(``skeleton.RootCounts.may_confirm``: no loop marker, no three instances that could be
+exact); a try put off is retried at a later op, and what they never afford, ``close.decide``
 searches once, whole.
 """
 from __future__ import annotations
