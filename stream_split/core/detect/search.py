@@ -818,7 +818,11 @@ def _ruled_out(cut: _Cut, spans: list, shapes: list, coverage: float,
     parts = tuple(np.bincount(keys, weights, n * width).reshape(n, width)
                   for weights in (durations[lo:hi], kernels[lo:hi], None))
     totals = (parts[0].sum(1), parts[1].sum(1), ops)
-    trials = np.array(_trials(cut, totals[1][:len(cut.spans)].tolist(), shapes, rules))
+    inner = len(cut.spans)
+    # Every inner instance where there are few (``_trials`` tries each of up to
+    # ``medoid_trials``, and most of a few more): no representative tried is left out.
+    trials = np.arange(inner) if inner <= 2 * rules.medoid_trials else \
+        np.array(_trials(cut, totals[1][:inner].tolist(), shapes, rules))
     near = _similarities(parts, totals, trials, rules)
     if n < rules.min_instances:  # (``Unit.similarity`` rounds each up by at most 0.0005)
         return not ((near + BOUND_MARGIN).min(1) + HOPE_ROUNDING >= rules.two_similarity).any()
@@ -868,19 +872,19 @@ def _similarities(parts: tuple, totals: tuple, trials: np.ndarray, rules: Rules)
     time, kernels and ops per kind of op (instances x kinds); ``totals``: its sums."""
     time, kernels, ops = totals
     x = np.empty((len(trials), len(ops)))
-    for active in {(bool(time[r] > 0), bool(kernels[r] > 0)) for r in trials.tolist()}:
-        rows = np.flatnonzero([(bool(time[r] > 0), bool(kernels[r] > 0)) == active
-                               for r in trials.tolist()])
+    kind = 2 * (time[trials] > 0) + (kernels[trials] > 0)  # which components are active
+    for k in np.unique(kind).tolist():
+        rows = np.flatnonzero(kind == k)
         refs = trials[rows]
-        shares = _shares(parts, totals, active, rules)
+        shares = _shares(parts, totals, (k >= 2, k % 2 == 1), rules)
         own = shares[refs]
         lo = np.minimum(shares[None, :, :], own[:, None, :]).sum(2)
         hi = shares.sum(1)[None, :] + own.sum(1)[:, None] - lo
         sims = np.divide(lo, hi, out=np.ones_like(lo), where=hi > 0)
         ratio = _size_ratios(totals, refs, rules)
-        with np.errstate(divide="ignore"):
-            factor = np.minimum(1.0, rules.length_slack / np.maximum(ratio, 1 / ratio)) ** 2
-        x[rows] = np.minimum(sims, np.where(ratio > 0, factor, 0.0))
+        inverse = np.divide(1.0, ratio, out=np.full_like(ratio, np.inf), where=ratio > 0)
+        factor = np.minimum(1.0, rules.length_slack / np.maximum(ratio, inverse)) ** 2
+        x[rows] = np.minimum(sims, factor)  # (0 where the ratio is: ``_size_factor``)
     return x
 
 
