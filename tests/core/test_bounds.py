@@ -18,6 +18,9 @@ from stream_split.core.detect import search
 from stream_split.core.detect.search import (
     SearchBudget, SearchMemo, find_unit, search_cap, search_work)
 from stream_split.core.detect.skeleton import Node, Symbols
+from stream_split.core.owners import Windows
+from stream_split.core.records import KIND_ITERATION
+from stream_split.stats import analyze
 from stream_split.testing.attacks import ATTACKS, BY_NAME
 from stream_split.write import METADATA_INLINE_BYTES
 
@@ -156,3 +159,46 @@ def test_a_name_without_digits_is_one_entry_of_the_symbol_table():
         [0, 1, 1, 0, 1]
     assert symbols.names == ["fwd", "layer_N"]
     assert len(symbols._family) + len(symbols._of) == 4  # fwd, layer_N; layer_1, layer_2
+
+
+def _traced_growth(make) -> tuple[int, int]:
+    """(what ``make()`` leaves allocated, its peak), in bytes, traced by tracemalloc."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        kept = make()
+        size, peak = tracemalloc.get_traced_memory()
+        del kept
+    finally:
+        tracemalloc.stop()
+    return size - before, peak - before
+
+
+def test_the_gap_before_each_boundary_takes_under_24_bytes_a_boundary():
+    n = 100_000  # a matcher gives every boundary a gap (1 M one-op iterations took 140 MB)
+
+    def boundaries():
+        windows = Windows()
+        for i in range(n):
+            windows.add(6.0 * i, 6.0 * i - 1.0, (1, 1))
+        return windows
+    size, _ = _traced_growth(boundaries)
+    assert size < 24 * n
+
+
+def test_outliers_of_many_iterations_are_judged_in_under_80_bytes_an_iteration():
+    n = 200_000
+    times = [6.0 + (i % 7) / 1000 for i in range(n)]
+    kinds = [KIND_ITERATION] * n
+    _, peak = _traced_growth(lambda: analyze(times, kinds))
+    assert peak < 80 * n  # columns, not an index object and a float object per iteration
+
+
+def test_a_loop_of_one_op_iterations_is_confirmed_online(tmp_path):
+    path = tmp_path / "in.json"
+    BY_NAME["one_op_iterations"].make(str(path), RULES.online.exact_row_instances * 3)
+    manifest = stream_split.split(str(path), str(tmp_path / "out"))
+    assert manifest["detection"]["decided"].startswith("online")
+    assert "every one exact, make the whole row" in manifest["detection"]["why"]
+    assert len(manifest["iterations"]) == RULES.online.exact_row_instances * 3
