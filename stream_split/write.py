@@ -649,11 +649,11 @@ class _SpoolThread:
 
 class _Sums:
     """The CRC32 and size of each owner's events spooled (an iteration's index, ``OUTSIDE``
-    or ``METADATA``: dense, small integers), in two arrays at owner + 2: 16 bytes a piece,
+    or ``METADATA``: dense, small integers), in two arrays at owner + 2: 12 bytes a piece,
     whatever the number of pieces (a dict of tuples took some ten times that)."""
 
     def __init__(self):
-        self._crcs = array("Q")
+        self._crcs = array("I")  # a CRC32: 32 bits
         self._sizes = array("q")  # -1: nothing spooled
 
     def get(self, owner: int, default=None):
@@ -674,16 +674,17 @@ class _Sums:
 
 class _Pack:
     """The pack file: small parts of many owners' events, as they are, one after another,
-    and where each lies (three integers a part, in arrays). ``parts(owner)`` once
-    ``close`` was called (owners asked for in any order)."""
+    and where each lies: its owner and length (two int32 a part, in arrays: a part is at
+    most ``PACK_PIECE_BYTES``; its offset is the sum of the lengths before it, summed once
+    the pack is closed). ``parts(owner)`` once ``close`` was called (owners asked for in any
+    order)."""
 
     def __init__(self, path: str):
         self._path = path
         self._file = None
         self._size = 0
-        self._owners = array("q")
-        self._offsets = array("q")
-        self._lengths = array("q")
+        self._owners = array("i")
+        self._lengths = array("i")
         self._sorted = None  # (owners, offsets, lengths) in owner order, once closed
         self._next = 0  # where the owner after the one asked for last begins in them
         self._fd: int | None = None
@@ -694,14 +695,12 @@ class _Pack:
             return
         if self._file is None:
             self._file = create_new(self._path, "ab", buffering=0)
-        offset = self._size
         for owner, data in parts:
             self._owners.append(owner)
-            self._offsets.append(offset)
             self._lengths.append(len(data))
-            offset += len(data)
-        self._file.write(b"".join(data for _, data in parts))
-        self._size = offset
+        joined = b"".join(data for _, data in parts)
+        self._file.write(joined)
+        self._size += len(joined)
 
     def close(self) -> None:
         if self._file is not None:
@@ -730,9 +729,13 @@ class _Pack:
     def _sort(self) -> None:
         """The parts in owner order (as arrays: a part's three integers take 24 bytes), and
         the pack opened for reading."""
-        order = np.argsort(np.frombuffer(self._owners, dtype=np.int64), kind="stable")
-        self._sorted = tuple(array("q", np.frombuffer(column, dtype=np.int64)[order].tobytes())
-                             for column in (self._owners, self._offsets, self._lengths))
+        owners = np.frombuffer(self._owners, dtype=np.int32)
+        lengths = np.frombuffer(self._lengths, dtype=np.int32).astype(np.int64)
+        offsets = np.zeros(len(lengths), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=offsets[1:])
+        order = np.argsort(owners, kind="stable")
+        self._sorted = tuple(array("q", column[order].tobytes())
+                             for column in (owners.astype(np.int64), offsets, lengths))
         self._next = 0
         self._fd = os.open(self._path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
 
@@ -743,7 +746,7 @@ class _Pack:
             os.close(self._fd)
             self._fd = None
         self._sorted = None
-        self._owners, self._offsets, self._lengths = array("q"), array("q"), array("q")
+        self._owners, self._lengths = array("i"), array("i")
 
 
 def _deflater(level: int):

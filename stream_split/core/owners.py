@@ -34,47 +34,76 @@ from stream_split.core.detect.rules import RULES
 from stream_split.core.records import OUTSIDE
 
 _NO_GAP = float("inf")
+#: ``StepOpeners``' floor of a boundary without a gap (a time is never NaN).
+_NONE = float("nan")
 
 
 class StepOpeners:
     """Per boundary, the gap before it where frames that open its step begin, and the frames
     that hold it from there (see the module docstring). ``Windows`` keeps it in step with
-    its boundaries."""
-    __slots__ = ("gaps", "frames", "any", "_n")
+    its boundaries. No boundary has a gap in a trace without Python frames: nothing is kept
+    per boundary then; from the first gap on, 8 bytes a boundary (a float64 each, and the
+    thread once per run of boundaries of one thread: a matcher gives every boundary one, and
+    a dict of 1 M of them took some 140 MB)."""
+    __slots__ = ("_floors", "_runs", "_run_starts", "frames", "_n")
 
     def __init__(self):
-        #: Boundary -> (where its gap begins, its thread), for the boundaries whose step a
-        #: frame may open (a trace without Python frames has none: nothing kept per boundary).
-        self.gaps: dict = {}
+        #: Boundary -> where its gap begins (NaN: its step no frame may open), from the first
+        #: boundary with a gap on (None before it).
+        self._floors: array | None = None
+        #: The thread of each run of boundaries with a gap (``_run_starts``: its first one).
+        self._runs: list = []
+        self._run_starts: list = []
         #: Boundary -> the (start, end, name) of the frames that begin in its gap and hold
         #: it (at most ``MemoryRules.max_openers``, the outermost kept).
         self.frames: dict = {}
-        self.any = False  # some boundary has a gap
         self._n = 0  # boundaries
 
+    @property
+    def any(self) -> bool:
+        """Some boundary has a gap."""
+        return self._floors is not None
+
     def add(self, opens_after: float | None, thread) -> None:
-        if opens_after is not None:
-            self.gaps[self._n] = (opens_after, thread)
-            self.any = True
+        k = self._n
         self._n += 1
+        if opens_after is None:
+            if self._floors is not None:
+                self._floors.append(_NONE)
+            return
+        if self._floors is None:
+            self._floors = array("d", [_NONE]) * k
+        self._floors.append(opens_after)
+        if not self._runs or self._runs[-1] != thread:
+            self._runs.append(thread)
+            self._run_starts.append(k)
 
     def drop_last(self) -> None:
         self._n -= 1
-        self.frames.pop(self._n, None)
-        self.gaps.pop(self._n, None)
+        k = self._n
+        self.frames.pop(k, None)
+        if self._floors is not None:
+            self._floors.pop()
+        if self._run_starts and self._run_starts[-1] == k:
+            self._runs.pop()
+            self._run_starts.pop()
 
     def in_gap(self, k: int, thread, start: float) -> bool:
         """Does a frame of ``thread`` that starts at ``start`` (before boundary ``k``) begin
         in the gap before boundary ``k``?"""
-        gap = self.gaps.get(k)
-        return gap is not None and start >= gap[0] and thread == gap[1]
+        if self._floors is None or not 0 <= k < self._n:
+            return False
+        floor = self._floors[k]
+        return floor == floor and start >= floor and \
+            thread == self._runs[bisect_right(self._run_starts, k) - 1]
 
     def floors(self) -> np.ndarray:
         """Where each boundary's gap begins (``_NO_GAP``: none), and one more ``_NO_GAP``
         for after the last."""
-        floors = np.full(self._n + 1, _NO_GAP)
-        for k, (floor, _) in self.gaps.items():
-            floors[k] = floor
+        if self._floors is None:
+            return np.full(self._n + 1, _NO_GAP)
+        floors = np.append(np.frombuffer(self._floors, dtype=np.float64), _NO_GAP)
+        floors[np.isnan(floors)] = _NO_GAP
         return floors
 
     def hold(self, k: int, start: float, end: float, name: str) -> None:

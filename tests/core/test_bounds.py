@@ -21,6 +21,9 @@ from stream_split.core.detect.search import (
 from stream_split.core.detect import skeleton
 from stream_split.core.detect.skeleton import Node, RootCounts, Symbols
 from stream_split.core.detect.structure import StructureDetector
+from stream_split.core.owners import Windows
+from stream_split.core.records import KIND_ITERATION
+from stream_split.stats import analyze
 from stream_split.testing.attacks import ATTACKS, BY_NAME, _letters
 from stream_split.write import METADATA_INLINE_BYTES
 
@@ -302,3 +305,44 @@ def test_names_of_their_own_beyond_the_bound_keep_under_100_bytes_an_op(monkeypa
         tracemalloc.stop()
     assert detector._skeletons.threads[((1, 1), 0)].forgotten > 35_000
     assert held < 100 * len(names)
+def _traced_growth(make) -> tuple[int, int]:
+    """(what ``make()`` leaves allocated, its peak), in bytes, traced by tracemalloc."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        kept = make()
+        size, peak = tracemalloc.get_traced_memory()
+        del kept
+    finally:
+        tracemalloc.stop()
+    return size - before, peak - before
+
+
+def test_the_gap_before_each_boundary_takes_under_24_bytes_a_boundary():
+    n = 100_000  # a matcher gives every boundary a gap (1 M one-op iterations took 140 MB)
+
+    def boundaries():
+        windows = Windows()
+        for i in range(n):
+            windows.add(6.0 * i, 6.0 * i - 1.0, (1, 1))
+        return windows
+    size, _ = _traced_growth(boundaries)
+    assert size < 24 * n
+
+
+def test_outliers_of_many_iterations_are_judged_in_under_80_bytes_an_iteration():
+    n = 200_000
+    times = [6.0 + (i % 7) / 1000 for i in range(n)]
+    kinds = [KIND_ITERATION] * n
+    _, peak = _traced_growth(lambda: analyze(times, kinds))
+    assert peak < 80 * n  # columns, not an index object and a float object per iteration
+
+
+def test_a_loop_of_one_op_iterations_is_confirmed_online(tmp_path):
+    path = tmp_path / "in.json"
+    BY_NAME["one_op_iterations"].make(str(path), RULES.online.exact_row_instances * 3)
+    manifest = stream_split.split(str(path), str(tmp_path / "out"))
+    assert manifest["detection"]["decided"].startswith("online")
+    assert "every one exact, make the whole row" in manifest["detection"]["why"]
+    assert len(manifest["iterations"]) == RULES.online.exact_row_instances * 3

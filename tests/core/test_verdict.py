@@ -7,7 +7,7 @@ from stream_split.core.detect.skeleton import Node
 from stream_split.core.detect.verdict import (
     LOOP_INSIDE, STEPS_AT_THE_TOP, STEPS_NESTED, confirmed_online, dominant, every_fetch_opens,
     inner_repeat, iteration_test, loop_inside, module_holding_several, not_a_layer,
-    opens_with_copy, regular_steps)
+    exact_row, opens_with_copy, regular_steps)
 
 NAMES = ["get_next_batch", "forward", "backward", "Optimizer.step#SGD.step", "aten::item", "layer",
          "aten::linear", "aten::relu", "aten::add", "aten::mul", "aten::copy_", "wrapper"]
@@ -224,6 +224,29 @@ def test_steps_after_a_host_sync_that_turn_the_loop_are_believed_online():
     # Without a loop marker (no optimizer step: a rollout's tokens) it waits for close.
     unit.spine = frozenset({FWD, BWD, ITEM})
     unit.exact = 0
+    assert confirmed_online(row, unit, [], NAMES, False) is None
+
+
+def test_a_thousand_exact_one_op_instances_that_make_the_whole_row_are_believed_online():
+    many = RULES.online.exact_row_instances
+    row = row_of([LAYER] * many)
+    unit = find_unit(row, names=NAMES)
+    assert unit is not None and unit.n == many and unit.exact == many
+    assert exact_row(row, unit)
+    assert confirmed_online(row, unit, [], NAMES, False) == \
+        f"{many} instances, every one exact, make the whole row"
+
+
+def test_fewer_exact_one_op_instances_or_another_op_in_the_row_wait_for_close():
+    many = RULES.online.exact_row_instances
+    row = row_of([LAYER] * (many - 1))
+    unit = find_unit(row, names=NAMES)
+    assert not exact_row(row, unit)
+    assert confirmed_online(row, unit, [], NAMES, False) is None
+    row = row_of([FWD] + [LAYER] * many)  # an op before the instances: not the whole row
+    unit = find_unit(row, names=NAMES)
+    assert unit is not None and unit.first == 1
+    assert not exact_row(row, unit)
     assert confirmed_online(row, unit, [], NAMES, False) is None
 
 

@@ -123,6 +123,13 @@ class OnlineRules:
     recent_ops: int = 256
     #: Ops kept of one instance while matching (a bound, not a limit on instance size).
     max_instance_ops: int = 100_000
+    #: A unit whose instances, every one exact, make the whole row from its first op, is
+    #: believed online from this many on, even when one instance is no whole piece of work
+    #: (a loop of one op: ``verdict.exact_row``). A layer repeats a few dozen times among
+    #: other ops, never a thousand times with nothing else at the top of the loop thread;
+    #: and a loop never confirmed online is searched whole at each try (the top level of
+    #: 1 M one-op iterations held 1.2 GB at close).
+    exact_row_instances: int = 1000
 
 
 @dataclass(frozen=True, slots=True)

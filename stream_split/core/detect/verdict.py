@@ -240,7 +240,20 @@ def confirmed_online(row: list, unit: Unit, path: list, names: list, section_rea
             all(shape == 0 for shape in unit.shapes) and turns_the_loop(unit, names):
         return ("at the end of the loop thread's CPU section every instance is "
                 "like the unit and turns the loop")
+    if exact_row(row, unit, rules):
+        return f"{unit.n} instances, every one exact, make the whole row"
     return _whole_exact_instances(row, unit, alike, rules)
+
+
+def exact_row(row: list, unit: Unit, rules: Rules = RULES) -> bool:
+    """Is ``row`` nothing but instances of ``unit``, every one exact, from its first op to
+    the latest (the last one may be unfinished), and are there at least
+    ``OnlineRules.exact_row_instances`` of them? A loop of one op is then believed online,
+    whatever its instances hold."""
+    width = len(unit.pattern)
+    return unit.n >= rules.online.exact_row_instances and unit.exact == unit.n and \
+        unit.first == 0 and len(row) - unit.positions[-1] <= width and \
+        unit.positions[-1] == (unit.n - 1) * width
 
 
 def _whole_exact_instances(row: list, unit: Unit, alike: bool, rules: Rules) -> str | None:
