@@ -111,21 +111,24 @@ class FrameRun:
     (pid, tid) and name (None as ""), what the detector reads of a frame, without a dict
     per frame where the run was read in bulk."""
 
-    __slots__ = ("i", "j", "starts", "ends", "_text", "_events", "_frames", "_part_of")
+    __slots__ = ("i", "j", "starts", "ends", "_text", "_events", "_frames", "_part_of",
+                 "_text_holds")
 
     def __init__(self, i: int, j: int, starts=None, ends=None, text: bytes = b"",
                  events: list | None = None, frames: list | None = None,
-                 part_of: tuple | None = None):
+                 part_of: tuple | None = None, text_holds: dict | None = None):
         self.i, self.j = i, j
         self.starts, self.ends = starts, ends
         self._text = text  # the run's bytes as a JSON array (when read in bulk)
         self._events = events
         self._frames = frames  # the ``_PlainFrame`` of each (when read in bulk)
         self._part_of = part_of  # (run, first, last) of a run read in bulk that was cut
+        # bytes -> whether ``_text`` holds them (``_holds``), shared by the run's shifted copies
+        self._text_holds = {} if text_holds is None else text_holds
 
     def shifted(self, by: int) -> "FrameRun":
         return FrameRun(self.i + by, self.j + by, self.starts, self.ends, self._text,
-                        self._events, self._frames, self._part_of)
+                        self._events, self._frames, self._part_of, self._text_holds)
 
     def cut(self, k: int) -> tuple:
         """The run as two, before its ``k``-th frame; a run read in bulk stays so (its
@@ -155,22 +158,31 @@ class FrameRun:
     def names_begin_with(self, prefix: str) -> bool:
         """Whether a frame's name begins with ``prefix``: looked for in the run's bytes when
         it was read in bulk (no name made), else in its frames' names."""
+        quoted = b'"' + prefix.encode()
         if self._text:
-            return b'"' + prefix.encode() in self._text
-        whole = self._bulk_text()  # the run this one was cut from: when no name there
-        if whole and b"\\" not in whole and b'"' + prefix.encode() not in whole:
+            return self._holds(quoted)
+        whole = self._bulk_run()  # the run this one was cut from: when no name there
+        if whole is not None and not whole._holds(b"\\") and not whole._holds(quoted):
             return False  # (every name as it is, no escape) begins so, none here does
         if self._frames is not None:
             return any(f.name and f.name.startswith(prefix) for f in self._frames)
         return any(isinstance(e.get("name"), str) and e["name"].startswith(prefix)
                    for e in self.events())
 
-    def _bulk_text(self) -> bytes:
-        """The bytes of the run read in bulk that this one is, or was cut from (b"")."""
+    def _bulk_run(self) -> "FrameRun | None":
+        """The run read in bulk that this one is, or was cut from (None: not read in bulk)."""
         run = self
         while not run._text and run._part_of is not None:
             run = run._part_of[0]
-        return run._text
+        return run if run._text else None
+
+    def _holds(self, needle: bytes) -> bool:
+        """``needle`` is in the run's bytes: looked for once (each part of a run cut into
+        parts asks again, and the bytes are the whole run's)."""
+        found = self._text_holds.get(needle)
+        if found is None:
+            found = self._text_holds[needle] = needle in self._text
+        return found
 
     def threads_and_names(self) -> tuple[list, list]:
         """Each frame's (pid, tid), and its name (None as "")."""

@@ -153,10 +153,12 @@ def _held_view(event: dict, link) -> dict:
     cat = event.get("cat")
     if link is None:
         name = event.get("name")
-        view = {"ph": event.get("ph"), "cat": cat, "name": name}
         if cat in CPU_OP_CATS:  # its time and thread, for the time in ops (core.breakdown)
-            view.update(ts=event.get("ts"), dur=event.get("dur"), pid=event.get("pid"),
-                        tid=event.get("tid"))
+            get = event.get
+            view = {"ph": get("ph"), "cat": cat, "name": name, "ts": get("ts"),
+                    "dur": get("dur"), "pid": get("pid"), "tid": get("tid")}
+        else:
+            view = {"ph": event.get("ph"), "cat": cat, "name": name}
         args = event.get("args")
         if args:
             kept = {}
@@ -870,7 +872,8 @@ class Splitter:
         self._seq += 1
         if link is not None:  # decided when its launch (or annotation) is seen
             self._pending_links.append((end, self._seq, start, event, link, raw))
-        elif _float_exact(end) and _float_exact(start):  # decided by a boundary after its end
+        elif end.__class__ is float and start.__class__ is float or (
+                _float_exact(end) and _float_exact(start)):  # decided by a boundary after its end
             self._cpu_rows.add(end, self._seq, start, event, raw)
             self._cpu_held_n += 1
         else:
