@@ -92,8 +92,15 @@ def analyze(durations, kinds: list[str], groups: list | None = None) -> Iteratio
     n = len(durations)
     if len(kinds) != n or (groups is not None and len(groups) != n):
         raise ValueError("durations, kinds and groups must have the same length")
-    times = np.asarray(durations, dtype=np.float64) if n else np.zeros(0)
-    busy = np.flatnonzero(np.fromiter((k != KIND_IDLE for k in kinds), dtype=bool, count=n))
+    idle = np.fromiter((k == KIND_IDLE for k in kinds), dtype=bool, count=n)
+    return _analyze(np.asarray(durations, dtype=np.float64) if n else np.zeros(0), idle,
+                    groups)
+
+
+def _analyze(times: np.ndarray, idle: np.ndarray, groups: list | None) -> IterationStats:
+    """``analyze`` of the durations ``times`` (float64) and the flags of the idle cycles."""
+    n = len(times)
+    busy = np.flatnonzero(~idle)
     outlier = [False] * n
     reason: list[str | None] = [None] * n
     stats: dict = {}
@@ -153,8 +160,11 @@ def _flag_outliers(times: np.ndarray, idx: np.ndarray, group: GroupStats, outlie
     if not (len(idx) >= MIN_FOR_OUTLIERS and median > 0):
         return
     values = times[idx]
-    ratio = values / median
-    far = np.abs(values - median) > OUTLIER_Z * _MAD_SCALE * mad
+    deviations = values - median
+    np.abs(deviations, out=deviations)
+    far = deviations > OUTLIER_Z * _MAD_SCALE * mad
+    del deviations
+    ratio = np.divide(values, median, out=values)  # in place: one group-sized array at a time
     flagged = far & ((ratio >= OUTLIER_RATIO) | (ratio <= 1 / OUTLIER_RATIO))
     for at in np.flatnonzero(flagged).tolist():
         i = int(idx[at])
@@ -195,19 +205,22 @@ def analyze_records(records: list, groups: list | None = None) -> IterationStats
     records' serving phases: a decode step is compared with decode steps, a prefill with
     prefills; a step of phase ``idle`` (it launches no GPU work) stays out like an idle
     cycle. The records are read once (a long trace's are paged through a file)."""
-    times, kinds, phases = array("d"), [], None  # phases: once one is not None
+    times, idle, phases = array("d"), bytearray(), None  # phases: once one is not None
     for r in reading(records):
         phase = getattr(r, "phase", None)
         judged = judged_time(r)
         times.append(_NOT_A_TIME if judged is None else judged)
-        kinds.append(KIND_IDLE if phase == PHASE_IDLE else r.kind)
+        idle.append(phase == PHASE_IDLE or r.kind == KIND_IDLE)
         if phases is not None:
             phases.append(phase)
         elif phase is not None:
-            phases = [None] * (len(kinds) - 1) + [phase]
+            phases = [None] * (len(idle) - 1) + [phase]
     if groups is None:
         groups = phases
-    return analyze(times, kinds, groups)
+    elif len(groups) != len(idle):
+        raise ValueError("durations, kinds and groups must have the same length")
+    return _analyze(np.frombuffer(times, dtype=np.float64), np.frombuffer(idle, dtype=bool),
+                    groups)
 
 
 def finish(records: list, groups: list | None = None) -> IterationStats:

@@ -766,7 +766,8 @@ class Splitter:
             for event, raw in events:
                 self._own_simple(OUTSIDE if owner is None else owner, event, raw)
         self._waiting_annotations.clear()
-        self._finish_records(self._result)
+        result, self._result = self._result, None  # its shapes (one per iteration): done with
+        self._finish_records(result)
 
     # -- output ------------------------------------------------------------------------
 
@@ -1258,8 +1259,9 @@ class Splitter:
         opened = self._windows.opened_steps()
         records = self._iterations
         last_end = self._windows.last_end
-        # as arrays: 8 bytes an iteration each, not a tuple and three lists (1 M iterations)
-        kernels, graph_launches, launches = array("q"), array("q"), array("q")
+        # as arrays of int32 (an iteration's counts are far below 2**31): 4 bytes an iteration
+        # each, not a tuple and three lists (1 M iterations)
+        kernels, graph_launches, launches = array("i"), array("i"), array("i")
         for r in reading(records):
             kernels.append(r.kernels)
             graph_launches.append(r.graph_launches)

@@ -331,12 +331,12 @@ def test_the_gap_before_each_boundary_takes_under_24_bytes_a_boundary():
     assert size < 24 * n
 
 
-def test_outliers_of_many_iterations_are_judged_in_under_80_bytes_an_iteration():
+def test_outliers_of_many_iterations_are_judged_in_under_64_bytes_an_iteration():
     n = 200_000
     times = [6.0 + (i % 7) / 1000 for i in range(n)]
     kinds = [KIND_ITERATION] * n
     _, peak = _traced_growth(lambda: analyze(times, kinds))
-    assert peak < 80 * n  # columns, not an index object and a float object per iteration
+    assert peak < 64 * n  # columns, not an index object and a float object per iteration
 
 
 def test_a_loop_of_one_op_iterations_is_confirmed_online(tmp_path):
