@@ -820,8 +820,8 @@ def _ruled_out(cut: _Cut, spans: list, shapes: list, coverage: float,
     totals = (parts[0].sum(1), parts[1].sum(1), ops)
     inner = len(cut.spans)
     # Every inner instance where there are few (``_trials`` tries each of up to
-    # ``medoid_trials``, and most of a few more): no representative tried is left out.
-    trials = np.arange(inner) if inner <= 2 * rules.medoid_trials else \
+    # ``medoid_trials``): the same representatives, no ``Counter`` of the shapes.
+    trials = np.arange(inner) if inner <= rules.medoid_trials else \
         np.array(_trials(cut, totals[1][:inner].tolist(), shapes, rules))
     near = _similarities(parts, totals, trials, rules)
     if n < rules.min_instances:  # (``Unit.similarity`` rounds each up by at most 0.0005)
@@ -872,11 +872,11 @@ def _similarities(parts: tuple, totals: tuple, trials: np.ndarray, rules: Rules)
     time, kernels and ops per kind of op (instances x kinds); ``totals``: its sums."""
     time, kernels, ops = totals
     x = np.empty((len(trials), len(ops)))
-    kind = 2 * (time[trials] > 0) + (kernels[trials] > 0)  # which components are active
-    for k in np.unique(kind).tolist():
-        rows = np.flatnonzero(kind == k)
+    actives = np.stack((time[trials] > 0, kernels[trials] > 0), axis=1)  # per representative
+    for active in np.unique(actives, axis=0).tolist():
+        rows = np.flatnonzero((actives == active).all(1))
         refs = trials[rows]
-        shares = _shares(parts, totals, (k >= 2, k % 2 == 1), rules)
+        shares = _shares(parts, totals, tuple(active), rules)
         own = shares[refs]
         lo = np.minimum(shares[None, :, :], own[:, None, :]).sum(2)
         hi = shares.sum(1)[None, :] + own.sum(1)[:, None] - lo
