@@ -90,7 +90,7 @@ def analyze(durations, kinds: list[str], groups: list | None = None) -> Iteratio
     ``None``. The durations are read as float64 columns (a million iterations: 8 bytes each,
     not a float object and an index object per iteration in each group's lists)."""
     n = len(durations)
-    if len(kinds) != n or (groups is not None and len(groups) != n):
+    if len(kinds) != n:
         raise ValueError("durations, kinds and groups must have the same length")
     idle = np.fromiter((k == KIND_IDLE for k in kinds), dtype=bool, count=n)
     return _analyze(np.asarray(durations, dtype=np.float64) if n else np.zeros(0), idle,
@@ -100,6 +100,8 @@ def analyze(durations, kinds: list[str], groups: list | None = None) -> Iteratio
 def _analyze(times: np.ndarray, idle: np.ndarray, groups: list | None) -> IterationStats:
     """``analyze`` of the durations ``times`` (float64) and the flags of the idle cycles."""
     n = len(times)
+    if groups is not None and len(groups) != n:
+        raise ValueError("durations, kinds and groups must have the same length")
     busy = np.flatnonzero(~idle)
     outlier = [False] * n
     reason: list[str | None] = [None] * n
@@ -217,8 +219,6 @@ def analyze_records(records: list, groups: list | None = None) -> IterationStats
             phases = [None] * (len(idle) - 1) + [phase]
     if groups is None:
         groups = phases
-    elif len(groups) != len(idle):
-        raise ValueError("durations, kinds and groups must have the same length")
     return _analyze(np.frombuffer(times, dtype=np.float64), np.frombuffer(idle, dtype=bool),
                     groups)
 
