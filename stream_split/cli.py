@@ -38,6 +38,7 @@ from stream_split.follow import DEFAULT_IDLE_TIMEOUT
 from stream_split.options import IterationChoice, parse_selection, parse_steps
 from stream_split.output import OutputFolder
 from stream_split.plot import plot_format, write_plot
+from stream_split.manifest_entries import kind_counts
 from stream_split.merge import MERGED_FOLDER, merge_ranks
 from stream_split.ranks import (
     RANKS_FILE, expand_traces, load_ranks, rank_pieces, render_ranks, split_ranks)
@@ -284,9 +285,7 @@ def cmd_split(args) -> int:
         render_text(table, sys.stdout, limit=SPLIT_TABLE_ROWS)
         kinds = table["rows"].kinds  # counted as the rows were made: the entries are read once
     else:
-        kinds = {}
-        for it in manifest["iterations"]:
-            kinds[it["kind"]] = kinds.get(it["kind"], 0) + 1
+        kinds = kind_counts(manifest["iterations"])
     summary = ", ".join(plural(n, "idle cycle" if k == "idle" else k)
                         for k, n in kinds.items()) or "0 iterations"
     counts = manifest["counts"]

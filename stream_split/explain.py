@@ -113,7 +113,7 @@ def _lines(splitter) -> list[str]:
     durations = sorted(it.duration_us for it in iterations if it.kind == "iteration")
     if durations:
         stats = analyze_records(iterations)
-        outliers = sum(stats.outlier)
+        outliers = len(stats.reasons)
         lines.append(f"iteration time: median {quantile(durations, 0.5) / 1000:.3f} ms, "
                      f"min {durations[0] / 1000:.3f} ms, max {durations[-1] / 1000:.3f} ms; "
                      + (plural(outliers, "outlier") if outliers else "no outliers")

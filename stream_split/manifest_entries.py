@@ -73,6 +73,15 @@ class ManifestIterations(Sequence):
         return [position for position, record in enumerate(reading(self._records))
                 if getattr(record, field)]
 
+    def counts_of(self, field: str) -> dict:
+        """{value: how many entries hold it} of ``field``, read from the records (no entry
+        made; ``field`` one that nothing assigned since changed), in the order first seen."""
+        counts: dict = {}
+        for record in reading(self._records):
+            value = getattr(record, field)
+            counts[value] = counts.get(value, 0) + 1
+        return counts
+
     def to_read(self):
         """The entries, each as ``__iter__`` makes it but sharing its nested values with its
         record: for a caller that only reads them (``entries_to_read``)."""
@@ -141,6 +150,17 @@ def outlier_positions(entries) -> list[int]:
     if isinstance(entries, ManifestIterations):
         return entries.positions_where("outlier")
     return [position for position, entry in enumerate(entries) if entry.get("outlier")]
+
+
+def kind_counts(entries) -> dict:
+    """{kind: how many} of a manifest's ``iterations`` (a list of entries, or
+    ``ManifestIterations``: read from its records, no entry made), in the order first seen."""
+    if isinstance(entries, ManifestIterations):
+        return entries.counts_of("kind")
+    counts: dict = {}
+    for entry in entries:
+        counts[entry["kind"]] = counts.get(entry["kind"], 0) + 1
+    return counts
 
 
 def dump_manifest(manifest: dict, stream) -> None:

@@ -195,7 +195,7 @@ def representative(records: list, indices: list[int], count: int) -> list[int]:
                   for k, r in enumerate(records)
                   if r.index in keep and steady["first"] <= k <= steady["last"]
                   and r.kind != KIND_IDLE and getattr(r, "phase", None) != PHASE_IDLE
-                  and not stats.outlier[k] and judged_time(r) is not None]
+                  and k not in stats.reasons and judged_time(r) is not None]
     nearest = sorted(candidates, key=lambda c: (abs(judged_time(c[0]) - (c[1].median_us or 0)),
                                                 c[0].index))
     return sorted(r.index for r, _ in nearest[:count])

@@ -42,6 +42,7 @@ import shutil
 import stat
 import tempfile
 from contextlib import suppress
+from itertools import islice
 
 from stream_split.errors import OutputError
 
@@ -323,11 +324,36 @@ def _shown(names: list[str]) -> str:
 
 # -- the marker: what a folder holds that the tool wrote --------------------------------------
 
-def _write_marker(folder: str, files: list[str] | None) -> None:
+def _write_marker(folder: str, files) -> None:
+    """The marker of ``folder``: the text of ``json.dump`` with ``indent=0`` of its format,
+    version and ``files`` (an iterable of relative paths, or None for a staging folder),
+    written as the paths come, ``MARKER_BATCH`` at a time (a folder of a million pieces is
+    listed without holding a million names)."""
     with create_new(os.path.join(folder, FOLDER_MARKER), "w", encoding="utf-8") as f:
-        json.dump({"format": MARKER_FORMAT, "version": MARKER_VERSION, "files": files}, f,
-                  indent=0)
-        f.write("\n")
+        head = json.dumps({"format": MARKER_FORMAT, "version": MARKER_VERSION}, indent=0)
+        f.write(head[:-2] + ',\n"files": ')
+        if files is None:
+            f.write("null")
+        else:
+            opening = "[\n"
+            for batch in _batches(files, MARKER_BATCH):
+                f.write(opening + _MARKER_ITEMS.encode(batch)[1:-1])
+                opening = ",\n"
+            f.write("[]" if opening == "[\n" else "\n]")
+        f.write("\n}\n")
+
+
+#: Paths of the marker encoded at once (``_write_marker``).
+MARKER_BATCH = 4096
+#: The marker's items: one per line, as ``json.dump(indent=0)`` lays them out.
+_MARKER_ITEMS = json.JSONEncoder(separators=(",\n", ": "))
+
+
+def _batches(items, size: int):
+    """``items`` (any iterable) as lists of up to ``size``."""
+    iterator = iter(items)
+    while batch := list(islice(iterator, size)):
+        yield batch
 
 
 def _is_relative_path(path) -> bool:
@@ -366,10 +392,15 @@ def _walk(folder: str):
         yield top, "" if rel == "." else rel.replace(os.sep, "/") + "/", dirs, names
 
 
-def _files_under(folder: str) -> list[str]:
-    """Every file under ``folder`` (relative, ``/``-separated, sorted), the marker aside."""
-    found = [prefix + name for _, prefix, _, names in _walk(folder) for name in names]
-    return sorted(name for name in found if name != FOLDER_MARKER)
+def _files_under(folder: str, prefix: str = ""):
+    """Every file under ``folder`` (relative, ``/``-separated), the marker aside, as the file
+    system lists them (one at a time: none is held), links not followed."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                yield from _files_under(entry.path, prefix + entry.name + "/")
+            elif prefix or entry.name != FOLDER_MARKER:
+                yield prefix + entry.name
 
 
 def foreign_entries(folder: str) -> list[str]:

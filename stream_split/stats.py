@@ -71,9 +71,11 @@ class GroupStats:
 
 @dataclass(slots=True)
 class IterationStats:
-    """The verdicts for a list of iterations, index for index with the input."""
-    outlier: list[bool]
-    outlier_reason: list[str | None]
+    """The verdicts for a list of ``count`` iterations (indices into the input)."""
+    count: int
+    #: {index: reason} of the outliers only (a million iterations with a handful of outliers
+    #: hold a handful of entries, not two lists of a million).
+    reasons: dict[int, str]
     #: ``{"first": i, "last": j}`` (indices into the input), or None with no iteration.
     steady_state: dict | None
     groups: dict = field(default_factory=dict)  # group key -> GroupStats
@@ -81,6 +83,17 @@ class IterationStats:
     @property
     def overall(self) -> GroupStats:
         return self.groups.get(None) or next(iter(self.groups.values()), GroupStats())
+
+    @property
+    def outlier(self) -> list[bool]:
+        """Whether each iteration is an outlier, index for index (a list made when asked)."""
+        reasons = self.reasons
+        return [i in reasons for i in range(self.count)]
+
+    @property
+    def outlier_reason(self) -> list[str | None]:
+        """Each iteration's reason (None: no outlier), index for index (made when asked)."""
+        return [self.reasons.get(i) for i in range(self.count)]
 
 
 def analyze(durations, kinds: list[str], groups: list | None = None) -> IterationStats:
@@ -103,16 +116,15 @@ def _analyze(times: np.ndarray, idle: np.ndarray, groups: list | None) -> Iterat
     if groups is not None and len(groups) != n:
         raise ValueError("durations, kinds and groups must have the same length")
     busy = np.flatnonzero(~idle)
-    outlier = [False] * n
-    reason: list[str | None] = [None] * n
+    reasons: dict[int, str] = {}
     stats: dict = {}
     warmup_end = -1
     members = _members(busy, groups)
     for key, idx in members.items():
         group = stats[key] = _group_stats(times[idx])
-        _flag_outliers(times, idx, group, outlier, reason)
+        _flag_outliers(times, idx, group, reasons)
         if group.median_us:
-            warmup_end = max(warmup_end, _warm_up(times, idx, group, outlier))
+            warmup_end = max(warmup_end, _warm_up(times, idx, group, reasons))
     steady = None
     if len(busy):
         after = busy[np.searchsorted(busy, warmup_end, side="right"):]
@@ -123,7 +135,7 @@ def _analyze(times: np.ndarray, idle: np.ndarray, groups: list | None) -> Iterat
                 str(key): {"first": int(idx[stats[key].warmup]), "last": int(idx[-1]),
                            "warmup": stats[key].warmup}
                 for key, idx in sorted(named.items(), key=lambda item: item[1][0])}
-    return IterationStats(outlier, reason, steady, stats)
+    return IterationStats(n, reasons, steady, stats)
 
 
 def _members(busy: np.ndarray, groups: list | None) -> dict:
@@ -143,21 +155,22 @@ def _group_stats(values: np.ndarray) -> GroupStats:
     here in place; ``quantile`` on the sorted values)."""
     values.sort()  # in place: a group of a million iterations sorts without another copy
     median = _float(quantile(values, 0.5))
-    deviations = values - median
+    p90 = _float(quantile(values, 0.9))
+    deviations = np.subtract(values, median, out=values)  # in place too: values are done
     np.abs(deviations, out=deviations)
     deviations.sort()
     mad = _float(quantile(deviations, 0.5))
-    return GroupStats(count=len(values), median_us=median,
-                      p90_us=_float(quantile(values, 0.9)), mad_us=mad)
+    return GroupStats(count=len(values), median_us=median, p90_us=p90, mad_us=mad)
 
 
 def _float(value) -> float | None:
     return None if value is None else float(value)
 
 
-def _flag_outliers(times: np.ndarray, idx: np.ndarray, group: GroupStats, outlier: list,
-                   reason: list) -> None:
-    """Flag the outliers of one group (see the module docstring), with their ratio."""
+def _flag_outliers(times: np.ndarray, idx: np.ndarray, group: GroupStats,
+                   reasons: dict) -> None:
+    """Flag the outliers of one group (see the module docstring): their ratio in
+    ``reasons`` at their index."""
     median, mad = group.median_us, group.mad_us
     if not (len(idx) >= MIN_FOR_OUTLIERS and median > 0):
         return
@@ -169,22 +182,27 @@ def _flag_outliers(times: np.ndarray, idx: np.ndarray, group: GroupStats, outlie
     ratio = np.divide(values, median, out=values)  # in place: one group-sized array at a time
     flagged = far & ((ratio >= OUTLIER_RATIO) | (ratio <= 1 / OUTLIER_RATIO))
     for at in np.flatnonzero(flagged).tolist():
-        i = int(idx[at])
-        outlier[i] = True
-        reason[i] = f"{float(ratio[at]):.1f}x median"
+        reasons[int(idx[at])] = f"{float(ratio[at]):.1f}x median"
 
 
-def _warm_up(times: np.ndarray, idx: np.ndarray, group: GroupStats, outlier: list) -> int:
+def _warm_up(times: np.ndarray, idx: np.ndarray, group: GroupStats, reasons: dict) -> int:
     """Count the group's leading warm-up iterations (``group.warmup``); returns the index of
-    the last of them (-1: none)."""
+    the last of them (-1: none). The candidates (at most half of the group) are read a block
+    at a time: the warm-up is short, the group may hold a million."""
     limit = WARMUP_RATIO * group.median_us
     last = -1
-    for i in idx[:len(idx) // 2].tolist():
-        if not (outlier[i] or times[i] > limit):
-            break
-        group.warmup += 1
-        last = i
+    half = len(idx) // 2
+    for block in range(0, half, _WARMUP_BLOCK):
+        for i in idx[block:min(block + _WARMUP_BLOCK, half)].tolist():
+            if not (i in reasons or times[i] > limit):
+                return last
+            group.warmup += 1
+            last = i
     return last
+
+
+#: How many of a group's leading iterations ``_warm_up`` reads at a time.
+_WARMUP_BLOCK = 1024
 
 
 #: What outliers and the steady state of iteration records are judged on: the wall span
@@ -229,8 +247,7 @@ def finish(records: list, groups: list | None = None) -> IterationStats:
     analysis (the steady state too). Every front end takes it the same way, through
     ``run.drive``; a direct caller of ``Splitter`` calls it after ``close()``."""
     result = analyze_records(records, groups)
-    for i, flag in enumerate(result.outlier):
-        if flag:  # a record is made no outlier: only the outliers are changed
-            record = records[i]
-            record.outlier, record.outlier_reason = True, result.outlier_reason[i]
+    for i in sorted(result.reasons):  # a record is made no outlier: only outliers are changed
+        record = records[i]
+        record.outlier, record.outlier_reason = True, result.reasons[i]
     return result
