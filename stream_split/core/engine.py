@@ -851,6 +851,7 @@ class Splitter:
             windows.drop_last()
             self._iterations.pop()
             self._breakdowns.pop()
+            self._phase_facts.pop()  # index for index with the records, like the breakdowns
             self._records.append(Revision(index, REVISION_RETRACT, None, pid, tid,
                                           record.first_op, found.why))
             return

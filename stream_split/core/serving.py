@@ -47,6 +47,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from stream_split.core.coded import CodedList
 from stream_split.core.records import slots_reduce
 from stream_split.trace_format import DIMS_ARG
 
@@ -214,7 +215,7 @@ def loop_containers(evidence: dict) -> list[str]:
 
 def infer_phases(kinds: list[str], facts: list[PhaseFacts], graph_launches: list[int],
                  launches: list[int], containers=(), diffusion_code: bool = False
-                 ) -> list[tuple[str | None, str | None]]:
+                 ) -> list[tuple[str | None, str | None]] | CodedList:
     """One ``(phase, evidence)`` per iteration; ``(None, None)`` everywhere when the loop is
     not a serving loop; ``denoise`` when ``containers`` (``loop_containers``) name a
     diffusion request (evidence ``container``), or the trace ran a diffusion library's code
@@ -224,7 +225,7 @@ def infer_phases(kinds: list[str], facts: list[PhaseFacts], graph_launches: list
     if diffusion_code:
         return [(IDLE, "kind") if kind == IDLE else (DENOISE, "frames") for kind in kinds]
     if not is_serving(facts, graph_launches):
-        return [(None, None)] * len(facts)
+        return CodedList(((None, None),), len(facts))  # a byte each: 1 M iterations
     threshold = _token_threshold([f.max_tokens for f, kind in zip(facts, kinds)
                                   if kind != IDLE and f.annotation is None])
     out = []

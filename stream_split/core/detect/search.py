@@ -119,6 +119,7 @@ from operator import add
 
 import numpy as np
 
+from stream_split.core.coded import CodedList
 from stream_split.core.detect.rules import (
     BOUND_CELLS, BOUND_MARGIN, BOUND_OPS, HOPE_MARGIN, HOPE_ROUNDING, HOPE_RUNS, REPEAT, RULES, Rules)
 from stream_split.core.records import KIND_IDLE, KIND_ITERATION
@@ -2065,17 +2066,17 @@ def typical_duration(starts: list) -> float:
 # -- kinds of cycles -------------------------------------------------------------------
 
 
-def cycle_kinds(shapes: list, kernels: list, rules: Rules = RULES) -> list:
+def cycle_kinds(shapes: list, kernels: list, rules: Rules = RULES) -> CodedList:
     """Kind of each cycle from its shape (``Unit.shapes``: 0 for instances like the unit) and
     its kernels: a cycle that took another path and does (almost) none of the GPU work of
     the median cycle like the unit is ``idle`` (reported, never splitting an iteration), and
     so is a last cycle unlike the unit that does none. A prefill among decode steps is unlike
-    them too, but busier, and on the same path."""
-    kinds = [KIND_ITERATION] * len(kernels)
+    them too, but busier, and on the same path. One byte a cycle (``CodedList``)."""
+    kinds = CodedList((KIND_ITERATION, KIND_IDLE), len(kernels))
     if len(shapes) != len(kernels) or not kernels:
         return kinds
     like = np.fromiter((k for shape, k in zip(shapes, kernels) if shape == 0), dtype=np.int64)
-    median = _upper_median_of(like if len(like) else np.asarray(kernels, dtype=np.int64))
+    median = _upper_median_of(like if len(like) else np.fromiter(kernels, dtype=np.int64))
     del like
     last = len(kernels) - 1
     for i, (shape, k) in enumerate(zip(shapes, kernels)):
