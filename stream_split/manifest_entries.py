@@ -168,7 +168,9 @@ def dump_manifest(manifest: dict, stream) -> None:
     ``serialize.strict_json(manifest, indent=INDENT)``), its ``iterations`` encoded one entry
     at a time."""
     head = dict(manifest, iterations=_PLACEHOLDER)
-    before, after = strict_json(head, indent=INDENT).split(strict_json(_PLACEHOLDER))
+    # the C encoder's way (``_indented``): the detection's evidence of a loop of a million
+    # instances holds a million similarities, which ``json.dumps(indent=...)`` made in Python
+    before, after = _entry_text(head, 0).split(strict_json(_PLACEHOLDER))
     stream.write(before)
     entries = manifest["iterations"]
     texts = iter(entries.texts() if isinstance(entries, ManifestIterations)
@@ -189,13 +191,13 @@ def dump_manifest(manifest: dict, stream) -> None:
 _ENTRY_DEPTH = 2 * INDENT
 
 
-def _entry_text(entry: dict) -> str:
+def _entry_text(entry: dict, depth: int = _ENTRY_DEPTH) -> str:
     """An entry as it reads inside the manifest: its own JSON (``strict_json``, non-finite
-    numbers as null), each line indented two levels."""
+    numbers as null), each line indented ``depth`` spaces (two levels: an entry's)."""
     try:
-        return _indented(entry, _ENTRY_DEPTH)
+        return _indented(entry, depth)
     except ValueError:  # a number that is not finite (rare): as null
-        return _indented(finite(entry), _ENTRY_DEPTH)
+        return _indented(finite(entry), depth)
 
 
 def _record_entry_text(entry: dict) -> str:
