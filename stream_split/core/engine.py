@@ -282,7 +282,7 @@ class Splitter:
         # ``pending_limit`` they go to ``_spill``.
         # CPU-side events waiting for a window: as ``HeldColumns`` (``_cpu_held``; those
         # held one at a time in ``_cpu_rows`` first), or in the heap ``_pending`` (back from
-        # the spill as items, or a time a float would change): see ``_hold``.
+        # the spill as items, or a time a float would change): see ``_hold_cpu``.
         self._pending: list = []
         self._pending_links: list = []  # GPU events waiting for their launch (no window yet)
         self._cpu_held, self._cpu_rows, self._cpu_held_n = [], HeldRows(), 0
@@ -381,7 +381,7 @@ class Splitter:
         elif windows.decidable(end):
             self._own_cpu(windows.owner(ts, end), event, end, raw, cat)
         else:
-            self._hold(end, ts, event, None, raw)
+            self._hold_cpu(end, ts, event, raw, cat, args)
 
     def _python_frame(self, event: dict, ts, end, name, raw) -> bool:
         """A Python frame (``X``): the phases' evidence (diffusion code), and, when it begins
@@ -418,7 +418,8 @@ class Splitter:
             if ph not in _FLOW_PHASES:
                 return False
             flow_id = event.get("id")  # a string id is legal Chrome; it links nothing
-            self._route_linked(event, flow_id if flow_id.__class__ is int else None, raw)
+            self._route_linked(event, flow_id if flow_id.__class__ is int else None, raw,
+                               self._own_simple)  # a flow: counted, no GPU numbers
             return True
         self._route_annotation(event, args.get("External id") if args else None, raw)
         return True
@@ -864,22 +865,35 @@ class Splitter:
                                       found.first_op, found.why))
         self._resolve_pending(found.start_ts)
 
-    def _hold(self, end, start, event: dict, link, raw=None) -> None:
+    def _hold_linked(self, event: dict, link: tuple, raw=None) -> None:
+        """Hold an event that ``link`` (``("corr"|"ext", id)``) decides: when its launch (or
+        annotation) is seen."""
         if not self._keep:
             raw = None
-        if link is None and event.get("cat") == ANNOTATION_CAT and event.get("args"):
-            self._annotations.hold(event["args"].get("External id"))
         event = self._held_event(event, raw, link)
         self._seq += 1
-        if link is not None:  # decided when its launch (or annotation) is seen
-            self._pending_links.append((end, self._seq, start, event, link, raw))
-        elif end.__class__ is float and start.__class__ is float or (
-                _float_exact(end) and _float_exact(start)):  # decided by a boundary after its end
+        self._pending_links.append((None, self._seq, None, event, link, raw))
+        if self._held_in_memory() >= self.options.pending_limit:
+            self._bound_held()
+
+    def _hold_cpu(self, end, start, event: dict, raw, cat, args) -> None:
+        """Hold a CPU-side event (``cat`` and ``args``: its fields, as ``feed`` read them):
+        decided by a boundary after its end."""
+        if cat == ANNOTATION_CAT and args:
+            self._annotations.hold(args.get("External id"))
+        if not self._keep:
+            raw, event = None, _held_view(event, None)
+        elif raw is not None:
+            event = _held_view(event, None)
+        self._seq += 1
+        if end.__class__ is float and start.__class__ is float or (
+                _float_exact(end) and _float_exact(start)):
             self._cpu_rows.add(end, self._seq, start, event, raw)
             self._cpu_held_n += 1
         else:
-            heappush(self._pending, (end, self._seq, start, event, link, raw))
-        if self._held_in_memory() >= self.options.pending_limit:
+            heappush(self._pending, (end, self._seq, start, event, None, raw))
+        if len(self._pending) + len(self._pending_links) + self._cpu_held_n >= \
+                self.options.pending_limit:
             self._bound_held()
 
     def _held_in_memory(self) -> int:
@@ -887,8 +901,8 @@ class Splitter:
 
     def _hold_frames(self, ends: np.ndarray, starts: np.ndarray, events: list,
                      raws: list) -> None:
-        """Hold CPU-side events (already what ``_hold`` keeps of them) in this order: the
-        same items, spilled at the same points, as ``_hold`` one by one, as columns
+        """Hold CPU-side events (already what ``_hold_cpu`` keeps of them) in this order: the
+        same items, spilled at the same points, as ``_hold_cpu`` one by one, as columns
         (``HeldColumns``; a plain frame, the view ``_HELD_FRAME``, as None)."""
         first = self._seq + 1
         self._seq += len(ends)
@@ -1167,27 +1181,30 @@ class Splitter:
             for gpu_event, gpu_raw in waiting:
                 self._own_linked(owner, gpu_event, gpu_raw)
 
-    def _route_linked(self, event: dict, key, raw=None) -> None:
+    def _route_linked(self, event: dict, key, raw=None, own=None) -> None:
+        """GPU work (``own``: None) or a launch flow (``own``: ``_own_simple``) with the
+        correlation id ``key``: owned now by its launch's owner, or waiting for it."""
         owner = self._correlations.lookup(key) if key is not None else None
         if owner is not None:
-            self._own_linked(owner, event, raw)
+            (own or self._own_linked)(owner, event, raw)
         elif self._waiting_count >= _WAITING_IN_MEMORY or (
                 not self._windows.starts and not self.closed):
             # No iteration yet, or many waiting (GPU work launched before the trace): held
             # like any undecided event, so the spill bounds the memory.
-            self._hold(None, None, event, ("corr", key), raw)
+            self._hold_linked(event, ("corr", key), raw)
         else:
             self._waiting_count += 1
             self._waiting_gpu.setdefault(key, []).append(
                 (self._held_event(event, raw, ("corr", key)), raw))
 
     def _own_linked(self, owner: int, event: dict, raw=None) -> None:
-        if event.get("cat") not in GPU_WORK_CATS:  # a flow: counted, no GPU numbers
+        cat = event.get("cat")
+        if cat not in GPU_WORK_CATS:  # a flow: counted, no GPU numbers
             self._own_simple(owner, event, raw)
             return
         if self._keep:
             self._assigned.append((owner, event if raw is None else raw))
-        kernel = event.get("cat") in KERNEL_CATS
+        kernel = cat in KERNEL_CATS
         if owner == OUTSIDE:
             self.outside_events += 1
             self.outside_kernels += kernel
@@ -1218,7 +1235,7 @@ class Splitter:
             record.gpu_end_ts = end
         if owner > self._gpu_latest:
             self._freeze_gpu_before(owner)
-        breakdown.add_gpu(event.get("cat"), event.get("name") or "", start, end)
+        breakdown.add_gpu(cat, event.get("name") or "", start, end)
         args = event.get("args")
         if kernel and args:
             delay = self._launch_times.delay(args.get("correlation"), start, owner)
@@ -1237,7 +1254,7 @@ class Splitter:
         if owner is not None:
             self._own_simple(owner, event, raw)
         elif not self._windows.starts and not self.closed:
-            self._hold(None, None, event, ("ext", ext), raw)
+            self._hold_linked(event, ("ext", ext), raw)
         else:
             self._waiting_annotations.setdefault(ext, []).append(
                 (self._held_event(event, raw, ("ext", ext)), raw))
