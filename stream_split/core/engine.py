@@ -350,23 +350,22 @@ class Splitter:
         route = _ROUTE.get(cat)
         if ts < self._order.flush_below and ph == "X" and route != _STRUCTURE:
             self._observe_ops(self._order.release_before(ts))  # held ops' section is over
-        if route is not None and route != _STRUCTURE and self._route(route, event, ph, ts, args,
-                                                                     raw):
+        if route is not None and route != _STRUCTURE and self._route(route, event, ph, ts, args, raw):
             return
         end = ts + dur if dur and ph == "X" else ts
         if ph == "X":
             if route == _STRUCTURE:
                 self._observe_op((pid, tid), ts, end, name := name or "", cat)
-            elif self._detector.wants_evidence:  # a launch or a frame may end the section
-                self._add_boundaries(self._evidence_of(pid, tid, ts, end, name, cat, args))
+            elif self._detector.wants_evidence and (  # a launch or a frame may end the section
+                    found := self._evidence_of(pid, tid, ts, end, name, cat, args)):
+                self._add_boundaries(found)
             if cat == PYTHON_FRAME_CAT and self._python_frame(event, ts, end, name, raw):
                 return  # it opens a step: owned by it
         windows = self._windows
         if windows.cached_lo <= ts <= end < windows.cached_hi:  # the common case, inline
             owner = windows.cached_owner
-            if not self._keep and owner >= 0 and (
-                    not args or ("correlation" not in args and cat != ANNOTATION_CAT)):
-                # Counted only, links nothing: the fast path of _own_cpu.
+            if not self._keep and owner >= 0 and (  # _own_cpu's fast path: counted only,
+                    not args or ("correlation" not in args and cat != ANNOTATION_CAT)):  # links nothing
                 record = self._iterations[owner]
                 record.events += 1
                 if cat in CPU_OP_CATS:
@@ -411,7 +410,8 @@ class Splitter:
         if route == _BY_CORRELATION:
             corr = args.get("correlation") if args else None
             if self._detector.wants_evidence:  # may end Kineto's CPU section
-                self._add_boundaries(self._detector.observe_gpu_work(corr, ts))
+                if found := self._detector.observe_gpu_work(corr, ts):
+                    self._add_boundaries(found)
             self._route_linked(event, corr, raw)
             return True
         if route == _BY_FLOW_ID:
@@ -444,8 +444,8 @@ class Splitter:
         stacks = self._stacks
         stack = stacks.push(thread, name, ts, end) if self._reads_stacks \
             else stacks.note_start(thread, ts)
-        self._add_boundaries(self._detector.observe(thread, stack, ts, end, name,
-                                                    stacks.section(thread)))
+        if found := self._detector.observe(thread, stack, ts, end, name, stacks.section(thread)):
+            self._add_boundaries(found)
         if len(stacks) > self._forget_at:
             self._forget_idle_threads()
 
