@@ -130,6 +130,8 @@ def _arrival(item) -> int:
 _WAITING_IN_MEMORY = 4096
 
 
+#: ``Splitter._hot`` while no iteration's state is kept at hand.
+_NO_HOT = (None, None, None)
 #: Integers up to this size are held as floats (``HeldColumns``) without change.
 _FLOAT_INTEGERS = 2 ** 53
 
@@ -304,7 +306,7 @@ class Splitter:
         self._breakdowns: list[IterationBreakdown] = per_iteration()
         self._records_done = False  # ``iterations`` holds the final records
         self._gpu_latest = 0  # the latest iteration whose GPU work was decided
-        self._launch_times = LaunchTimes()
+        self._launch_times, self._hot = LaunchTimes(), _NO_HOT  # _hot: see ``_hot_state``
         self._assigned, self._records = [], []
         self._keep = self.options.keep_events
         self.events_in = self.metadata_events = self.outside_events = self.outside_kernels = 0
@@ -366,11 +368,12 @@ class Splitter:
             owner = windows.cached_owner
             if not self._keep and owner >= 0 and (  # _own_cpu's fast path: counted only,
                     not args or ("correlation" not in args and cat != ANNOTATION_CAT)):  # links nothing
-                record = self._iterations[owner]
+                hot = self._hot if self._hot[0] == owner else self._hot_state(owner)
+                record = hot[1]
                 record.events += 1
                 if cat in CPU_OP_CATS:
                     record.cpu_ops += 1
-                    self._breakdowns[owner].add_op((pid, tid), ts, end)
+                    hot[2].add_op((pid, tid), ts, end)
                     if role := (_PHASE_ROLES[name] if ph == "X" else _NO_ROLE):
                         self._phase_facts[owner].observe(role, name, args)
                 if end > record.end_ts:
@@ -682,9 +685,11 @@ class Splitter:
 
     def _trim_paged(self) -> None:
         """Send the per-iteration state used least recently to its file (``PagedList.trim``):
-        only where no record, breakdown or phase facts got before is still in use. Between
-        two batches, and at each boundary: a detector that confirms its unit at the end finds
-        every boundary of the trace at once (1 M iterations' state in memory together)."""
+        only where no record, breakdown or phase facts got before is still in use (``_hot``
+        is forgotten). Between two batches, and at each boundary: a detector that confirms
+        its unit at the end finds every boundary of the trace at once (1 M iterations' state
+        in memory together)."""
+        self._hot = _NO_HOT
         for kept in (self._iterations, self._phase_facts, self._breakdowns):
             if hasattr(kept, "trim"):
                 kept.trim()
@@ -782,6 +787,7 @@ class Splitter:
         """Boundary and Revision records decided since the last call, in order, and after the
         last decision every iteration's record (``iterations``)."""
         out, self._records = self._records, []
+        self._hot = _NO_HOT  # iterating a ``PagedList`` trims it
         if self._records_done:
             self._records_done = False
             out.extend(self._iterations)
@@ -791,11 +797,13 @@ class Splitter:
     def iterations(self) -> list[IterationRecord]:
         """The iteration records, in order (a sequence: a list, or a ``PagedList``); final
         once ``decided()`` says no more after ``end_of_input()``."""
+        self._hot = _NO_HOT  # the caller may iterate them: a ``PagedList`` is trimmed then
         return self._iterations
 
     @property
     def events_out(self) -> int:
         """Non-metadata events assigned so far (to an iteration or to outside)."""
+        self._hot = _NO_HOT  # iterating a ``PagedList`` trims it
         return sum(r.events for r in self._iterations) + self.outside_events
 
     # -- internals ---------------------------------------------------------------------
@@ -852,6 +860,7 @@ class Splitter:
             windows.drop_last()
             self._iterations.pop()
             self._breakdowns.pop()
+            self._hot = _NO_HOT
             self._records.append(Revision(index, REVISION_RETRACT, None, pid, tid,
                                           record.first_op, found.why))
             return
@@ -1127,13 +1136,15 @@ class Splitter:
         if owner == OUTSIDE:
             self.outside_events += 1
         else:
-            record = self._iterations[owner]
+            hot = self._hot
+            if hot[0] != owner:
+                hot = self._hot_state(owner)
+            record = hot[1]
             record.events += 1
             if cat in STRUCTURE_CATS:
                 self._structure_facts(owner, record, cat, event)
                 if cat in CPU_OP_CATS and event.get("ph") == "X":
-                    self._breakdowns[owner].add_op((event.get("pid"), event.get("tid")),
-                                                   event.get("ts"), end)
+                    hot[2].add_op((event.get("pid"), event.get("tid")), event.get("ts"), end)
             if end > record.end_ts:
                 record.end_ts = end
         args = event.get("args")
@@ -1170,7 +1181,8 @@ class Splitter:
     def _own_launch(self, owner: int, corr, name) -> None:
         """A runtime call's owner is its GPU work's owner, now and for what waited for it."""
         if owner != OUTSIDE and name in LAUNCH_NAMES:
-            record = self._iterations[owner]
+            hot = self._hot
+            record = (hot if hot[0] == owner else self._hot_state(owner))[1]
             record.launches += 1
             if name in GRAPH_LAUNCH_NAMES:
                 record.graph_launches += 1
@@ -1209,7 +1221,10 @@ class Splitter:
             self.outside_events += 1
             self.outside_kernels += kernel
             return
-        record = self._iterations[owner]
+        hot = self._hot
+        if hot[0] != owner:
+            hot = self._hot_state(owner)
+        record = hot[1]
         record.events += 1
         record.gpu_events += 1
         record.kernels += kernel
@@ -1222,7 +1237,7 @@ class Splitter:
         # a later-starting one on its stream (decided out of order) adds its whole duration
         # to the busy time (a stream runs one thing at a time) and to the active time, which
         # is then capped by the busy time and the iteration's GPU span.
-        breakdown = self._breakdowns[owner]
+        breakdown = hot[2]
         streams, stream = breakdown.stream_work, (event.get("pid"), event.get("tid"))
         streams[stream], busy = _extend_union(streams.get(stream), start, end)
         record.gpu_busy_us += busy
@@ -1265,7 +1280,16 @@ class Splitter:
         if owner == OUTSIDE:
             self.outside_events += 1
         else:
-            self._iterations[owner].events += 1
+            hot = self._hot
+            (hot if hot[0] == owner else self._hot_state(owner))[1].events += 1
+
+    def _hot_state(self, owner: int) -> tuple:
+        """(owner, its record, its breakdown), kept as ``_hot``: the events of one
+        iteration mostly come together, and each look-up in a ``PagedList`` is a call.
+        Forgotten wherever the lists may change what they hold (``_trim_paged``, a
+        retracted boundary)."""
+        self._hot = hot = (owner, self._iterations[owner], self._breakdowns[owner])
+        return hot
 
     def _finish_records(self, result) -> None:
         """The records made final, in one pass that changes them (on a long trace they are
@@ -1273,6 +1297,7 @@ class Splitter:
         every page back), after one that reads what the kinds and phases are decided on.
         Each begins at its boundary, or at the Python frame that opens it where that came
         after the boundary (``owners.StepOpeners``: Kineto writes frames last)."""
+        self._hot = _NO_HOT
         opened = self._windows.opened_steps()
         records = self._iterations
         last_end = self._windows.last_end
