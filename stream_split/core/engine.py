@@ -447,9 +447,9 @@ class Splitter:
         stacks = self._stacks
         stack = stacks.push(thread, name, ts, end) if self._reads_stacks \
             else stacks.note_start(thread, ts)
-        if found := self._detector.observe(thread, stack, ts, end, name, stacks.section(thread)):
+        if found := self._detector.observe(thread, stack, ts, end, name, stacks.last_section):
             self._add_boundaries(found)
-        if len(stacks) > self._forget_at:
+        if stacks.known > self._forget_at:
             self._forget_idle_threads()
 
     def _forget_idle_threads(self) -> None:
