@@ -18,7 +18,7 @@ import numpy as np
 
 
 class HeldColumns:
-    """Held CPU-side events (the engine's ``_hold``, ``_hold_frames``) as columns: the end,
+    """Held CPU-side events (the engine's ``_hold_cpu``, ``_hold_frames``) as columns: the end,
     arrival number and start of each as arrays (float64, int64, float64), its original bytes
     (or None) in ``raws``, and in ``events`` what the engine keeps of it (``_held_view``), or
     None for a plain Python frame (whose view is always the same); ``events`` is None when

@@ -130,6 +130,8 @@ def _arrival(item) -> int:
 _WAITING_IN_MEMORY = 4096
 
 
+#: ``Splitter._hot`` while no iteration's state is kept at hand.
+_NO_HOT = (None, None, None)
 #: Integers up to this size are held as floats (``HeldColumns``) without change.
 _FLOAT_INTEGERS = 2 ** 53
 
@@ -282,7 +284,7 @@ class Splitter:
         # ``pending_limit`` they go to ``_spill``.
         # CPU-side events waiting for a window: as ``HeldColumns`` (``_cpu_held``; those
         # held one at a time in ``_cpu_rows`` first), or in the heap ``_pending`` (back from
-        # the spill as items, or a time a float would change): see ``_hold``.
+        # the spill as items, or a time a float would change): see ``_hold_cpu``.
         self._pending: list = []
         self._pending_links: list = []  # GPU events waiting for their launch (no window yet)
         self._cpu_held, self._cpu_rows, self._cpu_held_n = [], HeldRows(), 0
@@ -304,7 +306,7 @@ class Splitter:
         self._breakdowns: list[IterationBreakdown] = per_iteration()
         self._records_done = False  # ``iterations`` holds the final records
         self._gpu_latest = 0  # the latest iteration whose GPU work was decided
-        self._launch_times = LaunchTimes()
+        self._launch_times, self._hot = LaunchTimes(), _NO_HOT  # _hot: see ``_hot_state``
         self._assigned, self._records = [], []
         self._keep = self.options.keep_events
         self.events_in = self.metadata_events = self.outside_events = self.outside_kernels = 0
@@ -350,28 +352,28 @@ class Splitter:
         route = _ROUTE.get(cat)
         if ts < self._order.flush_below and ph == "X" and route != _STRUCTURE:
             self._observe_ops(self._order.release_before(ts))  # held ops' section is over
-        if route is not None and route != _STRUCTURE and self._route(route, event, ph, ts, args,
-                                                                     raw):
+        if route is not None and route != _STRUCTURE and self._route(route, event, ph, ts, args, raw):
             return
         end = ts + dur if dur and ph == "X" else ts
         if ph == "X":
             if route == _STRUCTURE:
                 self._observe_op((pid, tid), ts, end, name := name or "", cat)
-            elif self._detector.wants_evidence:  # a launch or a frame may end the section
-                self._add_boundaries(self._evidence_of(pid, tid, ts, end, name, cat, args))
+            elif self._detector.wants_evidence and (  # a launch or a frame may end the section
+                    found := self._evidence_of(pid, tid, ts, end, name, cat, args)):
+                self._add_boundaries(found)
             if cat == PYTHON_FRAME_CAT and self._python_frame(event, ts, end, name, raw):
                 return  # it opens a step: owned by it
         windows = self._windows
         if windows.cached_lo <= ts <= end < windows.cached_hi:  # the common case, inline
             owner = windows.cached_owner
-            if not self._keep and owner >= 0 and (
-                    not args or ("correlation" not in args and cat != ANNOTATION_CAT)):
-                # Counted only, links nothing: the fast path of _own_cpu.
-                record = self._iterations[owner]
+            if not self._keep and owner >= 0 and (  # _own_cpu's fast path: counted only,
+                    not args or ("correlation" not in args and cat != ANNOTATION_CAT)):  # links nothing
+                hot = self._hot if self._hot[0] == owner else self._hot_state(owner)
+                record = hot[1]
                 record.events += 1
                 if cat in CPU_OP_CATS:
                     record.cpu_ops += 1
-                    self._breakdowns[owner].add_op((pid, tid), ts, end)
+                    hot[2].add_op((pid, tid), ts, end)
                     if role := (_PHASE_ROLES[name] if ph == "X" else _NO_ROLE):
                         self._phase_facts[owner].observe(role, name, args)
                 if end > record.end_ts:
@@ -381,7 +383,7 @@ class Splitter:
         elif windows.decidable(end):
             self._own_cpu(windows.owner(ts, end), event, end, raw, cat)
         else:
-            self._hold(end, ts, event, None, raw)
+            self._hold_cpu(end, ts, event, raw, cat, args)
 
     def _python_frame(self, event: dict, ts, end, name, raw) -> bool:
         """A Python frame (``X``): the phases' evidence (diffusion code), and, when it begins
@@ -411,14 +413,16 @@ class Splitter:
         if route == _BY_CORRELATION:
             corr = args.get("correlation") if args else None
             if self._detector.wants_evidence:  # may end Kineto's CPU section
-                self._add_boundaries(self._detector.observe_gpu_work(corr, ts))
+                if found := self._detector.observe_gpu_work(corr, ts):
+                    self._add_boundaries(found)
             self._route_linked(event, corr, raw)
             return True
         if route == _BY_FLOW_ID:
             if ph not in _FLOW_PHASES:
                 return False
             flow_id = event.get("id")  # a string id is legal Chrome; it links nothing
-            self._route_linked(event, flow_id if flow_id.__class__ is int else None, raw)
+            self._route_linked(event, flow_id if flow_id.__class__ is int else None, raw,
+                               self._own_simple)  # a flow: counted, no GPU numbers
             return True
         self._route_annotation(event, args.get("External id") if args else None, raw)
         return True
@@ -443,9 +447,9 @@ class Splitter:
         stacks = self._stacks
         stack = stacks.push(thread, name, ts, end) if self._reads_stacks \
             else stacks.note_start(thread, ts)
-        self._add_boundaries(self._detector.observe(thread, stack, ts, end, name,
-                                                    stacks.section(thread)))
-        if len(stacks) > self._forget_at:
+        if found := self._detector.observe(thread, stack, ts, end, name, stacks.last_section):
+            self._add_boundaries(found)
+        if stacks.known > self._forget_at:
             self._forget_idle_threads()
 
     def _forget_idle_threads(self) -> None:
@@ -681,9 +685,11 @@ class Splitter:
 
     def _trim_paged(self) -> None:
         """Send the per-iteration state used least recently to its file (``PagedList.trim``):
-        only where no record, breakdown or phase facts got before is still in use. Between
-        two batches, and at each boundary: a detector that confirms its unit at the end finds
-        every boundary of the trace at once (1 M iterations' state in memory together)."""
+        only where no record, breakdown or phase facts got before is still in use (``_hot``
+        is forgotten). Between two batches, and at each boundary: a detector that confirms
+        its unit at the end finds every boundary of the trace at once (1 M iterations' state
+        in memory together)."""
+        self._hot = _NO_HOT
         for kept in (self._iterations, self._phase_facts, self._breakdowns):
             if hasattr(kept, "trim"):
                 kept.trim()
@@ -781,6 +787,7 @@ class Splitter:
         """Boundary and Revision records decided since the last call, in order, and after the
         last decision every iteration's record (``iterations``)."""
         out, self._records = self._records, []
+        self._hot = _NO_HOT  # iterating a ``PagedList`` trims it
         if self._records_done:
             self._records_done = False
             out.extend(self._iterations)
@@ -790,11 +797,13 @@ class Splitter:
     def iterations(self) -> list[IterationRecord]:
         """The iteration records, in order (a sequence: a list, or a ``PagedList``); final
         once ``decided()`` says no more after ``end_of_input()``."""
+        self._hot = _NO_HOT  # the caller may iterate them: a ``PagedList`` is trimmed then
         return self._iterations
 
     @property
     def events_out(self) -> int:
         """Non-metadata events assigned so far (to an iteration or to outside)."""
+        self._hot = _NO_HOT  # iterating a ``PagedList`` trims it
         return sum(r.events for r in self._iterations) + self.outside_events
 
     # -- internals ---------------------------------------------------------------------
@@ -852,6 +861,7 @@ class Splitter:
             self._iterations.pop()
             self._breakdowns.pop()
             self._phase_facts.pop()  # index for index with the records, like the breakdowns
+            self._hot = _NO_HOT
             self._records.append(Revision(index, REVISION_RETRACT, None, pid, tid,
                                           record.first_op, found.why))
             return
@@ -865,22 +875,35 @@ class Splitter:
                                       found.first_op, found.why))
         self._resolve_pending(found.start_ts)
 
-    def _hold(self, end, start, event: dict, link, raw=None) -> None:
+    def _hold_linked(self, event: dict, link: tuple, raw=None) -> None:
+        """Hold an event that ``link`` (``("corr"|"ext", id)``) decides: when its launch (or
+        annotation) is seen."""
         if not self._keep:
             raw = None
-        if link is None and event.get("cat") == ANNOTATION_CAT and event.get("args"):
-            self._annotations.hold(event["args"].get("External id"))
         event = self._held_event(event, raw, link)
         self._seq += 1
-        if link is not None:  # decided when its launch (or annotation) is seen
-            self._pending_links.append((end, self._seq, start, event, link, raw))
-        elif end.__class__ is float and start.__class__ is float or (
-                _float_exact(end) and _float_exact(start)):  # decided by a boundary after its end
+        self._pending_links.append((None, self._seq, None, event, link, raw))
+        if self._held_in_memory() >= self.options.pending_limit:
+            self._bound_held()
+
+    def _hold_cpu(self, end, start, event: dict, raw, cat, args) -> None:
+        """Hold a CPU-side event (``cat`` and ``args``: its fields, as ``feed`` read them):
+        decided by a boundary after its end."""
+        if cat == ANNOTATION_CAT and args:
+            self._annotations.hold(args.get("External id"))
+        if not self._keep:
+            raw, event = None, _held_view(event, None)
+        elif raw is not None:
+            event = _held_view(event, None)
+        self._seq += 1
+        if end.__class__ is float and start.__class__ is float or (
+                _float_exact(end) and _float_exact(start)):
             self._cpu_rows.add(end, self._seq, start, event, raw)
             self._cpu_held_n += 1
         else:
-            heappush(self._pending, (end, self._seq, start, event, link, raw))
-        if self._held_in_memory() >= self.options.pending_limit:
+            heappush(self._pending, (end, self._seq, start, event, None, raw))
+        if len(self._pending) + len(self._pending_links) + self._cpu_held_n >= \
+                self.options.pending_limit:
             self._bound_held()
 
     def _held_in_memory(self) -> int:
@@ -888,8 +911,8 @@ class Splitter:
 
     def _hold_frames(self, ends: np.ndarray, starts: np.ndarray, events: list,
                      raws: list) -> None:
-        """Hold CPU-side events (already what ``_hold`` keeps of them) in this order: the
-        same items, spilled at the same points, as ``_hold`` one by one, as columns
+        """Hold CPU-side events (already what ``_hold_cpu`` keeps of them) in this order: the
+        same items, spilled at the same points, as ``_hold_cpu`` one by one, as columns
         (``HeldColumns``; a plain frame, the view ``_HELD_FRAME``, as None)."""
         first = self._seq + 1
         self._seq += len(ends)
@@ -1114,13 +1137,15 @@ class Splitter:
         if owner == OUTSIDE:
             self.outside_events += 1
         else:
-            record = self._iterations[owner]
+            hot = self._hot
+            if hot[0] != owner:
+                hot = self._hot_state(owner)
+            record = hot[1]
             record.events += 1
             if cat in STRUCTURE_CATS:
                 self._structure_facts(owner, record, cat, event)
                 if cat in CPU_OP_CATS and event.get("ph") == "X":
-                    self._breakdowns[owner].add_op((event.get("pid"), event.get("tid")),
-                                                   event.get("ts"), end)
+                    hot[2].add_op((event.get("pid"), event.get("tid")), event.get("ts"), end)
             if end > record.end_ts:
                 record.end_ts = end
         args = event.get("args")
@@ -1157,7 +1182,8 @@ class Splitter:
     def _own_launch(self, owner: int, corr, name) -> None:
         """A runtime call's owner is its GPU work's owner, now and for what waited for it."""
         if owner != OUTSIDE and name in LAUNCH_NAMES:
-            record = self._iterations[owner]
+            hot = self._hot
+            record = (hot if hot[0] == owner else self._hot_state(owner))[1]
             record.launches += 1
             if name in GRAPH_LAUNCH_NAMES:
                 record.graph_launches += 1
@@ -1168,32 +1194,38 @@ class Splitter:
             for gpu_event, gpu_raw in waiting:
                 self._own_linked(owner, gpu_event, gpu_raw)
 
-    def _route_linked(self, event: dict, key, raw=None) -> None:
+    def _route_linked(self, event: dict, key, raw=None, own=None) -> None:
+        """GPU work (``own``: None) or a launch flow (``own``: ``_own_simple``) with the
+        correlation id ``key``: owned now by its launch's owner, or waiting for it."""
         owner = self._correlations.lookup(key) if key is not None else None
         if owner is not None:
-            self._own_linked(owner, event, raw)
+            (own or self._own_linked)(owner, event, raw)
         elif self._waiting_count >= _WAITING_IN_MEMORY or (
                 not self._windows.starts and not self.closed):
             # No iteration yet, or many waiting (GPU work launched before the trace): held
             # like any undecided event, so the spill bounds the memory.
-            self._hold(None, None, event, ("corr", key), raw)
+            self._hold_linked(event, ("corr", key), raw)
         else:
             self._waiting_count += 1
             self._waiting_gpu.setdefault(key, []).append(
                 (self._held_event(event, raw, ("corr", key)), raw))
 
     def _own_linked(self, owner: int, event: dict, raw=None) -> None:
-        if event.get("cat") not in GPU_WORK_CATS:  # a flow: counted, no GPU numbers
+        cat = event.get("cat")
+        if cat not in GPU_WORK_CATS:  # a flow: counted, no GPU numbers
             self._own_simple(owner, event, raw)
             return
         if self._keep:
             self._assigned.append((owner, event if raw is None else raw))
-        kernel = event.get("cat") in KERNEL_CATS
+        kernel = cat in KERNEL_CATS
         if owner == OUTSIDE:
             self.outside_events += 1
             self.outside_kernels += kernel
             return
-        record = self._iterations[owner]
+        hot = self._hot
+        if hot[0] != owner:
+            hot = self._hot_state(owner)
+        record = hot[1]
         record.events += 1
         record.gpu_events += 1
         record.kernels += kernel
@@ -1206,7 +1238,7 @@ class Splitter:
         # a later-starting one on its stream (decided out of order) adds its whole duration
         # to the busy time (a stream runs one thing at a time) and to the active time, which
         # is then capped by the busy time and the iteration's GPU span.
-        breakdown = self._breakdowns[owner]
+        breakdown = hot[2]
         streams, stream = breakdown.stream_work, (event.get("pid"), event.get("tid"))
         streams[stream], busy = _extend_union(streams.get(stream), start, end)
         record.gpu_busy_us += busy
@@ -1219,7 +1251,7 @@ class Splitter:
             record.gpu_end_ts = end
         if owner > self._gpu_latest:
             self._freeze_gpu_before(owner)
-        breakdown.add_gpu(event.get("cat"), event.get("name") or "", start, end)
+        breakdown.add_gpu(cat, event.get("name") or "", start, end)
         args = event.get("args")
         if kernel and args:
             delay = self._launch_times.delay(args.get("correlation"), start, owner)
@@ -1238,7 +1270,7 @@ class Splitter:
         if owner is not None:
             self._own_simple(owner, event, raw)
         elif not self._windows.starts and not self.closed:
-            self._hold(None, None, event, ("ext", ext), raw)
+            self._hold_linked(event, ("ext", ext), raw)
         else:
             self._waiting_annotations.setdefault(ext, []).append(
                 (self._held_event(event, raw, ("ext", ext)), raw))
@@ -1249,7 +1281,16 @@ class Splitter:
         if owner == OUTSIDE:
             self.outside_events += 1
         else:
-            self._iterations[owner].events += 1
+            hot = self._hot
+            (hot if hot[0] == owner else self._hot_state(owner))[1].events += 1
+
+    def _hot_state(self, owner: int) -> tuple:
+        """(owner, its record, its breakdown), kept as ``_hot``: the events of one
+        iteration mostly come together, and each look-up in a ``PagedList`` is a call.
+        Forgotten wherever the lists may change what they hold (``_trim_paged``, a
+        retracted boundary)."""
+        self._hot = hot = (owner, self._iterations[owner], self._breakdowns[owner])
+        return hot
 
     def _finish_records(self, result) -> None:
         """The records made final, in one pass that changes them (on a long trace they are
@@ -1257,6 +1298,7 @@ class Splitter:
         every page back), after one that reads what the kinds and phases are decided on.
         Each begins at its boundary, or at the Python frame that opens it where that came
         after the boundary (``owners.StepOpeners``: Kineto writes frames last)."""
+        self._hot = _NO_HOT
         opened = self._windows.opened_steps()
         records = self._iterations
         last_end = self._windows.last_end

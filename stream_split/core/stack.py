@@ -34,13 +34,17 @@ class _Thread:
 
 
 class ThreadStacks:
-    __slots__ = ("_threads", "_tolerance", "sections_started")
+    __slots__ = ("_threads", "_tolerance", "sections_started", "known", "last_section")
 
     def __init__(self, tolerance_us: float = 1.0):
         #: thread -> its ``_Thread``, the least recently read first.
         self._threads: dict = {}
         self._tolerance = tolerance_us
         self.sections_started = 0  # times a thread's ops went back in time
+        #: How many threads are known (``len``), and the section of the thread whose op was
+        #: read last (``section``): attributes, for the engine's per-op path.
+        self.known = 0
+        self.last_section = 0
 
     def __len__(self) -> int:
         """How many threads are known."""
@@ -80,6 +84,7 @@ class ThreadStacks:
         state = self._threads.pop(thread, None)
         if state is None:
             state = _Thread(start)
+            self.known = len(self._threads) + 1
         elif start < state.last_start:
             state.section += 1
             self.sections_started += 1
@@ -87,6 +92,7 @@ class ThreadStacks:
             state.names.clear()
         state.last_start = start
         self._threads[thread] = state
+        self.last_section = state.section
         return state
 
     def section(self, thread) -> int:
@@ -102,3 +108,4 @@ class ThreadStacks:
         """Forget ``threads`` (idle): an op of one of them later begins it anew."""
         for thread in threads:
             self._threads.pop(thread, None)
+        self.known = len(self._threads)
