@@ -16,6 +16,7 @@ a caller that wants a list (the library's ``split``) takes ``list(...)``.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -76,11 +77,7 @@ class ManifestIterations(Sequence):
     def counts_of(self, field: str) -> dict:
         """{value: how many entries hold it} of ``field``, read from the records (no entry
         made; ``field`` one that nothing assigned since changed), in the order first seen."""
-        counts: dict = {}
-        for record in reading(self._records):
-            value = getattr(record, field)
-            counts[value] = counts.get(value, 0) + 1
-        return counts
+        return Counter(getattr(record, field) for record in reading(self._records))
 
     def to_read(self):
         """The entries, each as ``__iter__`` makes it but sharing its nested values with its
@@ -157,10 +154,7 @@ def kind_counts(entries) -> dict:
     ``ManifestIterations``: read from its records, no entry made), in the order first seen."""
     if isinstance(entries, ManifestIterations):
         return entries.counts_of("kind")
-    counts: dict = {}
-    for entry in entries:
-        counts[entry["kind"]] = counts.get(entry["kind"], 0) + 1
-    return counts
+    return Counter(entry["kind"] for entry in entries)
 
 
 def dump_manifest(manifest: dict, stream) -> None:
