@@ -5,8 +5,9 @@ per iteration. Built as a list, a trace of hundreds of thousands of iterations n
 many times 2 KB at its end, whatever the engine kept while it read. ``ManifestIterations``
 is the same entries as a sequence made on demand from the iteration records (which a long
 trace keeps in a file: ``pages.PagedList``), and ``dump_manifest`` writes the manifest with
-its entries encoded one at a time: the text is that of ``json.dump(manifest, indent=1)``,
-byte for byte.
+its entries encoded a chunk at a time: the text is that of ``json.dump(manifest, indent=1)``,
+byte for byte (made by the standard library's C encoder without ``indent``, then laid out
+over lines by ``msgspec.json.format``: ``_laid_out``).
 
 What changes an entry after the records are final (``analysis.explain_outliers``: an
 outlier's reason) assigns the changed entry to its position; only the keys that differ are
@@ -18,7 +19,8 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from functools import lru_cache
+
+import msgspec
 
 from stream_split.pages import reading
 from stream_split.serialize import finite, strict_json
@@ -35,7 +37,7 @@ def manifest_entry(record, files: dict, shared: bool = False) -> dict:
     """The manifest's entry of an ``IterationRecord``: its dict without ``type``, with the
     file its piece was written to (None: not written), non-finite numbers as None.
     ``shared``: its nested values are the record's, and non-finite numbers are left (for
-    ``dump_manifest``, which encodes it at once: see ``_entry_text``)."""
+    ``dump_manifest``, which encodes it at once: see ``_chunk_text``)."""
     entry = record.to_dict(shared)
     del entry["type"]
     entry["file"] = files.get(record.index)
@@ -93,23 +95,23 @@ class ManifestIterations(Sequence):
             yield finite(entry)
 
     def texts(self):
-        """The text of each entry as ``dump_manifest`` writes it (``_entry_text``), made
-        without looking at each of its keys where the entry is as its record makes it: every
-        key before ``breakdown`` (the last: no ``extra``) holds a field's scalar."""
+        """The text of the entries as ``dump_manifest`` writes them, ``CHUNK_ENTRIES`` at a
+        time (``_chunk_text``: each chunk's text begins with the line break before its first
+        entry; joined by commas they are the list's inside)."""
         changed = self._changed
         files = self._files
         not_finite = set()
+        chunk, first = [], 0
         for position, record in enumerate(reading(self._records)):
             entry = manifest_entry(record, files, shared=True)
             if position in changed:
                 entry.update(changed[position])
-            try:
-                text = _record_entry_text(entry) if position not in changed \
-                    and not record.extra else _indented(entry, _ENTRY_DEPTH)
-            except ValueError:  # a number that is not finite (rare): as null
-                not_finite.add(position)
-                text = _indented(finite(entry), _ENTRY_DEPTH)
-            yield text
+            chunk.append(entry)
+            if len(chunk) == CHUNK_ENTRIES:
+                yield _chunk_text(chunk, first, not_finite)
+                chunk, first = [], position + 1
+        if chunk:
+            yield _chunk_text(chunk, first, not_finite)
         self._not_finite = not_finite
 
     def __setitem__(self, position: int, entry: dict) -> None:
@@ -159,106 +161,59 @@ def kind_counts(entries) -> dict:
 
 def dump_manifest(manifest: dict, stream) -> None:
     """Write ``manifest`` to the text ``stream`` as strict JSON with ``INDENT`` (the text of
-    ``serialize.strict_json(manifest, indent=INDENT)``), its ``iterations`` encoded one entry
-    at a time."""
+    ``serialize.strict_json(manifest, indent=INDENT)``), its ``iterations`` encoded
+    ``CHUNK_ENTRIES`` at a time."""
     head = dict(manifest, iterations=_PLACEHOLDER)
-    # the C encoder's way (``_indented``): the detection's evidence of a loop of a million
-    # instances holds a million similarities, which ``json.dumps(indent=...)`` made in Python
-    before, after = _entry_text(head, 0).split(strict_json(_PLACEHOLDER))
+    try:
+        text = _laid_out(head)
+    except ValueError:  # a number that is not finite (rare): as null
+        text = _laid_out(finite(head))
+    before, after = text.split(strict_json(_PLACEHOLDER))
+    del text
     stream.write(before)
     entries = manifest["iterations"]
-    texts = iter(entries.texts() if isinstance(entries, ManifestIterations)
-                 else map(_entry_text, entries))
-    first = next(texts, None)
-    if first is None:
-        stream.write("[]")
-    else:
-        stream.write("[" + _ENTRY_INDENT + first)
-        for text in texts:
-            stream.write("," + _ENTRY_INDENT + text)
-        stream.write(_ENTRY_INDENT[:-INDENT] + "]")
+    texts = entries.texts() if isinstance(entries, ManifestIterations) else (
+        _chunk_text(entries[at:at + CHUNK_ENTRIES], at)
+        for at in range(0, len(entries), CHUNK_ENTRIES))
+    stream.write("[" + ",".join(texts) if entries else "[")
+    stream.write(_ENTRY_INDENT[:-INDENT] + "]" if entries else "]")
     stream.write(after)
 
 
-#: The depth of an entry inside the manifest (an item of the list that is the value of a
-#: top-level key).
-_ENTRY_DEPTH = 2 * INDENT
+#: Entries encoded at once (one call of the C encoder and one of the layout).
+CHUNK_ENTRIES = 256
 
 
-def _entry_text(entry: dict, depth: int = _ENTRY_DEPTH) -> str:
-    """An entry as it reads inside the manifest: its own JSON (``strict_json``, non-finite
-    numbers as null), each line indented ``depth`` spaces (two levels: an entry's)."""
+def _chunk_text(entries: list, first: int = 0, not_finite: set | None = None) -> str:
+    """The text of ``entries`` (a list) inside the manifest's list of iterations: from the
+    line break before the first to the end of the last (no comma after it), each at two
+    levels down. A number that is not finite is null (``finite``); the positions (``first``
+    the first's) of the entries that held one are added to ``not_finite``."""
     try:
-        return _indented(entry, depth)
-    except ValueError:  # a number that is not finite (rare): as null
-        return _indented(finite(entry), depth)
+        text = _laid_out(entries)
+    except ValueError:  # a number that is not finite (rare): the entries that hold one
+        made = []
+        for position, entry in enumerate(entries, first):
+            try:
+                _COMPACT.encode(entry)
+            except ValueError:
+                entry = finite(entry)
+                if not_finite is not None:
+                    not_finite.add(position)
+            made.append(entry)
+        text = _laid_out(made)
+    # "[\n {...},\n {...}\n]": one level deeper, without the brackets
+    return text[1:-2].replace("\n", "\n" + " " * INDENT)
 
 
-def _record_entry_text(entry: dict) -> str:
-    """``_indented`` of an entry at ``_ENTRY_DEPTH`` whose keys all hold scalars but its last,
-    ``breakdown`` (None or a dict): the scalars encoded at once, the breakdown as
-    ``_indented`` makes it. Strict: ``ValueError`` for a number that is not finite."""
-    breakdown = entry["breakdown"]
-    if not breakdown:  # None: a scalar like the others
-        return _indented(entry, _ENTRY_DEPTH)
-    inner = _ENTRY_DEPTH + INDENT
-    del entry["breakdown"]  # the last key: its text follows the others'
-    try:
-        scalars = _flat(inner).encode(entry)[1:-1]
-        nested = _indented(breakdown, inner)
-    finally:
-        entry["breakdown"] = breakdown
-    return _enclosed("{", scalars + _separator(inner) + '"breakdown": ' + nested, "}",
-                     _ENTRY_DEPTH)
+def _laid_out(value) -> str:
+    """``json.dumps(value, indent=INDENT, allow_nan=False)``, made faster: the compact text of
+    the standard library's C encoder (its texts of numbers and strings), laid out over lines
+    by ``msgspec.json.format``, which moves no token and changes none (the ``indent`` of
+    ``json.dumps`` takes its pure-Python encoder: most of the cost of a manifest of many
+    iterations). ``ValueError`` for a number that is not finite."""
+    return msgspec.json.format(_COMPACT.encode(value), indent=INDENT)
 
 
-def _indented(value, depth: int) -> str:
-    """``json.dumps(value, indent=INDENT, allow_nan=False)`` as it reads at ``depth`` spaces
-    (the lines of its items at ``depth + INDENT``), made with the standard library's C
-    encoder (its pure-Python one, which ``indent`` takes, was most of the cost of a manifest
-    of many iterations): runs of items that hold no container are encoded at once, with the
-    line break and indentation as their separator; a container is made alike, a level
-    deeper."""
-    inner = depth + INDENT
-    if isinstance(value, dict) and value and all(k.__class__ is str for k in value):
-        encode = _flat(inner).encode
-        items, run = [], {}
-        for key, item in value.items():
-            if item and isinstance(item, _CONTAINERS):
-                if run:
-                    items.append(encode(run)[1:-1])
-                    run = {}
-                items.append(encode(key) + ": " + _indented(item, inner))
-            else:
-                run[key] = item
-        if run:
-            items.append(encode(run)[1:-1])
-        return _enclosed("{", _separator(inner).join(items), "}", depth)
-    if isinstance(value, (list, tuple)) and value:
-        if not any(item and isinstance(item, _CONTAINERS) for item in value):
-            return _enclosed("[", _flat(inner).encode(value)[1:-1], "]", depth)
-        return _enclosed("[", _separator(inner).join(_indented(item, inner) for item in value),
-                         "]", depth)
-    if isinstance(value, dict) and value:  # keys that are not strings: the library's way
-        text = json.dumps(value, indent=INDENT, allow_nan=False)
-        return text.replace("\n", "\n" + " " * depth)
-    return _flat(inner).encode(value)
-
-
-#: What ``_indented`` lays out over lines (a non-empty one).
-_CONTAINERS = (dict, list, tuple)
-
-
-def _enclosed(opening: str, items: str, closing: str, depth: int) -> str:
-    return opening + "\n" + " " * (depth + INDENT) + items + "\n" + " " * depth + closing
-
-
-def _separator(depth: int) -> str:
-    return ",\n" + " " * depth
-
-
-@lru_cache(maxsize=None)
-def _flat(depth: int) -> json.JSONEncoder:
-    """An encoder without ``indent`` (the C one) whose items are separated by a line break and
-    ``depth`` spaces, strict (``allow_nan=False``)."""
-    return json.JSONEncoder(allow_nan=False, separators=(_separator(depth), ": "))
+#: Compact and strict: the text ``_laid_out`` lays out.
+_COMPACT = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
