@@ -55,6 +55,8 @@ class ManifestIterations(Sequence):
         # Once ``texts`` made every entry: the positions of those that held a number that is
         # not finite (the others need no ``finite`` when read again); None before.
         self._not_finite: set | None = None
+        # Once ``texts`` made every entry: {kind: how many} (``kinds``); None before.
+        self._kinds: Counter | None = None
 
     def __len__(self) -> int:
         return len(self._records)
@@ -76,10 +78,12 @@ class ManifestIterations(Sequence):
         return [position for position, record in enumerate(reading(self._records))
                 if getattr(record, field)]
 
-    def counts_of(self, field: str) -> dict:
-        """{value: how many entries hold it} of ``field``, read from the records (no entry
-        made; ``field`` one that nothing assigned since changed), in the order first seen."""
-        return Counter(getattr(record, field) for record in reading(self._records))
+    def kinds(self) -> Counter:
+        """{kind: how many entries are of it}, in the order first seen: counted by ``texts``
+        as it made the entries, else read from the records (no entry made)."""
+        if self._kinds is not None:
+            return self._kinds
+        return Counter(record.kind for record in reading(self._records))
 
     def to_read(self):
         """The entries, each as ``__iter__`` makes it but sharing its nested values with its
@@ -97,22 +101,25 @@ class ManifestIterations(Sequence):
     def texts(self):
         """The text of the entries as ``dump_manifest`` writes them, ``CHUNK_ENTRIES`` at a
         time (``_chunk_text``: each chunk's text begins with the line break before its first
-        entry; joined by commas they are the list's inside)."""
+        entry; joined by commas they are the list's inside). Counts the kinds on the way
+        (``kinds``)."""
         changed = self._changed
         files = self._files
         not_finite = set()
+        kinds = Counter()
         chunk, first = [], 0
         for position, record in enumerate(reading(self._records)):
             entry = manifest_entry(record, files, shared=True)
             if position in changed:
                 entry.update(changed[position])
+            kinds[entry["kind"]] += 1
             chunk.append(entry)
             if len(chunk) == CHUNK_ENTRIES:
                 yield _chunk_text(chunk, first, not_finite)
                 chunk, first = [], position + 1
         if chunk:
             yield _chunk_text(chunk, first, not_finite)
-        self._not_finite = not_finite
+        self._not_finite, self._kinds = not_finite, kinds
 
     def __setitem__(self, position: int, entry: dict) -> None:
         """Entry ``position`` is ``entry`` from now on (the keys that differ are kept)."""
@@ -155,7 +162,7 @@ def kind_counts(entries) -> dict:
     """{kind: how many} of a manifest's ``iterations`` (a list of entries, or
     ``ManifestIterations``: read from its records, no entry made), in the order first seen."""
     if isinstance(entries, ManifestIterations):
-        return entries.counts_of("kind")
+        return entries.kinds()
     return Counter(entry["kind"] for entry in entries)
 
 
