@@ -345,36 +345,25 @@ class PieceWriter:
         spool thread in segments each ended by a sync flush (the way ``pigz`` joins its
         blocks), and the trailer's CRC32 over all of it is combined from the parts'. A piece
         without a spool file is written in one ``write``."""
-        head = ends.head if spooled is None else ends.head_before_events
-        packed = self._spool.pack.parts(owner) if spooled is not None else b""
-        spool_path = self._spool.path(owner) if spooled is not None else None
+        if spooled is None:
+            _write_new(path, [ends.empty_piece(self.compress)])
+            return
+        packed = self._spool.pack.parts(owner)
         if not self.compress:
-            parts = [head, packed]
+            before, after = [ends.head_before_events, packed], [ends.tail]
         else:
-            parts = [_gzip_header(self.compresslevel), ends.deflated(head, zlib.Z_SYNC_FLUSH)]
+            before = [ends.lead]
             if packed:
-                parts.append(_deflate(packed, self.compresslevel, zlib.Z_SYNC_FLUSH))
+                before.append(_deflate(packed, self.compresslevel, zlib.Z_SYNC_FLUSH))
+            after = [ends.trail, ends.trailer(spooled)]
+        spool_path = self._spool.path(owner)
         if spool_path is None:
-            _write_new(path, parts + self._after_events(ends, head, spooled))
+            _write_new(path, before + after)
             return
         with create_new(path) as out:
-            out.write(b"".join(parts))
+            out.write(b"".join(before))
             _copy_file(spool_path, out)
-            out.write(b"".join(self._after_events(ends, head, spooled)))
-
-    def _after_events(self, ends: _Ends, head: bytes, spooled) -> list:
-        """What a piece holds after its events: the tail and, compressed, the gzip trailer
-        (the CRC32 and size of the head, the events (``spooled``) and the tail)."""
-        tail = ends.tail
-        if not self.compress:
-            return [tail]
-        crc, size = ends.crc(head), len(head)
-        if spooled is not None:
-            crc = isal_zlib.crc32_combine(crc, spooled[0], spooled[1])
-            size += spooled[1]
-        crc = isal_zlib.crc32_combine(crc, ends.crc(tail), len(tail))
-        size += len(tail)
-        return [ends.deflated(tail, zlib.Z_FINISH), struct.pack("<II", crc, size & 0xFFFFFFFF)]
+            out.write(b"".join(after))
 
 
 class PieceFiles(Mapping):
@@ -468,33 +457,43 @@ def _write_new(path: str, parts: list) -> None:
 
 
 class _Ends:
-    """What every piece begins and ends with (``_piece_head`` / ``_piece_tail``), and their
-    deflated bytes and CRC32s, computed once for all pieces (1 M pieces of one event each
-    would otherwise deflate 1 M copies of the same head)."""
+    """What every piece begins and ends with (``_piece_head`` / ``_piece_tail``), and what
+    a compressed piece is made of around its events, computed once for all pieces (1 M
+    pieces of one event each would otherwise deflate 1 M copies of the same head): ``lead``
+    (the gzip header and the head deflated up to a sync flush), ``trail`` (the tail deflated
+    to the end of the stream) and ``trailer(events)`` (the member's CRC32 and size, combined
+    from the head's, the events' and the tail's)."""
 
     def __init__(self, head: bytes, head_before_events: bytes, tail: bytes, level: int):
         self.head = head  # of a piece with no events
         self.head_before_events = head_before_events  # with the separator after metadata
         self.tail = tail
         self._level = level
-        self._done: dict = {}
+        self.lead = _gzip_header(level) + _deflate(head_before_events, level, zlib.Z_SYNC_FLUSH)
+        self.trail = _deflate(tail, level, zlib.Z_FINISH)
+        self._lead_crc, self._tail_crc = isal_zlib.crc32(head_before_events), isal_zlib.crc32(tail)
+        self._empty: dict = {}  # compress -> the whole piece of no events
 
-    def deflated(self, data: bytes, mode: int) -> bytes:
-        """``data`` (one of the ends) deflated in ``mode``, once."""
-        return self._of(data, mode)[0]
+    def trailer(self, events: tuple) -> bytes:
+        """The gzip trailer of a piece whose events' bytes have ``events`` (crc32, size)."""
+        crc = isal_zlib.crc32_combine(self._lead_crc, events[0], events[1])
+        crc = isal_zlib.crc32_combine(crc, self._tail_crc, len(self.tail))
+        size = len(self.head_before_events) + events[1] + len(self.tail)
+        return struct.pack("<II", crc, size & 0xFFFFFFFF)
 
-    def crc(self, data: bytes) -> int:
-        """The CRC32 of ``data`` (one of the ends), once."""
-        return self._of(data, None)[1]
-
-    def _of(self, data: bytes, mode) -> tuple:
-        key = (data, mode)  # bytes keep their hash: a lookup is cheap after the first
-        done = self._done.get(key)
-        if done is None:
-            done = self._done[key] = (
-                None if mode is None else _deflate(data, self._level, mode),
-                isal_zlib.crc32(data))
-        return done
+    def empty_piece(self, compress: bool) -> bytes:
+        """The whole piece of no events (its head and tail), once."""
+        piece = self._empty.get(compress)
+        if piece is None:
+            head, tail = self.head, self.tail
+            piece = head + tail
+            if compress:
+                crc = isal_zlib.crc32_combine(isal_zlib.crc32(head), self._tail_crc, len(tail))
+                piece = b"".join([_gzip_header(self._level),
+                                  _deflate(head, self._level, zlib.Z_SYNC_FLUSH), self.trail,
+                                  struct.pack("<II", crc, len(piece) & 0xFFFFFFFF)])
+            self._empty[compress] = piece
+        return piece
 
 
 def _piece_head(header_before: dict, metadata: list) -> bytes:
