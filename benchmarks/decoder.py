@@ -104,7 +104,8 @@ def summarize(repeats: list, modes: list) -> dict:
     return {"events": events, "modes": summary}
 
 
-def print_summary(summary: dict, out=sys.stdout) -> None:
+def print_summary(summary: dict, out=None) -> None:
+    out = out or sys.stdout
     print(f"{summary['events']} events; medians over the repeats; 'vs ijson' = CPU time of "
           "the bare ijson parse / the mode's, same repeat", file=out)
     print(f"{'mode':<6} {'cpu s':>7} {'wall s':>7} {'vs ijson':>9}  range", file=out)
