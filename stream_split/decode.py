@@ -334,9 +334,7 @@ def _frame_columns(text: bytes):
     """(starts, ends, frames) of a run of Python frames (their bytes as a JSON array,
     ``_array_of``) when every one is a plain frame (``FrameRun``; ``frames``: each one's
     ``_PlainFrame``), else None. The run is valid JSON when this answers (msgspec checks every
-    byte; UTF-8 too, checked here)."""
-    if not _utf8(text):
-        return None  # read as dicts: the bad bytes are replaced there
+    byte; UTF-8 too, which the caller has checked: ``_utf8``)."""
     try:
         frames = _PLAIN_FRAMES.decode(text)
     except (msgspec.DecodeError, msgspec.ValidationError):
@@ -644,7 +642,7 @@ class Framing:
             brackets = brackets[odd_before == (1 if in_string else 0)]
         else:
             odd_all = False
-        kinds = a[brackets]
+        kinds = a.take(brackets)
         step = ((kinds == 123) | (kinds == 91)).view(np.int8) * 2 - 1
         self.brackets = brackets + start
         self.depth = np.cumsum(step, dtype=np.int32)
@@ -684,31 +682,34 @@ def _backslashes(buf, start: int, a: np.ndarray) -> np.ndarray:
     return np.flatnonzero(a == 92)
 
 
-#: The shifts of a prefix XOR within a 64-bit word (bit ``i`` becomes the XOR of bits 0 to ``i``).
-_PREFIX_SHIFTS = tuple(np.uint64(1 << k) for k in range(6))
-_LAST_BIT = np.uint64(63)
 _ONE = np.uint64(1)
 
 
 def _odd_quotes_before(is_quote: np.ndarray, positions: np.ndarray) -> tuple:
     """(for each of ``positions``, sorted offsets where ``is_quote`` is 0: 1 when an odd
-    number of quotes come before it, else 0, as uint64; whether the quotes are odd in all).
-    The mask is packed into 64-bit words (bit ``i`` of word ``w``: offset ``64 w + i``), each
-    word made its prefix XOR by six shifts, and the words' parities carried by a ``cumsum``
-    over the words: a few passes over an eighth of the bytes, where counting the quotes
-    between brackets (``np.add.reduceat``) took one slow pass over every byte."""
+    number of quotes come before it, else 0, as uint8; whether the quotes are odd in all).
+    The mask is packed into 64-bit words (bit ``i`` of word ``w``: offset ``64 w + i``); the
+    quotes before a position are those of the words before its own (their parities carried
+    by an exclusive XOR scan over the words) and the bits below it in its own word (a
+    popcount of the word masked): a few passes over an eighth of the bytes and the
+    positions, where counting the quotes between brackets (``np.add.reduceat``) took one
+    slow pass over every byte."""
     bits = np.packbits(is_quote, bitorder="little")
     if bits.size % 8:
         bits = np.concatenate((bits, np.zeros(8 - bits.size % 8, np.uint8)))
     words = bits.view("<u8").astype(np.uint64, copy=False)
-    for shift in _PREFIX_SHIFTS:
-        words ^= words << shift
-    word_odd = words >> _LAST_BIT
-    carried = np.cumsum(word_odd, dtype=np.uint64)  # odd words up to each one, included
-    carried -= word_odd
+    word_odd = np.bitwise_count(words)
+    word_odd &= 1
+    carried = np.bitwise_xor.accumulate(word_odd)  # odd words up to each one, included
+    odd_all = bool(carried[-1])
+    carried ^= word_odd
     at = positions >> 6
-    odd = ((words[at] >> (positions & 63).astype(np.uint64)) ^ carried[at]) & _ONE
-    return odd, bool((carried[-1] + word_odd[-1]) & _ONE)
+    below = words.take(at)
+    below &= (_ONE << (positions & 63).astype(np.uint64)) - _ONE
+    odd = np.bitwise_count(below)
+    odd &= 1
+    odd ^= carried.take(at)
+    return odd, odd_all
 
 
 def _escaped_quotes(a: np.ndarray, slashes: np.ndarray) -> np.ndarray:
@@ -734,7 +735,7 @@ def _frame_runs(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> list:
     heads = np.minimum(starts, len(buf) - width)
     frame = ends - starts > width
     for offset, word in zip(_FRAME_PREFIX_OFFSETS, _FRAME_PREFIX_WORDS):
-        frame &= words[heads + offset] == word
+        frame &= words[heads + offset] == word  # (not ``take``: it copies a strided array)
     if not frame.any():
         return []
     edges = np.flatnonzero(np.diff(frame.view(np.int8), prepend=0, append=0))
@@ -1095,10 +1096,10 @@ class TraceDecoder:
             buf = self._buf = bytes(buf)  # a long event closed (``_join``): bytes again
         consumed = 0
         if closes.size:
-            ends = brackets[closes] + 1
+            ends = brackets.take(closes) + 1
             starts = np.empty(closes.size, np.int64)
             starts[0] = self._first_open if self._first_open >= 0 else brackets[0]
-            starts[1:] = brackets[closes[:-1] + 1]
+            starts[1:] = brackets.take(closes[:-1] + 1)
             self._emit(buf, starts, ends, out)
             consumed = int(ends[-1])
             self._after_event = True
@@ -1205,7 +1206,7 @@ class TraceDecoder:
 
     def _emit(self, buf: bytes, starts: np.ndarray, ends: np.ndarray, out: Events) -> None:
         """Parse the framed elements ``buf[starts[i]:ends[i]]`` into ``out``."""
-        if not bool((np.frombuffer(buf, np.uint8)[starts] == 123).all()):
+        if not bool((np.frombuffer(buf, np.uint8).take(starts) == 123).all()):
             bad = int(starts[np.argmax(np.frombuffer(buf, np.uint8)[starts] != 123)])
             raise TraceInputError("not a trace: an element of the events array is not an "
                                   f"object (near byte {self._buf_offset + bad})")
@@ -1213,16 +1214,15 @@ class TraceDecoder:
         if int(lengths.max()) > self.max_event_bytes:  # however it came, in one chunk or many
             raise self._too_long("an event", int(starts[np.argmax(lengths >
                                                                   self.max_event_bytes)]))
-        # Separators: between two events only whitespace and (array) one comma.
-        gaps_ok = self._gaps_ok(buf, starts, ends)
+        runs = _frame_runs(buf, starts, ends)
+        if self.slim and self.form != "jsonl" and self._emit_slim(buf, starts, ends, runs, out):
+            return
         starts_l = starts.tolist()
         ends_l = ends.tolist()
+        # Separators: between two events only whitespace and (array) one comma.
+        gaps_ok = self._gaps_ok(buf, starts, ends)
         if not gaps_ok:
             self._check_gaps_slowly(buf, starts_l, ends_l)
-        runs = _frame_runs(buf, starts, ends)
-        if self.slim and gaps_ok and self.form != "jsonl":
-            self._emit_slim(buf, starts_l, ends_l, runs, out)
-            return
         exact = self._needs_exact(buf, starts)
         base = len(out.events)
         events, raws = self._parse_full(buf, starts_l, ends_l, exact, gaps_ok)
@@ -1231,51 +1231,80 @@ class TraceDecoder:
             out.raws.extend(raws)
         out.frame_runs.extend(FrameRun(base + i, base + j, events=events[i:j]) for i, j in runs)
 
-    def _emit_slim(self, buf: bytes, starts: list, ends: list, runs: list, out: Events):
+    def _emit_slim(self, buf: bytes, starts: np.ndarray, ends: np.ndarray, runs: list,
+                   out: Events) -> bool:
         """``_emit`` for the engine alone (``slim``): the events between the frame runs with
         the fields the engine reads, each frame run read in bulk when it can be
         (``_frame_columns``); whatever the fast path refuses is parsed in full, as ever.
-        (msgspec keeps integers of any size exact: no digit-run search unless it refuses.)"""
-        base = len(out.events)
-        at = 0
-        for i, j in [*runs, (len(starts), len(starts))]:
-            if at < i:
-                self._emit_slim_events(buf, starts[at:i], ends[at:i], out)
-            if i == j:
-                break
-            text = _array_of(buf, starts[i], ends[j - 1])
-            columns = _frame_columns(text)
-            if columns is None:
-                events = self._emit_slim_events(buf, starts[i:j], ends[i:j], out)
-                out.frame_runs.append(FrameRun(base + i, base + j, events=events))
-            else:
-                out.events.extend([None] * (j - i))
-                if self.keep_raws:
-                    out.raws.extend([buf[s:e] for s, e in zip(starts[i:j], ends[i:j])])
-                times, frames = columns[:2], columns[2]
-                out.frame_runs.append(FrameRun(base + i, base + j, *times, text,
-                                               frames=frames))
-            at = j
+        (msgspec keeps integers of any size exact: no digit-run search unless it refuses.)
 
-    def _emit_slim_events(self, buf: bytes, starts: list, ends: list, out: Events):
-        """Events with the fields the engine reads (one msgspec call), or in full where
-        msgspec refuses one; appended to ``out`` and returned."""
-        events = raws = None
-        text = _array_of(buf, starts[0], ends[-1])
-        if _utf8(text):
-            try:
-                events = (_LAZY_SLIM_EVENTS if self.lazy_dims else _SLIM_EVENTS).decode(text)
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                pass  # something odd: in full, where errors are told precisely
-        if events is None:
-            exact = self._needs_exact(buf, np.array(starts, np.int64))
-            events, raws = self._parse_full(buf, starts, ends, exact, True)
-        elif self.keep_raws:
-            raws = [buf[s:e] for s, e in zip(starts, ends)]
-        out.events.extend(events)
-        if self.keep_raws:
-            out.raws.extend(raws)
-        return events
+        The stretches are decoded first, each as one JSON array (``_decode_stretch``): what
+        msgspec accepts holds valid separators, so only those between the stretches are
+        looked at (``_joints_ok``); where a stretch was refused, every separator is checked
+        (``_gaps_ok``). False, with nothing emitted: a separator is wrong (``_emit`` says
+        which)."""
+        n = starts.size
+        # Offsets as ints for the raws; else the arrays (a few offsets read).
+        starts_l, ends_l = (starts.tolist(), ends.tolist()) if self.keep_raws else (starts, ends)
+        stretches, at = [], 0
+        for i, j in [*runs, (n, n)]:
+            if at < i:
+                stretches.append((at, i, False))
+            if i < j:
+                stretches.append((i, j, True))
+            at = j
+        decoded = [self._decode_stretch(buf, starts_l[i], ends_l[j - 1], run)
+                   for i, j, run in stretches]
+        if not (self._joints_ok(buf, starts_l, ends_l, stretches) and
+                all(got is not None for got in decoded)):
+            if not self._gaps_ok(buf, starts, ends):
+                return False
+        base = len(out.events)
+        for (i, j, run), got in zip(stretches, decoded):
+            if got is None:  # something odd: in full, where errors are told precisely
+                exact = self._needs_exact(buf, starts[i:j])
+                got, raws = self._parse_full(buf, starts[i:j].tolist(), ends[i:j].tolist(),
+                                             exact, True)
+            else:
+                raws = [buf[s:e] for s, e in zip(starts_l[i:j], ends_l[i:j])] \
+                    if self.keep_raws else None
+            if got.__class__ is tuple:  # a frame run read in bulk
+                text, (run_starts, run_ends, frames) = got
+                out.events.extend([None] * (j - i))
+                out.frame_runs.append(FrameRun(base + i, base + j, run_starts, run_ends, text,
+                                               frames=frames))
+            else:
+                out.events.extend(got)
+                if run:
+                    out.frame_runs.append(FrameRun(base + i, base + j, events=got))
+            if self.keep_raws:
+                out.raws.extend(raws)
+        return True
+
+    def _decode_stretch(self, buf: bytes, start: int, end: int, run: bool):
+        """The events of ``buf[start:end]`` with the fields the engine reads (a list, one
+        msgspec call), or, for a frame run, (its bytes as an array, ``_frame_columns``); None
+        where msgspec refuses them."""
+        text = _array_of(buf, start, end)
+        if not _utf8(text):
+            return None
+        if run:
+            columns = _frame_columns(text)
+            if columns is not None:
+                return text, columns
+        try:
+            return (_LAZY_SLIM_EVENTS if self.lazy_dims else _SLIM_EVENTS).decode(text)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+
+    def _joints_ok(self, buf: bytes, starts: list, ends: list, stretches: list) -> bool:
+        """The separators before each stretch of events (``_emit_slim``) are whitespace and
+        (array) one comma, none before the array's first event."""
+        for i, _, _ in stretches:
+            gap = buf[ends[i - 1] if i else 0:starts[i]].strip(_WHITESPACE)
+            if gap != (b"," if i or self._after_event else b""):
+                return False
+        return True
 
     def _parse_full(self, buf: bytes, starts_l: list, ends_l: list, exact, gaps_ok: bool):
         """Every field of the events ``buf[starts_l[k]:ends_l[k]]``: (events, raws), raws

@@ -37,6 +37,10 @@ __all__ = ["TraceReader", "TraceInputError", "ReadInterrupted", "MAX_DEPTH", "CH
 #: events of one batch are all in memory at once).
 CHUNK = 512 * 1024
 _COMPRESSED_SHARE = 16
+#: Bytes of the first read, doubled at each read until the first event has come: the events
+#: decoded while opening are parsed in full (whether the consumer wants them slim is told
+#: later, ``batches``), so they are few; the doubling keeps a long header few reads.
+FIRST_CHUNK = 32 * 1024
 #: How long one wait for a pipe lasts before a stop request is looked at again (seconds).
 _POLL_INTERVAL = 0.1
 
@@ -219,7 +223,8 @@ class TraceReader:
         #: Why the input ended before its end: a followed file replaced, a pipe idle.
         self._cut_short: str | None = None
         self._chunk = chunk_size
-        self._started = False
+        self._started = False  # the first event has come (``_until_first_event``)
+        self._first_chunk = FIRST_CHUNK
         try:
             self._pending = self._until_first_event()
         except BaseException:
@@ -289,9 +294,13 @@ class TraceReader:
             raise TraceInputError(f"cannot read {self.name}: {e.strerror or e}") from None
 
     def _chunk_size(self) -> int:
+        chunk = self._chunk
+        if not self._started:  # opening: small reads, doubled (``FIRST_CHUNK``)
+            chunk = min(chunk, self._first_chunk)
+            self._first_chunk *= 2
         if self.decoder.compression == "plain":
-            return self._chunk
-        return max(1, self._chunk // _COMPRESSED_SHARE)  # compressed, or not known yet
+            return chunk
+        return max(1, chunk // _COMPRESSED_SHARE)  # compressed, or not known yet
 
     def _until_first_event(self) -> Events:
         """Read until the first event (or the end): errors such as "empty input", "not JSON"
@@ -307,6 +316,7 @@ class TraceReader:
                 raise TraceInputError(f"{self._cut_short}: nothing came on {self.name}") \
                     from None
             raise
+        self._started = True
         return pending
 
     def _next_batch(self) -> Events:
