@@ -221,7 +221,11 @@ def _laid_out(value) -> str:
     by ``msgspec.json.format``, which moves no token and changes none (the ``indent`` of
     ``json.dumps`` takes its pure-Python encoder: most of the cost of a manifest of many
     iterations). ``ValueError`` for a number that is not finite."""
-    return msgspec.json.format(_COMPACT.encode(value), indent=INDENT)
+    text = _COMPACT.encode(value)
+    try:
+        return msgspec.json.format(text, indent=INDENT)
+    except msgspec.DecodeError:  # a text it refuses to read: a lone surrogate's escape
+        return json.dumps(value, indent=INDENT, allow_nan=False)
 
 
 #: Compact and strict: the text ``_laid_out`` lays out.

@@ -18,6 +18,7 @@ from stream_split.core import Splitter
 from stream_split.manifest_entries import ManifestIterations, dump_manifest
 from stream_split.pages import PagedList
 from stream_split.run import read_through, scan_records
+from stream_split.serialize import strict_json
 from stream_split.spill import TempFileSpill
 
 CUDA = Path(__file__).resolve().parents[1] / "data" / "cuda"
@@ -119,6 +120,23 @@ def test_the_manifest_written_entry_by_entry_is_the_text_of_json_dump(tmp_path):
         assert text.getvalue() == json.dumps(plain, indent=1)
         assert json.loads(text.getvalue())["iterations"] == list(entries)
         assert pickle.loads(pickle.dumps(entries)) == list(entries)
+
+
+@pytest.mark.parametrize("name", ["\ud800 lone", "a\udc00\ud83d\ude00", "\U0001f600 emoji",
+                                  "\x00\x1f\x7f", "\u00e9\u2028", "1e-05 1e+16"])
+@pytest.mark.parametrize("count", [0, 1, 256, 300])
+def test_the_manifest_text_is_json_dumps_whatever_the_strings_and_chunks(name, count):
+    """``dump_manifest`` lays out the C encoder's text with ``msgspec.json.format``, a chunk
+    of entries at a time: the text is ``strict_json(indent=1)``'s for strings msgspec
+    refuses to read back (a lone surrogate's escape: laid out by the standard library),
+    for every count of entries around a chunk's size, and with numbers that are not finite."""
+    entries = [{"index": i, "first_op": name, "ts": float("inf") if i == 7 else i / 3,
+                "breakdown": {"top_kernels": [{"name": name}], "host": {}}} for i in range(count)]
+    manifest = {"detection": {"name": name, "similarity": [0.5, float("nan")]},
+                "iterations": entries, "outside": {}}
+    text = io.StringIO()
+    dump_manifest(manifest, text)
+    assert text.getvalue() == strict_json(manifest, indent=1)
 
 
 def _records_of(path: Path) -> list:
