@@ -179,8 +179,10 @@ class IterationBreakdown:
             self.comm_kernel_us, self.stream_work, self.gpu_work)
 
     def __init__(self):
-        #: layers[k]: the union of layers 0..k (compute, then + comm, + memcpy, + memset).
-        self.layers = [IntervalUnion() for _ in LAYER_NAMES]
+        #: layers[k]: the union of layers 0..k (compute, then + comm, + memcpy, + memset);
+        #: empty until the first GPU work (most iterations of a trace of tiny ones have
+        #: none: four unions fewer to make and to page).
+        self.layers: list = []
         self.kernels: dict = {}  # name -> [count, total µs]
         self.cpu_ops: dict = {}  # thread -> the union of its ops in the iteration
         self.delay_sum_us = 0.0
@@ -199,6 +201,8 @@ class IterationBreakdown:
 
     def add_gpu(self, cat: str, name: str, start: float, end: float) -> None:
         layer = gpu_layer(cat, name)
+        if not self.layers:
+            self.layers = [IntervalUnion() for _ in LAYER_NAMES]
         for union in self.layers[layer:]:
             union.add(start, end)
         if layer == COMM:
@@ -246,8 +250,9 @@ class IterationBreakdown:
         span = max(0.0, span_us)
         out = {"span_us": round(span, 3)}
         below = 0.0
-        for name, union in zip(LAYER_NAMES, self.layers):
-            upto = min(max(union.total_us, below), span)
+        totals = [union.total_us for union in self.layers] or [0.0] * len(LAYER_NAMES)
+        for name, total in zip(LAYER_NAMES, totals):
+            upto = min(max(total, below), span)
             out[name] = round(upto - below, 3)
             below = upto
         out["idle_us"] = round(span - below, 3)
