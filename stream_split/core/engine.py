@@ -304,6 +304,7 @@ class Splitter:
         self._phase_facts: list[PhaseFacts] = per_iteration()
         self._diffusion_code = False  # a Python frame of a diffusion library was seen
         self._breakdowns: list[IterationBreakdown] = per_iteration()
+        self._keep_trims()  # ``_trims``: the ``trim`` of each of them that has one
         self._records_done = False  # ``iterations`` holds the final records
         self._gpu_latest = 0  # the latest iteration whose GPU work was decided
         self._launch_times, self._hot = LaunchTimes(), _NO_HOT  # _hot: see ``_hot_state``
@@ -315,8 +316,7 @@ class Splitter:
         #: Events with a field of the wrong type (sent to outside), and the first few of them.
         self.invalid_events = 0
         self.invalid_examples: list[dict] = []
-        self.max_pending = 0
-        self.closed = False
+        self.max_pending, self.closed = 0, False
         self._input_complete = True  # ``end_of_input(complete=...)``
         self.evidence: dict = {}
         self._last_thread = ("", "")  # the loop thread of the latest boundary
@@ -690,9 +690,13 @@ class Splitter:
         its unit at the end finds every boundary of the trace at once (1 M iterations' state
         in memory together)."""
         self._hot = _NO_HOT
-        for kept in (self._iterations, self._phase_facts, self._breakdowns):
-            if hasattr(kept, "trim"):
-                kept.trim()
+        for trim in self._trims:
+            trim()
+
+    def _keep_trims(self) -> None:
+        """Note the ``trim`` of each per-iteration list that has one (``_trim_paged``)."""
+        self._trims = tuple(kept.trim for kept in (self._iterations, self._phase_facts,
+                                                   self._breakdowns) if hasattr(kept, "trim"))
 
     def end_of_input(self, *, complete: bool = True) -> None:
         """No more events. ``complete=False``: the input was cut short (a truncated file, a
@@ -1120,9 +1124,13 @@ class Splitter:
             decided.append(heappop(pending))
         rows = self._cpu_rows
         if not self._cpu_held and len(rows) <= _FEW_HELD:  # a few, held one by one: as items
-            decided.extend(rows.items_before(until, _HELD_FRAME))
+            items = rows.items_before(until, _HELD_FRAME)
             self._cpu_held_n = len(rows)
-            self._resolve_in_order(decided, None)
+            if decided:
+                decided.extend(items)
+                self._resolve_in_order(decided, None)
+            elif items:  # in the order they came already
+                self._resolve_all(items)
         else:
             self._resolve_in_order(decided, self._take_held(until))
         if self._pending_links:
@@ -1335,6 +1343,7 @@ class Splitter:
             if hasattr(done, "close"):
                 done.close()
         self._phase_facts, self._breakdowns = [], []
+        self._keep_trims()
         self.evidence = dict(result.evidence)
         if opened and "phase" in self.evidence:
             self.evidence["phase"] = at_outermost_frame(self.evidence["phase"],
