@@ -50,6 +50,7 @@ from operator import itemgetter
 import numpy as np
 
 from stream_split.core.breakdown import IterationBreakdown, LaunchTimes
+from stream_split.core.coded import CodedList
 from stream_split.core.detect import (
     StepAnnotationDetector, RetractLast, StructureDetector, TraceFacts, cycle_kinds)
 from stream_split.core.detect.evidence import at_outermost_frame
@@ -1300,23 +1301,35 @@ class Splitter:
         self._hot = hot = (owner, self._iterations[owner], self._breakdowns[owner])
         return hot
 
+    def _launch_counts(self) -> tuple:
+        """Each iteration's kernels, graph launches and launches (what its kind and phase are
+        decided on), as arrays of int32 (an iteration's counts are far below 2**31): 4 bytes
+        an iteration each, not a tuple and three lists (1 M iterations). Where no runtime
+        call was ever owned (no correlation id: a trace without GPU work) every count is 0,
+        without a pass over the records."""
+        n = len(self._iterations)
+        if not self._correlations:  # no launch: no kernel was owned by an iteration either
+            zeros = CodedList((0,), n)
+            return zeros, zeros, zeros
+        kernels, graph_launches, launches = array("i"), array("i"), array("i")
+        for r in reading(self._iterations):
+            kernels.append(r.kernels)
+            graph_launches.append(r.graph_launches)
+            launches.append(r.launches)
+        return kernels, graph_launches, launches
+
     def _finish_records(self, result) -> None:
         """The records made final, in one pass that changes them (on a long trace they are
         paged through a file: each pass reads every page, and one that changes them writes
-        every page back), after one that reads what the kinds and phases are decided on.
-        Each begins at its boundary, or at the Python frame that opens it where that came
-        after the boundary (``owners.StepOpeners``: Kineto writes frames last)."""
+        every page back), after one that reads what the kinds and phases are decided on
+        (``_launch_counts``). Each begins at its boundary, or at the Python frame that opens
+        it where that came after the boundary (``owners.StepOpeners``: Kineto writes frames
+        last)."""
         self._hot = _NO_HOT
         opened = self._windows.opened_steps()
         records = self._iterations
         last_end = self._windows.last_end
-        # as arrays of int32 (an iteration's counts are far below 2**31): 4 bytes an iteration
-        # each, not a tuple and three lists (1 M iterations)
-        kernels, graph_launches, launches = array("i"), array("i"), array("i")
-        for r in reading(records):
-            kernels.append(r.kernels)
-            graph_launches.append(r.graph_launches)
-            launches.append(r.launches)
+        kernels, graph_launches, launches = self._launch_counts()
         kinds = cycle_kinds(result.shapes, kernels)
         phases = infer_phases(kinds, reading(self._phase_facts), graph_launches, launches,
                               loop_containers(result.evidence), self._diffusion_code)
