@@ -50,7 +50,6 @@ from operator import itemgetter
 import numpy as np
 
 from stream_split.core.breakdown import IterationBreakdown, LaunchTimes
-from stream_split.core.coded import CodedList
 from stream_split.core.detect import (
     StepAnnotationDetector, RetractLast, StructureDetector, TraceFacts, cycle_kinds)
 from stream_split.core.detect.evidence import at_outermost_frame
@@ -133,13 +132,9 @@ _WAITING_IN_MEMORY = 4096
 
 #: ``Splitter._hot`` while no iteration's state is kept at hand.
 _NO_HOT = (None, None, None)
-#: Integers up to this size are held as floats (``HeldColumns``) without change.
+#: Integers up to this size are held as floats (``HeldColumns``) without change: a float
+#: column holds a time exactly when it is a float or such an integer (``_hold_cpu``).
 _FLOAT_INTEGERS = 2 ** 53
-
-
-def _float_exact(value) -> bool:
-    """A time a float column holds exactly: a float, or an integer of at most 53 bits."""
-    return value.__class__ is float or -_FLOAT_INTEGERS <= value <= _FLOAT_INTEGERS
 
 
 def _held_view(event: dict, link) -> dict:
@@ -901,8 +896,8 @@ class Splitter:
         elif raw is not None:
             event = _held_view(event, None)
         self._seq += 1
-        if end.__class__ is float and start.__class__ is float or (
-                _float_exact(end) and _float_exact(start)):
+        if (end.__class__ is float or -_FLOAT_INTEGERS <= end <= _FLOAT_INTEGERS) and (
+                start.__class__ is float or -_FLOAT_INTEGERS <= start <= _FLOAT_INTEGERS):
             self._cpu_rows.add(end, self._seq, start, event, raw)
             self._cpu_held_n += 1
         else:
@@ -1307,9 +1302,8 @@ class Splitter:
         an iteration each, not a tuple and three lists (1 M iterations). Where no runtime
         call was ever owned (no correlation id: a trace without GPU work) every count is 0,
         without a pass over the records."""
-        n = len(self._iterations)
         if not self._correlations:  # no launch: no kernel was owned by an iteration either
-            zeros = CodedList((0,), n)
+            zeros = bytes(len(self._iterations))  # a 0 a byte, read in C
             return zeros, zeros, zeros
         kernels, graph_launches, launches = array("i"), array("i"), array("i")
         for r in reading(self._iterations):
