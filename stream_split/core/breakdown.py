@@ -259,6 +259,8 @@ class IterationBreakdown:
         return out
 
     def top_kernels(self) -> list:
+        if not self.kernels:
+            return []
         ranked = sorted(self.kernels.items(), key=lambda item: (-item[1][1], item[0]))
         return [{"name": name, "count": count, "total_us": round(total, 3)}
                 for name, (count, total) in ranked[:TOP_KERNELS]]

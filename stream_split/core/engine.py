@@ -1126,12 +1126,23 @@ class Splitter:
                 decided.extend(items)
                 self._resolve_in_order(decided, None)
             elif items:  # in the order they came already
-                self._resolve_all(items)
+                self._own_rows(items)
         else:
             self._resolve_in_order(decided, self._take_held(until))
         if self._pending_links:
             resolve = self._resolve
             self._pending_links = [item for item in self._pending_links if not resolve(item)]
+
+    def _own_rows(self, items: list) -> None:
+        """Held items of CPU-side events that a boundary decides (each ends before it), in
+        the order they came: ``_resolve_all``, without its look for runs of plain frames
+        and its test of each one's window where none is a plain frame."""
+        if any(item[3] == _HELD_FRAME for item in items):
+            self._resolve_all(items)
+            return
+        owner, own_cpu = self._windows.owner, self._own_cpu
+        for end, _, start, event, _, raw in items:
+            own_cpu(owner(start, end), event, end, raw)
 
     def _own_cpu(self, owner: int, event: dict, end: float, raw=None, cat=False) -> None:
         if self._keep:
