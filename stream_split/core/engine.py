@@ -998,11 +998,12 @@ class Splitter:
                 head = columns.take(slice(i, n)).items(_HELD_FRAME) if i < n else []
                 yield head + links[max(i - n, 0):j - n]
 
-    def _note_held(self) -> None:
-        """Track the most events held at once, in memory and spilled. Only a hold adds to
-        them, so the most is reached right before something held is decided: every path
-        that decides held events calls this first (not every hold)."""
-        n = self._held_in_memory() + len(self._spill)
+    def _note_held(self, spilled: int | None = None) -> None:
+        """Track the most events held at once, in memory and spilled (``spilled``: how many
+        are, when the caller knows). Only a hold adds to them, so the most is reached right
+        before something held is decided: every path that decides held events calls this
+        first (not every hold)."""
+        n = self._held_in_memory() + (len(self._spill) if spilled is None else spilled)
         if n > self.max_pending:
             self.max_pending = n
 
@@ -1111,8 +1112,9 @@ class Splitter:
     def _resolve_pending(self, until: float) -> None:
         """A boundary at ``until``: decide the in-memory held events it decides; spilled
         ones are left to ``decided()`` so that one call never loads the whole spill."""
-        self._note_held()
-        if len(self._spill):
+        spilled = len(self._spill)
+        self._note_held(spilled)
+        if spilled:
             self._needs_drain = True
         pending = self._pending
         decided = []

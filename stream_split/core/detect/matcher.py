@@ -146,7 +146,7 @@ class RootMatcher:
     def _begin(self, instance: list, first: Node) -> None:
         """An instance ends (``instance``, its ops) and the next begins at ``first``."""
         self.shortest = min(self.shortest, len(instance))
-        self.seen.update(n.sym for n in instance)
+        self.seen.update([n.sym for n in instance])
         self._measure(instance)
         self.starts.append(first)
         del self.starts[:-RULES.online.typical_of]
