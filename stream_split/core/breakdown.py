@@ -199,11 +199,15 @@ class IterationBreakdown:
         self.stream_work: dict = {}
         self.gpu_work: tuple | None = None
 
-    def add_gpu(self, cat: str, name: str, start: float, end: float) -> None:
-        layer = gpu_layer(cat, name)
+    def _made_layers(self) -> list:
+        """``layers``, made at their first use (see ``__init__``)."""
         if not self.layers:
             self.layers = [IntervalUnion() for _ in LAYER_NAMES]
-        for union in self.layers[layer:]:
+        return self.layers
+
+    def add_gpu(self, cat: str, name: str, start: float, end: float) -> None:
+        layer = gpu_layer(cat, name)
+        for union in self._made_layers()[layer:]:
             union.add(start, end)
         if layer == COMM:
             self.comm_kernels += 1
@@ -221,7 +225,7 @@ class IterationBreakdown:
 
     def freeze_gpu(self) -> None:
         """Its GPU work is most likely all decided: keep little of it (bounded memory)."""
-        for union in self.layers:
+        for union in self._made_layers():  # frozen before its first GPU work: later work too
             union.freeze()
         if len(self.kernels) > FROZEN_KERNEL_NAMES:
             kept = sorted(self.kernels.items(), key=lambda item: -item[1][1])
