@@ -104,19 +104,23 @@ class HeldRows:
         ``(end, seq, start, event, None, raw)`` in the order added (a plain frame's event:
         ``frame``), no longer here; the others stay."""
         ends = self.ends
+        if all(end < until for end in ends):  # most often every one (or none held)
+            items = [(end, seq, start, frame if event is None else event, None, raw)
+                     for end, seq, start, event, raw in zip(ends, self.seqs, self.starts,
+                                                             self.events, self.raws)]
+            if items:
+                self.__init__()
+            return items
         due = [k for k, end in enumerate(ends) if end < until]
         if not due:
             return []
         events = self.events
         items = [(ends[k], self.seqs[k], self.starts[k],
                   frame if events[k] is None else events[k], None, self.raws[k]) for k in due]
-        if len(due) == len(ends):
-            self.__init__()
-        else:
-            kept = [k for k, end in enumerate(ends) if not end < until]
-            for name in ("ends", "seqs", "starts", "events", "raws"):
-                column = getattr(self, name)
-                setattr(self, name, [column[k] for k in kept])
+        kept = [k for k, end in enumerate(ends) if not end < until]
+        for name in ("ends", "seqs", "starts", "events", "raws"):
+            column = getattr(self, name)
+            setattr(self, name, [column[k] for k in kept])
         return items
 
     def columns(self) -> HeldColumns | None:

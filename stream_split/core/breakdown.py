@@ -179,8 +179,10 @@ class IterationBreakdown:
             self.comm_kernel_us, self.stream_work, self.gpu_work)
 
     def __init__(self):
-        #: layers[k]: the union of layers 0..k (compute, then + comm, + memcpy, + memset).
-        self.layers = [IntervalUnion() for _ in LAYER_NAMES]
+        #: layers[k]: the union of layers 0..k (compute, then + comm, + memcpy, + memset);
+        #: empty until the first GPU work (most iterations of a trace of tiny ones have
+        #: none: four unions fewer to make and to page).
+        self.layers: list = []
         self.kernels: dict = {}  # name -> [count, total µs]
         self.cpu_ops: dict = {}  # thread -> the union of its ops in the iteration
         self.delay_sum_us = 0.0
@@ -197,9 +199,15 @@ class IterationBreakdown:
         self.stream_work: dict = {}
         self.gpu_work: tuple | None = None
 
+    def _made_layers(self) -> list:
+        """``layers``, made at their first use (see ``__init__``)."""
+        if not self.layers:
+            self.layers = [IntervalUnion() for _ in LAYER_NAMES]
+        return self.layers
+
     def add_gpu(self, cat: str, name: str, start: float, end: float) -> None:
         layer = gpu_layer(cat, name)
-        for union in self.layers[layer:]:
+        for union in self._made_layers()[layer:]:
             union.add(start, end)
         if layer == COMM:
             self.comm_kernels += 1
@@ -217,7 +225,7 @@ class IterationBreakdown:
 
     def freeze_gpu(self) -> None:
         """Its GPU work is most likely all decided: keep little of it (bounded memory)."""
-        for union in self.layers:
+        for union in self._made_layers():  # frozen before its first GPU work: later work too
             union.freeze()
         if len(self.kernels) > FROZEN_KERNEL_NAMES:
             kept = sorted(self.kernels.items(), key=lambda item: -item[1][1])
@@ -246,14 +254,17 @@ class IterationBreakdown:
         span = max(0.0, span_us)
         out = {"span_us": round(span, 3)}
         below = 0.0
-        for name, union in zip(LAYER_NAMES, self.layers):
-            upto = min(max(union.total_us, below), span)
+        totals = [union.total_us for union in self.layers] or [0.0] * len(LAYER_NAMES)
+        for name, total in zip(LAYER_NAMES, totals):
+            upto = min(max(total, below), span)
             out[name] = round(upto - below, 3)
             below = upto
         out["idle_us"] = round(span - below, 3)
         return out
 
     def top_kernels(self) -> list:
+        if not self.kernels:
+            return []
         ranked = sorted(self.kernels.items(), key=lambda item: (-item[1][1], item[0]))
         return [{"name": name, "count": count, "total_us": round(total, 3)}
                 for name, (count, total) in ranked[:TOP_KERNELS]]

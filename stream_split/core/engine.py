@@ -132,13 +132,9 @@ _WAITING_IN_MEMORY = 4096
 
 #: ``Splitter._hot`` while no iteration's state is kept at hand.
 _NO_HOT = (None, None, None)
-#: Integers up to this size are held as floats (``HeldColumns``) without change.
+#: Integers up to this size are held as floats (``HeldColumns``) without change: a float
+#: column holds a time exactly when it is a float or such an integer (``_hold_cpu``).
 _FLOAT_INTEGERS = 2 ** 53
-
-
-def _float_exact(value) -> bool:
-    """A time a float column holds exactly: a float, or an integer of at most 53 bits."""
-    return value.__class__ is float or -_FLOAT_INTEGERS <= value <= _FLOAT_INTEGERS
 
 
 def _held_view(event: dict, link) -> dict:
@@ -304,6 +300,7 @@ class Splitter:
         self._phase_facts: list[PhaseFacts] = per_iteration()
         self._diffusion_code = False  # a Python frame of a diffusion library was seen
         self._breakdowns: list[IterationBreakdown] = per_iteration()
+        self._keep_trims()  # ``_trims``: the ``trim`` of each of them that has one
         self._records_done = False  # ``iterations`` holds the final records
         self._gpu_latest = 0  # the latest iteration whose GPU work was decided
         self._launch_times, self._hot = LaunchTimes(), _NO_HOT  # _hot: see ``_hot_state``
@@ -315,8 +312,7 @@ class Splitter:
         #: Events with a field of the wrong type (sent to outside), and the first few of them.
         self.invalid_events = 0
         self.invalid_examples: list[dict] = []
-        self.max_pending = 0
-        self.closed = False
+        self.max_pending, self.closed = 0, False
         self._input_complete = True  # ``end_of_input(complete=...)``
         self.evidence: dict = {}
         self._last_thread = ("", "")  # the loop thread of the latest boundary
@@ -690,9 +686,13 @@ class Splitter:
         its unit at the end finds every boundary of the trace at once (1 M iterations' state
         in memory together)."""
         self._hot = _NO_HOT
-        for kept in (self._iterations, self._phase_facts, self._breakdowns):
-            if hasattr(kept, "trim"):
-                kept.trim()
+        for trim in self._trims:
+            trim()
+
+    def _keep_trims(self) -> None:
+        """Note the ``trim`` of each per-iteration list that has one (``_trim_paged``)."""
+        self._trims = tuple(kept.trim for kept in (self._iterations, self._phase_facts,
+                                                   self._breakdowns) if hasattr(kept, "trim"))
 
     def end_of_input(self, *, complete: bool = True) -> None:
         """No more events. ``complete=False``: the input was cut short (a truncated file, a
@@ -896,8 +896,8 @@ class Splitter:
         elif raw is not None:
             event = _held_view(event, None)
         self._seq += 1
-        if end.__class__ is float and start.__class__ is float or (
-                _float_exact(end) and _float_exact(start)):
+        if (end.__class__ is float or -_FLOAT_INTEGERS <= end <= _FLOAT_INTEGERS) and (
+                start.__class__ is float or -_FLOAT_INTEGERS <= start <= _FLOAT_INTEGERS):
             self._cpu_rows.add(end, self._seq, start, event, raw)
             self._cpu_held_n += 1
         else:
@@ -998,11 +998,12 @@ class Splitter:
                 head = columns.take(slice(i, n)).items(_HELD_FRAME) if i < n else []
                 yield head + links[max(i - n, 0):j - n]
 
-    def _note_held(self) -> None:
-        """Track the most events held at once, in memory and spilled. Only a hold adds to
-        them, so the most is reached right before something held is decided: every path
-        that decides held events calls this first (not every hold)."""
-        n = self._held_in_memory() + len(self._spill)
+    def _note_held(self, spilled: int | None = None) -> None:
+        """Track the most events held at once, in memory and spilled (``spilled``: how many
+        are, when the caller knows). Only a hold adds to them, so the most is reached right
+        before something held is decided: every path that decides held events calls this
+        first (not every hold)."""
+        n = self._held_in_memory() + (len(self._spill) if spilled is None else spilled)
         if n > self.max_pending:
             self.max_pending = n
 
@@ -1111,8 +1112,9 @@ class Splitter:
     def _resolve_pending(self, until: float) -> None:
         """A boundary at ``until``: decide the in-memory held events it decides; spilled
         ones are left to ``decided()`` so that one call never loads the whole spill."""
-        self._note_held()
-        if len(self._spill):
+        spilled = len(self._spill)
+        self._note_held(spilled)
+        if spilled:
             self._needs_drain = True
         pending = self._pending
         decided = []
@@ -1120,14 +1122,29 @@ class Splitter:
             decided.append(heappop(pending))
         rows = self._cpu_rows
         if not self._cpu_held and len(rows) <= _FEW_HELD:  # a few, held one by one: as items
-            decided.extend(rows.items_before(until, _HELD_FRAME))
+            items = rows.items_before(until, _HELD_FRAME)
             self._cpu_held_n = len(rows)
-            self._resolve_in_order(decided, None)
+            if decided:
+                decided.extend(items)
+                self._resolve_in_order(decided, None)
+            elif items:  # in the order they came already
+                self._own_rows(items)
         else:
             self._resolve_in_order(decided, self._take_held(until))
         if self._pending_links:
             resolve = self._resolve
             self._pending_links = [item for item in self._pending_links if not resolve(item)]
+
+    def _own_rows(self, items: list) -> None:
+        """Held items of CPU-side events that a boundary decides (each ends before it), in
+        the order they came: ``_resolve_all``, without its look for runs of plain frames
+        and its test of each one's window where none is a plain frame."""
+        if any(item[3] == _HELD_FRAME for item in items):
+            self._resolve_all(items)
+            return
+        owner, own_cpu = self._windows.owner, self._own_cpu
+        for end, _, start, event, _, raw in items:
+            own_cpu(owner(start, end), event, end, raw)
 
     def _own_cpu(self, owner: int, event: dict, end: float, raw=None, cat=False) -> None:
         if self._keep:
@@ -1292,23 +1309,34 @@ class Splitter:
         self._hot = hot = (owner, self._iterations[owner], self._breakdowns[owner])
         return hot
 
+    def _launch_counts(self) -> tuple:
+        """Each iteration's kernels, graph launches and launches (what its kind and phase are
+        decided on), as arrays of int32 (an iteration's counts are far below 2**31): 4 bytes
+        an iteration each, not a tuple and three lists (1 M iterations). Where no runtime
+        call was ever owned (no correlation id: a trace without GPU work) every count is 0,
+        without a pass over the records."""
+        if not self._correlations:  # no launch: no kernel was owned by an iteration either
+            zeros = bytes(len(self._iterations))  # a 0 a byte, read in C
+            return zeros, zeros, zeros
+        kernels, graph_launches, launches = array("i"), array("i"), array("i")
+        for r in reading(self._iterations):
+            kernels.append(r.kernels)
+            graph_launches.append(r.graph_launches)
+            launches.append(r.launches)
+        return kernels, graph_launches, launches
+
     def _finish_records(self, result) -> None:
         """The records made final, in one pass that changes them (on a long trace they are
         paged through a file: each pass reads every page, and one that changes them writes
-        every page back), after one that reads what the kinds and phases are decided on.
-        Each begins at its boundary, or at the Python frame that opens it where that came
-        after the boundary (``owners.StepOpeners``: Kineto writes frames last)."""
+        every page back), after one that reads what the kinds and phases are decided on
+        (``_launch_counts``). Each begins at its boundary, or at the Python frame that opens
+        it where that came after the boundary (``owners.StepOpeners``: Kineto writes frames
+        last)."""
         self._hot = _NO_HOT
         opened = self._windows.opened_steps()
         records = self._iterations
         last_end = self._windows.last_end
-        # as arrays of int32 (an iteration's counts are far below 2**31): 4 bytes an iteration
-        # each, not a tuple and three lists (1 M iterations)
-        kernels, graph_launches, launches = array("i"), array("i"), array("i")
-        for r in reading(records):
-            kernels.append(r.kernels)
-            graph_launches.append(r.graph_launches)
-            launches.append(r.launches)
+        kernels, graph_launches, launches = self._launch_counts()
         kinds = cycle_kinds(result.shapes, kernels)
         phases = infer_phases(kinds, reading(self._phase_facts), graph_launches, launches,
                               loop_containers(result.evidence), self._diffusion_code)
@@ -1335,6 +1363,7 @@ class Splitter:
             if hasattr(done, "close"):
                 done.close()
         self._phase_facts, self._breakdowns = [], []
+        self._keep_trims()
         self.evidence = dict(result.evidence)
         if opened and "phase" in self.evidence:
             self.evidence["phase"] = at_outermost_frame(self.evidence["phase"],

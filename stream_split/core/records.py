@@ -18,7 +18,8 @@ from __future__ import annotations
 import types
 import typing
 from dataclasses import dataclass, field, fields, asdict
-from operator import attrgetter
+from functools import cache
+from operator import attrgetter, is_
 
 #: Owner of an event that belongs to no iteration (prologue, epilogue, spanning wrappers,
 #: GPU work whose launch is not in the trace).
@@ -198,9 +199,23 @@ _RECORD_VALUES = attrgetter(*(f.name for f in fields(IterationRecord)))
 def slots_reduce(obj) -> tuple:
     """``__reduce__`` of an object with ``__slots__`` (and no ``__init__`` arguments): its
     class and its slots' values, rebuilt by ``restore_slots``; a few times faster to pickle
-    and unpickle than the default for slots."""
+    and unpickle than the default for slots. One whose slots all hold what a new one's do
+    (the very objects: ``None``, small numbers) is rebuilt by the class alone."""
     cls = type(obj)
-    return restore_slots, (cls, tuple(getattr(obj, name) for name in cls.__slots__))
+    values, fresh = _slot_values(cls)
+    values = values(obj)
+    if all(map(is_, values, fresh)):
+        return cls, ()
+    return restore_slots, (cls, values)
+
+
+@cache
+def _slot_values(cls) -> tuple:
+    """(a function giving the tuple of an object's slot values, those of a new one)."""
+    get = attrgetter(*cls.__slots__)
+    if len(cls.__slots__) == 1:
+        get = lambda obj, _get=get: (_get(obj),)  # noqa: E731
+    return get, get(cls())
 
 
 def restore_slots(cls, values: tuple):

@@ -70,6 +70,7 @@ class RootMatcher:
         #: Each instance's similarity to the unit (evidence): 8 bytes an instance, not a float
         #: object's 32 (a loop of 1 M one-op iterations is matched online).
         self.similarity = array("d")
+        self._measured = (None, None)  # the last instance measured: (its key, its measure)
         for ops in instances:
             self._measure(ops)
         opener = row[pos[0]].sym
@@ -127,7 +128,15 @@ class RootMatcher:
         return found
 
     def _measure(self, instance: list, replace_last: bool = False) -> None:
-        shape, sim = shape_and_similarity(instance, self.unit)
+        # An instance like the one measured before (the same symbols, durations and kernels:
+        # all that ``shape_and_similarity`` reads of it) measures the same: a loop of tiny
+        # identical iterations is measured once, not once an iteration.
+        key = [(n.sym, n.end - n.start, n.gpu) for n in instance]
+        if key == self._measured[0]:
+            shape, sim = self._measured[1]
+        else:
+            shape, sim = shape_and_similarity(instance, self.unit)
+            self._measured = key, (shape, sim)
         if replace_last:
             self.shapes[-1], self.similarity[-1] = shape, sim
         else:
@@ -137,7 +146,7 @@ class RootMatcher:
     def _begin(self, instance: list, first: Node) -> None:
         """An instance ends (``instance``, its ops) and the next begins at ``first``."""
         self.shortest = min(self.shortest, len(instance))
-        self.seen.update(n.sym for n in instance)
+        self.seen.update([n.sym for n in instance])
         self._measure(instance)
         self.starts.append(first)
         del self.starts[:-RULES.online.typical_of]

@@ -661,7 +661,9 @@ def open_pending(node: Node, after: float, frames: list) -> list:
 def outermost_opener(node: Node, ceiling: float = float("inf")) -> tuple | None:
     """The outermost Python frame that opens ``node`` and ends by ``ceiling`` (the next
     instance's start, where known: the program's own frame opens the first op of all)."""
-    return min((f for f in node.opener or () if f[1] <= ceiling), default=None)
+    if node.opener is None:  # most ops (and every op of a trace without frames)
+        return None
+    return min((f for f in node.opener if f[1] <= ceiling), default=None)
 
 
 def start_of(node: Node) -> float:
