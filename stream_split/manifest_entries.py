@@ -27,10 +27,8 @@ from stream_split.serialize import finite, strict_json
 
 #: What stands for the entries while the rest of the manifest is encoded.
 _PLACEHOLDER = "\x00iterations\x00"
-#: The indentation of ``dump_manifest``'s JSON, and of an entry in it (an item of the list
-#: that is the value of a top-level key: two levels down).
+#: The indentation of ``dump_manifest``'s JSON.
 INDENT = 1
-_ENTRY_INDENT = "\n" + " " * (2 * INDENT)
 
 
 def manifest_entry(record, files: dict, shared: bool = False) -> dict:
@@ -185,7 +183,7 @@ def dump_manifest(manifest: dict, stream) -> None:
     stream.write("[")
     for count, text in enumerate(texts):  # written as made: 1 M entries' text is ~1 GB
         stream.write("," + text if count else text)
-    stream.write(_ENTRY_INDENT[:-INDENT] + "]" if entries else "]")
+    stream.write("\n" + " " * INDENT + "]" if entries else "]")
     stream.write(after)
 
 

@@ -472,28 +472,24 @@ class _Ends:
         self.lead = _gzip_header(level) + _deflate(head_before_events, level, zlib.Z_SYNC_FLUSH)
         self.trail = _deflate(tail, level, zlib.Z_FINISH)
         self._lead_crc, self._tail_crc = isal_zlib.crc32(head_before_events), isal_zlib.crc32(tail)
-        self._empty: dict = {}  # compress -> the whole piece of no events
 
     def trailer(self, events: tuple) -> bytes:
         """The gzip trailer of a piece whose events' bytes have ``events`` (crc32, size)."""
-        crc = isal_zlib.crc32_combine(self._lead_crc, events[0], events[1])
-        crc = isal_zlib.crc32_combine(crc, self._tail_crc, len(self.tail))
-        size = len(self.head_before_events) + events[1] + len(self.tail)
-        return struct.pack("<II", crc, size & 0xFFFFFFFF)
+        return self._trailer(isal_zlib.crc32_combine(self._lead_crc, events[0], events[1]),
+                             len(self.head_before_events) + events[1])
 
     def empty_piece(self, compress: bool) -> bytes:
-        """The whole piece of no events (its head and tail), once."""
-        piece = self._empty.get(compress)
-        if piece is None:
-            head, tail = self.head, self.tail
-            piece = head + tail
-            if compress:
-                crc = isal_zlib.crc32_combine(isal_zlib.crc32(head), self._tail_crc, len(tail))
-                piece = b"".join([_gzip_header(self._level),
-                                  _deflate(head, self._level, zlib.Z_SYNC_FLUSH), self.trail,
-                                  struct.pack("<II", crc, len(piece) & 0xFFFFFFFF)])
-            self._empty[compress] = piece
-        return piece
+        """The whole piece of no events: its head and tail (rare: made when asked)."""
+        if not compress:
+            return self.head + self.tail
+        return b"".join([_gzip_header(self._level),
+                         _deflate(self.head, self._level, zlib.Z_SYNC_FLUSH), self.trail,
+                         self._trailer(isal_zlib.crc32(self.head), len(self.head))])
+
+    def _trailer(self, crc: int, size: int) -> bytes:
+        """The gzip trailer of a piece whose bytes before the tail have ``crc`` and ``size``."""
+        crc = isal_zlib.crc32_combine(crc, self._tail_crc, len(self.tail))
+        return struct.pack("<II", crc, (size + len(self.tail)) & 0xFFFFFFFF)
 
 
 def _piece_head(header_before: dict, metadata: list) -> bytes:
