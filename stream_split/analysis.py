@@ -246,15 +246,16 @@ def diff(out_dir: str, manifest: dict, index: int, baseline: int | None = None) 
 EXPLAIN_MAX_EVENTS = 100_000
 
 
-def explain_outliers(out_dir: str, manifest: dict) -> None:
+def explain_outliers(out_dir: str, manifest: dict, outliers: list[int] | None = None) -> None:
     """Add to each outlier's ``outlier_reason`` (``7.1x median``) the phrase of its
     comparison with its baseline (``7.1x median, +5.3 ms: eval x1, ...``), where both pieces
     were written and hold at most ``EXPLAIN_MAX_EVENTS`` events. Reads the baseline's piece
-    once per phase and one outlier's at a time."""
+    once per phase and one outlier's at a time. ``outliers``: the positions of the outliers
+    (``stats.IterationStats.reasons``), else read from the entries."""
     profiles: dict = {}
     bases: dict = {}  # phase -> its baseline's index
     iterations = manifest.get("iterations") or []
-    for position in outlier_positions(iterations):
+    for position in outlier_positions(iterations) if outliers is None else outliers:
         entry = iterations[position]
         if not entry.get("file"):
             continue

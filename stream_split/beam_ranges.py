@@ -71,6 +71,7 @@ from stream_split.parallel import (
     RANGE_BYTES, DecodedRanges, NotParallel, cut_ranges, cut_segments, decode_for_engine,
     placed, takes_ranges)
 from stream_split.run import StopRequest, new_splitter, open_reader, read_through
+from stream_split.stats import IterationStats
 from stream_split.write import PieceWriter, encode_segment, segment_text
 
 __all__ = ["SplitInRanges", "RangedOutputs", "RangedSplit", "SplitterAccount", "WHOLE",
@@ -151,13 +152,16 @@ class SplitterAccount:
     outside_kernels: int
     invalid_events: int
     invalid_examples: list
+    events_in_iterations: int | None = None
+    #: The verdicts on the records (``run.RunOutcome.stats``), None where not known.
+    stats: IterationStats | None = None
 
     @classmethod
-    def of(cls, splitter) -> "SplitterAccount":
+    def of(cls, splitter, stats: IterationStats | None = None) -> "SplitterAccount":
         return cls(splitter.options, splitter.evidence, list(splitter.iterations),
                    splitter.events_in, splitter.events_out, splitter.metadata_events,
                    splitter.outside_events, splitter.outside_kernels, splitter.invalid_events,
-                   list(splitter.invalid_examples))
+                   list(splitter.invalid_examples), splitter.events_in_iterations, stats)
 
 
 @dataclass
@@ -449,7 +453,7 @@ class _DecideFn(ScratchFn):
                 outcome = read_through(head.file.path, splitter, name=head.file.path,
                                        stop=stop, reader=reader,
                                        on_pairs=segments.add if segments else None)
-            account = SplitterAccount.of(splitter)
+            account = SplitterAccount.of(splitter, outcome.stats)
         finally:
             shutil.rmtree(local, ignore_errors=True)
         seconds = head.seconds + sum(d.seconds for d in decoded) + time.perf_counter() - started
@@ -546,7 +550,7 @@ class _AssembleFn(ScratchFn):
             raise
         return finish_folder(writer, plan.account, plan, self._config,
                              source=plan.head.file.path, reader_info=plan.reader_info,
-                             error=plan.error)
+                             error=plan.error, stats=plan.account.stats)
 
 
 class _SegmentFiles:

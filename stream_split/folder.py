@@ -124,22 +124,25 @@ def _split_into(source, out_dir: str, config: SplitConfig, *, check: bool, reade
                                 else getattr(source, "name", "<stream>"))
     manifest = finish_folder(writer, splitter, reader, config, source=shown,
                              reader_info=outcome.reader_info, error=outcome.error,
-                             on_warning=reading.get("on_warning"), stop=reading.get("stop"))
+                             on_warning=reading.get("on_warning"), stop=reading.get("stop"),
+                             stats=outcome.stats)
     header = {**reader.header_after, **reader.header_before} if reader is not None else {}
     return SplitResult(manifest, outcome.error, outcome.reader_info, header,
                        reader is not None, splitter)
 
 
 def finish_folder(writer: PieceWriter, splitter, reader, config: SplitConfig, *, source: str,
-                  reader_info: dict, error: str | None, on_warning=None, stop=None) -> dict:
+                  reader_info: dict, error: str | None, on_warning=None, stop=None,
+                  stats=None) -> dict:
     """The end of a split into a folder, after the run: the iterations ``config`` chose
     (``on_warning``: told what the choice left out), their pieces assembled and the manifest
     written (``write.finish_split``); returns the manifest. ``splitter``: the closed
     splitter, or anything with its records and counts (``beam_ranges.SplitterAccount``).
-    ``stop``: as ``write.finish_split`` takes it."""
+    ``stop``, ``stats``: as ``write.finish_split`` takes them."""
     chosen = None if error else config.choice.chosen(splitter.iterations)
     dropped = None if chosen is None else config.choice.dropped(splitter.iterations)
     if dropped is not None and on_warning is not None:
         on_warning(dropped)
     return finish_split(writer, splitter, reader, source=source, reader_info=reader_info,
-                        error=error, owners=chosen, chosen_by=config.choice.texts, stop=stop)
+                        error=error, owners=chosen, chosen_by=config.choice.texts, stop=stop,
+                        stats=stats)

@@ -21,7 +21,7 @@ from stream_split.pages import PagedList
 from stream_split.progress import ProgressReader
 from stream_split.read import TraceReader
 from stream_split.spill import TempFileSpill
-from stream_split.stats import finish
+from stream_split.stats import IterationStats, finish
 
 
 #: The signals that stop a run between two batches (with a truthful manifest): an interrupt,
@@ -79,11 +79,15 @@ class StopRequest:
 class RunOutcome:
     """How a run ended: the reader's account (``reader_info``), the input error (one line)
     or None, whether a stop cut it short, and the reader (None when the input could not be
-    opened; its header keys are still there after the run)."""
+    opened; its header keys are still there after the run), and the verdicts on its
+    iterations (``stats.finish``, made once: the manifest's steady state and outliers are
+    taken from it, not from another pass over the records; None when the splitter was
+    closed without a run)."""
     reader_info: dict
     error: str | None
     stopped: bool = False
     reader: TraceReader | None = None
+    stats: IterationStats | None = None
 
 
 #: The ``stop_reason`` of a run a signal stopped.
@@ -188,9 +192,10 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
     feed_batch = splitter.feed_batch
     keep = splitter.options.keep_events
 
-    def hand_out(final: bool = False) -> None:
+    def hand_out(final: bool = False) -> IterationStats | None:
         """Hand out what is decided; ``final`` (after ``end_of_input``): decide the rest,
-        holding the records back until ``stats.finish`` has seen every iteration."""
+        holding the records back until ``stats.finish`` has seen every iteration, and
+        return its verdicts."""
         held = []
         while True:
             decided = splitter.decided()
@@ -204,15 +209,17 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
                     on_record(record)
             if not decided.more:
                 break
-        if final:
-            finish(splitter.iterations)  # the iteration records are final after the last decision
-            if isinstance(splitter.iterations, PagedList):
-                splitter.iterations.seal()  # final: read from now on
-            if on_record is not None:
-                for record in held:
-                    on_record(record)
-                for record in splitter.iterations:  # in order, a page at a time
-                    on_record(record)
+        if not final:
+            return None
+        stats = finish(splitter.iterations)  # the records are final after the last decision
+        if isinstance(splitter.iterations, PagedList):
+            splitter.iterations.seal()  # final: read from now on
+        if on_record is not None:
+            for record in held:
+                on_record(record)
+            for record in splitter.iterations:  # in order, a page at a time
+                on_record(record)
+        return stats
 
     splitter.note_header(reader.header_before)  # known once the reader has its form
     try:
@@ -237,8 +244,8 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
     # A cut-short input may have lost any iteration's GPU work (it comes last in Kineto's
     # layout): the core then marks no record complete.
     splitter.end_of_input(complete=error is None and info["complete"])
-    hand_out(final=True)
-    return RunOutcome(info, error, stopped)
+    stats = hand_out(final=True)
+    return RunOutcome(info, error, stopped, stats=stats)
 
 
 def open_reader(source, *, stop: StopRequest | None = None, name: str | None = None,

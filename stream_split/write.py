@@ -57,7 +57,7 @@ from stream_split.trace_format import ANNOTATION_CAT, PROFILER_STEP_PREFIX
 from stream_split.core.records import (
     Boundary, IterationRecord, KIND_IDLE, KIND_ITERATION, METADATA, OUTSIDE)
 from stream_split.options import level_used
-from stream_split.stats import analyze_records
+from stream_split.stats import IterationStats, analyze_records
 
 MANIFEST_FORMAT = "stream-split/manifest"
 MANIFEST_VERSION = 1
@@ -826,13 +826,17 @@ def _tag_head(owner: int) -> bytes:
 
 
 def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | None,
-                   error: str | None = None, selection: dict | None = None) -> dict:
+                   error: str | None = None, selection: dict | None = None,
+                   stats: IterationStats | None = None) -> dict:
     """The manifest: what was read, how it was split, and the counts that prove conservation.
     ``selection``: what ``--iterations`` / ``--steps`` chose when only some iterations were
     written (``{"iterations": text, "steps": text, "written": [index, ...]}``); None: all of
     them. Strict JSON: a number that is not finite is None (``serialize.finite``). Its
-    ``iterations`` are made from the records when read (``manifest_entries``)."""
+    ``iterations`` are made from the records when read (``manifest_entries``). ``stats``: the
+    records' verdicts (``stats.finish``'s, ``run.RunOutcome.stats``), else judged here."""
     files = files or {}
+    if stats is None:
+        stats = analyze_records(splitter.iterations)
     iterations = ManifestIterations(splitter.iterations, files)
     written = None if selection is None else set(selection["written"])
     manifest = {
@@ -845,7 +849,7 @@ def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | No
         "bytes_read": reader_info.get("bytes_read"),
         "detection": splitter.evidence,
         "level": level_used(splitter.options.level, splitter.evidence),
-        "steady_state": analyze_records(splitter.iterations).steady_state,
+        "steady_state": stats.steady_state,
         **({} if selection is None else {"selection": {
             "iterations": selection.get("iterations"), "steps": selection.get("steps"),
             **{k: selection[k] for k in ("phase", "steady") if k in selection},
@@ -870,12 +874,14 @@ def _counts(splitter, written: set | None, metadata_apart: bool = False) -> dict
     ``metadata_apart``: the metadata events are in a piece of their own, in none other."""
     events_in = splitter.events_in
     metadata = splitter.metadata_events
-    in_pieces = not_written = 0
-    for record in reading(splitter.iterations):
-        if written is None or record.index in written:
-            in_pieces += record.events
-        else:
-            not_written += record.events
+    in_pieces, not_written = splitter.events_in_iterations, 0
+    if written is not None or in_pieces is None:  # else summed once the records were final
+        in_pieces = 0
+        for record in reading(splitter.iterations):
+            if written is None or record.index in written:
+                in_pieces += record.events
+            else:
+                not_written += record.events
     out_total = in_pieces + splitter.outside_events
     counts = {
         "events_in": events_in,
@@ -898,13 +904,14 @@ def _counts(splitter, written: set | None, metadata_apart: bool = False) -> dict
 
 def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_info: dict,
                  error: str | None, owners=None, chosen_by: dict | None = None,
-                 stop=None) -> dict:
+                 stop=None, stats: IterationStats | None = None) -> dict:
     """Assemble the pieces (of the iteration indices ``owners``, default all) and write
     ``manifest.json`` beside them; returns the manifest. ``chosen_by``: what chose ``owners``
     (``{"iterations": text, "steps": text}``, ``IterationChoice.texts``). ``stop``: a
     ``run.StopRequest``; requested now (not before: that one ended the reading),
     ``WriteInterrupted`` is raised within ``STOP_CHECK_PIECES`` pieces: a run stopped
-    after its input was read ends at once, nothing written.
+    after its input was read ends at once, nothing written. ``stats``: the verdicts on the
+    records (``stats.finish``'s), else judged again here.
     The end of every `split` (the CLI's, the library's and the Beam transform's)."""
     if stop is not None and stop.requested:  # before: it ended the reading, already honoured
         stop = None
@@ -917,8 +924,10 @@ def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_i
                           loop_thread=splitter.evidence.get("loop_thread"), stop=stop)
     selection = None if chosen is None else {**(chosen_by or {}), "written": sorted(chosen)}
     manifest = build_manifest(source=source, splitter=splitter, reader_info=reader_info,
-                              files=files, error=error, selection=selection)
-    explain_outliers(writer.out_dir, manifest)  # from the pieces just written
+                              files=files, error=error, selection=selection, stats=stats)
+    # from the pieces just written
+    explain_outliers(writer.out_dir, manifest,
+                     outliers=None if stats is None else sorted(stats.reasons))
     _check_stop(stop)
     # Written once, last: a folder holding a manifest holds every piece it names.
     with create_new(os.path.join(writer.out_dir, "manifest.json"), "w", encoding="utf-8") as f:

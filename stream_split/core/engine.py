@@ -307,6 +307,9 @@ class Splitter:
         self._assigned, self._records = [], []
         self._keep = self.options.keep_events
         self.events_in = self.metadata_events = self.outside_events = self.outside_kernels = 0
+        #: The events of every iteration together, summed once their records are final (None
+        #: before): what the manifest's counts need, without another pass over the records.
+        self.events_in_iterations: int | None = None
         #: Python frames decided a run at once (``feed_batch``), the rest one by one.
         self.frames_at_once = 0
         #: Events with a field of the wrong type (sent to outside), and the first few of them.
@@ -803,6 +806,8 @@ class Splitter:
     @property
     def events_out(self) -> int:
         """Non-metadata events assigned so far (to an iteration or to outside)."""
+        if self.events_in_iterations is not None:  # the records are final
+            return self.events_in_iterations + self.outside_events
         self._hot = _NO_HOT  # iterating a ``PagedList`` trims it
         return sum(r.events for r in self._iterations) + self.outside_events
 
@@ -1341,8 +1346,10 @@ class Splitter:
         phases = infer_phases(kinds, reading(self._phase_facts), graph_launches, launches,
                               loop_containers(result.evidence), self._diffusion_code)
         complete = self._input_complete
+        events = 0
         for i, (record, breakdown, (phase, evidence)) in enumerate(
                 zip(records, reading(self._breakdowns), phases)):
+            events += record.events
             if i in opened:
                 record.start_ts, record.first_op = opened[i]
             if record.gpu_events:  # see ``_own_linked``: work decided out of order
@@ -1359,6 +1366,7 @@ class Splitter:
             span = record.gpu_end_ts - record.gpu_start_ts if record.gpu_events else None
             record.breakdown = breakdown.to_dict(span)
             record.phase, record.phase_evidence = phase, evidence
+        self.events_in_iterations = events
         for done in (self._phase_facts, self._breakdowns):  # in the records now
             if hasattr(done, "close"):
                 done.close()
