@@ -155,13 +155,15 @@ class SplitterAccount:
     events_in_iterations: int | None = None
     #: The verdicts on the records (``run.RunOutcome.stats``), None where not known.
     stats: IterationStats | None = None
+    kinds: object = None  # ``Splitter.kinds``
 
     @classmethod
     def of(cls, splitter, stats: IterationStats | None = None) -> "SplitterAccount":
         return cls(splitter.options, splitter.evidence, list(splitter.iterations),
                    splitter.events_in, splitter.events_out, splitter.metadata_events,
                    splitter.outside_events, splitter.outside_kernels, splitter.invalid_events,
-                   list(splitter.invalid_examples), splitter.events_in_iterations, stats)
+                   list(splitter.invalid_examples), splitter.events_in_iterations, stats,
+                   splitter.kinds)
 
 
 @dataclass

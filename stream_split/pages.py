@@ -53,9 +53,10 @@ class _Reading:
 
 
 class PagedList:
-    """A list of picklable items (``append``, ``pop``, ``[i]``, ``len``, iteration) with at most
-    ``resident_pages`` pages in memory after each ``trim()``; the others in a temporary file in
-    ``directory`` (the system's by default), made at the first page that leaves memory."""
+    """A list of picklable items (``append``, ``pop``, ``[i]``, ``[i] = item``, ``len``,
+    iteration) with at most ``resident_pages`` pages in memory after each ``trim()``; the
+    others in a temporary file in ``directory`` (the system's by default), made at the first
+    page that leaves memory."""
 
     def __init__(self, directory: str | None = None, *, page_items: int = PAGE_ITEMS,
                  resident_pages: int = RESIDENT_PAGES):
@@ -82,8 +83,13 @@ class PagedList:
         return self._len > 0
 
     def append(self, item) -> None:
-        self._page(self._len // self._page_items, create=True).append(item)
-        self._len += 1
+        n = self._len
+        number = n // self._page_items
+        if number == self._hot:  # the page used last: the last in ``_resident`` already
+            self._hot_items.append(item)
+        else:
+            self._page(number, create=True).append(item)
+        self._len = n + 1
 
     def pop(self):
         """Remove and return the last item."""
@@ -100,6 +106,16 @@ class PagedList:
             if number == self._hot:
                 self._hot, self._hot_items = -1, None
         return item
+
+    def __setitem__(self, index: int, item) -> None:
+        """Item ``index`` (an existing one) is ``item`` from now on."""
+        if index < 0:
+            index += self._len
+        if not 0 <= index < self._len:
+            raise IndexError("PagedList assignment index out of range")
+        number = index // self._page_items
+        self._page(number)[index % self._page_items] = item
+        self._clean.discard(number)
 
     def __getitem__(self, index: int):
         if 0 <= index < self._len and index // self._page_items == self._hot:

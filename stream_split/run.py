@@ -21,7 +21,7 @@ from stream_split.pages import PagedList
 from stream_split.progress import ProgressReader
 from stream_split.read import TraceReader
 from stream_split.spill import TempFileSpill
-from stream_split.stats import IterationStats, finish
+from stream_split.stats import IterationStats, RecordColumns, finish
 
 
 #: The signals that stop a run between two batches (with a truthful manifest): an interrupt,
@@ -192,16 +192,16 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
     feed_batch = splitter.feed_batch
     keep = splitter.options.keep_events
 
-    def hand_out(final: bool = False) -> IterationStats | None:
-        """Hand out what is decided; ``final`` (after ``end_of_input``): decide the rest,
-        holding the records back until ``stats.finish`` has seen every iteration, and
-        return its verdicts."""
+    def hand_out(final: RecordColumns | None = None) -> IterationStats | None:
+        """Hand out what is decided; ``final`` (after ``end_of_input``: what is gathered of
+        the records as they are made final): decide the rest, holding the records back until
+        ``stats.finish`` has seen every iteration, and return its verdicts."""
         held = []
         while True:
             decided = splitter.decided()
             if on_pairs is not None and decided.pairs:
                 on_pairs(decided.pairs)
-            if final:
+            if final is not None:
                 if on_record is not None:
                     held.extend(decided.records)
             elif on_record is not None:
@@ -209,9 +209,9 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
                     on_record(record)
             if not decided.more:
                 break
-        if not final:
+        if final is None:
             return None
-        stats = finish(splitter.iterations)  # the records are final after the last decision
+        stats = finish(splitter.iterations, columns=final)  # final after the last decision
         if isinstance(splitter.iterations, PagedList):
             splitter.iterations.seal()  # final: read from now on
         if on_record is not None:
@@ -243,8 +243,10 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
         info.update(complete=False, stop_reason=INTERRUPTED)
     # A cut-short input may have lost any iteration's GPU work (it comes last in Kineto's
     # layout): the core then marks no record complete.
+    columns = RecordColumns()
+    splitter.watch_final(columns.add)
     splitter.end_of_input(complete=error is None and info["complete"])
-    stats = hand_out(final=True)
+    stats = hand_out(final=columns)
     return RunOutcome(info, error, stopped, stats=stats)
 
 

@@ -219,34 +219,62 @@ def judged_time(record) -> float:
     return get("duration_us") if wall is None else wall
 
 
+class RecordColumns:
+    """What ``analyze_records`` judges of iteration records (``judged_time``, idle or not,
+    the serving phase), gathered a record at a time (``add``): in a pass of its own, or in
+    the one that makes the records final (``Splitter.watch_final``: a long trace's records
+    are paged through a file, and each pass over them reads every page)."""
+    __slots__ = ("times", "idle", "phases")
+
+    def __init__(self):
+        # ``phases``: a list once a record has a phase, None before
+        self.times, self.idle, self.phases = array("d"), bytearray(), None
+
+    def __len__(self) -> int:
+        return len(self.idle)
+
+    def add(self, record) -> None:
+        phase = getattr(record, "phase", None)
+        judged = judged_time(record)
+        self.times.append(_NOT_A_TIME if judged is None else judged)
+        self.idle.append(phase == PHASE_IDLE or record.kind == KIND_IDLE)
+        if self.phases is not None:
+            self.phases.append(phase)
+        elif phase is not None:
+            self.phases = [None] * (len(self.idle) - 1) + [phase]
+
+    def analyze(self, groups: list | None = None) -> IterationStats:
+        """``analyze_records`` of the records added."""
+        return _analyze(np.frombuffer(self.times, dtype=np.float64),
+                        np.frombuffer(self.idle, dtype=bool),
+                        self.phases if groups is None else groups)
+
+
 def analyze_records(records: list, groups: list | None = None) -> IterationStats:
     """``analyze`` of iteration records (objects with ``wall_us`` or ``duration_us``,
     ``kind`` and maybe ``phase``), judged on ``judged_time``. ``groups`` defaults to the
     records' serving phases: a decode step is compared with decode steps, a prefill with
     prefills; a step of phase ``idle`` (it launches no GPU work) stays out like an idle
     cycle. The records are read once (a long trace's are paged through a file)."""
-    times, idle, phases = array("d"), bytearray(), None  # phases: once one is not None
-    for r in reading(records):
-        phase = getattr(r, "phase", None)
-        judged = judged_time(r)
-        times.append(_NOT_A_TIME if judged is None else judged)
-        idle.append(phase == PHASE_IDLE or r.kind == KIND_IDLE)
-        if phases is not None:
-            phases.append(phase)
-        elif phase is not None:
-            phases = [None] * (len(idle) - 1) + [phase]
-    if groups is None:
-        groups = phases
-    return _analyze(np.frombuffer(times, dtype=np.float64), np.frombuffer(idle, dtype=bool),
-                    groups)
+    columns = RecordColumns()
+    add = columns.add
+    for record in reading(records):
+        add(record)
+    return columns.analyze(groups)
 
 
-def finish(records: list, groups: list | None = None) -> IterationStats:
+def finish(records: list, groups: list | None = None,
+           columns: RecordColumns | None = None) -> IterationStats:
     """The one step after the core that needs every iteration of a trace: set ``outlier``
     and ``outlier_reason`` on its iteration records (``analyze_records``); returns the
     analysis (the steady state too). Every front end takes it the same way, through
-    ``run.drive``; a direct caller of ``Splitter`` calls it after ``close()``."""
-    result = analyze_records(records, groups)
+    ``run.drive``; a direct caller of ``Splitter`` calls it after ``close()``. ``columns``:
+    what was gathered of every one of ``records`` as they were made final (else they are
+    read again)."""
+    if columns is not None and len(columns) == len(records):
+        result = columns.analyze(groups)
+    else:
+        result = analyze_records(records, groups)
     for i in sorted(result.reasons):  # a record is made no outlier: only outliers are changed
         record = records[i]
         record.outlier, record.outlier_reason = True, result.reasons[i]

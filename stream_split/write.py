@@ -283,17 +283,18 @@ class PieceWriter:
             shutil.rmtree(self._spool_dir, ignore_errors=True)
 
     def finish(self, records, header_before: dict, header_after: dict,
-               loop_thread=None, stop=None) -> dict:
+               loop_thread=None, stop=None, kinds=None) -> dict:
         """Assemble the piece of every wanted iteration of ``records`` (plus outside); returns
         {owner: file name}. ``loop_thread``: ``(pid, tid)`` of the loop, where the hta layout
         puts the ``ProfilerStep`` it adds. ``stop`` (a ``run.StopRequest``) requested:
-        ``WriteInterrupted`` within ``STOP_CHECK_PIECES`` pieces."""
+        ``WriteInterrupted`` within ``STOP_CHECK_PIECES`` pieces. ``kinds``: as
+        ``file_names`` takes them."""
         self._hand_over()
         spooled = self._spool.close()
         if self.layout == LAYOUT_HTA:
             header_before, self._rank_name = hta_additions(header_before, header_after,
                                                            self.rank)
-        files = self.file_names(records)
+        files = self.file_names(records, kinds)
         head = _piece_head(header_before, self.metadata)
         tail = _piece_tail(header_before, header_after)
         ends = _Ends(head, head + b",\n" if self.metadata else head, tail, self.compresslevel)
@@ -316,13 +317,20 @@ class PieceWriter:
         shutil.rmtree(self._spool_dir, ignore_errors=True)
         return files
 
-    def file_names(self, records) -> "PieceFiles":
+    def file_names(self, records, kinds=None) -> "PieceFiles":
         """{owner: file name} of the pieces to write: outside, the metadata's where apart,
-        and every wanted record's (``PieceFiles``)."""
+        and every wanted record's (``PieceFiles``). ``kinds``: each record's kind, index for
+        index (``Splitter.kinds``), where ``records`` are every iteration's: pieces named by
+        index are then named without a pass over the records (a long trace's are paged)."""
         files = PieceFiles(self.file_for(None),
                            METADATA_NAME + self.suffix if self.metadata_apart else None,
                            self.suffix)
         by_index = self.name_by != "step" and self.layout != LAYOUT_HTA
+        if by_index and kinds is not None and len(kinds) == len(records):
+            for index, kind in enumerate(kinds):
+                if self.wants(index):
+                    files.add_by_index(index, kind)
+            return files
         taken = None if by_index else set(files.values())
         for record in reading(records):
             if not self.wants(record.index):
@@ -411,13 +419,37 @@ class PieceFiles(Mapping):
         if special is not None:
             return special
         code = self._codes[owner] if owner in self else self._NONE
+        if code == self._NONE:
+            raise KeyError(owner)
+        return self._name(owner, code)
+
+    def _name(self, index: int, code: int) -> str:
+        """The name of iteration ``index``'s piece, named as ``code`` says (not ``_NONE``)."""
         if code == self._ITERATION:
-            return piece_name(owner) + self._suffix
+            return piece_name(index) + self._suffix
         if code == self._IDLE:
-            return piece_name(owner, KIND_IDLE) + self._suffix
-        if code == self._NAMED:
-            return self._named[owner]
-        raise KeyError(owner)
+            return piece_name(index, KIND_IDLE) + self._suffix
+        return self._named[index]
+
+    def get(self, owner, default=None):
+        """``self[owner]``, or ``default`` where ``owner`` has no piece (a call, not two:
+        the manifest asks once per iteration)."""
+        special = self._special.get(owner)
+        if special is not None:
+            return special
+        if isinstance(owner, int) and 0 <= owner < len(self._codes):
+            code = self._codes[owner]
+            if code:
+                return self._name(owner, code)
+        return default
+
+    def items(self):
+        """(owner, name) of every piece, in order (made as iterated: one name at a time)."""
+        yield from self._special.items()
+        name = self._name
+        for index, code in enumerate(self._codes):
+            if code:
+                yield index, name(index, code)
 
     def __contains__(self, owner) -> bool:
         if owner in self._special:
@@ -921,7 +953,8 @@ def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_i
     files = writer.finish(records,
                           reader.header_before if reader is not None else {},
                           reader.header_after if reader is not None else {},
-                          loop_thread=splitter.evidence.get("loop_thread"), stop=stop)
+                          loop_thread=splitter.evidence.get("loop_thread"), stop=stop,
+                          kinds=splitter.kinds if chosen is None else None)
     selection = None if chosen is None else {**(chosen_by or {}), "written": sorted(chosen)}
     manifest = build_manifest(source=source, splitter=splitter, reader_info=reader_info,
                               files=files, error=error, selection=selection, stats=stats)

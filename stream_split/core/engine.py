@@ -55,7 +55,7 @@ from stream_split.core.detect import (
 from stream_split.core.detect.evidence import at_outermost_frame
 from stream_split.core.owners import AnnotationOwners, MonotonicOwnerMap, Windows
 from stream_split.core.serving import (
-    DIFFUSION_CODE, NONE as _NO_ROLE, ROLES as _PHASE_ROLES, PhaseFacts, infer_phases,
+    DIFFUSION_CODE, NONE as _NO_ROLE, ROLES as _PHASE_ROLES, PhaseFacts, SeenFacts, infer_phases,
     input_dims, loop_containers)
 from stream_split.core.records import (
     Boundary, IterationRecord, METADATA, OUTSIDE, REVISION_MOVE, REVISION_RETRACT, Revision)
@@ -310,6 +310,9 @@ class Splitter:
         #: The events of every iteration together, summed once their records are final (None
         #: before): what the manifest's counts need, without another pass over the records.
         self.events_in_iterations: int | None = None
+        #: Each iteration's kind (``cycle_kinds``: one byte each) once the records are final.
+        self.kinds = None
+        self._visit_final = None  # see ``watch_final``
         #: Python frames decided a run at once (``feed_batch``), the rest one by one.
         self.frames_at_once = 0
         #: Events with a field of the wrong type (sent to outside), and the first few of them.
@@ -374,7 +377,7 @@ class Splitter:
                     record.cpu_ops += 1
                     hot[2].add_op((pid, tid), ts, end)
                     if role := (_PHASE_ROLES[name] if ph == "X" else _NO_ROLE):
-                        self._phase_facts[owner].observe(role, name, args)
+                        self._observe_phase(owner, role, name, args)
                 if end > record.end_ts:
                     record.end_ts = end
                 return
@@ -661,6 +664,13 @@ class Splitter:
         while self._drain():
             pass
 
+    def watch_final(self, visit) -> None:
+        """Call ``visit(record)`` with each iteration record as it is made final, in index
+        order, in the one pass that makes them final: a caller that needs every final record
+        once (``stats.RecordColumns``) reads it there, not in a pass of its own over a long
+        trace's records, each of which reads every page of them back from the file."""
+        self._visit_final = visit
+
     def release(self) -> None:
         """Give back what the spill store holds (its temporary file), also when a run is
         abandoned before ``end_of_input()``; idempotent. A Splitter is a context manager
@@ -845,7 +855,7 @@ class Splitter:
         pid, tid = self._last_thread = found.thread
         self._iterations.append(IterationRecord(index=index, start_ts=found.start_ts,
                                                 first_op=found.first_op))
-        self._phase_facts.append(PhaseFacts())
+        self._phase_facts.append(None)  # nothing seen yet: see ``_observe_phase``
         self._breakdowns.append(IterationBreakdown())
         self._records.append(Boundary(index, found.start_ts, pid, tid, found.first_op))
         self._resolve_pending(found.start_ts)
@@ -1197,9 +1207,18 @@ class Splitter:
         name = event.get("name") or ""
         role = _PHASE_ROLES[name]
         if role:
-            self._phase_facts[owner].observe(role, name, event.get("args"))
+            self._observe_phase(owner, role, name, event.get("args"))
         elif record.step is None and name.startswith(PROFILER_STEP_PREFIX):
             record.step = profiler_step_number(name)
+
+    def _observe_phase(self, owner: int, role: int, name: str, args) -> None:
+        """An op of iteration ``owner`` with a phase ``role``: into its ``PhaseFacts``, made
+        at its first such op (None before: most iterations of a training loop have none,
+        and a None is nothing to page through a file)."""
+        facts = self._phase_facts[owner]
+        if facts is None:
+            facts = self._phase_facts[owner] = PhaseFacts()
+        facts.observe(role, name, args)
 
     def _own_launch(self, owner: int, corr, name) -> None:
         """A runtime call's owner is its GPU work's owner, now and for what waited for it."""
@@ -1342,11 +1361,11 @@ class Splitter:
         records = self._iterations
         last_end = self._windows.last_end
         kernels, graph_launches, launches = self._launch_counts()
-        kinds = cycle_kinds(result.shapes, kernels)
-        phases = infer_phases(kinds, reading(self._phase_facts), graph_launches, launches,
-                              loop_containers(result.evidence), self._diffusion_code)
+        self.kinds = kinds = cycle_kinds(result.shapes, kernels)
+        phases = infer_phases(kinds, SeenFacts(reading(self._phase_facts)), graph_launches,
+                              launches, loop_containers(result.evidence), self._diffusion_code)
         complete = self._input_complete
-        events = 0
+        events, visit = 0, self._visit_final
         for i, (record, breakdown, (phase, evidence)) in enumerate(
                 zip(records, reading(self._breakdowns), phases)):
             events += record.events
@@ -1366,16 +1385,25 @@ class Splitter:
             span = record.gpu_end_ts - record.gpu_start_ts if record.gpu_events else None
             record.breakdown = breakdown.to_dict(span)
             record.phase, record.phase_evidence = phase, evidence
+            if visit is not None:
+                visit(record)
         self.events_in_iterations = events
         for done in (self._phase_facts, self._breakdowns):  # in the records now
             if hasattr(done, "close"):
                 done.close()
         self._phase_facts, self._breakdowns = [], []
         self._keep_trims()
+        self._note_evidence(result, len(opened), len(records))
+        self._records_done = True
+
+    def _note_evidence(self, result, opened: int, iterations: int) -> None:
+        """The run's evidence, once the records are final: the detector's, and what the
+        engine saw on the way (``opened``: iterations opened by a frame after their
+        boundary, of ``iterations``)."""
         self.evidence = dict(result.evidence)
         if opened and "phase" in self.evidence:
             self.evidence["phase"] = at_outermost_frame(self.evidence["phase"],
-                                                        f"{len(opened)} of {len(records)}")
+                                                        f"{opened} of {iterations}")
         self.evidence["correlation_ranges"] = len(self._correlations)
         self.evidence["correlation_order_breaks"] = self._correlations.order_breaks
         self.evidence["max_pending_events"] = self.max_pending
@@ -1387,4 +1415,3 @@ class Splitter:
             self.evidence["late_ops"] = order.late_ops
         if self.forgotten_threads:  # said only where more than LIVE_THREADS threads came
             self.evidence["forgotten_threads"] = self.forgotten_threads
-        self._records_done = True

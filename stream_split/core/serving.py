@@ -199,12 +199,37 @@ def _token_threshold(counts: list[int]) -> float:
     return threshold
 
 
+#: What ``SeenFacts`` gives for an iteration whose ops told nothing (read, never changed).
+_NOTHING_SEEN = PhaseFacts()
+
+
+class SeenFacts:
+    """Iterations' ``PhaseFacts`` to be read, as often as wanted (``facts``: a sequence that
+    can be iterated again), where None stands for an iteration none of whose ops told
+    anything (the facts of a new ``PhaseFacts``): the engine makes one at an iteration's
+    first op with a role only."""
+    __slots__ = ("_facts",)
+
+    def __init__(self, facts):
+        self._facts = facts
+
+    def __len__(self) -> int:
+        return len(self._facts)
+
+    def __iter__(self):
+        for facts in self._facts:
+            yield _NOTHING_SEEN if facts is None else facts
+
+
 def is_serving(facts: list[PhaseFacts], graph_launches: list[int]) -> bool:
-    """A serving loop: no backward pass, and decode evidence somewhere."""
-    if any(f.backward for f in facts):
-        return False
-    return any(f.annotation is not None or f.decode_work for f in facts) or any(
-        graph_launches)
+    """A serving loop: no backward pass, and decode evidence somewhere. The facts are read
+    once (a long trace's are paged through a file)."""
+    evidence = False
+    for f in facts:
+        if f.backward:
+            return False
+        evidence = evidence or f.annotation is not None or bool(f.decode_work)
+    return evidence or any(graph_launches)
 
 
 def loop_containers(evidence: dict) -> list[str]:
