@@ -186,11 +186,22 @@ def _parts(batches, size: int = FEED_EVENTS):
         yield carry
 
 
+def _listen(splitter: Splitter, on_record) -> RecordColumns:
+    """Make ``splitter`` tell what this run hands out (boundary records only to
+    ``on_record``), and gather what ``stats.finish`` judges as it makes each record final
+    (returned: read once, not in a pass of its own over a long trace's records)."""
+    splitter.boundary_records = on_record is not None
+    columns = RecordColumns()
+    splitter.watch_final(columns.add)
+    return columns
+
+
 def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
     error = None
     interrupted = False
     feed_batch = splitter.feed_batch
     keep = splitter.options.keep_events
+    columns = _listen(splitter, on_record)
 
     def hand_out(final: RecordColumns | None = None) -> IterationStats | None:
         """Hand out what is decided; ``final`` (after ``end_of_input``: what is gathered of
@@ -243,11 +254,8 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
         info.update(complete=False, stop_reason=INTERRUPTED)
     # A cut-short input may have lost any iteration's GPU work (it comes last in Kineto's
     # layout): the core then marks no record complete.
-    columns = RecordColumns()
-    splitter.watch_final(columns.add)
     splitter.end_of_input(complete=error is None and info["complete"])
-    stats = hand_out(final=columns)
-    return RunOutcome(info, error, stopped, stats=stats)
+    return RunOutcome(info, error, stopped, stats=hand_out(final=columns))
 
 
 def open_reader(source, *, stop: StopRequest | None = None, name: str | None = None,

@@ -299,11 +299,12 @@ class PieceWriter:
         tail = _piece_tail(header_before, header_after)
         ends = _Ends(head, head + b",\n" if self.metadata else head, tail, self.compresslevel)
         by_index = {r.index: r for r in records} if self.layout == LAYOUT_HTA else {}
+        folder = os.path.join(self.out_dir, "")  # + a piece's (relative) name: its path
         try:
             for count, (owner, name) in enumerate(files.items()):
                 if count % STOP_CHECK_PIECES == 0:
                     _check_stop(stop)
-                path = os.path.join(self.out_dir, name)
+                path = folder + name
                 own_ends = ends
                 if owner in by_index:
                     os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -293,26 +293,17 @@ class Splitter:
         self._waiting_gpu: dict = {}  # correlation id -> [event] that arrived before its launch
         self._waiting_count = 0
         self._waiting_annotations: dict = {}  # External id -> [gpu_user_annotation event]
-        # Per iteration: its record, its phase facts (for ``infer_phases``) and its breakdown
-        # (``core.breakdown``), each in a list made by ``per_iteration``: a plain list, or one
-        # that keeps old pages in a file (``pages.PagedList``, trimmed between batches).
-        self._iterations: list[IterationRecord] = per_iteration()
-        self._phase_facts: list[PhaseFacts] = per_iteration()
+        self._per_iteration(per_iteration)
         self._diffusion_code = False  # a Python frame of a diffusion library was seen
-        self._breakdowns: list[IterationBreakdown] = per_iteration()
-        self._keep_trims()  # ``_trims``: the ``trim`` of each of them that has one
-        self._records_done = False  # ``iterations`` holds the final records
         self._gpu_latest = 0  # the latest iteration whose GPU work was decided
         self._launch_times, self._hot = LaunchTimes(), _NO_HOT  # _hot: see ``_hot_state``
         self._assigned, self._records = [], []
+        #: Whether ``Boundary`` and ``Revision`` records are made (``decided``,
+        #: ``pop_records``): a driver that hands none out turns it off (``run.drive`` without
+        #: ``on_record``): a trace of 1 M tiny iterations would make 1 M of them for nothing.
+        self.boundary_records = True
         self._keep = self.options.keep_events
         self.events_in = self.metadata_events = self.outside_events = self.outside_kernels = 0
-        #: The events of every iteration together, summed once their records are final (None
-        #: before): what the manifest's counts need, without another pass over the records.
-        self.events_in_iterations: int | None = None
-        #: Each iteration's kind (``cycle_kinds``: one byte each) once the records are final.
-        self.kinds = None
-        self._visit_final = None  # see ``watch_final``
         #: Python frames decided a run at once (``feed_batch``), the rest one by one.
         self.frames_at_once = 0
         #: Events with a field of the wrong type (sent to outside), and the first few of them.
@@ -323,6 +314,23 @@ class Splitter:
         self.evidence: dict = {}
         self._last_thread = ("", "")  # the loop thread of the latest boundary
         self._ignored_last = False  # the detector's latest boundary was not taken
+
+    def _per_iteration(self, per_iteration) -> None:
+        """The state kept per iteration, and what its final records tell."""
+        # Per iteration: its record, its phase facts (for ``infer_phases``) and its breakdown
+        # (``core.breakdown``), each in a list made by ``per_iteration``: a plain list, or one
+        # that keeps old pages in a file (``pages.PagedList``, trimmed between batches).
+        self._iterations: list[IterationRecord] = per_iteration()
+        self._phase_facts: list[PhaseFacts | None] = per_iteration()
+        self._breakdowns: list[IterationBreakdown] = per_iteration()
+        self._keep_trims()  # ``_trims``: the ``trim`` of each of them that has one
+        self._records_done = False  # ``iterations`` holds the final records
+        self._visit_final = None  # see ``watch_final``
+        #: The events of every iteration together, summed once their records are final (None
+        #: before): what the manifest's counts need, without another pass over the records.
+        self.events_in_iterations: int | None = None
+        #: Each iteration's kind (``cycle_kinds``: one byte each) once the records are final.
+        self.kinds = None
 
     # -- input -------------------------------------------------------------------------
 
@@ -857,7 +865,8 @@ class Splitter:
                                                 first_op=found.first_op))
         self._phase_facts.append(None)  # nothing seen yet: see ``_observe_phase``
         self._breakdowns.append(IterationBreakdown())
-        self._records.append(Boundary(index, found.start_ts, pid, tid, found.first_op))
+        if self.boundary_records:
+            self._records.append(Boundary(index, found.start_ts, pid, tid, found.first_op))
         self._resolve_pending(found.start_ts)
 
     def _revise_last(self, found) -> None:
@@ -877,8 +886,9 @@ class Splitter:
             self._breakdowns.pop()
             self._phase_facts.pop()  # index for index with the records, like the breakdowns
             self._hot = _NO_HOT
-            self._records.append(Revision(index, REVISION_RETRACT, None, pid, tid,
-                                          record.first_op, found.why))
+            if self.boundary_records:
+                self._records.append(Revision(index, REVISION_RETRACT, None, pid, tid,
+                                              record.first_op, found.why))
             return
         if found.start_ts <= windows.starts[-1]:
             return  # a revision only moves a boundary later
@@ -886,8 +896,9 @@ class Splitter:
         record.start_ts = found.start_ts
         record.first_op = found.first_op
         pid, tid = found.thread
-        self._records.append(Revision(index, REVISION_MOVE, found.start_ts, pid, tid,
-                                      found.first_op, found.why))
+        if self.boundary_records:
+            self._records.append(Revision(index, REVISION_MOVE, found.start_ts, pid, tid,
+                                          found.first_op, found.why))
         self._resolve_pending(found.start_ts)
 
     def _hold_linked(self, event: dict, link: tuple, raw=None) -> None:

@@ -153,10 +153,14 @@ class Windows:
         """A boundary at ``ts`` (after the latest): returns its index. ``opens_after``: where
         the gap before it begins, in which frames of ``thread`` may open its step
         (``StepOpeners``); None: none may."""
-        self._exact_for(ts).append(ts)
+        starts = self._exact_for(ts)
+        starts.append(ts)
         self.openers.add(opens_after, thread)
         self.forget()
-        return len(self.starts) - 1
+        latest = len(starts) - 1
+        if latest:  # the window it closes: what is decided next mostly falls in it
+            self.cached_lo, self.cached_hi, self.cached_owner = starts[-2], ts, latest - 1
+        return latest
 
     def move_last(self, ts: float, opens_after: float | None = None, thread=None) -> None:
         """The latest boundary moves (later) to ``ts``, its gap with it."""
