@@ -612,11 +612,12 @@ class Splitter:
         maybe = np.flatnonzero(windows.in_gaps(starts))
         if not maybe.size:
             return
-        threads, names = run.threads_and_names()
+        maybe = maybe.tolist()
+        threads, names = run.threads_and_names([a + i for i in maybe])
         revisable = getattr(self._detector, "revisable", True)
-        for i in maybe.tolist():
-            owner = windows.frame_owner(threads[a + i], float(starts[i]), float(ends[i]),
-                                        names[a + i], revisable)
+        for i, thread, name in zip(maybe, threads, names):
+            owner = windows.frame_owner(thread, float(starts[i]), float(ends[i]), name,
+                                        revisable)
             if owner is not None:  # decidable, so among ``decided``
                 owners[np.searchsorted(decided, i)] = owner
 
