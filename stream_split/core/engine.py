@@ -137,6 +137,12 @@ _NO_HOT = (None, None, None)
 _FLOAT_INTEGERS = 2 ** 53
 
 
+#: The fields of an op's view (``_held_view``), and its ``args``: an event with no other
+#: field is copied, ``args`` left out (3x as fast as made field by field; a field it lacks
+#: reads as None alike).
+_OP_FIELDS = frozenset(("ph", "cat", "name", "ts", "dur", "pid", "tid", "args"))
+
+
 def _held_view(event: dict, link) -> dict:
     """What an undecided event keeps while it is held or spilled, when it is not handed out
     itself: the fields that deciding it reads, no more (on the resnet 10x tile's spilled
@@ -152,9 +158,13 @@ def _held_view(event: dict, link) -> dict:
     if link is None:
         name = event.get("name")
         if cat in CPU_OP_CATS:  # its time and thread, for the time in ops (core.breakdown)
-            get = event.get
-            view = {"ph": get("ph"), "cat": cat, "name": name, "ts": get("ts"),
-                    "dur": get("dur"), "pid": get("pid"), "tid": get("tid")}
+            if event.keys() <= _OP_FIELDS:  # (a slim op): a copy is faster
+                view = event.copy()
+                view.pop("args", None)
+            else:
+                get = event.get
+                view = {"ph": get("ph"), "cat": cat, "name": name, "ts": get("ts"),
+                        "dur": get("dur"), "pid": get("pid"), "tid": get("tid")}
         else:
             view = {"ph": event.get("ph"), "cat": cat, "name": name}
         args = event.get("args")
@@ -431,9 +441,13 @@ class Splitter:
             if ph not in _FLOW_PHASES:
                 return False
             flow_id = event.get("id")  # a string id is legal Chrome; it links nothing
-            self._route_linked(event, flow_id if flow_id.__class__ is int else None, raw,
-                               self._own_simple)  # a flow: counted, no GPU numbers
-            return True
+            if flow_id.__class__ is not int:
+                flow_id = None
+            elif (owner := self._correlations.lookup(flow_id)) is not None:
+                self._own_simple(owner, event, raw)  # its launch's: the common case, inline
+                return True
+            self._route_linked(event, flow_id, raw, self._own_simple)  # a flow: counted,
+            return True  # no GPU numbers
         self._route_annotation(event, args.get("External id") if args else None, raw)
         return True
 
@@ -626,11 +640,12 @@ class Splitter:
         maybe = np.flatnonzero(windows.in_gaps(starts))
         if not maybe.size:
             return
-        threads, names = run.threads_and_names()
+        maybe = maybe.tolist()
+        threads, names = run.threads_and_names([a + i for i in maybe])
         revisable = getattr(self._detector, "revisable", True)
-        for i in maybe.tolist():
-            owner = windows.frame_owner(threads[a + i], float(starts[i]), float(ends[i]),
-                                        names[a + i], revisable)
+        for i, thread, name in zip(maybe, threads, names):
+            owner = windows.frame_owner(thread, float(starts[i]), float(ends[i]), name,
+                                        revisable)
             if owner is not None:  # decidable, so among ``decided``
                 owners[np.searchsorted(decided, i)] = owner
 

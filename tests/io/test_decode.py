@@ -5,6 +5,7 @@ import gzip
 import io
 import json
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -349,3 +350,33 @@ def test_a_run_of_python_frames_with_any_name_is_read_in_bulk_or_in_full_alike(n
     bulk = sum(isinstance(event, tuple) for event in decode(data, slim=True)[0])
     # A lone surrogate is not JSON that msgspec takes: that run is read in full, as ever.
     assert bulk == (0 if "\ud800" in name else 12)
+
+
+@pytest.mark.parametrize("name", ["plain", 'é€😀 {"]\\', "x" * 5_000])
+def test_a_frame_run_read_in_bulk_travels_as_a_pickle_with_the_same_frames(name):
+    """``split --workers``: a worker pickles its ranges' frame runs (their frames as
+    MessagePack, read back only when asked for); what the engine reads of them is unchanged,
+    for the run and for the halves it is cut into, before or after the pickle."""
+    frames = [{"ph": "X", "cat": "python_function", "name": f"{name} {k}", "pid": 1,
+               "tid": k % 3, "ts": 1000.5 + k, "dur": [0.25, None, 0, 3][k % 4],
+               "args": {"Python id": k}} for k in range(40)]
+    decoder = TraceDecoder()
+    decoder.slim = True
+    batch = decoder.receive_data(json.dumps({"traceEvents": frames}, ensure_ascii=False).encode())
+    batch.extend(decoder.receive_data(b""))
+    (run,) = batch.frame_runs
+    assert run.starts is not None  # read in bulk
+    back = pickle.loads(pickle.dumps(run))
+    assert (back.i, back.j) == (run.i, run.j)
+    assert back.starts.tolist() == run.starts.tolist() and back.ends.tolist() == run.ends.tolist()
+    assert back.threads_and_names() == run.threads_and_names()
+    assert back.threads_and_names()[1][7] == f"{name} 7"
+    assert back.threads_and_names([7, 2]) == ([(1, 1), (1, 2)], [f"{name} 7", f"{name} 2"])
+    assert back.names_begin_with(name[:3]) and not back.names_begin_with("diffusers")
+    for whole in (run, back, pickle.loads(pickle.dumps(run))):
+        first, second = whole.cut(15)
+        second = pickle.loads(pickle.dumps(second))
+        threads, names = run.threads_and_names()
+        assert first.threads_and_names() == (threads[:15], names[:15])
+        assert second.threads_and_names() == (threads[15:], names[15:])
+        assert second.names_begin_with(name[:3])
