@@ -447,14 +447,26 @@ COMMANDS = {"split": cmd_split, "boundaries": cmd_boundaries, "tag": cmd_tag,
 
 
 def main(argv=None) -> int:
-    # SIGINT, SIGTERM, SIGHUP, SIGUSR1: stop between two batches, leaving whole outputs; a
-    # second signal is only counted (raising from a handler could cut a write in half).
+    """Run the command of ``argv`` (default: ``sys.argv``) in this process; its exit status.
+    SIGINT, SIGTERM, SIGHUP, SIGUSR1 stop it between two batches, leaving whole outputs; a
+    second signal is only counted (raising from a handler could cut a write in half)."""
     stop = StopRequest().install()
     try:
         return _main(argv, stop)
     finally:
         if stop.requested:  # the exit status is decided: a later signal must not replace it
             stop.ignore_further()
+
+
+def script() -> None:
+    """The ``stream-split`` command (the console script, ``python -m stream_split.cli``):
+    ``main``, whose status is the process's exit status. Once ``main`` has decided it, the
+    stop signals are ignored until the process is gone: Python puts back the default handlers
+    as it shuts down, and a SIGTERM sent in that moment killed a run that had ended whole by
+    the signal (status -15). A signal that came before was ``main``'s to see."""
+    status = main()
+    StopRequest.ignore_further()
+    sys.exit(status)
 
 
 def _main(argv, stop: StopRequest) -> int:
@@ -516,4 +528,4 @@ def _silence_stdout() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    script()
