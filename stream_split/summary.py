@@ -14,6 +14,7 @@ import os
 import sys
 from collections import deque
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from rich.console import Console
 from rich.table import Table
@@ -158,11 +159,13 @@ def build_table(manifest: dict, limit: int | None = None) -> dict:
     ``render_text`` shows with that limit (``ShownRows``: a run of a million iterations
     does not hold a million rows)."""
     steady = manifest.get("steady_state")
-    rows = [] if limit is None else ShownRows(limit)
+    # With a limit, only the rows that may be shown are made (``ShownRows``: most are not).
+    shown = None if limit is None else ShownRows(limit, lambda it: _row(it, steady))
+    rows = [] if shown is None else shown
     durations, outliers, by_phase = [], [], {}
     idle = 0
     for it in entries_to_read(manifest.get("iterations") or []):  # once: made when read
-        rows.append(_row(it, steady))
+        rows.append(_row(it, steady) if shown is None else it)
         judged = judged_time(it)
         if it["kind"] == "idle":
             idle += 1
@@ -197,6 +200,16 @@ def build_table(manifest: dict, limit: int | None = None) -> dict:
             "rows": rows, "footer": footer}
 
 
+def _optional_keys(it: dict) -> list:
+    """The optional columns (``_OPTIONAL_KEYS``) that the row of entry ``it`` (``_row``)
+    has a value for."""
+    keys = [key for key, value in _breakdown_ms(it.get("breakdown")).items()
+            if value is not None and key in _OPTIONAL_KEYS]
+    if it.get("phase") is not None:
+        keys.append("phase")
+    return keys
+
+
 def _row(it: dict, steady: dict | None) -> dict:
     """The table's row of a manifest entry, its ``start_ms`` still its start in µs."""
     flags = []
@@ -221,68 +234,85 @@ def _row(it: dict, steady: dict | None) -> dict:
 
 class ShownRows:
     """The rows of a table as ``render_text`` shows them with ``limit`` (``shown_rows``),
-    kept as they are appended, and what it says of the others: how many (``len``), which
-    keys any of them has a value for (``has``) and the outliers explained below the table
-    (``explained``). Memory: about ``limit`` rows, whatever the rows appended."""
+    from the manifest's entries as they are appended, and what it says of the others: how
+    many (``len``), which optional columns any of them has a value for (``has``) and the
+    outliers explained below the table (``explained``). An entry's row is made (``make``)
+    only where it may be shown or explained: the first ``limit`` entries, then the first and
+    last ``limit // 4`` and the outliers; of the others only their kind, start and optional
+    columns are read. Memory: about ``limit`` rows, whatever the entries appended."""
 
-    def __init__(self, limit: int):
+    def __init__(self, limit: int, make):
         self._limit = limit
         self._edge = max(1, limit // 4)
-        self._rows: list = []  # every row while there are at most ``limit``, then the first
-        self._middle: list = []  # then the outliers after the first rows, up to the room
-        self._tail: deque = deque()  # and the last ``edge`` rows
+        self._make = make
+        # Entries kept as [entry, its row once made] (``_row_of``):
+        self._first: list = []  # every one while there are at most ``limit``, then the first
+        self._tail: deque = deque()  # and the last ``edge``
+        self._middle: list = []  # rows: the outliers after the first ones, up to the room
         self._n = 0
-        self._keys: set = set()  # the keys a row has a value for
-        self._said: list = []  # the outliers with a reason, the slowest kept
-        #: The earliest ``start_ms`` of the rows appended (None: none has one), and how many
-        #: rows of each kind.
+        self._optional: set = set()  # the optional columns a row has a value for
+        self._said: list = []  # rows: the outliers with a reason, the slowest kept
+        #: The earliest start (µs) of the entries appended (None: none has one), and how many
+        #: entries of each kind.
         self.first_start = None
         self.kinds: dict = {}
 
     def __len__(self) -> int:
         return self._n
 
-    def append(self, row: dict) -> None:
+    def append(self, it: dict) -> None:
         self._n += 1
-        self.kinds[row["kind"]] = self.kinds.get(row["kind"], 0) + 1
-        start = row["start_ms"]
+        self.kinds[it["kind"]] = self.kinds.get(it["kind"], 0) + 1
+        start = it["start_ts"]  # its row's ``start_ms``, in µs until ``build_table`` is done
         if start is not None and (self.first_start is None or start < self.first_start):
             self.first_start = start
-        self._keys.update(key for key, value in row.items() if value is not None)
-        if row.get("outlier") and ", " in (row.get("reason") or ""):
-            self._said.append(row)
+        if len(self._optional) < len(_OPTIONAL_KEYS):
+            self._optional.update(_optional_keys(it))
+        item = [it, None]
+        if it.get("outlier") and ", " in (it.get("outlier_reason") or ""):
+            self._said.append(self._row_of(item))
             if len(self._said) > 8 * OUTLIERS_EXPLAINED:
                 self._said = _slowest(self._said)[:OUTLIERS_EXPLAINED]
         if self._n <= self._limit:
-            self._rows.append(row)
+            self._first.append(item)
             return
         if not self._tail:  # one more than ``limit``: the first rows, the middle, the last
-            rows, self._rows = self._rows, self._rows[:self._edge]
-            self._tail.extend(rows[len(rows) + 1 - self._edge:])
-            for kept in rows[self._edge:len(rows) + 1 - self._edge]:
+            items, self._first = self._first, self._first[:self._edge]
+            self._tail.extend(items[len(items) + 1 - self._edge:])
+            for kept in items[self._edge:len(items) + 1 - self._edge]:
                 self._to_middle(kept)
-        self._tail.append(row)
+        self._tail.append(item)
         if len(self._tail) > self._edge:
             self._to_middle(self._tail.popleft())
 
-    def _to_middle(self, row: dict) -> None:
-        if row.get("outlier") and len(self._middle) < self._limit - 2 * self._edge:
-            self._middle.append(row)
+    def _row_of(self, item: list) -> dict:
+        """The row of a kept ``[entry, row]``, made once."""
+        if item[1] is None:
+            item[1] = self._make(item[0])
+        return item[1]
+
+    def _to_middle(self, item: list) -> None:
+        if item[0].get("outlier") and len(self._middle) < self._limit - 2 * self._edge:
+            self._middle.append(self._row_of(item))
+
+    def _rows(self, items) -> list:
+        return [self._row_of(item) for item in items]
 
     def kept(self) -> list:
         """Every row kept (once each), the shown ones among them."""
-        unique = {id(row): row for row in (*self._rows, *self._middle, *self._tail, *self._said)}
-        return list(unique.values())
+        rows = (*self._rows(self._first), *self._middle, *self._rows(self._tail), *self._said)
+        return list({id(row): row for row in rows}.values())
 
     def has(self, key: str) -> bool:
-        """Whether a row appended has a value for ``key``."""
-        return key in self._keys
+        """Whether a row appended has a value for ``key``, an optional column's."""
+        return key in self._optional
 
     def shown(self) -> list:
         """``shown_rows`` of every row appended, with the limit."""
         if self._n <= self._limit:
-            return shown_rows(self._rows, self._limit)
-        return shown_rows(self._rows + self._middle + list(self._tail), None, gaps=True)
+            return shown_rows(self._rows(self._first), self._limit)
+        return shown_rows(self._rows(self._first) + self._middle + self._rows(self._tail),
+                          None, gaps=True)
 
     def explained(self) -> list:
         """``outlier_lines`` of every row appended."""
@@ -322,14 +352,18 @@ def _phase_footer(by_phase: dict) -> dict:
 #: The layers of ``breakdown`` (µs in the manifest) that a row has, in ms (the text table
 #: shows communication and idle time; ``--json`` all of them).
 BREAKDOWN_COLUMNS = ("compute", "comm", "memcpy", "memset", "idle")
+#: ``_breakdown_ms`` of an iteration without GPU work (shared: a row takes a copy of its items).
+_NO_BREAKDOWN_MS = MappingProxyType({f"{name}_ms": None for name in BREAKDOWN_COLUMNS})
+#: The keys of the columns left out of the text table when no row has a value.
+_OPTIONAL_KEYS = frozenset(column.key for column in COLUMNS if column.optional)
 
 
-def _breakdown_ms(breakdown: dict | None) -> dict:
+def _breakdown_ms(breakdown: dict | None):
     """``compute_ms``, ``comm_ms``, ``memcpy_ms``, ``memset_ms``, ``idle_ms`` of an
     iteration's breakdown; None without GPU work (the columns are left out of a CPU-only
     trace's table), ``comm_ms`` None without communication (left out of a single GPU's)."""
     if not breakdown or not breakdown.get("span_us"):
-        return {f"{name}_ms": None for name in BREAKDOWN_COLUMNS}
+        return _NO_BREAKDOWN_MS
     row = {f"{name}_ms": _ms(breakdown.get(f"{name}_us")) for name in BREAKDOWN_COLUMNS}
     if not row["comm_ms"]:
         row["comm_ms"] = None

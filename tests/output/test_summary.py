@@ -71,6 +71,28 @@ def test_a_table_built_for_a_limit_is_drawn_as_the_whole_table_is(n, outliers):
     assert kept.getvalue() == whole.getvalue()
 
 
+@pytest.mark.parametrize("at", [0, 20, 500, 999])
+@pytest.mark.parametrize("only", ["phase", "comm", "idle"])
+def test_an_optional_column_shown_when_one_row_left_out_has_a_value(only, at):
+    """A column left out when no row has a value (phase, comm, GPU idle) is drawn when one
+    row has one, shown or not, with or without a limit (the limited table does not make
+    the rows it does not show)."""
+    data = manifest([1000 + (7 * i) % 13 * 1000 for i in range(1000)])
+    it = data["iterations"][at]
+    if only == "phase":
+        it["phase"] = "decode"
+    else:
+        it["breakdown"] = {"span_us": 900.0, "compute_us": 500.0, "comm_us": 0.0,
+                           "memcpy_us": 0.0, "memset_us": 0.0, "idle_us": 0.0,
+                           f"{only}_us": 400.0}
+    whole, kept = io.StringIO(), io.StringIO()
+    render_text(build_table(data), whole, limit=40)
+    render_text(build_table(data, 40), kept, limit=40)
+    assert kept.getvalue() == whole.getvalue()
+    header = {"phase": "phase", "comm": "comm ms", "idle": "GPU idle ms"}[only]
+    assert header in whole.getvalue()
+
+
 def test_a_table_built_for_a_limit_keeps_about_that_many_rows():
     data = manifest([1000] * 10_000, outliers={5000})
     tracemalloc.start()
