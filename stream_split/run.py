@@ -60,11 +60,11 @@ class StopRequest:
 
     @staticmethod
     def ignore_further() -> None:
-        """Ignore every one of ``STOP_SIGNALS`` from now on (main thread only), in every thread:
-        for a process that has decided how it ends. Python puts back the default handlers
-        when it shuts down (but leaves an ignored signal ignored), so a signal that came
-        during the shutdown would kill the process by the signal instead of letting it exit
-        with its status."""
+        """Ignore every one of ``STOP_SIGNALS`` from now on (called from the main thread; it
+        holds for every thread): for a process that has decided how it ends. Python puts
+        back the default handlers when it shuts down (but leaves an ignored signal ignored),
+        so a signal that came during the shutdown would kill the process by the signal
+        instead of letting it exit with its status."""
         for signum in STOP_SIGNALS:
             signal.signal(signum, signal.SIG_IGN)
 

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -159,13 +160,14 @@ def build_table(manifest: dict, limit: int | None = None) -> dict:
     ``render_text`` shows with that limit (``ShownRows``: a run of a million iterations
     does not hold a million rows)."""
     steady = manifest.get("steady_state")
+    def make_row(it):
+        return _row(it, steady)
     # With a limit, only the rows that may be shown are made (``ShownRows``: most are not).
-    shown = None if limit is None else ShownRows(limit, lambda it: _row(it, steady))
-    rows = [] if shown is None else shown
+    rows = [] if limit is None else ShownRows(limit, make_row)
     durations, outliers, by_phase = [], [], {}
     idle = 0
     for it in entries_to_read(manifest.get("iterations") or []):  # once: made when read
-        rows.append(_row(it, steady) if shown is None else it)
+        rows.append(make_row(it) if limit is None else it)
         judged = judged_time(it)
         if it["kind"] == "idle":
             idle += 1
@@ -358,7 +360,7 @@ _NO_BREAKDOWN_MS = MappingProxyType({f"{name}_ms": None for name in BREAKDOWN_CO
 _OPTIONAL_KEYS = frozenset(column.key for column in COLUMNS if column.optional)
 
 
-def _breakdown_ms(breakdown: dict | None):
+def _breakdown_ms(breakdown: dict | None) -> Mapping:
     """``compute_ms``, ``comm_ms``, ``memcpy_ms``, ``memset_ms``, ``idle_ms`` of an
     iteration's breakdown; None without GPU work (the columns are left out of a CPU-only
     trace's table), ``comm_ms`` None without communication (left out of a single GPU's)."""
