@@ -257,13 +257,15 @@ def _choice(args) -> IterationChoice:
                            args.phase, args.steady)
 
 
-def _config(args) -> SplitConfig:
-    """``split``'s arguments as the configuration of ``folder.split_to_folder``."""
+def _config(args, table_rows: int | None = None) -> SplitConfig:
+    """``split``'s arguments as the configuration of ``folder.split_to_folder`` (``table_rows``:
+    ``SplitConfig.table_rows``)."""
     return SplitConfig(options=_options(args, keep_events=True), overwrite=args.overwrite,
                        choice=_choice(args), name_by=args.name_by,
                        compress=not args.plain_json, compresslevel=args.compresslevel,
                        plot=args.plot, layout=args.layout,
-                       max_event_bytes=args.max_event_bytes, workers=args.workers)
+                       max_event_bytes=args.max_event_bytes, workers=args.workers,
+                       table_rows=table_rows)
 
 
 def cmd_split(args) -> int:
@@ -278,9 +280,11 @@ def cmd_split(args) -> int:
         raise OptionHadNoEffect("--merge-ranks merges the ranks of one job: give two traces "
                                 "or more (or a folder of them)")
     args.trace = traces[0]
-    result = split_to_folder(args.trace, args.output, _config(args), **_reading(args))
+    result = split_to_folder(args.trace, args.output,  # the table made as the manifest is written
+                             _config(args, None if args.quiet else SPLIT_TABLE_ROWS),
+                             **_reading(args))
     manifest, error, info = result.manifest, result.error, result.reader_info
-    table = None if args.quiet else build_table(manifest, limit=SPLIT_TABLE_ROWS)
+    table = result.table
     if table is not None:
         render_text(table, sys.stdout, limit=SPLIT_TABLE_ROWS)
         kinds = table["rows"].kinds  # counted as the rows were made: the entries are read once

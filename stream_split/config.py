@@ -61,6 +61,9 @@ class SplitConfig:
     #: 2-core machine (the one engine is ~80 % of the work). A pipe, a followed file, a small file
     #: and a trace in a folder of the caller's (``in_place``) are read as one stream.
     workers: int | None = None
+    #: Also make the per-iteration table (``summary.build_table``'s, with this ``limit``) in
+    #: the pass that writes the manifest: ``SplitResult.table``. None: no table.
+    table_rows: int | None = None
 
     def __post_init__(self):
         if not isinstance(self.options, SplitOptions):
@@ -73,6 +76,8 @@ class SplitConfig:
         _require_int("max_event_bytes", self.max_event_bytes, 1)
         if self.workers is not None:
             _require_int("workers", self.workers, 1)
+        if self.table_rows is not None:
+            _require_int("table_rows", self.table_rows, 1)
         if self.name_by not in NAME_BY:
             raise OptionError(f"name_by must be one of {', '.join(NAME_BY)}, "
                               f"not {self.name_by!r}")

@@ -27,6 +27,7 @@ from stream_split.output import OutputFolder
 from stream_split.parallel import NotParallel, ParallelSplit, takes_parallel_path
 from stream_split.plot import require_pyplot, write_plot
 from stream_split.run import StopRequest, new_splitter, open_reader, read_through
+from stream_split.summary import TableBuilder
 from stream_split.write import PieceWriter, finish_split
 
 __all__ = ["SplitResult", "split_to_folder", "finish_folder", "PLOT_FILE"]
@@ -51,6 +52,9 @@ class SplitResult:
     opened: bool
     #: The closed splitter: its iteration records (final) and counts.
     splitter: object
+    #: ``summary.build_table``'s table of the manifest, with ``SplitConfig.table_rows`` as
+    #: its limit, made as the manifest was written; None without ``table_rows``.
+    table: dict | None = None
 
 
 def split_to_folder(source, out: str, config: SplitConfig, *,
@@ -122,27 +126,28 @@ def _split_into(source, out_dir: str, config: SplitConfig, *, check: bool, reade
     reader = outcome.reader
     shown = reading["name"] or (os.fspath(source) if isinstance(source, (str, os.PathLike))
                                 else getattr(source, "name", "<stream>"))
+    table = None if config.table_rows is None else TableBuilder(config.table_rows)
     manifest = finish_folder(writer, splitter, reader, config, source=shown,
                              reader_info=outcome.reader_info, error=outcome.error,
                              on_warning=reading.get("on_warning"), stop=reading.get("stop"),
-                             stats=outcome.stats)
+                             stats=outcome.stats, table=table)
     header = {**reader.header_after, **reader.header_before} if reader is not None else {}
     return SplitResult(manifest, outcome.error, outcome.reader_info, header,
-                       reader is not None, splitter)
+                       reader is not None, splitter, None if table is None else table.table())
 
 
 def finish_folder(writer: PieceWriter, splitter, reader, config: SplitConfig, *, source: str,
                   reader_info: dict, error: str | None, on_warning=None, stop=None,
-                  stats=None) -> dict:
+                  stats=None, table=None) -> dict:
     """The end of a split into a folder, after the run: the iterations ``config`` chose
     (``on_warning``: told what the choice left out), their pieces assembled and the manifest
     written (``write.finish_split``); returns the manifest. ``splitter``: the closed
     splitter, or anything with its records and counts (``beam_ranges.SplitterAccount``).
-    ``stop``, ``stats``: as ``write.finish_split`` takes them."""
+    ``stop``, ``stats``, ``table``: as ``write.finish_split`` takes them."""
     chosen = None if error else config.choice.chosen(splitter.iterations)
     dropped = None if chosen is None else config.choice.dropped(splitter.iterations)
     if dropped is not None and on_warning is not None:
         on_warning(dropped)
     return finish_split(writer, splitter, reader, source=source, reader_info=reader_info,
                         error=error, owners=chosen, chosen_by=config.choice.texts, stop=stop,
-                        stats=stats)
+                        stats=stats, table=table)

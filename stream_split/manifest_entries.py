@@ -96,11 +96,12 @@ class ManifestIterations(Sequence):
                 continue
             yield finite(entry)
 
-    def texts(self):
+    def texts(self, read=None):
         """The text of the entries as ``dump_manifest`` writes them, ``CHUNK_ENTRIES`` at a
         time (``_chunk_text``: each chunk's text begins with the line break before its first
         entry; joined by commas they are the list's inside). Counts the kinds on the way
-        (``kinds``)."""
+        (``kinds``). ``read``: called with each entry, in order, as ``to_read`` makes it,
+        once its chunk is encoded."""
         changed = self._changed
         files = self._files
         not_finite = set()
@@ -114,9 +115,11 @@ class ManifestIterations(Sequence):
             chunk.append(entry)
             if len(chunk) == CHUNK_ENTRIES:
                 yield _chunk_text(chunk, first, not_finite)
+                _hand_over(chunk, first, not_finite, read)
                 chunk, first = [], position + 1
         if chunk:
             yield _chunk_text(chunk, first, not_finite)
+            _hand_over(chunk, first, not_finite, read)
         self._not_finite, self._kinds = not_finite, kinds
 
     def __setitem__(self, position: int, entry: dict) -> None:
@@ -164,10 +167,11 @@ def kind_counts(entries) -> dict:
     return Counter(entry["kind"] for entry in entries)
 
 
-def dump_manifest(manifest: dict, stream) -> None:
+def dump_manifest(manifest: dict, stream, read=None) -> None:
     """Write ``manifest`` to the text ``stream`` as strict JSON with ``INDENT`` (the text of
     ``serialize.strict_json(manifest, indent=INDENT)``), its ``iterations`` encoded
-    ``CHUNK_ENTRIES`` at a time."""
+    ``CHUNK_ENTRIES`` at a time. ``read``: called with each entry, in order, as
+    ``entries_to_read`` gives it (its pass over them made in this one)."""
     head = dict(manifest, iterations=_PLACEHOLDER)
     try:
         text = _laid_out(head)
@@ -177,9 +181,14 @@ def dump_manifest(manifest: dict, stream) -> None:
     del text
     stream.write(before)
     entries = manifest["iterations"]
-    texts = entries.texts() if isinstance(entries, ManifestIterations) else (
-        _chunk_text(entries[at:at + CHUNK_ENTRIES], at)
-        for at in range(0, len(entries), CHUNK_ENTRIES))
+    if isinstance(entries, ManifestIterations):
+        texts = entries.texts(read)
+    else:
+        texts = (_chunk_text(entries[at:at + CHUNK_ENTRIES], at)
+                 for at in range(0, len(entries), CHUNK_ENTRIES))
+        if read is not None:
+            for entry in entries:  # read as they are: ``entries_to_read`` of a list
+                read(entry)
     stream.write("[")
     for count, text in enumerate(texts):  # written as made: 1 M entries' text is ~1 GB
         stream.write("," + text if count else text)
@@ -211,6 +220,16 @@ def _chunk_text(entries: list, first: int = 0, not_finite: set | None = None) ->
         text = _laid_out(made)
     # "[\n {...},\n {...}\n]": one level deeper, without the brackets
     return text[1:-2].replace("\n", "\n" + " " * INDENT)
+
+
+def _hand_over(chunk: list, first: int, not_finite: set, read) -> None:
+    """Each entry of an encoded ``chunk`` (``first`` the position of its first) to ``read``
+    (None: nobody), as ``ManifestIterations.to_read`` gives it: ``finite`` where
+    ``_chunk_text`` found a number that is not finite (changed entries are finite then)."""
+    if read is None:
+        return
+    for position, entry in enumerate(chunk, first):
+        read(finite(entry) if position in not_finite else entry)
 
 
 def _laid_out(value) -> str:

@@ -158,48 +158,77 @@ def build_table(manifest: dict, limit: int | None = None) -> dict:
     aside), the steady-state range, the outliers and, for a serving loop, each phase's count
     and median (a row's warm-up flag is its phase's). With ``limit``, the rows are those
     ``render_text`` shows with that limit (``ShownRows``: a run of a million iterations
-    does not hold a million rows)."""
-    steady = manifest.get("steady_state")
-    def make_row(it):
-        return _row(it, steady)
-    # With a limit, only the rows that may be shown are made (``ShownRows``: most are not).
-    rows = [] if limit is None else ShownRows(limit, make_row)
-    durations, outliers, by_phase = [], [], {}
-    idle = 0
+    does not hold a million rows). ``TableBuilder`` makes it an entry at a time."""
+    builder = TableBuilder(limit)
+    builder.start(manifest)
     for it in entries_to_read(manifest.get("iterations") or []):  # once: made when read
-        rows.append(make_row(it) if limit is None else it)
+        builder.add(it)
+    return builder.table()
+
+
+class TableBuilder:
+    """``build_table``'s table made from a manifest's entries as they are handed over, in
+    order (``add``), after ``start`` with the manifest: ``split`` makes its table in the pass
+    that writes the manifest (``write.finish_split``) rather than in another pass over the
+    records. ``limit``: as ``build_table`` takes it. The entries are only read."""
+
+    def __init__(self, limit: int | None = None):
+        self._limit = limit
+        self._manifest: dict = {}
+        self._steady = None
+        self._rows = None
+        self._durations, self._outliers, self._by_phase = [], [], {}
+        self._idle = 0
+
+    def start(self, manifest: dict) -> None:
+        """The manifest whose entries come next (its keys but ``iterations`` are read)."""
+        self._manifest = manifest
+        self._steady = steady = manifest.get("steady_state")
+        def make_row(it):
+            return _row(it, steady)
+        self._make_row = make_row
+        # With a limit, only the rows that may be shown are made (``ShownRows``: most are not).
+        self._rows = [] if self._limit is None else ShownRows(self._limit, make_row)
+
+    def add(self, it: dict) -> None:
+        """The manifest's next entry."""
+        self._rows.append(self._make_row(it) if self._limit is None else it)
         judged = judged_time(it)
         if it["kind"] == "idle":
-            idle += 1
+            self._idle += 1
         elif judged is not None:
-            durations.append(judged)
+            self._durations.append(judged)
             if it.get("phase"):
-                by_phase.setdefault(it["phase"], []).append(judged)
+                self._by_phase.setdefault(it["phase"], []).append(judged)
         if it.get("outlier"):
-            outliers.append(it["index"])
-    # in ms from the start of the first iteration (the rows hold their start in µs so far)
-    if limit is None:
-        kept = rows
-        origin = min((row["start_ms"] for row in rows if row["start_ms"] is not None),
-                     default=0.0)
-    else:
-        kept, origin = rows.kept(), rows.first_start or 0.0
-    for row in kept:
-        row["start_ms"] = _ms(row["start_ms"], origin)
-    durations.sort()
-    median, p90 = quantile(durations, 0.5), quantile(durations, 0.9)
-    footer = {
-        "judged_on": JUDGED_ON,
-        "iterations": len(durations),
-        "idle": idle,
-        "median_ms": None if median is None else round(median / 1000, 3),
-        "p90_ms": None if p90 is None else round(p90 / 1000, 3),
-        "steady_state": steady,
-        "outliers": outliers,
-        "phases": _phase_footer(by_phase),
-    }
-    return {"input": manifest.get("input"), "complete": manifest.get("complete"),
-            "rows": rows, "footer": footer}
+            self._outliers.append(it["index"])
+
+    def table(self) -> dict:
+        """The table of the entries added (``build_table``'s)."""
+        rows, durations, manifest = self._rows, self._durations, self._manifest
+        # in ms from the start of the first iteration (the rows hold their start in µs so far)
+        if self._limit is None:
+            kept = rows
+            origin = min((row["start_ms"] for row in rows if row["start_ms"] is not None),
+                         default=0.0)
+        else:
+            kept, origin = rows.kept(), rows.first_start or 0.0
+        for row in kept:
+            row["start_ms"] = _ms(row["start_ms"], origin)
+        durations.sort()
+        median, p90 = quantile(durations, 0.5), quantile(durations, 0.9)
+        footer = {
+            "judged_on": JUDGED_ON,
+            "iterations": len(durations),
+            "idle": self._idle,
+            "median_ms": None if median is None else round(median / 1000, 3),
+            "p90_ms": None if p90 is None else round(p90 / 1000, 3),
+            "steady_state": self._steady,
+            "outliers": self._outliers,
+            "phases": _phase_footer(self._by_phase),
+        }
+        return {"input": manifest.get("input"), "complete": manifest.get("complete"),
+                "rows": rows, "footer": footer}
 
 
 def _optional_keys(it: dict) -> list:
@@ -494,6 +523,6 @@ def render_json(table: dict, stream) -> None:
     stream.write("\n")
 
 
-__all__ = ["COLUMNS", "Column", "PipeConsole", "build_table", "check_fields", "check_manifest",
-           "load_json", "load_manifest", "render_text", "render_json", "step_number",
-           "footer_line"]
+__all__ = ["COLUMNS", "Column", "PipeConsole", "TableBuilder", "build_table", "check_fields",
+           "check_manifest", "load_json", "load_manifest", "render_text", "render_json",
+           "step_number", "footer_line"]

@@ -937,14 +937,15 @@ def _counts(splitter, written: set | None, metadata_apart: bool = False) -> dict
 
 def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_info: dict,
                  error: str | None, owners=None, chosen_by: dict | None = None,
-                 stop=None, stats: IterationStats | None = None) -> dict:
+                 stop=None, stats: IterationStats | None = None, table=None) -> dict:
     """Assemble the pieces (of the iteration indices ``owners``, default all) and write
     ``manifest.json`` beside them; returns the manifest. ``chosen_by``: what chose ``owners``
     (``{"iterations": text, "steps": text}``, ``IterationChoice.texts``). ``stop``: a
     ``run.StopRequest``; requested now (not before: that one ended the reading),
     ``WriteInterrupted`` is raised within ``STOP_CHECK_PIECES`` pieces: a run stopped
     after its input was read ends at once, nothing written. ``stats``: the verdicts on the
-    records (``stats.finish``'s), else judged again here.
+    records (``stats.finish``'s), else judged again here. ``table``: a
+    ``summary.TableBuilder`` that reads the manifest's entries as they are written.
     The end of every `split` (the CLI's, the library's and the Beam transform's)."""
     if stop is not None and stop.requested:  # before: it ended the reading, already honoured
         stop = None
@@ -965,7 +966,9 @@ def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_i
     _check_stop(stop)
     # Written once, last: a folder holding a manifest holds every piece it names.
     with create_new(os.path.join(writer.out_dir, "manifest.json"), "w", encoding="utf-8") as f:
-        dump_manifest(manifest, f)
+        if table is not None:
+            table.start(manifest)
+        dump_manifest(manifest, f, None if table is None else table.add)
         f.write("\n")
     return manifest
 

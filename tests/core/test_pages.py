@@ -20,6 +20,7 @@ from stream_split.pages import PagedList
 from stream_split.run import read_through, scan_records
 from stream_split.serialize import strict_json
 from stream_split.spill import TempFileSpill
+from stream_split.summary import TableBuilder, build_table, render_text
 
 CUDA = Path(__file__).resolve().parents[1] / "data" / "cuda"
 
@@ -120,6 +121,32 @@ def test_the_manifest_written_entry_by_entry_is_the_text_of_json_dump(tmp_path):
         assert text.getvalue() == json.dumps(plain, indent=1)
         assert json.loads(text.getvalue())["iterations"] == list(entries)
         assert pickle.loads(pickle.dumps(entries)) == list(entries)
+
+
+@pytest.mark.parametrize("limit", [None, 4])
+def test_the_table_made_as_the_manifest_is_written_is_build_tables(limit):
+    """``dump_manifest`` hands each entry to ``read`` as ``entries_to_read`` gives it: a
+    ``summary.TableBuilder`` fed so (``split``'s table) is ``build_table`` of the manifest,
+    with an entry assigned since, one holding a number that is not finite, and as a list."""
+    records = _records_of(CUDA / "train_eval.json.gz")
+    records[2].gpu_active_us = float("inf")
+    entries = ManifestIterations(records, {})
+    entries[1] = {**entries[1], "outlier": True, "outlier_reason": "2.0x median, eval x1"}
+    for iterations in (entries, list(entries)):
+        manifest = {"input": "t", "complete": True, "iterations": iterations,
+                    "steady_state": {"first": 1, "last": len(records) - 1}}
+        builder = TableBuilder(limit)
+        builder.start(manifest)
+        dump_manifest(manifest, io.StringIO(), builder.add)
+        made, wanted = builder.table(), build_table(manifest, limit)
+        if limit is None:
+            assert made == wanted
+        else:
+            texts = [io.StringIO(), io.StringIO()]
+            render_text(made, texts[0], limit=limit)
+            render_text(wanted, texts[1], limit=limit)
+            assert texts[0].getvalue() == texts[1].getvalue()
+        assert 1 in made["footer"]["outliers"]
 
 
 @pytest.mark.parametrize("name", ["\ud800 lone", "a\udc00\ud83d\ude00", "\U0001f600 emoji",
