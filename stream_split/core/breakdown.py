@@ -270,17 +270,27 @@ class IterationBreakdown:
                 for name, (count, total) in ranked[:TOP_KERNELS]]
 
     def host_dict(self) -> dict:
-        mean = self.delay_sum_us / self.delays if self.delays else None
-        cpu_op_us = sum(union.total_us for union in self.cpu_ops.values())
+        cpu_ops = self.cpu_ops
+        if len(cpu_ops) == 1:  # one thread (most iterations): its union, without a sum
+            for union in cpu_ops.values():
+                cpu_op_us = union.total_us
+        else:
+            cpu_op_us = sum(union.total_us for union in cpu_ops.values())
+        if not self.delays:
+            return {"cpu_op_us": round(cpu_op_us, 3), "launch_delay_mean_us": None,
+                    "launch_delay_max_us": None, "launches_timed": 0}
         return {"cpu_op_us": round(cpu_op_us, 3),
-                "launch_delay_mean_us": None if mean is None else round(mean, 3),
-                "launch_delay_max_us": round(self.delay_max_us, 3) if self.delays else None,
+                "launch_delay_mean_us": round(self.delay_sum_us / self.delays, 3),
+                "launch_delay_max_us": round(self.delay_max_us, 3),
                 "launches_timed": self.delays}
 
     def to_dict(self, span_us: float | None) -> dict:
-        return {**self.gpu_dict(span_us), "top_kernels": self.top_kernels(),
-                "host": self.host_dict(), "comm_kernels": self.comm_kernels,
-                "comm_kernel_us": round(self.comm_kernel_us, 3)}
+        out = self.gpu_dict(span_us)  # a new dict: the other keys follow its layers
+        out["top_kernels"] = self.top_kernels()
+        out["host"] = self.host_dict()
+        out["comm_kernels"] = self.comm_kernels
+        out["comm_kernel_us"] = round(self.comm_kernel_us, 3)
+        return out
 
 
 #: ``IterationBreakdown.gpu_dict`` of an iteration without GPU work.
