@@ -205,21 +205,76 @@ def _chunk_text(entries: list, first: int = 0, not_finite: set | None = None) ->
     line break before the first to the end of the last (no comma after it), each at two
     levels down. A number that is not finite is null (``finite``); the positions (``first``
     the first's) of the entries that held one are added to ``not_finite``."""
-    try:
-        text = _laid_out(entries)
-    except ValueError:  # a number that is not finite (rare): the entries that hold one
-        made = []
-        for position, entry in enumerate(entries, first):
-            try:
-                _COMPACT.encode(entry)
-            except ValueError:
-                entry = finite(entry)
-                if not_finite is not None:
-                    not_finite.add(position)
-            made.append(entry)
-        text = _laid_out(made)
+    text = _plain_laid_out(entries)
+    if text is None:
+        try:
+            text = _laid_out(entries)
+        except ValueError:  # a number that is not finite (rare): the entries that hold one
+            text = _laid_out(_finite_entries(entries, first, not_finite))
     # "[\n {...},\n {...}\n]": one level deeper, without the brackets
     return text[1:-2].replace("\n", "\n" + " " * INDENT)
+
+
+def _finite_entries(entries: list, first: int, not_finite: set | None) -> list:
+    """``entries``, those that hold a number that is not finite made ``finite`` (their
+    positions, ``first`` the first's, added to ``not_finite``)."""
+    made = []
+    for position, entry in enumerate(entries, first):
+        try:
+            _COMPACT.encode(entry)
+        except ValueError:
+            entry = finite(entry)
+            if not_finite is not None:
+                not_finite.add(position)
+        made.append(entry)
+    return made
+
+
+def _plain_laid_out(entries: list) -> str | None:
+    """``_laid_out(entries)`` from msgspec's compact text (about a tenth of the C encoder's
+    time), where it is the C encoder's: the entries ``_plain``, and the text ASCII without
+    DEL (msgspec writes those as they are, the encoder as ``\\u`` escapes); None otherwise
+    (the caller encodes them)."""
+    if entries.__class__ is not list or not _plain(entries):
+        return None
+    try:
+        compact = _MSGSPEC.encode(entries)
+    except (ValueError, TypeError, OverflowError, msgspec.MsgspecError):
+        return None
+    if not compact.isascii() or b"\x7f" in compact:
+        return None
+    return msgspec.json.format(compact, indent=INDENT).decode("ascii")
+
+
+def _plain(value) -> bool:
+    """Whether ``value`` (a list of entries, an entry, or a dict or list inside one) holds
+    only string keys, values of the exact types that msgspec and the C encoder write alike
+    (str, int, bool, None, dict, list), and floats that both write as ``float.__repr__``
+    does: 0, or from 1e-4 up to 1e16 (elsewhere ``repr`` writes an exponent: ``1e+16``,
+    ``1e-05``; msgspec ``1e16``, ``0.00001``)."""
+    keyed = value.__class__ is dict
+    for key, item in value.items() if keyed else enumerate(value):
+        if keyed and key.__class__ is not str:
+            return False
+        kind = item.__class__
+        if kind is float:  # not 0 nor within the range: inf, nan (the encoder's ValueError
+            if item and not _FIXED_LOW <= abs(item) < _FIXED_HIGH:  # decides), an exponent
+                return False
+        elif kind is dict or kind is list:
+            if not _plain(item):
+                return False
+        elif kind not in _PLAIN_LEAVES:
+            return False
+    return True
+
+
+#: The exact types of leaves that ``_plain`` lets msgspec write (besides finite floats).
+_PLAIN_LEAVES = frozenset((str, int, bool, type(None)))
+#: The magnitudes of the floats other than 0 that ``float.__repr__`` and msgspec write
+#: alike (without an exponent): ``_plain``.
+_FIXED_LOW, _FIXED_HIGH = 1e-4, 1e16
+#: msgspec's compact encoder (``_plain_laid_out``).
+_MSGSPEC = msgspec.json.Encoder()
 
 
 def _hand_over(chunk: list, first: int, not_finite: set, read) -> None:

@@ -166,6 +166,27 @@ def test_the_manifest_text_is_json_dumps_whatever_the_strings_and_chunks(name, c
     assert text.getvalue() == strict_json(manifest, indent=1)
 
 
+def test_the_manifest_text_is_json_dumps_for_numbers_of_every_size_and_odd_values():
+    """``dump_manifest`` writes plain chunks from msgspec's text (``_plain_laid_out``), the
+    others with the C encoder: the text is ``strict_json(indent=1)``'s for floats of every
+    magnitude (where the two write exponents and small numbers differently), -0.0, large
+    integers, and values msgspec writes otherwise or not at all (a key that is not a
+    string, a tuple, a float subclass, non-finite numbers), one odd entry in a chunk."""
+    numbers = [5e-324, 1e-05, 0.0001, 0.00012345, 1 / 3, -0.0, 2.5, 1e15 + 0.5, 1e16,
+               1.7e18, 1.7976931348623157e308, -1e-7, 123456789.123, 10 ** 20, -2 ** 63]
+    odd = [{1: "int key"}, (1, 2), type("F", (float,), {})(1.5), float("nan"), float("-inf")]
+    cases = [(value, None) for value in numbers] + [(2.5, extra) for extra in odd]
+    for value, extra in cases:  # a chunk each: one number that differs sends all to the encoder
+        entries = [{"index": i, "value": value, "nested": {"x": [value, {"y": value}]}}
+                   for i in range(3)]
+        if extra is not None:
+            entries[1]["extra"] = extra
+        manifest = {"iterations": entries, "outside": {}}
+        text = io.StringIO()
+        dump_manifest(manifest, text)
+        assert text.getvalue() == strict_json(manifest, indent=1)
+
+
 def _records_of(path: Path) -> list:
     return [r for r in scan_records(str(path), SplitOptions()) if r.__class__ is IterationRecord]
 
