@@ -6,8 +6,9 @@ many times 2 KB at its end, whatever the engine kept while it read. ``ManifestIt
 is the same entries as a sequence made on demand from the iteration records (which a long
 trace keeps in a file: ``pages.PagedList``), and ``dump_manifest`` writes the manifest with
 its entries encoded a chunk at a time: the text is that of ``json.dump(manifest, indent=1)``,
-byte for byte (made by the standard library's C encoder without ``indent``, then laid out
-over lines by ``msgspec.json.format``: ``_laid_out``).
+byte for byte (made by the standard library's C encoder without ``indent``, or by msgspec's
+where its text is the same: ``_plain_laid_out``, then laid out over lines by
+``msgspec.json.format``: ``_laid_out``).
 
 What changes an entry after the records are final (``analysis.explain_outliers``: an
 outlier's reason) assigns the changed entry to its position; only the keys that differ are
@@ -196,7 +197,7 @@ def dump_manifest(manifest: dict, stream, read=None) -> None:
     stream.write(after)
 
 
-#: Entries encoded at once (one call of the C encoder and one of the layout).
+#: Entries encoded at once (one call of an encoder and one of the layout).
 CHUNK_ENTRIES = 256
 
 

@@ -61,8 +61,8 @@ PAGE_VALUES = "page_values"
 def _packed(items: list):
     """A page as it is pickled: its items, or, where each is of one class that has
     ``PAGE_VALUES``, ``(that class, [each one's arguments])``: the values read in C, no
-    ``__reduce__`` called per item (a page of 256 records: a sixth of the time to write and
-    read it back)."""
+    ``__reduce__`` called per item (a page of 256 records: some 15 % fewer instructions to
+    write and read back)."""
     if items:
         kind = items[0].__class__
         values = getattr(kind, PAGE_VALUES, None)
