@@ -342,7 +342,7 @@ class _PlainFrame(msgspec.Struct, gc=False):
 _PLAIN_FRAMES = msgspec.json.Decoder(list[_PlainFrame])
 _FRAMES_PACKER = msgspec.msgpack.Encoder()
 _FRAMES_UNPACKER = msgspec.msgpack.Decoder(list[_PlainFrame])
-_FRAME_TS, _FRAME_DUR, _FRAME_NAME = attrgetter("ts"), attrgetter("dur"), attrgetter("name")
+_FRAME_NAME = attrgetter("name")
 _FRAME_THREAD = attrgetter("pid", "tid")
 #: A float beyond this may have been an integer in the text (msgspec makes it a float): such
 #: a run is read as dicts, where ``feed`` compares the integer exactly.
@@ -376,8 +376,9 @@ def _frame_columns(text: bytes):
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     n = len(frames)
-    starts = np.fromiter(map(_FRAME_TS, frames), np.float64, n)
-    durs = np.array(list(map(_FRAME_DUR, frames)), np.float64)  # a null one as NaN
+    # (The attributes read in comprehensions: a quarter of the cost of ``attrgetter``.)
+    starts = np.fromiter([frame.ts for frame in frames], np.float64, n)
+    durs = np.fromiter([frame.dur for frame in frames], np.float64, n)  # a null one as NaN
     durs[np.isnan(durs)] = 0.0  # (JSON holds no NaN)
     if not (np.abs(starts).max(initial=0.0) < _EXACT_FLOAT_INTEGERS and
             np.abs(durs).max(initial=0.0) < _EXACT_FLOAT_INTEGERS):
@@ -775,8 +776,9 @@ def _frame_runs(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> list:
     if not frame.any():
         return []
     edges = np.flatnonzero(np.diff(frame.view(np.int8), prepend=0, append=0))
-    return [(i, j) for i, j in zip(edges[0::2].tolist(), edges[1::2].tolist())
-            if j - i >= MIN_FRAME_RUN]
+    firsts, lasts = edges[0::2], edges[1::2]
+    long = lasts - firsts >= MIN_FRAME_RUN  # (the short runs dropped before any list)
+    return list(zip(firsts[long].tolist(), lasts[long].tolist()))
 
 
 class TraceDecoder:
