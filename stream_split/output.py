@@ -42,7 +42,7 @@ import shutil
 import stat
 import tempfile
 from contextlib import suppress
-from itertools import islice
+from itertools import groupby, islice
 
 from stream_split.errors import OutputError
 
@@ -384,14 +384,6 @@ def read_marker(folder: str) -> dict | None:
     return marker
 
 
-def _walk(folder: str):
-    """``os.walk`` (links not followed), with each folder's path relative to ``folder`` as a
-    prefix for its names (``""``, ``"rank_0/"``)."""
-    for top, dirs, names in os.walk(folder):
-        rel = os.path.relpath(top, folder)
-        yield top, "" if rel == "." else rel.replace(os.sep, "/") + "/", dirs, names
-
-
 def _files_under(folder: str, prefix: str = ""):
     """Every file under ``folder`` (relative, ``/``-separated), the marker aside, as the file
     system lists them (one at a time: none is held), links not followed."""
@@ -406,7 +398,9 @@ def _files_under(folder: str, prefix: str = ""):
 def foreign_entries(folder: str) -> list[str]:
     """What ``folder`` holds that its marker does not list as a file the tool wrote (a folder
     on the way to one is not foreign): relative paths, a foreign folder's ending in ``/``
-    (not looked into); a link or anything but a regular file is foreign."""
+    (not looked into); a link or anything but a regular file is foreign. Each entry's type
+    is the one its folder's listing gives (``os.scandir``: no ``lstat`` per file on the usual
+    file systems); a folder that cannot be listed is passed over, as ``os.walk`` does."""
     marker = read_marker(folder)
     listed = set(marker["files"] or ()) if marker is not None else set()
     if marker is not None:
@@ -414,24 +408,30 @@ def foreign_entries(folder: str) -> list[str]:
     on_the_way = {path.rsplit("/", 1)[0] + "/" for path in listed if "/" in path}
     on_the_way |= {p[:i + 1] for p in on_the_way for i, c in enumerate(p) if c == "/"}
     foreign = []
-    for top, prefix, dirs, names in _walk(folder):
-        for name in list(dirs):
-            if os.path.islink(os.path.join(top, name)):
-                foreign.append(prefix + name)
-                dirs.remove(name)
-            elif prefix + name + "/" not in on_the_way:
-                foreign.append(prefix + name + "/")
-                dirs.remove(name)
-        foreign += [prefix + name for name in names
-                    if prefix + name not in listed or not _is_regular(os.path.join(top, name))]
+    for prefix, entry in _entries(folder, lambda prefix: prefix in on_the_way):
+        name = prefix + entry.name
+        if entry.is_dir(follow_symlinks=False):
+            if name + "/" not in on_the_way:
+                foreign.append(name + "/")
+        elif name not in listed or not entry.is_file(follow_symlinks=False):
+            foreign.append(name)
     return sorted(foreign)
 
 
-def _is_regular(path: str) -> bool:
+def _entries(folder: str, enter=lambda prefix: True, prefix: str = ""):
+    """Every entry under ``folder`` as ``(prefix, os.DirEntry)``, ``prefix`` the relative path
+    of its folder (``""``, ``"rank_0/"``), a folder's entries after it; links not followed; a
+    folder is looked into when ``enter(its prefix)`` says so; one that cannot be listed is
+    passed over."""
     try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
+        with os.scandir(folder) as listing:
+            entries = list(listing)
     except OSError:
-        return False
+        return
+    for entry in entries:
+        yield prefix, entry
+        if entry.is_dir(follow_symlinks=False) and enter(inner := prefix + entry.name + "/"):
+            yield from _entries(entry.path, enter, inner)
 
 
 def _inputs_inside(folder: str, inputs) -> list[str]:
@@ -452,10 +452,10 @@ def _inputs_inside(folder: str, inputs) -> list[str]:
         elif stat.S_ISREG(info.st_mode):
             files[(info.st_dev, info.st_ino)] = path
     if files:
-        for top, _, names in os.walk(folder):
-            for name in names:
+        for _, entry in _entries(folder):
+            if not entry.is_dir(follow_symlinks=False):
                 with suppress(OSError):
-                    info = os.lstat(os.path.join(top, name))
+                    info = entry.stat(follow_symlinks=False)
                     if (info.st_dev, info.st_ino) in files:
                         held.append(files.pop((info.st_dev, info.st_ino)))
     return held
@@ -463,18 +463,33 @@ def _inputs_inside(folder: str, inputs) -> list[str]:
 
 # -- removing what the tool wrote, and nothing else ---------------------------------------------
 
-def _unlink_inside(folder: str, path: str) -> None:
-    """Remove the regular file ``path`` (relative) under ``folder``, never through a link."""
-    parts = path.split("/")
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+def _open_inside(folder: str, parts: list) -> int:
+    """A descriptor of the folder ``parts`` (names, maybe none) under ``folder``, reached
+    without following a link."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(folder, flags)
     try:
-        for part in parts[:-1]:
-            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
-                            dir_fd=fd)
+        for part in parts:
+            inner = os.open(part, flags, dir_fd=fd)
             os.close(fd)
             fd = inner
-        if stat.S_ISREG(os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode):
-            os.unlink(parts[-1], dir_fd=fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _unlink_regular(paths, folder: str) -> None:
+    """Remove the regular files ``paths`` (relative, all in one folder) under ``folder``,
+    never through a link: the folder opened once, each file looked at where it lies."""
+    parts = paths[0].split("/")[:-1]
+    fd = _open_inside(folder, parts)
+    try:
+        for path in paths:
+            name = path.rsplit("/", 1)[-1]
+            with suppress(OSError):
+                if stat.S_ISREG(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+                    os.unlink(name, dir_fd=fd)
     finally:
         os.close(fd)
 
@@ -483,9 +498,10 @@ def _remove_listed(folder: str) -> None:
     """Remove the files ``folder``'s marker lists, the marker, and the folders left empty;
     anything else stays (and with it the folders holding it)."""
     marker = read_marker(folder)
-    for path in (marker["files"] or ()) if marker is not None else ():
+    listed = (marker["files"] or ()) if marker is not None else ()
+    for _, paths in groupby(listed, key=lambda path: path.rpartition("/")[0]):
         with suppress(OSError):
-            _unlink_inside(folder, path)
+            _unlink_regular(list(paths), folder)
     if marker is not None:
         with suppress(OSError):
             os.unlink(os.path.join(folder, FOLDER_MARKER))

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from stream_split.output import OutputError, OutputFolder, create_new
+from stream_split.output import OutputError, OutputFolder, create_new, foreign_entries
 
 
 def write_result(folder: OutputFolder, **files) -> None:
@@ -208,3 +208,34 @@ def test_create_new_opens_in_the_mode_asked(tmp_path):
     with create_new(str(tmp_path / "text"), "w", encoding="utf-8") as f:
         f.write("\u00e9")
     assert (tmp_path / "text").read_bytes() == b"\xc3\xa9"
+
+
+def test_foreign_entries_names_all_the_folder_holds_that_its_marker_does_not_list(tmp_path):
+    """What ``--overwrite`` refuses to delete, looked at through the folder's own listing:
+    a file not listed (top or nested), a listed name that is no longer a regular file (a
+    folder, a FIFO, a link), a folder not on the way to a listed file (not looked into)."""
+    target = tmp_path / "out"
+    with OutputFolder(str(target)) as folder:
+        for name in ("manifest.json", "a.json.gz", "b.json.gz", "c.json.gz", "d.json.gz"):
+            write_result(folder, **{name: "x"})
+        os.mkdir(os.path.join(folder.staging, "rank_0"))
+        for name in ("rank_0/p.json.gz", "rank_0/q.json.gz"):
+            with create_new(os.path.join(folder.staging, name), "w") as f:
+                f.write("y")
+        folder.commit()
+    os.unlink(target / "b.json.gz")
+    os.mkdir(target / "b.json.gz")
+    os.unlink(target / "c.json.gz")
+    os.mkfifo(target / "c.json.gz")
+    os.unlink(target / "d.json.gz")
+    os.symlink(target / "a.json.gz", target / "d.json.gz")
+    (target / "notes.txt").write_text("mine")
+    (target / "rank_0" / "mine.txt").write_text("mine")
+    os.makedirs(target / "keep" / "deep")
+    (target / "keep" / "deep" / "x").write_text("mine")
+    assert foreign_entries(str(target)) == [
+        "b.json.gz/", "c.json.gz", "d.json.gz", "keep/", "notes.txt", "rank_0/mine.txt"]
+    with pytest.raises(OutputError, match="did not write"):
+        split_into(target, overwrite=True, **{"manifest.json": "{}"})
+    for name in ("notes.txt", "rank_0/mine.txt", "keep/deep/x", "a.json.gz"):
+        assert (target / name).exists()
