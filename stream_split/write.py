@@ -46,11 +46,11 @@ from operator import itemgetter
 import numpy as np
 from isal import isal_zlib
 
+import stream_split
 from stream_split.analysis import explain_outliers
 from stream_split.errors import WriteInterrupted
 from stream_split.output import CREATE_FLAGS, create_new
 from stream_split.pages import reading
-from stream_split.schema import length_prefixed, record_message
 from stream_split.manifest_entries import ManifestIterations, dump_manifest
 from stream_split.serialize import event_json, finite, spaced_json
 from stream_split.trace_format import ANNOTATION_CAT, PROFILER_STEP_PREFIX
@@ -995,8 +995,9 @@ class ProtobufRecordSink:
         self._trace = trace
 
     def write(self, record) -> None:
-        message = record_message(record, trace=self._trace)
-        self._stream.write(length_prefixed(message))
+        schema = stream_split.schema  # protobuf: loaded only where records are encoded so
+        message = schema.record_message(record, trace=self._trace)
+        self._stream.write(schema.length_prefixed(message))
         self._stream.flush()
 
     def close(self) -> None:
