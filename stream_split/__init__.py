@@ -6,28 +6,49 @@ The package is layered like a pipeline (see README "Architecture"):
     core   (events -> owners/records)  stream_split.core   -- no I/O
     write  (pieces, manifest, records) stream_split.write
 
-Library entry points live here (``split``: ``stream_split.library``; ``iterations``); the
+Library entry points live here (``split`` and ``iterations``: ``stream_split.library``); the
 CLI, ``--follow`` and the Beam transform are adapters built on the same three layers. Every
 error derives from ``StreamSplitError`` (``stream_split.errors``).
+
+Nothing is imported until it is used (``__getattr__`` below, README "House rules"): ``import
+stream_split`` costs next to nothing, ``from stream_split import split`` loads what a split
+needs, and ``stream_split.<module>.<name>`` in the package's own code loads a module that only
+some commands or options need (rich, protobuf, the plot, the parallel split...) the first time
+it is used.
 """
-from stream_split.core import Splitter, SplitOptions, OUTSIDE, METADATA
-from stream_split.core.records import Boundary, IterationRecord
-from stream_split.errors import StreamSplitError
-from stream_split.library import Manifest, split
-from stream_split.run import scan_records
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = ["Splitter", "SplitOptions", "OUTSIDE", "METADATA", "Boundary", "IterationRecord",
-           "iterations", "split", "Manifest", "StreamSplitError", "__version__"]
+#: The public names, each with the module that defines it (loaded on first use).
+PUBLIC = {"Splitter": "stream_split.core", "SplitOptions": "stream_split.core",
+          "OUTSIDE": "stream_split.core", "METADATA": "stream_split.core",
+          "Boundary": "stream_split.core.records",
+          "IterationRecord": "stream_split.core.records",
+          "iterations": "stream_split.library", "split": "stream_split.library",
+          "Manifest": "stream_split.library", "StreamSplitError": "stream_split.errors"}
+
+__all__ = [*PUBLIC, "__version__"]
 
 
-def iterations(source, options=None):
-    """Yield one IterationRecord per iteration of the trace at ``source`` (a path or ``-``).
+def __getattr__(name: str):
+    """The package's one late import (PEP 562): a public name from the module that defines
+    it, or a submodule (``stream_split.plot``), imported the first time it is asked for.
+    A name that is neither is an AttributeError, as for any module."""
+    if name in PUBLIC:
+        value = getattr(importlib.import_module(PUBLIC[name]), name)
+        globals()[name] = value  # asked once: later uses are plain lookups
+        return value
+    module = f"{__name__}.{name}"
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name != module:  # a module of ours that failed to import: say so
+            raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-    Records come in order once the whole trace has been read (GPU work of Kineto traces is
-    written at the end of the file, so an iteration's numbers are final only then).
-    """
-    for record in scan_records(source, options or SplitOptions()):
-        if isinstance(record, IterationRecord):
-            yield record
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *PUBLIC})

@@ -21,9 +21,8 @@ import json
 import os
 import sys
 
-from stream_split import __version__, progress
-from stream_split.analysis import diff, render_comparison
-from stream_split.config import SplitConfig
+import stream_split
+from stream_split import __version__
 from stream_split.core import SplitOptions
 from stream_split.core.engine import DEFAULT_PENDING_LIMIT
 from stream_split.core.serving import PHASES as SELECTABLE_PHASES
@@ -32,19 +31,11 @@ from stream_split.errors import (
     OptionError, OptionHadNoEffect, OptionWarning, OutputError, RanksError, ReadInterrupted,
     WriteInterrupted,
     StreamSplitError)
-from stream_split.explain import plural, render as render_explanation
-from stream_split.folder import split_to_folder
 from stream_split.follow import DEFAULT_IDLE_TIMEOUT
 from stream_split.options import IterationChoice, parse_selection, parse_steps
-from stream_split.output import OutputFolder
-from stream_split.plot import plot_format, write_plot
 from stream_split.manifest_entries import kind_counts
-from stream_split.merge import MERGED_FOLDER, merge_ranks
-from stream_split.ranks import (
-    RANKS_FILE, expand_traces, load_ranks, rank_pieces, render_ranks, split_ranks)
 from stream_split.run import StopRequest, new_splitter, read_through
 from stream_split.serialize import strict_json
-from stream_split.summary import build_table, load_manifest, render_json, render_text
 from stream_split.write import LAYOUTS, NAME_BY, build_manifest, record_sink, tag_lines
 
 EXIT_BAD_INPUT = 2
@@ -228,6 +219,15 @@ def _options(args, keep_events: bool) -> SplitOptions:
                         pending_limit=args.pending_limit)
 
 
+def progress_wanted(quiet: bool, stream=None) -> bool:
+    """Progress is shown only on a terminal, and never with ``--quiet``."""
+    stream = stream if stream is not None else sys.stderr
+    try:
+        return not quiet and stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def _reading(args) -> dict:
     """How a command reads its trace (``run.read_through``'s keywords)."""
     idle = args.idle_timeout
@@ -236,7 +236,7 @@ def _reading(args) -> dict:
     else:
         follow = None
     return {"stop": args.stop, "follow": follow, "idle_timeout": idle,
-            "progress": progress.wanted(args.quiet), "on_warning": _print_warning}
+            "progress": progress_wanted(args.quiet), "on_warning": _print_warning}
 
 
 def _print_warning(warning: OptionWarning) -> None:
@@ -257,15 +257,16 @@ def _choice(args) -> IterationChoice:
                            args.phase, args.steady)
 
 
-def _config(args, table_rows: int | None = None) -> SplitConfig:
+def _config(args, table_rows: int | None = None):
     """``split``'s arguments as the configuration of ``folder.split_to_folder`` (``table_rows``:
     ``SplitConfig.table_rows``)."""
-    return SplitConfig(options=_options(args, keep_events=True), overwrite=args.overwrite,
-                       choice=_choice(args), name_by=args.name_by,
-                       compress=not args.plain_json, compresslevel=args.compresslevel,
-                       plot=args.plot, layout=args.layout,
-                       max_event_bytes=args.max_event_bytes, workers=args.workers,
-                       table_rows=table_rows)
+    return stream_split.config.SplitConfig(
+        options=_options(args, keep_events=True), overwrite=args.overwrite,
+        choice=_choice(args), name_by=args.name_by,
+        compress=not args.plain_json, compresslevel=args.compresslevel,
+        plot=args.plot, layout=args.layout,
+        max_event_bytes=args.max_event_bytes, workers=args.workers,
+        table_rows=table_rows)
 
 
 def cmd_split(args) -> int:
@@ -280,16 +281,17 @@ def cmd_split(args) -> int:
         raise OptionHadNoEffect("--merge-ranks merges the ranks of one job: give two traces "
                                 "or more (or a folder of them)")
     args.trace = traces[0]
-    result = split_to_folder(args.trace, args.output,  # the table made as the manifest is written
-                             _config(args, None if args.quiet else SPLIT_TABLE_ROWS),
-                             **_reading(args))
+    result = stream_split.folder.split_to_folder(  # the table made as the manifest is written
+        args.trace, args.output, _config(args, None if args.quiet else SPLIT_TABLE_ROWS),
+        **_reading(args))
     manifest, error, info = result.manifest, result.error, result.reader_info
     table = result.table
     if table is not None:
-        render_text(table, sys.stdout, limit=SPLIT_TABLE_ROWS)
+        stream_split.summary.render_text(table, sys.stdout, limit=SPLIT_TABLE_ROWS)
         kinds = table["rows"].kinds  # counted as the rows were made: the entries are read once
     else:
         kinds = kind_counts(manifest["iterations"])
+    plural = stream_split.explain.plural
     summary = ", ".join(plural(n, "idle cycle" if k == "idle" else k)
                         for k, n in kinds.items()) or "0 iterations"
     counts = manifest["counts"]
@@ -312,22 +314,27 @@ def cmd_split_ranks(args, paths: list[str]) -> int:
     if args.plot:
         raise OptionHadNoEffect("--plot draws the split of one trace: run `stream-split plot "
                                 "OUT/rank_<r> -o picture.png` for a rank")
-    with OutputFolder(args.output, overwrite=args.overwrite, inputs=paths) as folder:
-        data = split_ranks(expand_traces(paths), folder.staging, _config(args), stop=args.stop)
+    ranks = stream_split.ranks
+    with stream_split.output.OutputFolder(args.output, overwrite=args.overwrite,
+                                          inputs=paths) as folder:
+        data = ranks.split_ranks(ranks.expand_traces(paths), folder.staging, _config(args),
+                                 stop=args.stop)
         unread = [rank for rank in data["ranks"] if rank["error"] and not rank["iterations"]]
         if len(unread) == len(data["ranks"]):  # no trace among them: nothing to keep
             raise RanksError(f"no trace could be read: {unread[0]['trace']}: "
                              f"{unread[0]['error']}")
-        merged = (merge_ranks(folder.staging, data, rank_pieces(folder.staging, data),
+        merged = (stream_split.merge.merge_ranks(folder.staging, data,
+                                                 ranks.rank_pieces(folder.staging, data),
                               compress=not args.plain_json) if args.merge_ranks else [])
         folder.commit()
     print(f"{len(data['ranks'])} ranks, {len(data['iterations'])} iterations aligned by "
           f"{data['aligned_by']}, {data['stragglers']} with a straggler"
           + ("" if data["counts_agree"] else " (iteration counts differ)")
-          + f" -> {os.path.join(args.output, RANKS_FILE)}")
+          + f" -> {os.path.join(args.output, ranks.RANKS_FILE)}")
     if merged:
         print(f"{len(merged)} iterations of every rank merged -> "
-              f"{os.path.join(args.output, MERGED_FOLDER)}/ (one process per rank)")
+              f"{os.path.join(args.output, stream_split.merge.MERGED_FOLDER)}/ "
+              "(one process per rank)")
     failed = [r for r in data["ranks"] if r["error"]]
     for rank in failed:
         print(f"stream-split: error: rank {rank['rank']}: {rank['error']}", file=sys.stderr)
@@ -359,12 +366,12 @@ def cmd_explain(args) -> int:
     if args.json:
         print(json.dumps(splitter.evidence, indent=1, default=str))
     else:
-        print(render_explanation(splitter))
+        print(stream_split.explain.render(splitter))
     return _finish(error, info)
 
 
 def _manifest_of(out_dir: str) -> dict:
-    return _from_folder(load_manifest, out_dir, "manifest")
+    return _from_folder(stream_split.summary.load_manifest, out_dir, "manifest")
 
 
 def _from_folder(load, out_dir: str, what: str):
@@ -382,13 +389,13 @@ def cmd_summary(args) -> int:
     """The table of a split folder (its manifest), or of a trace (split, no pieces); of the
     folder of a split of several ranks (``ranks.json``), iteration k across the ranks."""
     error, info = None, {"complete": True}
-    ranks = (_from_folder(load_ranks, args.trace, RANKS_FILE) if os.path.isdir(args.trace)
-             else None)
+    ranks = (_from_folder(stream_split.ranks.load_ranks, args.trace, stream_split.ranks.RANKS_FILE)
+             if os.path.isdir(args.trace) else None)
     if ranks is not None:
         if args.json:
             print(strict_json(ranks, indent=1))
         else:
-            render_ranks(ranks)
+            stream_split.ranks.render_ranks(ranks)
         return 0
     if os.path.isdir(args.trace):
         manifest = _manifest_of(args.trace)
@@ -397,11 +404,12 @@ def cmd_summary(args) -> int:
         error, info = _run(args, splitter)
         manifest = build_manifest(source=args.trace, splitter=splitter, reader_info=info,
                                   files=None, error=error)
-    table = build_table(manifest)
+    summary = stream_split.summary
+    table = summary.build_table(manifest)
     if args.json:
-        render_json(table, sys.stdout)
+        summary.render_json(table, sys.stdout)
     else:
-        render_text(table, sys.stdout)
+        summary.render_text(table, sys.stdout)
     return _finish(error, info)
 
 
@@ -409,7 +417,8 @@ def cmd_why(args) -> int:
     """``why OUT N`` and ``diff OUT A B``: one iteration against another, from the pieces."""
     manifest = _manifest_of(args.trace)
     try:
-        result = diff(args.trace, manifest, args.index, getattr(args, "baseline", None))
+        result = stream_split.analysis.diff(args.trace, manifest, args.index,
+                                            getattr(args, "baseline", None))
     except OSError as e:
         raise OutputError(f"cannot read a piece of {args.trace}: {e.strerror or e}") from None
     except ValueError as e:
@@ -417,7 +426,7 @@ def cmd_why(args) -> int:
     if args.json:
         print(strict_json(result, indent=1))
     else:
-        print(render_comparison(result))
+        print(stream_split.analysis.render_comparison(result))
     return 0
 
 
@@ -425,10 +434,10 @@ def cmd_plot(args) -> int:
     """``plot OUT -o PICTURE``: the folders on the way to ``PICTURE`` are made (once its
     suffix names a format)."""
     manifest = _manifest_of(args.trace)
-    plot_format(args.output)
+    stream_split.plot.plot_format(args.output)
     try:
         os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
-        write_plot(manifest, args.output)
+        stream_split.plot.write_plot(manifest, args.output)
     except OSError as e:  # a folder, a full device, a missing parent...
         raise OutputError(f"cannot write the picture {args.output}: {e.strerror or e}") from None
     print(f"-> {args.output}")

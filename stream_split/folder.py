@@ -16,18 +16,20 @@ Two kinds of folder:
 - ``in_place``: an existing folder of the caller's (a rank's folder inside the job's staging
   folder, a Beam worker's scratch folder), written directly; the job it is part of decides
   what a part that found nothing means.
+
+The plot (``stream_split.plot``), the split across processes (``stream_split.parallel``) and
+the table (``stream_split.summary``, with rich) are loaded only when the configuration asks
+for them.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
 
+import stream_split
 from stream_split.config import SplitConfig
 from stream_split.output import OutputFolder
-from stream_split.parallel import NotParallel, ParallelSplit, takes_parallel_path
-from stream_split.plot import require_pyplot, write_plot
 from stream_split.run import StopRequest, new_splitter, open_reader, read_through
-from stream_split.summary import TableBuilder
 from stream_split.write import PieceWriter, finish_split
 
 __all__ = ["SplitResult", "split_to_folder", "finish_folder", "PLOT_FILE"]
@@ -79,24 +81,26 @@ def split_to_folder(source, out: str, config: SplitConfig, *,
     if in_place:
         return _split_into(source, out, config, check=False, **reading)
     if config.plot:
-        require_pyplot()  # no matplotlib: say so before the work, not after it
+        stream_split.plot.require_pyplot()  # no matplotlib: say so before the work, not after it
     inputs = [source] if isinstance(source, (str, os.PathLike)) and source != "-" else []
     with OutputFolder(out, overwrite=config.overwrite, inputs=inputs) as folder, \
             open_reader(source, stop=stop, name=name, follow=follow, idle_timeout=idle_timeout,
                         max_event_bytes=config.max_event_bytes) as reader:
         workers = config.workers or 1  # see SplitConfig.workers for why not more
         result = None
-        if takes_parallel_path(source, reader, workers, follow):
+        if workers > 1 and stream_split.parallel.takes_parallel_path(source, reader, workers,
+                                                                     follow):
             try:
                 result = _split_into(source, folder.staging, config, check=True, reader=reader,
                                      workers=workers, **reading)
-            except NotParallel:  # the reader has not been read past its first event
+            except stream_split.parallel.NotParallel:  # the reader is at its first event still
                 pass
         if result is None:
             result = _split_into(source, folder.staging, config, check=True, reader=reader,
                                  **reading)
         if config.plot:
-            write_plot(result.manifest, os.path.join(folder.staging, PLOT_FILE))
+            stream_split.plot.write_plot(result.manifest,
+                                         os.path.join(folder.staging, PLOT_FILE))
         folder.commit()
     return result
 
@@ -111,13 +115,14 @@ def _split_into(source, out_dir: str, config: SplitConfig, *, check: bool, reade
     writer = PieceWriter(out_dir, **config.writer_options)
     splitter = new_splitter(replace(config.options, keep_events=True), spill_dir=out_dir)
     if workers > 1:
+        parallel = stream_split.parallel
         try:
-            with ParallelSplit(source, reader, writer, workers,
-                               max_event_bytes=config.max_event_bytes) as deal:
+            with parallel.ParallelSplit(source, reader, writer, workers,
+                                        max_event_bytes=config.max_event_bytes) as deal:
                 outcome = read_through(source, splitter, check=check, on_pairs=deal.add_many,
                                        reader=deal.reader, **reading)
                 deal.finish()
-        except NotParallel:
+        except parallel.NotParallel:
             writer.discard()
             raise
     else:
@@ -126,7 +131,8 @@ def _split_into(source, out_dir: str, config: SplitConfig, *, check: bool, reade
     reader = outcome.reader
     shown = reading["name"] or (os.fspath(source) if isinstance(source, (str, os.PathLike))
                                 else getattr(source, "name", "<stream>"))
-    table = None if config.table_rows is None else TableBuilder(config.table_rows)
+    table = (None if config.table_rows is None
+             else stream_split.summary.TableBuilder(config.table_rows))
     manifest = finish_folder(writer, splitter, reader, config, source=shown,
                              reader_info=outcome.reader_info, error=outcome.error,
                              on_warning=reading.get("on_warning"), stop=reading.get("stop"),

@@ -29,8 +29,8 @@ import os
 import stat
 import time
 
+import stream_split
 from stream_split.read import PipeWait, TraceInputError, enlarge_pipe, open_trace_file, stdin_fd
-from stream_split.watch import wait_for_growth
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "FollowedFile", "enlarge_pipe"]
 
@@ -140,7 +140,8 @@ class FollowedFile:
         """Wait a little for the writer (the ``waited``-th wait of this read): until inotify
         says the file changed (``watch.wait_for_growth``), at most ``poll`` seconds backing off
         to ``max_poll``; a plain sleep of that long where inotify is unavailable."""
-        wait_for_growth(self, min(self._poll * 1.5 ** waited, self._max_poll))
+        # inotify (ctypes, and subprocess through ctypes.util): loaded only when followed
+        stream_split.watch.wait_for_growth(self, min(self._poll * 1.5 ** waited, self._max_poll))
 
     def fileno(self) -> int:
         """The open file (``watch.wait_for_growth`` watches it)."""

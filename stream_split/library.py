@@ -1,4 +1,5 @@
-"""``stream_split.split``: the library call that writes pieces, as ``stream-split split`` does.
+"""``stream_split.split``: the library call that writes pieces, as ``stream-split split`` does
+(and ``stream_split.iterations``: the iteration records of a trace, no pieces written).
 
 It takes typed keywords, checks them strictly (``config.SplitConfig.from_keywords``: a bad value
 is an ``OptionError`` naming it; a string is never taken for a bool), and runs the one path
@@ -13,11 +14,14 @@ import os
 import warnings
 
 from stream_split.config import SplitConfig
+from stream_split.core import SplitOptions
+from stream_split.core.records import IterationRecord
 from stream_split.decode import MAX_EVENT_BYTES
 from stream_split.errors import (
     OptionError, OptionHadNoEffect, OptionWarning, OutputError, StreamSplitError,
     TraceInputError)
 from stream_split.folder import split_to_folder
+from stream_split.run import scan_records
 
 
 class Manifest(dict):
@@ -95,9 +99,20 @@ def _path(name: str, value) -> str:
     return path
 
 
+def iterations(source, options=None):
+    """Yield one IterationRecord per iteration of the trace at ``source`` (a path or ``-``).
+
+    Records come in order once the whole trace has been read (GPU work of Kineto traces is
+    written at the end of the file, so an iteration's numbers are final only then).
+    """
+    for record in scan_records(source, options or SplitOptions()):
+        if isinstance(record, IterationRecord):
+            yield record
+
+
 def _warn(warning: OptionWarning) -> None:
     warnings.warn(warning, stacklevel=4)
 
 
-__all__ = ["split", "Manifest", "StreamSplitError", "OptionError", "OptionHadNoEffect",
-           "OptionWarning", "TraceInputError", "OutputError"]
+__all__ = ["split", "iterations", "Manifest", "StreamSplitError", "OptionError",
+           "OptionHadNoEffect", "OptionWarning", "TraceInputError", "OutputError"]

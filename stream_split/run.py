@@ -12,13 +12,13 @@ import signal
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
+import stream_split
 from stream_split.core import Splitter, SplitOptions
 from stream_split.decode import MAX_EVENT_BYTES
 from stream_split.errors import ReadInterrupted, TraceEventError, TraceInputError
 from stream_split.follow import FollowedFile
 from stream_split.options import check_honoured
 from stream_split.pages import PagedList
-from stream_split.progress import ProgressReader
 from stream_split.read import TraceReader
 from stream_split.spill import TempFileSpill
 from stream_split.stats import IterationStats, RecordColumns, finish
@@ -306,7 +306,8 @@ def read_through(source, splitter: Splitter, *, stop: StopRequest | None = None,
         if isinstance(e, ReadInterrupted):
             return RunOutcome(dict(reader_info(None), stop_reason=INTERRUPTED), None, True)
         return RunOutcome(reader_info(None), str(e), False)
-    shown = ProgressReader(reader, lambda: len(splitter.iterations)) if progress else reader
+    shown = (stream_split.progress.ProgressReader(reader, lambda: len(splitter.iterations))
+             if progress else reader)  # rich: loaded only to draw
     try:
         with reader:
             outcome = drive(shown, splitter, stop=stop, on_pairs=on_pairs, on_record=on_record)

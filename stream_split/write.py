@@ -24,7 +24,9 @@ What this module owns: how an event, a record and a piece look on disk or on a p
 - ``tag_lines``: the ``tag`` stream (every event as a JSON line with its iteration).
 An event arrives as its original JSON bytes when the reader had them (written as they came, so
 pieces hold the input's bytes) or as a dict (serialized with ``serialize.event_json``).
-It decides nothing about owners; it writes what the core decided.
+It decides nothing about owners; it writes what the core decided. ``output`` (files created
+new; hashlib) and ``schema`` (protobuf) are loaded where a file is written or a record encoded
+so: ``boundaries`` and ``tag`` need neither.
 """
 from __future__ import annotations
 
@@ -46,11 +48,10 @@ from operator import itemgetter
 import numpy as np
 from isal import isal_zlib
 
+import stream_split
 from stream_split.analysis import explain_outliers
 from stream_split.errors import WriteInterrupted
-from stream_split.output import CREATE_FLAGS, create_new
 from stream_split.pages import reading
-from stream_split.schema import length_prefixed, record_message
 from stream_split.manifest_entries import ManifestIterations, dump_manifest
 from stream_split.serialize import event_json, finite, spaced_json
 from stream_split.trace_format import ANNOTATION_CAT, PROFILER_STEP_PREFIX
@@ -369,7 +370,7 @@ class PieceWriter:
         if spool_path is None:
             _write_new(path, before + after)
             return
-        with create_new(path) as out:
+        with stream_split.output.create_new(path) as out:
             out.write(b"".join(before))
             _copy_file(spool_path, out)
             out.write(b"".join(after))
@@ -480,7 +481,7 @@ def _check_stop(stop) -> None:
 
 def _write_new(path: str, parts: list) -> None:
     """A new file (never through a link) holding ``parts``, written in one call."""
-    fd = os.open(path, CREATE_FLAGS, 0o666)
+    fd = os.open(path, stream_split.output.CREATE_FLAGS, 0o666)
     try:
         data = memoryview(b"".join(parts))
         while data:
@@ -663,7 +664,7 @@ class _SpoolThread:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
             handle = open(fd, "ab", buffering=64 * 1024)
         else:
-            handle = create_new(path, "ab", buffering=64 * 1024)
+            handle = stream_split.output.create_new(path, "ab", buffering=64 * 1024)
             self._made.add(owner)
         return handle, _deflater(self._level) if self._level is not None else None
 
@@ -722,7 +723,7 @@ class _Pack:
         if not parts:
             return
         if self._file is None:
-            self._file = create_new(self._path, "ab", buffering=0)
+            self._file = stream_split.output.create_new(self._path, "ab", buffering=0)
         for owner, data in parts:
             self._owners.append(owner)
             self._lengths.append(len(data))
@@ -965,7 +966,8 @@ def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_i
                      outliers=None if stats is None else sorted(stats.reasons))
     _check_stop(stop)
     # Written once, last: a folder holding a manifest holds every piece it names.
-    with create_new(os.path.join(writer.out_dir, "manifest.json"), "w", encoding="utf-8") as f:
+    with stream_split.output.create_new(os.path.join(writer.out_dir, "manifest.json"), "w",
+                                        encoding="utf-8") as f:
         if table is not None:
             table.start(manifest)
         dump_manifest(manifest, f, None if table is None else table.add)
@@ -995,8 +997,9 @@ class ProtobufRecordSink:
         self._trace = trace
 
     def write(self, record) -> None:
-        message = record_message(record, trace=self._trace)
-        self._stream.write(length_prefixed(message))
+        schema = stream_split.schema  # protobuf: loaded only where records are encoded so
+        message = schema.record_message(record, trace=self._trace)
+        self._stream.write(schema.length_prefixed(message))
         self._stream.flush()
 
     def close(self) -> None:

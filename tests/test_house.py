@@ -1,6 +1,7 @@
 """The house rules of the package, checked on its source (issue 20): short functions, imports at
-the top of a module, no import circle, every threshold of the detector named in its rules, and
-the library independent of the command line.
+the top of a module (the one late import: the package's ``__getattr__``), no import circle,
+every threshold of the detector named in its rules, and the library independent of the command
+line.
 
 These read the code, not run it: a rule broken anywhere in ``stream_split/`` fails here with the
 places named.
@@ -20,6 +21,9 @@ MAX_FUNCTION_LINES = 60
 #: package imports without them.
 OPTIONAL_IMPORTS = ("matplotlib", "plotly", "pyarrow", "apache_beam", "dask", "zstandard", "hta",
                     "fcntl")
+#: The one module that imports late, by name (PEP 562 ``__getattr__``): the package's public
+#: names, and ``stream_split.<module>`` used in the package's code, loaded on first use.
+LATE_IMPORTER = "__init__.py"
 #: Numbers in the detector that are arithmetic, not thresholds.
 PLAIN_NUMBERS = {0, 1, -1, 0.0, 1.0}
 
@@ -69,11 +73,26 @@ def test_functions_import_only_optional_extras():
     assert not inner, "imports inside functions:\n" + "\n".join(inner)
 
 
+def test_only_the_package_face_imports_by_name():
+    """``importlib`` and ``__import__`` load a module late, out of sight of the rule above: only
+    the package's ``__getattr__`` may (a module needed only by some commands or options is
+    used as ``stream_split.<module>.<name>``, and loaded there)."""
+    by_name = [f"{rel}:{node.lineno}" for rel, tree in MODULES.items() if rel != LATE_IMPORTER
+               for node in ast.walk(tree)
+               if (isinstance(node, ast.Name) and node.id == "__import__")
+               or (isinstance(node, (ast.Import, ast.ImportFrom))
+                   and any((getattr(node, "module", None) or a.name).startswith("importlib")
+                           for a in node.names))]
+    assert not by_name, "imports by name outside stream_split/__init__.py:\n" + "\n".join(
+        by_name)
+
+
 def _imports_of(rel: str, tree: ast.Module) -> set[str]:
     """The package's modules that ``rel`` imports, anywhere in it (a function's import counts:
     it ties the modules as surely, only later); ``TYPE_CHECKING`` blocks left out. ``from
     stream_split import schema`` names the module ``schema``; ``from stream_split.x import y``
-    names ``x`` (and ``x.y`` where that is a module)."""
+    names ``x`` (and ``x.y`` where that is a module); ``stream_split.x.f()``, the package's late
+    import of ``x``, names ``x``."""
     here = _module_name(rel)
     package = here if rel.endswith("__init__.py") else here.rpartition(".")[0]
     out = set()
@@ -89,6 +108,9 @@ def _imports_of(rel: str, tree: ast.Module) -> set[str]:
                 continue
             submodules = {f"{base}.{a.name}" for a in node.names} & KNOWN
             out |= submodules or {base}
+        elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+              and node.value.id == "stream_split" and f"stream_split.{node.attr}" in KNOWN):
+            out.add(f"stream_split.{node.attr}")
     return out
 
 
@@ -139,6 +161,8 @@ def test_a_package_importing_its_own_face_is_seen_as_a_circle():
         "stream_split"}
     inside = ast.parse("def f():\n    from stream_split.cli import main\n")
     assert _imports_of("library.py", inside) == {"stream_split.cli"}
+    late = ast.parse("import stream_split\ndef f():\n    stream_split.cli.main()\n")
+    assert _imports_of("library.py", late) == {"stream_split", "stream_split.cli"}
 
 
 def test_the_library_does_not_import_the_command_line():

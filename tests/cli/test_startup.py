@@ -1,0 +1,71 @@
+"""What a command pays before it reads a byte: each loads only what it uses (README "House
+rules": the package's one late import). rich only where something is drawn, protobuf only for
+``--format protobuf``, the plot, the parallel split and the ranks only for their options;
+``import stream_split`` loads nothing, and its public names still come from it."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+#: Loaded by no command below unless it asks for them.
+OPTIONAL = ("rich", "google.protobuf", "matplotlib", "concurrent.futures", "stream_split.progress",
+            "stream_split.schema", "stream_split.plot", "stream_split.picture",
+            "stream_split.parallel", "stream_split.ranks", "stream_split.merge",
+            "stream_split.watch", "stream_split.output", "hashlib")
+#: What writes files (``output``: files created new, and hashlib): ``split`` only.
+WRITING = {"stream_split.output", "hashlib"}
+
+_RUN = """
+import json, sys
+from stream_split.cli import main
+status = main(sys.argv[2:])
+loaded = sorted(m for m in sys.modules if m.split('.')[0] in (
+    'rich', 'google', 'matplotlib', 'concurrent', 'stream_split', 'hashlib'))
+print(json.dumps([status, loaded]), file=open(sys.argv[1], 'w'))
+"""
+
+
+def _loaded(tmp_path, *argv) -> set[str]:
+    """The modules loaded by ``stream-split ARGV`` in a fresh process (stdout thrown away)."""
+    report = tmp_path / "loaded.json"
+    subprocess.run([sys.executable, "-c", _RUN, str(report), *argv], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+    status, loaded = json.loads(report.read_text())
+    assert status == 0
+    return set(loaded)
+
+
+def _prefixes(loaded: set[str]) -> set[str]:
+    """Each module of ``OPTIONAL`` that is loaded (``rich`` for any ``rich.*``)."""
+    return {name for name in OPTIONAL
+            if any(m == name or m.startswith(name + ".") for m in loaded)}
+
+
+@pytest.mark.parametrize("argv, wanted", [
+    (("boundaries",), set()), (("tag",), set()), (("explain",), set()),
+    (("split", "--quiet", "-o", "{out}"), WRITING)])
+def test_a_command_loads_only_what_it_uses(small_trace, tmp_path, argv, wanted):
+    argv = [a.format(out=tmp_path / "out") for a in argv]
+    loaded = _loaded(tmp_path, argv[0], str(small_trace), *argv[1:])
+    assert _prefixes(loaded) == wanted
+
+
+def test_what_an_option_asks_for_is_loaded_when_asked(small_trace, tmp_path):
+    assert "google.protobuf" in _prefixes(_loaded(
+        tmp_path, "boundaries", str(small_trace), "--format", "protobuf"))
+    table = _prefixes(_loaded(tmp_path, "split", str(small_trace), "-o", str(tmp_path / "o")))
+    assert "rich" in table and "stream_split.plot" not in table
+
+
+def test_import_stream_split_loads_nothing_and_keeps_its_public_names():
+    code = ("import sys, stream_split\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('stream_split.', 'numpy'))))\n"
+            "from stream_split import *\n"
+            "print(sorted(n for n in stream_split.__all__ if n not in globals()))\n"
+            "print(stream_split.split.__module__, stream_split.iterations.__module__)\n")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True, timeout=120).stdout.splitlines()
+    assert out == ["[]", "[]", "stream_split.library stream_split.library"]
