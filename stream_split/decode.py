@@ -661,18 +661,20 @@ class Framing:
     the quote mask packed into 64-bit words (``_odd_quotes_before``), never listed. One array
     as long as the bytes is made (the quote mask, ``_quote_words``), and reused to find the
     brackets (``_bracket_offsets``): each such array is fresh memory, whose first touch (page
-    faults) cost more than the passes over it."""
+    faults) cost more than the passes over it. ``scratch``: a bool array the mask may be made
+    in when it is long enough (a ``TraceDecoder`` keeps one: none is fresh then)."""
 
     __slots__ = ("brackets", "depth", "end_state", "_a", "_start", "_quotes")
 
-    def __init__(self, buf: bytes, start: int = 0, state: tuple = (False, 0, False)):
+    def __init__(self, buf: bytes, start: int = 0, state: tuple = (False, 0, False),
+                 scratch: np.ndarray | None = None):
         in_string, depth0, escaped = state
         if escaped and start < len(buf):
             start += 1
         a = np.frombuffer(buf, np.uint8)[start:]
         self._a, self._start, self._quotes = a, start, None
         slashes = _backslashes(buf, start, a)
-        words, scratch = _quote_words(a, slashes)
+        words, scratch = _quote_words(a, slashes, scratch)
         brackets = _bracket_offsets(a, scratch)
         if a.size:
             odd_before, odd_all = _odd_quotes_before(words, brackets)
@@ -722,12 +724,17 @@ def _backslashes(buf, start: int, a: np.ndarray) -> np.ndarray:
 _ONE = np.uint64(1)
 
 
-def _quote_words(a: np.ndarray, slashes: np.ndarray) -> tuple:
+def _quote_words(a: np.ndarray, slashes: np.ndarray, scratch: np.ndarray | None) -> tuple:
     """(the real quotes of ``a`` as a mask packed into 64-bit words: bit ``i`` of word ``w``
     for offset ``64 w + i``; the mask's own bytes, ``a.size`` of them, free to be reused).
-    The mask is made zero-padded to whole words (no copy to pad it)."""
+    The mask is made zero-padded to whole words (no copy to pad it), in ``scratch`` when it
+    is long enough."""
     n = a.size
-    is_quote = np.empty(-(-n // 64) * 64, bool)
+    padded = -(-n // 64) * 64
+    if scratch is not None and scratch.size >= padded:
+        is_quote = scratch[:padded]
+    else:
+        is_quote = np.empty(padded, bool)
     is_quote[n:] = False
     np.equal(a, 34, out=is_quote[:n])
     if slashes.size:
@@ -853,6 +860,8 @@ class TraceDecoder:
         self._bom_checked = False
         self._head_marks: list = []  # (offset in _buf, framing state there): _read_head
         self._out = Events()
+        # Framing's working array, kept (``Framing``): fresh memory costs its page faults.
+        self._scratch = np.empty(PLAIN_PIECE + 64, bool)
         self._plain: Iterator[bytes] | None = None  # the backlog (``receive_more``)
         self._error: TraceInputError | None = None
 
@@ -1139,7 +1148,7 @@ class TraceDecoder:
 
     def _read_events(self, out: Events, final: bool) -> None:
         buf = self._buf
-        framing = Framing(buf, self._scan_from, self._scan_state)
+        framing = Framing(buf, self._scan_from, self._scan_state, self._scratch)
         depth = framing.depth
         brackets = framing.brackets
         base = {"object": 2, "array": 1, "jsonl": 0}[self.form]
