@@ -681,8 +681,11 @@ class Framing:
             brackets = brackets[odd_before == (1 if in_string else 0)]
         else:
             odd_all = False
-        kinds = a.take(brackets)
-        step = ((kinds == 123) | (kinds == 91)).view(np.int8) * 2 - 1
+        folded = a.take(brackets) | 0x20  # "[" as "{", "]" as "}", and "|" or "\\" as "|"
+        pipes = folded == 124
+        if pipes.any():
+            brackets, folded = brackets[~pipes], folded[~pipes]
+        step = (folded == 123).view(np.int8) * 2 - 1
         self.brackets = brackets + start
         self.depth = np.cumsum(step, dtype=np.int32)
         if depth0:
@@ -744,19 +747,15 @@ def _quote_words(a: np.ndarray, slashes: np.ndarray, scratch: np.ndarray | None)
 
 
 def _bracket_offsets(a: np.ndarray, scratch: np.ndarray) -> np.ndarray:
-    """Offsets in ``a`` of its brackets, found in ``scratch`` (``a.size`` bytes, overwritten:
-    no other array of that size is made). ``| 0x20`` folds "[" and "]" onto "{" and "}",
-    and ``- 123`` (wrapping) leaves "{", "|" and "}" at 0 to 2: one compare finds them, with
-    the pipes and backslashes (0x5C folds onto "|"), which are dropped after."""
+    """Offsets in ``a`` of its brackets, and of its pipes and backslashes (for the caller to
+    drop), found in ``scratch`` (``a.size`` bytes, overwritten: no other array of that size
+    is made). ``| 0x20`` folds "[" and "]" onto "{" and "}" (and "\\" onto "|"), and ``- 123``
+    (wrapping) leaves "{", "|" and "}" at 0 to 2: one compare finds them."""
     np.bitwise_or(a, 0x20, out=scratch)
     scratch -= 123
     hits = scratch.view(bool)
     np.less_equal(scratch, 2, out=hits)
-    found = np.flatnonzero(hits)
-    pipes = (a.take(found) | 0x20) == 124
-    if pipes.any():
-        found = found[~pipes]
-    return found
+    return np.flatnonzero(hits)
 
 
 def _odd_quotes_before(words: np.ndarray, positions: np.ndarray) -> tuple:
