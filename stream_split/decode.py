@@ -14,8 +14,8 @@ batch (parsed events and, in parallel, each event's original bytes). It is the o
 
 How events are found (numpy framing). Only the brackets and backslashes of a chunk are
 located (vectorized); a quote preceded by an odd run of backslashes is escaped; a bracket is
-inside a string when an odd number of real quotes precede it (the quotes between two brackets
-are counted in one pass, ``np.add.reduceat``); a ``cumsum``
+inside a string when an odd number of real quotes precede it (the parity read from the quote
+mask packed into 64-bit words: ``Framing``); a ``cumsum``
 over the remaining brackets gives the depth, whose returns to zero end the events. The state
 at a chunk's edge (inside a string or not, the depth, a pending escape, where the unfinished
 event opened) is carried to the next chunk, so every byte is framed once, however long an
