@@ -14,8 +14,8 @@ batch (parsed events and, in parallel, each event's original bytes). It is the o
 
 How events are found (numpy framing). Only the brackets and backslashes of a chunk are
 located (vectorized); a quote preceded by an odd run of backslashes is escaped; a bracket is
-inside a string when an odd number of real quotes precede it (the quotes between two brackets
-are counted in one pass, ``np.add.reduceat``); a ``cumsum``
+inside a string when an odd number of real quotes precede it (the parity read from the quote
+mask packed into 64-bit words: ``Framing``); a ``cumsum``
 over the remaining brackets gives the depth, whose returns to zero end the events. The state
 at a chunk's edge (inside a string or not, the depth, a pending escape, where the unfinished
 event opened) is carried to the next chunk, so every byte is framed once, however long an
@@ -658,29 +658,34 @@ class Framing:
 
     A bracket is outside strings when an even number of real quotes precede it (odd when
     ``start`` is inside a string): the parity of the quotes before each bracket comes from
-    the quote mask packed into 64-bit words (``_odd_quotes_before``), never listed."""
+    the quote mask packed into 64-bit words (``_odd_quotes_before``), never listed. One array
+    as long as the bytes is made (the quote mask, ``_quote_words``), and reused to find the
+    brackets (``_bracket_offsets``): each such array is fresh memory, whose first touch (page
+    faults) cost more than the passes over it. ``scratch``: a bool array the mask may be made
+    in when it is long enough (a ``TraceDecoder`` keeps one: none is fresh then)."""
 
     __slots__ = ("brackets", "depth", "end_state", "_a", "_start", "_quotes")
 
-    def __init__(self, buf: bytes, start: int = 0, state: tuple = (False, 0, False)):
+    def __init__(self, buf: bytes, start: int = 0, state: tuple = (False, 0, False),
+                 scratch: np.ndarray | None = None):
         in_string, depth0, escaped = state
         if escaped and start < len(buf):
             start += 1
         a = np.frombuffer(buf, np.uint8)[start:]
         self._a, self._start, self._quotes = a, start, None
-        folded = a | 0x20  # "[" to "{" and "]" to "}": two compares instead of four
-        brackets = np.flatnonzero((folded == 123) | (folded == 125))
-        is_quote = (a == 34).view(np.uint8)
         slashes = _backslashes(buf, start, a)
-        if slashes.size:
-            is_quote[_escaped_quotes(a, slashes)] = 0
+        words, scratch = _quote_words(a, slashes, scratch)
+        brackets = _bracket_offsets(a, scratch)
         if a.size:
-            odd_before, odd_all = _odd_quotes_before(is_quote, brackets)
+            odd_before, odd_all = _odd_quotes_before(words, brackets)
             brackets = brackets[odd_before == (1 if in_string else 0)]
         else:
             odd_all = False
-        kinds = a.take(brackets)
-        step = ((kinds == 123) | (kinds == 91)).view(np.int8) * 2 - 1
+        folded = a.take(brackets) | 0x20  # "[" as "{", "]" as "}", and "|" or "\\" as "|"
+        pipes = folded == 124
+        if pipes.any():
+            brackets, folded = brackets[~pipes], folded[~pipes]
+        step = (folded == 123).view(np.int8) * 2 - 1
         self.brackets = brackets + start
         self.depth = np.cumsum(step, dtype=np.int32)
         if depth0:
@@ -722,19 +727,45 @@ def _backslashes(buf, start: int, a: np.ndarray) -> np.ndarray:
 _ONE = np.uint64(1)
 
 
-def _odd_quotes_before(is_quote: np.ndarray, positions: np.ndarray) -> tuple:
-    """(for each of ``positions``, sorted offsets where ``is_quote`` is 0: 1 when an odd
-    number of quotes come before it, else 0, as uint8; whether the quotes are odd in all).
-    The mask is packed into 64-bit words (bit ``i`` of word ``w``: offset ``64 w + i``); the
-    quotes before a position are those of the words before its own (their parities carried
-    by an exclusive XOR scan over the words) and the bits below it in its own word (a
-    popcount of the word masked): a few passes over an eighth of the bytes and the
-    positions, where counting the quotes between brackets (``np.add.reduceat``) took one
-    slow pass over every byte."""
-    bits = np.packbits(is_quote, bitorder="little")
-    if bits.size % 8:
-        bits = np.concatenate((bits, np.zeros(8 - bits.size % 8, np.uint8)))
-    words = bits.view("<u8").astype(np.uint64, copy=False)
+def _quote_words(a: np.ndarray, slashes: np.ndarray, scratch: np.ndarray | None) -> tuple:
+    """(the real quotes of ``a`` as a mask packed into 64-bit words: bit ``i`` of word ``w``
+    for offset ``64 w + i``; the mask's own bytes, ``a.size`` of them, free to be reused).
+    The mask is made zero-padded to whole words (no copy to pad it), in ``scratch`` when it
+    is long enough."""
+    n = a.size
+    padded = -(-n // 64) * 64
+    if scratch is not None and scratch.size >= padded:
+        is_quote = scratch[:padded]
+    else:
+        is_quote = np.empty(padded, bool)
+    is_quote[n:] = False
+    np.equal(a, 34, out=is_quote[:n])
+    if slashes.size:
+        is_quote[_escaped_quotes(a, slashes)] = False
+    words = np.packbits(is_quote, bitorder="little").view("<u8").astype(np.uint64, copy=False)
+    return words, is_quote[:n].view(np.uint8)
+
+
+def _bracket_offsets(a: np.ndarray, scratch: np.ndarray) -> np.ndarray:
+    """Offsets in ``a`` of its brackets, and of its pipes and backslashes (for the caller to
+    drop), found in ``scratch`` (``a.size`` bytes, overwritten: no other array of that size
+    is made). ``| 0x20`` folds "[" and "]" onto "{" and "}" (and "\\" onto "|"), and ``- 123``
+    (wrapping) leaves "{", "|" and "}" at 0 to 2: one compare finds them."""
+    np.bitwise_or(a, 0x20, out=scratch)
+    scratch -= 123
+    hits = scratch.view(bool)
+    np.less_equal(scratch, 2, out=hits)
+    return np.flatnonzero(hits)
+
+
+def _odd_quotes_before(words: np.ndarray, positions: np.ndarray) -> tuple:
+    """(for each of ``positions``, sorted offsets that are no quote: 1 when an odd number of
+    quotes come before it, else 0, as uint8; whether the quotes are odd in all), the quotes
+    given as a mask in 64-bit words (``_quote_words``). The quotes before a position are
+    those of the words before its own (their parities carried by an exclusive XOR scan over
+    the words) and the bits below it in its own word (a popcount of the word masked): a few
+    passes over an eighth of the bytes and the positions, where counting the quotes between
+    brackets (``np.add.reduceat``) took one slow pass over every byte."""
     word_odd = np.bitwise_count(words)
     word_odd &= 1
     carried = np.bitwise_xor.accumulate(word_odd)  # odd words up to each one, included
@@ -828,6 +859,8 @@ class TraceDecoder:
         self._bom_checked = False
         self._head_marks: list = []  # (offset in _buf, framing state there): _read_head
         self._out = Events()
+        # Framing's working array, kept (``Framing``): fresh memory costs its page faults.
+        self._scratch = np.empty(PLAIN_PIECE + 64, bool)
         self._plain: Iterator[bytes] | None = None  # the backlog (``receive_more``)
         self._error: TraceInputError | None = None
 
@@ -1114,7 +1147,7 @@ class TraceDecoder:
 
     def _read_events(self, out: Events, final: bool) -> None:
         buf = self._buf
-        framing = Framing(buf, self._scan_from, self._scan_state)
+        framing = Framing(buf, self._scan_from, self._scan_state, self._scratch)
         depth = framing.depth
         brackets = framing.brackets
         base = {"object": 2, "array": 1, "jsonl": 0}[self.form]
