@@ -23,6 +23,7 @@ import sys
 
 import stream_split
 from stream_split import __version__
+from stream_split.allocator import keep_freed_memory
 from stream_split.core import SplitOptions
 from stream_split.core.engine import DEFAULT_PENDING_LIMIT
 from stream_split.core.serving import PHASES as SELECTABLE_PHASES
@@ -476,7 +477,9 @@ def script() -> None:
     ``main``, whose status is the process's exit status. Once ``main`` has decided it, the
     stop signals are ignored until the process is gone: Python puts back the default handlers
     as it shuts down, and a SIGTERM sent in that moment killed a run that had ended whole by
-    the signal (status -15). A signal that came before was ``main``'s to see."""
+    the signal (status -15). A signal that came before was ``main``'s to see. The C allocator
+    keeps the memory it frees for reuse in this process (``allocator``: fewer page faults)."""
+    keep_freed_memory()
     status = main()
     StopRequest.ignore_further()
     sys.exit(status)

@@ -5,6 +5,7 @@ rules": the package's one late import). rich only where something is drawn, prot
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -69,3 +70,23 @@ def test_import_stream_split_loads_nothing_and_keeps_its_public_names():
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                          text=True, timeout=120).stdout.splitlines()
     assert out == ["[]", "[]", "stream_split.library stream_split.library"]
+
+
+_ALLOCATOR = """
+import json
+from stream_split.allocator import keep_freed_memory
+print(json.dumps(keep_freed_memory()))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_the_cli_allocator_keeps_freed_memory_unless_the_user_set_a_limit():
+    """``allocator.keep_freed_memory`` (called by the console script only: it changes the
+    whole process) takes both limits on glibc, and leaves them to a user who set one."""
+    def run(env):
+        out = subprocess.run([sys.executable, "-c", _ALLOCATOR], capture_output=True, text=True,
+                             env=env, check=True).stdout
+        return json.loads(out)
+    plain = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    assert run(plain) is True
+    assert run({**plain, "MALLOC_TRIM_THRESHOLD_": "1048576"}) is False
