@@ -420,18 +420,22 @@ def foreign_entries(folder: str) -> list[str]:
 
 def _entries(folder: str, enter=lambda prefix: True, prefix: str = ""):
     """Every entry under ``folder`` as ``(prefix, os.DirEntry)``, ``prefix`` the relative path
-    of its folder (``""``, ``"rank_0/"``), a folder's entries after it; links not followed; a
-    folder is looked into when ``enter(its prefix)`` says so; one that cannot be listed is
-    passed over."""
+    of its folder (``""``, ``"rank_0/"``), a folder's entries before those of its subfolders,
+    as the listing gives them (none held: a folder of a million pieces is not listed in
+    memory); links not followed; a subfolder is looked into when ``enter(its prefix)`` says
+    so; one that cannot be listed is passed over."""
+    inner = []  # the subfolders' names, looked into once this listing is closed
     try:
         with os.scandir(folder) as listing:
-            entries = list(listing)
+            for entry in listing:
+                yield prefix, entry
+                if entry.is_dir(follow_symlinks=False):
+                    inner.append(entry.name)
     except OSError:
         return
-    for entry in entries:
-        yield prefix, entry
-        if entry.is_dir(follow_symlinks=False) and enter(inner := prefix + entry.name + "/"):
-            yield from _entries(entry.path, enter, inner)
+    for name in inner:
+        if enter(sub := prefix + name + "/"):
+            yield from _entries(os.path.join(folder, name), enter, sub)
 
 
 def _inputs_inside(folder: str, inputs) -> list[str]:
