@@ -225,7 +225,8 @@ def measure_tile(tile: Path, commands: list, *, repeat: int, warmup: int, python
                 r.pop("stderr", None)
             runs[command].append(r)
             print(f"  {tile.name} rep {rep} {command:<10} {r['wall_s']:7.2f} s "
-                  f"{r['rss_mb']:7.1f} MB rc={r['rc']}", file=sys.stderr, flush=True)
+                  f"{r['rss_mb']:7.1f} MB rc={r['rc']} cpu {cpu_s(r):.2f} s", file=sys.stderr,
+                  flush=True)
     if out_dir.exists():
         shutil.rmtree(out_dir)
     return {"runs": runs, "events": events}
@@ -265,6 +266,7 @@ def summarize_tile(name: str, meta: dict, result: dict) -> dict:
                      if r["repeat"] in ref and r["wall_s"] > 0]
             row["ratio"] = statistics.median(pairs) if pairs else None
             row["ratios"] = pairs
+            row.update(_cpu_ratio(ok, ref))
             manifests = [r["manifest"] for r in ok if r.get("manifest")]
             if manifests:
                 row["manifest"] = manifests[-1]
@@ -274,6 +276,31 @@ def summarize_tile(name: str, meta: dict, result: dict) -> dict:
     return {"tile": name, "copies": meta.get("copies"), "events": events,
             "json_mb": meta["json_bytes"] / 1e6, "gz_mb": meta["gz_bytes"] / 1e6,
             "commands": rows}
+
+
+def cpu_s(run: dict) -> float | None:
+    """User + system CPU seconds of one run (its children's included), None where the run
+    did not record them (a progress log of an older version)."""
+    if "cpu_s" in run:  # as a progress log gives it
+        return run["cpu_s"]
+    if "user_s" not in run:
+        return None
+    return run["user_s"] + run["sys_s"]
+
+
+def _cpu_ratio(ok: list, ref: dict) -> dict:
+    """The CPU time beside the wall time: its median (``cpu_s``) and the median over repeats
+    of ``cpu_ijson / cpu_command`` (``cpu_ratio``). On a shared machine the CPU time of a
+    process moves less than its wall time (the others' work waits less on it), so this
+    compares runs of different days better; the acceptance ratios stay the wall ones, which
+    is what a user waits."""
+    times = [t for t in map(cpu_s, ok) if t is not None]
+    if not times:
+        return {}
+    pairs = [cpu_s(ref[r["repeat"]]) / cpu_s(r) for r in ok
+             if r["repeat"] in ref and cpu_s(ref[r["repeat"]]) and cpu_s(r)]
+    return {"cpu_s": statistics.median(times),
+            "cpu_ratio": statistics.median(pairs) if pairs else None}
 
 
 def _get(tiles: dict, copies: int, command: str, key: str):
@@ -332,7 +359,8 @@ def fmt(v, spec):
 
 def print_table(summaries: list, commands: list, out=sys.stdout) -> None:
     head = (f"{'tile':<38} {'events':>10} {'MB json':>8} {'MB gz':>7}  {'command':<10} "
-            f"{'wall s':>7} {'events/s':>10} {'MB/s':>6} {'vs ijson':>8} {'peak RSS MB':>11}")
+            f"{'wall s':>7} {'events/s':>10} {'MB/s':>6} {'vs ijson':>8} {'peak RSS MB':>11} "
+            f"{'cpu s':>7} {'cpu vs':>7}")
     print(head, file=out)
     print("-" * len(head), file=out)
     for s in summaries:
@@ -348,8 +376,11 @@ def print_table(summaries: list, commands: list, out=sys.stdout) -> None:
                 print(f"{lead}  {command:<10} FAILED: {row.get('error', '')[:60]}", file=out)
                 continue
             ratio = "1 (ref)" if command == REFERENCE else fmt(row["ratio"], ".2f") + "x"
+            cpu_ratio = "1 (ref)" if command == REFERENCE else \
+                fmt(row.get("cpu_ratio"), ".2f") + ("x" if row.get("cpu_ratio") else "")
             print(f"{lead}  {command:<10} {row['wall_s']:>7.2f} {fmt(row['events_per_s'], ',.0f'):>10} "
-                  f"{fmt(row['mb_per_s'], '.1f'):>6} {ratio:>8} {row['rss_mb']:>11.1f}", file=out)
+                  f"{fmt(row['mb_per_s'], '.1f'):>6} {ratio:>8} {row['rss_mb']:>11.1f} "
+                  f"{fmt(row.get('cpu_s'), '.2f'):>7} {cpu_ratio:>7}", file=out)
         m = s["commands"].get("split", {}).get("manifest")
         if m:
             print(f"{'':67}  split: iterations {m['iterations'] or 0}, outside "
@@ -366,7 +397,8 @@ def print_checks(checks: list, out=sys.stdout) -> None:
 
 # -- main ----------------------------------------------------------------------------------------
 
-LOG_LINE = re.compile(r"^\s+(\S+) rep (\d+) (\S+)\s+([\d.]+) s\s+([\d.]+) MB rc=(-?\d+)$")
+LOG_LINE = re.compile(r"^\s+(\S+) rep (\d+) (\S+)\s+([\d.]+) s\s+([\d.]+) MB rc=(-?\d+)"
+                      r"(?: cpu ([\d.]+) s)?$")
 
 
 def report_from_log(a) -> int:
@@ -376,9 +408,10 @@ def report_from_log(a) -> int:
         m = LOG_LINE.match(line)
         if not m:
             continue
-        name, rep, command, wall, rss, rc = m.groups()
+        name, rep, command, wall, rss, rc, cpu = m.groups()
         tiles.setdefault(name, {}).setdefault(command, []).append(
-            {"repeat": int(rep), "wall_s": float(wall), "rss_mb": float(rss), "rc": int(rc)})
+            {"repeat": int(rep), "wall_s": float(wall), "rss_mb": float(rss), "rc": int(rc),
+             **({} if cpu is None else {"cpu_s": float(cpu)})})
     summaries, by_copies, scale = [], {}, {}
     for name, runs in tiles.items():
         tile = a.work_dir / name

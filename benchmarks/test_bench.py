@@ -68,6 +68,26 @@ def test_ratio_is_per_repeat():
     assert s["commands"]["split"]["rss_mb"] == 81
 
 
+def test_cpu_time_is_reported_beside_the_wall_time():
+    runs = {"ijson": [{"repeat": 0, "rc": 0, "wall_s": 3.0, "rss_mb": 20, "user_s": 1.8,
+                       "sys_s": 0.2}],
+            "split": [{"repeat": 0, "rc": 0, "wall_s": 2.0, "rss_mb": 80, "user_s": 3.5,
+                       "sys_s": 0.5}]}
+    s = bench.summarize_tile("t", {"json_bytes": 10**6, "gz_bytes": 10**5},
+                             {"runs": runs, "events": 1000})
+    split = s["commands"]["split"]
+    assert split["ratio"] == 1.5  # the wall ratio stays the judged one
+    assert split["cpu_s"] == 4.0 and split["cpu_ratio"] == 0.5
+
+
+def test_progress_log_keeps_the_cpu_time(tmp_path):
+    line = "  t-x10.json.gz rep 1 split         5.58 s    78.9 MB rc=0 cpu 5.21 s"
+    old = "  t-x10.json.gz rep 0 split         5.58 s    78.9 MB rc=0"
+    assert bench.LOG_LINE.match(line).groups()[-1] == "5.21"
+    assert bench.LOG_LINE.match(old).groups()[-1] is None
+    assert bench.cpu_s({"cpu_s": 5.21}) == 5.21 and bench.cpu_s({"wall_s": 1.0}) is None
+
+
 @pytest.mark.slow
 def test_harness_end_to_end(tmp_path):
     samples = sorted(SAMPLE.glob("*.json.gz"))
