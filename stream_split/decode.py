@@ -987,11 +987,13 @@ class TraceDecoder:
         """``plain`` after what ``_buf`` holds. An event open for ``PLAIN_PIECE`` bytes or
         more grows in place (a bytearray: it is not copied at each piece, so an endless string
         takes ``max_event_bytes`` once, not twice), and is bytes again once it closes
-        (``_read_events``)."""
+        (``_read_events``); so do the header keys before and after the events array, which
+        are held whole until they end (bytes again once the events begin: ``_read_head``)."""
         buf = self._buf
         if buf.__class__ is bytearray:
             buf += plain
-        elif self._first_open >= 0 and len(buf) - self._first_open >= PLAIN_PIECE:
+        elif (self._first_open >= 0 and len(buf) - self._first_open >= PLAIN_PIECE
+              or self._stage in ("head", "tail") and len(buf) >= PLAIN_PIECE):
             self._buf = bytearray(buf)
             self._buf += plain
         else:
@@ -1079,6 +1081,8 @@ class TraceDecoder:
             if value_at >= 0:
                 self.header_before = self._header_before(buf[:pos])
                 self._consume(value_at + 1)
+                if self._buf.__class__ is bytearray:  # a long header (``_join``)
+                    self._buf = bytes(self._buf)
                 self._reset_scan()
                 self._stage = "events"
                 return
@@ -1500,7 +1504,9 @@ class TraceDecoder:
     def _read_tail(self, final: bool) -> None:
         """After the events array: ``, "key": value ... }``; the bytes are framed once each
         (``_scan_from``), whitespace before the comma is dropped."""
-        lead = len(self._buf) - len(self._buf.lstrip(_WHITESPACE))
+        lead = 0
+        if self._buf[:1].isspace():  # (``lstrip`` copies what it keeps: not at each piece)
+            lead = len(self._buf) - len(self._buf.lstrip(_WHITESPACE))
         if lead:
             self._consume(lead)
             self._scan_from = max(0, self._scan_from - lead)

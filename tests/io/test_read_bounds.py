@@ -88,12 +88,17 @@ def test_what_outgrows_max_event_bytes_is_one_error_naming_the_offset(what, data
 @pytest.mark.parametrize("compress", [
     lambda data: gzip.compress(data, 1),
     lambda data: zstandard.ZstdCompressor().compress(data)], ids=["gzip", "zstd"])
-def test_an_endless_string_is_held_once_up_to_max_event_bytes(compress):
+@pytest.mark.parametrize("what, opening", [
+    ("an event", _doc(b', {"name": "')),
+    ("the header before the events", b'{"big": "'),
+    ("the header after the events", _doc()[:-1] + b', "big": "')],
+    ids=["event", "header_before", "header_after"])
+def test_an_endless_string_is_held_once_up_to_max_event_bytes(compress, what, opening):
     limit = 32 << 20
-    data = compress(_doc(b', {"name": "' + b"x" * (2 * limit)))
+    data = compress(opening + b"x" * (2 * limit))
     tracemalloc.start()
     try:
-        with pytest.raises(TraceInputError, match=rf"^an event is longer than {limit} bytes"):
+        with pytest.raises(TraceInputError, match=rf"^{what} is longer than {limit} bytes"):
             _decode_all(data, max_event_bytes=limit)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
