@@ -72,7 +72,7 @@ def loop_thread(skeletons, use_annotations: bool) -> ThreadSkeleton | None:
     None when no thread has an op. A section of nothing but empty ``ProfilerStep`` spans
     holds none of the loop's ops (a lone step written after the GPU block, read last in
     end order, after its thread's ops were handed on): no candidate."""
-    candidates = [t for t in skeletons if t.roots and not _only_empty_steps(t)]
+    candidates = _candidates(skeletons)
     if not candidates:
         return None
     ranks = [_loop_rank(t, use_annotations) for t in candidates]
@@ -86,7 +86,7 @@ def leading_threads(skeletons, use_annotations: bool, count: int) -> list:
     them, whatever the others: a tie goes to more ops held, then to the first read), from
     what each skeleton counts as it grows (``ThreadSkeleton.busy``, summed as it came: a
     thread whose rank is within rounding of the ``count``-th may be left out)."""
-    candidates = [t for t in skeletons if t.roots and not _only_empty_steps(t)]
+    candidates = _candidates(skeletons)
     if len(candidates) <= count:
         return candidates
     ranks = [(t.main, bool(t.steps) and use_annotations, t.busy) for t in candidates]
@@ -104,6 +104,13 @@ def _loop_rank(thread: ThreadSkeleton, use_annotations: bool) -> tuple:
     (``ThreadSkeleton.busy``: summed as its ops came, the same sum as theirs, and the
     ops forgotten since count too)."""
     return (thread.main, bool(thread.steps) and use_annotations, thread.busy)
+
+
+def _candidates(skeletons) -> list:
+    """The skeletons that may drive the loop: those with a top-level op, but not only empty
+    ``ProfilerStep`` spans (``_only_empty_steps``, not asked of a skeleton with no step: the
+    engine asks this of every thread it knows, up to ``stack.LIVE_THREADS`` of them)."""
+    return [t for t in skeletons if t.roots and (not t.steps or not _only_empty_steps(t))]
 
 
 def _only_empty_steps(thread: ThreadSkeleton) -> bool:

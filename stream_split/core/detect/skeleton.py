@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
+from types import MappingProxyType
 
 import numpy as np
 
@@ -62,6 +63,8 @@ class Node:
 
 
 SKIPPED = Node(-1, 0.0, 0.0, 0)
+#: The sections of a thread not seen (``Skeletons._sections_of``): read, never written.
+_NO_SECTIONS = MappingProxyType({})
 
 
 class ThreadSkeleton:
@@ -311,7 +314,8 @@ class Skeletons:
         self.names: list = self.symbols.names
         #: (thread, section) -> its ``ThreadSkeleton``, in the order first read.
         self.threads: dict = {}
-        self._sections_of: dict = {}  # thread -> its skeletons (one per section)
+        #: thread -> {section: its skeleton}, in the order first read
+        self._sections_of: dict = {}
         self._early_frames: dict = {}  # thread -> Python frames read before its first op
         self._graph_launches: dict = {}  # correlation -> ops around a graph launch
         self._modules: dict = {}  # thread -> its outermost nn.Module frames [(start, end)]
@@ -323,7 +327,7 @@ class Skeletons:
             state = self.threads[(thread, section)] = ThreadSkeleton(
                 thread, RULES.online.first_try_per_instance * RULES.min_instances)
             state.frames = self._early_frames.pop(thread, [])
-            self._sections_of.setdefault(thread, []).append(state)
+            self._sections_of.setdefault(thread, {})[section] = state
         return state
 
     def add(self, state: ThreadSkeleton, parent: Node | None, start: float, end: float,
@@ -419,7 +423,7 @@ class Skeletons:
         """A launch at ``ts``: one kernel (or a memory copy) more for the ops of ``thread``
         open then; a graph launch's ops are credited per kernel as they arrive
         (``credit_graph_kernel``)."""
-        path = [node for state in self._sections_of.get(thread, ())
+        path = [node for state in self._sections_of.get(thread, _NO_SECTIONS).values()
                 for node in state.path_at(ts)]  # each section of the thread
         if not path:
             return
@@ -433,7 +437,7 @@ class Skeletons:
     def credit_sync(self, thread, ts: float) -> None:
         """A blocking host sync at ``ts``: the ops of ``thread`` open then waited for the
         device."""
-        for state in self._sections_of.get(thread, ()):
+        for state in self._sections_of.get(thread, _NO_SECTIONS).values():
             for node in state.path_at(ts):
                 node.syncs += 1
 
@@ -455,7 +459,7 @@ class Skeletons:
         """``observe(state)`` on each main-thread skeleton of ``thread``; before the thread's
         first op, ``frames()`` (as (start, end, name)) wait for it, as many as are kept. True
         where a frame waits for the op it opens."""
-        states = self._sections_of.get(thread, ())
+        states = self._sections_of.get(thread, _NO_SECTIONS).values()
         waits = False
         for state in states:
             if state.main:
@@ -524,15 +528,13 @@ class Skeletons:
     def forget(self, threads) -> None:
         """Forget every skeleton of ``threads`` (idle, and not among the loop thread's
         candidates: ``StructureDetector.forget_threads``), and what waits for their ops."""
-        gone = set()
+        skeletons, sections_of = self.threads, self._sections_of
+        early_frames, modules = self._early_frames, self._modules
         for thread in threads:
-            for state in self._sections_of.pop(thread, ()):
-                gone.add(id(state))
-            self._early_frames.pop(thread, None)
-            self._modules.pop(thread, None)
-        if gone:
-            self.threads = {key: state for key, state in self.threads.items()
-                            if id(state) not in gone}
+            for section in sections_of.pop(thread, ()):
+                del skeletons[(thread, section)]
+            early_frames.pop(thread, None)
+            modules.pop(thread, None)
 
     def drop(self) -> None:
         """The unit is decided: no skeleton is needed any more."""
