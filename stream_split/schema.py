@@ -43,13 +43,13 @@ def _utf8(value):
 def record_message(record: Boundary | Revision | IterationRecord,
                    trace: str = "") -> pb.Record:
     """The ``Record`` of a boundary, a revision or an iteration (fields from
-    ``record.to_dict()``)."""
+    ``record.to_dict``: shared, the message copies them)."""
     if isinstance(record, Boundary):
-        return pb.Record(trace=trace, boundary=_scalars(pb.Boundary, record.to_dict()))
+        return pb.Record(trace=trace, boundary=_scalars(pb.Boundary, record.to_dict(True)))
     if isinstance(record, Revision):
-        return pb.Record(trace=trace, revision=_scalars(pb.Revision, record.to_dict()))
+        return pb.Record(trace=trace, revision=_scalars(pb.Revision, record.to_dict(True)))
     if isinstance(record, IterationRecord):
-        return pb.Record(trace=trace, iteration=iteration_message(record.to_dict()))
+        return pb.Record(trace=trace, iteration=iteration_message(record.to_dict(True)))
     raise TypeError(f"not a record: {type(record).__name__}")
 
 
