@@ -35,6 +35,16 @@ def event_json(event) -> bytes:
         return _SURROGATE_UTF8.sub(_surrogate_escape, text.encode("utf-8", "surrogatepass"))
 
 
+def strict_event_json(value) -> bytes:
+    """``event_json(finite(value))``: orjson writes a number that is not finite as null, as
+    ``finite`` makes it, so only where orjson refuses ``value`` is ``finite`` needed (its
+    check encodes the value once more: as much again as orjson's whole encoding)."""
+    try:
+        return orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):
+        return event_json(finite(value))
+
+
 def spaced_json(value) -> bytes:
     """JSON bytes with the standard library's spacing (``", "`` and ``": "``), as Kineto writes
     its header keys; lone surrogates go out as escapes, as in ``event_json``."""

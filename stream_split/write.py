@@ -53,7 +53,7 @@ from stream_split.analysis import explain_outliers
 from stream_split.errors import WriteInterrupted
 from stream_split.pages import reading
 from stream_split.manifest_entries import ManifestIterations, dump_manifest
-from stream_split.serialize import event_json, finite, spaced_json
+from stream_split.serialize import event_json, finite, spaced_json, strict_event_json
 from stream_split.trace_format import ANNOTATION_CAT, PROFILER_STEP_PREFIX
 from stream_split.core.records import (
     Boundary, IterationRecord, KIND_IDLE, KIND_ITERATION, METADATA, OUTSIDE)
@@ -982,7 +982,7 @@ class JsonlRecordSink:
         self._stream = stream
 
     def write(self, record) -> None:
-        self._stream.write(event_json(finite(record.to_dict())) + b"\n")
+        self._stream.write(strict_event_json(record.to_dict(shared=True)) + b"\n")
         self._stream.flush()
 
     def close(self) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import types
 import typing
-from dataclasses import dataclass, field, fields, asdict
+from dataclasses import dataclass, field, fields
 from functools import cache
 from operator import attrgetter, is_
 
@@ -42,8 +42,10 @@ class Boundary:
     tid: int | str
     first_op: str
 
-    def to_dict(self) -> dict:
-        return {"type": "boundary", **asdict(self)}
+    def to_dict(self, shared: bool = False) -> dict:
+        """Its fields in order after ``type``; ``shared`` as ``IterationRecord.to_dict``'s
+        (every field is a scalar here: nothing to share)."""
+        return _scalar_dict("boundary", self)
 
 
 REVISION_MOVE = "move"
@@ -63,8 +65,9 @@ class Revision:
     first_op: str
     reason: str
 
-    def to_dict(self) -> dict:
-        return {"type": "revision", **asdict(self)}
+    def to_dict(self, shared: bool = False) -> dict:
+        """As ``Boundary.to_dict``."""
+        return _scalar_dict("revision", self)
 
 
 def apply_revision(boundaries: list, revision: dict) -> list:
@@ -155,6 +158,23 @@ class IterationRecord:
         of the default for slots (a long trace's records are paged through a file,
         ``pages.PagedList``, and read back a few times at the end)."""
         return IterationRecord, _RECORD_VALUES(self)
+
+
+def _scalar_dict(record_type: str, record) -> dict:
+    """``{"type": record_type}`` and the fields of ``record`` (a dataclass whose fields are all
+    scalars) in order, their values as they are: ``dataclasses.asdict`` copies each value
+    deeply, a third of ``boundaries``' time on a trace of one-op iterations."""
+    names, values = _fields_of(record.__class__)
+    d = {"type": record_type}
+    d.update(zip(names, values(record)))
+    return d
+
+
+@cache
+def _fields_of(cls) -> tuple:
+    """(the names of the fields of the dataclass ``cls``, a function giving their values)."""
+    names = tuple(f.name for f in fields(cls))
+    return names, attrgetter(*names)
 
 
 def _copied(value):

@@ -187,6 +187,25 @@ def test_the_manifest_text_is_json_dumps_for_numbers_of_every_size_and_odd_value
         assert text.getvalue() == strict_json(manifest, indent=1)
 
 
+def test_the_manifest_text_is_json_dumps_with_entries_of_the_same_keys_and_odd_values():
+    """Entries of the same keys are looked at a key at a time (``_plain_columns``): one odd
+    value in a column, or in a nested dict or list of it, still sends the chunk to the
+    encoder; a key of a subclass of ``str`` is written as its text by both."""
+    key = type("Key", (str,), {})
+    odd = [1e16, 1e-05, float("nan"), (1, 2), type("F", (float,), {})(1.5), {1: "int key"},
+           [1, {"y": 1e-07}], {"y": [True, 1.7e18]}, None, "text", 0.0, -0.0]
+    for value in odd:
+        for at in ("value", "nested"):
+            entries = [{"index": i, "value": 2.5, "nested": {"x": [2.5, {"y": 0.5}]}}
+                       for i in range(4)]
+            entries[2][at] = value
+            entries[3] = {key(k) if k == "index" else k: v for k, v in entries[3].items()}
+            manifest = {"iterations": entries, "outside": {}}
+            text = io.StringIO()
+            dump_manifest(manifest, text)
+            assert text.getvalue() == strict_json(manifest, indent=1)
+
+
 def _records_of(path: Path) -> list:
     return [r for r in scan_records(str(path), SplitOptions()) if r.__class__ is IterationRecord]
 
