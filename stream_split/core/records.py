@@ -172,7 +172,8 @@ def _scalar_dict(record_type: str, record) -> dict:
 
 @cache
 def _fields_of(cls) -> tuple:
-    """(the names of the fields of the dataclass ``cls``, a function giving their values)."""
+    """(the names of the fields of the dataclass ``cls``, in the constructor's order; a
+    function giving a record's values of them, read in C)."""
     names = tuple(f.name for f in fields(cls))
     return names, attrgetter(*names)
 
@@ -213,7 +214,7 @@ NESTED_FIELDS = ("breakdown", "extra")
 _SCALAR_FIELDS = tuple(f.name for f in fields(IterationRecord) if f.name not in NESTED_FIELDS)
 _SCALAR_VALUES = attrgetter(*_SCALAR_FIELDS)
 #: Every field's value of a record, in the constructor's order (``IterationRecord.__reduce__``).
-_RECORD_VALUES = attrgetter(*(f.name for f in fields(IterationRecord)))
+_RECORD_VALUES = _fields_of(IterationRecord)[1]
 #: A page of records in a file (``pages.PagedList``) holds their values, read in C, not one
 #: ``__reduce__`` call each (``pages.PAGE_VALUES``).
 IterationRecord.page_values = _RECORD_VALUES
