@@ -94,7 +94,8 @@ class _Thread:
         self.last_start = _NOTHING_HELD
         self.last_cat = None
         self.jumped = False  # it went back in time once already (to another category)
-        #: Its first ops (start, end, name) while in start order; None past ``HISTORY``.
+        #: Its first ops while in start order, flat (start, end, name, start, ...: one list,
+        #: no tuple per op); None past ``HISTORY``.
         self.history: list | None = []
         #: The held roots, sorted by start; None while the thread is in start order.
         self.roots: list | None = None
@@ -112,7 +113,7 @@ class OpOrder:
                  history: int = HISTORY):
         self._tolerance = tolerance_us
         self._limit = hold_limit
-        self._history = history
+        self._history_length = 3 * history  # (``_Thread.history`` is flat)
         self._threads: dict = {}
         self._holding: dict = {}  # thread -> its _Thread, for threads holding ops
         #: The earliest start held by any thread (-inf when none holds anything): anything
@@ -137,8 +138,8 @@ class OpOrder:
                 state.last_start, state.last_cat = start, cat
                 history = state.history
                 if history is not None:
-                    if len(history) < self._history:
-                        history.append((start, end, name))
+                    if len(history) < self._history_length:
+                        history += start, end, name
                     else:
                         state.history = None
                 if out is not None:  # read after the ops it freed
@@ -185,8 +186,9 @@ class OpOrder:
         ops again among them."""
         self.reordered_threads += 1
         state.roots = []
-        for start, end, name in state.history or ():
-            self._place(state.roots, HeldOp(start, end, name))
+        history = state.history or ()
+        for k in range(0, len(history), 3):
+            self._place(state.roots, HeldOp(*history[k:k + 3]))
             state.held += 1
         state.history = None
 

@@ -9,6 +9,9 @@ import pytest
 
 import stream_split.core.engine as engine
 from stream_split.core import Splitter, SplitOptions
+from stream_split.core.detect.close import leading_threads, loop_thread
+from stream_split.core.detect.rules import RULES
+from stream_split.core.detect.skeleton import Skeletons
 from stream_split.core.owners import Windows
 from stream_split.core.records import OUTSIDE
 from stream_split.core.stack import ThreadStacks
@@ -72,6 +75,26 @@ def _thread_state_after_feeding(events: list) -> int:
     tracemalloc.stop()
     splitter.close()
     return sum(stat.size for stat in snapshot.statistics("filename"))
+
+
+def test_the_threads_kept_lead_as_the_loop_thread_is_chosen():
+    """``leading_threads`` (what forgetting keeps): a main thread first, then the busiest,
+    then the one that holds more ops, then the first read; ``loop_thread`` is among them."""
+    skeletons = Skeletons(RULES.memory.max_nodes, RULES.memory.max_depth)
+    # (thread, [(start, end) of its top-level ops]): ties at every rank
+    for thread, ops in [((1, 10), [(0, 5)]), ((1, 11), [(0, 5)]), ((1, 12), [(0, 2), (3, 6)]),
+                        ((2, 2), [(0, 1)]), ((3, 3), [(0, 1)]), ((1, 13), [(0, 9)]),
+                        ((1, 14), [(0, 2), (2, 5)])]:
+        state = skeletons.of(thread, 0)
+        for start, end in ops:
+            skeletons.add(state, state.parent_at(0), float(start), float(end), "aten::mm")
+    chosen = lambda count: [t.key for t in leading_threads(  # noqa: E731
+        skeletons.threads.values(), True, count)]
+    assert chosen(2) == [(2, 2), (3, 3)]
+    assert chosen(3) == [(2, 2), (3, 3), (1, 13)]
+    assert chosen(5) == [(2, 2), (3, 3), (1, 13), (1, 12), (1, 14)]  # busy 5 each: 2 ops held
+    assert chosen(6) == [(2, 2), (3, 3), (1, 13), (1, 12), (1, 14), (1, 10)]
+    assert loop_thread(skeletons.threads.values(), True).key == (2, 2)
 
 
 @pytest.mark.parametrize("pid", [1, None], ids=["threads", "processes"])

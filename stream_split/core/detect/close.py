@@ -90,12 +90,21 @@ def leading_threads(skeletons, use_annotations: bool, count: int) -> list:
     if len(candidates) <= count:
         return candidates
     ranks = [(t.main, bool(t.steps) and use_annotations, t.busy) for t in candidates]
-    cut = nlargest(count, ranks)[-1]
-    above = [k for k, rank in enumerate(ranks) if rank > cut]
-    tied = [k for k, rank in enumerate(ranks) if rank == cut]
-    held = [(len(candidates[k].roots) + candidates[k].below, -k) for k in tied]
-    return [candidates[k] for k in above] + \
-        [candidates[-k] for _, k in nlargest(count - len(above), held)]
+    tally = Counter(ranks)  # (the engine asks this of thousands of threads, often alike)
+    seen = 0
+    for cut in nlargest(count, tally):  # the ``count``-th rank, ranks counted as often as held
+        seen += tally[cut]
+        if seen >= count:
+            break
+    if len(tally) == 1:
+        above, tied = [], candidates
+    else:
+        above = [t for t, rank in zip(candidates, ranks) if rank > cut]
+        tied = [t for t, rank in zip(candidates, ranks) if rank == cut]
+    held = [len(t.roots) + t.below for t in tied]
+    # the most ops held first, a tie to the first read (a stable sort)
+    order = sorted(range(len(tied)), key=held.__getitem__, reverse=True)
+    return above + [tied[k] for k in order[:count - len(above)]]
 
 
 def _loop_rank(thread: ThreadSkeleton, use_annotations: bool) -> tuple:

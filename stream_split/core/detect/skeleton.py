@@ -29,7 +29,6 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from types import MappingProxyType
 
 import numpy as np
 
@@ -63,18 +62,22 @@ class Node:
 
 
 SKIPPED = Node(-1, 0.0, 0.0, 0)
-#: The sections of a thread not seen (``Skeletons._sections_of``): read, never written.
-_NO_SECTIONS = MappingProxyType({})
+#: What a skeleton holds of a kind it has none of yet (its steps, its frames waiting): a list
+#: is made at the first (a thread of one op, of which a trace may hold a million, makes none).
+_NONE_YET = ()
+#: Top-level ops of a new skeleton before its first online try.
+_FIRST_TRY = RULES.online.first_try_per_instance * RULES.min_instances
 
 
 class ThreadSkeleton:
     """The skeleton of one section of one thread (key: its (pid, tid))."""
-    __slots__ = ("key", "main", "roots", "busy", "below", "stack", "steps", "next_try",
-                 "seen", "kid_seen", "frames", "_root_columns", "sifted", "sift_at",
+    __slots__ = ("key", "section", "main", "roots", "busy", "below", "stack", "steps",
+                 "next_try", "seen", "kid_seen", "frames", "_root_columns", "sifted", "sift_at",
                  "forgotten")
 
-    def __init__(self, key, first_try: int):
+    def __init__(self, key, first_try: int, section: int = 0, frames=_NONE_YET):
         self.key = key
+        self.section = section
         # The skeleton keeps depth only for a process's main thread (pid == tid): the one
         # that drives a loop; other threads (autograd, data loading) keep their top level.
         self.main = is_main_thread(*key)
@@ -84,18 +87,21 @@ class ThreadSkeleton:
         self.busy = 0.0
         self.below = 0  # ops kept below its top level
         self.stack: list = []  # parallel to the engine's stack: Node or None (transparent)
-        self.steps: list = []  # top-level ProfilerStep spans: (start, end, name)
+        #: Top-level ProfilerStep spans: (start, end, name) (a list from the first).
+        self.steps: list | tuple = _NONE_YET
         self.next_try = first_try  # top-level ops before the next online attempt
         #: Top-level symbol -> occurrences, and what may make a unit there believable
         #: online (``RootCounts``: for the online tries).
         self.seen = RootCounts()
         #: Under the current top-level op: a shallow container -> its children's symbol
-        #: counts (for online tries inside a container; cleared at each new top-level op).
-        self.kid_seen: dict = {}
+        #: counts (for online tries inside a container; cleared at each new top-level op;
+        #: None before the first).
+        self.kid_seen: dict | None = None
         #: Python frames that begin after the latest top-level op began (a file written in
         #: time order reads them before the op they open): (start, end, name), at most
-        #: ``MemoryRules.max_pending_frames``, matched once the next top-level op is read.
-        self.frames: list = []
+        #: ``MemoryRules.max_pending_frames``, matched once the next top-level op is read
+        #: (a list from the first).
+        self.frames: list | tuple = frames
         #: (roots, how many of them, their starts, their ends) as read by ``observe_frames``.
         self._root_columns = None
         #: The top-level ops before this one were sifted by ``Skeletons.forget_singles`` ...
@@ -111,7 +117,11 @@ class ThreadSkeleton:
         read through: its children take its place)."""
         stack = self.stack
         del stack[depth:]
-        parent = next((node for node in reversed(stack) if node is not None), None)
+        parent = None
+        for node in reversed(stack):  # (a loop: no generator made for each op read)
+            if node is not None:
+                parent = node
+                break
         if parent is SKIPPED:
             stack.append(SKIPPED)
             return SKIPPED
@@ -127,18 +137,24 @@ class ThreadSkeleton:
     def count_under(self, container: Node, sym: int) -> int:
         """One more child of the symbol ``sym`` under ``container`` (a shallow container of
         the current top-level op): how many it has now (for the online tries)."""
-        counts = self.kid_seen.get(container)
+        kid_seen = self.kid_seen
+        if kid_seen is None:
+            kid_seen = self.kid_seen = {}
+        counts = kid_seen.get(container)
         if counts is None:
-            counts = self.kid_seen[container] = Counter()
+            counts = kid_seen[container] = Counter()
         counts[sym] += 1
         return counts[sym]
 
     def add_step(self, start: float, end: float, name: str) -> bool:
         """A ``ProfilerStep`` span read: kept unless nested in (or overlapping) the previous
         one. True if it is a new step."""
-        if self.steps and start < self.steps[-1][1]:
+        steps = self.steps
+        if steps and start < steps[-1][1]:
             return False
-        self.steps.append((start, end, name))
+        if not steps:
+            steps = self.steps = []
+        steps.append((start, end, name))
         return True
 
     def add_root(self, node: Node) -> None:
@@ -157,6 +173,8 @@ class ThreadSkeleton:
         i = bisect_left(roots, start, key=start_of)
         if i == len(roots):
             if len(self.frames) < RULES.memory.max_pending_frames:
+                if not self.frames:
+                    self.frames = []
                 self.frames.append((start, end, name))
             return
         _open_with(roots[i], roots[i - 1].end if i else float("-inf"), (start, end, name))
@@ -185,6 +203,8 @@ class ThreadSkeleton:
         room = RULES.memory.max_pending_frames - len(self.frames)
         if room > 0:
             later = np.flatnonzero(at == len(roots))[:room].tolist()
+            if not self.frames:
+                self.frames = []
             self.frames.extend((float(starts[k]), float(ends[k]), names[k]) for k in later)
 
     def _columns_of_roots(self):
@@ -243,7 +263,8 @@ class RootCounts:
     def __init__(self):
         #: sym -> its count, or the node that followed its only occurrence (count 1).
         self._seen: dict = {}
-        self._pairs: dict = {}  # (sym, the next op's sym) -> times, for syms that recur
+        #: (sym, the next op's sym) -> times, for syms that recur (None before the first).
+        self._pairs: dict | None = None
         self._last = None  # the latest op's symbol
         #: Some op followed another of one kind three times (one of its own kind twice).
         self.exact = False
@@ -292,7 +313,10 @@ class RootCounts:
 
     def _pair(self, sym: int, after: int) -> None:
         key = (sym, after)
-        n = self._pairs[key] = self._pairs.get(key, 0) + 1
+        pairs = self._pairs
+        if pairs is None:
+            pairs = self._pairs = {}
+        n = pairs[key] = pairs.get(key, 0) + 1
         if n >= RULES.min_instances or (sym == after and n >= RULES.min_instances - 1):
             self.exact = True
 
@@ -314,7 +338,7 @@ class Skeletons:
         self.names: list = self.symbols.names
         #: (thread, section) -> its ``ThreadSkeleton``, in the order first read.
         self.threads: dict = {}
-        #: thread -> {section: its skeleton}, in the order first read
+        #: thread -> [its sections' skeletons], in the order first read
         self._sections_of: dict = {}
         self._early_frames: dict = {}  # thread -> Python frames read before its first op
         self._graph_launches: dict = {}  # correlation -> ops around a graph launch
@@ -322,12 +346,17 @@ class Skeletons:
 
     def of(self, thread, section: int) -> ThreadSkeleton:
         """The skeleton of ``thread``'s ``section`` (new at its first op)."""
-        state = self.threads.get((thread, section))
+        key = (thread, section)
+        state = self.threads.get(key)
         if state is None:
-            state = self.threads[(thread, section)] = ThreadSkeleton(
-                thread, RULES.online.first_try_per_instance * RULES.min_instances)
-            state.frames = self._early_frames.pop(thread, [])
-            self._sections_of.setdefault(thread, {})[section] = state
+            early = self._early_frames
+            state = self.threads[key] = ThreadSkeleton(
+                thread, _FIRST_TRY, section, early.pop(thread) if thread in early else _NONE_YET)
+            sections = self._sections_of.get(thread)
+            if sections is None:
+                self._sections_of[thread] = [state]
+            else:
+                sections.append(state)
         return state
 
     def add(self, state: ThreadSkeleton, parent: Node | None, start: float, end: float,
@@ -343,7 +372,8 @@ class Skeletons:
             else:
                 state.add_root(node)
                 state.seen.add(node, node.sym in self.symbols.markers)
-                state.kid_seen.clear()
+                if state.kid_seen:
+                    state.kid_seen.clear()
                 if state.seen.singles > state.sift_at and state.main:
                     self.forget_singles(state)
         elif state.main and parent.depth + 1 < self._max_depth and \
@@ -423,7 +453,7 @@ class Skeletons:
         """A launch at ``ts``: one kernel (or a memory copy) more for the ops of ``thread``
         open then; a graph launch's ops are credited per kernel as they arrive
         (``credit_graph_kernel``)."""
-        path = [node for state in self._sections_of.get(thread, _NO_SECTIONS).values()
+        path = [node for state in self._sections_of.get(thread, ())
                 for node in state.path_at(ts)]  # each section of the thread
         if not path:
             return
@@ -437,7 +467,7 @@ class Skeletons:
     def credit_sync(self, thread, ts: float) -> None:
         """A blocking host sync at ``ts``: the ops of ``thread`` open then waited for the
         device."""
-        for state in self._sections_of.get(thread, _NO_SECTIONS).values():
+        for state in self._sections_of.get(thread, ()):
             for node in state.path_at(ts):
                 node.syncs += 1
 
@@ -459,7 +489,7 @@ class Skeletons:
         """``observe(state)`` on each main-thread skeleton of ``thread``; before the thread's
         first op, ``frames()`` (as (start, end, name)) wait for it, as many as are kept. True
         where a frame waits for the op it opens."""
-        states = self._sections_of.get(thread, _NO_SECTIONS).values()
+        states = self._sections_of.get(thread, ())
         waits = False
         for state in states:
             if state.main:
@@ -522,19 +552,20 @@ class Skeletons:
         state.roots = []
         state.busy = 0.0
         state.seen = RootCounts()
-        state.kid_seen = {}
+        state.kid_seen = None
         return key
 
     def forget(self, threads) -> None:
         """Forget every skeleton of ``threads`` (idle, and not among the loop thread's
         candidates: ``StructureDetector.forget_threads``), and what waits for their ops."""
         skeletons, sections_of = self.threads, self._sections_of
-        early_frames, modules = self._early_frames, self._modules
         for thread in threads:
-            for section in sections_of.pop(thread, ()):
-                del skeletons[(thread, section)]
-            early_frames.pop(thread, None)
-            modules.pop(thread, None)
+            for state in sections_of.pop(thread, ()):
+                del skeletons[(thread, state.section)]
+        for waiting in (self._early_frames, self._modules):  # most often empty
+            if waiting:
+                for thread in threads:
+                    waiting.pop(thread, None)
 
     def drop(self) -> None:
         """The unit is decided: no skeleton is needed any more."""

@@ -182,7 +182,7 @@ class StructureDetector:
                           section: int):
         """``observe`` in ``Mode.LEARNING``: the op joins the skeleton (``skeleton.Skeletons``),
         and may be the moment to try the unit online (or end the loop thread's section)."""
-        if thread != self._section.thread:
+        if thread != self._section.thread and self._section.ended_by(start, gpu_block=False):
             found = self._from_the_past(start, gpu_block=False)
             if found is not None:
                 return found
@@ -429,8 +429,9 @@ class StructureDetector:
     def forget_threads(self, threads) -> None:
         """Forget the state of ``threads`` (idle, none of them ``threads_needed``)."""
         self._skeletons.forget(threads)
-        for thread in threads:
-            self._step_runs.pop(thread, None)
+        if self._step_runs:  # (most often empty)
+            for thread in threads:
+                self._step_runs.pop(thread, None)
 
     # -- decision at the end of the loop thread's CPU section (Kineto's layout) ---------
 
