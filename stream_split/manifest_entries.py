@@ -208,13 +208,19 @@ def _chunk_text(entries: list, first: int = 0, not_finite: set | None = None) ->
     levels down. A number that is not finite is null (``finite``); the positions (``first``
     the first's) of the entries that held one are added to ``not_finite``."""
     text = _plain_laid_out(entries)
-    if text is None:
-        try:
-            text = _laid_out(entries)
-        except ValueError:  # a number that is not finite (rare): the entries that hold one
-            text = _laid_out(_finite_entries(entries, first, not_finite))
+    if text is not None:  # ASCII bytes: laid out deeper as bytes (a third of the str's cost)
+        return text[1:-2].replace(b"\n", _DEEPER_BYTES).decode("ascii")
+    try:
+        text = _laid_out(entries)
+    except ValueError:  # a number that is not finite (rare): the entries that hold one
+        text = _laid_out(_finite_entries(entries, first, not_finite))
     # "[\n {...},\n {...}\n]": one level deeper, without the brackets
-    return text[1:-2].replace("\n", "\n" + " " * INDENT)
+    return text[1:-2].replace("\n", _DEEPER)
+
+
+#: A line break of an entry's text as it lies in the manifest: one level deeper.
+_DEEPER = "\n" + " " * INDENT
+_DEEPER_BYTES = _DEEPER.encode("ascii")
 
 
 def _finite_entries(entries: list, first: int, not_finite: set | None) -> list:
@@ -232,11 +238,11 @@ def _finite_entries(entries: list, first: int, not_finite: set | None) -> list:
     return made
 
 
-def _plain_laid_out(entries: list) -> str | None:
-    """``_laid_out(entries)`` from msgspec's compact text (about a tenth of the C encoder's
-    time), where it is the C encoder's: the entries ``_plain``, and the text ASCII without
-    DEL (msgspec writes those as they are, the encoder as ``\\u`` escapes); None otherwise
-    (the caller encodes them)."""
+def _plain_laid_out(entries: list) -> bytes | None:
+    """``_laid_out(entries)`` (as ASCII bytes) from msgspec's compact text (about a tenth of
+    the C encoder's time), where it is the C encoder's: the entries ``_plain``, and the text
+    ASCII without DEL (msgspec writes those as they are, the encoder as ``\\u`` escapes);
+    None otherwise (the caller encodes them)."""
     if entries.__class__ is not list or not _plain(entries):
         return None
     try:
@@ -245,7 +251,7 @@ def _plain_laid_out(entries: list) -> str | None:
         return None
     if not compact.isascii() or b"\x7f" in compact:
         return None
-    return msgspec.json.format(compact, indent=INDENT).decode("ascii")
+    return msgspec.json.format(compact, indent=INDENT)
 
 
 def _plain(entries: list) -> bool:

@@ -104,12 +104,14 @@ class HeldRows:
         ``(end, seq, start, event, None, raw)`` in the order added (a plain frame's event:
         ``frame``), no longer here; the others stay."""
         ends = self.ends
-        if all(end < until for end in ends):  # most often every one (or none held)
+        if not ends:
+            return []
+        if max(ends) < until:  # most often every one (the times are finite: ``feed``)
             items = [(end, seq, start, frame if event is None else event, None, raw)
                      for end, seq, start, event, raw in zip(ends, self.seqs, self.starts,
                                                              self.events, self.raws)]
-            if items:
-                self.__init__()
+            self.ends, self.seqs, self.starts, self.events, self.raws = [], [], [], [], []
+            self.exact = False
             return items
         due = [k for k, end in enumerate(ends) if end < until]
         if not due:

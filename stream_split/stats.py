@@ -214,9 +214,11 @@ JUDGED_ON = "wall_us"
 def judged_time(record) -> float:
     """The time of an iteration record (an object or a manifest entry) that ``analyze_records``
     judges: its ``wall_us``, or its ``duration_us`` when it has none (older manifests)."""
-    get = record.get if isinstance(record, dict) else lambda key: getattr(record, key, None)
-    wall = get(JUDGED_ON)
-    return get("duration_us") if wall is None else wall
+    if isinstance(record, dict):
+        wall = record.get(JUDGED_ON)
+        return record.get("duration_us") if wall is None else wall
+    wall = getattr(record, JUDGED_ON, None)  # no function made per record: one per iteration
+    return getattr(record, "duration_us", None) if wall is None else wall
 
 
 class RecordColumns:

@@ -233,9 +233,11 @@ class TableBuilder:
 
 def _optional_keys(it: dict) -> list:
     """The optional columns (``_OPTIONAL_KEYS``) that the row of entry ``it`` (``_row``)
-    has a value for."""
-    keys = [key for key, value in _breakdown_ms(it.get("breakdown")).items()
-            if value is not None and key in _OPTIONAL_KEYS]
+    has a value for: none of the breakdown's without GPU work (``_NO_BREAKDOWN_MS``, not
+    looked through: a CPU-only trace's every entry comes here)."""
+    columns = _breakdown_ms(it.get("breakdown"))
+    keys = [] if columns is _NO_BREAKDOWN_MS else [
+        key for key, value in columns.items() if value is not None and key in _OPTIONAL_KEYS]
     if it.get("phase") is not None:
         keys.append("phase")
     return keys

@@ -436,14 +436,10 @@ class PieceFiles(Mapping):
     def get(self, owner, default=None):
         """``self[owner]``, or ``default`` where ``owner`` has no piece (a call, not two:
         the manifest asks once per iteration)."""
-        special = self._special.get(owner)
-        if special is not None:
-            return special
-        if isinstance(owner, int) and 0 <= owner < len(self._codes):
-            code = self._codes[owner]
-            if code:
-                return self._name(owner, code)
-        return default
+        if isinstance(owner, int) and 0 <= owner < len(self._codes):  # an iteration's: the
+            code = self._codes[owner]  # special owners (outside, metadata) are below 0
+            return self._name(owner, code) if code else default
+        return self._special.get(owner, default)
 
     def items(self):
         """(owner, name) of every piece, in order (made as iterated: one name at a time)."""
