@@ -173,9 +173,7 @@ class ThreadSkeleton:
         i = bisect_left(roots, start, key=start_of)
         if i == len(roots):
             if len(self.frames) < RULES.memory.max_pending_frames:
-                if not self.frames:
-                    self.frames = []
-                self.frames.append((start, end, name))
+                self._wait_for_op(((start, end, name),))
             return
         _open_with(roots[i], roots[i - 1].end if i else float("-inf"), (start, end, name))
 
@@ -203,9 +201,15 @@ class ThreadSkeleton:
         room = RULES.memory.max_pending_frames - len(self.frames)
         if room > 0:
             later = np.flatnonzero(at == len(roots))[:room].tolist()
-            if not self.frames:
-                self.frames = []
-            self.frames.extend((float(starts[k]), float(ends[k]), names[k]) for k in later)
+            self._wait_for_op((float(starts[k]), float(ends[k]), names[k]) for k in later)
+
+    def _wait_for_op(self, frames) -> None:
+        """``frames`` (start, end, name) kept until the next top-level op is read (a list
+        made at the first: a thread of one op makes none)."""
+        if self.frames:
+            self.frames.extend(frames)
+        else:
+            self.frames = list(frames)
 
     def _columns_of_roots(self):
         """The top-level ops' (starts, ends) as float64 arrays when they are in start order

@@ -182,7 +182,7 @@ class StructureDetector:
                           section: int):
         """``observe`` in ``Mode.LEARNING``: the op joins the skeleton (``skeleton.Skeletons``),
         and may be the moment to try the unit online (or end the loop thread's section)."""
-        if thread != self._section.thread and self._section.ended_by(start, gpu_block=False):
+        if thread != self._section.thread:
             found = self._from_the_past(start, gpu_block=False)
             if found is not None:
                 return found
