@@ -14,8 +14,8 @@ What this module owns: how an event, a record and a piece look on disk or on a p
   files, not 3 M file operations). Metadata over ``METADATA_INLINE_BYTES`` is written once
   instead, as the piece ``metadata``, and the manifest names it. At most ``max_open`` spool
   files and compressors are open at once, and what is kept per piece is a few integers in
-  arrays (``_Pack``, and its bytes in the pack). A stop requested while the pieces are assembled ends the
-  run (``WriteInterrupted``). It writes into a folder of its own (``output.OutputFolder``'s
+  arrays (``_Pack``; its bytes in the pack). A stop requested while the pieces are assembled
+  ends the run (``WriteInterrupted``). It writes into a folder of its own (``output.OutputFolder``'s
   staging folder, or a Beam worker's scratch folder): every file is created new, never
   through a link.
 - ``build_manifest``: the manifest schema, in one place.
@@ -764,11 +764,11 @@ class _Pack:
             lengths[block * _BLOCK_PARTS:at].sum(dtype=np.int64))
 
     def _sort(self) -> None:
-        """The parts in owner order (as arrays: a part's three integers take 24 bytes), and
-        the pack opened for reading. Parts already in owner order in the file (each owner's
-        events decided in order: a loop on the CPU alone) stay where they are, their offsets
-        summed as they are read (and a block's at a time for a look-up out of order): 8
-        bytes a part, no more, where sorting takes up to 40 (1 M one-op pieces)."""
+        """The parts in owner order (numpy columns), and the pack opened for reading. Parts
+        already in owner order in the file (each owner's events decided in order: a loop on
+        the CPU alone) stay where they are, their offsets summed as they are read (and a
+        block's at a time for a look-up out of order): 8 bytes a part, no more, where
+        sorting takes up to 40 (1 M one-op pieces)."""
         owners = np.frombuffer(self._owners, dtype=np.int32)
         lengths = np.frombuffer(self._lengths, dtype=np.int32)
         if (owners[1:] >= owners[:-1]).all():
