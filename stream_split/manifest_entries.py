@@ -179,9 +179,10 @@ def dump_manifest(manifest: dict, stream, read=None) -> None:
         text = _laid_out(head)
     except ValueError:  # a number that is not finite (rare): as null
         text = _laid_out(finite(head))
-    before, after = text.split(strict_json(_PLACEHOLDER))
+    at = text.rindex(strict_json(_PLACEHOLDER))  # the last key but ``outside``'s counts
+    _write_head(stream, text, at)
+    after = text[at + len(strict_json(_PLACEHOLDER)):]
     del text
-    stream.write(before)
     entries = manifest["iterations"]
     if isinstance(entries, ManifestIterations):
         texts = entries.texts(read)
@@ -196,6 +197,18 @@ def dump_manifest(manifest: dict, stream, read=None) -> None:
         stream.write("," + text if count else text)
     stream.write("\n" + " " * INDENT + "]" if entries else "]")
     stream.write(after)
+
+
+def _write_head(stream, text: str, end: int) -> None:
+    """``text[:end]`` written to ``stream`` ``WRITE_CHARS`` at a time, not as one copy (a slice
+    of a str is one): the evidence may list a number per iteration (a manifest of 1 M
+    iterations: some 10 MB of similarities)."""
+    for at in range(0, end, WRITE_CHARS):
+        stream.write(text[at:min(at + WRITE_CHARS, end)])
+
+
+#: Characters of the manifest's head written at once.
+WRITE_CHARS = 1 << 20
 
 
 #: Entries encoded at once (one call of an encoder and one of the layout).

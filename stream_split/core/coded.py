@@ -3,6 +3,7 @@ core's last pass (each cycle's kind, each iteration's phase) for a million itera
 megabyte, not the eight of a list of pointers."""
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 
 
@@ -46,3 +47,68 @@ class CodedList(Sequence):
 
     def __repr__(self) -> str:
         return f"CodedList({list(self)!r})"
+
+
+class CodedColumn:
+    """A growable list (``append``, ``insert``, ``pop``, ``[i]``, ``[i] = value``, ``len``,
+    iteration) of hashable values held as a code per item, in an array of the narrowest
+    unsigned type its distinct values allow (one byte each while at most 256 are distinct,
+    then two, then four), each distinct value kept once: a per-instance column of a loop's
+    matcher (each instance's shape, its similarity: mostly one value, or one of a thousand)
+    takes a byte or two an instance, not the eight of a list's pointer or an array's float.
+    Values are told apart as a list's would hold them: 1 is not 1.0 (nor True), a float 0.0
+    is not -0.0."""
+
+    __slots__ = ("_values", "_codes_of", "_codes")
+
+    _WIDER = {"B": "H", "H": "I"}
+
+    def __init__(self):
+        self._values: list = []
+        self._codes_of: dict = {}  # ``_key(value)`` -> its code
+        self._codes = array("B")
+
+    @staticmethod
+    def _key(value):
+        """What tells ``value`` apart: its class and itself (and a float zero's sign)."""
+        if value.__class__ is float and not value:
+            return float, value, str(value)
+        return value.__class__, value
+
+    def _code(self, value) -> int:
+        key = self._key(value)
+        code = self._codes_of.get(key)
+        if code is None:
+            code = self._codes_of[key] = len(self._values)
+            self._values.append(value)
+            if code > _LARGEST[self._codes.typecode]:
+                self._codes = array(self._WIDER[self._codes.typecode], self._codes)
+        return code
+
+    def __len__(self) -> int:
+        return len(self._codes)
+
+    def __getitem__(self, index: int):
+        return self._values[self._codes[index]]
+
+    def __setitem__(self, index: int, value) -> None:
+        code = self._code(value)
+        self._codes[index] = code
+
+    def append(self, value) -> None:
+        code = self._code(value)
+        self._codes.append(code)
+
+    def insert(self, index: int, value) -> None:
+        code = self._code(value)
+        self._codes.insert(index, code)
+
+    def pop(self):
+        return self._values[self._codes.pop()]
+
+    def __iter__(self):
+        return map(self._values.__getitem__, self._codes)
+
+
+#: The largest code of each type of ``CodedColumn``'s array.
+_LARGEST = {"B": 0xFF, "H": 0xFFFF, "I": 0xFFFFFFFF}

@@ -1,9 +1,10 @@
-"""``CodedList``: the per-iteration answers of the core's last pass, a byte each."""
+"""``CodedList``: the per-iteration answers of the core's last pass, a byte each;
+``CodedColumn``: a matcher's per-instance columns, growing."""
 import sys
 
 import pytest
 
-from stream_split.core.coded import CodedList
+from stream_split.core.coded import CodedColumn, CodedList
 
 
 def test_a_coded_list_reads_like_the_list_of_its_items():
@@ -26,3 +27,27 @@ def test_more_than_256_distinct_values_is_an_error():
     coded = CodedList(range(256), 2)
     with pytest.raises(ValueError, match="256"):
         coded[0] = "one more"
+
+
+def test_a_coded_column_holds_what_a_list_would_and_widens_its_codes():
+    column, plain = CodedColumn(), []
+    for value in [0, 1, 1.0, True, 0.0, -0.0, (3, 4)] + list(range(2, 70_000)):
+        column.append(value)
+        plain.append(value)
+    column.insert(1, 0.5)
+    plain.insert(1, 0.5)
+    column[-1] = (3, 4)
+    plain[-1] = (3, 4)
+    assert column.pop() == plain.pop() == (3, 4)
+    got = list(column)
+    assert got == plain and len(column) == len(plain) and column[5] == plain[5]
+    assert [x.__class__ for x in got[:8]] == [x.__class__ for x in plain[:8]]
+    assert str(got[6]) == "-0.0" and str(got[5]) == "0.0"  # zeros of either sign kept
+    assert column._codes.itemsize == 4  # 70 k distinct values: past two bytes
+
+
+def test_a_column_of_one_value_takes_a_byte_an_item():
+    column = CodedColumn()
+    for _ in range(100_000):
+        column.append(0)
+    assert column._codes.itemsize == 1 and len(column._values) == 1

@@ -67,6 +67,29 @@ def test_pieces_hold_the_exact_event_bytes_in_input_order_after_the_metadata(tmp
         assert trace["traceEvents"][0]["ph"] == "M"
 
 
+def test_pieces_decided_in_order_are_read_from_the_pack_in_place_whichever_are_written(
+        tmp_path):
+    # A loop on the CPU alone: each piece's events come in owner order, so the pack's parts
+    # are in order in its file (no sort); pieces asked for out of order (the events outside
+    # first, then some pieces skipped) are found from the offsets kept a block at a time.
+    rng = random.Random(3)
+    pairs = [(owner, _event(owner, n, rng)) for n, owner in
+             enumerate(sorted(rng.randrange(0, 2500) for _ in range(4000)))]
+    out = tmp_path / "in-order"
+    out.mkdir()
+    writer = PieceWriter(str(out))
+    for k in range(0, len(pairs), 97):
+        writer.add_many(pairs[k:k + 97])
+    chosen = sorted({owner for owner, _ in pairs if owner < 1200 or owner % 7 == 0})
+    records = [IterationRecord(index=owner, start_ts=0.0, end_ts=1.0) for owner in chosen]
+    files = writer.finish(records, HEADER_BEFORE, HEADER_AFTER)
+    assert sorted(files) == [OUTSIDE] + chosen
+    for owner, name in files.items():
+        trace = json.loads(gzip.decompress((out / name).read_bytes()))
+        expected = [json.loads(event) for o, event in pairs if o == owner]
+        assert trace["traceEvents"] == expected
+
+
 @pytest.mark.parametrize("level", [1, 0, 6])  # ISA-L's level 1; zlib's others
 def test_a_compressed_piece_is_one_gzip_member_that_gzip_zcat_and_zlib_read_whole(tmp_path,
                                                                                    level):

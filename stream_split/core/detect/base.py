@@ -82,7 +82,7 @@ class DetectorResult:
     boundaries: list = field(default_factory=list)  # FoundBoundary not yet reported
     last_end: float | None = None  # end of the last iteration (None: no epilogue cut)
     #: Per iteration, a hashable "shape" (equal shapes = the same kind of cycle); empty when
-    #: every iteration has the same shape.
+    #: every iteration has the same shape. A list, or the matcher's ``CodedColumn``.
     shapes: list = field(default_factory=list)
     evidence: dict = field(default_factory=dict)  # for the manifest and `explain`
 

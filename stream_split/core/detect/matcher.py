@@ -6,11 +6,11 @@ trace (``rules.OnlineRules`` bounds what it keeps).
 """
 from __future__ import annotations
 
-from array import array
 from bisect import bisect_right
 from collections import deque
 from dataclasses import replace
 
+from stream_split.core.coded import CodedColumn
 from stream_split.core.detect.base import FoundBoundary, RetractLast
 from stream_split.core.detect.evidence import at_outermost_frame
 from stream_split.core.detect.rules import RULES
@@ -66,10 +66,11 @@ class RootMatcher:
         if instances:  # later ops carry no GPU work: compare by time, to the likest instance
             likest = max(range(len(instances)), key=unit.similarity.__getitem__)
             unit = self.unit = replace(unit, reference=time_reference(instances[likest]))
-        self.shapes: list = []
-        #: Each instance's similarity to the unit (evidence): 8 bytes an instance, not a float
-        #: object's 32 (a loop of 1 M one-op iterations is matched online).
-        self.similarity = array("d")
+        #: Each instance's shape and its similarity to the unit (evidence, a float): a byte
+        #: or two an instance each (``CodedColumn``: a loop of 1 M one-op iterations is
+        #: matched online).
+        self.shapes = CodedColumn()
+        self.similarity = CodedColumn()
         self._measured = (None, None)  # the last instance measured: (its key, its measure)
         for ops in instances:
             self._measure(ops)
@@ -100,7 +101,7 @@ class RootMatcher:
         for node, after in zip(minor, [n.start for n in minor[1:]] + [first]):
             shape, sim = shape_and_similarity([node], self.unit)
             self.shapes.insert(len(found), shape)
-            self.similarity.insert(len(found), sim)
+            self.similarity.insert(len(found), float(sim))
             found.append(self._boundary(node, ceiling=after))
         return found
 
@@ -138,10 +139,10 @@ class RootMatcher:
             shape, sim = shape_and_similarity(instance, self.unit)
             self._measured = key, (shape, sim)
         if replace_last:
-            self.shapes[-1], self.similarity[-1] = shape, sim
+            self.shapes[-1], self.similarity[-1] = shape, float(sim)
         else:
             self.shapes.append(shape)
-            self.similarity.append(sim)
+            self.similarity.append(float(sim))
 
     def _begin(self, instance: list, first: Node) -> None:
         """An instance ends (``instance``, its ops) and the next begins at ``first``."""

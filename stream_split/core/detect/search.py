@@ -2075,8 +2075,9 @@ def cycle_kinds(shapes: list, kernels: list, rules: Rules = RULES) -> CodedList:
     kinds = CodedList((KIND_ITERATION, KIND_IDLE), len(kernels))
     if len(shapes) != len(kernels) or not kernels:
         return kinds
-    like = np.fromiter((k for shape, k in zip(shapes, kernels) if shape == 0), dtype=np.int64)
-    median = _upper_median_of(like if len(like) else np.fromiter(kernels, dtype=np.int64))
+    # int32: a cycle's kernels are far below 2**31 (4 bytes a cycle, 1 M cycles)
+    like = np.fromiter((k for shape, k in zip(shapes, kernels) if shape == 0), dtype=np.int32)
+    median = _upper_median_of(like if len(like) else np.fromiter(kernels, dtype=np.int32))
     del like
     last = len(kernels) - 1
     for i, (shape, k) in enumerate(zip(shapes, kernels)):
