@@ -5,7 +5,7 @@ The engine hands it batches of held events when more than ``pending_limit`` are 
 before the loop thread) and takes back, one batch at a time, only the batches that a new
 boundary may decide: each batch remembers the earliest end among its events. Pickle is only
 ever read back by the process that wrote it. What a held event keeps is already small (the
-engine's ``_held_view``: a few fields, and its original bytes when they are written).
+engine's ``_held_view``, or less: a few fields, and its original bytes when they are written).
 """
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ import numpy as np
 class HeldColumns:
     """Held CPU-side events (the engine's ``_hold_cpu``, ``_hold_frames``) as columns: the end,
     arrival number and start of each as arrays (float64, int64, float64), its original bytes
-    (or None) in ``raws``, and in ``events`` what the engine keeps of it (``_held_view``), or
-    None for a plain Python frame (whose view is always the same); ``events`` is None when
-    every one is a plain frame. ``exact``: None, or for each event None or its (end, start)
-    as given when they are not floats (integers, which the float columns hold exactly: the
-    engine holds no other here). A batch of them is stored and pickled as a few arrays and
+    (or None) in ``raws``, and in ``events`` what the engine keeps of it (``_hold_cpu``: its
+    ``_held_view``, or less), or None for a plain Python frame (whose view is always the
+    same) or an event only counted as one; ``events`` is None when every one is such.
+    ``exact``: None, or for each event None or its (end, start) as given when they are not
+    floats (integers, which the float columns hold exactly: the engine holds no other here). A batch of them is stored and pickled as a few arrays and
     lists, instead of as many small tuples; ``items(frame)`` gives the tuples the engine holds
     otherwise, (end, seq, start, event, None, raw) each, ``frame`` in place of None."""
     __slots__ = ("ends", "seqs", "starts", "raws", "events", "exact", "earliest")
@@ -89,8 +89,8 @@ class HeldRows:
         return len(self.raws)
 
     def add(self, end, seq: int, start, event, raw) -> None:
-        """One event (``event`` None: a plain Python frame); ``end`` and ``start`` floats, or
-        integers that a float holds exactly."""
+        """One event (``event`` None: counted as a plain Python frame); ``end`` and
+        ``start`` floats, or integers that a float holds exactly."""
         self.ends.append(end)
         self.seqs.append(seq)
         self.starts.append(start)

@@ -121,7 +121,8 @@ _ROUTE = {**{cat: _BY_CORRELATION for cat in GPU_WORK_CATS},
 _SPILL_BATCH = 4096
 #: Held CPU-side events (held one by one, none as columns) that a boundary decides as items,
 #: one by one, rather than as columns: a step of a few events would pay for a dozen numpy
-#: calls to decide two of them.
+#: calls to decide two of them. Likewise a stretch of frames among held items
+#: (``_resolve_all``).
 _FEW_HELD = 32
 
 
@@ -203,7 +204,8 @@ def _extend_union(seen: tuple | None, start: float, end: float) -> tuple:
     return seen, end - start
 
 
-#: What a held plain Python frame needs to be decided later (``_own_cpu`` reads no more).
+#: What a held plain Python frame needs to be decided later (``_own_cpu`` reads no more);
+#: a held event that is only counted (``_hold_cpu``) is decided as one.
 _HELD_FRAME = {"ph": "X", "cat": PYTHON_FRAME_CAT}
 _FRAME_KEYS = ("ph", "cat", "ts", "dur", "name", "pid", "tid", "args")
 #: The types ``feed`` accepts for the fields after ``ph`` and ``cat`` (those two are
@@ -399,11 +401,11 @@ class Splitter:
                 if end > record.end_ts:
                     record.end_ts = end
                 return
-            self._own_cpu(owner, event, end, raw, cat)
+            self._own_cpu(owner, event, ts, end, raw, cat)
         elif windows.decidable(end):
-            self._own_cpu(windows.owner(ts, end), event, end, raw, cat)
+            self._own_cpu(windows.owner(ts, end), event, ts, end, raw, cat)
         else:
-            self._hold_cpu(end, ts, event, raw, cat, args)
+            self._hold_cpu(end, ts, event, raw, ph, cat, name, pid, tid, args)
 
     def _python_frame(self, event: dict, ts, end, name, raw) -> bool:
         """A Python frame (``X``): the phases' evidence (diffusion code), and, when it begins
@@ -418,7 +420,7 @@ class Splitter:
                                     getattr(self._detector, "revisable", True))
         if owner is None:
             return False
-        self._own_cpu(owner, event, end, raw, PYTHON_FRAME_CAT)
+        self._own_cpu(owner, event, ts, end, raw, PYTHON_FRAME_CAT)
         return True
 
     def _own_metadata(self, event: dict, raw) -> None:
@@ -927,21 +929,39 @@ class Splitter:
         if self._held_in_memory() >= self.options.pending_limit:
             self._bound_held()
 
-    def _hold_cpu(self, end, start, event: dict, raw, cat, args) -> None:
-        """Hold a CPU-side event (``cat`` and ``args``: its fields, as ``feed`` read them):
-        decided by a boundary after its end."""
+    def _hold_cpu(self, end, start, event: dict, raw, ph, cat, name, pid, tid, args) -> None:
+        """Hold a CPU-side event (``ph`` to ``args``: its fields, as ``feed`` read them):
+        decided by a boundary after its end. Unless it is handed out itself (kept, without
+        its original bytes), it keeps what deciding it reads (``_own_cpu``), held as columns
+        (``HeldRows``) where its times are floats, or integers a float holds: a CPU op
+        (``X``) that links nothing and whose name is neither phase evidence nor a step
+        number keeps its thread ``(pid, tid)`` alone (it is counted, with its time in ops);
+        an event that is no structure and links nothing, with float times, nothing (None:
+        counted as a plain Python frame is, ``_count_cpu``); any other its ``_held_view``."""
         if cat == ANNOTATION_CAT and args:
             self._annotations.hold(args.get("External id"))
-        if not self._keep:
-            raw, event = None, _held_view(event, None)
-        elif raw is not None:
-            event = _held_view(event, None)
+        keep = self._keep
+        if not keep:
+            raw = None
         self._seq += 1
         if (end.__class__ is float or -_FLOAT_INTEGERS <= end <= _FLOAT_INTEGERS) and (
                 start.__class__ is float or -_FLOAT_INTEGERS <= start <= _FLOAT_INTEGERS):
+            if keep and raw is None:
+                pass  # handed out itself
+            elif args and "correlation" in args:
+                event = _held_view(event, None)
+            elif cat in CPU_OP_CATS:
+                event = (pid, tid) if ph == "X" and not _PHASE_ROLES[name] and \
+                    not name.startswith(PROFILER_STEP_PREFIX) else _held_view(event, None)
+            elif cat != ANNOTATION_CAT and end.__class__ is float and start.__class__ is float:
+                event = None
+            else:
+                event = _held_view(event, None)
             self._cpu_rows.add(end, self._seq, start, event, raw)
             self._cpu_held_n += 1
         else:
+            if raw is not None or not keep:
+                event = _held_view(event, None)
             heappush(self._pending, (end, self._seq, start, event, None, raw))
         if len(self._pending) + len(self._pending_links) + self._cpu_held_n >= \
                 self.options.pending_limit:
@@ -1053,7 +1073,7 @@ class Splitter:
         end, _, start, event, link, raw = item
         if link is None:
             if self._windows.decidable(end):
-                self._own_cpu(self._windows.owner(start, end), event, end, raw)
+                self._own_cpu(self._windows.owner(start, end), event, start, end, raw)
                 return True
             return False
         kind, key = link
@@ -1071,22 +1091,25 @@ class Splitter:
 
     def _resolve_all(self, items: list) -> list:
         """``_resolve`` each held item in order; returns those not decided, in order. A
-        stretch of plain Python frames held a run at once (``_hold_frames``: the view
-        ``_HELD_FRAME``, or an equal one back from the spill; times as floats) is decided all
-        at once, as ``_own_frames`` does."""
+        stretch of more than ``_FEW_HELD`` plain Python frames (held a run at once,
+        ``_hold_frames``, or events counted as one, ``_hold_cpu``: the view ``_HELD_FRAME``,
+        or an equal one back from the spill; times as floats) is decided all at once, as
+        ``_own_frames`` does."""
         kept = []
         resolve = self._resolve
         frame = [item[3] == _HELD_FRAME for item in items]
+        frame.append(False)  # where the last stretch of frames ends
         at, n = 0, len(items)
         while at < n:
-            if not frame[at]:
+            stop = frame.index(False, at) if frame[at] else at + 1
+            if stop - at > _FEW_HELD:
+                kept.extend(self._resolve_frames(items[at:stop]))
+                at = stop
+                continue
+            while at < stop:
                 if not resolve(items[at]):
                     kept.append(items[at])
                 at += 1
-                continue
-            stop = frame.index(False, at) if False in frame[at:] else n
-            kept.extend(self._resolve_frames(items[at:stop]))
-            at = stop
         return kept
 
     def _resolve_frames(self, items: list) -> list:
@@ -1119,25 +1142,26 @@ class Splitter:
         return None if chosen is held else held.take(np.flatnonzero(~now))
 
     def _own_held(self, held: HeldColumns, owners: np.ndarray) -> None:
-        """``_resolve_columns`` for columns that are not all plain frames: the frames
-        counted at once, every other event through ``_own_cpu``, the pairs in order."""
+        """``_resolve_columns`` for columns that are not all plain frames: the frames (and
+        the events held as one: None) counted at once, every other event through
+        ``_own_cpu``, the pairs in order."""
         events = held.events
         plain = np.fromiter((event is None for event in events), bool, len(events))
         if plain.any():
             self._count_cpu(owners[plain], held.ends[plain])
-        ends = held.times()[0]
+        ends, starts = held.times()
         owners = owners.tolist()
         own_cpu = self._own_cpu
         if self._keep:
             assigned = self._assigned
-            for owner, event, end, raw in zip(owners, events, ends, held.raws):
+            for owner, event, start, end, raw in zip(owners, events, starts, ends, held.raws):
                 if event is None:
                     assigned.append((owner, _HELD_FRAME if raw is None else raw))
                 else:
-                    own_cpu(owner, event, end, raw)
+                    own_cpu(owner, event, start, end, raw)
             return
         for k in np.flatnonzero(~plain).tolist():
-            own_cpu(owners[k], events[k], ends[k])
+            own_cpu(owners[k], events[k], starts[k], ends[k])
 
     def _resolve_in_order(self, items: list, held: HeldColumns | None) -> None:
         """Decide held ``items`` and ``held`` columns together in the order they came (all
@@ -1185,11 +1209,27 @@ class Splitter:
             return
         owner, own_cpu = self._windows.owner, self._own_cpu
         for end, _, start, event, _, raw in items:
-            own_cpu(owner(start, end), event, end, raw)
+            own_cpu(owner(start, end), event, start, end, raw)
 
-    def _own_cpu(self, owner: int, event: dict, end: float, raw=None, cat=False) -> None:
+    def _own_cpu(self, owner: int, event, start, end, raw=None, cat=False) -> None:
+        """A CPU-side event owned by ``owner``: ``event`` the event, or what ``_hold_cpu``
+        keeps of it (not None), with its times; ``cat``: its category where known."""
         if self._keep:
             self._assigned.append((owner, event if raw is None else raw))
+        if event.__class__ is tuple:  # an op held as its thread: counted, its time in ops
+            if owner == OUTSIDE:
+                self.outside_events += 1
+                return
+            hot = self._hot
+            if hot[0] != owner:
+                hot = self._hot_state(owner)
+            record = hot[1]
+            record.events += 1
+            record.cpu_ops += 1
+            hot[2].add_op(event, start, end)
+            if end > record.end_ts:
+                record.end_ts = end
+            return
         if cat is False:
             cat = event.get("cat")
         if owner == OUTSIDE:
@@ -1203,7 +1243,7 @@ class Splitter:
             if cat in STRUCTURE_CATS:
                 self._structure_facts(owner, record, cat, event)
                 if cat in CPU_OP_CATS and event.get("ph") == "X":
-                    hot[2].add_op((event.get("pid"), event.get("tid")), event.get("ts"), end)
+                    hot[2].add_op((event.get("pid"), event.get("tid")), start, end)
             if end > record.end_ts:
                 record.end_ts = end
         args = event.get("args")
