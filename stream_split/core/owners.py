@@ -97,10 +97,11 @@ class StepOpeners:
         return floor == floor and start >= floor and \
             thread == self._runs[bisect_right(self._run_starts, k) - 1]
 
-    def floor_view(self) -> np.ndarray:
-        """Where each boundary's gap begins (NaN: none), as a float64 view of the column
-        (no copy: drop it before the next boundary comes). Only where ``any``."""
-        return np.frombuffer(self._floors, dtype=np.float64)
+    def floors(self) -> np.ndarray:
+        """Where each boundary's gap begins (NaN: none), as a float64 array (a copy: a view
+        of the column would forbid the next boundary's append, ``BufferError``, for as long as
+        anything held it). Only where ``any``."""
+        return np.array(self._floors, np.float64)
 
     def hold(self, k: int, start: float, end: float, name: str) -> None:
         """A frame in boundary ``k``'s gap holds it: it may open the step."""
@@ -125,9 +126,11 @@ class Windows:
     (an event from long ago may still come), as float64 (8 bytes an iteration, not a float
     object's 32: ``--follow`` for weeks) while every time given is exact there, as a list of
     the times given otherwise (an integer beyond 2**53): a comparison with either answers the
-    same. Nothing else is kept per iteration: ``owners`` and ``in_gaps`` read the column in
-    place, and the last end is compared on its own (a copy of the edges, remade at every
-    boundary, cost 8 bytes an iteration and a pass over them at each)."""
+    same. The last end is compared on its own (no list of the edges is kept). ``owners`` and
+    ``in_gaps`` read float64 copies of the starts and the gaps' floors, made at the first
+    call after a boundary and kept until the next one (``_copies``): a view of the column
+    itself (``np.frombuffer``) forbids the next append for as long as anything holds it, and
+    one held across a boundary failed a trace with ``BufferError`` on the Dask runner."""
     __slots__ = ("starts", "last_end", "closed", "cached_lo", "cached_hi", "cached_owner",
                  "openers", "_falls", "_copies")
 
@@ -145,8 +148,9 @@ class Windows:
         owned by ``cached_owner`` (callers may test it inline); ``owner`` gives the same answer
         with or without it."""
         self.cached_lo, self.cached_hi, self.cached_owner = 1.0, 0.0, OUTSIDE
-        # ``starts`` as a float64 array and the edges as a list, where they cannot be read
-        # in place (``starts`` a list) or in order (``_in_order``): made on demand (rare)
+        # Made on demand until the edges change: ``starts`` and the gaps' floors as float64
+        # arrays (``owners``, ``in_gaps``), and the edges as a list where they are not in
+        # order (``_in_order``: rare)
         self._copies = {}
 
     def add(self, ts: float, opens_after: float | None = None, thread=None) -> int:
@@ -234,10 +238,7 @@ class Windows:
         return bisect_left(self.starts, x) + (self.last_end is not None and x > self.last_end)
 
     def _start_array(self) -> np.ndarray:
-        """``starts`` as a float64 array: a view of the column (no copy: drop it before the
-        next boundary comes), a copy where it is a list."""
-        if self.starts.__class__ is array:
-            return np.frombuffer(self.starts, dtype=np.float64)
+        """``starts`` as a float64 array (a copy, kept until the edges change)."""
         copy = self._copies.get("starts")
         if copy is None:
             copy = self._copies["starts"] = np.array(self.starts, np.float64)
@@ -335,7 +336,10 @@ class Windows:
             return found
         k = np.searchsorted(self._start_array(), starts, "right")
         before = np.flatnonzero(k < len(self.starts))  # after the last boundary: no gap
-        found[before] = starts[before] >= self.openers.floor_view()[k[before]]  # NaN: none
+        floors = self._copies.get("floors")
+        if floors is None:
+            floors = self._copies["floors"] = self.openers.floors()
+        found[before] = starts[before] >= floors[k[before]]  # NaN: none
         return found
 
     def decidable_many(self, ends: np.ndarray) -> np.ndarray:
