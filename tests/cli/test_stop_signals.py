@@ -97,7 +97,9 @@ def test_sigterm_to_a_multi_rank_split_stops_its_rank_workers(two_ranks, tmp_pat
     assert time.monotonic() - started < 5, "the rank workers ran on"
     assert proc.returncode in (143, 2), err.decode()
     assert "Traceback" not in err.decode()
-    if proc.returncode == 143:
+    # Stopped: a truthful output (some rank marked incomplete) or, when the signal came
+    # before anything was written (a loaded machine may deliver it that early), nothing.
+    if proc.returncode == 143 and out.exists():
         ranks = json.loads((out / "ranks.json").read_text())
         assert not all(rank["complete"] for rank in ranks["ranks"])
     no_staging_leftovers(tmp_path, "out")
