@@ -33,8 +33,8 @@ import numpy as np
 from stream_split.core.detect.rules import RULES
 from stream_split.core.records import OUTSIDE
 
-#: ``StepOpeners``' floor of a boundary without a gap (a time is never NaN, and no time is at
-#: or after it).
+_NO_GAP = float("inf")
+#: ``StepOpeners``' floor of a boundary without a gap (a time is never NaN).
 _NONE = float("nan")
 
 
@@ -98,10 +98,13 @@ class StepOpeners:
             thread == self._runs[bisect_right(self._run_starts, k) - 1]
 
     def floors(self) -> np.ndarray:
-        """Where each boundary's gap begins (NaN: none), as a float64 array (a copy: a view
-        of the column would forbid the next boundary's append, ``BufferError``, for as long as
-        anything held it). Only where ``any``."""
-        return np.array(self._floors, np.float64)
+        """Where each boundary's gap begins (``_NO_GAP``: none), and one more ``_NO_GAP``
+        for after the last."""
+        if self._floors is None:
+            return np.full(self._n + 1, _NO_GAP)
+        floors = np.append(np.frombuffer(self._floors, dtype=np.float64), _NO_GAP)
+        floors[np.isnan(floors)] = _NO_GAP
+        return floors
 
     def hold(self, k: int, start: float, end: float, name: str) -> None:
         """A frame in boundary ``k``'s gap holds it: it may open the step."""
@@ -122,24 +125,19 @@ class StepOpeners:
 
 class Windows:
     """The windows' edges: each iteration's start (``starts``, which only the methods here
-    change), then where the last one ends (``last_end``, once closed). Kept for the whole run
-    (an event from long ago may still come), as float64 (8 bytes an iteration, not a float
-    object's 32: ``--follow`` for weeks) while every time given is exact there, as a list of
-    the times given otherwise (an integer beyond 2**53): a comparison with either answers the
-    same. The last end is compared on its own (no list of the edges is kept). ``owners`` and
-    ``in_gaps`` read float64 copies of the starts and the gaps' floors, made at the first
-    call after a boundary and kept until the next one (``_copies``): a view of the column
-    itself (``np.frombuffer``) forbids the next append for as long as anything holds it, and
-    one held across a boundary failed a trace with ``BufferError`` on the Dask runner."""
-    __slots__ = ("starts", "last_end", "closed", "cached_lo", "cached_hi", "cached_owner",
-                 "openers", "_falls", "_copies")
+    change), then where the last one ends. Kept for the whole run (an event from long ago may
+    still come), as float64 (8 bytes an iteration, not a float object's 32: ``--follow`` for
+    weeks) while every time given is exact there, as a list of the times given otherwise
+    (an integer beyond 2**53): a comparison with either answers the same."""
+    __slots__ = ("starts", "last_end", "closed", "_edges", "cached_lo", "cached_hi",
+                 "cached_owner", "_edge_array", "openers", "_floor_array")
 
     def __init__(self):
         self.starts = array("d")
         self.last_end: float | None = None
         self.closed = False
+        self._edges = self.starts
         self.openers = StepOpeners()
-        self._falls = 0  # boundaries before the one before them (none, as boundaries come)
         self.forget()
 
     def forget(self) -> None:
@@ -148,18 +146,14 @@ class Windows:
         owned by ``cached_owner`` (callers may test it inline); ``owner`` gives the same answer
         with or without it."""
         self.cached_lo, self.cached_hi, self.cached_owner = 1.0, 0.0, OUTSIDE
-        # Made on demand until the edges change: ``starts`` and the gaps' floors as float64
-        # arrays (``owners``, ``in_gaps``), and the edges as a list where they are not in
-        # order (``_in_order``: rare)
-        self._copies = {}
+        self._edge_array = None  # the edges as an array, for ``owners``: made on demand
+        self._floor_array = None  # the boundaries and gaps' floors as arrays, for ``in_gaps``
 
     def add(self, ts: float, opens_after: float | None = None, thread=None) -> int:
         """A boundary at ``ts`` (after the latest): returns its index. ``opens_after``: where
         the gap before it begins, in which frames of ``thread`` may open its step
         (``StepOpeners``); None: none may."""
         starts = self._exact_for(ts)
-        if starts and ts < starts[-1]:
-            self._falls += 1
         starts.append(ts)
         self.openers.add(opens_after, thread)
         self.forget()
@@ -175,10 +169,7 @@ class Windows:
 
     def drop_last(self) -> None:
         """The latest boundary is withdrawn."""
-        starts = self.starts
-        if len(starts) > 1 and starts[-1] < starts[-2]:
-            self._falls -= 1
-        starts.pop()
+        self.starts.pop()
         self.openers.drop_last()
         self.forget()
 
@@ -186,7 +177,7 @@ class Windows:
         """``starts``, as a list from now on if ``ts`` is not exact in float64."""
         if ts.__class__ is not float and self.starts.__class__ is array and \
                 not -_EXACT_IN_FLOAT <= ts <= _EXACT_IN_FLOAT:
-            self.starts = list(self.starts)
+            self.starts = self._edges = list(self.starts)
         return self.starts
 
     def close(self, last_end: float | None) -> None:
@@ -197,6 +188,8 @@ class Windows:
             end = last_end if last_end is not None else float("inf")
             opener = self.openers.opener(len(self.starts) - 1, float("inf"))
             self.last_end = end if opener is None else max(end, opener[1])
+            self._edges = self._exact_for(self.last_end)[:]
+            self._edges.append(self.last_end)
         self.forget()
 
     def decidable(self, end: float) -> bool:
@@ -204,75 +197,27 @@ class Windows:
         the latest boundary owns nothing until a later one comes, and can still be revised."""
         return self.closed or (bool(self.starts) and end < self.starts[-1])
 
-    # The edges are ``starts``, then ``last_end`` once closed (with a boundary): ``_edge``
-    # and ``_edge_count`` read them, ``_edges_through`` / ``_edge_indices`` find a time
-    # among them (``bisect`` / ``searchsorted`` on the edges).
-
-    def _edge_count(self) -> int:
-        return len(self.starts) + (self.last_end is not None)
-
-    def _edge(self, j: int):
-        """Edge ``j`` (``0 <= j < _edge_count()``)."""
-        return self.starts[j] if j < len(self.starts) else self.last_end
-
-    def _in_order(self) -> bool:
-        """Are the edges in order (the last end not before the last start)?"""
-        return not self._falls and (self.last_end is None or self.last_end >= self.starts[-1])
-
-    def _edge_list(self) -> list:
-        """The edges as one list (for edges out of order: ``bisect`` answers what it
-        answers on them)."""
-        edges = self._copies.get("edges")
-        if edges is None:
-            edges = self._copies["edges"] = list(self.starts) + (
-                [] if self.last_end is None else [self.last_end])
-        return edges
-
-    def _edges_through(self, x, right: bool) -> int:
-        """``bisect_right`` (``right``) or ``bisect_left`` of ``x`` on the edges."""
-        if not self._in_order():
-            return (bisect_right if right else bisect_left)(self._edge_list(), x)
-        if right:
-            return bisect_right(self.starts, x) + (self.last_end is not None
-                                                   and x >= self.last_end)
-        return bisect_left(self.starts, x) + (self.last_end is not None and x > self.last_end)
-
-    def _start_array(self) -> np.ndarray:
-        """``starts`` as a float64 array (a copy, kept until the edges change)."""
-        copy = self._copies.get("starts")
-        if copy is None:
-            copy = self._copies["starts"] = np.array(self.starts, np.float64)
-        return copy
-
-    def _edge_indices(self, bounds: np.ndarray, times: np.ndarray, side: str) -> np.ndarray:
-        """``_edges_through`` of each of ``times`` (edges in order; ``bounds``:
-        ``_start_array()``)."""
-        found = np.searchsorted(bounds, times, side)
-        if self.last_end is not None:
-            last = np.float64(self.last_end)
-            found += (times >= last) if side == "right" else (times > last)
-        return found
-
     def owner(self, start: float, end: float) -> int:
         """Owner of an op spanning [start, end]; call only when ``decidable(end)``."""
         if self.cached_lo <= start <= end < self.cached_hi:  # most ops: the last window
             return self.cached_owner
-        if not self.starts:
+        edges = self._edges
+        if not edges:
             return OUTSIDE
         n_iter = len(self.starts)
-        seg_s = self._edges_through(start, True) - 1
-        seg_e = self._edges_through(end, False) - 1 if end > start else seg_s
+        seg_s = bisect_right(edges, start) - 1
+        seg_e = bisect_left(edges, end) - 1 if end > start else seg_s
         if seg_e == seg_s:
             owner = seg_s if 0 <= seg_s < n_iter else OUTSIDE
-            if 0 <= seg_s < self._edge_count() - 1:
-                self.cached_lo, self.cached_hi = self._edge(seg_s), self._edge(seg_s + 1)
+            if 0 <= seg_s < len(edges) - 1:
+                self.cached_lo, self.cached_hi = edges[seg_s], edges[seg_s + 1]
                 self.cached_owner = owner
             return owner
         if seg_e - seg_s >= 2:
             return OUTSIDE
         if self.opens(seg_e, start, end):
             return seg_e
-        edge = self._edge(seg_s + 1)
+        edge = edges[seg_s + 1]
         seg = seg_s if (edge - start) >= (end - edge) else seg_e
         return seg if 0 <= seg < n_iter else OUTSIDE
 
@@ -331,16 +276,14 @@ class Windows:
     def in_gaps(self, starts: np.ndarray) -> np.ndarray:
         """Which of ``starts`` (a float64 array) begin in the gap before some boundary, on
         any thread (a bool array): the frames ``frame_owner`` must look at."""
-        found = np.zeros(starts.size, bool)
         if not self.openers.any:
-            return found
-        k = np.searchsorted(self._start_array(), starts, "right")
-        before = np.flatnonzero(k < len(self.starts))  # after the last boundary: no gap
-        floors = self._copies.get("floors")
-        if floors is None:
-            floors = self._copies["floors"] = self.openers.floors()
-        found[before] = starts[before] >= floors[k[before]]  # NaN: none
-        return found
+            return np.zeros(starts.size, bool)
+        if self._floor_array is None:
+            self._floor_array = (np.asarray(self.starts, np.float64),
+                                 self.openers.floors())
+        bounds, floors = self._floor_array
+        k = np.searchsorted(bounds, starts, "right")
+        return starts >= floors[k]
 
     def decidable_many(self, ends: np.ndarray) -> np.ndarray:
         """``decidable`` of each end (a bool array)."""
@@ -353,24 +296,22 @@ class Windows:
     def owners(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """``owner`` of each op (float64 arrays of starts and ends), all at once: the same
         rules on the same edges (call only where ``decidable_many``)."""
-        if not self.starts:
+        if not self._edges:
             return np.full(starts.size, OUTSIDE, np.int64)
-        if not self._in_order():
+        if self._edge_array is None:
+            edges = np.array(self._edges, np.float64)  # a copy: ``starts`` may still grow
+            self._edge_array = edges, bool((edges[1:] >= edges[:-1]).all())
+        edges, ordered = self._edge_array
+        if not ordered:
             # A last end before the last start: the edges are not sorted, bisect on them
             # answers what it answers.
             return np.array([self.owner(s, e) for s, e in zip(starts.tolist(), ends.tolist())],
                             np.int64)
         n_iter = len(self.starts)
-        bounds = self._start_array()
-        seg_s = self._edge_indices(bounds, starts, "right") - 1
-        seg_e = np.where(ends > starts, self._edge_indices(bounds, ends, "left") - 1, seg_s)
-        # Across one edge: the side holding most of the op (the edge after ``seg_s``, the
-        # last one at most).
-        after = np.minimum(seg_s + 1, self._edge_count() - 1)
-        edge = bounds[np.minimum(after, n_iter - 1)]
-        if self.last_end is not None:
-            edge[after == n_iter] = self.last_end
-        del bounds  # a view of ``starts``: it may grow again once this returns
+        seg_s = np.searchsorted(edges, starts, "right") - 1
+        seg_e = np.where(ends > starts, np.searchsorted(edges, ends, "left") - 1, seg_s)
+        # Across one edge: the side holding most of the op.
+        edge = edges[np.minimum(seg_s + 1, edges.size - 1)]
         seg = np.where(seg_e == seg_s, seg_s,
                        np.where((edge - starts) >= (ends - edge), seg_s, seg_e))
         inside = (seg >= 0) & (seg < n_iter) & (seg_e - seg_s < 2)
