@@ -1216,21 +1216,8 @@ class Splitter:
         keeps of it (not None), with its times; ``cat``: its category where known."""
         if self._keep:
             self._assigned.append((owner, event if raw is None else raw))
-        if event.__class__ is tuple:  # an op held as its thread: counted, its time in ops
-            if owner == OUTSIDE:
-                self.outside_events += 1
-                return
-            hot = self._hot
-            if hot[0] != owner:
-                hot = self._hot_state(owner)
-            record = hot[1]
-            record.events += 1
-            record.cpu_ops += 1
-            hot[2].add_op(event, start, end)
-            if end > record.end_ts:
-                record.end_ts = end
-            return
-        if cat is False:
+        thread = event if event.__class__ is tuple else None  # an op held as its thread
+        if thread is None and cat is False:
             cat = event.get("cat")
         if owner == OUTSIDE:
             self.outside_events += 1
@@ -1240,12 +1227,17 @@ class Splitter:
                 hot = self._hot_state(owner)
             record = hot[1]
             record.events += 1
-            if cat in STRUCTURE_CATS:
+            if thread is not None:  # counted, its time in ops; it links nothing
+                record.cpu_ops += 1
+                hot[2].add_op(thread, start, end)
+            elif cat in STRUCTURE_CATS:
                 self._structure_facts(owner, record, cat, event)
                 if cat in CPU_OP_CATS and event.get("ph") == "X":
                     hot[2].add_op((event.get("pid"), event.get("tid")), start, end)
             if end > record.end_ts:
                 record.end_ts = end
+        if thread is not None:
+            return
         args = event.get("args")
         if args:
             corr = args.get("correlation")
