@@ -3,6 +3,7 @@ falls in; ``MonotonicOwnerMap``: GPU work by the correlation id of its launch, a
 ranges. Fed directly, no engine."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from stream_split.core.owners import AnnotationOwners, MonotonicOwnerMap, Windows
 from stream_split.core.records import OUTSIDE
@@ -191,6 +192,60 @@ def test_in_gaps_marks_the_frames_that_begin_in_a_gap():
     w = stepped((10.0, -np.inf), (100.0, 90.0), (200.0, 190.0))
     starts = np.array([5.0, 50.0, 92.0, 100.0, 150.0, 195.0, 250.0])
     assert w.in_gaps(starts).tolist() == [True, False, True, False, False, True, False]
+
+
+
+def test_a_boundary_comes_after_the_gaps_were_read_in_bulk():
+    """``in_gaps`` and ``owners`` read copies of the columns: a boundary added or withdrawn
+    after them is not refused (a view of the growing column made its append fail with
+    ``BufferError``), and the next reads see it."""
+    w = stepped((10.0, 5.0), (100.0, 90.0))
+    assert w.in_gaps(np.array([7.0, 95.0, 150.0])).tolist() == [True, True, False]
+    assert w.owners(np.array([20.0]), np.array([30.0])).tolist() == [0]
+    w.add(200.0, 190.0, LOOP)
+    w.drop_last()
+    w.add(300.0, 290.0, LOOP)
+    assert w.in_gaps(np.array([150.0, 195.0, 295.0])).tolist() == [False, False, True]
+    assert w.owners(np.array([150.0, 250.0]), np.array([160.0, 260.0])).tolist() == [1, 1]
+
+
+_STEPS = st.lists(st.tuples(st.sampled_from(["add", "move", "drop", "read"]),
+                            st.floats(0.0, 50.0), st.booleans()), max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=_STEPS, last_end=st.one_of(st.none(), st.floats(0.0, 2000.0)))
+def test_bulk_reads_between_boundary_changes_answer_as_one_at_a_time(steps, last_end):
+    """Boundaries added, moved and withdrawn, with bulk reads between (``owners``, ``in_gaps``,
+    which keep copies brought up to date): each read answers what ``owner`` and the gaps'
+    floors answer for the boundaries of that moment."""
+    w = Windows()
+    probes = np.arange(-5.0, 2100.0, 7.5)
+    ts = 0.0
+
+    def check():
+        decided = w.decidable_many(probes + 3.0)
+        starts, ends = probes[decided], probes[decided] + 3.0
+        assert w.owners(starts, ends).tolist() == [
+            w.owner(s, e) for s, e in zip(starts.tolist(), ends.tolist())]
+        k = np.searchsorted(np.array(w.starts), probes, "right")
+        floors = [w.openers._floors[i] if w.openers.any and i < len(w.starts) else np.nan
+                  for i in k.tolist()]
+        assert w.in_gaps(probes).tolist() == [bool(p >= f) for p, f in zip(probes, floors)]
+
+    for action, step, gap in steps:
+        if action == "read":
+            check()
+        elif action == "drop" and w.starts:
+            w.drop_last()
+        elif action == "move" and w.starts:
+            w.move_last(w.starts[-1] + step, w.starts[-1] if gap else None, LOOP)
+        else:
+            ts += step
+            w.add(ts, ts - step / 2 if gap else None, LOOP)
+    check()
+    w.close(last_end)
+    check()
 
 
 # -- MonotonicOwnerMap: GPU work by correlation ----------------------------------------------------
