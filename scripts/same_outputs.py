@@ -13,7 +13,9 @@ into a scratch folder by this project's own generator.
 
 It runs the command line of the checkout it sits in (``python -m stream_split.cli`` with this
 checkout first on ``PYTHONPATH`` and as the working folder, so a git worktree measures its own
-code whatever folder the script is started from), two at a time.
+code whatever folder the script is started from), two at a time. The traces of ``tests/data``
+and ``../shared`` are named relative to the checkout, so a recording does not depend on where
+the checkout lies.
 """
 from __future__ import annotations
 
@@ -39,15 +41,20 @@ SEEDS = (0, 1, 2)
 VARIANTS = 40
 
 
+def _from_checkout(path: Path) -> Path:
+    """``path`` named relative to the checkout (the commands run in it: ``tests/data/...``,
+    ``../shared/traces/...``), so that the outputs, which name their input, are the same from a
+    checkout at any place (a git worktree, the main checkout)."""
+    return Path(os.path.relpath(path, ROOT))
+
+
 def _corpus(scratch: Path) -> dict[str, Path]:
     inputs: dict[str, Path] = {}
     if SHARED.is_dir():
         for path in sorted(SHARED.rglob("*.json*")):
-            inputs[f"shared/{path.relative_to(SHARED)}"] = path
+            inputs[f"shared/{path.relative_to(SHARED)}"] = _from_checkout(path)
     for path in sorted((ROOT / "tests" / "data").rglob("*.json.gz")):
-        # Named relative to the checkout (the commands run in it), so that a git worktree's
-        # outputs, which name their input, match those of the main checkout.
-        inputs[f"data/{path.relative_to(ROOT / 'tests' / 'data')}"] = path.relative_to(ROOT)
+        inputs[f"data/{path.relative_to(ROOT / 'tests' / 'data')}"] = _from_checkout(path)
     for name in SCENARIOS:
         for seed in SEEDS:
             path = scratch / f"{name}-{seed}.json"

@@ -15,9 +15,11 @@ What it guarantees (README "Output contract"):
   folder ``.stream-split-<hash>-XXXXXXXX`` beside it (made by ``mkdtemp``: new, mode 0700, so
   no one can plant a link in it; a name of fixed length, so that a target name of NAME_MAX
   bytes still works) and every file in it is created with ``O_EXCL | O_NOFOLLOW``. ``commit``
-  writes the folder's marker (``FOLDER_MARKER``: the list of the files written) and renames
-  the finished folder onto the target. After a crash at any point the target holds the
-  previous complete result, or nothing (a replaced result is renamed away first).
+  replaces the folder's marker (``FOLDER_MARKER``) by the list of the files written and
+  renames the finished folder onto the target. A marker is written under a temporary name
+  and renamed into place, so a folder holds a whole marker or none. After a crash at any
+  point the target holds the previous complete result, or nothing (a replaced result is
+  renamed away first).
 - A non-empty target is refused unless ``overwrite``; with it, only an earlier output of ours
   is replaced: a target holding anything its marker does not list, or holding the input, is
   refused, naming what it holds. Whatever appears in the target while a run goes on is never
@@ -25,7 +27,8 @@ What it guarantees (README "Output contract"):
 - Leftovers of a crashed run into the same target (its staging folder, a replaced result not
   yet deleted) are removed by the next run, under the lock: a staging folder as a whole, a
   replaced result file by file as its marker lists them. A folder without our marker is
-  never touched.
+  never touched, but for the start of a staging folder's marker (under its temporary name,
+  its text cut short, nothing else beside it: a run killed as it made the folder).
 
 What it must never do: follow a link planted inside the target or the staging folder, delete
 a file that a run did not write, or leave a folder holding a manifest of one run beside the
@@ -54,6 +57,8 @@ CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEX
 FOLDER_MARKER = ".stream-split"
 MARKER_FORMAT = "stream-split/folder"
 MARKER_VERSION = 1
+#: A marker while it is written (``_write_marker``), renamed onto ``FOLDER_MARKER`` when whole.
+MARKER_BEING_WRITTEN = FOLDER_MARKER + ".new"
 #: Staging folders and replaced results, beside the target: this, the target's key, ``-`` and
 #: ``mkdtemp``'s 8 characters.
 TEMP_PREFIX = ".stream-split-"
@@ -263,8 +268,7 @@ class OutputFolder:
         ours); raises ``OutputError``, writing nothing, when the target is no longer ours to
         replace (something appeared in it while the run went on)."""
         staging = self.staging
-        os.unlink(os.path.join(staging, FOLDER_MARKER))
-        _write_marker(staging, _files_under(staging))
+        _write_marker(staging, _files_under(staging))  # replaces the staging marker
         os.chmod(staging, 0o777 & ~_umask())  # mkdtemp's 0700 was for building it
         try:
             os.rename(staging, self.target)  # atomic; replaces an empty folder
@@ -328,10 +332,11 @@ def _write_marker(folder: str, files) -> None:
     """The marker of ``folder``: the text of ``json.dump`` with ``indent=0`` of its format,
     version and ``files`` (an iterable of relative paths, or None for a staging folder),
     written as the paths come, ``MARKER_BATCH`` at a time (a folder of a million pieces is
-    listed without holding a million names)."""
-    with create_new(os.path.join(folder, FOLDER_MARKER), "w", encoding="utf-8") as f:
-        head = json.dumps({"format": MARKER_FORMAT, "version": MARKER_VERSION}, indent=0)
-        f.write(head[:-2] + ',\n"files": ')
+    listed without holding a million names), as ``MARKER_BEING_WRITTEN``, then renamed onto
+    the marker (replacing the one there): a crash leaves the folder's marker whole or none."""
+    being_written = os.path.join(folder, MARKER_BEING_WRITTEN)
+    with create_new(being_written, "w", encoding="utf-8") as f:
+        f.write(_MARKER_HEAD)
         if files is None:
             f.write("null")
         else:
@@ -340,13 +345,20 @@ def _write_marker(folder: str, files) -> None:
                 f.write(opening + _MARKER_ITEMS.encode(batch)[1:-1])
                 opening = ",\n"
             f.write("[]" if opening == "[\n" else "\n]")
-        f.write("\n}\n")
+        f.write(_MARKER_END)
+    os.replace(being_written, os.path.join(folder, FOLDER_MARKER))
 
 
 #: Paths of the marker encoded at once (``_write_marker``).
 MARKER_BATCH = 4096
 #: The marker's items: one per line, as ``json.dump(indent=0)`` lays them out.
 _MARKER_ITEMS = json.JSONEncoder(separators=(",\n", ": "))
+#: The marker's text before and after its ``files``.
+_MARKER_HEAD = json.dumps({"format": MARKER_FORMAT, "version": MARKER_VERSION},
+                          indent=0)[:-2] + ',\n"files": '
+_MARKER_END = "\n}\n"
+#: The whole marker of a staging folder.
+_STAGING_MARKER = (_MARKER_HEAD + "null" + _MARKER_END).encode()
 
 
 def _batches(items, size: int):
@@ -385,13 +397,14 @@ def read_marker(folder: str) -> dict | None:
 
 
 def _files_under(folder: str, prefix: str = ""):
-    """Every file under ``folder`` (relative, ``/``-separated), the marker aside, as the file
-    system lists them (one at a time: none is held), links not followed."""
+    """Every file under ``folder`` (relative, ``/``-separated), the marker (and the one being
+    written) aside, as the file system lists them (one at a time: none is held), links not
+    followed."""
     with os.scandir(folder) as entries:
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
                 yield from _files_under(entry.path, prefix + entry.name + "/")
-            elif prefix or entry.name != FOLDER_MARKER:
+            elif prefix or entry.name not in (FOLDER_MARKER, MARKER_BEING_WRITTEN):
                 yield prefix + entry.name
 
 
@@ -520,12 +533,32 @@ def _remove_listed(folder: str) -> None:
 def _remove_leftover(folder: str) -> None:
     """A temp folder of a crashed run: a staging folder (its marker without a list: every file
     in it was written by that run, in a folder no one else could write to) as a whole; a
-    replaced result as its marker lists; a folder without a marker only if empty."""
+    replaced result as its marker lists; a folder without a marker only if empty, or if all
+    it holds is the start of a staging folder's marker being written (a run killed as it made
+    its staging folder: the file is the tool's by its text, and no one's data is lost)."""
     marker = read_marker(folder)
     if marker is not None and marker["files"] is None:
         shutil.rmtree(folder, ignore_errors=True)
-    else:
-        _remove_listed(folder)
+        return
+    if marker is None:
+        with suppress(OSError):
+            _remove_begun_staging_marker(folder)
+    _remove_listed(folder)
+
+
+def _remove_begun_staging_marker(folder: str) -> None:
+    """Remove ``MARKER_BEING_WRITTEN`` when it is all ``folder`` holds and a regular file (no
+    link) holding the start of a staging folder's marker, maybe none of it."""
+    if os.listdir(folder) != [MARKER_BEING_WRITTEN]:
+        return
+    path = os.path.join(folder, MARKER_BEING_WRITTEN)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    with open(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return
+        text = f.read(len(_STAGING_MARKER) + 1)
+    if _STAGING_MARKER.startswith(text):
+        os.unlink(path)
 
 
 def _move_back(parked: str, target: str) -> None:

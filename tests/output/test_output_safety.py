@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from stream_split import split
-from stream_split.output import FOLDER_MARKER, TEMP_PREFIX, target_key
+from stream_split.output import FOLDER_MARKER, MARKER_BEING_WRITTEN, TEMP_PREFIX, target_key
 from stream_split.read import TraceInputError
 from stream_split.testing.generate import generate, render, write_trace
 
@@ -252,6 +252,32 @@ def test_leftovers_of_a_crashed_run_go_but_a_users_file_in_them_stays(tmp_path, 
     assert _cli("split", trace, "-o", out).returncode == 0
     assert not staging.exists()
     assert sorted(os.listdir(parked)) == ["mine.txt"]
+
+
+def test_a_staging_folder_killed_as_its_marker_was_begun_goes_but_a_users_file_stays(tmp_path,
+                                                                                     runtime):
+    trace = _trace(tmp_path / "t.json")
+    out = tmp_path / "out"
+    prefix = TEMP_PREFIX + target_key(str(out))
+    marker = b'{\n"format": "stream-split/folder",\n"version": 1,\n"files": null\n}\n'
+    # A run killed after making its staging folder, as it wrote the marker (not yet in place).
+    begun = {"begun000": b"", "begun001": marker[:30], "begun002": marker}
+    # The same name, but not (only) the start of a staging marker: the user's.
+    users = {"users000": b"mine", "users001": marker[:-1] + b"\nmine",
+             "users002": marker.replace(b"null", b'["x"]')}
+    for suffix, text in {**begun, **users}.items():
+        (tmp_path / f"{prefix}-{suffix}").mkdir()
+        (tmp_path / f"{prefix}-{suffix}" / MARKER_BEING_WRITTEN).write_bytes(text)
+    beside = tmp_path / f"{prefix}-users003"  # the start of one, beside a file of the user's
+    beside.mkdir()
+    (beside / MARKER_BEING_WRITTEN).write_bytes(b"")
+    (beside / "mine.txt").write_text("mine")
+    assert _cli("split", trace, "-o", out).returncode == 0
+    for suffix in begun:
+        assert not (tmp_path / f"{prefix}-{suffix}").exists()
+    for suffix, text in users.items():
+        assert (tmp_path / f"{prefix}-{suffix}" / MARKER_BEING_WRITTEN).read_bytes() == text
+    assert sorted(os.listdir(beside)) == sorted([MARKER_BEING_WRITTEN, "mine.txt"])
 
 
 def test_a_folder_name_of_255_bytes_works(tmp_path, runtime):
