@@ -29,7 +29,8 @@ from dataclasses import dataclass, replace
 import stream_split
 from stream_split.config import SplitConfig
 from stream_split.output import OutputFolder
-from stream_split.run import StopRequest, new_splitter, open_reader, read_through
+from stream_split.run import (StopRequest, new_splitter, open_reader, read_through,
+                              young_collections_only)
 from stream_split.write import PieceWriter, finish_split
 
 __all__ = ["SplitResult", "split_to_folder", "finish_folder", "PLOT_FILE"]
@@ -133,10 +134,11 @@ def _split_into(source, out_dir: str, config: SplitConfig, *, check: bool, reade
                                 else getattr(source, "name", "<stream>"))
     table = (None if config.table_rows is None
              else stream_split.summary.TableBuilder(config.table_rows))
-    manifest = finish_folder(writer, splitter, reader, config, source=shown,
-                             reader_info=outcome.reader_info, error=outcome.error,
-                             on_warning=reading.get("on_warning"), stop=reading.get("stop"),
-                             stats=outcome.stats, table=table)
+    with young_collections_only():  # 1 M pieces and entries, made and dropped: no cycles
+        manifest = finish_folder(writer, splitter, reader, config, source=shown,
+                                 reader_info=outcome.reader_info, error=outcome.error,
+                                 on_warning=reading.get("on_warning"),
+                                 stop=reading.get("stop"), stats=outcome.stats, table=table)
     header = {**reader.header_after, **reader.header_before} if reader is not None else {}
     return SplitResult(manifest, outcome.error, outcome.reader_info, header,
                        reader is not None, splitter, None if table is None else table.table())

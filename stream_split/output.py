@@ -71,9 +71,10 @@ SHOWN_NAMES = 5
 _LOCK_ATTEMPTS = 10
 
 
-def create_new(path: str, mode: str = "wb", **kwargs):
-    """Open a file that must not exist yet (and is no link) for writing."""
-    fd = os.open(path, CREATE_FLAGS, 0o666)
+def create_new(path: str, mode: str = "wb", dir_fd: int | None = None, **kwargs):
+    """Open a file that must not exist yet (and is no link) for writing; ``dir_fd``: ``path``
+    is relative to the folder open as it (``os.open``'s)."""
+    fd = os.open(path, CREATE_FLAGS, 0o666, dir_fd=dir_fd)
     return open(fd, mode, **kwargs)
 
 

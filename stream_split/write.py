@@ -300,21 +300,24 @@ class PieceWriter:
         tail = _piece_tail(header_before, header_after)
         ends = _Ends(head, head + b",\n" if self.metadata else head, tail, self.compresslevel)
         by_index = {r.index: r for r in records} if self.layout == LAYOUT_HTA else {}
-        folder = os.path.join(self.out_dir, "")  # + a piece's (relative) name: its path
+        # Pieces are created by their (relative) names in the folder opened once: the file
+        # system does not walk the folder's path again for each of 1 M pieces.
+        folder_fd = os.open(self.out_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             for count, (owner, name) in enumerate(files.items()):
                 if count % STOP_CHECK_PIECES == 0:
                     _check_stop(stop)
-                path = folder + name
                 own_ends = ends
                 if owner in by_index:
-                    os.makedirs(os.path.dirname(path), exist_ok=True)
+                    os.makedirs(os.path.dirname(os.path.join(self.out_dir, name)),
+                                exist_ok=True)
                     if by_index[owner].step is None:  # HTA finds an iteration by its step
                         own_head = _piece_head(header_before, self.metadata + [
                             added_step(by_index[owner], loop_thread)])
                         own_ends = _Ends(own_head, own_head + b",\n", tail, self.compresslevel)
-                self._assemble(path, own_ends, owner)
+                self._assemble(name, folder_fd, own_ends, owner)
         finally:
+            os.close(folder_fd)
             self._spool.pack.release()
         shutil.rmtree(self._spool_dir, ignore_errors=True)
         return files
@@ -347,9 +350,10 @@ class PieceWriter:
             files.add_named(record.index, name)
         return files
 
-    def _assemble(self, path: str, ends: _Ends, owner: int) -> None:
-        """One piece: its head, its events (the pack's part of them as they are, then its
-        spool file's, already encoded), the tail (``ends``). Compressed, it is one gzip
+    def _assemble(self, name: str, folder_fd: int, ends: _Ends, owner: int) -> None:
+        """One piece, ``name`` in the folder open as ``folder_fd``: its head, its events
+        (the pack's part of them as they are, then its spool file's, already encoded), the
+        tail (``ends``). Compressed, it is one gzip
         member: the head and the tail are deflated once for all pieces, the pack's part
         deflated here, the spool file's by the spool thread in segments each ended by a
         sync flush (the way ``pigz`` joins its blocks), and the trailer's CRC32 over all of
@@ -358,7 +362,7 @@ class PieceWriter:
         packed = self._spool.pack.parts(owner)
         on_file = self._spool.file_sums.get(owner)
         if packed is None and on_file is None:  # no event
-            _write_new(path, [ends.empty_piece(self.compress)])
+            _write_new(name, folder_fd, [ends.empty_piece(self.compress)])
             return
         packed = packed or b""
         if not self.compress:
@@ -373,9 +377,9 @@ class PieceWriter:
             after = [ends.trail, ends.trailer((crc, size))]
         spool_path = self._spool.path(owner)
         if spool_path is None:
-            _write_new(path, before + after)
+            _write_new(name, folder_fd, before + after)
             return
-        with stream_split.output.create_new(path) as out:
+        with stream_split.output.create_new(name, dir_fd=folder_fd) as out:
             out.write(b"".join(before))
             _copy_file(spool_path, out)
             out.write(b"".join(after))
@@ -480,9 +484,10 @@ def _check_stop(stop) -> None:
         raise WriteInterrupted()
 
 
-def _write_new(path: str, parts: list) -> None:
-    """A new file (never through a link) holding ``parts``, written in one call."""
-    fd = os.open(path, stream_split.output.CREATE_FLAGS, 0o666)
+def _write_new(name: str, folder_fd: int, parts: list) -> None:
+    """A new file ``name`` in the folder open as ``folder_fd`` (never through a link)
+    holding ``parts``, written in one call."""
+    fd = os.open(name, stream_split.output.CREATE_FLAGS, 0o666, dir_fd=folder_fd)
     try:
         data = memoryview(b"".join(parts))
         while data:
@@ -710,6 +715,7 @@ class _Pack:
         self._next_offset = 0  # ... and where its first part lies in the file
         self._block_offsets = None  # where every ``_BLOCK_PARTS``-th part lies (parts in order)
         self._fd: int | None = None
+        self._block, self._block_at = b"", 0  # the bytes read ahead (``_read``) and where
 
     def append(self, parts: list) -> None:
         """``[(owner, bytes)]`` appended, in order."""
@@ -746,29 +752,38 @@ class _Pack:
         if hi == lo:
             return None
         if offsets is not None:
-            found = [os.pread(self._fd, int(lengths[at]), int(offsets[at]))
-                     for at in range(lo, hi)]
-        else:  # in file order: one read
+            found = [os.pread(self._fd, lengths[at], offsets[at]) for at in range(lo, hi)]
+        else:  # in file order: read from the block read ahead
             offset = self._next_offset if lo == self._next else self._offset(lo)
-            size = int(lengths[lo]) if hi == lo + 1 else int(lengths[lo:hi].sum(dtype=np.int64))
-            found = [os.pread(self._fd, size, offset)]
+            size = lengths[lo] if hi == lo + 1 else sum(lengths[lo:hi])
+            found = [self._read(offset, size)]
             self._next_offset = offset + size
         self._next = hi
         return found[0] if len(found) == 1 else b"".join(found)
+
+    def _read(self, offset: int, size: int) -> bytes:
+        """``size`` bytes of the pack at ``offset``, out of a block of ``READ_AHEAD`` bytes
+        read at once (the pieces' parts are asked for in file order: 1 M one-op pieces are
+        a few hundred reads, not 1 M)."""
+        at = offset - self._block_at
+        if at < 0 or at + size > len(self._block):
+            self._block = os.pread(self._fd, max(size, READ_AHEAD), offset)
+            self._block_at, at = offset, 0
+        return self._block[at:at + size]
 
     def _offset(self, at: int) -> int:
         """Where part ``at`` lies in the file, its parts in owner order (``_sort``)."""
         lengths = self._sorted[2]
         block = at // _BLOCK_PARTS
-        return int(self._block_offsets[block]) + int(
-            lengths[block * _BLOCK_PARTS:at].sum(dtype=np.int64))
+        return int(self._block_offsets[block]) + sum(lengths[block * _BLOCK_PARTS:at])
 
     def _sort(self) -> None:
-        """The parts in owner order (numpy columns), and the pack opened for reading. Parts
-        already in owner order in the file (each owner's events decided in order: a loop on
-        the CPU alone) stay where they are, their offsets summed as they are read (and a
-        block's at a time for a look-up out of order): 8 bytes a part, no more, where
-        sorting takes up to 40 (1 M one-op pieces)."""
+        """The parts in owner order (numpy columns, read through memoryviews: an item is a
+        Python integer, not a numpy scalar, a few times cheaper to compare and to pass on),
+        and the pack opened for reading. Parts already in owner order in the file (each
+        owner's events decided in order: a loop on the CPU alone) stay where they are, their
+        offsets summed as they are read (and a block's at a time for a look-up out of
+        order): 8 bytes a part, no more, where sorting takes up to 40 (1 M one-op pieces)."""
         owners = np.frombuffer(self._owners, dtype=np.int32)
         lengths = np.frombuffer(self._lengths, dtype=np.int32)
         if (owners[1:] >= owners[:-1]).all():
@@ -776,14 +791,15 @@ class _Pack:
                                      dtype=np.int64)
             self._block_offsets = np.zeros(len(blocks), dtype=np.int64)
             np.cumsum(blocks[:-1], out=self._block_offsets[1:])
-            self._sorted = (owners, None, lengths)
+            self._sorted = (memoryview(owners), None, memoryview(lengths))
         else:
             offsets = np.zeros(len(lengths), dtype=np.int64)
             np.cumsum(lengths[:-1], dtype=np.int64, out=offsets[1:])
             order = np.argsort(owners, kind="stable")
             # numpy columns (their items are integers to ``bisect``, ``os.pread``), each made
             # once: 16 bytes a part, at most 40 while sorting
-            self._sorted = (owners[order], offsets[order], lengths[order])
+            self._sorted = (memoryview(owners[order]), memoryview(offsets[order]),
+                            memoryview(lengths[order]))
         self._owners, self._lengths = array("i"), array("i")
         self._next = self._next_offset = 0
         self._fd = os.open(self._path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -795,12 +811,15 @@ class _Pack:
             os.close(self._fd)
             self._fd = None
         self._sorted = self._block_offsets = None
+        self._block = b""
         self._owners, self._lengths = array("i"), array("i")
 
 
 #: Parts of the pack whose offset ``_Pack`` keeps, one in so many, where the parts are in
 #: owner order in the file.
 _BLOCK_PARTS = 1024
+#: Bytes of the pack read at once where its parts are read in file order (``_Pack._read``).
+READ_AHEAD = 1 << 20
 
 
 def _deflater(level: int):

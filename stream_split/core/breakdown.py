@@ -289,7 +289,8 @@ class IterationBreakdown:
         out["top_kernels"] = self.top_kernels()
         out["host"] = self.host_dict()
         out["comm_kernels"] = self.comm_kernels
-        out["comm_kernel_us"] = round(self.comm_kernel_us, 3)
+        comm_us = self.comm_kernel_us  # 0 as it is (``IterationRecord.to_dict``'s GPU times)
+        out["comm_kernel_us"] = round(comm_us, 3) if comm_us else comm_us
         return out
 
 

@@ -59,7 +59,7 @@ class CodedColumn:
     Values are told apart as a list's would hold them: 1 is not 1.0 (nor True), a float 0.0
     is not -0.0."""
 
-    __slots__ = ("_values", "_codes_of", "_codes")
+    __slots__ = ("_values", "_codes_of", "_codes", "_last", "_last_code")
 
     _WIDER = {"B": "H", "H": "I"}
 
@@ -67,6 +67,9 @@ class CodedColumn:
         self._values: list = []
         self._codes_of: dict = {}  # ``_key(value)`` -> its code
         self._codes = array("B")
+        # The value coded last and its code: a loop's instances mostly give the very same
+        # object again (a matcher measures an instance like the one before once).
+        self._last, self._last_code = _NOTHING, 0
 
     @staticmethod
     def _key(value):
@@ -76,6 +79,8 @@ class CodedColumn:
         return value.__class__, value
 
     def _code(self, value) -> int:
+        if value is self._last:
+            return self._last_code
         key = self._key(value)
         code = self._codes_of.get(key)
         if code is None:
@@ -83,6 +88,7 @@ class CodedColumn:
             self._values.append(value)
             if code > _LARGEST[self._codes.typecode]:
                 self._codes = array(self._WIDER[self._codes.typecode], self._codes)
+        self._last, self._last_code = value, code
         return code
 
     def __len__(self) -> int:
@@ -110,5 +116,7 @@ class CodedColumn:
         return map(self._values.__getitem__, self._codes)
 
 
+#: What ``CodedColumn`` has coded last before its first value: no value is it.
+_NOTHING = object()
 #: The largest code of each type of ``CodedColumn``'s array.
 _LARGEST = {"B": 0xFF, "H": 0xFFFF, "I": 0xFFFFFFFF}

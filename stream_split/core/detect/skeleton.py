@@ -443,7 +443,8 @@ class Skeletons:
         children of the containers ``path``, or the top level), else None."""
         stack = state.stack
         del stack[depth:]
-        if any(node is not None and all(node is not c for c in path) for node in stack):
+        if stack and any(node is not None and all(node is not c for c in path)
+                         for node in stack):
             stack.append(SKIPPED)  # inside an op of the row, not on it
             return None
         if transparent:
