@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import stream_split
+from stream_split.allocator import give_back_free_pages
 from stream_split.core import Splitter, SplitOptions
 from stream_split.decode import MAX_EVENT_BYTES
 from stream_split.errors import ReadInterrupted, TraceEventError, TraceInputError
@@ -246,6 +247,7 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
             feed_batch(batch.events, batch.raws if keep else None, batch.frame_runs)
             hand_out()
             collect_young(fed)
+            give_back_free_pages(fed)
             if stop is not None and stop.requested:
                 break
     except (TraceInputError, TraceEventError) as e:

@@ -36,6 +36,8 @@ the top five that is exact when an iteration launches fewer distinct kernels).
 from __future__ import annotations
 
 import re
+import sys
+from array import array
 from bisect import bisect_left
 from functools import lru_cache
 from operator import sub
@@ -79,15 +81,21 @@ class IntervalUnion:
     """The length of a union of intervals, in any order: its merged intervals, sorted, at most
     ``KEPT_INTERVALS`` of them (past that, the oldest half summed: ``_bound``). Once
     ``freeze`` is called (its iteration is most likely done) it keeps the latest
-    ``FROZEN_KEPT`` only, the rest summed."""
+    ``FROZEN_KEPT`` only, the rest summed.
+
+    The intervals are lists while the union grows, and two float64 arrays once ``compact``
+    is called (its iteration's GPU work frozen: ``IterationBreakdown.freeze_gpu``): 16 bytes
+    an interval, where lists of float objects take some 64 (the host unions are kept to the
+    end: 28 KB an iteration of the resnet tile, most of its state). An array is only read:
+    an interval added later turns them back into lists (``_as_lists``)."""
     __slots__ = ("starts", "ends", "frozen_us", "frozen")
 
     def __reduce__(self):
         return _union_of, (_union_state(self),)
 
     def __init__(self):
-        self.starts: list = []
-        self.ends: list = []
+        self.starts: list | array = []
+        self.ends: list | array = []
         self.frozen_us = 0.0  # the length of the intervals dropped (``_drop_oldest``)
         self.frozen = False
 
@@ -114,17 +122,35 @@ class IntervalUnion:
     def _bound(self) -> None:
         self._drop_oldest(FROZEN_KEPT if self.frozen else KEPT_INTERVALS // 2)
 
+    def compact(self) -> None:
+        """Keep the intervals in float64 arrays (see the class), where every time is a float
+        (an integer is kept as given: beyond 2**53 float64 would change it)."""
+        starts, ends = self.starts, self.ends
+        if starts.__class__ is list and all(t.__class__ is float for t in starts) and \
+                all(t.__class__ is float for t in ends):
+            self.starts, self.ends = array("d", starts), array("d", ends)
+
+    def _as_lists(self) -> tuple[list, list]:
+        """``starts`` and ``ends`` as lists again, to be changed (``compact`` made arrays)."""
+        self.starts, self.ends = self.starts.tolist(), self.ends.tolist()
+        return self.starts, self.ends
+
     def add(self, start: float, end: float) -> None:
         starts, ends = self.starts, self.ends
         if starts and start >= starts[-1]:  # in time order: the common cases first
-            if end <= ends[-1]:
+            latest = ends[-1]
+            if end <= latest:
                 return  # inside the latest interval (a nested op)
-            if start > ends[-1]:
+            if start > latest:
+                if starts.__class__ is not list:
+                    starts, ends = self._as_lists()
                 starts.append(start)
                 ends.append(end)
                 if len(starts) > KEPT_INTERVALS:
                     self._bound()
                 return
+        if starts.__class__ is not list:
+            starts, ends = self._as_lists()
         i = bisect_left(starts, start)
         if i and ends[i - 1] >= start:  # joins the interval before it
             i -= 1
@@ -137,6 +163,14 @@ class IntervalUnion:
         ends[i:j] = [hi]
         if len(starts) > (FROZEN_KEPT if self.frozen else KEPT_INTERVALS):
             self._bound()
+
+
+def _shared(name: str) -> str:
+    """One object for every copy of a kernel name (``sys.intern``): the decoder makes a new
+    string for each event, and every iteration keeps its kernels by name (up to
+    ``KEPT_KERNEL_NAMES``, ``FROZEN_KERNEL_NAMES`` to the end), long C++ names of some
+    hundreds of bytes: 9.5 KB an iteration of the resnet tile, where one copy serves all."""
+    return sys.intern(name) if name.__class__ is str else name
 
 
 def _union_state(union: IntervalUnion) -> tuple:
@@ -218,15 +252,19 @@ class IterationBreakdown:
         if seen is None:
             if len(self.kernels) >= KEPT_KERNEL_NAMES:
                 del self.kernels[min(self.kernels, key=lambda k: self.kernels[k][1])]
-            self.kernels[name] = [1, end - start]
+            self.kernels[_shared(name)] = [1, end - start]
         else:
             seen[0] += 1
             seen[1] += end - start
 
     def freeze_gpu(self) -> None:
-        """Its GPU work is most likely all decided: keep little of it (bounded memory)."""
+        """Its GPU work is most likely all decided: keep little of it (bounded memory), and
+        its unions, the host's too, compact (``IntervalUnion.compact``)."""
         for union in self._made_layers():  # frozen before its first GPU work: later work too
             union.freeze()
+            union.compact()
+        for union in self.cpu_ops.values():  # its host side is most likely done too
+            union.compact()
         if len(self.kernels) > FROZEN_KERNEL_NAMES:
             kept = sorted(self.kernels.items(), key=lambda item: -item[1][1])
             self.kernels = dict(kept[:FROZEN_KERNEL_NAMES])

@@ -79,6 +79,38 @@ print(json.dumps(keep_freed_memory()))
 """
 
 
+_GIVE_BACK = """
+import json
+from stream_split import allocator
+
+
+def anon_kb():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("RssAnon"))
+
+
+allocator.keep_freed_memory()
+blocks = [bytearray(256 << 10) for _ in range(200)]  # 50 MB of the heap, touched
+del blocks  # kept: the heap is trimmed only beyond 128 MB
+kept = anon_kb()
+allocator.give_back_free_pages(allocator.GIVE_BACK_EVERY - 1)  # not yet
+later = anon_kb()
+allocator.give_back_free_pages(allocator.GIVE_BACK_EVERY)
+print(json.dumps([kept - later, kept - anon_kb()]))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
+def test_a_cli_run_gives_the_kept_free_pages_back_every_so_many_batches():
+    """What ``keep_freed_memory`` keeps is given back by ``give_back_free_pages`` every
+    ``GIVE_BACK_EVERY`` batches (the heap grows otherwise: see ``allocator``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    out = subprocess.run([sys.executable, "-c", _GIVE_BACK], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    not_yet, given_back = json.loads(out)
+    assert not_yet < 5_000 and given_back > 40_000  # KB
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_the_cli_allocator_keeps_freed_memory_unless_the_user_set_a_limit():
     """``allocator.keep_freed_memory`` (called by the console script only: it changes the

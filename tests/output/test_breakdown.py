@@ -54,6 +54,28 @@ def test_union_counts_any_order_exactly_while_the_intervals_fit():
         assert union.total_us == pytest.approx(exact_union(intervals))
 
 
+def test_compact_union_counts_as_before_and_keeps_integer_times_as_given():
+    """``compact`` keeps float times in float64 arrays, an interval added later turns them
+    back into lists; an integer that float64 would round (beyond 2**53) is kept as given."""
+    rng = random.Random(7)
+    intervals = [(s, s + rng.uniform(0, 20)) for s in (rng.uniform(0, 500) for _ in range(80))]
+    plain, compacted = bd.IntervalUnion(), bd.IntervalUnion()
+    for k, (start, end) in enumerate(intervals):
+        plain.add(start, end)
+        compacted.add(start, end)
+        if k % 7 == 0:
+            compacted.compact()
+    assert compacted.total_us == plain.total_us
+    union = bd.IntervalUnion()
+    big = 2 ** 53
+    for start, end in ((0.5, 1.0), (big + 1, big + 2), (big + 5, big + 6)):
+        union.add(start, end)  # as floats, 2**53 + 1 is 2**53: 2 µs, not 1
+    union.compact()
+    union.add(big + 3, big + 4)  # out of order: between the two
+    assert union.total_us == 0.5 + 3  # as floats: 0.5 + 4
+    assert list(union.starts) == [0.5, big + 1, big + 3, big + 5]
+
+
 def test_union_beyond_its_intervals_sums_the_oldest_and_closes_no_gap(monkeypatch):
     monkeypatch.setattr(bd, "KEPT_INTERVALS", 4)
     union = bd.IntervalUnion()
