@@ -154,6 +154,14 @@ def collect_young(batches: int) -> None:
         gc.collect(1)
 
 
+def tidy_between_batches(batches: int) -> None:
+    """After ``batches`` batches of a run, each at its own pace: the young objects' cycles
+    collected (``collect_young``) and the heap's free pages given back to the system
+    (``allocator.give_back_free_pages``)."""
+    collect_young(batches)
+    give_back_free_pages(batches)
+
+
 #: Events fed to the engine between two looks at a stop request and two hand-outs of its
 #: decisions: the input is fed in parts of exactly this many (``_parts``).
 FEED_EVENTS = 1024
@@ -246,8 +254,7 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
         for fed, batch in enumerate(read, 1):
             feed_batch(batch.events, batch.raws if keep else None, batch.frame_runs)
             hand_out()
-            collect_young(fed)
-            give_back_free_pages(fed)
+            tidy_between_batches(fed)
             if stop is not None and stop.requested:
                 break
     except (TraceInputError, TraceEventError) as e:
