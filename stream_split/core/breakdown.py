@@ -42,6 +42,7 @@ from bisect import bisect_left
 from functools import lru_cache
 from operator import sub
 
+from stream_split.core.records import rounded_us
 from stream_split.trace_format import MEMCPY_CATS, MEMSET_CATS
 
 #: A kernel whose name matches is communication (collectives).
@@ -327,8 +328,7 @@ class IterationBreakdown:
         out["top_kernels"] = self.top_kernels()
         out["host"] = self.host_dict()
         out["comm_kernels"] = self.comm_kernels
-        comm_us = self.comm_kernel_us  # 0 as it is (``IterationRecord.to_dict``'s GPU times)
-        out["comm_kernel_us"] = round(comm_us, 3) if comm_us else comm_us
+        out["comm_kernel_us"] = rounded_us(self.comm_kernel_us)
         return out
 
 

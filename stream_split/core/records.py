@@ -31,6 +31,13 @@ KIND_ITERATION = "iteration"
 KIND_IDLE = "idle"
 
 
+def rounded_us(us: float) -> float:
+    """``us`` rounded to the nanosecond, a 0 (an iteration without GPU work) as it is:
+    ``round`` of a float is a decimal conversion, some 2,000 instructions, and leaves a zero
+    as it was."""
+    return round(us, 3) if us else us
+
+
 @dataclass(frozen=True, slots=True)
 class Boundary:
     """Iteration ``index`` begins at ``start_ts`` with op ``first_op`` on the loop thread
@@ -147,11 +154,8 @@ class IterationRecord:
         d.update(zip(_SCALAR_FIELDS, _SCALAR_VALUES(self)))
         d["duration_us"] = self.duration_us
         d["wall_us"] = self.wall_us
-        busy, active = self.gpu_busy_us, self.gpu_active_us
-        # 0 (an iteration without GPU work) as it is: ``round`` of a float is a decimal
-        # conversion, some 2,000 instructions, and leaves a zero as it was
-        d["gpu_busy_us"] = round(busy, 3) if busy else busy
-        d["gpu_active_us"] = round(active, 3) if active else active
+        d["gpu_busy_us"] = rounded_us(self.gpu_busy_us)
+        d["gpu_active_us"] = rounded_us(self.gpu_active_us)
         d["breakdown"] = self.breakdown if shared else _copied(self.breakdown)
         d.update(self.extra if shared else _copied(self.extra))
         return d
