@@ -114,7 +114,7 @@ from array import array
 from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from functools import reduce
+from functools import lru_cache, reduce
 from operator import add
 
 import numpy as np
@@ -129,6 +129,23 @@ from stream_split.trace_format import (BLOCKING_SYNC_NAMES, INPUT_FETCH_PATTERN,
 _INPUT_FETCH = re.compile(INPUT_FETCH_PATTERN)
 _LOOP_MARKER = re.compile(LOOP_MARKER_PATTERN)
 _TURN_END = re.compile(TURN_END_PATTERN)
+#: Names whose pattern tests are remembered (``loop_marker``, ``input_fetch``).
+_NAMES_REMEMBERED = 4096
+
+
+@lru_cache(maxsize=_NAMES_REMEMBERED)
+def loop_marker(name: str) -> bool:
+    """Whether an op of this name is a loop marker (``LOOP_MARKER_PATTERN``). Remembered: the
+    online tries ask it of the same few names at every search, and the pattern (an
+    alternation, partly case-insensitive) costs some 30 k instructions a name."""
+    return _LOOP_MARKER.search(name) is not None
+
+
+@lru_cache(maxsize=_NAMES_REMEMBERED)
+def input_fetch(name: str) -> bool:
+    """Whether an op of this name fetches the next input (``INPUT_FETCH_PATTERN``);
+    remembered as ``loop_marker``."""
+    return _INPUT_FETCH.search(name) is not None
 
 
 def upper_median(values, default=None):
@@ -880,11 +897,14 @@ def _similarities(parts: tuple, totals: tuple, trials: np.ndarray, rules: Rules)
     time, kernels and ops per kind of op (instances x kinds); ``totals``: its sums."""
     time, kernels, ops = totals
     x = np.empty((len(trials), len(ops)))
-    actives = np.stack((time[trials] > 0, kernels[trials] > 0), axis=1)  # per representative
-    for active in np.unique(actives, axis=0).tolist():
-        rows = np.flatnonzero((actives == active).all(1))
+    # Per representative, whether it has time and kernels, as one code (0 to 3): the
+    # representatives grouped by code in its order (what ``np.unique(axis=0)`` of the pairs
+    # gives, without the ``numpy.ma`` import it costs a process: 20 ms).
+    codes = (time[trials] > 0) * 2 + (kernels[trials] > 0)
+    for code in sorted(set(codes.tolist())):
+        rows = np.flatnonzero(codes == code)
         refs = trials[rows]
-        shares = _shares(parts, totals, tuple(active), rules)
+        shares = _shares(parts, totals, (code > 1, code & 1 == 1), rules)
         own = shares[refs]
         lo = np.minimum(shares[None, :, :], own[:, None, :]).sum(2)
         hi = shares.sum(1)[None, :] + own.sum(1)[:, None] - lo
@@ -1086,7 +1106,7 @@ def turns_the_loop(unit: Unit, names: list) -> bool:
     """Does each instance hold a loop marker once (the optimizer's step, ``zero_grad``, the
     input fetch: ``LOOP_MARKER_PATTERN``)? Then an instance is a whole turn of the training
     loop, not the inner loop of a step (the tokens of a rollout, seen before its update)."""
-    return any(_LOOP_MARKER.search(names[s]) for s in unit.spine)
+    return any(loop_marker(names[s]) for s in unit.spine)
 
 
 def _spine_held(shapes: list, spine: frozenset) -> list:
@@ -1329,7 +1349,7 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
     positions = _Positions(syms)
     # (A marker seen once in the row is in no spine and never twice in an instance: of no
     # use to the rules that read markers.)
-    markers = frozenset(s for s in positions if names and _LOOP_MARKER.search(names[s]))
+    markers = frozenset(s for s in positions if names and loop_marker(names[s]))
     memo.markers = markers
     candidates = []
     seen = set()
@@ -1424,7 +1444,7 @@ def _turns_apart(unit: Unit, row: list, syms: list, names: list, rules: Rules) -
     pos = unit.positions
     if len(pos) < REPEAT or not unit.reference or not unit.reference[2] \
             or unit.opening in (OPENS_AT_INPUT_FETCH, OPENS_AT_LOOP_EDGE) \
-            or any(_LOOP_MARKER.search(names[s]) for s in unit.spine):
+            or any(loop_marker(names[s]) for s in unit.spine):
         return unit
     edges = _turn_edges(row, pos[1:], rules)
     at_edge = set(edges) & set(pos[1:])
@@ -1556,7 +1576,7 @@ def _opening(unit: Unit, row: list, syms: list, positions: dict, names,
         spine = _spine(unit, syms, rules)
         # An input fetch may occur twice in an instance that swallowed an idle cycle.
         fetch = [s for s in _spine(unit, syms, rules, once=False)
-                 if _INPUT_FETCH.search(names[s])]
+                 if input_fetch(names[s])]
         if fetch:
             return _begin_at(unit, fetch[0], row, syms, positions, noise, memo,
                              OPENS_AT_INPUT_FETCH)
@@ -1625,17 +1645,17 @@ def _edge_candidates(kinds: list, names: list) -> list:
     ends = [j for j, s in enumerate(kinds) if _TURN_END.search(names[s])]
     if ends:
         out = [(ends[0] + 1) % len(kinds)]
-        while _LOOP_MARKER.search(names[kinds[out[-1]]]) and len(out) < len(kinds) - 1:
+        while loop_marker(names[kinds[out[-1]]]) and len(out) < len(kinds) - 1:
             out.append((out[-1] + 1) % len(kinds))
         return out
     return [j for j, after in enumerate(kinds)
-            if _opens_turn(names[after]) or _LOOP_MARKER.search(names[kinds[j - 1]])]
+            if _opens_turn(names[after]) or loop_marker(names[kinds[j - 1]])]
 
 
 def _opens_turn(name: str) -> bool:
     """May an op of this name be a turn's first own op? A loop marker but the one that ends
     a turn (``TURN_END_PATTERN``)."""
-    return bool(_LOOP_MARKER.search(name)) and not _TURN_END.search(name)
+    return loop_marker(name) and not _TURN_END.search(name)
 
 
 def _at_loop_edge(unit: Unit, spine: list, row: list, syms: list, positions: dict,
@@ -1647,7 +1667,7 @@ def _at_loop_edge(unit: Unit, spine: list, row: list, syms: list, positions: dic
     spine's kind that ends a turn and the one that begins the next (``_edge_pair``), so the ops that make the step's input (a batch of any shape,
     padded or bucketed) are its own. The cut moves to the kind after the edge when it cuts
     as many turns as well (as ``_begin_at``). None where the edge is not clear."""
-    if not any(_LOOP_MARKER.search(names[s]) for s in spine):
+    if not any(loop_marker(names[s]) for s in spine):
         return None
     rules = memo.rules
     pair = _edge_pair(spine, row, syms, names, rules)
