@@ -1477,16 +1477,16 @@ def _waits_apart(unit: Unit, row: list, syms: list, rules: Rules) -> Unit:
     if len(pos) < rules.min_instances or not unit.reference or len(unit.shapes) != len(pos) \
             or unit.reference[2]:
         return unit  # (with GPU work known, a cycle that launches none is told idle by it)
-    gaps = [_gap_before(row, q) for q in range(1, len(row))]
-    wait = rules.wait_gap_ratio * max(min(_gap_before(row, p) for p in pos[1:]),
-                                      upper_median(gaps, 0.0))
+    gaps = _gaps_before(row)
+    wait = rules.wait_gap_ratio * max(min(gaps[p] for p in pos[1:]),
+                                      upper_median(gaps[1:], 0.0))
     if not 0 < wait < math.inf:
         return unit
-    body = {syms[q] for q, gap in enumerate(gaps, 1) if gap < wait} | unit.spine
+    body = {syms[q] for q, gap in enumerate(gaps) if gap < wait} | unit.spine
     bounds = pos[1:] + [len(row)]
     starts, shapes, sims = [], [], []
     for i, (p, end) in enumerate(zip(pos, bounds)):
-        pieces = _idle_runs(row, syms, p, end, wait, body, unit, rules)
+        pieces = _idle_runs(row, syms, gaps, p, end, wait, body, unit, rules)
         if end == len(row):
             pieces = _last_turns(pieces, row, unit, rules)
         if len(pieces) == 1:
@@ -1504,17 +1504,17 @@ def _waits_apart(unit: Unit, row: list, syms: list, rules: Rules) -> Unit:
     return replace(unit, positions=starts, shapes=shapes, similarity=sims)
 
 
-def _idle_runs(row: list, syms: list, p: int, end: int, wait: float, body: set, unit: Unit,
-               rules: Rules) -> list:
-    """Where the turns begin in the instance ``row[p:end]``: at ``p``, at each run of ops
-    outside ``body`` after a wait that only waited (``_only_waited``), and at the op of
-    ``body`` that follows such a run."""
+def _idle_runs(row: list, syms: list, gaps: list, p: int, end: int, wait: float, body: set,
+               unit: Unit, rules: Rules) -> list:
+    """Where the turns begin in the instance ``row[p:end]`` (``gaps``: ``_gaps_before``): at
+    ``p``, at each run of ops outside ``body`` after a wait that only waited
+    (``_only_waited``), and at the op of ``body`` that follows such a run."""
     pieces = [p]
     q = p
     while q < end:
-        if (q == p or _gap_before(row, q) >= wait) and syms[q] not in body:
+        if (q == p or gaps[q] >= wait) and syms[q] not in body:
             r = q
-            while r < end and syms[r] not in body and (r == q or _gap_before(row, r) < wait):
+            while r < end and syms[r] not in body and (r == q or gaps[r] < wait):
                 r += 1
             if _only_waited(row[q:r], unit, rules):
                 if q > p:
@@ -1596,6 +1596,12 @@ def _gap_before(row: list, q: int) -> float:
     """The host's idle time before the op at ``q`` (since the op before it ended); the row's
     first op has no op before it: an edge of its own."""
     return row[q].start - row[q - 1].end if q > 0 else math.inf
+
+
+def _gaps_before(row: list) -> list:
+    """``_gap_before`` of every op of ``row``, in order (one pass, for a rule that reads
+    them all)."""
+    return [math.inf] + [op.start - before.end for before, op in zip(row, row[1:])]
 
 
 def loop_edge_in(row: list, lo: int, hi: int) -> int:
