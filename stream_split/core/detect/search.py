@@ -129,11 +129,9 @@ from stream_split.trace_format import (BLOCKING_SYNC_NAMES, INPUT_FETCH_PATTERN,
 _INPUT_FETCH = re.compile(INPUT_FETCH_PATTERN)
 _LOOP_MARKER = re.compile(LOOP_MARKER_PATTERN)
 _TURN_END = re.compile(TURN_END_PATTERN)
-#: Names whose pattern tests are remembered (``loop_marker``, ``input_fetch``).
-_NAMES_REMEMBERED = 4096
 
 
-@lru_cache(maxsize=_NAMES_REMEMBERED)
+@lru_cache(maxsize=RULES.memory.names_remembered)
 def loop_marker(name: str) -> bool:
     """Whether an op of this name is a loop marker (``LOOP_MARKER_PATTERN``). Remembered: the
     online tries ask it of the same few names at every search, and the pattern (an
@@ -141,7 +139,7 @@ def loop_marker(name: str) -> bool:
     return _LOOP_MARKER.search(name) is not None
 
 
-@lru_cache(maxsize=_NAMES_REMEMBERED)
+@lru_cache(maxsize=RULES.memory.names_remembered)
 def input_fetch(name: str) -> bool:
     """Whether an op of this name fetches the next input (``INPUT_FETCH_PATTERN``);
     remembered as ``loop_marker``."""
