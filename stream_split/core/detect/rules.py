@@ -159,6 +159,10 @@ class MemoryRules:
     #: 3 MB. The searches of the resnet trace's top level (600 ops, 19 anchors) keep under
     #: 30 000.
     memo_budget: int = 1 << 15
+    #: Op names whose loop-marker and input-fetch tests are remembered (``search.loop_marker``,
+    #: ``search.input_fetch``): the rows searched hold a few dozen names (the resnet trace's
+    #: top level 58); about 150 bytes each, and the name kept.
+    names_remembered: int = 4096
     #: Python frames kept while waiting for the top-level op they may open (a bound: the
     #: frames read within one top-level op of a file in time order).
     max_pending_frames: int = 4096

@@ -114,7 +114,7 @@ from array import array
 from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from functools import reduce
+from functools import lru_cache, reduce
 from operator import add
 
 import numpy as np
@@ -129,6 +129,21 @@ from stream_split.trace_format import (BLOCKING_SYNC_NAMES, INPUT_FETCH_PATTERN,
 _INPUT_FETCH = re.compile(INPUT_FETCH_PATTERN)
 _LOOP_MARKER = re.compile(LOOP_MARKER_PATTERN)
 _TURN_END = re.compile(TURN_END_PATTERN)
+
+
+@lru_cache(maxsize=RULES.memory.names_remembered)
+def loop_marker(name: str) -> bool:
+    """Whether an op of this name is a loop marker (``LOOP_MARKER_PATTERN``). Remembered: the
+    online tries ask it of the same few names at every search, and the pattern (an
+    alternation, partly case-insensitive) costs some 30 k instructions a name."""
+    return _LOOP_MARKER.search(name) is not None
+
+
+@lru_cache(maxsize=RULES.memory.names_remembered)
+def input_fetch(name: str) -> bool:
+    """Whether an op of this name fetches the next input (``INPUT_FETCH_PATTERN``);
+    remembered as ``loop_marker``."""
+    return _INPUT_FETCH.search(name) is not None
 
 
 def upper_median(values, default=None):
@@ -880,11 +895,14 @@ def _similarities(parts: tuple, totals: tuple, trials: np.ndarray, rules: Rules)
     time, kernels and ops per kind of op (instances x kinds); ``totals``: its sums."""
     time, kernels, ops = totals
     x = np.empty((len(trials), len(ops)))
-    actives = np.stack((time[trials] > 0, kernels[trials] > 0), axis=1)  # per representative
-    for active in np.unique(actives, axis=0).tolist():
-        rows = np.flatnonzero((actives == active).all(1))
+    # Per representative, whether it has time and kernels, as one code (0 to 3): the
+    # representatives grouped by code in its order (what ``np.unique(axis=0)`` of the pairs
+    # gives, without the ``numpy.ma`` import it costs a process: 20 ms).
+    codes = (time[trials] > 0) * 2 + (kernels[trials] > 0)
+    for code in sorted(set(codes.tolist())):
+        rows = np.flatnonzero(codes == code)
         refs = trials[rows]
-        shares = _shares(parts, totals, tuple(active), rules)
+        shares = _shares(parts, totals, (code > 1, code & 1 == 1), rules)
         own = shares[refs]
         lo = np.minimum(shares[None, :, :], own[:, None, :]).sum(2)
         hi = shares.sum(1)[None, :] + own.sum(1)[:, None] - lo
@@ -1086,7 +1104,7 @@ def turns_the_loop(unit: Unit, names: list) -> bool:
     """Does each instance hold a loop marker once (the optimizer's step, ``zero_grad``, the
     input fetch: ``LOOP_MARKER_PATTERN``)? Then an instance is a whole turn of the training
     loop, not the inner loop of a step (the tokens of a rollout, seen before its update)."""
-    return any(_LOOP_MARKER.search(names[s]) for s in unit.spine)
+    return any(loop_marker(names[s]) for s in unit.spine)
 
 
 def _spine_held(shapes: list, spine: frozenset) -> list:
@@ -1329,7 +1347,7 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
     positions = _Positions(syms)
     # (A marker seen once in the row is in no spine and never twice in an instance: of no
     # use to the rules that read markers.)
-    markers = frozenset(s for s in positions if names and _LOOP_MARKER.search(names[s]))
+    markers = frozenset(s for s in positions if names and loop_marker(names[s]))
     memo.markers = markers
     candidates = []
     seen = set()
@@ -1424,7 +1442,7 @@ def _turns_apart(unit: Unit, row: list, syms: list, names: list, rules: Rules) -
     pos = unit.positions
     if len(pos) < REPEAT or not unit.reference or not unit.reference[2] \
             or unit.opening in (OPENS_AT_INPUT_FETCH, OPENS_AT_LOOP_EDGE) \
-            or any(_LOOP_MARKER.search(names[s]) for s in unit.spine):
+            or any(loop_marker(names[s]) for s in unit.spine):
         return unit
     edges = _turn_edges(row, pos[1:], rules)
     at_edge = set(edges) & set(pos[1:])
@@ -1457,16 +1475,16 @@ def _waits_apart(unit: Unit, row: list, syms: list, rules: Rules) -> Unit:
     if len(pos) < rules.min_instances or not unit.reference or len(unit.shapes) != len(pos) \
             or unit.reference[2]:
         return unit  # (with GPU work known, a cycle that launches none is told idle by it)
-    gaps = [_gap_before(row, q) for q in range(1, len(row))]
-    wait = rules.wait_gap_ratio * max(min(_gap_before(row, p) for p in pos[1:]),
-                                      upper_median(gaps, 0.0))
+    gaps = _gaps_before(row)
+    wait = rules.wait_gap_ratio * max(min(gaps[p] for p in pos[1:]),
+                                      upper_median(gaps[1:], 0.0))
     if not 0 < wait < math.inf:
         return unit
-    body = {syms[q] for q, gap in enumerate(gaps, 1) if gap < wait} | unit.spine
+    body = {syms[q] for q, gap in enumerate(gaps) if gap < wait} | unit.spine
     bounds = pos[1:] + [len(row)]
     starts, shapes, sims = [], [], []
     for i, (p, end) in enumerate(zip(pos, bounds)):
-        pieces = _idle_runs(row, syms, p, end, wait, body, unit, rules)
+        pieces = _idle_runs(row, syms, gaps, p, end, wait, body, unit, rules)
         if end == len(row):
             pieces = _last_turns(pieces, row, unit, rules)
         if len(pieces) == 1:
@@ -1484,17 +1502,17 @@ def _waits_apart(unit: Unit, row: list, syms: list, rules: Rules) -> Unit:
     return replace(unit, positions=starts, shapes=shapes, similarity=sims)
 
 
-def _idle_runs(row: list, syms: list, p: int, end: int, wait: float, body: set, unit: Unit,
-               rules: Rules) -> list:
-    """Where the turns begin in the instance ``row[p:end]``: at ``p``, at each run of ops
-    outside ``body`` after a wait that only waited (``_only_waited``), and at the op of
-    ``body`` that follows such a run."""
+def _idle_runs(row: list, syms: list, gaps: list, p: int, end: int, wait: float, body: set,
+               unit: Unit, rules: Rules) -> list:
+    """Where the turns begin in the instance ``row[p:end]`` (``gaps``: ``_gaps_before``): at
+    ``p``, at each run of ops outside ``body`` after a wait that only waited
+    (``_only_waited``), and at the op of ``body`` that follows such a run."""
     pieces = [p]
     q = p
     while q < end:
-        if (q == p or _gap_before(row, q) >= wait) and syms[q] not in body:
+        if (q == p or gaps[q] >= wait) and syms[q] not in body:
             r = q
-            while r < end and syms[r] not in body and (r == q or _gap_before(row, r) < wait):
+            while r < end and syms[r] not in body and (r == q or gaps[r] < wait):
                 r += 1
             if _only_waited(row[q:r], unit, rules):
                 if q > p:
@@ -1556,7 +1574,7 @@ def _opening(unit: Unit, row: list, syms: list, positions: dict, names,
         spine = _spine(unit, syms, rules)
         # An input fetch may occur twice in an instance that swallowed an idle cycle.
         fetch = [s for s in _spine(unit, syms, rules, once=False)
-                 if _INPUT_FETCH.search(names[s])]
+                 if input_fetch(names[s])]
         if fetch:
             return _begin_at(unit, fetch[0], row, syms, positions, noise, memo,
                              OPENS_AT_INPUT_FETCH)
@@ -1576,6 +1594,12 @@ def _gap_before(row: list, q: int) -> float:
     """The host's idle time before the op at ``q`` (since the op before it ended); the row's
     first op has no op before it: an edge of its own."""
     return row[q].start - row[q - 1].end if q > 0 else math.inf
+
+
+def _gaps_before(row: list) -> list:
+    """``_gap_before`` of every op of ``row``, in order (one pass, for a rule that reads
+    them all)."""
+    return [math.inf] + [op.start - before.end for before, op in zip(row, row[1:])]
 
 
 def loop_edge_in(row: list, lo: int, hi: int) -> int:
@@ -1625,17 +1649,17 @@ def _edge_candidates(kinds: list, names: list) -> list:
     ends = [j for j, s in enumerate(kinds) if _TURN_END.search(names[s])]
     if ends:
         out = [(ends[0] + 1) % len(kinds)]
-        while _LOOP_MARKER.search(names[kinds[out[-1]]]) and len(out) < len(kinds) - 1:
+        while loop_marker(names[kinds[out[-1]]]) and len(out) < len(kinds) - 1:
             out.append((out[-1] + 1) % len(kinds))
         return out
     return [j for j, after in enumerate(kinds)
-            if _opens_turn(names[after]) or _LOOP_MARKER.search(names[kinds[j - 1]])]
+            if _opens_turn(names[after]) or loop_marker(names[kinds[j - 1]])]
 
 
 def _opens_turn(name: str) -> bool:
     """May an op of this name be a turn's first own op? A loop marker but the one that ends
     a turn (``TURN_END_PATTERN``)."""
-    return bool(_LOOP_MARKER.search(name)) and not _TURN_END.search(name)
+    return loop_marker(name) and not _TURN_END.search(name)
 
 
 def _at_loop_edge(unit: Unit, spine: list, row: list, syms: list, positions: dict,
@@ -1647,7 +1671,7 @@ def _at_loop_edge(unit: Unit, spine: list, row: list, syms: list, positions: dic
     spine's kind that ends a turn and the one that begins the next (``_edge_pair``), so the ops that make the step's input (a batch of any shape,
     padded or bucketed) are its own. The cut moves to the kind after the edge when it cuts
     as many turns as well (as ``_begin_at``). None where the edge is not clear."""
-    if not any(_LOOP_MARKER.search(names[s]) for s in spine):
+    if not any(loop_marker(names[s]) for s in spine):
         return None
     rules = memo.rules
     pair = _edge_pair(spine, row, syms, names, rules)

@@ -33,10 +33,10 @@ from collections import Counter
 import numpy as np
 
 from stream_split.core.detect.rules import REPEAT, RULES
-from stream_split.trace_format import LOOP_MARKER_PATTERN, is_main_thread
+from stream_split.core.detect.search import loop_marker
+from stream_split.trace_format import is_main_thread
 
 _DIGITS = re.compile(r"\d+")
-_LOOP_MARKER = re.compile(LOOP_MARKER_PATTERN)
 #: How a Python frame of an ``nn.Module`` call is named.
 MODULE_FRAME_PREFIX = "nn.Module: "
 
@@ -639,7 +639,7 @@ class Symbols:
                 sym = len(self.names)
                 self.names.append(family)
                 self._family[family] = sym
-                if _LOOP_MARKER.search(family):
+                if loop_marker(family):
                     self.markers.add(sym)
             if family is not name:
                 self._of[name] = sym
