@@ -123,10 +123,14 @@ def piece_name(index: int, kind: str = KIND_ITERATION, step: int | None = None) 
     """The file name (without suffix) of iteration ``index``'s piece; ``step`` names it by its
     ``ProfilerStep`` number instead."""
     if kind == KIND_IDLE:
-        return f"idle_{index:05d}"
+        return _BY_INDEX[KIND_IDLE].format(index)
     if step is not None:
         return f"step_{step:05d}"
-    return f"iteration_{index:05d}"
+    return _BY_INDEX[KIND_ITERATION].format(index)
+
+
+#: ``piece_name`` by index, of an iteration and of an idle cycle: format strings of the index.
+_BY_INDEX = {KIND_ITERATION: "iteration_{:05d}", KIND_IDLE: "idle_{:05d}"}
 
 
 def _by_owner(pairs) -> dict:
@@ -222,10 +226,11 @@ class PieceWriter:
         """A batch of decided events: one string per piece, spooled by the spool thread
         once enough are gathered. Events are separated by ``,\\n``; a piece's first
         event has none before it."""
+        wants = None if self._select is None else self.wants  # None: every owner (no call)
         for owner, chunk in _by_owner(pairs).items():
             if owner == METADATA:
                 self._add_metadata(_as_bytes(chunk))
-            elif self.wants(owner):
+            elif wants is None or wants(owner):
                 self._add(owner, chunk)
         if self._pending_size >= SPOOL_TASK_BYTES:
             self._hand_over()
@@ -379,17 +384,18 @@ class PieceWriter:
             before = [ends.lead]
             if packed:
                 before.append(_deflate(packed, self.compresslevel, zlib.Z_SYNC_FLUSH))
-            crc, size = isal_zlib.crc32(packed), len(packed)
+            # the CRC32 of the head and the pack's part taken on from the head's (no combine)
+            crc = isal_zlib.crc32(packed, ends.lead_crc)
+            size = len(ends.head_before_events) + len(packed)
             if on_file is not None:
                 crc, size = isal_zlib.crc32_combine(crc, *on_file), size + on_file[1]
-            after = [ends.trail, ends.trailer((crc, size))]
-        spool_path = self._spool.path(owner)
-        if spool_path is None:
+            after = [ends.trail, ends.trailer(crc, size)]
+        if on_file is None:  # no spool file (``file_sums`` holds a sum for every one)
             _write_new(name, folder_fd, before + after)
             return
         with stream_split.output.create_new(name, dir_fd=folder_fd) as out:
             out.write(b"".join(before))
-            _copy_file(spool_path, out)
+            _copy_file(self._spool.path(owner), out)
             out.write(b"".join(after))
 
 
@@ -411,6 +417,12 @@ class PieceFiles(Mapping):
         self._suffix = suffix
         self._codes = bytearray()  # at an iteration's index: how its piece is named
         self._named: dict = {}  # index -> name, where not by index
+        #: By code (not ``_NONE``): the name of an iteration's piece from its index, by a
+        #: function written in C (``piece_name``'s format, suffixed; or a look-up): no call of
+        #: Python per piece named.
+        self._namers = {self._ITERATION: (_BY_INDEX[KIND_ITERATION] + suffix).format,
+                        self._IDLE: (_BY_INDEX[KIND_IDLE] + suffix).format,
+                        self._NAMED: self._named.__getitem__}
         self._count = 0
 
     def add_by_index(self, index: int, kind: str) -> None:
@@ -444,27 +456,23 @@ class PieceFiles(Mapping):
 
     def _name(self, index: int, code: int) -> str:
         """The name of iteration ``index``'s piece, named as ``code`` says (not ``_NONE``)."""
-        if code == self._ITERATION:
-            return piece_name(index) + self._suffix
-        if code == self._IDLE:
-            return piece_name(index, KIND_IDLE) + self._suffix
-        return self._named[index]
+        return self._namers[code](index)
 
     def get(self, owner, default=None):
         """``self[owner]``, or ``default`` where ``owner`` has no piece (a call, not two:
         the manifest asks once per iteration)."""
         if isinstance(owner, int) and 0 <= owner < len(self._codes):  # an iteration's: the
             code = self._codes[owner]  # special owners (outside, metadata) are below 0
-            return self._name(owner, code) if code else default
+            return self._namers[code](owner) if code else default  # ``_name``'s, inline
         return self._special.get(owner, default)
 
     def items(self):
         """(owner, name) of every piece, in order (made as iterated: one name at a time)."""
         yield from self._special.items()
-        name = self._name
+        namers = self._namers
         for index, code in enumerate(self._codes):
             if code:
-                yield index, name(index, code)
+                yield index, namers[code](index)  # ``_name``'s, inline
 
     def __contains__(self, owner) -> bool:
         if owner in self._special:
@@ -508,9 +516,9 @@ class _Ends:
     """What every piece begins and ends with (``_piece_head`` / ``_piece_tail``), and what
     a compressed piece is made of around its events, computed once for all pieces (1 M
     pieces of one event each would otherwise deflate 1 M copies of the same head): ``lead``
-    (the gzip header and the head deflated up to a sync flush), ``trail`` (the tail deflated
-    to the end of the stream) and ``trailer(events)`` (the member's CRC32 and size, combined
-    from the head's, the events' and the tail's)."""
+    (the gzip header and the head deflated up to a sync flush), ``lead_crc`` (the CRC32 of
+    the head, which a piece's events' CRC32 is taken on from), ``trail`` (the tail deflated
+    to the end of the stream) and ``trailer(crc, size)`` (the member's CRC32 and size)."""
 
     def __init__(self, head: bytes, head_before_events: bytes, tail: bytes, level: int):
         self.head = head  # of a piece with no events
@@ -519,12 +527,7 @@ class _Ends:
         self._level = level
         self.lead = _gzip_header(level) + _deflate(head_before_events, level, zlib.Z_SYNC_FLUSH)
         self.trail = _deflate(tail, level, zlib.Z_FINISH)
-        self._lead_crc, self._tail_crc = isal_zlib.crc32(head_before_events), isal_zlib.crc32(tail)
-
-    def trailer(self, events: tuple) -> bytes:
-        """The gzip trailer of a piece whose events' bytes have ``events`` (crc32, size)."""
-        return self._trailer(isal_zlib.crc32_combine(self._lead_crc, events[0], events[1]),
-                             len(self.head_before_events) + events[1])
+        self.lead_crc, self._tail_crc = isal_zlib.crc32(head_before_events), isal_zlib.crc32(tail)
 
     def empty_piece(self, compress: bool) -> bytes:
         """The whole piece of no events: its head and tail (rare: made when asked)."""
@@ -532,12 +535,21 @@ class _Ends:
             return self.head + self.tail
         return b"".join([_gzip_header(self._level),
                          _deflate(self.head, self._level, zlib.Z_SYNC_FLUSH), self.trail,
-                         self._trailer(isal_zlib.crc32(self.head), len(self.head))])
+                         self.trailer(isal_zlib.crc32(self.head), len(self.head))])
 
-    def _trailer(self, crc: int, size: int) -> bytes:
-        """The gzip trailer of a piece whose bytes before the tail have ``crc`` and ``size``."""
-        crc = isal_zlib.crc32_combine(crc, self._tail_crc, len(self.tail))
+    def trailer(self, crc: int, size: int) -> bytes:
+        """The gzip trailer of a piece whose bytes before the tail have ``crc`` and ``size``.
+        A short tail's CRC32 is taken on from ``crc`` (a few dozen bytes: cheaper than
+        ``crc32_combine``, the same number)."""
+        if len(self.tail) <= _CRC_TAIL_BYTES:
+            crc = isal_zlib.crc32(self.tail, crc)
+        else:
+            crc = isal_zlib.crc32_combine(crc, self._tail_crc, len(self.tail))
         return struct.pack("<II", crc, (size + len(self.tail)) & 0xFFFFFFFF)
+
+
+#: A piece's tail up to this many bytes has its CRC32 taken on, not combined (``_Ends``).
+_CRC_TAIL_BYTES = 1024
 
 
 def _piece_head(header_before: dict, metadata: list) -> bytes:

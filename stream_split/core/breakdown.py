@@ -40,7 +40,7 @@ import sys
 from array import array
 from bisect import bisect_left
 from functools import lru_cache
-from operator import sub
+from operator import attrgetter, sub
 
 from stream_split.core.records import rounded_us
 from stream_split.trace_format import MEMCPY_CATS, MEMSET_CATS
@@ -174,8 +174,8 @@ def _shared(name: str) -> str:
     return sys.intern(name) if name.__class__ is str else name
 
 
-def _union_state(union: IntervalUnion) -> tuple:
-    return union.starts, union.ends, union.frozen_us, union.frozen
+#: The state of an ``IntervalUnion`` (its slots' values, read in C), as ``_union_of`` takes it.
+_union_state = attrgetter(*IntervalUnion.__slots__)
 
 
 def _union_of(state: tuple) -> IntervalUnion:
@@ -188,9 +188,9 @@ def _union_of(state: tuple) -> IntervalUnion:
 def _breakdown_of(layers: list, kernels: dict, cpu_ops: dict, *rest) -> "IterationBreakdown":
     """The breakdown ``IterationBreakdown.__reduce__`` describes."""
     breakdown = IterationBreakdown.__new__(IterationBreakdown)
-    breakdown.layers = [_union_of(state) for state in layers]
+    breakdown.layers = list(map(_union_of, layers))  # (mapped in C: no frame per breakdown)
     breakdown.kernels = kernels
-    breakdown.cpu_ops = {thread: _union_of(state) for thread, state in cpu_ops.items()}
+    breakdown.cpu_ops = dict(zip(cpu_ops, map(_union_of, cpu_ops.values())))
     (breakdown.delay_sum_us, breakdown.delay_max_us, breakdown.delays, breakdown.comm_kernels,
      breakdown.comm_kernel_us, breakdown.stream_work, breakdown.gpu_work) = rest
     return breakdown
@@ -208,8 +208,8 @@ class IterationBreakdown:
         iteration's breakdown is paged through a file (``pages.PagedList``) on a long trace,
         and the default for its five objects with slots took some 25 µs to write and read."""
         return _breakdown_of, (
-            [_union_state(u) for u in self.layers], self.kernels,
-            {thread: _union_state(u) for thread, u in self.cpu_ops.items()},
+            list(map(_union_state, self.layers)), self.kernels,
+            dict(zip(self.cpu_ops, map(_union_state, self.cpu_ops.values()))),
             self.delay_sum_us, self.delay_max_us, self.delays, self.comm_kernels,
             self.comm_kernel_us, self.stream_work, self.gpu_work)
 
@@ -324,8 +324,10 @@ class IterationBreakdown:
                 "launches_timed": self.delays}
 
     def to_dict(self, span_us: float | None) -> dict:
-        out = self.gpu_dict(span_us)  # a new dict: the other keys follow its layers
-        out["top_kernels"] = self.top_kernels()
+        # a new dict: the other keys follow its layers (no GPU work, most iterations of a
+        # trace of tiny ones: no call to make it, nor for the kernels it has none of)
+        out = dict(_NO_GPU) if span_us is None else self.gpu_dict(span_us)
+        out["top_kernels"] = self.top_kernels() if self.kernels else []
         out["host"] = self.host_dict()
         out["comm_kernels"] = self.comm_kernels
         out["comm_kernel_us"] = rounded_us(self.comm_kernel_us)
