@@ -27,19 +27,19 @@ def _summary(copies, rss, ratio_b=1.0, ratio_s=1.0, ratio_t=1.0):
 
 
 def test_checks_pass_and_fail():
-    good = bench.evaluate_checks({1: _summary(1, 80), 10: _summary(10, 90, 1.1, 0.9, 0.8),
-                                  40: _summary(40, 100)}, None)
+    good = bench.evaluate_checks({1: _summary(1, 80), 10: _summary(10, 90, 2.1, 1.6, 1.5),
+                                  40: _summary(40, 100, 2.0, 1.5, 1.7)}, None)
     assert {c["status"] for c in good} == {"PASS"}
-    assert len(good) == 3 * 2 + 3  # RSS flat and capped per command, three ratios at 10x
-    bad = bench.evaluate_checks({1: _summary(1, 80), 10: _summary(10, 90, 0.9, 0.7, 0.7),
-                                 40: _summary(40, 210)}, None)
-    assert [c["status"] for c in bad] == ["FAIL"] * 9
-    missing = bench.evaluate_checks({10: _summary(10, 90)}, None)
+    assert len(good) == 3 * 2 + 3 + 3  # RSS flat and capped per command, ratios at 10x, 40x
+    bad = bench.evaluate_checks({1: _summary(1, 80), 10: _summary(10, 90, 1.9, 1.4, 1.4),
+                                 40: _summary(40, 210, 1.0, 0.8, 0.8)}, None)
+    assert [c["status"] for c in bad] == ["FAIL"] * 12
+    missing = bench.evaluate_checks({10: _summary(10, 90, 2.0, 1.5, 1.5)}, None)
     assert [c["status"] for c in missing] == ["n/a"] * 6 + ["PASS"] * 3
 
 
 def test_the_180x_tile_is_judged_when_it_was_measured():
-    tiles = {10: _summary(10, 90, 1.1, 0.9, 0.8), 180: _summary(180, 95, 1.0, 0.79, 0.85)}
+    tiles = {10: _summary(10, 90, 2.1, 1.6, 1.5), 180: _summary(180, 95, 2.0, 1.49, 1.55)}
     checks = {c["check"]: c["status"] for c in bench.evaluate_checks(tiles, None)}
     assert checks["boundaries events/s vs bare ijson at 180x"] == "PASS"
     assert checks["split events/s vs bare ijson at 180x"] == "FAIL"
