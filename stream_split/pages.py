@@ -16,8 +16,9 @@ written back whole when it leaves memory, and only ``trim()`` makes one leave, s
 by ``[i]`` stays the object in the list until the next ``trim()`` (the engine trims between two
 batches of input), and an item got from iterating stays so until the iteration has moved a
 page past it. A caller that only reads goes through ``reading(items)`` (``PagedList.read``): a
-page loaded for it is dropped, never written back. Once the items are final, ``seal()`` saves
-writing back what was only read. A list of up to ``PAGE_ITEMS * RESIDENT_PAGES`` items (4,096: more iterations
+page loaded for it is dropped, never written back. ``finish_with`` makes the items final where
+they are read next, not in a pass of their own; once they are final, ``seal()`` saves writing
+back what was only read. A list of up to ``PAGE_ITEMS * RESIDENT_PAGES`` items (4,096: more iterations
 than a real profile holds) never touches the file.
 """
 from __future__ import annotations
@@ -99,6 +100,9 @@ class PagedList:
         # The page used last (its number and items): most look-ups ask for it again, and
         # it is already the last in ``_resident``. Forgotten when a page leaves memory.
         self._hot, self._hot_items = -1, None
+        # Pages the file holds as they were before ``finish_with``, and what makes them final.
+        self._unfinished: set = set()
+        self._finish = None
         #: Pages written to the file and read back from it (for tests and benchmarks).
         self.pages_written = 0
         self.pages_read = 0
@@ -165,11 +169,32 @@ class PagedList:
         read and dropped, never written back (the caller changes nothing it is given), and
         the pages in memory stay as they are. Half the cost of ``__iter__`` on a list
         mostly in the file."""
-        for number in range((self._len + self._page_items - 1) // self._page_items):
-            page = self._resident.get(number)
-            if page is None:
-                page = self._load(number)
+        for page in self.read_pages():
             yield from page
+
+    def read_pages(self):
+        """The items of every page in order, a page (a list) at a time, for reading only (as
+        ``read``)."""
+        for number in range((self._len + self._page_items - 1) // self._page_items):
+            yield self.read_page(number)
+
+    def read_page(self, number: int) -> list:
+        """The items of page ``number`` (items ``number * page_items`` on), for reading only
+        (as ``read``)."""
+        page = self._resident.get(number)
+        return self._load(number) if page is None else page
+
+    def finish_with(self, finish) -> None:
+        """The items are made final by ``finish(number, items)``, which changes the items of
+        page ``number`` in place, alike each time it is given the same: at once in the pages
+        in memory, and in a page of the file each time it is read back (once written back,
+        it is final there). A pass that made a long list's items final would write every
+        page back, to be read again by the next: they are made final where they are read
+        next instead (``core.finish``)."""
+        self._finish = finish
+        self._unfinished = set(self._stored)
+        for number, items in self._resident.items():
+            finish(number, items)
 
     def seal(self) -> None:
         """No item changes from now on (the records are final): a page that leaves memory
@@ -211,7 +236,10 @@ class PagedList:
         offset, size = self._stored[number]
         self._file.seek(offset)
         self.pages_read += 1
-        return _unpacked(pickle.loads(self._file.read(size)))
+        items = _unpacked(pickle.loads(self._file.read(size)))
+        if number in self._unfinished:
+            self._finish(number, items)
+        return items
 
     def _store(self, number: int, items: list) -> None:
         """Pickle page ``number`` to the file: where it was when it still fits, else at the end."""
@@ -227,6 +255,7 @@ class PagedList:
             self._file.seek(offset)
         self._file.write(data)
         self._stored[number] = (offset, len(data))
+        self._unfinished.discard(number)
         self.pages_written += 1
 
     def close(self) -> None:
@@ -235,6 +264,8 @@ class PagedList:
         self._hot, self._hot_items = -1, None
         self._stored.clear()
         self._clean.clear()
+        self._unfinished.clear()
+        self._finish = None
         self._len = 0
         if self._file is not None:
             self._file.close()

@@ -222,6 +222,32 @@ def test_a_sealed_list_drops_the_pages_it_read_back_without_writing_them(tmp_pat
     assert pages.pages_written == written + 1  # only the last page, never written before
 
 
+def test_items_finished_with_are_final_where_read_without_a_page_written(tmp_path):
+    pages = PagedList(str(tmp_path), page_items=4, resident_pages=1)
+    for i in range(12):
+        pages.append(IterationRecord(index=i))
+    pages.trim()
+    written, finished = pages.pages_written, []
+
+    def finish(number, records):
+        finished.append(number)
+        for record in records:
+            record.end_ts = record.index * 10
+    pages.finish_with(finish)
+    assert finished == [2]  # the page in memory, at once
+    assert [r.end_ts for r in pages.read()] == [i * 10 for i in range(12)]
+    assert [r.end_ts for r in pages.read()] == [i * 10 for i in range(12)]
+    assert finished == [2, 0, 1, 0, 1]  # read back twice: made final each time
+    assert pages.pages_written == written
+    pages[1].end_ts = -1  # changed once final ...
+    pages[9]
+    pages.trim()  # ... and written back so: never made final again
+    assert pages.pages_written > written
+    del finished[:]
+    assert [r.end_ts for r in pages.read()][:4] == [0, -1, 20, 30]
+    assert 0 not in finished
+
+
 def test_a_paged_breakdown_comes_back_with_every_slot():
     # A slot added to IterationBreakdown but not to its __reduce__ is lost when its page
     # leaves memory (the GPU unions of the busy and active time were, after a merge).
