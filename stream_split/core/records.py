@@ -19,6 +19,7 @@ import types
 import typing
 from dataclasses import dataclass, field, fields
 from functools import cache
+from itertools import starmap
 from operator import attrgetter, is_
 
 #: Owner of an event that belongs to no iteration (prologue, epilogue, spanning wrappers,
@@ -222,9 +223,20 @@ _SCALAR_FIELDS = tuple(f.name for f in fields(IterationRecord) if f.name not in 
 _SCALAR_VALUES = attrgetter(*_SCALAR_FIELDS)
 #: Every field's value of a record, in the constructor's order (``IterationRecord.__reduce__``).
 _RECORD_VALUES = _fields_of(IterationRecord)[1]
-#: A page of records in a file (``pages.PagedList``) holds their values, read in C, not one
-#: ``__reduce__`` call each (``pages.PAGE_VALUES``).
-IterationRecord.page_values = _RECORD_VALUES
+
+
+def _record_values(records: list) -> list:
+    """A page of records as a file holds it (``pages.PAGE_PACK``): their values, read in C, not
+    a ``__reduce__`` call each (some 15 % fewer instructions to write and read back)."""
+    return list(map(_RECORD_VALUES, records))
+
+
+def _records_of(values: list) -> list:
+    """The records of a page as ``_record_values`` made it."""
+    return list(starmap(IterationRecord, values))
+
+
+IterationRecord.pack_page, IterationRecord.unpack_page = _record_values, _records_of
 
 
 def slots_reduce(obj) -> tuple:

@@ -248,9 +248,18 @@ def test_items_finished_with_are_final_where_read_without_a_page_written(tmp_pat
     assert 0 not in finished
 
 
+def _slots_of(breakdown) -> dict:
+    """Every slot's value of a breakdown, its unions as their state."""
+    slots = {slot: getattr(breakdown, slot) for slot in breakdown.__slots__}
+    slots["layers"] = [u.__reduce__()[1] for u in slots["layers"]]
+    slots["cpu_ops"] = {k: u.__reduce__()[1] for k, u in slots["cpu_ops"].items()}
+    return slots
+
+
 def test_a_paged_breakdown_comes_back_with_every_slot():
-    # A slot added to IterationBreakdown but not to its __reduce__ is lost when its page
-    # leaves memory (the GPU unions of the busy and active time were, after a merge).
+    # A slot added to IterationBreakdown but not to its __reduce__ (or to its page's columns)
+    # is lost when its page leaves memory (the GPU unions of the busy and active time were,
+    # after a merge).
     from stream_split.core.breakdown import IterationBreakdown
     breakdown = IterationBreakdown()
     breakdown.add_gpu("kernel", "gemm", 10.0, 20.0)
@@ -259,11 +268,16 @@ def test_a_paged_breakdown_comes_back_with_every_slot():
         if getattr(breakdown, slot) in (None, 0, 0.0, {}, []):
             setattr(breakdown, slot, {"a slot": slot})
     back = pickle.loads(pickle.dumps(breakdown))
-    for slot in IterationBreakdown.__slots__:
-        want, got = getattr(breakdown, slot), getattr(back, slot)
-        if slot == "layers":
-            want, got = [u.__reduce__()[1] for u in want], [u.__reduce__()[1] for u in got]
-        elif slot == "cpu_ops":
-            want = {k: u.__reduce__()[1] for k, u in want.items()}
-            got = {k: u.__reduce__()[1] for k, u in got.items()}
-        assert got == want, slot
+    assert _slots_of(back) == _slots_of(breakdown)
+    # a page of them: the unions of each one, however many, come back to their own
+    two_threads, nothing = IterationBreakdown(), IterationBreakdown()
+    two_threads.add_op(1, 1.0, 2.0)
+    two_threads.add_op(2, 3.0, 5.0)
+    two_threads.freeze_gpu()
+    page = [two_threads, breakdown, nothing, two_threads]
+    pages = PagedList(page_items=4, resident_pages=0)
+    for item in page:
+        pages.append(item)
+    pages.trim()
+    assert pages.pages_written == 1
+    assert [_slots_of(b) for b in pages.read()] == [_slots_of(b) for b in page]
