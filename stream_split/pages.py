@@ -200,6 +200,22 @@ class PagedList:
         after it was read back from the file is dropped, not written again."""
         self._sealed = True
 
+    def unfinished(self) -> set:
+        """The pages that ``finish_with``'s ``finish`` makes final when read back."""
+        return set(self._unfinished)
+
+    def keep_only(self, numbers) -> None:
+        """Let go of every page but those of ``numbers``, in memory and in the file: the
+        items of the others will not be asked for again (``core.finish`` keeps the
+        breakdowns of the records not yet final)."""
+        numbers = set(numbers)
+        for number in [n for n in self._resident if n not in numbers]:
+            del self._resident[number]
+        for number in [n for n in self._stored if n not in numbers]:
+            del self._stored[number]
+        self._clean &= numbers
+        self._hot, self._hot_items = -1, None
+
     def trim(self) -> None:
         """Write the pages used least recently to the file until at most ``resident_pages``
         are in memory."""

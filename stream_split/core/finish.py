@@ -37,7 +37,8 @@ class FinalRecords:
         """Read ``records`` (a list, or a ``PagedList``) once, a page at a time, each record
         handed to ``visit`` once its numbers are final; returns the events in them. A list is
         made final whole; a ``PagedList`` is made final where it is read next
-        (``PagedList.finish_with``), its breakdowns kept until then."""
+        (``PagedList.finish_with``), the breakdowns of its pages not final yet kept until
+        then, the others let go."""
         paged = isinstance(records, PagedList)
         pages = records.read_pages() if paged else iter((records,))
         events, first = 0, 0
@@ -51,7 +52,23 @@ class FinalRecords:
             page = following
         if paged:
             records.finish_with(self.page)
+            self._keep_breakdowns(records.unfinished())
+        else:
+            self._breakdowns = None  # in the records now
         return events
+
+    def _keep_breakdowns(self, pages: set) -> None:
+        """Keep the breakdowns of the records of ``pages`` only (those not final yet): the
+        others are in their records now (every one of them, where none was written to the
+        file: a trace of up to 4,096 iterations)."""
+        breakdowns = self._breakdowns
+        if not isinstance(breakdowns, PagedList):
+            return
+        if pages:
+            breakdowns.keep_only(pages)
+        else:
+            breakdowns.close()
+            self._breakdowns = None
 
     def page(self, number: int, records: list) -> None:
         """Make the records of page ``number`` (as ``read`` read it) final, breakdown and all."""

@@ -281,3 +281,17 @@ def test_a_paged_breakdown_comes_back_with_every_slot():
     pages.trim()
     assert pages.pages_written == 1
     assert [_slots_of(b) for b in pages.read()] == [_slots_of(b) for b in page]
+
+
+def test_the_breakdowns_are_let_go_once_every_record_is_final(tmp_path):
+    made = []
+
+    def paged_list():
+        made.append(PagedList(str(tmp_path)))
+        return made[-1]
+
+    splitter = Splitter(SplitOptions(keep_events=False), per_iteration=paged_list)
+    assert read_through(str(CUDA / "train_eval.json.gz"), splitter).error is None
+    records, breakdowns = made[0], made[2]  # as the engine makes them
+    assert len(records) >= 3 and all(r.breakdown for r in records.read())
+    assert len(breakdowns) == 0  # closed: in the records now, none in the file
