@@ -16,8 +16,9 @@ written back whole when it leaves memory, and only ``trim()`` makes one leave, s
 by ``[i]`` stays the object in the list until the next ``trim()`` (the engine trims between two
 batches of input), and an item got from iterating stays so until the iteration has moved a
 page past it. A caller that only reads goes through ``reading(items)`` (``PagedList.read``): a
-page loaded for it is dropped, never written back. Once the items are final, ``seal()`` saves
-writing back what was only read. A list of up to ``PAGE_ITEMS * RESIDENT_PAGES`` items (4,096: more iterations
+page loaded for it is dropped, never written back. ``finish_with`` makes the items final where
+they are read next, not in a pass of their own; once they are final, ``seal()`` saves writing
+back what was only read. A list of up to ``PAGE_ITEMS * RESIDENT_PAGES`` items (4,096: more iterations
 than a real profile holds) never touches the file.
 """
 from __future__ import annotations
@@ -26,7 +27,6 @@ import os
 import pickle
 import tempfile
 from collections import OrderedDict
-from itertools import starmap
 
 #: Items in one page (one pickle written or read at once).
 PAGE_ITEMS = 256
@@ -53,29 +53,29 @@ class _Reading:
         return self._items.read()
 
 
-#: The class attribute of items whose pages are pickled as their values: a function of an
-#: item giving its constructor's arguments (``IterationRecord``: an ``attrgetter``).
-PAGE_VALUES = "page_values"
+#: The class attributes of items whose pages are pickled as one value made for the whole page:
+#: ``pack_page(items)`` (a page of items of that class: what is pickled) and
+#: ``unpack_page(packed)`` (the items again), not a ``__reduce__`` call and a pickle of its
+#: own per item.
+PAGE_PACK, PAGE_UNPACK = "pack_page", "unpack_page"
 
 
 def _packed(items: list):
     """A page as it is pickled: its items, or, where each is of one class that has
-    ``PAGE_VALUES``, ``(that class, [each one's arguments])``: the values read in C, no
-    ``__reduce__`` called per item (a page of 256 records: some 15 % fewer instructions to
-    write and read back)."""
+    ``PAGE_PACK``, ``(that class, its pack_page(items))``."""
     if items:
         kind = items[0].__class__
-        values = getattr(kind, PAGE_VALUES, None)
-        if values is not None and all(item.__class__ is kind for item in items):
-            return kind, list(map(values, items))
+        pack = getattr(kind, PAGE_PACK, None)
+        if pack is not None and all(item.__class__ is kind for item in items):
+            return kind, pack(items)
     return items
 
 
 def _unpacked(page) -> list:
     """The items of a page as ``_packed`` made it."""
     if page.__class__ is tuple:
-        kind, values = page
-        return list(starmap(kind, values))
+        kind, packed = page
+        return getattr(kind, PAGE_UNPACK)(packed)
     return page
 
 
@@ -99,6 +99,9 @@ class PagedList:
         # The page used last (its number and items): most look-ups ask for it again, and
         # it is already the last in ``_resident``. Forgotten when a page leaves memory.
         self._hot, self._hot_items = -1, None
+        # Pages the file holds as they were before ``finish_with``, and what makes them final.
+        self._unfinished: set = set()
+        self._finish = None
         #: Pages written to the file and read back from it (for tests and benchmarks).
         self.pages_written = 0
         self.pages_read = 0
@@ -165,16 +168,53 @@ class PagedList:
         read and dropped, never written back (the caller changes nothing it is given), and
         the pages in memory stay as they are. Half the cost of ``__iter__`` on a list
         mostly in the file."""
-        for number in range((self._len + self._page_items - 1) // self._page_items):
-            page = self._resident.get(number)
-            if page is None:
-                page = self._load(number)
+        for page in self.read_pages():
             yield from page
+
+    def read_pages(self):
+        """The items of every page in order, a page (a list) at a time, for reading only (as
+        ``read``)."""
+        for number in range((self._len + self._page_items - 1) // self._page_items):
+            yield self.read_page(number)
+
+    def read_page(self, number: int) -> list:
+        """The items of page ``number`` (items ``number * page_items`` on), for reading only
+        (as ``read``)."""
+        page = self._resident.get(number)
+        return self._load(number) if page is None else page
+
+    def finish_with(self, finish) -> None:
+        """The items are made final by ``finish(number, items)``, which changes the items of
+        page ``number`` in place, alike each time it is given the same: at once in the pages
+        in memory, and in a page of the file each time it is read back (once written back,
+        it is final there). A pass that made a long list's items final would write every
+        page back, to be read again by the next: they are made final where they are read
+        next instead (``core.finish``)."""
+        self._finish = finish
+        self._unfinished = set(self._stored)
+        for number, items in self._resident.items():
+            finish(number, items)
 
     def seal(self) -> None:
         """No item changes from now on (the records are final): a page that leaves memory
         after it was read back from the file is dropped, not written again."""
         self._sealed = True
+
+    def unfinished(self) -> set:
+        """The pages that ``finish_with``'s ``finish`` makes final when read back."""
+        return set(self._unfinished)
+
+    def keep_only(self, numbers) -> None:
+        """Let go of every page but those of ``numbers``, in memory and in the file: the
+        items of the others will not be asked for again (``core.finish`` keeps the
+        breakdowns of the records not yet final)."""
+        numbers = set(numbers)
+        for number in [n for n in self._resident if n not in numbers]:
+            del self._resident[number]
+        for number in [n for n in self._stored if n not in numbers]:
+            del self._stored[number]
+        self._clean &= numbers
+        self._hot, self._hot_items = -1, None
 
     def trim(self) -> None:
         """Write the pages used least recently to the file until at most ``resident_pages``
@@ -211,7 +251,10 @@ class PagedList:
         offset, size = self._stored[number]
         self._file.seek(offset)
         self.pages_read += 1
-        return _unpacked(pickle.loads(self._file.read(size)))
+        items = _unpacked(pickle.loads(self._file.read(size)))
+        if number in self._unfinished:
+            self._finish(number, items)
+        return items
 
     def _store(self, number: int, items: list) -> None:
         """Pickle page ``number`` to the file: where it was when it still fits, else at the end."""
@@ -227,6 +270,7 @@ class PagedList:
             self._file.seek(offset)
         self._file.write(data)
         self._stored[number] = (offset, len(data))
+        self._unfinished.discard(number)
         self.pages_written += 1
 
     def close(self) -> None:
@@ -235,6 +279,8 @@ class PagedList:
         self._hot, self._hot_items = -1, None
         self._stored.clear()
         self._clean.clear()
+        self._unfinished.clear()
+        self._finish = None
         self._len = 0
         if self._file is not None:
             self._file.close()

@@ -40,6 +40,7 @@ import sys
 from array import array
 from bisect import bisect_left
 from functools import lru_cache
+from itertools import chain, islice, repeat
 from operator import attrgetter, sub
 
 from stream_split.core.records import rounded_us
@@ -187,13 +188,41 @@ def _union_of(state: tuple) -> IntervalUnion:
 
 def _breakdown_of(layers: list, kernels: dict, cpu_ops: dict, *rest) -> "IterationBreakdown":
     """The breakdown ``IterationBreakdown.__reduce__`` describes."""
+    return _breakdown_with(list(map(_union_of, layers)),  # (mapped in C: no frame per union)
+                           kernels, dict(zip(cpu_ops, map(_union_of, cpu_ops.values()))), *rest)
+
+
+def _breakdown_with(layers: list, kernels: dict, cpu_ops: dict, *rest) -> "IterationBreakdown":
+    """A breakdown whose slots hold these values, in the order of ``__slots__``."""
     breakdown = IterationBreakdown.__new__(IterationBreakdown)
-    breakdown.layers = list(map(_union_of, layers))  # (mapped in C: no frame per breakdown)
-    breakdown.kernels = kernels
-    breakdown.cpu_ops = dict(zip(cpu_ops, map(_union_of, cpu_ops.values())))
+    breakdown.layers, breakdown.kernels, breakdown.cpu_ops = layers, kernels, cpu_ops
     (breakdown.delay_sum_us, breakdown.delay_max_us, breakdown.delays, breakdown.comm_kernels,
      breakdown.comm_kernel_us, breakdown.stream_work, breakdown.gpu_work) = rest
     return breakdown
+
+
+def _breakdown_page(breakdowns: list) -> tuple:
+    """A page of breakdowns as a file holds it (``pages.PAGE_PACK``): a column per slot, in
+    which each one's layers are their count and its ``cpu_ops`` its threads, and the states
+    (``_union_state``) of all their unions, layers first: read in C, no call per breakdown
+    nor per union (a ``__reduce__`` each was some 40 k instructions a breakdown to write and
+    read back on a trace of one-op iterations)."""
+    columns = list(zip(*map(_SLOT_VALUES, breakdowns)))
+    layers, cpu_ops = columns[0], columns[2]
+    unions = chain(chain.from_iterable(layers), chain.from_iterable(map(dict.values, cpu_ops)))
+    columns[0], columns[2] = list(map(len, layers)), list(map(tuple, cpu_ops))
+    return columns, list(map(_union_state, unions))
+
+
+def _breakdowns_of(page: tuple) -> list:
+    """The breakdowns of a page as ``_breakdown_page`` made it."""
+    columns, states = page
+    unions = iter(list(map(_union_of, states)))
+    # each one's unions taken in turn from the one list: its layers' count, then its threads
+    # (``zip`` stops at its threads' end before it takes another union)
+    columns[0] = list(map(list, map(islice, repeat(unions), columns[0])))
+    columns[2] = list(map(dict, map(zip, columns[2], repeat(unions))))
+    return list(map(_breakdown_with, *columns))
 
 
 class IterationBreakdown:
@@ -202,6 +231,8 @@ class IterationBreakdown:
     ``add_op`` per CPU op; ``to_dict`` with the iteration's GPU span."""
     __slots__ = ("layers", "kernels", "cpu_ops", "delay_sum_us", "delay_max_us", "delays",
                  "comm_kernels", "comm_kernel_us", "stream_work", "gpu_work")
+
+    pack_page, unpack_page = staticmethod(_breakdown_page), staticmethod(_breakdowns_of)
 
     def __reduce__(self):
         """Pickled as plain values (its unions as tuples) and rebuilt by one call: an
@@ -333,6 +364,9 @@ class IterationBreakdown:
         out["comm_kernel_us"] = rounded_us(self.comm_kernel_us)
         return out
 
+
+#: Every slot's value of a breakdown, in order, read in C (``_breakdown_page``).
+_SLOT_VALUES = attrgetter(*IterationBreakdown.__slots__)
 
 #: ``IterationBreakdown.gpu_dict`` of an iteration without GPU work.
 _NO_GPU = {"span_us": 0.0, **dict.fromkeys(LAYER_NAMES, 0.0), "idle_us": 0.0}

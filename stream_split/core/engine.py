@@ -53,6 +53,7 @@ from stream_split.core.breakdown import IterationBreakdown, LaunchTimes
 from stream_split.core.detect import (
     StepAnnotationDetector, RetractLast, StructureDetector, TraceFacts, cycle_kinds)
 from stream_split.core.detect.evidence import at_outermost_frame
+from stream_split.core.finish import FinalRecords
 from stream_split.core.owners import AnnotationOwners, MonotonicOwnerMap, Windows
 from stream_split.core.serving import (
     DIFFUSION_CODE, NONE as _NO_ROLE, ROLES as _PHASE_ROLES, PhaseFacts, SeenFacts, infer_phases,
@@ -690,9 +691,10 @@ class Splitter:
             pass
 
     def watch_final(self, visit) -> None:
-        """Call ``visit(record)`` with each iteration record as it is made final, in index
-        order, in the one pass that makes them final: a caller that needs every final record
-        once (``stats.RecordColumns``) reads it there, not in a pass of its own over a long
+        """Call ``visit(record)`` with each iteration record once its numbers are final (its
+        ``breakdown`` may be made later: ``core.finish``), in index order, in the one pass
+        that reads them at the end: a caller that needs every final record once
+        (``stats.RecordColumns``) reads it there, not in a pass of its own over a long
         trace's records, each of which reads every page of them back from the file."""
         self._visit_final = visit
 
@@ -1408,48 +1410,25 @@ class Splitter:
         return kernels, graph_launches, launches
 
     def _finish_records(self, result) -> None:
-        """The records made final, in one pass that changes them (on a long trace they are
-        paged through a file: each pass reads every page, and one that changes them writes
-        every page back), after one that reads what the kinds and phases are decided on
-        (``_launch_counts``). Each begins at its boundary, or at the Python frame that opens
-        it where that came after the boundary (``owners.StepOpeners``: Kineto writes frames
-        last)."""
+        """The records made final (``core.finish``): read once (on a long trace they are paged
+        through a file: each pass reads every page), after one pass that reads what the kinds
+        and phases are decided on (``_launch_counts``), and made final whole there, or, paged,
+        where they are read next. Each begins at its boundary, or at the Python frame that
+        opens it where that came after the boundary (``owners.StepOpeners``: Kineto writes
+        frames last)."""
         self._hot = _NO_HOT
         opened = self._windows.opened_steps()
         records = self._iterations
-        last_end = self._windows.last_end
         kernels, graph_launches, launches = self._launch_counts()
         self.kinds = kinds = cycle_kinds(result.shapes, kernels)
         phases = infer_phases(kinds, SeenFacts(reading(self._phase_facts)), graph_launches,
                               launches, loop_containers(result.evidence), self._diffusion_code)
-        complete = self._input_complete
-        events, visit = 0, self._visit_final
-        for i, (record, breakdown, (phase, evidence)) in enumerate(
-                zip(records, reading(self._breakdowns), phases)):
-            events += record.events
-            if i in opened:
-                record.start_ts, record.first_op = opened[i]
-            if record.gpu_events:  # see ``_own_linked``: work decided out of order
-                record.gpu_active_us = min(record.gpu_active_us, record.gpu_busy_us,
-                                           record.gpu_end_ts - record.gpu_start_ts)
-            if i + 1 < len(records):  # the next one's start, as given (``Windows`` has a float)
-                record.end_ts = opened[i + 1][0] if i + 1 in opened else records[i + 1].start_ts
-            elif last_end is not None and last_end != float("inf"):
-                record.end_ts = last_end
-            elif record.end_ts < record.start_ts:
-                record.end_ts = record.start_ts
-            record.kind = kinds[i]
-            record.complete = complete
-            span = record.gpu_end_ts - record.gpu_start_ts if record.gpu_events else None
-            record.breakdown = breakdown.to_dict(span)
-            record.phase, record.phase_evidence = phase, evidence
-            if visit is not None:
-                visit(record)
-        self.events_in_iterations = events
-        for done in (self._phase_facts, self._breakdowns):  # in the records now
-            if hasattr(done, "close"):
-                done.close()
-        self._phase_facts, self._breakdowns = [], []
+        final = FinalRecords(len(records), opened, self._windows.last_end, kinds, phases,
+                             self._input_complete, self._breakdowns)
+        self.events_in_iterations = final.read(records, self._visit_final)
+        if hasattr(self._phase_facts, "close"):  # in the records now
+            self._phase_facts.close()
+        self._phase_facts, self._breakdowns = [], []  # the breakdowns: ``final``'s now
         self._keep_trims()
         self._note_evidence(result, len(opened), len(records))
         self._records_done = True

@@ -222,9 +222,44 @@ def test_a_sealed_list_drops_the_pages_it_read_back_without_writing_them(tmp_pat
     assert pages.pages_written == written + 1  # only the last page, never written before
 
 
+def test_items_finished_with_are_final_where_read_without_a_page_written(tmp_path):
+    pages = PagedList(str(tmp_path), page_items=4, resident_pages=1)
+    for i in range(12):
+        pages.append(IterationRecord(index=i))
+    pages.trim()
+    written, finished = pages.pages_written, []
+
+    def finish(number, records):
+        finished.append(number)
+        for record in records:
+            record.end_ts = record.index * 10
+    pages.finish_with(finish)
+    assert finished == [2]  # the page in memory, at once
+    assert [r.end_ts for r in pages.read()] == [i * 10 for i in range(12)]
+    assert [r.end_ts for r in pages.read()] == [i * 10 for i in range(12)]
+    assert finished == [2, 0, 1, 0, 1]  # read back twice: made final each time
+    assert pages.pages_written == written
+    pages[1].end_ts = -1  # changed once final ...
+    pages[9]
+    pages.trim()  # ... and written back so: never made final again
+    assert pages.pages_written > written
+    del finished[:]
+    assert [r.end_ts for r in pages.read()][:4] == [0, -1, 20, 30]
+    assert 0 not in finished
+
+
+def _slots_of(breakdown) -> dict:
+    """Every slot's value of a breakdown, its unions as their state."""
+    slots = {slot: getattr(breakdown, slot) for slot in breakdown.__slots__}
+    slots["layers"] = [u.__reduce__()[1] for u in slots["layers"]]
+    slots["cpu_ops"] = {k: u.__reduce__()[1] for k, u in slots["cpu_ops"].items()}
+    return slots
+
+
 def test_a_paged_breakdown_comes_back_with_every_slot():
-    # A slot added to IterationBreakdown but not to its __reduce__ is lost when its page
-    # leaves memory (the GPU unions of the busy and active time were, after a merge).
+    # A slot added to IterationBreakdown but not to its __reduce__ (or to its page's columns)
+    # is lost when its page leaves memory (the GPU unions of the busy and active time were,
+    # after a merge).
     from stream_split.core.breakdown import IterationBreakdown
     breakdown = IterationBreakdown()
     breakdown.add_gpu("kernel", "gemm", 10.0, 20.0)
@@ -233,11 +268,30 @@ def test_a_paged_breakdown_comes_back_with_every_slot():
         if getattr(breakdown, slot) in (None, 0, 0.0, {}, []):
             setattr(breakdown, slot, {"a slot": slot})
     back = pickle.loads(pickle.dumps(breakdown))
-    for slot in IterationBreakdown.__slots__:
-        want, got = getattr(breakdown, slot), getattr(back, slot)
-        if slot == "layers":
-            want, got = [u.__reduce__()[1] for u in want], [u.__reduce__()[1] for u in got]
-        elif slot == "cpu_ops":
-            want = {k: u.__reduce__()[1] for k, u in want.items()}
-            got = {k: u.__reduce__()[1] for k, u in got.items()}
-        assert got == want, slot
+    assert _slots_of(back) == _slots_of(breakdown)
+    # a page of them: the unions of each one, however many, come back to their own
+    two_threads, nothing = IterationBreakdown(), IterationBreakdown()
+    two_threads.add_op(1, 1.0, 2.0)
+    two_threads.add_op(2, 3.0, 5.0)
+    two_threads.freeze_gpu()
+    page = [two_threads, breakdown, nothing, two_threads]
+    pages = PagedList(page_items=4, resident_pages=0)
+    for item in page:
+        pages.append(item)
+    pages.trim()
+    assert pages.pages_written == 1
+    assert [_slots_of(b) for b in pages.read()] == [_slots_of(b) for b in page]
+
+
+def test_the_breakdowns_are_let_go_once_every_record_is_final(tmp_path):
+    made = []
+
+    def paged_list():
+        made.append(PagedList(str(tmp_path)))
+        return made[-1]
+
+    splitter = Splitter(SplitOptions(keep_events=False), per_iteration=paged_list)
+    assert read_through(str(CUDA / "train_eval.json.gz"), splitter).error is None
+    records, breakdowns = made[0], made[2]  # as the engine makes them
+    assert len(records) >= 3 and all(r.breakdown for r in records.read())
+    assert len(breakdowns) == 0  # closed: in the records now, none in the file

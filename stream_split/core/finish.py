@@ -1,0 +1,119 @@
+"""The iteration records made final at the end of the input (``Splitter``'s last step).
+
+What the end decides of each record: its start, where the Python frame that opens its step came
+after its boundary (``owners.StepOpeners``); its end, the next one's start; its active GPU time
+capped; its kind, phase and completeness; its breakdown's numbers. ``FinalRecords`` makes them
+a page of records at a time. Records held in a list are made final in one pass. Those of a long
+trace (a ``pages.PagedList``, most of its pages in a file) are read once for their numbers
+(what ``stats`` judges before anything is written: ``Splitter.watch_final``), and made final
+whole where they are read next (``PagedList.finish_with``: the pass that writes the manifest's
+entries), not written back final by a pass of their own and read again.
+"""
+from __future__ import annotations
+
+from itertools import repeat
+
+from stream_split.pages import PagedList
+
+
+class FinalRecords:
+    """What makes ``count`` records final (see the module): ``opened`` (iteration -> the
+    start and name of the frame that opens it, ``Windows.opened_steps``), ``last_end`` (where
+    the last one ends: None or inf where the windows do not say), each one's kind and
+    (phase, evidence), whether the input was ``complete``, and each one's breakdown (a list,
+    or a ``PagedList`` paged as the records are)."""
+
+    def __init__(self, count: int, opened: dict, last_end, kinds, phases, complete: bool,
+                 breakdowns):
+        self._count, self._opened, self._last_end = count, opened, last_end
+        self._kinds, self._phases, self._complete = kinds, phases, complete
+        self._breakdowns = breakdowns
+        # Per page read by ``read``: the index of its first record, and the start of the
+        # next page's first record as given (None after the last page).
+        self._firsts: list = []
+        self._starts_after: list = []
+
+    def read(self, records, visit=None) -> int:
+        """Read ``records`` (a list, or a ``PagedList``) once, a page at a time, each record
+        handed to ``visit`` once its numbers are final; returns the events in them. A list is
+        made final whole; a ``PagedList`` is made final where it is read next
+        (``PagedList.finish_with``), the breakdowns of its pages not final yet kept until
+        then, the others let go."""
+        paged = isinstance(records, PagedList)
+        pages = records.read_pages() if paged else iter((records,))
+        events, first = 0, 0
+        page = next(pages, None)
+        while page is not None:
+            following = next(pages, None)  # the start of its first record, as given
+            self._firsts.append(first)
+            self._starts_after.append(None if following is None else following[0].start_ts)
+            events += self._finish(len(self._firsts) - 1, page, visit, not paged)
+            first += len(page)
+            page = following
+        if paged:
+            records.finish_with(self.page)
+            self._keep_breakdowns(records.unfinished())
+        else:
+            self._breakdowns = None  # in the records now
+        return events
+
+    def _keep_breakdowns(self, pages: set) -> None:
+        """Keep the breakdowns of the records of ``pages`` only (those not final yet): the
+        others are in their records now (every one of them, where none was written to the
+        file: a trace of up to 4,096 iterations)."""
+        breakdowns = self._breakdowns
+        if not isinstance(breakdowns, PagedList):
+            return
+        if pages:
+            breakdowns.keep_only(pages)
+        else:
+            breakdowns.close()
+            self._breakdowns = None
+
+    def page(self, number: int, records: list) -> None:
+        """Make the records of page ``number`` (as ``read`` read it) final, breakdown and all."""
+        self._finish(number, records, None, True)
+
+    def _finish(self, number: int, records: list, visit, breakdowns: bool) -> int:
+        """Make the records of page ``number`` final (``breakdowns``: their breakdowns too),
+        each handed to ``visit`` then; returns the events in them."""
+        first, n = self._firsts[number], len(records)
+        start_after, count, opened = self._starts_after[number], self._count, self._opened
+        last_end = self._last_end
+        if last_end == float("inf"):
+            last_end = None
+        complete = self._complete
+        events = 0
+        for at, (record, kind, (phase, evidence), breakdown) in enumerate(zip(
+                records, self._kinds[first:first + n], self._phases[first:first + n],
+                self._breakdowns_of(number, first, n) if breakdowns else repeat(None))):
+            i = first + at
+            events += record.events
+            if i in opened:
+                record.start_ts, record.first_op = opened[i]
+            if record.gpu_events:  # see ``Splitter._own_linked``: work decided out of order
+                record.gpu_active_us = min(record.gpu_active_us, record.gpu_busy_us,
+                                           record.gpu_end_ts - record.gpu_start_ts)
+            if i + 1 < count:  # the next one's start, as given (``Windows`` has a float)
+                record.end_ts = (opened[i + 1][0] if i + 1 in opened
+                                 else records[at + 1].start_ts if at + 1 < n else start_after)
+            elif last_end is not None:
+                record.end_ts = last_end
+            elif record.end_ts < record.start_ts:
+                record.end_ts = record.start_ts
+            record.kind = kind
+            record.complete = complete
+            record.phase, record.phase_evidence = phase, evidence
+            if breakdown is not None:
+                span = record.gpu_end_ts - record.gpu_start_ts if record.gpu_events else None
+                record.breakdown = breakdown.to_dict(span)
+            if visit is not None:
+                visit(record)
+        return events
+
+    def _breakdowns_of(self, number: int, first: int, n: int) -> list:
+        """The breakdowns of page ``number``'s ``n`` records, ``first`` the first's index."""
+        breakdowns = self._breakdowns
+        if isinstance(breakdowns, PagedList):  # paged as the records are
+            return breakdowns.read_page(number)
+        return breakdowns[first:first + n]
