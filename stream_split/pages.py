@@ -4,8 +4,9 @@ The engine keeps a few objects per iteration (its ``IterationRecord``, its break
 phase facts) that later events may still update: Kineto writes a step's GPU work long after its
 CPU ops, so no iteration is ever certain to be done before the input ends. Kept in memory, a
 trace of hundreds of thousands of iterations, or ``--follow`` on a server that runs for weeks,
-grows by a few KB per iteration without limit. ``PagedList`` keeps them in pages of
-``PAGE_ITEMS``; the ``RESIDENT_PAGES`` used most recently stay in memory, the others are
+grows without limit: by under 1 KB per iteration on a CPU-only trace, by some 21 KB on the
+resnet training trace (pickled, at the end of the input). ``PagedList`` keeps them in pages
+of ``PAGE_ITEMS``; the ``RESIDENT_PAGES`` used most recently stay in memory, the others are
 pickled to an unnamed temporary file (read back only by this process) and loaded again when
 an item of theirs is asked for. An iteration's state is touched while its events are decided,
 which in a file's order moves forward (the CPU sections, then the GPU block, each in time
