@@ -44,10 +44,17 @@ class HeldColumns:
             pick = lambda column: column[index]  # noqa: E731
         else:
             positions = index.tolist()
-            pick = lambda column: [column[k] for k in positions]  # noqa: E731
+            pick = lambda column: list(map(column.__getitem__, positions))  # noqa: E731
         return HeldColumns(self.ends[index], self.seqs[index], self.starts[index],
                            pick(self.raws), self.events and pick(self.events),
                            self.exact and pick(self.exact))
+
+    def in_arrival_order(self) -> "HeldColumns":
+        """The same events sorted by ``seqs`` (the order they came): itself when they are."""
+        seqs = self.seqs
+        if (seqs[1:] > seqs[:-1]).all():
+            return self
+        return self.take(np.argsort(seqs, kind="stable"))
 
     def times(self) -> tuple[list, list]:
         """Each event's end and start as given (``exact`` where kept, else the floats)."""

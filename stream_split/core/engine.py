@@ -1041,7 +1041,10 @@ class Splitter:
     def _spill_batches(self, columns: HeldColumns | None):
         """The batches of ``_bound_held``: everything held, sorted by (end, seq), then the
         events waiting for a link, ``_SPILL_BATCH`` at a time; a batch of events held as
-        columns only is spilled as columns."""
+        columns only (the last one too, when no event waits for a link) is spilled as
+        columns, and so decided (``_resolve_columns``) and held again as columns. The batch
+        that the columns' last events share with the links is items (``spill.batch_key``:
+        due at the end only, as the links are)."""
         links = self._pending_links
         if columns is not None and self._pending:  # both kinds: as items
             self._pending.extend(columns.items(_HELD_FRAME))
@@ -1055,7 +1058,7 @@ class Splitter:
         n = len(columns)
         for i in range(0, n + len(links), _SPILL_BATCH):
             j = i + _SPILL_BATCH
-            if j <= n:
+            if j <= n or not links:
                 yield columns.take(slice(i, j))
             else:
                 head = columns.take(slice(i, n)).items(_HELD_FRAME) if i < n else []
@@ -1174,7 +1177,7 @@ class Splitter:
         items.sort(key=_arrival)  # hand events out in the order they came
         self._resolve_all(items)
         if held is not None:
-            self._resolve_columns(held.take(np.argsort(held.seqs, kind="stable")))
+            self._resolve_columns(held.in_arrival_order())
 
     def _resolve_pending(self, until: float) -> None:
         """A boundary at ``until``: decide the in-memory held events it decides; spilled

@@ -182,6 +182,28 @@ def test_spilling_undecided_events_changes_no_owner(scenario, detector):
     assert splitter.max_pending > 7
 
 
+def test_cpu_side_events_spilled_while_nothing_waits_for_a_launch_stay_columns():
+    # Without GPU work (nothing held for a link) each spill's batches, its last one too, are
+    # ``HeldColumns``: decided and held again a batch at a time, never one item at a time.
+    from stream_split.spill import HeldColumns, MemorySpill
+    from stream_split.trace_format import GPU_ANNOTATION_CAT, GPU_WORK_CATS, LAUNCH_FLOW_CATS
+    linked = GPU_WORK_CATS | LAUNCH_FLOW_CATS | {GPU_ANNOTATION_CAT}
+    kinds = []
+
+    class Watched(MemorySpill):
+        def put(self, items):
+            kinds.append(type(items))
+            super().put(items)
+
+    trace = generate("training", seed=7)
+    splitter = Splitter(SplitOptions(detector="auto", pending_limit=7), spill=Watched())
+    for event in trace.events:
+        if event.get("cat") not in linked:
+            splitter.feed(event)
+    splitter.close()
+    assert kinds and set(kinds) == {HeldColumns}
+
+
 @pytest.mark.parametrize("limit", [7, 100_000])
 @pytest.mark.parametrize("scenario", ["training", "serving"])
 def test_records_are_the_same_whether_held_events_are_kept_whole_or_not(scenario, limit):
