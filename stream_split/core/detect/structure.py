@@ -109,6 +109,10 @@ class StructureDetector:
                  max_depth: int = RULES.memory.max_depth):
         #: A ``Mode``; only ``_move`` changes it (``TRANSITIONS``).
         self.mode = Mode.LEARNING
+        #: What ``observe`` hands each op to in this mode (set by ``_move``: a fact of the
+        #: mode). Chosen once per mode, not per op: reading a ``Mode`` member costs some ten
+        #: times a plain attribute on CPython 3.11 (``EnumType.__getattr__``).
+        self._read_op = self._reader(self.mode)
         #: Launches, GPU work and Python frames are evidence until the unit is decided (set
         #: by ``_move``: a fact of the mode).
         self.wants_evidence = True
@@ -154,6 +158,17 @@ class StructureDetector:
         move boundaries)."""
         self.mode = TRANSITIONS[(self.mode, event)]
         self.wants_evidence = self.mode is Mode.MATCHING and self._frames_before_ops
+        self._read_op = self._reader(self.mode)
+
+    def _reader(self, mode: Mode):
+        """What ``observe`` hands each op to in ``mode``."""
+        if mode is Mode.LEARNING:
+            return self._observe_learning
+        if mode is Mode.STEPS:
+            return self._observe_stepping
+        if mode is Mode.MATCHING:
+            return self._observe_matching
+        return _read_nothing  # Mode.SECTION_END: decided
 
     @property
     def revisable(self) -> bool:
@@ -168,15 +183,16 @@ class StructureDetector:
     # -- streaming input ---------------------------------------------------------------
 
     def observe(self, thread, stack: list, start: float, end: float, name: str, section: int):
-        if self.mode is Mode.STEPS:  # decided: only step annotations matter now
-            if name.startswith(PROFILER_STEP_PREFIX) and thread == self._online_thread:
-                return self._observe_step(thread, start, end, name, len(stack) == 1)
-            return ()
-        if self.mode is Mode.MATCHING:
-            return self._observe_matching((thread, section), stack, start, end, name)
-        if self.mode is Mode.SECTION_END:
-            return ()
-        return self._observe_learning(thread, stack, start, end, name, section)
+        """A structural op of ``thread`` (``stack``: its open ops, this one last) in
+        ``section`` of it, read the current mode's way; returns the boundaries found."""
+        return self._read_op(thread, stack, start, end, name, section)
+
+    def _observe_stepping(self, thread, stack: list, start: float, end: float, name: str,
+                          section: int):
+        """``observe`` in ``Mode.STEPS``: decided, only step annotations matter now."""
+        if name.startswith(PROFILER_STEP_PREFIX) and thread == self._online_thread:
+            return self._observe_step(thread, start, end, name, len(stack) == 1)
+        return ()
 
     def _observe_learning(self, thread, stack: list, start: float, end: float, name: str,
                           section: int):
@@ -194,6 +210,8 @@ class StructureDetector:
         state = self._skeletons.of(thread, section)
         if state.main:
             self._section.follow(thread, start)
+        elif not is_step and state.skips_below(len(stack) - 1):
+            return ()
         parent = state.parent_at(len(stack) - 1, is_step and not self._use_annotations)
         if parent is SKIPPED:  # not read: under an op not kept, or a step read through
             return ()
@@ -301,8 +319,10 @@ class StructureDetector:
         self._extremes.clear()
         self._budget.forget_row()
 
-    def _observe_matching(self, key, stack, start, end, name):
+    def _observe_matching(self, thread, stack: list, start: float, end: float, name: str,
+                          section: int):
         """``observe`` in ``Mode.MATCHING``: an op on the row matched goes to the matcher."""
+        key = (thread, section)
         if key != self._matcher_key:
             return ()
         transparent = name.startswith(PROFILER_STEP_PREFIX) and not self._use_annotations
@@ -537,3 +557,8 @@ class StructureDetector:
         """The loop thread as the close decision reads it."""
         return LoopThread(thread, self._skeletons.sections(thread),
                           self._skeletons.modules_of(thread.key), self._names)
+
+
+def _read_nothing(thread, stack: list, start: float, end: float, name: str, section: int):
+    """``observe`` in ``Mode.SECTION_END``: decided, no op matters now."""
+    return ()
