@@ -83,6 +83,50 @@ class HeldColumns:
                            _joined_column([p.exact for p in parts], parts))
 
 
+class HeldLinks:
+    """Held events that wait for another event's owner (the engine's ``_hold_linked``): GPU
+    work and launch flows for their launch's (by correlation id), GPU annotations for their
+    CPU annotation's (by External id), in the order they came, as columns: ``keys`` the ids
+    (None: none), ``by_ext`` whether each waits by an External id, ``events`` what the
+    engine keeps of each (None: only counted), ``raws`` its original bytes (or None).
+    ``add`` appends one (while held in memory); ``owners`` looks them all up at once.
+    ``head``: None, or held CPU-side events (items or ``HeldColumns``) that share their
+    spill batch and are decided first (``spill.batch_key``: due at the end only)."""
+    __slots__ = ("keys", "by_ext", "events", "raws", "head")
+
+    def __init__(self, keys=None, by_ext=None, events=None, raws=None, head=None):
+        self.keys, self.by_ext = keys or [], by_ext or []
+        self.events, self.raws, self.head = events or [], raws or [], head
+
+    def __len__(self) -> int:
+        return len(self.raws) + (0 if self.head is None else len(self.head))
+
+    def add(self, key, by_ext: bool, event, raw) -> None:
+        self.keys.append(key)
+        self.by_ext.append(by_ext)
+        self.events.append(event)
+        self.raws.append(raw)
+
+    def take(self, index) -> "HeldLinks":
+        """The links at ``index`` (a list of positions, or a slice), without the head."""
+        if isinstance(index, slice):
+            pick = lambda column: column[index]  # noqa: E731
+        else:
+            pick = lambda column: list(map(column.__getitem__, index))  # noqa: E731
+        return HeldLinks(pick(self.keys), pick(self.by_ext), pick(self.events),
+                         pick(self.raws))
+
+    def owners(self, correlations, annotations) -> list:
+        """Each link's owner now (None: not known yet), from the owner maps of correlation
+        ids and of External ids (``owners.MonotonicOwnerMap.lookup_many``)."""
+        owners = correlations.lookup_many(self.keys)
+        if True in self.by_ext:
+            at = [k for k, ext in enumerate(self.by_ext) if ext]
+            for k, owner in zip(at, annotations.lookup_many([self.keys[k] for k in at])):
+                owners[k] = owner
+        return owners
+
+
 class HeldRows:
     """Held CPU-side events as the engine holds them, one at a time (``add``), until they are
     made ``HeldColumns`` (``columns``)."""
@@ -158,17 +202,20 @@ def _joined_column(columns: list, parts: list) -> list | None:
 
 
 def batch_key(items) -> float:
-    """The earliest end in a batch. Events waiting for a launch (end None) are not decided by
-    boundaries: a batch holding them is due only at the end (their launch may come later in
-    the file, or never: GPU work launched before the trace)."""
+    """The earliest end in a batch. Events waiting for a link (``HeldLinks``, or an item
+    whose end is None) are not decided by boundaries: a batch holding them is due only at
+    the end (their launch may come later in the file, or never: GPU work launched before
+    the trace)."""
     if isinstance(items, HeldColumns):
         return items.earliest
+    if isinstance(items, HeldLinks):
+        return float("inf")
     ends = [item[0] for item in items]
     return float("inf") if any(e is None for e in ends) else min(ends)
 
 
 def _batch(items):
-    return items if isinstance(items, HeldColumns) else list(items)
+    return items if isinstance(items, (HeldColumns, HeldLinks)) else list(items)
 
 
 class MemorySpill:
@@ -183,7 +230,7 @@ class MemorySpill:
         return self._count
 
     def put(self, items) -> None:
-        """A batch: held items, or ``HeldColumns``."""
+        """A batch: held items, ``HeldColumns`` or ``HeldLinks``."""
         items = _batch(items)
         self._batches[self._next] = (batch_key(items), items)
         self._next += 1

@@ -65,7 +65,7 @@ from stream_split.core.stack import LIVE_THREADS, ThreadStacks
 from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPES as _ID_TYPES, \
     unusable_field
 from stream_split.pages import reading
-from stream_split.spill import HeldColumns, HeldRows, MemorySpill
+from stream_split.spill import HeldColumns, HeldLinks, HeldRows, MemorySpill
 from stream_split.errors import TraceEventError
 from stream_split.trace_format import (
     ANNOTATION_CAT, BLOCKING_SYNC_NAMES, COPY_LAUNCH_NAMES, CPU_OP_CATS, DIMS_ARG, GPU_ANNOTATION_CAT, GPU_WORK_CATS,
@@ -145,7 +145,7 @@ _FLOAT_INTEGERS = 2 ** 53
 _OP_FIELDS = frozenset(("ph", "cat", "name", "ts", "dur", "pid", "tid", "args"))
 
 
-def _held_view(event: dict, link) -> dict:
+def _held_view(event: dict, link) -> dict | tuple | None:
     """What an undecided event keeps while it is held or spilled, when it is not handed out
     itself: the fields that deciding it reads, no more (on the resnet 10x tile's spilled
     events: 580 bytes in memory and 68 pickled, against 990 and 149 for the slim event).
@@ -154,8 +154,9 @@ def _held_view(event: dict, link) -> dict:
     time and thread too, and its ``Input Dims`` when its name is phase evidence
     (``core.serving``);
     GPU work waiting for its launch by ``_own_linked``: its category, times, stream, name and
-    correlation id (for the breakdown); a flow
-    or a GPU annotation is only counted."""
+    correlation id (for the breakdown), as the tuple ``(cat, ts, dur, pid, tid, name,
+    correlation)`` (cheaper than a dict to make, and to pickle in the spill); a flow or a GPU
+    annotation is only counted: None."""
     cat = event.get("cat")
     if link is None:
         name = event.get("name")
@@ -182,13 +183,10 @@ def _held_view(event: dict, link) -> dict:
                 view["args"] = kept
         return view
     if cat in GPU_WORK_CATS:  # and its name and launch, for the breakdown (core.breakdown)
-        view = {"cat": cat, "ts": event["ts"], "dur": event.get("dur"), "pid": event.get("pid"),
-                "tid": event.get("tid"), "name": event.get("name")}
-        corr = (event.get("args") or {}).get("correlation")
-        if corr is not None:
-            view["args"] = {"correlation": corr}
-        return view
-    return {"cat": cat}
+        get = event.get
+        return (cat, event["ts"], get("dur"), get("pid"), get("tid"), get("name"),
+                (get("args") or {}).get("correlation"))
+    return None
 
 
 def _extend_union(seen: tuple | None, start: float, end: float) -> tuple:
@@ -287,15 +285,16 @@ class Splitter:
         self._windows = Windows()
         self._correlations = MonotonicOwnerMap()
         self._annotations = AnnotationOwners()
-        # Undecided events as (end, seq, start, event, link, raw): link is None for a
-        # CPU-side event waiting for a window, or the ("corr"|"ext", id) a GPU event waits
-        # for; raw is the event's original JSON bytes when the caller gave them. Beyond
-        # ``pending_limit`` they go to ``_spill``.
+        # Undecided events; beyond ``pending_limit`` they go to ``_spill``.
         # CPU-side events waiting for a window: as ``HeldColumns`` (``_cpu_held``; those
-        # held one at a time in ``_cpu_rows`` first), or in the heap ``_pending`` (back from
-        # the spill as items, or a time a float would change): see ``_hold_cpu``.
+        # held one at a time in ``_cpu_rows`` first), or in the heap ``_pending`` as items
+        # (end, seq, start, event, None, raw), raw the event's original JSON bytes when the
+        # caller gave them (back from the spill as items, or a time a float would change):
+        # see ``_hold_cpu``.
         self._pending: list = []
-        self._pending_links: list = []  # GPU events waiting for their launch (no window yet)
+        # GPU events waiting for their launch (or annotation) while no window is known yet,
+        # or many wait (``_route_linked``): see ``_hold_linked``.
+        self._pending_links = HeldLinks()
         self._cpu_held, self._cpu_rows, self._cpu_held_n = [], HeldRows(), 0
         self._seq = 0
         self._spill = spill if spill is not None else MemorySpill()
@@ -771,19 +770,16 @@ class Splitter:
             batch = self._spill.take(self._due.pop(0))
             if isinstance(batch, HeldColumns):
                 self._drained_columns(self._resolve_columns(batch))
-                return True
-            kept = self._resolve_all(batch)
-            if kept and self.closed:
-                self._spill.put(kept)  # GPU work for the final pass
-            elif kept:  # held in memory again (spilled again only if that is full)
-                self._hold_items(kept)
+            elif isinstance(batch, HeldLinks):
+                self._drained_links(batch)
+            elif kept := self._resolve_all(batch):  # (none once closed: all decidable)
+                self._hold_items(kept)  # held in memory again (spilled again if that is full)
             return True
         self._due = None
         if self.closed:
-            resolve = self._resolve
             pending, self._pending = self._pending, []
             self._resolve_in_order(pending, self._take_held())
-            self._pending_links = [item for item in self._pending_links if not resolve(item)]
+            self._pending_links = self._resolve_links(self._pending_links)
             if not self._final_pass:
                 self._final_pass = True
                 return True
@@ -800,6 +796,19 @@ class Splitter:
         else:
             self._add_held(kept)
             self._bound_held()
+
+    def _drained_links(self, batch: HeldLinks) -> None:
+        """A spilled batch of links, taken back once closed (``spill.batch_key``): its head
+        (CPU-side events, all decidable now) decided first, then the links whose owner is
+        known (every one on the final pass); the others spilled again for the final pass."""
+        head, batch.head = batch.head, None
+        if isinstance(head, HeldColumns):
+            self._resolve_columns(head)
+        elif head:
+            self._resolve_all(head)
+        kept = self._resolve_links(batch)
+        if kept:
+            self._spill.put(kept)
 
     def _finish(self) -> None:
         for key, events in self._waiting_gpu.items():
@@ -925,9 +934,8 @@ class Splitter:
         annotation) is seen."""
         if not self._keep:
             raw = None
-        event = self._held_event(event, raw, link)
-        self._seq += 1
-        self._pending_links.append((None, self._seq, None, event, link, raw))
+        kind, key = link
+        self._pending_links.add(key, kind == "ext", self._held_event(event, raw, link), raw)
         if self._held_in_memory() >= self.options.pending_limit:
             self._bound_held()
 
@@ -1020,12 +1028,9 @@ class Splitter:
 
     def _hold_items(self, items: list) -> None:
         """Hold again items taken back from the spill that are not decided yet."""
-        pending, links = self._pending, self._pending_links
+        pending = self._pending
         for item in items:
-            if item[4] is None:
-                heappush(pending, item)
-            else:
-                links.append(item)
+            heappush(pending, item)
         self._bound_held()
 
     def _bound_held(self) -> None:
@@ -1036,33 +1041,35 @@ class Splitter:
             # batch it only partly decides.
             for batch in self._spill_batches(self._take_held()):
                 self._spill.put(batch)
-            self._pending, self._pending_links = [], []
+            self._pending, self._pending_links = [], HeldLinks()
 
     def _spill_batches(self, columns: HeldColumns | None):
-        """The batches of ``_bound_held``: everything held, sorted by (end, seq), then the
-        events waiting for a link, ``_SPILL_BATCH`` at a time; a batch of events held as
-        columns only (the last one too, when no event waits for a link) is spilled as
-        columns, and so decided (``_resolve_columns``) and held again as columns. The batch
-        that the columns' last events share with the links is items (``spill.batch_key``:
-        due at the end only, as the links are)."""
+        """The batches of ``_bound_held``: the CPU-side events held, sorted by (end, seq),
+        then the events waiting for a link, ``_SPILL_BATCH`` at a time. CPU-side events held
+        as columns only are spilled as columns, and so decided (``_resolve_columns``) and
+        held again as columns; else as items. A batch with links is ``HeldLinks``, the
+        CPU-side events it shares with them its head (``spill.batch_key``: due at the end
+        only, as the links are)."""
         links = self._pending_links
         if columns is not None and self._pending:  # both kinds: as items
             self._pending.extend(columns.items(_HELD_FRAME))
             columns = None
         if columns is None:
-            held = sorted(self._pending) + links
-            for i in range(0, len(held), _SPILL_BATCH):
-                yield held[i:i + _SPILL_BATCH]
-            return
-        columns = columns.take(np.lexsort((columns.seqs, columns.ends)))  # (end, seq) order
-        n = len(columns)
+            held = sorted(self._pending)
+            part = held.__getitem__
+        else:
+            held = columns.take(np.lexsort((columns.seqs, columns.ends)))  # (end, seq) order
+            part = held.take
+        n = len(held)
         for i in range(0, n + len(links), _SPILL_BATCH):
             j = i + _SPILL_BATCH
             if j <= n or not links:
-                yield columns.take(slice(i, j))
+                yield part(slice(i, j))
             else:
-                head = columns.take(slice(i, n)).items(_HELD_FRAME) if i < n else []
-                yield head + links[max(i - n, 0):j - n]
+                batch = links.take(slice(max(i - n, 0), j - n))
+                if i < n:
+                    batch.head = part(slice(i, n))
+                yield batch
 
     def _note_held(self, spilled: int | None = None) -> None:
         """Track the most events held at once, in memory and spilled (``spilled``: how many
@@ -1074,25 +1081,34 @@ class Splitter:
             self.max_pending = n
 
     def _resolve(self, item) -> bool:
-        """Decide one held event if its owner is known now; True if decided."""
-        end, _, start, event, link, raw = item
-        if link is None:
-            if self._windows.decidable(end):
-                self._own_cpu(self._windows.owner(start, end), event, start, end, raw)
-                return True
-            return False
-        kind, key = link
-        owners = self._correlations if kind == "corr" else self._annotations
-        owner = owners.lookup(key) if key is not None else None
-        if owner is None:
-            if not self._final_pass:
-                return False  # its launch may still come
-            owner = OUTSIDE  # launched before the trace began
-        if kind == "corr":
-            self._own_linked(owner, event, raw)
-        else:
-            self._own_simple(owner, event, raw)
-        return True
+        """Decide one held CPU-side event if its window is known now; True if decided."""
+        end, _, start, event, _, raw = item
+        if self._windows.decidable(end):
+            self._own_cpu(self._windows.owner(start, end), event, start, end, raw)
+            return True
+        return False
+
+    def _resolve_links(self, links: HeldLinks) -> HeldLinks:
+        """Decide the held ``links`` (not their head) whose owner is known now, in their
+        order, all their owners looked up at once; on the final pass every one (no owner:
+        ``OUTSIDE``, launched before the trace began). Returns the others."""
+        kept = []
+        final = self._final_pass
+        own_linked, own_simple = self._own_linked, self._own_simple
+        owners = links.owners(self._correlations, self._annotations)
+        for k, (owner, event, raw) in enumerate(zip(owners, links.events, links.raws)):
+            if owner is None:
+                if not final:  # its launch may still come
+                    kept.append(k)
+                    continue
+                owner = OUTSIDE
+            if event is None:  # only counted
+                own_simple(owner, None, raw)
+            else:
+                own_linked(owner, event, raw)
+        if len(kept) == len(owners):
+            return links
+        return links.take(kept)
 
     def _resolve_all(self, items: list) -> list:
         """``_resolve`` each held item in order; returns those not decided, in order. A
@@ -1202,8 +1218,7 @@ class Splitter:
         else:
             self._resolve_in_order(decided, self._take_held(until))
         if self._pending_links:
-            resolve = self._resolve
-            self._pending_links = [item for item in self._pending_links if not resolve(item)]
+            self._pending_links = self._resolve_links(self._pending_links)
 
     def _own_rows(self, items: list) -> None:
         """Held items of CPU-side events that a boundary decides (each ends before it), in
@@ -1314,11 +1329,20 @@ class Splitter:
             self._waiting_gpu.setdefault(key, []).append(
                 (self._held_event(event, raw, ("corr", key)), raw))
 
-    def _own_linked(self, owner: int, event: dict, raw=None) -> None:
-        cat = event.get("cat")
-        if cat not in GPU_WORK_CATS:  # a flow: counted, no GPU numbers
-            self._own_simple(owner, event, raw)
-            return
+    def _own_linked(self, owner: int, event: dict | tuple | None, raw=None) -> None:
+        """GPU work or a launch flow owned by ``owner``: ``event`` the event, or what
+        ``_held_view`` keeps of it (a tuple for GPU work; None: only counted)."""
+        if event.__class__ is tuple:  # GPU work, held
+            cat, start, dur, pid, tid, name, corr = event
+        else:
+            cat = None if event is None else event.get("cat")
+            if cat not in GPU_WORK_CATS:  # a flow: counted, no GPU numbers
+                self._own_simple(owner, event, raw)
+                return
+            get = event.get
+            start, dur, pid, tid, name = event["ts"], get("dur"), get("pid"), get("tid"), \
+                get("name")
+            corr = args.get("correlation") if (args := get("args")) else None
         if self._keep:
             self._assigned.append((owner, event if raw is None else raw))
         kernel = cat in KERNEL_CATS
@@ -1333,8 +1357,7 @@ class Splitter:
         record.events += 1
         record.gpu_events += 1
         record.kernels += kernel
-        start = event["ts"]
-        end = start + (event.get("dur") or 0)
+        end = start + (dur or 0)
         # Busy time is the union of the iteration's work per stream (same-stream overlaps are
         # jitter), summed over streams; active time the union over all its streams. Both are
         # kept per iteration: the order in which iterations' work is decided (held, spilled,
@@ -1343,7 +1366,7 @@ class Splitter:
         # to the busy time (a stream runs one thing at a time) and to the active time, which
         # is then capped by the busy time and the iteration's GPU span.
         breakdown = hot[2]
-        streams, stream = breakdown.stream_work, (event.get("pid"), event.get("tid"))
+        streams, stream = breakdown.stream_work, (pid, tid)
         streams[stream], busy = _extend_union(streams.get(stream), start, end)
         record.gpu_busy_us += busy
         # (active time is capped at the end: ``_finish_records``)
@@ -1355,10 +1378,9 @@ class Splitter:
             record.gpu_end_ts = end
         if owner > self._gpu_latest:
             self._freeze_gpu_before(owner)
-        breakdown.add_gpu(cat, event.get("name") or "", start, end)
-        args = event.get("args")
-        if kernel and args:
-            delay = self._launch_times.delay(args.get("correlation"), start, owner)
+        breakdown.add_gpu(cat, name or "", start, end)
+        if kernel and corr is not None:
+            delay = self._launch_times.delay(corr, start, owner)
             if delay is not None:
                 breakdown.add_launch_delay(delay)
 

@@ -421,6 +421,28 @@ class MonotonicOwnerMap:
             return self._owners[i]
         return None
 
+    def lookup_many(self, keys: list) -> list:
+        """``lookup`` of each of ``keys`` (None: None), as a list: in bulk (``searchsorted``)
+        where there are more keys than a quarter of the ranges (each bulk call copies the
+        ranges) and all are int64, else one by one."""
+        los = self._los
+        if not los:
+            return [None] * len(keys)
+        if len(los) <= 4 * len(keys):
+            try:
+                wanted = np.array(keys, np.int64)  # a None or an id beyond int64: an error
+                bounds = np.array(los, np.int64), np.array(self._his, np.int64)
+            except (TypeError, OverflowError):
+                pass
+            else:
+                i = np.searchsorted(bounds[0], wanted, "right") - 1
+                found = (i >= 0) & (wanted <= bounds[1][i])  # (i = -1: the last range's)
+                owners = np.array(self._owners, np.int64)[i].tolist()
+                return [owner if known else None
+                        for owner, known in zip(owners, found.tolist())]
+        lookup = self.lookup
+        return [None if key is None else lookup(key) for key in keys]
+
 
 class AnnotationOwners(MonotonicOwnerMap):
     """External id -> owner of the CPU annotation with that id (see the module docstring)."""
@@ -443,3 +465,9 @@ class AnnotationOwners(MonotonicOwnerMap):
         """The owner of the CPU annotation with id ``key``; None while it is held or no
         annotation with an id in its range has been seen."""
         return None if key in self._held else super().lookup(key)
+
+    def lookup_many(self, keys: list) -> list:
+        """``lookup`` of each of ``keys`` (None: None), one by one (GPU annotations wait
+        rarely)."""
+        lookup = self.lookup
+        return [None if key is None else lookup(key) for key in keys]

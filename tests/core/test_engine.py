@@ -204,6 +204,34 @@ def test_cpu_side_events_spilled_while_nothing_waits_for_a_launch_stay_columns()
     assert kinds and set(kinds) == {HeldColumns}
 
 
+@pytest.mark.parametrize("scenario", ["training", "serving"])
+def test_gpu_work_waiting_for_its_launch_is_spilled_as_links_and_changes_no_owner(scenario):
+    # GPU work and flows fed before any window (moved to the front) wait for their launch,
+    # held as ``HeldLinks``; spilled, a batch of them at a time (``HeldLinks``, never items),
+    # they get the owners they get when nothing is spilled: their launch's.
+    from stream_split.spill import HeldLinks, MemorySpill
+    from stream_split.trace_format import GPU_WORK_CATS, LAUNCH_FLOW_CATS
+    linked = GPU_WORK_CATS | LAUNCH_FLOW_CATS
+    trace = generate(scenario, seed=7)
+    order = [e for e in trace.events if e.get("cat") in linked] + \
+        [e for e in trace.events if e.get("cat") not in linked]
+    spilled, _ = owners_of(trace.events, SplitOptions(pending_limit=7), feed_order=order)
+    kept, _ = owners_of(trace.events, SplitOptions(), feed_order=order)
+    assert spilled == kept == trace.truth.owners
+    kinds = []
+
+    class Watched(MemorySpill):
+        def put(self, items):
+            kinds.append(type(items))
+            super().put(items)
+
+    splitter = Splitter(SplitOptions(pending_limit=7), spill=Watched())
+    for event in order:
+        splitter.feed(event)
+    splitter.close()
+    assert HeldLinks in kinds and list not in kinds
+
+
 @pytest.mark.parametrize("limit", [7, 100_000])
 @pytest.mark.parametrize("scenario", ["training", "serving"])
 def test_records_are_the_same_whether_held_events_are_kept_whole_or_not(scenario, limit):

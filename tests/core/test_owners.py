@@ -323,3 +323,20 @@ def test_an_annotation_held_undecided_has_no_owner_until_it_is_decided():
     assert owners.lookup(30) is None and owners.lookup(20) == 1
     owners.add(30, 2)
     assert owners.lookup(30) == 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(launches=st.lists(st.tuples(st.integers(-50, 200), st.integers(-1, 4)), max_size=30),
+       keys=st.lists(st.one_of(st.none(), st.integers(-60, 210), st.just(2 ** 70)),
+                     max_size=40))
+def test_owners_looked_up_at_once_are_those_looked_up_one_by_one(launches, keys):
+    # Held GPU work is looked up a batch at a time (``lookup_many``, in bulk where it can):
+    # the same answers as ``lookup``, for ids in ranges, in gaps, out of order, None, or
+    # beyond int64 (looked up one by one).
+    owners = MonotonicOwnerMap()
+    for key, owner in launches:
+        owners.add(key, owner)
+    expected = [None if key is None else owners.lookup(key) for key in keys]
+    assert owners.lookup_many(keys) == expected
+    assert owners.lookup_many([key for key in keys if key is not None] * 8) == \
+        [owner for key, owner in zip(keys, expected) if key is not None] * 8
