@@ -123,14 +123,15 @@ def piece_name(index: int, kind: str = KIND_ITERATION, step: int | None = None) 
     """The file name (without suffix) of iteration ``index``'s piece; ``step`` names it by its
     ``ProfilerStep`` number instead."""
     if kind == KIND_IDLE:
-        return _BY_INDEX[KIND_IDLE].format(index)
+        return _BY_INDEX[KIND_IDLE] % index
     if step is not None:
         return f"step_{step:05d}"
-    return _BY_INDEX[KIND_ITERATION].format(index)
+    return _BY_INDEX[KIND_ITERATION] % index
 
 
-#: ``piece_name`` by index, of an iteration and of an idle cycle: format strings of the index.
-_BY_INDEX = {KIND_ITERATION: "iteration_{:05d}", KIND_IDLE: "idle_{:05d}"}
+#: ``piece_name`` by index, of an iteration and of an idle cycle: ``%`` formats of the index
+#: (a quarter fewer instructions than ``str.format``'s ``{:05d}``: two names an iteration).
+_BY_INDEX = {KIND_ITERATION: "iteration_%05d", KIND_IDLE: "idle_%05d"}
 
 
 def _by_owner(pairs) -> dict:
@@ -420,8 +421,8 @@ class PieceFiles(Mapping):
         #: By code (not ``_NONE``): the name of an iteration's piece from its index, by a
         #: function written in C (``piece_name``'s format, suffixed; or a look-up): no call of
         #: Python per piece named.
-        self._namers = {self._ITERATION: (_BY_INDEX[KIND_ITERATION] + suffix).format,
-                        self._IDLE: (_BY_INDEX[KIND_IDLE] + suffix).format,
+        self._namers = {self._ITERATION: (_BY_INDEX[KIND_ITERATION] + suffix).__mod__,
+                        self._IDLE: (_BY_INDEX[KIND_IDLE] + suffix).__mod__,
                         self._NAMED: self._named.__getitem__}
         self._count = 0
 
