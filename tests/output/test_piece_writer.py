@@ -12,7 +12,7 @@ import zlib
 import pytest
 
 from stream_split.core.records import KIND_IDLE, KIND_ITERATION, METADATA, OUTSIDE, IterationRecord
-from stream_split.write import COPY_CHUNK, SPOOL_TASK_BYTES, PieceWriter
+from stream_split.write import COPY_CHUNK, SPOOL_TASK_BYTES, STORED_PACK_BYTES, PieceWriter
 
 HEADER_BEFORE = {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 3}}
 HEADER_AFTER = {"traceName": "t.json", "displayTimeUnit": "ms"}
@@ -109,6 +109,29 @@ def test_a_compressed_piece_is_one_gzip_member_that_gzip_zcat_and_zlib_read_whol
         zcat = subprocess.run(["zcat", str(out / name)], capture_output=True, check=True)
         assert zcat.stdout == expected
         subprocess.run(["gzip", "-t", str(out / name)], check=True)
+
+
+@pytest.mark.parametrize("level", [1, 6])
+def test_pieces_of_about_one_event_are_stored_and_read_whole_as_the_others(tmp_path, level):
+    # pieces whose events are at most STORED_PACK_BYTES are a stored block between the
+    # deflated head and tail; one byte more, deflated: both one member that readers take
+    head = b'{"ph": "i", "name": "x", "pad": "'
+    events = [b"{}"] + [head + b"a" * (size - len(head) - 2) + b'"}' for size in (
+        STORED_PACK_BYTES, STORED_PACK_BYTES + 1, 3 * STORED_PACK_BYTES)]
+    batches = [[(owner, event) for owner, event in enumerate(events)]]
+    plain, _ = _write(tmp_path, batches, compress=False)
+    out, files = _write(tmp_path, batches, compress=True, level=level)
+    stored = []
+    for owner, name in files.items():
+        expected = (plain / name.removesuffix(".gz")).read_bytes()
+        data = (out / name).read_bytes()
+        member = zlib.decompressobj(wbits=31)
+        assert member.decompress(data) == expected
+        assert member.eof and member.unused_data == b""
+        assert subprocess.run(["zcat", str(out / name)], capture_output=True,
+                              check=True).stdout == expected
+        stored.append(owner >= 0 and events[owner] in data)
+    assert stored == [False, True, True, False, False]  # outside first: no events
 
 
 def test_the_trailer_checksum_is_checked_by_readers(tmp_path):
