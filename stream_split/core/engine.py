@@ -893,6 +893,8 @@ class Splitter:
                                                 first_op=found.first_op))
         self._phase_facts.append(None)  # nothing seen yet: see ``_observe_phase``
         self._breakdowns.append(IterationBreakdown())
+        if index >= 2:  # (not the one before: this boundary's held events come to it now)
+            self._breakdowns[index - 2].compact_host()
         if self.boundary_records:
             self._records.append(Boundary(index, found.start_ts, pid, tid, found.first_op))
         self._resolve_pending(found.start_ts)

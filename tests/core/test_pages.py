@@ -16,7 +16,7 @@ from stream_split.core import SplitOptions
 from stream_split.core.records import IterationRecord
 from stream_split.core import Splitter
 from stream_split.manifest_entries import ManifestIterations, dump_manifest
-from stream_split.pages import PagedList
+from stream_split.pages import PAGE_ITEMS, RESIDENT_PAGES, PagedList
 from stream_split.run import read_through, scan_records
 from stream_split.serialize import strict_json
 from stream_split.spill import TempFileSpill
@@ -67,12 +67,28 @@ def test_pop_takes_the_last_item_also_from_a_page_in_the_file(tmp_path):
 
 def test_a_short_list_never_makes_a_file(tmp_path):
     pages = PagedList(str(tmp_path))
-    for i in range(4096):
+    for i in range(PAGE_ITEMS * RESIDENT_PAGES):
         pages.append(i)
     pages.trim()
     assert pages.pages_written == 0
     pages.close()
     assert os.listdir(tmp_path) == []
+
+
+def test_a_long_list_keeps_few_items_in_memory(tmp_path):
+    """Memory does not grow with the number of iterations: past the resident pages, items
+    go to the file (the 180x resnet tile's 540 iterations once all stayed in memory)."""
+    pages = PagedList(str(tmp_path))
+    for i in range(PAGE_ITEMS * RESIDENT_PAGES * 4):
+        pages.append(i)
+        if i % PAGE_ITEMS == 0:
+            pages.trim()
+    pages.trim()
+    resident = sum(map(len, pages._resident.values()))
+    assert resident <= PAGE_ITEMS * RESIDENT_PAGES <= 256
+    assert pages.pages_written >= 2
+    assert list(pages) == list(range(PAGE_ITEMS * RESIDENT_PAGES * 4))
+    pages.close()
 
 
 def _records(path: Path, per_iteration) -> list:

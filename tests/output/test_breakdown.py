@@ -76,6 +76,25 @@ def test_compact_union_counts_as_before_and_keeps_integer_times_as_given():
     assert list(union.starts) == [0.5, big + 1, big + 3, big + 5]
 
 
+def test_compact_host_keeps_each_threads_time_in_ops_and_a_later_op_still_counts():
+    """An iteration's host unions are made arrays once its window has closed (a quarter of
+    the memory: Kineto writes every CPU section before the GPU work, so every iteration's
+    unions live until then); the time in ops is the same, and an op decided later joins."""
+    plain, compacted = bd.IterationBreakdown(), bd.IterationBreakdown()
+    ops = [((1, 1), 0.0, 10.0), ((1, 1), 2.0, 3.0), ((1, 1), 20.0, 25.5), ((1, 2), 5.0, 9.0)]
+    for b in (plain, compacted):
+        for thread, start, end in ops:
+            b.add_op(thread, start, end)
+    compacted.compact_host()
+    assert all(u.starts.__class__ is not list for u in compacted.cpu_ops.values())
+    assert compacted.host_dict() == plain.host_dict()
+    for b in (plain, compacted):
+        b.add_op((1, 1), 9.0, 21.0)  # late: joins two intervals
+    assert compacted.host_dict() == plain.host_dict() == {
+        "cpu_op_us": 29.5, "launch_delay_mean_us": None, "launch_delay_max_us": None,
+        "launches_timed": 0}
+
+
 def test_union_beyond_its_intervals_sums_the_oldest_and_closes_no_gap(monkeypatch):
     monkeypatch.setattr(bd, "KEPT_INTERVALS", 4)
     union = bd.IntervalUnion()
