@@ -19,8 +19,8 @@ batches of input), and an item got from iterating stays so until the iteration h
 page past it. A caller that only reads goes through ``reading(items)`` (``PagedList.read``): a
 page loaded for it is dropped, never written back. ``finish_with`` makes the items final where
 they are read next, not in a pass of their own; once they are final, ``seal()`` saves writing
-back what was only read. A list of up to ``PAGE_ITEMS * RESIDENT_PAGES`` items (128: more iterations
-than most profiles hold) never touches the file. (It was 4,096 until 2026-12-04: the 180x
+back what was only read. A list of up to ``PAGE_ITEMS * RESIDENT_PAGES`` items (128: more
+iterations than most profiles hold) never touches the file. (It was 4,096 until 2026-12-04: the 180x
 stripped resnet tile's 540 iterations then all stayed in memory, and ``boundaries`` peaked at
 83 MB against 65.7 MB now, with ``IterationBreakdown.compact_host``; the same per-iteration
 cost on a trace of 40 k one-op iterations, each of the first 4,096 iterations paged once

@@ -40,11 +40,7 @@ class HeldColumns:
 
     def take(self, index) -> "HeldColumns":
         """The events at ``index`` (an index array or a slice), in that order."""
-        if isinstance(index, slice):
-            pick = lambda column: column[index]  # noqa: E731
-        else:
-            positions = index.tolist()
-            pick = lambda column: list(map(column.__getitem__, positions))  # noqa: E731
+        pick = _picker(index if isinstance(index, slice) else index.tolist())
         return HeldColumns(self.ends[index], self.seqs[index], self.starts[index],
                            pick(self.raws), self.events and pick(self.events),
                            self.exact and pick(self.exact))
@@ -83,6 +79,14 @@ class HeldColumns:
                            _joined_column([p.exact for p in parts], parts))
 
 
+def _picker(index):
+    """A function giving the items of a list column at ``index`` (a slice, or a list of
+    positions), in that order (``take``)."""
+    if isinstance(index, slice):
+        return lambda column: column[index]
+    return lambda column: list(map(column.__getitem__, index))
+
+
 class HeldLinks:
     """Held events that wait for another event's owner (the engine's ``_hold_linked``): GPU
     work and launch flows for their launch's (by correlation id), GPU annotations for their
@@ -109,10 +113,7 @@ class HeldLinks:
 
     def take(self, index) -> "HeldLinks":
         """The links at ``index`` (a list of positions, or a slice), without the head."""
-        if isinstance(index, slice):
-            pick = lambda column: column[index]  # noqa: E731
-        else:
-            pick = lambda column: list(map(column.__getitem__, index))  # noqa: E731
+        pick = _picker(index)
         return HeldLinks(pick(self.keys), pick(self.by_ext), pick(self.events),
                          pick(self.raws))
 

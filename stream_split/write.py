@@ -10,9 +10,10 @@ What this module owns: how an event, a record and a piece look on disk or on a p
   assembled into a complete Chrome trace (header keys, all metadata, its events): its head
   and tail are deflated once for all pieces, its part of the pack deflated (stored, when
   about one event), its spooled segments copied as they are, into one gzip member whose
-  CRC32 is combined from the parts'; a small piece is one file creation and one write (1 M one-op iterations are 1 M
-  files, not 3 M file operations). Metadata over ``METADATA_INLINE_BYTES`` is written once
-  instead, as the piece ``metadata``, and the manifest names it. At most ``max_open`` spool
+  CRC32 is combined from the parts'; a small piece is one file creation and one write
+  (1 M one-op iterations are 1 M files, not 3 M file operations). Metadata over
+  ``METADATA_INLINE_BYTES`` is written once instead, as the piece ``metadata``, and the
+  manifest names it. At most ``max_open`` spool
   files and compressors are open at once, and what is kept per piece is a few integers in
   arrays (``_Pack``; its bytes in the pack). A stop requested while the pieces are assembled
   ends the run (``WriteInterrupted``). It writes into a folder of its own (``output.OutputFolder``'s
@@ -371,8 +372,9 @@ class PieceWriter:
         deflated once for all pieces, the pack's part encoded here (``_encode_packed``:
         deflated, or stored when tiny), the spool file's by the spool thread in segments
         each ended by a sync flush (the way ``pigz`` joins its blocks), and the trailer's
-        CRC32 over all of it is combined from the parts' (the pack's taken here, the spool file's kept by the
-        spool thread). A piece without a spool file is written in one ``write``."""
+        CRC32 over all of it is combined from the parts' (the pack's taken here, the spool
+        file's kept by the spool thread). A piece without a spool file is written in one
+        ``write``."""
         packed = self._spool.pack.parts(owner)
         on_file = self._spool.file_sums.get(owner)
         if packed is None and on_file is None:  # no event

@@ -183,10 +183,16 @@ def _held_view(event: dict, link) -> dict | tuple | None:
                 view["args"] = kept
         return view
     if cat in GPU_WORK_CATS:  # and its name and launch, for the breakdown (core.breakdown)
-        get = event.get
-        return (cat, event["ts"], get("dur"), get("pid"), get("tid"), get("name"),
-                (get("args") or {}).get("correlation"))
+        return _gpu_work_fields(event, cat)
     return None
+
+
+def _gpu_work_fields(event: dict, cat: str) -> tuple:
+    """What owning GPU work (``Splitter._own_linked``) reads of it, in ``_held_view``'s
+    tuple: ``(cat, ts, dur, pid, tid, name, correlation)``."""
+    get = event.get
+    return (cat, event["ts"], get("dur"), get("pid"), get("tid"), get("name"),
+            (get("args") or {}).get("correlation"))
 
 
 def _extend_union(seen: tuple | None, start: float, end: float) -> tuple:
@@ -1334,17 +1340,14 @@ class Splitter:
     def _own_linked(self, owner: int, event: dict | tuple | None, raw=None) -> None:
         """GPU work or a launch flow owned by ``owner``: ``event`` the event, or what
         ``_held_view`` keeps of it (a tuple for GPU work; None: only counted)."""
-        if event.__class__ is tuple:  # GPU work, held
-            cat, start, dur, pid, tid, name, corr = event
-        else:
+        fields = event
+        if event.__class__ is not tuple:  # not GPU work as held
             cat = None if event is None else event.get("cat")
             if cat not in GPU_WORK_CATS:  # a flow: counted, no GPU numbers
                 self._own_simple(owner, event, raw)
                 return
-            get = event.get
-            start, dur, pid, tid, name = event["ts"], get("dur"), get("pid"), get("tid"), \
-                get("name")
-            corr = args.get("correlation") if (args := get("args")) else None
+            fields = _gpu_work_fields(event, cat)
+        cat, start, dur, pid, tid, name, corr = fields
         if self._keep:
             self._assigned.append((owner, event if raw is None else raw))
         kernel = cat in KERNEL_CATS

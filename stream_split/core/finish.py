@@ -60,7 +60,7 @@ class FinalRecords:
     def _keep_breakdowns(self, pages: set) -> None:
         """Keep the breakdowns of the records of ``pages`` only (those not final yet): the
         others are in their records now (every one of them, where none was written to the
-        file: a trace of up to 4,096 iterations)."""
+        file: a trace of up to ``pages.PAGE_ITEMS * RESIDENT_PAGES`` iterations)."""
         breakdowns = self._breakdowns
         if not isinstance(breakdowns, PagedList):
             return

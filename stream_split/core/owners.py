@@ -440,6 +440,10 @@ class MonotonicOwnerMap:
                 owners = np.array(self._owners, np.int64)[i].tolist()
                 return [owner if known else None
                         for owner, known in zip(owners, found.tolist())]
+        return self._lookup_each(keys)
+
+    def _lookup_each(self, keys: list) -> list:
+        """``lookup_many`` one key at a time."""
         lookup = self.lookup
         return [None if key is None else lookup(key) for key in keys]
 
@@ -469,5 +473,4 @@ class AnnotationOwners(MonotonicOwnerMap):
     def lookup_many(self, keys: list) -> list:
         """``lookup`` of each of ``keys`` (None: None), one by one (GPU annotations wait
         rarely)."""
-        lookup = self.lookup
-        return [None if key is None else lookup(key) for key in keys]
+        return self._lookup_each(keys)
