@@ -13,6 +13,13 @@ SIGTERM, SIGHUP and SIGUSR1 (``run.STOP_SIGNALS``) stop the run between two batc
 stay whole, the manifest says incomplete) and exit 128 + the signal's number (130, 143...). A reader of stdout that goes away (``| head``) ends the command quietly,
 exit status 0; a stdout or stdin that was never open (``>&-``, ``<&-`` with ``-``) is an
 error line, exit status 2.
+
+A command pays at start-up for what it uses: imported at the top is what every command that
+reads a trace needs (the core, the reader, the run, the record streams of ``boundaries`` and
+``tag``); what only some commands use (the split into a folder and its selection of
+iterations, the manifest's entries, the table, the ranks, the plot) is reached as
+``stream_split.<module>`` where it is used, and loaded then (README "House rules"). A command's
+parser is given its arguments only when that command is parsed (``_Parser``).
 """
 from __future__ import annotations
 
@@ -33,8 +40,6 @@ from stream_split.errors import (
     WriteInterrupted,
     StreamSplitError)
 from stream_split.follow import DEFAULT_IDLE_TIMEOUT
-from stream_split.options import IterationChoice, parse_selection, parse_steps
-from stream_split.manifest_entries import kind_counts
 from stream_split.run import StopRequest, new_splitter, read_through
 from stream_split.serialize import strict_json
 from stream_split.write import LAYOUTS, NAME_BY, build_manifest, record_sink, tag_lines
@@ -54,14 +59,14 @@ def sample_trace_path() -> str:
 
 def _selection(text: str):
     try:
-        return parse_selection(text)
+        return stream_split.selection.parse_selection(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _steps(text: str):
     try:
-        return parse_steps(text)
+        return stream_split.selection.parse_steps(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
@@ -91,51 +96,81 @@ def _seconds(text: str) -> float:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with the CLI's error convention: one line on stderr, exit status 2."""
+    """argparse with the CLI's error convention: one line on stderr, exit status 2. A
+    command's parser is given its arguments (``arguments``, a function of the parser) the
+    first time it parses or prints its help: a run builds its own command's arguments, not
+    the seven others' (their help texts and types are never read)."""
+
+    def __init__(self, *args, arguments=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._arguments = arguments
+
+    def _complete(self) -> None:
+        if self._arguments is not None:
+            add, self._arguments = self._arguments, None
+            add(self)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._complete()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self):
+        self._complete()
+        return super().format_usage()
+
+    def format_help(self):
+        self._complete()
+        return super().format_help()
 
     def error(self, message):
         self.exit(EXIT_BAD_INPUT, f"stream-split: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``stream-split`` parser: each command's arguments are added when that command is
+    parsed (``_Parser``)."""
     parser = _Parser(
         prog="stream-split",
         description="Split a PyTorch profiler / Kineto trace into iterations, as a stream.")
     parser.add_argument("--version", action="version", version=f"stream-split {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    _add_split(sub)
-    p = sub.add_parser("boundaries", help="print boundary and iteration records as they are known")
+    for name, (help_text, arguments) in COMMAND_ARGUMENTS.items():
+        sub.add_parser(name, help=help_text, arguments=arguments)
+    return parser
+
+
+def _boundaries_arguments(p) -> None:
     _add_common(p)
     p.add_argument("--format", choices=("jsonl", "protobuf"), default="jsonl")
 
-    p = sub.add_parser("tag", help="write every event back out as a JSON line with its iteration")
-    _add_common(p)
 
-    p = sub.add_parser("explain", help="say which repeating unit was chosen, and why")
+def _explain_arguments(p) -> None:
     _add_common(p)
     p.add_argument("--json", action="store_true", help="print the evidence as JSON")
 
-    p = sub.add_parser("summary", help="the per-iteration table of a split folder or a trace "
-                                       "(several ranks: also iteration k across the ranks)")
+
+def _summary_arguments(p) -> None:
     _add_common(p)
     p.add_argument("--json", action="store_true", help="print the table as one JSON document")
 
-    p = sub.add_parser("why", help="what makes iteration N of a split folder differ from the "
-                                   "steady state's median iteration")
+
+def _why_arguments(p) -> None:
     p.add_argument("trace", metavar="OUT_DIR", help="a folder written by stream-split split")
     p.add_argument("index", metavar="N", type=int, help="the iteration's index (#)")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    p = sub.add_parser("diff", help="iteration A of a split folder against iteration B")
+
+
+def _diff_arguments(p) -> None:
     p.add_argument("trace", metavar="OUT_DIR", help="a folder written by stream-split split")
     p.add_argument("index", metavar="A", type=int, help="the iteration to explain (#)")
     p.add_argument("baseline", metavar="B", type=int, help="the iteration to compare with (#)")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
 
-    p = sub.add_parser("plot", help="draw iteration time and GPU busy time per iteration")
+
+def _plot_arguments(p) -> None:
     p.add_argument("trace", metavar="OUT_DIR", help="a folder written by stream-split split")
     p.add_argument("-o", "--output", required=True,
                    help="picture to write: .png (or .svg, .pdf), or .html")
-    return parser
 
 
 def _add_common(p, several: bool = False) -> None:
@@ -170,8 +205,7 @@ def _add_common(p, several: bool = False) -> None:
                    help="no progress on stderr (it shows only on a terminal anyway)")
 
 
-def _add_split(sub) -> None:
-    p = sub.add_parser("split", help="write one Chrome trace per iteration and a manifest")
+def _split_arguments(p) -> None:
     _add_common(p, several=True)
     p.add_argument("--sample", action="store_true",
                    help="split the small sample trace shipped with the package (no TRACE)")
@@ -215,6 +249,21 @@ def _add_split(sub) -> None:
                         "one stream")
 
 
+#: Each command: its help line in ``stream-split --help``, and what adds its arguments.
+COMMAND_ARGUMENTS = {
+    "split": ("write one Chrome trace per iteration and a manifest", _split_arguments),
+    "boundaries": ("print boundary and iteration records as they are known",
+                   _boundaries_arguments),
+    "tag": ("write every event back out as a JSON line with its iteration", _add_common),
+    "explain": ("say which repeating unit was chosen, and why", _explain_arguments),
+    "summary": ("the per-iteration table of a split folder or a trace (several ranks: also "
+                "iteration k across the ranks)", _summary_arguments),
+    "why": ("what makes iteration N of a split folder differ from the steady state's median "
+            "iteration", _why_arguments),
+    "diff": ("iteration A of a split folder against iteration B", _diff_arguments),
+    "plot": ("draw iteration time and GPU busy time per iteration", _plot_arguments)}
+
+
 def _options(args, keep_events: bool) -> SplitOptions:
     return SplitOptions(detector=args.detector, level=args.level, keep_events=keep_events,
                         pending_limit=args.pending_limit)
@@ -252,10 +301,11 @@ def _run(args, splitter, **sinks):
     return outcome.error, outcome.reader_info
 
 
-def _choice(args) -> IterationChoice:
-    """What ``--iterations`` and ``--steps`` chose (``options.IterationChoice``)."""
-    return IterationChoice(args.iterations, args.iterations_text, args.steps, args.steps_text,
-                           args.phase, args.steady)
+def _choice(args):
+    """What ``--iterations`` and ``--steps`` chose (``selection.IterationChoice``)."""
+    return stream_split.selection.IterationChoice(
+        args.iterations, args.iterations_text, args.steps, args.steps_text, args.phase,
+        args.steady)
 
 
 def _config(args, table_rows: int | None = None):
@@ -291,7 +341,7 @@ def cmd_split(args) -> int:
         stream_split.summary.render_text(table, sys.stdout, limit=SPLIT_TABLE_ROWS)
         kinds = table["rows"].kinds  # counted as the rows were made: the entries are read once
     else:
-        kinds = kind_counts(manifest["iterations"])
+        kinds = stream_split.manifest_entries.kind_counts(manifest["iterations"])
     plural = stream_split.explain.plural
     summary = ", ".join(plural(n, "idle cycle" if k == "idle" else k)
                         for k, n in kinds.items()) or "0 iterations"

@@ -15,7 +15,7 @@ from stream_split.core import SplitOptions
 from stream_split.core.serving import PHASES
 from stream_split.decode import MAX_EVENT_BYTES
 from stream_split.errors import OptionError
-from stream_split.options import IterationChoice, parse_selection, parse_steps
+from stream_split.selection import IterationChoice, parse_selection, parse_steps
 from stream_split.write import LAYOUT_HTA, LAYOUTS, NAME_BY
 
 

@@ -27,7 +27,8 @@ An event arrives as its original JSON bytes when the reader had them (written as
 pieces hold the input's bytes) or as a dict (serialized with ``serialize.event_json``).
 It decides nothing about owners; it writes what the core decided. ``output`` (files created
 new; hashlib) and ``schema`` (protobuf) are loaded where a file is written or a record encoded
-so: ``boundaries`` and ``tag`` need neither.
+so, ``manifest_entries`` and ``analysis`` (the outliers' explanations, from the pieces) where
+a manifest is made: ``boundaries`` and ``tag`` need none of them.
 """
 from __future__ import annotations
 
@@ -50,10 +51,8 @@ import numpy as np
 from isal import isal_zlib
 
 import stream_split
-from stream_split.analysis import explain_outliers
 from stream_split.errors import WriteInterrupted
 from stream_split.pages import reading
-from stream_split.manifest_entries import ManifestIterations, dump_manifest
 from stream_split.serialize import event_json, finite, spaced_json, strict_event_json
 from stream_split.trace_format import ANNOTATION_CAT, PROFILER_STEP_PREFIX
 from stream_split.core.records import (
@@ -959,7 +958,7 @@ def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | No
     files = files or {}
     if stats is None:
         stats = analyze_records(splitter.iterations)
-    iterations = ManifestIterations(splitter.iterations, files)
+    iterations = stream_split.manifest_entries.ManifestIterations(splitter.iterations, files)
     written = None if selection is None else set(selection["written"])
     manifest = {
         "format": MANIFEST_FORMAT,
@@ -1050,7 +1049,7 @@ def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_i
     manifest = build_manifest(source=source, splitter=splitter, reader_info=reader_info,
                               files=files, error=error, selection=selection, stats=stats)
     # from the pieces just written
-    explain_outliers(writer.out_dir, manifest,
+    stream_split.analysis.explain_outliers(writer.out_dir, manifest,
                      outliers=None if stats is None else sorted(stats.reasons))
     _check_stop(stop)
     # Written once, last: a folder holding a manifest holds every piece it names.
@@ -1058,7 +1057,8 @@ def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_i
                                         encoding="utf-8") as f:
         if table is not None:
             table.start(manifest)
-        dump_manifest(manifest, f, None if table is None else table.add)
+        stream_split.manifest_entries.dump_manifest(manifest, f,
+                                                    None if table is None else table.add)
         f.write("\n")
     return manifest
 

@@ -8,7 +8,7 @@ import json
 from types import SimpleNamespace
 
 from conftest import run_cli
-from stream_split.options import IterationChoice, parse_selection, representative
+from stream_split.selection import IterationChoice, parse_selection, representative
 from test_results import step_trace
 
 #: Ten steps: a warm-up, then steady steps of 1000 +- a few µs, one slow one (an outlier).

@@ -4,6 +4,7 @@ rules": the package's one late import). rich only where something is drawn, prot
 ``import stream_split`` loads nothing, and its public names still come from it."""
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -11,13 +12,20 @@ import sys
 
 import pytest
 
+from stream_split import cli
+from stream_split.core.engine import DEFAULT_PENDING_LIMIT
+
 #: Loaded by no command below unless it asks for them.
 OPTIONAL = ("rich", "google.protobuf", "matplotlib", "concurrent.futures", "stream_split.progress",
             "stream_split.schema", "stream_split.plot", "stream_split.picture",
             "stream_split.parallel", "stream_split.ranks", "stream_split.merge",
-            "stream_split.watch", "stream_split.output", "hashlib")
-#: What writes files (``output``: files created new, and hashlib): ``split`` only.
-WRITING = {"stream_split.output", "hashlib"}
+            "stream_split.watch", "stream_split.output", "hashlib", "stream_split.selection",
+            "stream_split.manifest_entries", "stream_split.analysis")
+#: What writes files (``output``: files created new, and hashlib), chooses the iterations to
+#: write (``selection``) and makes a manifest (its entries, the outliers' explanations):
+#: ``split`` only.
+WRITING = {"stream_split.output", "hashlib", "stream_split.selection",
+           "stream_split.manifest_entries", "stream_split.analysis"}
 
 _RUN = """
 import json, sys
@@ -59,6 +67,41 @@ def test_what_an_option_asks_for_is_loaded_when_asked(small_trace, tmp_path):
         tmp_path, "boundaries", str(small_trace), "--format", "protobuf"))
     table = _prefixes(_loaded(tmp_path, "split", str(small_trace), "-o", str(tmp_path / "o")))
     assert "rich" in table and "stream_split.plot" not in table
+
+
+def _command_parsers(parser) -> dict:
+    """The parser of each command of ``parser`` (``stream-split``'s), by name."""
+    return next(a for a in parser._actions
+                if isinstance(a, argparse._SubParsersAction)).choices
+
+
+def _options_of(parser) -> set[str]:
+    return {o for action in parser._actions for o in action.option_strings}
+
+
+def test_a_command_s_arguments_are_built_when_it_is_parsed_and_only_its_own():
+    """``cli._Parser``: a run builds its own command's arguments, not the others'; a command's
+    help (or usage in an error) shows them all the same."""
+    parser = cli.build_parser()
+    commands = _command_parsers(parser)
+    assert list(commands) == list(cli.COMMAND_ARGUMENTS)
+    assert all(_options_of(p) == {"-h", "--help"} for p in commands.values())
+    args = parser.parse_args(["boundaries", "t.json", "--format", "protobuf", "--level", "1"])
+    assert (args.trace, args.format, args.level, args.pending_limit) == (
+        "t.json", "protobuf", 1, DEFAULT_PENDING_LIMIT)
+    built = {name for name, p in commands.items() if _options_of(p) != {"-h", "--help"}}
+    assert built == {"boundaries"}
+    assert "--workers" in commands["split"].format_help()  # built for its help
+    assert "--iterations ITERATIONS" in commands["split"].format_usage()
+    assert commands["why"].parse_args(["out", "3"]).index == 3
+
+
+def test_every_command_is_listed_with_its_help_line(capsys):
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["--help"])
+    listed = " ".join(capsys.readouterr().out.split())
+    for name, (help_line, _) in cli.COMMAND_ARGUMENTS.items():
+        assert f"{name} {help_line}" in listed
 
 
 def test_import_stream_split_loads_nothing_and_keeps_its_public_names():
