@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import large_ones_slow
 
-from stream_split.decode import TraceDecoder
+from stream_split.decode import TraceDecoder, contains
 from stream_split.read import TraceReader
 from stream_split.testing.reference import reference_events
 from stream_split.trace_format import ENGINE_ARGS, ENGINE_FIELDS
@@ -380,3 +380,12 @@ def test_a_frame_run_read_in_bulk_travels_as_a_pickle_with_the_same_frames(name)
         assert first.threads_and_names() == (threads[:15], names[:15])
         assert second.threads_and_names() == (threads[15:], names[15:])
         assert second.names_begin_with(name[:3])
+
+
+@given(st.binary(max_size=300), st.binary(max_size=12), st.integers(0, 300))
+@settings(max_examples=300)
+def test_contains_answers_as_python_does(text, needle, at):
+    """``contains`` (the C library's ``memmem``) finds a needle where ``in`` does, and only
+    there: planted anywhere, absent, empty, longer than the text, with zero bytes."""
+    for haystack in (text, text[:at] + needle + text[at:]):
+        assert contains(haystack, needle) == (needle in haystack)
