@@ -523,7 +523,8 @@ def main(argv=None) -> int:
 
 
 def script() -> None:
-    """The ``stream-split`` command (the console script, ``python -m stream_split.cli``):
+    """The ``stream-split`` command (the console script, after ``launch.script``'s settings;
+    ``python -m stream_split.cli``):
     ``main``, whose status is the process's exit status. Once ``main`` has decided it, the
     stop signals are ignored until the process is gone: Python puts back the default handlers
     as it shuts down, and a SIGTERM sent in that moment killed a run that had ended whole by

@@ -165,3 +165,41 @@ def test_the_cli_allocator_keeps_freed_memory_unless_the_user_set_a_limit():
     plain = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     assert run(plain) is True
     assert run({**plain, "MALLOC_TRIM_THRESHOLD_": "1048576"}) is False
+
+
+def test_the_console_script_asks_openblas_for_one_thread_before_numpy_loads(monkeypatch):
+    """``stream-split`` (``launch.script``) sets ``OPENBLAS_NUM_THREADS=1`` before the CLI
+    (and numpy) is imported, and keeps a value the user set; pyproject's console script is it."""
+    import tomllib
+    from pathlib import Path
+
+    from stream_split import launch
+
+    seen = []
+    monkeypatch.setattr(cli, "script", lambda: seen.append(os.environ.get("OPENBLAS_NUM_THREADS")))
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    launch.script()
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    launch.script()
+    assert seen == ["1", "4"]
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    assert project["project"]["scripts"]["stream-split"] == "stream_split.launch:script"
+
+
+def test_the_command_starts_numpy_without_a_blas_thread_pool(tmp_path):
+    """Through the console script's settings, a run of the command has one thread where
+    numpy's OpenBLAS would have started one per core (Linux: /proc lists the threads)."""
+    if not os.path.isdir("/proc/self/task"):
+        pytest.skip("no /proc: the threads cannot be counted here")
+    count = ("import os, sys; from stream_split import launch; "
+             "sys.argv[1] == 'set' and launch.set_process_environment(); import numpy; "
+             "print(len(os.listdir('/proc/self/task')))")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+
+    def threads(how: str) -> int:
+        return int(subprocess.run([sys.executable, "-c", count, how], env=env, text=True,
+                                  capture_output=True, check=True).stdout)
+
+    assert threads("set") == 1
+    if (os.cpu_count() or 1) > 1:  # else OpenBLAS starts no other thread anyway
+        assert threads("unset") > 1
