@@ -65,6 +65,8 @@ KEPT_KERNEL_NAMES = 64
 TOP_KERNELS = 5
 #: Launches whose GPU work has not come yet, kept for the launch-to-start delay (oldest drop).
 KEPT_LAUNCHES = 8192
+#: GPU work that is no kernel (``top_kernels`` counts kernels only).
+_COPY_CATS = MEMCPY_CATS | MEMSET_CATS
 
 
 @lru_cache(maxsize=4096)  # kernel names are few and long: one search per name
@@ -273,18 +275,26 @@ class IterationBreakdown:
 
     def add_gpu(self, cat: str, name: str, start: float, end: float) -> None:
         layer = gpu_layer(cat, name)
-        for union in self._made_layers()[layer:]:
-            union.add(start, end)
+        for union in (self.layers or self._made_layers())[layer:]:
+            starts, ends = union.starts, union.ends
+            # ``add``'s most common case inline: a new interval after the latest, in lists
+            if starts and start > ends[-1] and start >= starts[-1] and \
+                    starts.__class__ is list and len(starts) < KEPT_INTERVALS:
+                starts.append(start)
+                ends.append(end)
+            else:
+                union.add(start, end)
         if layer == COMM:
             self.comm_kernels += 1
             self.comm_kernel_us += end - start
-        if cat in MEMCPY_CATS or cat in MEMSET_CATS:
+        if cat in _COPY_CATS:
             return
-        seen = self.kernels.get(name)
+        kernels = self.kernels
+        seen = kernels.get(name)
         if seen is None:
-            if len(self.kernels) >= KEPT_KERNEL_NAMES:
-                del self.kernels[min(self.kernels, key=lambda k: self.kernels[k][1])]
-            self.kernels[_shared(name)] = [1, end - start]
+            if len(kernels) >= KEPT_KERNEL_NAMES:
+                del kernels[min(kernels, key=lambda k: kernels[k][1])]
+            kernels[_shared(name)] = [1, end - start]
         else:
             seen[0] += 1
             seen[1] += end - start
@@ -395,8 +405,8 @@ class LaunchTimes:
     def add(self, corr, end: float):
         """A launch, ending at ``end``: ``(owner, delay)`` when its first GPU work was decided
         before it (``early``), else None (its delay comes with its work: ``delay``)."""
-        first = self.early.pop(corr, None)
-        if first is not None:
+        early = self.early
+        if early and (first := early.pop(corr, None)) is not None:
             return first[0], first[1] - end
         _bounded_put(self.ends, corr, end)
         return None

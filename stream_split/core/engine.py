@@ -113,8 +113,9 @@ class SplitOptions:
             raise ValueError(f"stack_tolerance_us must be >= 0, not {self.stack_tolerance_us!r}")
 
 
-# How an event's category routes it (absent: a CPU-side event, owned by its window).
-_BY_CORRELATION, _BY_FLOW_ID, _BY_EXTERNAL_ID, _STRUCTURE = range(4)
+# How an event's category routes it (absent: ``_BY_WINDOW``, a CPU-side event, owned by
+# its window). The linked ones are below ``_STRUCTURE`` (one comparison in ``feed``).
+_BY_CORRELATION, _BY_FLOW_ID, _BY_EXTERNAL_ID, _STRUCTURE, _BY_WINDOW = range(5)
 _ROUTE = {**{cat: _BY_CORRELATION for cat in GPU_WORK_CATS},
           **{cat: _BY_FLOW_ID for cat in LAUNCH_FLOW_CATS}, GPU_ANNOTATION_CAT: _BY_EXTERNAL_ID,
           **{cat: _STRUCTURE for cat in STRUCTURE_CATS}}
@@ -202,9 +203,11 @@ def _extend_union(seen: tuple | None, start: float, end: float) -> tuple:
     decided out of order; see ``_own_linked``)."""
     if seen is None:
         return (start, end), end - start
-    if start >= seen[0]:  # in time order
-        return (start, max(end, seen[1])), max(0.0, end - max(start, seen[1]))
-    if end > seen[1]:
+    latest = seen[1]
+    if start >= seen[0]:  # in time order (the comparisons are ``max``'s, ties and all)
+        added = end - (latest if latest > start else start)
+        return (start, latest if latest > end else end), added if added > 0.0 else 0.0
+    if end > latest:
         return (seen[0], end), end - start
     return seen, end - start
 
@@ -299,7 +302,7 @@ class Splitter:
         # see ``_hold_cpu``.
         self._pending: list = []
         # GPU events waiting for their launch (or annotation) while no window is known yet,
-        # or many wait (``_route_linked``): see ``_hold_linked``.
+        # or many wait (``_wait_for_launch``): see ``_hold_linked``.
         self._pending_links = HeldLinks()
         self._cpu_held, self._cpu_rows, self._cpu_held_n = [], HeldRows(), 0
         self._seq = 0
@@ -364,8 +367,8 @@ class Splitter:
         # Each field the engine reads, read and type-checked once (else ``unusable_field``).
         cat, name, dur = event.get("cat"), event.get("name"), event.get("dur")
         pid, tid, args = event.get("pid"), event.get("tid"), event.get("args")
-        kind = ts.__class__
-        if not ((kind is float and ts - ts == 0.0 or kind is int and -_TIME_LIMIT < ts < _TIME_LIMIT)
+        if not (((kind := ts.__class__) is float and ts - ts == 0.0
+                 or kind is int and -_TIME_LIMIT < ts < _TIME_LIMIT)
                 and ph.__class__ is str and (cat is None or cat.__class__ is str)
                 and (name is None or name.__class__ is str)
                 and (dur is None or (kind := dur.__class__) is float and dur - dur == 0.0
@@ -375,39 +378,39 @@ class Splitter:
                     (value := args.get("correlation")) is None or value.__class__ is int) and (
                     (value := args.get("External id")) is None or value.__class__ is int))):
             if (problem := unusable_field(event)) is not None:
-                self._own_invalid(event, problem, raw)
-                return
-        route = _ROUTE.get(cat)
+                return self._own_invalid(event, problem, raw)
+        route = _ROUTE.get(cat, _BY_WINDOW)
         if ts < self._order.flush_below and ph == "X" and route != _STRUCTURE:
             self._observe_ops(self._order.release_before(ts))  # held ops' section is over
-        if route is not None and route != _STRUCTURE and self._route(route, event, ph, ts, args, raw):
-            return
+        if route < _STRUCTURE and (route != _BY_FLOW_ID or ph in _FLOW_PHASES):
+            return self._route(route, event, raw, ph, ts, cat, dur, pid, tid, name, args)
         end = ts + dur if dur and ph == "X" else ts
         if ph == "X":
             if route == _STRUCTURE:
                 self._observe_op((pid, tid), ts, end, name := name or "", cat)
-            elif self._detector.wants_evidence and (  # a launch or a frame may end the section
-                    found := self._evidence_of(pid, tid, ts, end, name, cat, args)):
-                self._add_boundaries(found)
+            elif self._detector.wants_evidence:  # a launch or a frame may end the section
+                self._add_boundaries(self._evidence_of(pid, tid, ts, end, name, cat, args))
             if cat == PYTHON_FRAME_CAT and self._python_frame(event, ts, end, name, raw):
                 return  # it opens a step: owned by it
         windows = self._windows
         if windows.cached_lo <= ts <= end < windows.cached_hi:  # the common case, inline
             owner = windows.cached_owner
-            if not self._keep and owner >= 0 and (  # _own_cpu's fast path: counted only,
-                    not args or ("correlation" not in args and cat != ANNOTATION_CAT)):  # links nothing
-                hot = self._hot if self._hot[0] == owner else self._hot_state(owner)
-                record = hot[1]
-                record.events += 1
-                if cat in CPU_OP_CATS:
-                    record.cpu_ops += 1
-                    hot[2].add_op((pid, tid), ts, end)
-                    if role := (_PHASE_ROLES[name] if ph == "X" else _NO_ROLE):
-                        self._observe_phase(owner, role, name, args)
-                if end > record.end_ts:
-                    record.end_ts = end
-                return
-            self._own_cpu(owner, event, ts, end, raw, cat)
+            if self._keep or owner < 0:  # else _own_cpu's fast path: an event that links
+                return self._own_cpu(owner, event, ts, end, raw, cat)  # nothing, or a launch
+            launch = args and ph == "X" and cat not in STRUCTURE_CATS and args.get("correlation")
+            if not launch and args and ("correlation" in args or cat == ANNOTATION_CAT):
+                return self._own_cpu(owner, event, ts, end, raw, cat)  # it may link an annotation
+            record = (hot := self._hot if self._hot[0] == owner else self._hot_state(owner))[1]
+            record.events += 1
+            if cat in CPU_OP_CATS:
+                record.cpu_ops += 1
+                hot[2].add_op((pid, tid), ts, end)
+                if role := (_PHASE_ROLES[name] if ph == "X" else _NO_ROLE):
+                    self._observe_phase(owner, role, name, args)
+            if end > record.end_ts:
+                record.end_ts = end
+            if launch:  # a runtime call (its correlation id: 0 is _own_cpu's, above)
+                self._own_launch(owner, launch, name, end)
         elif windows.decidable(end):
             self._own_cpu(windows.owner(ts, end), event, ts, end, raw, cat)
         else:
@@ -434,30 +437,41 @@ class Splitter:
         if self._keep:
             self._assigned.append((METADATA, event if raw is None else raw))
 
-    def _route(self, route: int, event: dict, ph: str, ts, args, raw) -> bool:
-        """An event whose category links it to another (GPU work by correlation, a flow by
-        its id, a GPU annotation by its External id): routed to that owner, or held for it;
-        False when it is not linked after all (a flow event of another phase)."""
-        if route == _BY_CORRELATION:
-            corr = args.get("correlation") if args else None
-            if self._detector.wants_evidence:  # may end Kineto's CPU section
-                if found := self._detector.observe_gpu_work(corr, ts):
+    def _route(self, route: int, event: dict, raw, ph: str, ts, cat, dur, pid, tid, name,
+               args) -> None:
+        """An event linked to another (``feed``, its fields as read there): GPU work by its
+        correlation id and a launch flow by its id to their launch's owner (GPU work's
+        fields as read, none read again), a GPU annotation by its External id to its CPU
+        annotation's, or held for it."""
+        if route == _BY_EXTERNAL_ID:
+            self._route_annotation(event, args.get("External id") if args else None, raw)
+            return
+        if route == _BY_CORRELATION:  # GPU work: may end Kineto's CPU section
+            key = args.get("correlation") if args else None
+            if self._detector.wants_evidence:
+                if found := self._detector.observe_gpu_work(key, ts):
                     self._add_boundaries(found)
-            self._route_linked(event, corr, raw)
-            return True
-        if route == _BY_FLOW_ID:
-            if ph not in _FLOW_PHASES:
-                return False
-            flow_id = event.get("id")  # a string id is legal Chrome; it links nothing
-            if flow_id.__class__ is not int:
-                flow_id = None
-            elif (owner := self._correlations.lookup(flow_id)) is not None:
-                self._own_simple(owner, event, raw)  # its launch's: the common case, inline
-                return True
-            self._route_linked(event, flow_id, raw, self._own_simple)  # a flow: counted,
-            return True  # no GPU numbers
-        self._route_annotation(event, args.get("External id") if args else None, raw)
-        return True
+        else:  # a launch flow: counted, no GPU numbers
+            key = event.get("id")  # a string id is legal Chrome; it links nothing
+            if key.__class__ is not int:
+                key = None
+        # The owner of the launch ``key``: most often in the range found last (inline)
+        launches = self._correlations
+        if key is None:
+            owner = None
+        elif launches.hit_lo <= key <= launches.hit_hi:
+            owner = launches.hit_owner
+        else:
+            owner = launches.lookup(key)
+        if owner is None:
+            self._wait_for_launch(event, key, raw)
+        elif route == _BY_CORRELATION:
+            self._own_gpu_work(owner, event, raw, cat, ts, dur, pid, tid, name, key)
+        elif self._keep or owner < 0:
+            self._own_simple(owner, event, raw)
+        else:  # _own_simple's common case, inline
+            hot = self._hot if self._hot[0] == owner else self._hot_state(owner)
+            hot[1].events += 1
 
     def _observe_op(self, thread: tuple, ts, end, name: str, cat: str) -> None:
         """A structural op (``cpu_op``, ``user_annotation``) as the file has it: read now, or
@@ -520,12 +534,12 @@ class Splitter:
         feed = self.feed
         at = 0
         for run in frame_runs:
-            for k in range(at, run.i):
-                feed(events[k], raws[k])
+            for event, raw in zip(events[at:run.i], raws[at:run.i]):
+                feed(event, raw)
             self._feed_frames(run, raws[run.i:run.j])
             at = run.j
-        for k in range(at, len(events)):
-            feed(events[k], raws[k])
+        for event, raw in zip(events[at:], raws[at:]):
+            feed(event, raw)
 
     def _feed_frames(self, run, raws: list) -> None:
         """A run of events that are plain Python frames (read in bulk, or accepted by
@@ -1270,12 +1284,7 @@ class Splitter:
         if args:
             corr = args.get("correlation")
             if corr is not None and event.get("ph") == "X":  # a runtime call
-                name = event.get("name")
-                if name in LAUNCH_NAMES:
-                    early = self._launch_times.add(corr, end)
-                    if early is not None:  # its GPU work was decided first
-                        self._breakdowns[early[0]].add_launch_delay(early[1])
-                self._own_launch(owner, corr, name)
+                self._own_launch(owner, corr, event.get("name"), end)
             elif cat == ANNOTATION_CAT:
                 ext = args.get("External id")
                 if ext is not None:
@@ -1306,14 +1315,19 @@ class Splitter:
             facts = self._phase_facts[owner] = PhaseFacts()
         facts.observe(role, name, args)
 
-    def _own_launch(self, owner: int, corr, name) -> None:
-        """A runtime call's owner is its GPU work's owner, now and for what waited for it."""
-        if owner != OUTSIDE and name in LAUNCH_NAMES:
-            hot = self._hot
-            record = (hot if hot[0] == owner else self._hot_state(owner))[1]
-            record.launches += 1
-            if name in GRAPH_LAUNCH_NAMES:
-                record.graph_launches += 1
+    def _own_launch(self, owner: int, corr, name, end) -> None:
+        """A runtime call (ending at ``end``) owned by ``owner``: its GPU work's owner, now and
+        for what waited for it; a launch is timed (``LaunchTimes``) and counted."""
+        if name in LAUNCH_NAMES:
+            early = self._launch_times.add(corr, end)
+            if early is not None:  # its GPU work was decided first
+                self._breakdowns[early[0]].add_launch_delay(early[1])
+            if owner != OUTSIDE:
+                hot = self._hot
+                record = (hot if hot[0] == owner else self._hot_state(owner))[1]
+                record.launches += 1
+                if name in GRAPH_LAUNCH_NAMES:
+                    record.graph_launches += 1
         self._correlations.add(corr, owner)
         waiting = self._waiting_gpu.pop(corr, None)
         if waiting:
@@ -1321,13 +1335,10 @@ class Splitter:
             for gpu_event, gpu_raw in waiting:
                 self._own_linked(owner, gpu_event, gpu_raw)
 
-    def _route_linked(self, event: dict, key, raw=None, own=None) -> None:
-        """GPU work (``own``: None) or a launch flow (``own``: ``_own_simple``) with the
-        correlation id ``key``: owned now by its launch's owner, or waiting for it."""
-        owner = self._correlations.lookup(key) if key is not None else None
-        if owner is not None:
-            (own or self._own_linked)(owner, event, raw)
-        elif self._waiting_count >= _WAITING_IN_MEMORY or (
+    def _wait_for_launch(self, event: dict, key, raw=None) -> None:
+        """GPU work or a launch flow with the correlation id ``key`` (None: none), whose
+        launch's owner is not known (``feed``): waiting for it."""
+        if self._waiting_count >= _WAITING_IN_MEMORY or (
                 not self._windows.starts and not self.closed):
             # No iteration yet, or many waiting (GPU work launched before the trace): held
             # like any undecided event, so the spill bounds the memory.
@@ -1347,7 +1358,12 @@ class Splitter:
                 self._own_simple(owner, event, raw)
                 return
             fields = _gpu_work_fields(event, cat)
-        cat, start, dur, pid, tid, name, corr = fields
+        self._own_gpu_work(owner, event, raw, *fields)
+
+    def _own_gpu_work(self, owner: int, event, raw, cat: str, start, dur, pid, tid, name,
+                      corr) -> None:
+        """GPU work owned by ``owner`` (``_own_linked``; ``feed`` where its launch is known):
+        ``event`` what is handed out, the other arguments its fields (``_gpu_work_fields``)."""
         if self._keep:
             self._assigned.append((owner, event if raw is None else raw))
         kernel = cat in KERNEL_CATS

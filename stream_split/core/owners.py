@@ -370,13 +370,17 @@ _EXACT_IN_FLOAT = 2 ** 53
 
 
 class MonotonicOwnerMap:
-    __slots__ = ("_los", "_his", "_owners", "order_breaks")
+    __slots__ = ("_los", "_his", "_owners", "order_breaks", "hit_lo", "hit_hi", "hit_owner")
 
     def __init__(self):
         self._los: list[int] = []
         self._his: list[int] = []
         self._owners: list[int] = []
         self.order_breaks = 0
+        #: The range that ``lookup`` found last, as it was then (a key in it has that owner
+        #: until a range is split: ``add``): a caller may test it first (``Splitter._route``:
+        #: on the resnet 10x tile 98 % of the ids found are in it). Empty at first.
+        self.hit_lo, self.hit_hi, self.hit_owner = 1, 0, None
 
     def __len__(self) -> int:
         return len(self._los)
@@ -395,6 +399,7 @@ class MonotonicOwnerMap:
         if i >= 0 and key <= his[i]:
             if owners[i] != owner:  # out of order: split the range around this key
                 self.order_breaks += 1
+                self.hit_lo, self.hit_hi = 1, 0  # (``lookup``'s range may be this one)
                 lo, hi, own = los[i], his[i], owners[i]
                 parts = [(lo, key - 1, own), (key, key, owner), (key + 1, hi, own)]
                 parts = [p for p in parts if p[0] <= p[1]]
@@ -417,8 +422,9 @@ class MonotonicOwnerMap:
         """The owner of ``key``, or None while no launch with that id has been seen."""
         los = self._los
         i = bisect_right(los, key) - 1
-        if i >= 0 and key <= self._his[i]:
-            return self._owners[i]
+        if i >= 0 and key <= (hi := self._his[i]):
+            self.hit_lo, self.hit_hi, self.hit_owner = los[i], hi, self._owners[i]
+            return self.hit_owner
         return None
 
     def lookup_many(self, keys: list) -> list:

@@ -329,3 +329,23 @@ def test_gpu_work_decided_out_of_order_still_counts_its_busy_time():
     assert first.kernels == 2
     assert first.gpu_busy_us == pytest.approx(20.0)
     assert first.gpu_active_us == pytest.approx(20.0)
+
+
+@pytest.mark.parametrize("scenario, detector", [("training", "steps"), ("training", "auto"),
+                                                 ("serving", "auto")])
+def test_runtime_calls_flows_and_gpu_work_counted_inline_give_the_same_records(scenario,
+                                                                               detector):
+    # Only counted (``keep_events=False``), a runtime call in the window known is owned in
+    # ``feed`` itself, a flow whose launch is known too, and GPU work with the fields ``feed``
+    # read (``Splitter._route``); handed out, they go through ``_own_cpu`` and
+    # ``_own_simple``. The records must not tell them apart.
+    trace = generate(scenario, seed=5)
+    records = {}
+    for keep in (True, False):
+        splitter = Splitter(SplitOptions(detector=detector, keep_events=keep))
+        for event in trace.events:
+            splitter.feed(event)
+        splitter.close()
+        records[keep] = [record.to_dict() for record in splitter.iterations]
+    assert records[False] == records[True]
+    assert sum(r["launches"] for r in records[True]) and sum(r["kernels"] for r in records[True])

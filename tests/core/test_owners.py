@@ -340,3 +340,20 @@ def test_owners_looked_up_at_once_are_those_looked_up_one_by_one(launches, keys)
     assert owners.lookup_many(keys) == expected
     assert owners.lookup_many([key for key in keys if key is not None] * 8) == \
         [owner for key, owner in zip(keys, expected) if key is not None] * 8
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=st.lists(st.tuples(st.booleans(), st.integers(-50, 200), st.integers(-1, 4)),
+                      max_size=60))
+def test_the_range_found_last_answers_as_a_fresh_lookup(steps):
+    # ``feed`` tests the range ``lookup`` found last (``hit_lo`` to ``hit_hi``) before it
+    # looks up: every id in it must have that owner still, whatever was added since (grown
+    # ranges, new ones, an id out of order that splits a range).
+    owners = MonotonicOwnerMap()
+    for is_lookup, key, owner in steps:
+        if is_lookup:
+            owners.lookup(key)
+        else:
+            owners.add(key, owner)
+        for k in range(max(owners.hit_lo, -60), min(owners.hit_hi, 210) + 1):
+            assert owners.lookup(k) == owners.hit_owner
