@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from math import isfinite
 
 import msgspec
 
@@ -221,8 +220,8 @@ def _chunk_text(entries: list, first: int = 0, not_finite: set | None = None) ->
     levels down. A number that is not finite is null (``finite``); the positions (``first``
     the first's) of the entries that held one are added to ``not_finite``."""
     text = _plain_laid_out(entries)
-    if text is not None:  # ASCII bytes: laid out deeper as bytes (a third of the str's cost)
-        return text[1:-2].replace(b"\n", _DEEPER_BYTES).decode("ascii")
+    if text is not None:  # ASCII bytes of ``[[entries]]``: the entries at their depth already
+        return text[_NESTED_HEAD:-_NESTED_TAIL].decode("ascii")
     try:
         text = _laid_out(entries)
     except ValueError:  # a number that is not finite (rare): the entries that hold one
@@ -233,7 +232,10 @@ def _chunk_text(entries: list, first: int = 0, not_finite: set | None = None) ->
 
 #: A line break of an entry's text as it lies in the manifest: one level deeper.
 _DEEPER = "\n" + " " * INDENT
-_DEEPER_BYTES = _DEEPER.encode("ascii")
+#: What ``_plain_laid_out``'s text of ``[[entries]]`` has before its first entry's line
+#: break (``[``, a line break, the indent, ``[``) and after its last entry (a line break,
+#: the indent, ``]``, a line break, ``]``).
+_NESTED_HEAD, _NESTED_TAIL = 3 + INDENT, 4 + INDENT
 
 
 def _finite_entries(entries: list, first: int, not_finite: set | None) -> list:
@@ -252,14 +254,15 @@ def _finite_entries(entries: list, first: int, not_finite: set | None) -> list:
 
 
 def _plain_laid_out(entries: list) -> bytes | None:
-    """``_laid_out(entries)`` (as ASCII bytes) from msgspec's compact text (about a tenth of
-    the C encoder's time), where it is the C encoder's: the entries ``_plain``, and the text
-    ASCII without DEL (msgspec writes those as they are, the encoder as ``\\u`` escapes);
-    None otherwise (the caller encodes them)."""
+    """``_laid_out([entries])`` (as ASCII bytes: the entries laid out two levels deep, as
+    the manifest holds them, with no pass of its own to indent them further) from msgspec's
+    compact text (about a tenth of the C encoder's time), where it is the C encoder's: the
+    entries ``_plain``, and the text ASCII without DEL (msgspec writes those as they are,
+    the encoder as ``\\u`` escapes); None otherwise (the caller encodes them)."""
     if entries.__class__ is not list or not _plain(entries):
         return None
     try:
-        compact = _MSGSPEC.encode(entries)
+        compact = _MSGSPEC.encode([entries])
     except (ValueError, TypeError, OverflowError, msgspec.MsgspecError):
         return None
     if not compact.isascii() or b"\x7f" in compact:
@@ -326,9 +329,17 @@ def _plain_dicts(dicts) -> bool:
 
 def _plain_floats(floats) -> bool:
     """Whether every one of ``floats`` is 0 or of a magnitude from ``_FIXED_LOW`` up to
-    ``_FIXED_HIGH`` (not inf nor NaN: those the encoder refuses, as it decides)."""
-    if not all(map(isfinite, floats)):
+    ``_FIXED_HIGH`` (not inf nor NaN: those the encoder refuses, as it decides). Their sum
+    is finite where each one is (finite ones that add up past the largest float are said
+    not to be: the encoder writes them); where all are zero, or all at least ``_FIXED_LOW``
+    from it on one side, their least and greatest tell (a third of the cost of a look at
+    each one's magnitude, below)."""
+    total = sum(floats)
+    if total - total != 0.0:  # inf or NaN
         return False
+    lo, hi = min(floats), max(floats)
+    if lo >= _FIXED_LOW or hi <= -_FIXED_LOW or lo == hi == 0.0:
+        return -_FIXED_HIGH < lo and hi < _FIXED_HIGH
     magnitudes = list(map(abs, filter(None, floats)))
     return not magnitudes or (min(magnitudes) >= _FIXED_LOW and max(magnitudes) < _FIXED_HIGH)
 

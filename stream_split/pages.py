@@ -101,6 +101,9 @@ class PagedList:
         self._len = 0
         self._sealed = False  # read-only: a page read back is dropped, not written again
         self._clean: set = set()  # resident pages the file holds as they are
+        #: More than ``resident_pages`` may be in memory: ``trim()`` has work to do (read
+        #: without a call: the engine trims at each boundary, most often for nothing).
+        self.needs_trim = False
         # The page used last (its number and items): most look-ups ask for it again, and
         # it is already the last in ``_resident``. Forgotten when a page leaves memory.
         self._hot, self._hot_items = -1, None
@@ -232,6 +235,7 @@ class PagedList:
                 self._clean.discard(number)
             else:
                 self._store(number, items)
+        self.needs_trim = False
 
     def _page(self, number: int, create: bool = False) -> list:
         page = self._resident.get(number)
@@ -248,6 +252,7 @@ class PagedList:
         else:
             raise IndexError(f"page {number} is neither in memory nor stored")
         self._resident[number] = page
+        self.needs_trim = len(self._resident) > self._resident_pages
         self._hot, self._hot_items = number, page
         return page
 

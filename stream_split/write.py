@@ -507,9 +507,12 @@ def _write_new(name: str, folder_fd: int, parts: list) -> None:
     holding ``parts``, written in one call."""
     fd = os.open(name, stream_split.output.CREATE_FLAGS, 0o666, dir_fd=folder_fd)
     try:
-        data = memoryview(b"".join(parts))
-        while data:
-            data = data[os.write(fd, data):]
+        data = b"".join(parts)
+        written = os.write(fd, data)
+        if written < len(data):  # a short write (rare): the rest, without copies
+            data = memoryview(data)[written:]
+            while data:
+                data = data[os.write(fd, data):]
     finally:
         os.close(fd)
 
@@ -530,6 +533,7 @@ class _Ends:
         self.lead = _gzip_header(level) + _deflate(head_before_events, level, zlib.Z_SYNC_FLUSH)
         self.trail = _deflate(tail, level, zlib.Z_FINISH)
         self.lead_crc, self._tail_crc = isal_zlib.crc32(head_before_events), isal_zlib.crc32(tail)
+        self._tail_taken_on = len(tail) <= _CRC_TAIL_BYTES  # (``trailer``)
 
     def empty_piece(self, compress: bool) -> bytes:
         """The whole piece of no events: its head and tail (rare: made when asked)."""
@@ -543,15 +547,18 @@ class _Ends:
         """The gzip trailer of a piece whose bytes before the tail have ``crc`` and ``size``.
         A short tail's CRC32 is taken on from ``crc`` (a few dozen bytes: cheaper than
         ``crc32_combine``, the same number)."""
-        if len(self.tail) <= _CRC_TAIL_BYTES:
-            crc = isal_zlib.crc32(self.tail, crc)
+        tail = self.tail
+        if self._tail_taken_on:
+            crc = isal_zlib.crc32(tail, crc)
         else:
-            crc = isal_zlib.crc32_combine(crc, self._tail_crc, len(self.tail))
-        return struct.pack("<II", crc, (size + len(self.tail)) & 0xFFFFFFFF)
+            crc = isal_zlib.crc32_combine(crc, self._tail_crc, len(tail))
+        return _TRAILER(crc, (size + len(tail)) & 0xFFFFFFFF)
 
 
 #: A piece's tail up to this many bytes has its CRC32 taken on, not combined (``_Ends``).
 _CRC_TAIL_BYTES = 1024
+#: A gzip trailer: the CRC32 and the size (modulo 2**32) of what the member holds.
+_TRAILER = struct.Struct("<II").pack
 
 
 def _piece_head(header_before: dict, metadata: list) -> bytes:
@@ -773,13 +780,12 @@ class _Pack:
             hi += 1
         if hi == lo:
             return None
-        if offsets is not None:
-            found = [os.pread(self._fd, lengths[at], offsets[at]) for at in range(lo, hi)]
-        else:  # in file order: read from the block read ahead
+        if offsets is None:  # in file order: read from the block read ahead
             offset = self._next_offset if lo == self._next else self._offset(lo)
             size = lengths[lo] if hi == lo + 1 else sum(lengths[lo:hi])
-            found = [self._read(offset, size)]
-            self._next_offset = offset + size
+            self._next, self._next_offset = hi, offset + size
+            return self._read(offset, size)
+        found = [os.pread(self._fd, lengths[at], offsets[at]) for at in range(lo, hi)]
         self._next = hi
         return found[0] if len(found) == 1 else b"".join(found)
 
@@ -878,9 +884,14 @@ def _encode_packed(data: bytes, level: int) -> bytes:
     as a sync flush ends one): deflated at ``level``, or, at most ``STORED_PACK_BYTES``, one
     stored block (a byte of block header, its length and the length's complement, the
     bytes)."""
-    if len(data) > STORED_PACK_BYTES:
+    size = len(data)
+    if size > STORED_PACK_BYTES:
         return _deflate(data, level, zlib.Z_SYNC_FLUSH)
-    return struct.pack("<BHH", 0, len(data), len(data) ^ 0xFFFF) + data
+    return _STORED_HEAD(0, size, size ^ 0xFFFF) + data
+
+
+#: A stored deflate block's head: a byte (not final, stored), its length and its complement.
+_STORED_HEAD = struct.Struct("<BHH").pack
 
 
 def segment_text(raws: list, separated: bool) -> bytes:

@@ -102,7 +102,9 @@ class CodedColumn:
         self._codes[index] = code
 
     def append(self, value) -> None:
-        code = self._code(value)
+        # the value coded last (most often in a loop of alike instances): no call; coded
+        # before ``_codes`` is read (a new code may widen it)
+        code = self._last_code if value is self._last else self._code(value)
         self._codes.append(code)
 
     def insert(self, index: int, value) -> None:

@@ -130,6 +130,11 @@ _FEW_HELD = 32
 
 def _arrival(item) -> int:
     return item[1]
+
+
+#: What a held item keeps of its event (``_hold_cpu``).
+_HELD_OF = itemgetter(3)
+
 _WAITING_IN_MEMORY = 4096
 
 
@@ -344,7 +349,7 @@ class Splitter:
         self._iterations: list[IterationRecord] = per_iteration()
         self._phase_facts: list[PhaseFacts | None] = per_iteration()
         self._breakdowns: list[IterationBreakdown] = per_iteration()
-        self._keep_trims()  # ``_trims``: the ``trim`` of each of them that has one
+        self._keep_paged()  # ``_paged``: those of them that page (``_trim_paged``)
         self._records_done = False  # ``iterations`` holds the final records
         self._visit_final = None  # see ``watch_final``
         #: The events of every iteration together, summed once their records are final (None
@@ -494,7 +499,8 @@ class Splitter:
         stack = stacks.push(thread, name, ts, end) if self._reads_stacks \
             else stacks.note_start(thread, ts)
         if found := self._detector.observe(thread, stack, ts, end, name, stacks.last_section):
-            self._add_boundaries(found)
+            for boundary in found:  # (``_add_boundaries``, inline: once an op)
+                self._add_boundary(boundary)
         if stacks.known > self._forget_at:
             self._forget_idle_threads()
 
@@ -745,13 +751,14 @@ class Splitter:
         its unit at the end finds every boundary of the trace at once (1 M iterations' state
         in memory together)."""
         self._hot = _NO_HOT
-        for trim in self._trims:
-            trim()
+        for paged in self._paged:
+            if paged.needs_trim:  # (most boundaries: none has a page too many, no call)
+                paged.trim()
 
-    def _keep_trims(self) -> None:
-        """Note the ``trim`` of each per-iteration list that has one (``_trim_paged``)."""
-        self._trims = tuple(kept.trim for kept in (self._iterations, self._phase_facts,
-                                                   self._breakdowns) if hasattr(kept, "trim"))
+    def _keep_paged(self) -> None:
+        """Note each per-iteration list that pages (``_trim_paged``)."""
+        self._paged = tuple(kept for kept in (self._iterations, self._phase_facts,
+                                              self._breakdowns) if hasattr(kept, "trim"))
 
     def end_of_input(self, *, complete: bool = True) -> None:
         """No more events. ``complete=False``: the input was cut short (a truncated file, a
@@ -995,12 +1002,14 @@ class Splitter:
             if raw is not None or not keep:
                 event = _held_view(event, None)
             heappush(self._pending, (end, self._seq, start, event, None, raw))
-        if len(self._pending) + len(self._pending_links) + self._cpu_held_n >= \
-                self.options.pending_limit:
+        if len(self._pending) + len(self._pending_links.raws) + self._cpu_held_n >= \
+                self.options.pending_limit:  # ``_held_in_memory``, inline (once an event)
             self._bound_held()
 
     def _held_in_memory(self) -> int:
-        return len(self._pending) + len(self._pending_links) + self._cpu_held_n
+        """Events held in memory: CPU-side ones, and links (``_pending_links`` has no head:
+        only a spilled batch has one, so its links are its length, read without a call)."""
+        return len(self._pending) + len(self._pending_links.raws) + self._cpu_held_n
 
     def _hold_frames(self, ends: np.ndarray, starts: np.ndarray, events: list,
                      raws: list) -> None:
@@ -1229,9 +1238,9 @@ class Splitter:
         while pending and pending[0][0] < until:
             decided.append(heappop(pending))
         rows = self._cpu_rows
-        if not self._cpu_held and len(rows) <= _FEW_HELD:  # a few, held one by one: as items
-            items = rows.items_before(until, _HELD_FRAME)
-            self._cpu_held_n = len(rows)
+        if not self._cpu_held and len(rows.raws) <= _FEW_HELD:  # a few, held one by one:
+            items = rows.items_before(until, _HELD_FRAME)  # as items
+            self._cpu_held_n = len(rows.raws)
             if decided:
                 decided.extend(items)
                 self._resolve_in_order(decided, None)
@@ -1239,14 +1248,14 @@ class Splitter:
                 self._own_rows(items)
         else:
             self._resolve_in_order(decided, self._take_held(until))
-        if self._pending_links:
+        if self._pending_links.raws:  # (no head: see ``_held_in_memory``)
             self._pending_links = self._resolve_links(self._pending_links)
 
     def _own_rows(self, items: list) -> None:
         """Held items of CPU-side events that a boundary decides (each ends before it), in
         the order they came: ``_resolve_all``, without its look for runs of plain frames
         and its test of each one's window where none is a plain frame."""
-        if any(item[3] == _HELD_FRAME for item in items):
+        if _HELD_FRAME in map(_HELD_OF, items):
             self._resolve_all(items)
             return
         owner, own_cpu = self._windows.owner, self._own_cpu
@@ -1475,7 +1484,7 @@ class Splitter:
         if hasattr(self._phase_facts, "close"):  # in the records now
             self._phase_facts.close()
         self._phase_facts, self._breakdowns = [], []  # the breakdowns: ``final``'s now
-        self._keep_trims()
+        self._keep_paged()
         self._note_evidence(result, len(opened), len(records))
         self._records_done = True
 

@@ -193,10 +193,11 @@ class Windows:
             self._descents += 1
         starts.append(ts)
         self.openers.add(opens_after, thread)
-        self.forget()
         latest = len(starts) - 1
         if latest:  # the window it closes: what is decided next mostly falls in it
             self.cached_lo, self.cached_hi, self.cached_owner = starts[-2], ts, latest - 1
+        else:
+            self.forget()
         return latest
 
     def move_last(self, ts: float, opens_after: float | None = None, thread=None) -> None:

@@ -75,6 +75,24 @@ def test_a_short_list_never_makes_a_file(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+def test_needs_trim_says_whether_trim_has_work(tmp_path):
+    """``needs_trim`` (read by the engine at each boundary instead of a call of ``trim``) is
+    true whenever more than the resident pages are in memory: after a new page, after a
+    page read back; false once ``trim`` has run."""
+    pages = PagedList(str(tmp_path), page_items=4, resident_pages=2)
+    for i in range(8):  # two pages: none too many
+        pages.append(i)
+    assert not pages.needs_trim
+    pages.append(8)  # a third page
+    assert pages.needs_trim
+    pages.trim()
+    assert not pages.needs_trim and pages.pages_written == 1
+    assert pages[0] == 0  # page 0 read back: a third page in memory again
+    assert pages.needs_trim
+    pages.trim()
+    assert not pages.needs_trim
+
+
 def test_a_long_list_keeps_few_items_in_memory(tmp_path):
     """Memory does not grow with the number of iterations: past the resident pages, items
     go to the file (the 180x resnet tile's 540 iterations once all stayed in memory)."""
@@ -224,6 +242,24 @@ def test_the_manifest_text_is_json_dumps_with_entries_of_the_same_keys_and_odd_v
 
 def _records_of(path: Path) -> list:
     return [r for r in scan_records(str(path), SplitOptions()) if r.__class__ is IterationRecord]
+
+
+def test_the_manifest_text_is_json_dumps_for_columns_of_mixed_floats():
+    """A column of floats is plain from its least and greatest alone where all are zero or
+    all at least ``_FIXED_LOW`` from it on one side; any other mix (zeros and small
+    numbers, both signs, a huge one, a non-finite one) is looked at value by value or sent
+    to the encoder: the text is ``strict_json(indent=1)``'s either way."""
+    columns = [[0.0, 0.0, 0.0], [-0.0, 0.0, 0.0], [0.5, 2.5, 1e15], [-0.5, -2.5, -1e-4],
+               [0.0, 0.5, 1e-05], [0.0, 2.5, -3.5], [1e-05, 2.5, 3.5], [0.5, 1e16, 2.5],
+               [-1e16, -0.5, -2.5], [0.5, float("inf"), float("-inf")], [1e308, 1e308, 0.5],
+               [0.0, -1e-07, 0.0], [0.0001, 0.5, 7.0]]
+    for column in columns:
+        entries = [{"index": i, "value": value, "nested": {"x": value}}
+                   for i, value in enumerate(column)]
+        manifest = {"iterations": entries, "outside": {}}
+        text = io.StringIO()
+        dump_manifest(manifest, text)
+        assert text.getvalue() == strict_json(manifest, indent=1), column
 
 
 def test_a_sealed_list_drops_the_pages_it_read_back_without_writing_them(tmp_path):

@@ -132,17 +132,19 @@ class RootMatcher:
         # An instance like the one measured before (the same symbols, durations and kernels:
         # all that ``shape_and_similarity`` reads of it) measures the same: a loop of tiny
         # identical iterations is measured once, not once an iteration.
+        # (the very same float object again: ``CodedColumn`` codes it without a look-up)
         key = [(n.sym, n.end - n.start, n.gpu) for n in instance]
         if key == self._measured[0]:
             shape, sim = self._measured[1]
         else:
             shape, sim = shape_and_similarity(instance, self.unit)
+            sim = float(sim)
             self._measured = key, (shape, sim)
         if replace_last:
-            self.shapes[-1], self.similarity[-1] = shape, float(sim)
+            self.shapes[-1], self.similarity[-1] = shape, sim
         else:
             self.shapes.append(shape)
-            self.similarity.append(float(sim))
+            self.similarity.append(sim)
 
     def _begin(self, instance: list, first: Node) -> None:
         """An instance ends (``instance``, its ops) and the next begins at ``first``."""
