@@ -48,6 +48,7 @@ import numpy as np
 import orjson
 from isal import isal_zlib  # zlib's inflate, about 4x faster (ISA-L); same stream semantics
 
+from stream_split.core.validate import ARG_TYPES, FIELD_TYPES
 from stream_split.errors import TraceInputError
 from stream_split.trace_format import (
     DIMS_ARG, ENGINE_ARGS, ENGINE_FIELDS, EVENTS_KEY, PYTHON_FRAME_CAT)
@@ -241,12 +242,15 @@ class Events:
     ``frame_runs``: the ``FrameRun`` of the batch, in order (a slim batch holds None in
     ``events`` for the frames of a run read in bulk)."""
 
-    __slots__ = ("events", "raws", "frame_runs")
+    __slots__ = ("events", "raws", "frame_runs", "checked")
 
-    def __init__(self, events=None, raws=None, frame_runs=None):
+    def __init__(self, events=None, raws=None, frame_runs=None, checked: bool = False):
         self.events = events if events is not None else []
         self.raws = raws if raws is not None else []
         self.frame_runs = frame_runs if frame_runs is not None else []
+        #: Every event's fields that the engine reads have the types it needs
+        #: (``validate.FIELD_TYPES``: decoded so), and the engine need not check them.
+        self.checked = checked
 
     def __len__(self) -> int:
         return len(self.events)
@@ -267,7 +271,8 @@ class Events:
             if r < len(runs) and runs[r].i < end:  # a run reaches into this part: whole
                 end = max(end, runs[r].j)
             inside = [run.shifted(-at) for run in runs if at <= run.i and run.j <= end]
-            yield Events(self.events[at:end], self.raws[at:end] if self.raws else [], inside)
+            yield Events(self.events[at:end], self.raws[at:end] if self.raws else [], inside,
+                         self.checked)
             at = end
 
     def slice(self, a: int, b: int) -> "Events":
@@ -281,10 +286,12 @@ class Events:
             if run.j > b:
                 run = run.cut(b - run.i)[0]
             runs.append(run.shifted(-a))
-        return Events(self.events[a:b], self.raws[a:b] if self.raws else [], runs)
+        return Events(self.events[a:b], self.raws[a:b] if self.raws else [], runs,
+                      self.checked)
 
     def extend(self, other: "Events") -> None:
         base = len(self.events)
+        self.checked = other.checked and (self.checked or not base)
         self.events.extend(other.events)
         self.raws.extend(other.raws)
         self.frame_runs.extend(run.shifted(base) for run in other.frame_runs)
@@ -302,21 +309,30 @@ def _parse_items(array: bytes) -> list:
     return parse_exact(array)[0]
 
 
-# What a slim batch reads of an event: the fields the engine reads, each as it is in the
-# JSON (``Any``: the engine checks their types itself), ``args`` only as an object (or null:
-# anything else is not a slim event, and the batch is parsed in full, where the engine finds
-# the event invalid). Unknown fields are skipped, but still checked as JSON by msgspec.
-_SlimArgs = TypedDict("_SlimArgs", {key: Any for key in ENGINE_ARGS}, total=False)
-_SlimEvent = TypedDict("_SlimEvent", {**{key: Any for key in ENGINE_FIELDS},
-                                      "args": Union[_SlimArgs, None]}, total=False)
-_SLIM_EVENTS = msgspec.json.Decoder(list[_SlimEvent])
-# The same with ``Input Dims`` left as its JSON text (``TraceDecoder.lazy_dims``): most ops
-# have them, few are read, and their lists of lists were a third of the time of this decode.
-_LazyArgs = TypedDict("_LazyArgs", {**{key: Any for key in ENGINE_ARGS},
-                                    DIMS_ARG: msgspec.Raw}, total=False)
-_LazyEvent = TypedDict("_LazyEvent", {**{key: Any for key in ENGINE_FIELDS},
-                                      "args": Union[_LazyArgs, None]}, total=False)
-_LAZY_SLIM_EVENTS = msgspec.json.Decoder(list[_LazyEvent])
+# What a slim batch reads of an event: the fields the engine reads, ``args`` only as an object
+# (or null: anything else is not a slim event, and the batch is parsed in full, where the
+# engine finds the event invalid). Unknown fields are skipped, but still checked as JSON by
+# msgspec. Each is first decoded with the types the engine needs (``validate.FIELD_TYPES``):
+# a batch msgspec accepts so is ``checked`` (the engine skips its own type checks); where it
+# refuses a type, the same fields as they are in the JSON (``Any``: the engine checks them).
+# With ``Input Dims`` left as its JSON text (``TraceDecoder.lazy_dims``): most ops have them,
+# few are read, and their lists of lists were a third of the time of this decode.
+
+
+def _slim_decoder(fields: dict, args: dict, dims) -> msgspec.json.Decoder:
+    """A decoder of a JSON array of events into slim dicts, the fields typed as given."""
+    args_type = TypedDict("_SlimArgs", {**args, DIMS_ARG: dims}, total=False)
+    event_type = TypedDict("_SlimEvent", {**fields, "args": Union[args_type, None]},
+                           total=False)
+    return msgspec.json.Decoder(list[event_type])
+
+
+_ANY_FIELDS = dict.fromkeys(ENGINE_FIELDS, Any)
+_ANY_ARGS = dict.fromkeys(ENGINE_ARGS, Any)
+#: (checked, as in the JSON) decoders of slim batches, by ``lazy_dims``.
+_SLIM_DECODERS = {
+    lazy: (_slim_decoder(FIELD_TYPES, ARG_TYPES, dims), _slim_decoder(_ANY_FIELDS, _ANY_ARGS, dims))
+    for lazy, dims in ((False, Any), (True, msgspec.Raw))}
 
 
 class _FrameArgs(msgspec.Struct, gc=False):
@@ -933,7 +949,7 @@ class TraceDecoder:
             raise error
         if self.ended:
             raise RuntimeError("receive_data after the end of input")
-        out = self._out = Events()
+        out = self._out = Events(checked=True)  # until an event is not (``_emit``)
         try:
             if self._plain is not None:
                 self._drain()
@@ -1328,6 +1344,7 @@ class TraceDecoder:
         exact = self._needs_exact(buf, starts)
         base = len(out.events)
         events, raws = self._parse_full(buf, starts_l, ends_l, exact, gaps_ok)
+        out.checked = False
         out.events.extend(events)
         if self.keep_raws:
             out.raws.extend(raws)
@@ -1358,11 +1375,13 @@ class TraceDecoder:
         decoded = [self._decode_stretch(buf, starts_l[i], ends_l[j - 1], run)
                    for i, j, run in stretches]
         if not (self._joints_ok(buf, starts_l, ends_l, stretches) and
-                all(got is not None for got in decoded)):
+                all(got is not None for got, _ in decoded)):
             if not self._gaps_ok(buf, starts, ends):
                 return False
         base = len(out.events)
-        for (i, j, run), got in zip(stretches, decoded):
+        for (i, j, run), (got, checked) in zip(stretches, decoded):
+            if not checked:
+                out.checked = False
             if got is None:  # something odd: in full, where errors are told precisely
                 exact = self._needs_exact(buf, starts[i:j])
                 got, raws = self._parse_full(buf, starts[i:j].tolist(), ends[i:j].tolist(),
@@ -1386,18 +1405,25 @@ class TraceDecoder:
     def _decode_stretch(self, buf: bytes, start: int, end: int, run: bool):
         """The events of ``buf[start:end]`` with the fields the engine reads (a list, one
         msgspec call), or, for a frame run, (its bytes as an array, ``_frame_columns``); None
-        where msgspec refuses them."""
+        where msgspec refuses them. With it, whether they are checked (``Events.checked``)."""
         text = _array_of(buf, start, end)
         if not _utf8(text):
-            return None
+            return None, False
         if run:
             columns = _frame_columns(text)
             if columns is not None:
-                return text, columns
+                return (text, columns), True
+        checked, as_given = _SLIM_DECODERS[self.lazy_dims]
         try:
-            return (_LAZY_SLIM_EVENTS if self.lazy_dims else _SLIM_EVENTS).decode(text)
+            return checked.decode(text), True
+        except msgspec.ValidationError:  # a field of another type: the engine tells
+            pass
+        except msgspec.DecodeError:
+            return None, False
+        try:
+            return as_given.decode(text), False
         except (msgspec.DecodeError, msgspec.ValidationError):
-            return None
+            return None, False
 
     def _joints_ok(self, buf: bytes, starts: list, ends: list, stretches: list) -> bool:
         """The separators before each stretch of events (``_emit_slim``) are whitespace and

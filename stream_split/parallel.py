@@ -184,8 +184,8 @@ def decode_for_engine(text: bytes, place: str, form: str, max_event_bytes: int) 
     """``(decoded, raws)`` of one range (``decode_range``): ``decoded`` is what the engine
     reads of it (``DecodedRanges.batch_of``): its events without their bytes, as MessagePack
     (about 3x as fast to read back as a pickle, and 40x to write), its frame runs, the bytes
-    of its metadata events by index (the engine hands them back themselves), and the
-    document's ending; ``raws``: the original bytes of the other events (None for metadata),
+    of its metadata events by index (the engine hands them back themselves), the
+    document's ending and whether the events are ``checked`` (``decode.Events``); ``raws``: the original bytes of the other events (None for metadata),
     which the events' pieces are written from (``write.segment_text``)."""
     batch, ending = decode_range(text, place, form, max_event_bytes)
     raws = batch.raws
@@ -193,7 +193,8 @@ def decode_for_engine(text: bytes, place: str, form: str, max_event_bytes: int) 
                 if event is not None and event.get("ph") == METADATA_PHASE}
     for k in metadata:
         raws[k] = None
-    return (_ENCODER.encode(batch.events), batch.frame_runs, metadata, ending), raws
+    return (_ENCODER.encode(batch.events), batch.frame_runs, metadata, ending,
+            batch.checked), raws
 
 
 class _Worker:
@@ -442,8 +443,8 @@ class DecodedRanges:
         """Range ``r``'s events from what ``decode_for_engine`` made of it; an event's raw
         is its place (``r << RANGE_SHIFT | index``), a metadata event's its bytes; the
         last range's ending completes the account."""
-        encoded, frame_runs, metadata, ending = decoded
-        batch = Events(_EVENTS.decode(encoded), None, frame_runs)
+        encoded, frame_runs, metadata, ending, checked = decoded
+        batch = Events(_EVENTS.decode(encoded), None, frame_runs, checked)
         places = list(range(r << RANGE_SHIFT, (r << RANGE_SHIFT) + len(batch.events)))
         for k, raw in metadata.items():
             places[k] = raw

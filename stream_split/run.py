@@ -252,7 +252,7 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
         if not getattr(reader, "live", False):  # live input is fed as it comes (online)
             read = _parts(read)
         for fed, batch in enumerate(read, 1):
-            feed_batch(batch.events, batch.raws if keep else None, batch.frame_runs)
+            feed_batch(batch.events, batch.raws if keep else None, batch.frame_runs, batch.checked)
             hand_out()
             tidy_between_batches(fed)
             if stop is not None and stop.requested:

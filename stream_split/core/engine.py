@@ -336,6 +336,7 @@ class Splitter:
         self.invalid_events = 0
         self.invalid_examples: list[dict] = []
         self.max_pending, self.closed = 0, False
+        self._checked = False  # ``feed_batch``'s ``checked``, while it feeds
         self._input_complete = True  # ``end_of_input(complete=...)``
         self.evidence: dict = {}
         self._last_thread = ("", "")  # the loop thread of the latest boundary
@@ -369,10 +370,10 @@ class Splitter:
         ts = event.get("ts")
         if ph is None or ts is None:
             self._reject('has no "ph" field' if ph is None else f'(ph {ph!r}) has no "ts" field')
-        # Each field the engine reads, read and type-checked once (else ``unusable_field``).
+        # Each field the engine reads, read and type-checked once (or by ``feed_batch``'s caller)
         cat, name, dur = event.get("cat"), event.get("name"), event.get("dur")
         pid, tid, args = event.get("pid"), event.get("tid"), event.get("args")
-        if not (((kind := ts.__class__) is float and ts - ts == 0.0
+        if not (self._checked or ((kind := ts.__class__) is float and ts - ts == 0.0
                  or kind is int and -_TIME_LIMIT < ts < _TIME_LIMIT)
                 and ph.__class__ is str and (cat is None or cat.__class__ is str)
                 and (name is None or name.__class__ is str)
@@ -528,24 +529,31 @@ class Splitter:
         the first ``feed``): what they promise of the evidence to come (``TraceFacts``)."""
         self._detector.note_facts(TraceFacts.from_header(header))
 
-    def feed_batch(self, events: list, raws: list | None = None, frame_runs=()) -> None:
+    def feed_batch(self, events: list, raws: list | None = None, frame_runs=(),
+                   checked: bool = False) -> None:
         """Events in file order, as ``feed`` takes them one by one (``raws`` parallel to
         ``events``, or None). ``frame_runs``: the runs of events that look like plain Python
         frames (the decoder tells them from their bytes: ``decode.FrameRun``, with ``i``, ``j``,
         maybe their times in bulk, and ``events()``); each is checked here and decided a whole
         run at once (``_feed_frames``), with the same outcome as ``feed``. The events may be
-        slim (``TraceDecoder.slim``: the fields the engine reads) or whole."""
+        slim (``TraceDecoder.slim``: the fields the engine reads) or whole. ``checked``: the
+        fields ``feed`` reads have the types it needs (``decode.Events.checked``), so it
+        does not check them again."""
         if raws is None:
             raws = [None] * len(events)
         feed = self.feed
         at = 0
-        for run in frame_runs:
-            for event, raw in zip(events[at:run.i], raws[at:run.i]):
+        self._checked = checked
+        try:
+            for run in frame_runs:
+                for event, raw in zip(events[at:run.i], raws[at:run.i]):
+                    feed(event, raw)
+                self._feed_frames(run, raws[run.i:run.j])
+                at = run.j
+            for event, raw in zip(events[at:], raws[at:]):
                 feed(event, raw)
-            self._feed_frames(run, raws[run.i:run.j])
-            at = run.j
-        for event, raw in zip(events[at:], raws[at:]):
-            feed(event, raw)
+        finally:
+            self._checked = False
 
     def _feed_frames(self, run, raws: list) -> None:
         """A run of events that are plain Python frames (read in bulk, or accepted by

@@ -15,10 +15,29 @@ which field and why.
 """
 from __future__ import annotations
 
+import sys
+from typing import Annotated, Any, Union
+
+from msgspec import Meta
+
 #: Integers beyond this are legal JSON but not a time stamp or a duration in µs.
 TIME_LIMIT = _TIME_LIMIT = 2 ** 63
 #: What a pid or tid may be.
 THREAD_ID_TYPES = frozenset({int, str, float})
+
+# The same rules as msgspec types, for a decoder that checks them as it parses (the slim
+# batches of ``decode.TraceDecoder``): what it accepts, ``unusable_field`` accepts too, so the
+# engine skips its own check of such a batch (``Splitter.feed_batch``'s ``checked``).
+#: A time stamp or a duration: an integer within ``TIME_LIMIT``, or a finite float.
+TIME = Union[Annotated[int, Meta(ge=1 - TIME_LIMIT, le=TIME_LIMIT - 1)],
+             Annotated[float, Meta(ge=-sys.float_info.max, le=sys.float_info.max)]]
+#: A pid or a tid (``THREAD_ID_TYPES``), or null.
+THREAD_ID = Union[int, float, str, None]
+#: The type of each event field the engine reads (``trace_format.ENGINE_FIELDS``, ``args``
+#: aside; ``id`` is read only as an integer or not) and of each ``args`` key it reads.
+FIELD_TYPES = {"ph": str, "cat": Union[str, None], "name": Union[str, None], "ts": TIME,
+               "dur": Union[TIME, None], "pid": THREAD_ID, "tid": THREAD_ID, "id": Any}
+ARG_TYPES = {"correlation": Union[int, None], "External id": Union[int, None]}
 
 #: Field -> what it must be when present, for the checks' messages.
 _EXPECTED = {"ph": "a string", "cat": "a string", "name": "a string", "dur": "a finite number within 64 bits",

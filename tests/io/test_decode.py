@@ -15,6 +15,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import large_ones_slow
 
+from stream_split.cli import sample_trace_path
+from stream_split.core.validate import unusable_field
 from stream_split.decode import TraceDecoder, contains
 from stream_split.read import TraceReader
 from stream_split.testing.reference import reference_events
@@ -389,3 +391,46 @@ def test_contains_answers_as_python_does(text, needle, at):
     there: planted anywhere, absent, empty, longer than the text, with zero bytes."""
     for haystack in (text, text[:at] + needle + text[at:]):
         assert contains(haystack, needle) == (needle in haystack)
+
+
+# -- checked slim batches: the decoder types what the engine reads ---------------------------
+
+_ODD_VALUES = st.one_of(
+    st.none(), st.booleans(), st.text(max_size=3), st.floats(allow_nan=False, allow_infinity=False),
+    st.integers(-2 ** 70, 2 ** 70), st.sampled_from([2 ** 63 - 1, 2 ** 63, -2 ** 63, 1 - 2 ** 63]),
+    st.lists(st.integers(), max_size=2), st.dictionaries(st.sampled_from(["a", "b"]), st.integers(),
+                                                         max_size=2))
+
+
+@given(st.fixed_dictionaries({}, optional={
+    **{key: _ODD_VALUES for key in ("cat", "name", "dur", "pid", "tid", "id")},
+    "args": st.one_of(_ODD_VALUES, st.fixed_dictionaries({}, optional={
+        "correlation": _ODD_VALUES, "External id": _ODD_VALUES, "Input Dims": _ODD_VALUES}))}),
+       st.one_of(st.just("X"), _ODD_VALUES), _ODD_VALUES)
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+def test_a_checked_batch_holds_only_events_the_engine_accepts(fields, ph, ts):
+    """A slim batch is ``checked`` (the engine skips its own type checks) only when every
+    field the engine reads has a type it accepts (``validate.unusable_field``): whatever the
+    types of ``ph``, ``ts``, ``dur``, ``pid``, ``args`` and its ids, a batch with an event the
+    engine would refuse is not checked, and its events are as the unchecked decode gives them."""
+    event = {**fields, "ph": ph, "ts": ts, "pid": fields.get("pid", 1)}
+    text = json.dumps({"traceEvents": [event, {"ph": "X", "ts": 1.5, "name": "op"}]}).encode()
+    decoder = TraceDecoder()
+    decoder.slim = True
+    batches = [decoder.receive_data(text), decoder.receive_data(b"")]
+    got = [e for batch in batches for e in batch.events]
+    parsed = json.loads(text)["traceEvents"][0]
+    if any(batch.checked and batch.events for batch in batches):
+        assert unusable_field(parsed) is None
+    assert {k: v for k, v in got[0].items() if k != "args"} == \
+        {k: v for k, v in parsed.items() if k in ENGINE_FIELDS}
+
+
+def test_the_slim_batches_of_a_sample_trace_are_checked():
+    """The fast path is taken: every slim batch of the packaged sample trace is checked."""
+    decoder = TraceDecoder()
+    decoder.slim = True
+    data = gzip.decompress(Path(sample_trace_path()).read_bytes())
+    batches = [decoder.receive_data(data), decoder.receive_data(b"")]
+    assert sum(len(b) for b in batches) > 1000
+    assert all(batch.checked for batch in batches if batch.events)
