@@ -692,9 +692,10 @@ class Splitter:
             return event
         return _held_view(event, link)
 
-    def _count_cpu(self, owners: np.ndarray, ends: np.ndarray) -> None:
+    def _count_cpu(self, owners: np.ndarray, ends: np.ndarray, ops: bool = False) -> None:
         """Count decided CPU-side events that link nothing (``_own_cpu``'s numbers), all at
-        once: per iteration the events and the latest end."""
+        once: per iteration the events and the latest end (``ops``: they are CPU ops, counted
+        as such too; their time in ops is not added here)."""
         outside = owners < 0
         n_outside = int(outside.sum())
         self.outside_events += n_outside
@@ -709,6 +710,8 @@ class Splitter:
         for owner in np.flatnonzero(counts).tolist():
             record = iterations[owner]
             record.events += int(counts[owner])
+            if ops:
+                record.cpu_ops += int(counts[owner])
             end = float(latest[owner])
             if end > record.end_ts:
                 record.end_ts = end
@@ -1196,32 +1199,51 @@ class Splitter:
             self._count_cpu(owners, chosen.ends)
             if self._keep:
                 self._assigned.extend(zip(owners.tolist(), [_HELD_FRAME if raw is None else raw
-                                                            for raw in chosen.raws]))
+                                                            for raw in chosen.raws.tolist()]))
         else:
             self._own_held(chosen, owners)
         return None if chosen is held else held.take(np.flatnonzero(~now))
 
     def _own_held(self, held: HeldColumns, owners: np.ndarray) -> None:
         """``_resolve_columns`` for columns that are not all plain frames: the frames (and
-        the events held as one: None) counted at once, every other event through
-        ``_own_cpu``, the pairs in order."""
-        events = held.events
-        plain = np.fromiter((event is None for event in events), bool, len(events))
+        the events held as one: None) counted at once, and so the ops held as their thread
+        (``_hold_cpu``) where every time is a float (else an op's end may be an integer,
+        kept as given: ``_own_cpu``), their time in ops added one by one; every other event
+        through ``_own_cpu``; the pairs in order."""
+        plain = np.equal(held.events, None)
         if plain.any():
             self._count_cpu(owners[plain], held.ends[plain])
+        events = held.events.tolist()
+        ops_at_once = held.exact is None
+        if ops_at_once:
+            ops = np.fromiter([event.__class__ is tuple for event in events], bool, len(events))
+            if ops.any():
+                self._count_cpu(owners[ops], held.ends[ops], ops=True)
         ends, starts = held.times()
         owners = owners.tolist()
         own_cpu = self._own_cpu
         if self._keep:
             assigned = self._assigned
-            for owner, event, start, end, raw in zip(owners, events, starts, ends, held.raws):
+            for owner, event, start, end, raw in zip(owners, events, starts, ends,
+                                                     held.raws.tolist()):
                 if event is None:
                     assigned.append((owner, _HELD_FRAME if raw is None else raw))
+                elif ops_at_once and event.__class__ is tuple:
+                    assigned.append((owner, event if raw is None else raw))
+                    if owner >= 0:
+                        hot = self._hot if self._hot[0] == owner else self._hot_state(owner)
+                        hot[2].add_op(event, start, end)
                 else:
                     own_cpu(owner, event, start, end, raw)
             return
         for k in np.flatnonzero(~plain).tolist():
-            own_cpu(owners[k], events[k], starts[k], ends[k])
+            event = events[k]
+            if ops_at_once and event.__class__ is tuple:
+                if (owner := owners[k]) >= 0:
+                    hot = self._hot if self._hot[0] == owner else self._hot_state(owner)
+                    hot[2].add_op(event, starts[k], ends[k])
+            else:
+                own_cpu(owners[k], event, starts[k], ends[k])
 
     def _resolve_in_order(self, items: list, held: HeldColumns | None) -> None:
         """Decide held ``items`` and ``held`` columns together in the order they came (all

@@ -250,6 +250,29 @@ def test_records_are_the_same_whether_held_events_are_kept_whole_or_not(scenario
     assert records[False] == records[True]
 
 
+@pytest.mark.parametrize("limit", [7, 100_000])
+@pytest.mark.parametrize("integer_every", [None, 1, 5])
+def test_held_ops_counted_at_once_give_the_records_one_by_one_gives(limit, integer_every):
+    # Not handed out, an op held as its thread is counted with the others of its batch at
+    # once where every time of the batch is a float (``Splitter._own_held``), else one by
+    # one (``_own_cpu``: an integer end is kept as given); handed out without its bytes, it
+    # is kept whole and always decided one by one. The records are the same to the type of
+    # each number (``repr``), held in memory or spilled.
+    trace = generate("training", seed=3)
+    events = trace.events
+    if integer_every:
+        events = [dict(e, ts=int(e["ts"]), **({"dur": int(e["dur"])} if "dur" in e else {}))
+                  if k % integer_every == 0 and "ts" in e else e for k, e in enumerate(events)]
+    records = {}
+    for keep in (True, False):
+        splitter = Splitter(SplitOptions(detector="auto", keep_events=keep, pending_limit=limit))
+        for event in events:
+            splitter.feed(event)
+        splitter.close()
+        records[keep] = repr([record.to_dict() for record in splitter.iterations])
+    assert records[False] == records[True]
+
+
 def test_events_fed_with_their_original_bytes_come_back_as_those_bytes():
     """Held (and spilled) or decided at once, an event fed with its original bytes is handed
     back as exactly those bytes, through ``decided()``."""

@@ -131,3 +131,32 @@ def test_closing_with_batches_held_gives_the_file_back(tmp_path):
     spill.put(EARLY)
     spill.close()
     assert files_in(tmp_path) == 0 and len(spill) == 0
+
+
+def test_held_columns_taken_and_joined_in_numpy_give_the_events_one_by_one_would(tmp_path):
+    # ``HeldColumns`` keeps what the engine holds of each event (an op's thread as a tuple,
+    # a view as a dict, None: counted as a frame) and its bytes in object arrays; taking,
+    # joining and spilling them must give the very items the lists would, a thread tuple
+    # still one item (not a row of its own).
+    import numpy as np
+
+    from stream_split.spill import HeldColumns
+    frame = {"ph": "X", "cat": "python_function"}
+    ends, starts = [5.0, 3.0, 9.0, 7.0], [1.0, 2.0, 4.0, 6.0]
+    events = [(1, 2), None, {"cat": "cpu_op", "name": "a"}, (1, 3)]
+    raws = [b"a", None, b"c", b"d"]
+
+    def items(k):
+        return [(ends[i], i, starts[i], frame if events[i] is None else events[i], None,
+                 raws[i]) for i in k]
+
+    held = HeldColumns(np.array(ends), np.arange(4), np.array(starts), raws, events)
+    assert held.items(frame) == items(range(4)) and held.earliest == 3.0
+    assert held.take(np.array([3, 0])).items(frame) == items([3, 0])
+    assert held.take(slice(1, 3)).items(frame) == items([1, 2])
+    plain = HeldColumns(np.array([1.0]), np.array([9]), np.array([0.5]), [None])
+    joined = HeldColumns.joined([held.take(slice(2, 4)), plain])
+    assert joined.items(frame) == items([2, 3]) + [(1.0, 9, 0.5, frame, None, None)]
+    with TempFileSpill(str(tmp_path)) as spill:
+        spill.put(held)
+        assert spill.take(spill.due(3.0)[0]).items(frame) == items(range(4))
