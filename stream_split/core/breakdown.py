@@ -332,6 +332,9 @@ class IterationBreakdown:
         union = self.cpu_ops.get(thread)
         if union is None:
             union = self.cpu_ops[thread] = IntervalUnion()
+        starts = union.starts
+        if starts and start >= starts[-1] and end <= union.ends[-1]:
+            return  # inside the latest interval (``add``'s first case, inline: most ops nest)
         union.add(start, end)
 
     def gpu_dict(self, span_us: float | None) -> dict:

@@ -393,7 +393,7 @@ class Splitter:
         end = ts + dur if dur and ph == "X" else ts
         if ph == "X":
             if route == _STRUCTURE:
-                self._observe_op((pid, tid), ts, end, name := name or "", cat)
+                self._read_op((pid, tid), ts, end, name := name or "", cat)
             elif self._detector.wants_evidence:  # a launch or a frame may end the section
                 self._add_boundaries(self._evidence_of(pid, tid, ts, end, name, cat, args))
             if cat == PYTHON_FRAME_CAT and self._python_frame(event, ts, end, name, raw):
@@ -417,7 +417,7 @@ class Splitter:
                 record.end_ts = end
             if launch:  # a runtime call (its correlation id: 0 is _own_cpu's, above)
                 self._own_launch(owner, launch, name, end)
-        elif windows.decidable(end):
+        elif windows.closed or end < windows.latest_start:  # (``decidable``, inline)
             self._own_cpu(windows.owner(ts, end), event, ts, end, raw, cat)
         else:
             self._hold_cpu(end, ts, event, raw, ph, cat, name, pid, tid, args)
@@ -479,26 +479,26 @@ class Splitter:
             hot = self._hot if self._hot[0] == owner else self._hot_state(owner)
             hot[1].events += 1
 
-    def _observe_op(self, thread: tuple, ts, end, name: str, cat: str) -> None:
-        """A structural op (``cpu_op``, ``user_annotation``) as the file has it: read now, or
-        held until its thread's ops can be read in start order (``order.OpOrder``)."""
-        ops = self._order.arrive(thread, ts, end, name, cat) if self._reads_stacks else None
-        if ops is None:
-            self._read_op(thread, ts, end, name)
-        else:
-            self._observe_ops(ops)
-
     def _observe_ops(self, ops: list) -> None:
         """Ops that ``OpOrder`` hands on, (thread, start, end, name) each, read in order."""
         for thread, ts, end, name in ops:
             self._read_op(thread, ts, end, name)
 
-    def _read_op(self, thread: tuple, ts, end, name: str) -> None:
-        """A structural op, in its thread's start order, through its thread's stack to the
-        detector, whose boundaries are taken."""
+    def _read_op(self, thread: tuple, ts, end, name: str, cat: str | None = None) -> None:
+        """A structural op through its thread's stack to the detector, whose boundaries are
+        taken: as the file has it (``cat``, its category, given: ``order.OpOrder`` may hold
+        it until its thread's ops can be read in start order, or hand on others' first), or
+        as the order hands it on (``_observe_ops``), in its thread's start order."""
         stacks = self._stacks
-        stack = stacks.push(thread, name, ts, end) if self._reads_stacks \
-            else stacks.note_start(thread, ts)
+        if not self._reads_stacks:  # (nor the order: each thread's ops as they come)
+            stack = stacks.note_start(thread, ts)
+        else:
+            if cat is not None:
+                ops = self._order.arrive(thread, ts, end, name, cat)
+                if ops is not None:  # (None: just this op, now: the common case)
+                    self._observe_ops(ops)
+                    return
+            stack = stacks.push(thread, name, ts, end)
         if found := self._detector.observe(thread, stack, ts, end, name, stacks.last_section):
             for boundary in found:  # (``_add_boundaries``, inline: once an op)
                 self._add_boundary(boundary)

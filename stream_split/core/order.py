@@ -134,7 +134,8 @@ class OpOrder:
         out = self._release_others(thread, start) if start < self.flush_below else None
         if state.roots is None:
             if start >= state.last_start or (cat != state.last_cat and not state.jumped):
-                state.jumped = state.jumped or start < state.last_start
+                if start < state.last_start:  # (the one jump back a thread may make)
+                    state.jumped = True
                 state.last_start, state.last_cat = start, cat
                 history = state.history
                 if history is not None:

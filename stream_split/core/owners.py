@@ -162,10 +162,14 @@ class Windows:
     (an integer beyond 2**53): a comparison with either answers the same. ``owners`` and
     ``in_gaps`` read them in bulk from a ``ColumnCopy`` (8 to 12 more bytes an iteration)."""
     __slots__ = ("starts", "last_end", "closed", "_edges", "cached_lo", "cached_hi",
-                 "cached_owner", "_start_copy", "_descents", "_closed_edges", "openers")
+                 "cached_owner", "_start_copy", "_descents", "_closed_edges", "openers",
+                 "latest_start")
 
     def __init__(self):
         self.starts = array("d")
+        #: ``starts[-1]``, -inf while there is none: an event that ends before it is
+        #: decidable (``decidable``; an attribute, for the engine's per-event path).
+        self.latest_start = float("-inf")
         self.last_end: float | None = None
         self.closed = False
         self._edges = self.starts
@@ -192,6 +196,7 @@ class Windows:
         if starts and not ts >= starts[-1]:
             self._descents += 1
         starts.append(ts)
+        self.latest_start = starts[-1]
         self.openers.add(opens_after, thread)
         latest = len(starts) - 1
         if latest:  # the window it closes: what is decided next mostly falls in it
@@ -210,6 +215,7 @@ class Windows:
         dropped = self.starts.pop()
         if self.starts and not dropped >= self.starts[-1]:
             self._descents -= 1
+        self.latest_start = self.starts[-1] if self.starts else float("-inf")
         self._start_copy.truncate(len(self.starts))
         self.openers.drop_last()
         self.forget()
@@ -238,7 +244,7 @@ class Windows:
     def decidable(self, end: float) -> bool:
         """Strictly before the latest boundary: an event at its very start waits, so that
         the latest boundary owns nothing until a later one comes, and can still be revised."""
-        return self.closed or (bool(self.starts) and end < self.starts[-1])
+        return self.closed or end < self.latest_start
 
     def owner(self, start: float, end: float) -> int:
         """Owner of an op spanning [start, end]; call only when ``decidable(end)``."""

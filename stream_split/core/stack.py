@@ -19,6 +19,8 @@ from __future__ import annotations
 LIVE_THREADS = 4096
 
 _NO_STACK: list = []
+#: ``ThreadStacks._latest`` before the first op is read (equal to no thread).
+_NO_THREAD = object()
 
 
 class _Thread:
@@ -34,7 +36,8 @@ class _Thread:
 
 
 class ThreadStacks:
-    __slots__ = ("_threads", "_tolerance", "sections_started", "known", "last_section")
+    __slots__ = ("_threads", "_tolerance", "sections_started", "known", "last_section",
+                 "_latest", "_latest_state")
 
     def __init__(self, tolerance_us: float = 1.0):
         #: thread -> its ``_Thread``, the least recently read first.
@@ -45,6 +48,11 @@ class ThreadStacks:
         #: read last (``section``): attributes, for the engine's per-op path.
         self.known = 0
         self.last_section = 0
+        #: The thread read last and its ``_Thread``: it is the most recent already, so its
+        #: next op, in start order, is read without the dict (most ops come in long runs of
+        #: one thread).
+        self._latest = _NO_THREAD
+        self._latest_state: _Thread | None = None
 
     def __len__(self) -> int:
         """How many threads are known."""
@@ -58,7 +66,11 @@ class ThreadStacks:
         ``user_annotation`` spans may all come before its ``cpu_op`` events. An op that
         starts before the previous one of its thread begins a new *section*: the stack is
         cleared rather than nesting ops under spans they cannot be inside."""
-        state = self._read(thread, start)
+        state = self._latest_state
+        if thread == self._latest and start >= state.last_start:  # ``_read``'s common case
+            state.last_start = start
+        else:
+            state = self._read(thread, start)
         ends, names = state.ends, state.names
         tol = self._tolerance
         while ends:
@@ -93,6 +105,7 @@ class ThreadStacks:
         state.last_start = start
         self._threads[thread] = state
         self.last_section = state.section
+        self._latest, self._latest_state = thread, state
         return state
 
     def section(self, thread) -> int:
@@ -109,3 +122,4 @@ class ThreadStacks:
         for thread in threads:
             self._threads.pop(thread, None)
         self.known = len(self._threads)
+        self._latest, self._latest_state = _NO_THREAD, None  # (it may be among them)

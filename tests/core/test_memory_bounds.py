@@ -97,6 +97,28 @@ def test_the_threads_kept_lead_as_the_loop_thread_is_chosen():
     assert loop_thread(skeletons.threads.values(), True).key == (2, 2)
 
 
+def test_the_skeleton_given_last_goes_with_its_thread():
+    """``Skeletons.latest`` (the skeleton ``of`` gave last, which the detector tests before
+    asking ``of``): forgotten with its thread (its next op begins a new skeleton), kept when
+    another is, the row's once matching (``keep_only``), none once dropped."""
+    skeletons = Skeletons(RULES.memory.max_nodes, RULES.memory.max_depth)
+    first = skeletons.of((1, 1), 0)
+    assert skeletons.latest is first and skeletons.of((1, 1), 0) is first
+    skeletons.forget([(1, 1)])
+    assert skeletons.latest is None
+    anew = skeletons.of((1, 1), 0)
+    assert anew is not first and skeletons.latest is anew
+    other = skeletons.of((1, 2), 0)
+    skeletons.forget([(1, 1)])
+    assert skeletons.latest is other
+    row = skeletons.of((1, 3), 1)
+    skeletons.of((1, 2), 0)
+    skeletons.keep_only(row)
+    assert skeletons.latest is row and list(skeletons.threads) == [((1, 3), 1)]
+    skeletons.drop()
+    assert skeletons.latest is None
+
+
 @pytest.mark.parametrize("pid", [1, None], ids=["threads", "processes"])
 def test_more_threads_of_one_op_each_take_no_more_memory(pid, monkeypatch):
     monkeypatch.setattr(engine, "LIVE_THREADS", 256)

@@ -218,13 +218,16 @@ _STEPS = st.lists(st.tuples(st.sampled_from(["add", "move", "drop", "read"]),
 def test_bulk_reads_between_boundary_changes_answer_as_one_at_a_time(steps, last_end):
     """Boundaries added, moved and withdrawn, with bulk reads between (``owners``, ``in_gaps``,
     which keep copies brought up to date): each read answers what ``owner`` and the gaps'
-    floors answer for the boundaries of that moment."""
+    floors answer for the boundaries of that moment, and ``decidable`` (against the latest
+    start kept as an attribute) what ``decidable_many`` does."""
     w = Windows()
     probes = np.arange(-5.0, 2100.0, 7.5)
     ts = 0.0
 
     def check():
         decided = w.decidable_many(probes + 3.0)
+        assert w.latest_start == (w.starts[-1] if w.starts else float("-inf"))
+        assert decided.tolist() == [w.decidable(end) for end in (probes + 3.0).tolist()]
         starts, ends = probes[decided], probes[decided] + 3.0
         assert w.owners(starts, ends).tolist() == [
             w.owner(s, e) for s, e in zip(starts.tolist(), ends.tolist())]

@@ -1,5 +1,7 @@
 """stream_split.core.stack: per-thread stacks of open CPU ops, the call structure the detector
 reads. Fed (thread, name, start, end) directly."""
+import random
+
 from stream_split.core.stack import ThreadStacks
 
 
@@ -106,3 +108,39 @@ def test_memory_is_the_deepest_nesting_not_the_length_of_the_trace():
         deepest = max(deepest, len(stacks.push(1, "linear", base + 2, base + 10.0)))
     assert deepest == 3
     assert len(stacks.push(1, "last", 1e9, 1e9 + 1)) == 1
+
+
+def test_the_thread_read_last_reads_as_through_the_dict():
+    """``push`` reads the next op of the thread read last without its dict (``_read``'s
+    common case): the same stacks, sections and order of recency as through the dict
+    (``forget([])`` before a push sends its op through it), in runs of one thread, with
+    jumps back in time, and the thread read last forgotten and read again (anew)."""
+    rng = random.Random(7)
+    ops, clock = [], {1: 0.0, 2: 0.0, 3: 0.0}
+    for k in range(400):
+        thread = ops[-1][0] if k % 50 == 49 else rng.choice((1, 1, 1, 2, 3))
+        clock[thread] = clock[thread] - 50.0 if rng.random() < 0.05 else \
+            clock[thread] + rng.choice((0.0, 0.5, 2.0))
+        ops.append((thread, f"op{k}", clock[thread], clock[thread] + rng.uniform(0, 6)))
+    shortcut, through_dict = ThreadStacks(), ThreadStacks()
+    for k, (thread, name, start, end) in enumerate(ops):
+        if k % 50 == 49:  # the thread read last forgotten: its op begins it anew
+            shortcut.forget([thread])
+            through_dict.forget([thread])
+        through_dict.forget([])
+        assert names(shortcut.push(thread, name, start, end)) == \
+            names(through_dict.push(thread, name, start, end))
+        assert shortcut.last_section == through_dict.last_section
+    assert list(shortcut.least_recent()) == list(through_dict.least_recent())
+    assert [shortcut.section(t) for t in (1, 2, 3)] == [through_dict.section(t) for t in (1, 2, 3)]
+    assert shortcut.sections_started == through_dict.sections_started > 0
+
+
+def test_the_thread_read_last_forgotten_begins_anew():
+    stacks = ThreadStacks()
+    stacks.push(1, "outer", 0.0, 10.0)
+    stacks.push(1, "late", 5.0, 6.0)
+    stacks.push(1, "early", 1.0, 2.0)  # back in time: its second section
+    stacks.forget([1])
+    assert names(stacks.push(1, "inner", 3.0, 4.0)) == ["inner"]
+    assert list(stacks.least_recent()) == [1] and stacks.section(1) == stacks.last_section == 0

@@ -58,8 +58,10 @@ class LoopSection:
         self.thread = None
         #: ... and the starts of its latest two ops (Kineto writes them in start order):
         #: anything from before both (another thread's op, a frame, a launch, GPU work) ends
-        #: its section (one op of slack: a live writer may be a little out of order).
-        self._starts = (float("-inf"), float("-inf"))
+        #: its section (one op of slack: a live writer may be a little out of order). The
+        #: earlier of the two is ``since``: nothing from ``since`` on moves the section on
+        #: (``ended_by``; an attribute, for the detector's per-op path).
+        self.since = self._latest = float("-inf")
         #: How far the section is read (``SECTION_TRANSITIONS``).
         self.state = Section.OPEN
 
@@ -67,12 +69,12 @@ class LoopSection:
         """An op of a main thread begins at ``start``: the section's, if it is its thread."""
         if self.thread in (None, thread):
             self.thread = thread
-            self._starts = (self._starts[1], start)
+            self.since, self._latest = self._latest, start
 
     def ended_by(self, ts: float, gpu_block: bool) -> bool:
         """Does a frame, or (``gpu_block``) a launch or GPU work, at ``ts`` move the section
         on: from before its latest ops, while it is open (a launch: until the GPU block)?"""
-        if ts >= self._starts[0]:
+        if ts >= self.since:
             return False
         if gpu_block:
             return self.state is not Section.GPU_BLOCK

@@ -362,14 +362,18 @@ class Skeletons:
         self._early_frames: dict = {}  # thread -> Python frames read before its first op
         self._graph_launches: dict = {}  # correlation -> ops around a graph launch
         self._modules: dict = {}  # thread -> its outermost nn.Module frames [(start, end)]
+        #: The skeleton ``of`` gave last, the row's once matching (``keep_only``); None: none,
+        #: or forgotten since. The next op is most often of the same one (a caller may test
+        #: its ``key`` and ``section`` before it asks ``of``).
+        self.latest: ThreadSkeleton | None = None
 
     def of(self, thread, section: int) -> ThreadSkeleton:
         """The skeleton of ``thread``'s ``section`` (new at its first op)."""
         key = (thread, section)
-        state = self.threads.get(key)
+        state = self.latest = self.threads.get(key)
         if state is None:
             early = self._early_frames
-            state = self.threads[key] = ThreadSkeleton(
+            state = self.threads[key] = self.latest = ThreadSkeleton(
                 thread, _FIRST_TRY, section, early.pop(thread) if thread in early else _NONE_YET)
             sections = self._sections_of.get(thread)
             if sections is None:
@@ -563,17 +567,16 @@ class Skeletons:
         states = [t for t in self.threads.values() if t.key == thread]
         return max(states, key=lambda t: len(t.roots), default=None)
 
-    def keep_only(self, state: ThreadSkeleton):
+    def keep_only(self, state: ThreadSkeleton) -> None:
         """The unit is confirmed on ``state``'s row: the rest of every skeleton is dropped,
-        and ``state`` keeps only its open ops. Returns its (thread, section)."""
-        key = next(k for k, v in self.threads.items() if v is state)
-        self.threads = {key: state}
+        and ``state`` keeps only its open ops (``latest`` from now on)."""
+        self.threads = {(state.key, state.section): state}
         self._sections_of, self._early_frames = {}, {}
+        self.latest = state
         state.roots = []
         state.busy = 0.0
         state.seen = RootCounts()
         state.kid_seen = None
-        return key
 
     def forget(self, threads) -> None:
         """Forget every skeleton of ``threads`` (idle, and not among the loop thread's
@@ -582,6 +585,8 @@ class Skeletons:
         for thread in threads:
             for state in sections_of.pop(thread, ()):
                 del skeletons[(thread, state.section)]
+                if state is self.latest:
+                    self.latest = None
         for waiting in (self._early_frames, self._modules):  # most often empty
             if waiting:
                 for thread in threads:
@@ -591,6 +596,7 @@ class Skeletons:
         """The unit is decided: no skeleton is needed any more."""
         self.threads = {}
         self._sections_of, self._early_frames = {}, {}
+        self.latest = None
 
 
 class RowExtremes:

@@ -109,10 +109,13 @@ class StructureDetector:
                  max_depth: int = RULES.memory.max_depth):
         #: A ``Mode``; only ``_move`` changes it (``TRANSITIONS``).
         self.mode = Mode.LEARNING
-        #: What ``observe`` hands each op to in this mode (set by ``_move``: a fact of the
-        #: mode). Chosen once per mode, not per op: reading a ``Mode`` member costs some ten
-        #: times a plain attribute on CPython 3.11 (``EnumType.__getattr__``).
-        self._read_op = self._reader(self.mode)
+        #: ``observe(thread, stack, start, end, name, section)``: a structural op of
+        #: ``thread`` (``stack``: its open ops, this one last) in ``section`` of it, read the
+        #: current mode's way; returns the boundaries found. It is the mode's reader itself
+        #: (set by ``_move``: a fact of the mode), not a method that hands each op on to it
+        #: (a call less per op). Chosen once per mode, not per op: reading a ``Mode`` member
+        #: costs some ten times a plain attribute on CPython 3.11 (``EnumType.__getattr__``).
+        self.observe = self._reader(self.mode)
         #: Launches, GPU work and Python frames are evidence until the unit is decided (set
         #: by ``_move``: a fact of the mode).
         self.wants_evidence = True
@@ -133,7 +136,6 @@ class StructureDetector:
         # Mode.MATCHING: the matcher, the skeleton of the row it reads (and the containers
         # around it), what the manifest will say of the unit.
         self._matcher: RootMatcher | None = None
-        self._matcher_key = None
         self._matcher_path: tuple = ()
         self._online_evidence: dict = {}
         #: Python frames came before the ops they open (a file in time order, not Kineto's
@@ -158,10 +160,10 @@ class StructureDetector:
         move boundaries)."""
         self.mode = TRANSITIONS[(self.mode, event)]
         self.wants_evidence = self.mode is Mode.MATCHING and self._frames_before_ops
-        self._read_op = self._reader(self.mode)
+        self.observe = self._reader(self.mode)
 
     def _reader(self, mode: Mode):
-        """What ``observe`` hands each op to in ``mode``."""
+        """What ``observe`` is in ``mode``."""
         if mode is Mode.LEARNING:
             return self._observe_learning
         if mode is Mode.STEPS:
@@ -182,11 +184,6 @@ class StructureDetector:
 
     # -- streaming input ---------------------------------------------------------------
 
-    def observe(self, thread, stack: list, start: float, end: float, name: str, section: int):
-        """A structural op of ``thread`` (``stack``: its open ops, this one last) in
-        ``section`` of it, read the current mode's way; returns the boundaries found."""
-        return self._read_op(thread, stack, start, end, name, section)
-
     def _observe_stepping(self, thread, stack: list, start: float, end: float, name: str,
                           section: int):
         """``observe`` in ``Mode.STEPS``: decided, only step annotations matter now."""
@@ -198,7 +195,8 @@ class StructureDetector:
                           section: int):
         """``observe`` in ``Mode.LEARNING``: the op joins the skeleton (``skeleton.Skeletons``),
         and may be the moment to try the unit online (or end the loop thread's section)."""
-        if thread != self._section.thread:
+        loop = self._section
+        if thread != loop.thread and start < loop.since:  # (``ended_by``'s first test, inline)
             found = self._from_the_past(start, gpu_block=False)
             if found is not None:
                 return found
@@ -207,9 +205,11 @@ class StructureDetector:
             found = self._observe_step(thread, start, end, name, len(stack) == 1)
             if found:
                 return found
-        state = self._skeletons.of(thread, section)
+        state = self._skeletons.latest  # (``Skeletons.of``'s common case, inline)
+        if state is None or state.section != section or state.key != thread:
+            state = self._skeletons.of(thread, section)
         if state.main:
-            self._section.follow(thread, start)
+            loop.follow(thread, start)
         elif not is_step and state.skips_below(len(stack) - 1):
             return ()
         parent = state.parent_at(len(stack) - 1, is_step and not self._use_annotations)
@@ -308,7 +308,7 @@ class StructureDetector:
         self._move(Event.UNIT_CONFIRMED)
         self._online_evidence = online_evidence(self.name, state.key, path, roots, unit, why,
                                                 self._names)
-        self._matcher_key = self._skeletons.keep_only(state)  # the rest is no longer needed
+        self._skeletons.keep_only(state)  # the rest is no longer needed
         self._forget_tries()
         return tuple(self._matcher.found)
 
@@ -322,12 +322,12 @@ class StructureDetector:
     def _observe_matching(self, thread, stack: list, start: float, end: float, name: str,
                           section: int):
         """``observe`` in ``Mode.MATCHING``: an op on the row matched goes to the matcher."""
-        key = (thread, section)
-        if key != self._matcher_key:
+        state = self._skeletons.latest  # the row's (``Skeletons.keep_only``)
+        if section != state.section or thread != state.key:
             return ()
         transparent = name.startswith(PROFILER_STEP_PREFIX) and not self._use_annotations
-        node = self._skeletons.on_row(self._skeletons.threads[key], self._matcher_path,
-                                      len(stack) - 1, start, end, name, transparent)
+        node = self._skeletons.on_row(state, self._matcher_path, len(stack) - 1, start, end,
+                                      name, transparent)
         return () if node is None else self._matcher.push(node)
 
     def _observe_step(self, thread, start: float, end: float, name: str, at_top: bool):
