@@ -145,6 +145,38 @@ def test_ruling_cuts_out_on_bounds_of_their_similarities_changes_no_answer(seed,
     assert find_unit(row, memo=SearchMemo()) == found
 
 
+def _growing(names: list, start: int = 3):
+    """Each prefix of the row of ``names`` from ``start`` ops on, as the online tries see it
+    (the same list, grown one op at a time), with the name of each symbol."""
+    row = _row(names)
+    symbols = list(dict.fromkeys(names))
+    for m in range(start, len(row) + 1):
+        yield row[:m], symbols
+
+
+_ROWS_GROWN = [
+    [op for _ in range(5) for op in ("load", "fwd", "mm", "relu", "mm", "loss", "bwd")],
+    [f"op_{random.Random(3).randrange(9)}" for _ in range(120)],
+    [op for k in range(6) for op in ("fwd", "mm", "relu") + ("mm",) * (k % 3) + ("bwd",)]]
+
+
+def test_a_search_for_a_unit_of_enough_exact_instances_answers_as_the_full_one():
+    # the online tries, where only exact instances could confirm (``verdict.exact_needed``):
+    # the same unit as the full search, or None where it would have had fewer exact ones
+    early = same = 0
+    for names in _ROWS_GROWN:
+        for row, symbols in _growing(names):
+            full = find_unit(row, names=symbols, whole=False)
+            bounded = find_unit(row, names=symbols, whole=False, least_exact=3)
+            if bounded is None and full is not None:
+                assert full.exact < 3
+                early += 1
+            else:
+                assert bounded == full
+                same += full is not None
+    assert early and same  # some searches ended before a unit was chosen, some did not
+
+
 def test_a_search_of_names_drawn_at_random_compares_fewer_instances_than_it_would_in_full(
         monkeypatch):
     row = _drawn(2000, 400, 22)

@@ -4,7 +4,7 @@ live replay (a real pipe, a growing file) ends with the split of the finished fi
 import pytest
 
 from stream_split.core import Revision, Splitter, SplitOptions
-from stream_split.core.detect import DetectorResult, FoundBoundary, RetractLast
+from stream_split.core.detect import DetectorResult, FoundBoundary, RetractLast, structure
 from stream_split.core.records import apply_revision
 from stream_split.core.detect.matcher import RootMatcher
 from stream_split.core.detect.search import OPENS_AFTER_SYNC, Unit
@@ -31,6 +31,28 @@ def test_each_boundary_comes_out_when_its_first_op_is_read(name):
         if n in first_ops and first_ops[n] not in out:
             late.append(n)
     assert len(first_ops) >= 4 and not late
+
+
+@pytest.mark.parametrize("name", ONLINE)
+def test_sparing_the_searches_no_exact_instances_could_confirm_changes_no_boundary(
+        name, monkeypatch):
+    # the online tries with ``verdict.exact_needed`` and without it (every search chooses
+    # and opens its unit): the same records, out at the same events
+    scenario, params = SCENARIOS[name]
+    events = generate(scenario, seed=1, layout="time", **params).events
+
+    def records():
+        splitter = Splitter(SplitOptions(keep_events=False))
+        out = []
+        for n, event in enumerate(events):
+            splitter.feed(event)
+            out += [(n, record) for record in splitter.pop_records()]
+        splitter.close()
+        return out + [(len(events), record) for record in splitter.pop_records()]
+
+    spared = records()
+    monkeypatch.setattr(structure, "exact_needed", lambda *args: 0)
+    assert records() == spared
 
 
 def _nodes(syms, t0=0.0):

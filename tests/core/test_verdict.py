@@ -6,7 +6,7 @@ from stream_split.core.detect.search import (
 from stream_split.core.detect.skeleton import Node
 from stream_split.core.detect.verdict import (
     LOOP_INSIDE, STEPS_AT_THE_TOP, STEPS_NESTED, confirmed_online, dominant, every_fetch_opens,
-    inner_repeat, iteration_test, loop_inside, module_holding_several, not_a_layer,
+    exact_needed, inner_repeat, iteration_test, loop_inside, module_holding_several, not_a_layer,
     exact_row, opens_with_copy, regular_steps)
 
 NAMES = ["get_next_batch", "forward", "backward", "Optimizer.step#SGD.step", "aten::item", "layer",
@@ -255,3 +255,14 @@ def test_the_search_and_the_verdict_agree_on_a_plain_training_loop():
     unit = find_unit(row, names=NAMES)
     assert unit is not None and unit.opening == OPENS_AT_INPUT_FETCH
     assert iteration_test(row, row, unit, [], None)[0]
+
+
+def test_only_exact_instances_can_confirm_a_top_level_row_without_a_loop_marker():
+    plain = row_of([FWD, BWD, ITEM] * 3)
+    assert exact_needed(plain, [], NAMES, section_read=False) == RULES.min_instances
+    # a fetch, an optimizer step (markers), a container around the row, or the whole
+    # section read: other ways may confirm, so any unit may do
+    for marker in (FETCH, OPT):
+        assert exact_needed(row_of([FWD, BWD, marker] * 3), [], NAMES, False) == 0
+    assert exact_needed(plain, [Node(11, 0.0, 100.0, 0)], NAMES, False) == 0
+    assert exact_needed(plain, [], NAMES, section_read=True) == 0

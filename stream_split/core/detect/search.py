@@ -100,9 +100,12 @@ is found for candidates alone: the same answers, less work. A search that holds 
 an earlier one (at close, and the first online try on a row) rules out first, on bounds of
 every instance's similarity to each representative it would try, computed at once in numpy,
 the cuts that no representative can make qualify (``_ruled_out``): of 82 cuts of 2,000 ops
-drawn from 400 names, 78 go before their bags are made. Only the symbols that repeat
-are candidate anchors, and only theirs are listed (``_Positions``): a row of a million
-names each seen once lists none.
+drawn from 400 names, 78 go before their bags are made. A caller that has no use for a unit
+of fewer than a few exact instances (``find_unit``'s ``least_exact``: the online tries on a
+row without a loop marker) has first evaluated only the cuts whose instances' ops could make
+that many (``_most_exact``), and the other cuts, the choice and the opening only where one
+of those is a candidate. Only the symbols that repeat are candidate anchors, and only
+theirs are listed (``_Positions``): a row of a million names each seen once lists none.
 
 Every threshold lives in ``rules.Rules`` with the reason for its value.
 """
@@ -1330,13 +1333,17 @@ def search_cap(m: int, rules: Rules = RULES) -> int:
 
 
 def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
-              whole: bool = True, memo: SearchMemo | None = None) -> Unit | None:
+              whole: bool = True, memo: SearchMemo | None = None,
+              least_exact: int = 0) -> Unit | None:
     """The outermost repeating unit of a sequence of sibling ops, or None. ``names``: the
     name of each symbol, for the opening rules that read names (input fetch, sync). ``whole``:
     the row is complete (at the end of the input), not cut off in the middle of an
     instance (online): only then can its end tell where an instance ends. ``memo``: what
     the previous search on this row computed (``SearchMemo``), to search it again after
-    it grew; the answer is the same with or without it."""
+    it grew; the answer is the same with or without it. ``least_exact``: the caller has no
+    use for a unit with fewer exact instances (``Unit.exact``; ``verdict.exact_needed``):
+    None, without choosing nor opening a unit, where no candidate has that many
+    (``_exact_candidate``); else the same answer as without it."""
     m = len(row)
     if m < REPEAT:
         return None
@@ -1349,18 +1356,14 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
     # use to the rules that read markers.)
     markers = frozenset(s for s in positions if names and loop_marker(names[s]))
     memo.markers = markers
+    anchors = _anchors(positions, m, rules)
+    units: dict = {}  # anchor's index -> its cut evaluated (``_evaluate``), once
+    if least_exact and not _exact_candidate(anchors, units, least_exact, row, syms, rules,
+                                            memo):
+        return None
     candidates = []
-    seen = set()
-    work = search_cap(m, rules)
-    for sym, pos in positions.items():
-        key = tuple(pos)
-        if key in seen:
-            continue
-        seen.add(key)
-        work -= pos[-1] - pos[0]
-        if work < 0:
-            break  # the anchors that first occur later are not tried (``search_cap``)
-        unit = _evaluate(pos, sym, row, syms, rules, memo)
+    for k, (sym, pos) in enumerate(anchors):
+        unit = units[k] if k in units else _evaluate(pos, sym, row, syms, rules, memo)
         if _qualifies(unit, rules):
             candidates.append(unit)
     if not candidates:
@@ -1375,6 +1378,58 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
     best = _waits_apart(best, row, syms, rules)
     return _turns_apart(best, row, syms, names, rules) if whole and names is not None \
         else best
+
+
+def _anchors(positions: _Positions, m: int, rules: Rules) -> list:
+    """The anchors one search of a row of ``m`` ops tries, in the order they first occur:
+    (symbol, its positions), one per cut, until their cuts have covered ``search_cap`` ops
+    (the anchors that first occur later are not tried)."""
+    anchors = []
+    seen = set()
+    work = search_cap(m, rules)
+    for sym, pos in positions.items():
+        key = tuple(pos)
+        if key in seen:
+            continue
+        seen.add(key)
+        work -= pos[-1] - pos[0]
+        if work < 0:
+            break
+        anchors.append((sym, pos))
+    return anchors
+
+
+def _exact_candidate(anchors: list, units: dict, least: int, row: list, syms: list,
+                     rules: Rules, memo: SearchMemo) -> bool:
+    """Does a candidate among the cuts of ``anchors`` have at least ``least`` exact instances
+    (``Unit.exact``)? Only the cuts that could (``_most_exact``) are evaluated, and kept in
+    ``units`` (anchor's index -> ``_evaluate``'s answer) for the search to go on with: each
+    cut is evaluated alone (through ``memo``), so the candidates are the same whichever are
+    evaluated first. The unit chosen is one of the candidates, opened (its instances'
+    beginnings moved, ``Unit.exact`` kept), or one of them cut again where it waited
+    (``_waits_apart``, ``Unit.exact`` kept too): without such a candidate, it has fewer."""
+    for k, (sym, pos) in enumerate(anchors):
+        if _most_exact(memo.cut(tuple(pos)), row, syms, rules, memo) >= least:
+            unit = units[k] = _evaluate(pos, sym, row, syms, rules, memo)
+            if _qualifies(unit, rules) and unit.exact >= least:
+                return True
+    return False
+
+
+def _most_exact(cut: _Cut, row: list, syms: list, rules: Rules, memo: SearchMemo) -> int:
+    """The most exact instances a unit of ``cut`` can have (``Unit.exact``: those whose ops
+    are exactly the representative's, which is one of its inner instances), from the ops
+    alone: the most inner instances alike, and the last one if it is like them too. Only
+    instances of one length can be alike: the ops are compared where lengths recur."""
+    spans = cut.spans
+    if not spans:
+        return 0
+    a, b = _segments(cut, row, rules, memo)[-1]
+    last = tuple(syms[a:b])
+    lengths = Counter(b - a for a, b in spans)
+    alike = Counter(tuple(syms[a:b]) for a, b in spans
+                    if lengths[b - a] > 1 or b - a == len(last))
+    return max(n + (shape == last) for shape, n in alike.items()) if alike else 1
 
 
 class _Positions(dict):

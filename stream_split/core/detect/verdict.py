@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from stream_split.core.detect.rules import INNER_RULES, ONLINE_INNER_RULES, RULES, Rules
 from stream_split.core.detect.search import (
-    OPENS_AFTER_SYNC, OPENS_AT_INPUT_FETCH, Unit, find_unit, turns_the_loop)
+    OPENS_AFTER_SYNC, OPENS_AT_INPUT_FETCH, Unit, find_unit, loop_marker, turns_the_loop)
 from stream_split.core.detect.skeleton import Node, flatten, occurrences
 from stream_split.trace_format import profiler_step_number
 
@@ -221,7 +221,8 @@ def confirmed_online(row: list, unit: Unit, path: list, names: list, section_rea
     cycles) are allowed only once GPU work is known. Returns why (to append to the
     iteration test's), or None: not yet. (At the top of a thread each way needs a loop
     marker or three exact instances: ``skeleton.RootCounts.may_confirm``, which the online
-    tries ask first; a new way must be added there too.)"""
+    tries ask first, and ``exact_needed``, which they pass to the search; a new way must be
+    added there too.)"""
     # Every instance so far like the unit? Among so few, an idle cycle or another path
     # could be taken for the unit when no GPU work is known yet (a Kineto file's CPU
     # section comes before its launches); with GPU work known, the unit is the busy one.
@@ -243,6 +244,21 @@ def confirmed_online(row: list, unit: Unit, path: list, names: list, section_rea
     if exact_row(row, unit, rules):
         return f"{unit.n} instances, every one exact, make the whole row"
     return _whole_exact_instances(row, unit, alike, rules)
+
+
+def exact_needed(row: list, path: list, names: list, section_read: bool,
+                 rules: Rules = RULES) -> int:
+    """The exact instances (``Unit.exact``) that a unit found on ``row`` needs for
+    ``confirmed_online`` to believe it, where only its ways through exact instances could
+    (``exact_row``, ``_whole_exact_instances``): at the top of the thread (no ``path``),
+    before its section is read whole, and with no loop marker on the row (the input-fetch
+    way opens at a fetch, itself a marker; the sync way turns the loop: a marker in the
+    unit's spine). Else 0: any unit may do. The online tries pass it to ``find_unit``
+    (``least_exact``), which then spares the choice and opening of a unit no way would
+    believe."""
+    if path or section_read or any(loop_marker(names[s]) for s in {node.sym for node in row}):
+        return 0
+    return min(rules.min_instances, rules.online.exact_row_instances)
 
 
 def exact_row(row: list, unit: Unit, rules: Rules = RULES) -> bool:
