@@ -408,11 +408,10 @@ class Splitter:
                 return self._own_cpu(owner, event, ts, end, raw, cat)  # it may link an annotation
             record = (hot := self._hot if self._hot[0] == owner else self._hot_state(owner))[1]
             record.events += 1
-            if cat in CPU_OP_CATS:
-                record.cpu_ops += 1
-                hot[2].add_op((pid, tid), ts, end)
-                if role := (_PHASE_ROLES[name] if ph == "X" else _NO_ROLE):
-                    self._observe_phase(owner, role, name, args)
+            if cat in STRUCTURE_CATS:  # what ``_own_cpu`` reads of it, as there
+                self._structure_facts(owner, record, cat, event)
+                if ph == "X" and cat in CPU_OP_CATS:
+                    hot[2].add_op((pid, tid), ts, end)
             if end > record.end_ts:
                 record.end_ts = end
             if launch:  # a runtime call (its correlation id: 0 is _own_cpu's, above)

@@ -372,3 +372,32 @@ def test_runtime_calls_flows_and_gpu_work_counted_inline_give_the_same_records(s
         records[keep] = [record.to_dict() for record in splitter.iterations]
     assert records[False] == records[True]
     assert sum(r["launches"] for r in records[True]) and sum(r["kernels"] for r in records[True])
+
+
+@pytest.mark.parametrize("scenario", ["training", "serving"])
+def test_odd_structural_ops_give_the_records_of_split_when_only_counted(scenario):
+    # ``boundaries`` only counts (``keep_events=False``) and decides most CPU-side events in
+    # ``feed``'s inline path; ``split`` keeps them (``_own_cpu``). Structural ops that are not
+    # the common ``X`` cpu_op must tell the same there: an instant cpu_op with a phase role,
+    # a cpu_op named like a step, a user_annotation without args named like a step.
+    trace = generate(scenario, seed=3, **({"annotate_steps": False} if scenario == "training" else {}))
+    ops = [k for k, e in enumerate(trace.events) if e.get("cat") == "cpu_op" and e.get("ph") == "X"]
+    late = set(ops[len(ops) // 2:])  # once the loop is known: most are decided inline
+    events, added = [], 0
+    for k, event in enumerate(trace.events):
+        events.append(event)
+        if k in late:
+            added += 1
+            at = {"pid": event["pid"], "tid": event["tid"], "ts": event["ts"]}
+            events += [{**at, "ph": "i", "cat": "cpu_op", "name": "flash_attention_fwd", "s": "t"},
+                       {**at, "ph": "X", "cat": "cpu_op", "name": f"ProfilerStep#{added}", "dur": 0},
+                       {**at, "ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{added}",
+                        "dur": 0}][added % 3:][:1]
+    records = {}
+    for keep in (True, False):
+        splitter = Splitter(SplitOptions(detector="auto", keep_events=keep))
+        for event in events:
+            splitter.feed(event)
+        splitter.close()
+        records[keep] = repr([record.to_dict() for record in splitter.iterations])
+    assert records[False] == records[True]
