@@ -38,12 +38,19 @@ def _unread(pipe) -> int:
     return count[0]
 
 
+def _target(fd: Path) -> str | None:
+    """What the open file ``fd`` (in /proc) is, None when it is closed meanwhile."""
+    try:
+        return os.readlink(fd)
+    except OSError:
+        return None
+
+
 def _wait_until_open(proc, path: Path) -> None:
     """Handshake: ``proc`` holds ``path`` open (so it is past start-up, its handlers set)."""
     deadline = time.monotonic() + PROCESS_WAIT
     fds = Path(f"/proc/{proc.pid}/fd")
-    while not any(os.path.realpath(fd) == os.path.realpath(path) for fd in fds.iterdir()
-                  if os.path.islink(fd)):
+    while not any(_target(fd) == os.path.realpath(path) for fd in fds.iterdir()):
         assert proc.poll() is None, proc.stderr.read().decode()
         assert time.monotonic() < deadline
         time.sleep(0.005)
