@@ -185,8 +185,9 @@ def decode_for_engine(text: bytes, place: str, form: str, max_event_bytes: int) 
     reads of it (``DecodedRanges.batch_of``): its events without their bytes, as MessagePack
     (about 3x as fast to read back as a pickle, and 40x to write), its frame runs, the bytes
     of its metadata events by index (the engine hands them back themselves), the
-    document's ending and whether the events are ``checked`` (``decode.Events``); ``raws``: the original bytes of the other events (None for metadata),
-    which the events' pieces are written from (``write.segment_text``)."""
+    document's ending and whether the events are ``checked`` (``decode.Events``); ``raws``:
+    the original bytes of the other events (None for metadata), which the events' pieces are
+    written from (``write.segment_text``)."""
     batch, ending = decode_range(text, place, form, max_event_bytes)
     raws = batch.raws
     metadata = {k: raws[k] for k, event in enumerate(batch.events)

@@ -1229,20 +1229,23 @@ class Splitter:
                     assigned.append((owner, _HELD_FRAME if raw is None else raw))
                 elif ops_at_once and event.__class__ is tuple:
                     assigned.append((owner, event if raw is None else raw))
-                    if owner >= 0:
-                        hot = self._hot if self._hot[0] == owner else self._hot_state(owner)
-                        hot[2].add_op(event, start, end)
+                    self._add_held_op(owner, event, start, end)
                 else:
                     own_cpu(owner, event, start, end, raw)
             return
         for k in np.flatnonzero(~plain).tolist():
             event = events[k]
             if ops_at_once and event.__class__ is tuple:
-                if (owner := owners[k]) >= 0:
-                    hot = self._hot if self._hot[0] == owner else self._hot_state(owner)
-                    hot[2].add_op(event, starts[k], ends[k])
+                self._add_held_op(owners[k], event, starts[k], ends[k])
             else:
                 own_cpu(owners[k], event, starts[k], ends[k])
+
+    def _add_held_op(self, owner: int, thread: tuple, start, end) -> None:
+        """An op held as its ``thread`` and counted already (``_count_cpu(..., ops=True)``):
+        its time in ops, as ``_own_cpu`` adds it."""
+        if owner >= 0:
+            hot = self._hot if self._hot[0] == owner else self._hot_state(owner)
+            hot[2].add_op(thread, start, end)
 
     def _resolve_in_order(self, items: list, held: HeldColumns | None) -> None:
         """Decide held ``items`` and ``held`` columns together in the order they came (all

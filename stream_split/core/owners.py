@@ -300,8 +300,7 @@ class Windows:
         ceiling = self._ceiling(k)
         if end > self.starts[k]:  # it holds the boundary: it may open the step
             openers.hold(k, start, end, name)
-            decidable = self.closed or end < self.starts[-1]
-            return k if decidable and end <= ceiling else None
+            return k if self.decidable(end) and end <= ceiling else None
         if latest_revisable and k == len(self.starts) - 1 and not self.closed:
             return None
         opener = openers.opener(k, ceiling)
@@ -337,9 +336,7 @@ class Windows:
         """``decidable`` of each end (a bool array)."""
         if self.closed:
             return np.ones(ends.size, bool)
-        if not self.starts:
-            return np.zeros(ends.size, bool)
-        return ends < self.starts[-1]
+        return ends < self.latest_start
 
     def owners(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """``owner`` of each op (float64 arrays of starts and ends), all at once: the same
