@@ -34,8 +34,8 @@ def decoded_batches(text: bytes, chunk: int, slim: bool = False) -> list:
 
 def run_both_ways(batches: list, options: SplitOptions, slim: list | None = None):
     """What a splitter decides when every event of ``batches`` is fed one by one, and when
-    the batches (or the same input's ``slim`` batches) are fed with their frame runs
-    (``drive``'s call), deciding after every batch as ``drive``."""
+    the batches (or the same input's ``slim`` batches) are fed with their frame runs and
+    whether they are checked (``drive``'s call), deciding after every batch as ``drive``."""
     results = []
     for batched in (False, True):
         if batched and slim is not None:
@@ -53,7 +53,7 @@ def run_both_ways(batches: list, options: SplitOptions, slim: list | None = None
         for batch in batches:
             raws = batch.raws if options.keep_events else None
             if batched:
-                splitter.feed_batch(batch.events, raws, batch.frame_runs)
+                splitter.feed_batch(batch.events, raws, batch.frame_runs, batch.checked)
             else:
                 for k, event in enumerate(batch.events):
                     splitter.feed(event, raws[k] if raws is not None else None)
@@ -62,7 +62,8 @@ def run_both_ways(batches: list, options: SplitOptions, slim: list | None = None
         collect()
         results.append({"pairs": pairs, "records": records, "events_in": splitter.events_in,
                         "outside": splitter.outside_events, "invalid": splitter.invalid_events,
-                        "evidence": splitter.evidence, "at_once": splitter.frames_at_once})
+                        "evidence": splitter.evidence, "at_once": splitter.frames_at_once,
+                        "iterations": repr([r.to_dict() for r in splitter.iterations])})
         splitter.release()
     return results[0], results[1]
 
@@ -110,7 +111,7 @@ def kineto_text(events: list) -> bytes:
 def assert_same(one_by_one: dict, batched: dict) -> None:
     assert batched["pairs"] == one_by_one["pairs"]
     assert batched["records"] == one_by_one["records"]
-    for key in ("events_in", "outside", "invalid", "evidence"):
+    for key in ("events_in", "outside", "invalid", "evidence", "iterations"):
         assert batched[key] == one_by_one[key], key
 
 
@@ -147,6 +148,59 @@ def test_a_trace_with_many_frame_runs_splits_the_same_decided_at_once(keep, pend
     from_slim = run_both_ways(batches, options, slim)[1]
     assert from_slim["at_once"] >= 80
     assert_same(one_by_one, from_slim)
+
+
+def with_odd_links(events: list, seed: int) -> list:
+    """``events`` with linked events ``feed`` takes apart from the common ones put in at
+    random places: flows with a string id, or a phase that is no flow's, or before any
+    launch; GPU work that is not an ``X``, or without a correlation id; metadata of a
+    flow's category."""
+    rng = random.Random(seed)
+    times = [e["ts"] for e in events if isinstance(e.get("ts"), (int, float))]
+    lo, hi = min(times), max(times)
+    corrs = [e["args"]["correlation"] for e in events
+             if e.get("cat") == "kernel" and "correlation" in e.get("args", {})]
+    odd = [lambda ts: {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": "s-1", "pid": 1,
+                       "tid": 1, "ts": ts},
+           lambda ts: {"ph": "X", "cat": "ac2g", "name": "ac2g", "id": 7, "pid": 1, "tid": 1,
+                       "ts": ts, "dur": 2.0},
+           lambda ts: {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": rng.choice(corrs),
+                       "pid": 1, "tid": 1, "ts": ts, "bp": "e"},
+           lambda ts: {"ph": "i", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": ts,
+                       "args": {"correlation": rng.choice(corrs)}},
+           lambda ts: {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0,
+                       "tid": 7, "ts": ts, "dur": 1.0},
+           lambda ts: {"ph": "M", "cat": "ac2g", "name": "process_name", "pid": 0,
+                       "ts": ts, "args": {"name": "odd"}}]
+    out = list(events)
+    out[:0] = [odd[2](lo)]  # a flow before any launch
+    for _ in range(40):
+        at = rng.randrange(len(out) + 1)
+        out[at:at] = [rng.choice(odd)(rng.uniform(lo, hi))]
+    return out
+
+
+@pytest.mark.parametrize("keep", [True, False])
+@pytest.mark.parametrize("pending_limit", [7, 20_000])
+@pytest.mark.parametrize("scenario, detector", [("training", "steps"), ("training", "auto"),
+                                                 ("serving", "auto")])
+def test_checked_batches_fed_by_category_equal_feeding_them_one_by_one(scenario, detector,
+                                                                       keep, pending_limit):
+    """A checked batch (the decoder's slim batches, as ``drive`` reads them) is fed by
+    ``Splitter._feed_checked``: each event's category read first, a launch flow reading
+    its phase, time and id only, the others their fields once and unchecked
+    (``_feed_fields``), runtime calls, flows and GPU work owned inline, handed out or only
+    counted. The pairs, records (the iterations' to each number's type: GPU times are sums
+    added in order) and counts are those of feeding each event to ``feed``."""
+    trace = generate(scenario, seed=7)
+    text = kineto_text(with_odd_links(trace.events, seed=len(trace.events)))
+    slim = decoded_batches(text, 4096, slim=True)
+    assert all(batch.checked for batch in slim)
+    options = SplitOptions(detector=detector, keep_events=keep, pending_limit=pending_limit)
+    one_by_one, batched = run_both_ways(decoded_batches(text, 4096), options, slim)
+    assert_same(one_by_one, batched)
+    assert "'launches': 0" not in batched["iterations"]
+    assert "'gpu_busy_us': 0.0" not in batched["iterations"]
 
 
 def test_a_slim_batch_holds_only_what_the_engine_reads_and_frame_runs_in_bulk():

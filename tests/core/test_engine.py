@@ -358,10 +358,10 @@ def test_gpu_work_decided_out_of_order_still_counts_its_busy_time():
                                                  ("serving", "auto")])
 def test_runtime_calls_flows_and_gpu_work_counted_inline_give_the_same_records(scenario,
                                                                                detector):
-    # Only counted (``keep_events=False``), a runtime call in the window known is owned in
-    # ``feed`` itself, a flow whose launch is known too, and GPU work with the fields ``feed``
-    # read (``Splitter._route``); handed out, they go through ``_own_cpu`` and
-    # ``_own_simple``. The records must not tell them apart.
+    # A runtime call in the window known is owned in ``feed`` itself (``_feed_fields``), a
+    # flow whose launch is known too, and GPU work with the fields ``feed`` read
+    # (``Splitter._route``), handed out or only counted; what waited for its launch goes
+    # through ``_own_linked`` either way. The records must not tell them apart.
     trace = generate(scenario, seed=5)
     records = {}
     for keep in (True, False):

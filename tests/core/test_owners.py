@@ -317,6 +317,28 @@ def test_an_id_out_of_order_in_a_gap_grows_a_neighbour_or_makes_a_range():
     assert [owners.lookup(c) for c in (5, 10, 12, 20, 28, 30, 25)] == [3, 0, 0, 7, 1, 1, None]
 
 
+def test_the_range_found_last_grows_with_the_launches_that_extend_it():
+    # ``hit_lo``..``hit_hi`` (``Splitter._route`` tests it before ``lookup``): the last range
+    # as ``lookup`` found it, grown by each launch of its owner after it, and never holding
+    # an id of another owner.
+    owners = MonotonicOwnerMap()
+    owners.add(10, 0)
+    assert owners.lookup(10) == 0 and (owners.hit_lo, owners.hit_hi) == (10, 10)
+    owners.add(12, 0)
+    assert (owners.hit_lo, owners.hit_hi, owners.hit_owner) == (10, 12, 0)
+    owners.add(20, 1)  # another owner's range: the one found last stays as it is
+    owners.add(21, 1)
+    assert (owners.hit_lo, owners.hit_hi, owners.hit_owner) == (10, 12, 0)
+    assert owners.lookup(20) == 1
+    owners.add(25, 1)
+    assert (owners.hit_lo, owners.hit_hi, owners.hit_owner) == (20, 25, 1)
+    owners.add(22, 2)  # out of order: the range is split, none is kept at hand
+    assert owners.hit_lo > owners.hit_hi
+    for key in range(10, 27):
+        assert owners.lookup(key) == {10: 0, 11: 0, 12: 0, 22: 2}.get(
+            key, 1 if 20 <= key <= 25 else None)
+
+
 def test_an_annotation_held_undecided_has_no_owner_until_it_is_decided():
     # Step 1 owns ids 11 and 50 (a communication thread's); id 30, the next step's, is held.
     owners = AnnotationOwners()
