@@ -1,0 +1,127 @@
+"""The decoder's cheaper paths against the ones they replaced: the ASCII test of a buffer read by
+numpy (``decode._ascii``) against ``bytes.isascii``, whose answer spares the UTF-8 check of each
+stretch; and gzip inflated by ISA-L's bz2-like decompressor (``igzip_lib``) against the
+zlib-like one it replaced (``isal_zlib.decompressobj``): the same bytes, pieces and errors."""
+import gzip
+import json
+import random
+
+import pytest
+from isal import isal_zlib
+
+from stream_split.decode import PLAIN_PIECE, Decompressor, TraceDecoder, _ascii
+from stream_split.errors import TraceInputError
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_ascii_of_a_slice_is_bytes_isascii(seed):
+    rng = random.Random(seed)
+    buf = bytes(rng.choice(b'{}[]", abc\n\x7f') for _ in range(3000))
+    buf = bytearray(buf)
+    for at in rng.sample(range(len(buf)), 4):  # a few bytes beyond ASCII, edges included
+        buf[at] = rng.choice((0x80, 0xC3, 0xFF))
+    buf = bytes(buf)
+    for _ in range(300):
+        start = rng.randrange(len(buf) + 1)
+        end = rng.randrange(start, len(buf) + 1)
+        assert _ascii(buf, start, end) == buf[start:end].isascii()
+    assert _ascii(buf, 10, 10) and _ascii(b"", 0, 0)
+
+
+def _trace(names: list) -> bytes:
+    frames = [{"ph": "X", "cat": "python_function", "name": name, "pid": 1, "tid": 1,
+               "ts": float(k), "dur": 0.5} for k, name in enumerate(names)]
+    ops = [{"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 2, "ts": float(k),
+            "dur": 0.25, "args": {"External id": k}} for k, name in enumerate(names)]
+    return json.dumps({"traceEvents": frames + ops}, ensure_ascii=False, indent=1).encode()
+
+
+def _slim(data: bytes) -> list:
+    decoder = TraceDecoder()
+    decoder.slim = True
+    batch = decoder.receive_data(data)
+    batch.extend(decoder.receive_data(b""))
+    events = list(batch.events)
+    for run in batch.frame_runs:
+        events[run.i:run.j] = run.events()
+    return events
+
+
+@pytest.mark.parametrize("names", [["plain"] * 12, ["é€😀"] * 12, ["plain"] * 11 + ["é"]])
+def test_slim_events_of_ascii_and_utf8_text_are_the_full_ones(names):
+    data = _trace(names)
+    full = TraceDecoder()
+    batch = full.receive_data(data)
+    batch.extend(full.receive_data(b""))
+    slim = _slim(data)
+    assert [e["name"] for e in slim] == [e["name"] for e in batch.events] == names * 2
+
+
+def test_invalid_utf8_in_a_slim_batch_is_parsed_in_full():
+    data = _trace(["plain"] * 12).replace(b'"plain"', b'"pl\xffin"', 1)
+    events = _slim(data)
+    assert events[0]["name"] == "pl\ufffdin" and len(events) == 24
+
+
+def _old_inflate(data: bytes, chunk: int) -> list:
+    """The pieces the replaced path made: ``isal_zlib.decompressobj`` asked for
+    ``PLAIN_PIECE`` at most per call, its unconsumed tail given again (one member)."""
+    dec, pieces = isal_zlib.decompressobj(wbits=31), []
+    for at in range(0, len(data), chunk):
+        part = data[at:at + chunk]
+        while True:
+            out = dec.decompress(part, PLAIN_PIECE)
+            if out:
+                pieces.append(out)
+            part = dec.unconsumed_tail
+            if dec.eof or not (part or len(out) == PLAIN_PIECE):
+                break
+    return pieces
+
+
+def _new_inflate(data: bytes, chunk: int) -> tuple:
+    decompressor = Decompressor()
+    pieces = [p for at in range(0, len(data), chunk)
+              for p in decompressor.pieces(data[at:at + chunk])]
+    decompressor.finish()
+    return pieces, decompressor
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 4096, 1 << 20])
+def test_gzip_members_inflate_to_the_same_bytes_as_before(chunk):
+    rng = random.Random(chunk)
+    plain = [bytes(rng.choice(b"abc{}\n ") for _ in range(50_000)), b" " * (3 * PLAIN_PIECE),
+             b"x"]
+    members = [gzip.compress(p, mtime=0) for p in plain]
+    if chunk == 1:  # byte by byte: one member is enough
+        members, plain = members[:1], plain[:1]
+    pieces, decompressor = _new_inflate(b"".join(members), chunk)
+    assert b"".join(pieces) == b"".join(plain)
+    assert max(map(len, pieces)) <= PLAIN_PIECE
+    assert decompressor.members == len(members) and not decompressor.truncated
+    assert b"".join(_old_inflate(members[0], chunk)) == plain[0]
+
+
+def test_a_bomb_member_comes_out_in_pieces_of_plain_piece():
+    member = gzip.compress(b" " * (5 * PLAIN_PIECE + 3), mtime=0)
+    pieces, _ = _new_inflate(member, 1 << 20)
+    assert [len(p) for p in pieces] == [len(p) for p in _old_inflate(member, 1 << 20)]
+
+
+def test_a_truncated_member_is_truncated():
+    member = gzip.compress(b"abc" * 10_000, mtime=0)
+    pieces, decompressor = _new_inflate(member[:-5], 1000)
+    assert decompressor.truncated and b"abc" * 1000 in b"".join(pieces)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "checksum", "lookback"])
+def test_a_corrupt_member_says_what_the_old_path_said(damage):
+    good = gzip.compress(b'{"traceEvents": []}' * 1000, mtime=0)
+    data = {"garbage": b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03garbage!garbage!",
+            "checksum": good[:-8] + b"\0\0\0\0" + good[-4:],
+            "lookback": good[:50] + b"\xff\xff\xff" + good[53:]}[damage]
+    with pytest.raises(isal_zlib.error) as old:
+        _old_inflate(data, 1 << 20)
+    with pytest.raises(TraceInputError) as new:
+        _new_inflate(data, 1 << 20)
+    assert str(new.value) == f"corrupt gzip stream: {old.value}"
