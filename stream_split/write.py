@@ -44,7 +44,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Mapping
 from contextlib import suppress
-from itertools import chain, groupby, repeat
+from itertools import groupby, repeat
 from operator import itemgetter
 
 import numpy as np
@@ -930,21 +930,41 @@ _LINE_BREAKS = b"\r\n"
 def tag_lines(pairs) -> bytes:
     """The ``tag`` stream's lines for decided (owner, event) pairs: ``{"iteration": N or null,
     "piece": name, "event": EVENT}``. An event's original bytes go out as they came, less their
-    line breaks (only whitespace between tokens in JSON: a string cannot hold a raw one)."""
+    line breaks (only whitespace between tokens in JSON: a string cannot hold a raw one).
+    Decided events come in long runs of one owner (file order): a run's lines are one join,
+    its head between two events (``}`` and a line break, then the next line's head)."""
     if not pairs:
         return b""
-    owners, events = zip(*pairs)
-    heads = {owner: _tag_head(owner) for owner in set(owners)}
-    bodies = _as_bytes(events)
-
-    def join(bodies: list) -> bytes:
-        return b"".join(chain.from_iterable(zip(map(heads.__getitem__, owners), bodies,
-                                                repeat(b"}\n"))))
-    lines = join(bodies)
-    if lines.count(b"\n") == len(bodies) and b"\r" not in lines:
+    heads: dict = {}
+    runs = []
+    for owner, run in groupby(pairs, _OWNER):
+        head = heads.get(owner)
+        if head is None:
+            head = heads[owner] = _tag_head(owner)
+        runs.append((head, list(map(_EVENT, run))))
+    lines = _tag_join(runs)
+    if lines.count(b"\n") == len(pairs) and b"\r" not in lines:
         return lines
     # Rare: an event written over several lines.
-    return join([body.translate(None, _LINE_BREAKS) for body in bodies])
+    return _tag_join([(head, [body.translate(None, _LINE_BREAKS) for body in _as_bytes(bodies)])
+                      for head, bodies in runs])
+
+
+def _tag_join(runs: list) -> bytes:
+    """The lines of ``runs`` (``[(head, [event, ...])]``, each event its bytes or a dict)."""
+    parts = []
+    for head, bodies in runs:
+        between = _TAG_END + head
+        try:
+            joined = between.join(bodies)
+        except TypeError:  # an event given as a dict (its bytes had to change)
+            joined = between.join(_as_bytes(bodies))
+        parts += (head, joined, _TAG_END)
+    return b"".join(parts)
+
+
+#: What ends a ``tag`` line: the close of its object, a line break.
+_TAG_END = b"}\n"
 
 
 def _tag_head(owner: int) -> bytes:
