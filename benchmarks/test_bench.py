@@ -4,19 +4,14 @@ Never asserts on time. Run with ``python -m pytest benchmarks/test_bench.py``.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-spec = importlib.util.spec_from_file_location("bench", HERE / "bench.py")
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+from scripts import DATA as SAMPLE, load
 
-SAMPLE = HERE.parent / "stream_split" / "data"
+bench = load("bench")
 
 
 def _summary(copies, rss, ratio_b=1.0, ratio_s=1.0, ratio_t=1.0):

@@ -4,18 +4,14 @@ Never asserts on time. Run with ``python -m pytest benchmarks/test_columnar_prob
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-spec = importlib.util.spec_from_file_location("columnar_probe", HERE / "columnar_probe.py")
-probe = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(probe)
+from scripts import HERE, SAMPLE, load
 
-SAMPLE = HERE.parent / "stream_split" / "data" / "sample_trace.json.gz"
+probe = load("columnar_probe")
 RESNET = HERE.parent.parent / "shared" / "traces" / "tracelens" / "mi300" / \
     "resnet_act_checkpoint.json.gz"
 

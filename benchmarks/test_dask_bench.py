@@ -4,13 +4,9 @@ Run with ``python -m pytest benchmarks/test_dask_bench.py``.
 """
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from scripts import load
 
-spec = importlib.util.spec_from_file_location(
-    "dask_bench", Path(__file__).resolve().parent / "dask_bench.py")
-dask_bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(dask_bench)
+dask_bench = load("dask_bench")
 
 
 def _row(workers, fixed, wall):

@@ -4,16 +4,11 @@ Never asserts on time. Run with ``python -m pytest benchmarks/test_decoder.py``.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-spec = importlib.util.spec_from_file_location("decoder_bench", HERE / "decoder.py")
-decoder = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(decoder)
+from scripts import SAMPLE, load
 
-SAMPLE = HERE.parent / "stream_split" / "data" / "sample_trace.json.gz"
+decoder = load("decoder", "decoder_bench")
 
 
 def test_every_mode_counts_the_events_ijson_counts():

@@ -5,18 +5,11 @@ Never asserts on time. Run with ``python -m pytest benchmarks/test_workers.py``.
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-spec = importlib.util.spec_from_file_location("workers_bench", HERE / "workers.py")
-workers = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(workers)
+from scripts import SAMPLE, load
 
-SAMPLE = HERE.parent / "stream_split" / "data" / "sample_trace.json.gz"
+workers = load("workers", "workers_bench")
 
 
 def test_a_run_compares_the_folders_and_prints_a_row_per_worker_count(tmp_path, capsys):
