@@ -1239,38 +1239,79 @@ class Splitter:
         """``_resolve_columns`` for columns that are not all plain frames: the frames (and
         the events held as one: None) counted at once, and so the ops held as their thread
         (``_hold_cpu``) where every time is a float (else an op's end may be an integer,
-        kept as given: ``_own_cpu``), their time in ops added one by one; every other event
-        through ``_own_cpu``; the pairs in order."""
+        kept as given: ``_own_cpu``), their time in ops added at once (``_add_held_ops``:
+        else one by one, ``_add_held_op``); every other event through ``_own_cpu``; the
+        pairs in order."""
         plain = np.equal(held.events, None)
         if plain.any():
             self._count_cpu(owners[plain], held.ends[plain])
         events = held.events.tolist()
-        ops_at_once = held.exact is None
-        if ops_at_once:
+        counted = False  # the ops (held as their thread) were counted at once
+        if held.exact is None:
             ops = np.fromiter([event.__class__ is tuple for event in events], bool, len(events))
             if ops.any():
                 self._count_cpu(owners[ops], held.ends[ops], ops=True)
+                one_by_one = self._add_held_ops(held, owners, ops, events, plain)
+                counted = True
         ends, starts = held.times()
         owners = owners.tolist()
-        own_cpu = self._own_cpu
+        own_cpu, add_held_op = self._own_cpu, self._add_held_op
         if self._keep:
+            late = set(np.flatnonzero(one_by_one).tolist()) if counted else ()  # (most often {})
             assigned = self._assigned
-            for owner, event, start, end, raw in zip(owners, events, starts, ends,
-                                                     held.raws.tolist()):
+            for k, (owner, event, raw) in enumerate(zip(owners, events, held.raws.tolist())):
                 if event is None:
                     assigned.append((owner, _HELD_FRAME if raw is None else raw))
-                elif ops_at_once and event.__class__ is tuple:
+                elif counted and event.__class__ is tuple:
                     assigned.append((owner, event if raw is None else raw))
-                    self._add_held_op(owner, event, start, end)
+                    if late and k in late:
+                        add_held_op(owner, event, starts[k], ends[k])
                 else:
-                    own_cpu(owner, event, start, end, raw)
+                    own_cpu(owner, event, starts[k], ends[k], raw)
             return
-        for k in np.flatnonzero(~plain).tolist():
+        rest = ~plain & (~ops | one_by_one) if counted else ~plain
+        for k in np.flatnonzero(rest).tolist():
             event = events[k]
-            if ops_at_once and event.__class__ is tuple:
-                self._add_held_op(owners[k], event, starts[k], ends[k])
+            if counted and event.__class__ is tuple:
+                add_held_op(owners[k], event, starts[k], ends[k])
             else:
                 own_cpu(owners[k], event, starts[k], ends[k])
+
+    def _add_held_ops(self, held: HeldColumns, owners: np.ndarray, ops: np.ndarray,
+                      events: list, plain: np.ndarray) -> np.ndarray:
+        """The time in ops of the held ``ops`` of ``held`` (held as their thread, counted
+        already: ``_count_cpu(..., ops=True)``), per iteration and thread at once
+        (``IterationBreakdown.add_ops``) with the views of CPU ops among them in their place
+        (``_own_cpu`` adds those again: an interval in a union already changes nothing);
+        returns the ops whose time is still to add one by one, in their place: those of a
+        union that the order might change (``IntervalUnion.add_many``)."""
+        threads, rows_of_ops = events, ops  # each row's thread: an op's is its event
+        views = [k for k in np.flatnonzero(~(ops | plain)).tolist()
+                 if events[k].get("cat") in CPU_OP_CATS and events[k].get("ph") == "X"]
+        if views:
+            threads, rows_of_ops = events.copy(), ops.copy()
+            for k in views:
+                threads[k] = (events[k].get("pid"), events[k].get("tid"))
+            rows_of_ops[views] = True
+        one_by_one = np.zeros(len(events), bool)
+        at = np.flatnonzero(rows_of_ops & (owners >= 0))
+        if not at.size:
+            return one_by_one
+        mine = owners[at]
+        single = mine[0] == mine[-1] and not (mine != mine[0]).any()  # (most often)
+        for owner in [int(mine[0])] if single else dict.fromkeys(mine.tolist()):
+            hot = self._hot if self._hot[0] == owner else self._hot_state(owner)
+            rows = at if single else at[mine == owner]
+            of_rows = [threads[k] for k in rows.tolist()]
+            if of_rows.count(of_rows[0]) == len(of_rows):  # one thread (most often)
+                parts = ((of_rows[0], rows),)
+            else:
+                parts = [(thread, rows[[t == thread for t in of_rows]])
+                         for thread in dict.fromkeys(of_rows)]
+            for thread, part in parts:
+                if not hot[2].add_ops(thread, held.starts[part], held.ends[part]):
+                    one_by_one[part] = True
+        return one_by_one & ops
 
     def _add_held_op(self, owner: int, thread: tuple, start, end) -> None:
         """An op held as its ``thread`` and counted already (``_count_cpu(..., ops=True)``):

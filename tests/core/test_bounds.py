@@ -177,6 +177,35 @@ def test_a_search_for_a_unit_of_enough_exact_instances_answers_as_the_full_one()
     assert early and same  # some searches ended before a unit was chosen, some did not
 
 
+def test_the_exact_instances_a_cut_could_have_are_those_counted_anew_as_its_row_grows(
+        monkeypatch):
+    # ``_most_exact`` keeps the shapes of a cut's inner instances with the cut (the row's
+    # growth changes only its last instance): each answer is the one counted anew from the
+    # ops, on rows grown one op at a time with one memo, as the online tries grow them
+    kept = search._most_exact
+    reused = []
+
+    def counted_anew(cut, row, syms, rules, memo):
+        reused.append(cut.shapes is not None)
+        answer = kept(cut, row, syms, rules, memo)
+        a, b = search._segments(cut, row, rules, memo)[-1]
+        last = tuple(syms[a:b])
+        lengths = Counter(b - a for a, b in cut.spans)
+        alike = Counter(tuple(syms[a:b]) for a, b in cut.spans
+                        if lengths[b - a] > 1 or b - a == len(last))
+        most = max(n + (shape == last) for shape, n in alike.items()) if alike else 1
+        assert answer == (most if cut.spans else 0)
+        return answer
+    monkeypatch.setattr(search, "_most_exact", counted_anew)
+    for names in _ROWS_GROWN:
+        row, symbols = _row(names), list(dict.fromkeys(names))
+        grown, memo = [], SearchMemo()
+        for node in row:
+            grown.append(node)
+            find_unit(grown, names=symbols, whole=False, least_exact=3, memo=memo)
+    assert True in reused and False in reused
+
+
 def test_a_search_of_names_drawn_at_random_compares_fewer_instances_than_it_would_in_full(
         monkeypatch):
     row = _drawn(2000, 400, 22)

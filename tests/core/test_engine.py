@@ -273,6 +273,42 @@ def test_held_ops_counted_at_once_give_the_records_one_by_one_gives(limit, integ
     assert records[False] == records[True]
 
 
+@pytest.mark.parametrize("kept_intervals", [8, 512])
+@pytest.mark.parametrize("limit", [7, 100_000])
+@pytest.mark.parametrize("scenario", ["training", "serving", "deep_roots"])
+def test_held_ops_time_in_ops_added_at_once_gives_the_records_one_by_one_gives(
+        monkeypatch, scenario, limit, kept_intervals):
+    # The held ops' time in ops is added per iteration and thread at once
+    # (``Splitter._add_held_ops``, ``IntervalUnion.add_many``), the views of CPU ops among
+    # them too, where the order cannot change the union; else one by one in their place.
+    # Forced one by one (``add_many`` refusing), the records are the same to the last digit,
+    # held in memory or spilled (in end order), and where few intervals are kept (8: the
+    # order would change the union, so some go one by one).
+    from stream_split.core import breakdown
+    monkeypatch.setattr(breakdown, "KEPT_INTERVALS", kept_intervals)
+    trace = generate(scenario, seed=3)
+    at_once = breakdown.IntervalUnion.add_many
+    answers = []
+
+    def counted(union, starts, ends):
+        answers.append(at_once(union, starts, ends))
+        return answers[-1]
+    records = {}
+    for way in ("at once", "one by one"):
+        monkeypatch.setattr(breakdown.IntervalUnion, "add_many", counted if way == "at once"
+                            else lambda union, starts, ends: False)
+        for keep in (True, False):
+            splitter = Splitter(SplitOptions(detector="auto", keep_events=keep,
+                                             pending_limit=limit))
+            for event in trace.events:
+                splitter.feed(event)
+            splitter.close()
+            records[way, keep] = repr([record.to_dict() for record in splitter.iterations])
+    assert answers and all(answers) == (kept_intervals == 512)  # (8: some one by one)
+    for keep in (True, False):
+        assert records["at once", keep] == records["one by one", keep]
+
+
 def test_events_fed_with_their_original_bytes_come_back_as_those_bytes():
     """Held (and spilled) or decided at once, an event fed with its original bytes is handed
     back as exactly those bytes, through ``decided()``."""

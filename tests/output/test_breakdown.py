@@ -9,6 +9,7 @@ import os
 import random
 import re
 
+import numpy as np
 import pytest
 
 from stream_split import split
@@ -52,6 +53,82 @@ def test_union_counts_any_order_exactly_while_the_intervals_fit():
         for start, end in intervals:
             union.add(start, end)
         assert union.total_us == pytest.approx(exact_union(intervals))
+
+
+def nested_ops(rng: random.Random, n: int, at: float = 0.0) -> list:
+    """A thread's ops, (start, end) in start order: nested calls, siblings, gaps, ops of no
+    time, children that touch their parent's ends."""
+    ops = []
+
+    def calls(lo: float, hi: float, depth: int) -> None:
+        t = lo
+        while t < hi and len(ops) < n:
+            start = t + rng.choice([0.0, 0.0, rng.uniform(0, 3)])
+            if start > hi:
+                return
+            end = min(hi, start + rng.choice([0.0, rng.uniform(0, hi - start)]))
+            ops.append((start, end))
+            if depth < 4 and rng.random() < 0.5:
+                calls(start, end, depth + 1)
+            t = end + rng.choice([0.0, rng.uniform(0, 2)])
+    calls(at, at + 1000.0, 0)
+    return ops
+
+
+def union_state(union) -> tuple:
+    return list(union.starts), list(union.ends), union.frozen_us, union.total_us
+
+
+@pytest.mark.parametrize("kept", [8, 64, 512])
+def test_union_of_many_at_once_is_the_union_one_by_one_or_nothing(monkeypatch, kept):
+    """``add_many`` adds a batch at once only where ``add`` one by one, in the batch's
+    order, gives the same union to the last bit; else it adds nothing and says so (False).
+    Held ops come in start order (held in memory), or end order (spilled: children
+    before their parent, where one by one may hold more intervals than the batch's union),
+    after what the union kept already (floats, integers, compacted)."""
+    monkeypatch.setattr(bd, "KEPT_INTERVALS", kept)
+    rng = random.Random(kept)
+    answers = {True: 0, False: 0}
+    for _ in range(400):
+        ops = nested_ops(rng, rng.randint(1, 300))
+        order = rng.choice(["start", "end", "shuffled", "reversed"])
+        if order == "end":
+            ops.sort(key=lambda op: op[1])
+        elif order == "shuffled":
+            rng.shuffle(ops)
+        elif order == "reversed":
+            ops.reverse()
+        before = nested_ops(rng, rng.randint(0, 30), at=rng.choice([-2000.0, 0.0, 3000.0]))
+        if rng.random() < 0.2:
+            before = [(int(start), int(end)) for start, end in before]
+        one, many = bd.IntervalUnion(), bd.IntervalUnion()
+        for union in (one, many):
+            for start, end in before:
+                union.add(start, end)
+        if rng.random() < 0.3:
+            one.compact()
+            many.compact()
+        for start, end in ops:
+            one.add(start, end)
+        kept_before = union_state(many)
+        added = many.add_many(np.array([op[0] for op in ops]), np.array([op[1] for op in ops]))
+        answers[added] += 1
+        if not added:
+            assert union_state(many) == kept_before
+            for start, end in ops:
+                many.add(start, end)
+        assert union_state(many) == union_state(one), order
+        assert [t.__class__ for t in many.starts] == [t.__class__ for t in one.starts]
+        if added:  # an interval in it changes nothing (``_own_cpu`` adds views again)
+            for start, end in ops:
+                many.add(start, end)
+            assert union_state(many) == union_state(one)
+    assert answers[True] > 20 and answers[False] > (0 if kept == 512 else 20)
+
+
+def test_a_reversed_or_unbounded_interval_goes_one_by_one():
+    for starts, ends in (([0.0, 5.0], [1.0, 4.0]), ([0.0, 1.0], [float("inf"), 2.0])):
+        assert not bd.IntervalUnion().add_many(np.array(starts), np.array(ends))
 
 
 def test_compact_union_counts_as_before_and_keeps_integer_times_as_given():

@@ -741,6 +741,9 @@ class _Cut:
     #: Their ``_bag`` (``SearchMemo.bags``): made once the cut's count and coverage let it
     #: qualify (``_may_qualify``), None until then.
     bags: list | None = None
+    #: The shapes of its instances for ``_most_exact`` (``_cut_shapes``), made at its
+    #: first use, None until then.
+    shapes: tuple | None = None
 
 
 def _weights_of(bag_totals: tuple, active: tuple, rules: Rules) -> dict:
@@ -1420,16 +1423,31 @@ def _most_exact(cut: _Cut, row: list, syms: list, rules: Rules, memo: SearchMemo
     """The most exact instances a unit of ``cut`` can have (``Unit.exact``: those whose ops
     are exactly the representative's, which is one of its inner instances), from the ops
     alone: the most inner instances alike, and the last one if it is like them too. Only
-    instances of one length can be alike: the ops are compared where lengths recur."""
-    spans = cut.spans
-    if not spans:
+    instances of one length can be alike: the ops are compared where lengths recur, and
+    the last one with the inner one of its length (``_cut_shapes``, kept with the cut:
+    the row's growth changes the last instance only)."""
+    if not cut.spans:
         return 0
     a, b = _segments(cut, row, rules, memo)[-1]
     last = tuple(syms[a:b])
+    if cut.shapes is None:
+        cut.shapes = _cut_shapes(cut.spans, syms)
+    alike, lone = cut.shapes
+    most = max([n + (shape == last) for shape, n in alike.items()], default=0)
+    shape = lone.get(len(last))  # the inner instance of the last one's length, if alone
+    if shape is not None:
+        return max(most, 1 + (shape == last))
+    return most or 1
+
+
+def _cut_shapes(spans: list, syms: list) -> tuple:
+    """The ops of the inner instances ``spans`` (their symbols, a tuple each), for
+    ``_most_exact``: how many instances have each one among those of a length that recurs
+    (a ``Counter``), and for each length of one instance alone, its ops."""
     lengths = Counter(b - a for a, b in spans)
-    alike = Counter(tuple(syms[a:b]) for a, b in spans
-                    if lengths[b - a] > 1 or b - a == len(last))
-    return max(n + (shape == last) for shape, n in alike.items()) if alike else 1
+    alike = Counter(tuple(syms[a:b]) for a, b in spans if lengths[b - a] > 1)
+    lone = {b - a: tuple(syms[a:b]) for a, b in spans if lengths[b - a] == 1}
+    return alike, lone
 
 
 class _Positions(dict):
