@@ -21,22 +21,25 @@ parts would cost on a trace, each stage against today's:
   ``msgspec.Struct`` objects of the same fields and types (``validate.FIELD_TYPES``) instead of
   dicts;
 - ``columns``: those structs' fields as numpy columns (category, phase, times, thread,
-  correlation and flow ids), the frames' times from their runs;
+  correlation, flow and External ids, whether the name is a launch's), the frames' times from
+  their runs, made in Python;
 - ``nesting``: every structural op's depth on its thread (ops sorted by thread and start, a
   loop with a stack of ends: what ``ThreadStacks`` does op by op);
 - ``own``: every event's owner from today's boundaries, in numpy: CPU-side events by their
   window (``searchsorted``; an event over one boundary to the side holding more of it, over
-  two to none, as ``Windows.owner``; steps opened by frames are not looked at), runtime calls'
-  correlation ids joined to GPU work and launch flows (a sorted join); then each iteration's
-  events, CPU ops, launches and kernels (``bincount``).
+  two to none, as ``Windows.owner``; steps opened by frames are not looked at); GPU work and
+  launch flows joined to their launch's correlation id, GPU annotations to their annotation's
+  External id (sorted joins); then each iteration's events, CPU ops, launches and kernels
+  (``bincount``). Not the GPU time unions, the breakdown, held events or the spill: the
+  stages' sum is a lower bound of such an engine's cost.
 
 The probe's owners are checked against today's records: the share of iterations whose four
 counts are equal (``agree``), and the share of the events counted in another iteration
-(``events_moved``: frames that open a step, which the probe does not look at). A columnar ``boundaries`` would cost about start-up
-+ ``decode_structs`` + ``columns`` + ``nesting`` + ``detector`` + ``own``, against ``engine``
-(+ start-up) today. Times are CPU seconds of this process (``time.process_time``), the garbage
-collector off (``run.drive`` runs it only on the young generations), the stages alternating
-within each repeat; medians over the repeats.
+(``events_moved``: frames that open a step, which the probe does not look at). A columnar
+``boundaries`` would cost about start-up + ``decode_structs`` + ``columns`` + ``nesting`` +
+``detector`` + ``own``, against ``engine`` (+ start-up) today. Times are CPU seconds of this
+process (``time.process_time``), the garbage collector off (``run.drive`` runs it only on the
+young generations), the stages alternating within each repeat; medians over the repeats.
 """
 from __future__ import annotations
 
