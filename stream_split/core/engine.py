@@ -195,7 +195,8 @@ def _held_view(event: dict, link) -> dict | tuple | None:
 
 def _gpu_work_fields(event: dict, cat: str) -> tuple:
     """What owning GPU work (``Splitter._own_linked``) reads of it, in ``_held_view``'s
-    tuple: ``(cat, ts, dur, pid, tid, name, correlation)``."""
+    tuple: ``(cat, ts, dur, pid, tid, name, correlation)`` (``Splitter._feed_fields`` makes
+    the same tuple of the fields it has read)."""
     get = event.get
     return (cat, event["ts"], get("dur"), get("pid"), get("tid"), get("name"),
             (get("args") or {}).get("correlation"))
@@ -420,6 +421,7 @@ class Splitter:
                 if self._detector.wants_evidence:
                     if found := self._detector.observe_gpu_work(key, ts):
                         self._add_boundaries(found)
+                # its fields as ``_gpu_work_fields`` gives them, of those read above
                 return self._route(event, raw, (cat, ts, dur, pid, tid, name, key))
             if route == _BY_EXTERNAL_ID:
                 return self._route_annotation(event, args.get("External id") if args else None,
@@ -489,7 +491,7 @@ class Splitter:
             if key.__class__ is not int:
                 key = None
         else:
-            key = work[6]
+            key = work[-1]
         # The owner of the launch ``key``: most often in the range found last (inline)
         launches = self._correlations
         if key is None:

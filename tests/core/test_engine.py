@@ -416,7 +416,8 @@ def test_odd_structural_ops_give_the_records_of_split_when_only_counted(scenario
     # ``feed``'s inline path; ``split`` keeps them (``_own_cpu``). Structural ops that are not
     # the common ``X`` cpu_op must tell the same there: an instant cpu_op with a phase role,
     # a cpu_op named like a step, a user_annotation without args named like a step.
-    trace = generate(scenario, seed=3, **({"annotate_steps": False} if scenario == "training" else {}))
+    trace = generate(scenario, seed=3,
+                     **({"annotate_steps": False} if scenario == "training" else {}))
     ops = [k for k, e in enumerate(trace.events) if e.get("cat") == "cpu_op" and e.get("ph") == "X"]
     late = set(ops[len(ops) // 2:])  # once the loop is known: most are decided inline
     events, added = [], 0
@@ -426,7 +427,8 @@ def test_odd_structural_ops_give_the_records_of_split_when_only_counted(scenario
             added += 1
             at = {"pid": event["pid"], "tid": event["tid"], "ts": event["ts"]}
             events += [{**at, "ph": "i", "cat": "cpu_op", "name": "flash_attention_fwd", "s": "t"},
-                       {**at, "ph": "X", "cat": "cpu_op", "name": f"ProfilerStep#{added}", "dur": 0},
+                       {**at, "ph": "X", "cat": "cpu_op", "name": f"ProfilerStep#{added}",
+                        "dur": 0},
                        {**at, "ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{added}",
                         "dur": 0}][added % 3:][:1]
     records = {}
