@@ -16,10 +16,10 @@ parts would cost on a trace, each stage against today's:
   timed by ``time.perf_counter``: 0.1 us a call, where a CPU clock is a system call of 1 us;
   wall time, so measure on a quiet machine), which a columnar engine would still make for
   the structural ops;
-- ``decode_dicts``: the slim decoder alone (as ``benchmarks/decoder.py``'s ``slim``);
-- ``decode_structs``: the same decoder with the events that are not plain frames decoded into
-  ``msgspec.Struct`` objects of the same fields and types (``validate.FIELD_TYPES``) instead of
-  dicts;
+- ``decode_slim``: the slim decoder alone (as ``benchmarks/decoder.py``'s ``slim``): the
+  events that are not plain frames as ``validate.SlimEvent`` structs, their ``args`` dicts;
+- ``decode_structs``: the same decoder with those events' ``args`` structs too (the same
+  fields and types: ``validate.FIELD_TYPES``, ``ARG_TYPES``);
 - ``columns``: those structs' fields as numpy columns (category, phase, times, thread,
   correlation, flow and External ids, whether the name is a launch's), the frames' times from
   their runs, made in Python;
@@ -69,11 +69,12 @@ from stream_split.trace_format import (ANNOTATION_CAT, CPU_OP_CATS, FLOW_PHASES,
                                        GPU_ANNOTATION_CAT, GPU_WORK_CATS, KERNEL_CATS,
                                        LAUNCH_FLOW_CATS, LAUNCH_NAMES, STRUCTURE_CATS)
 
-STAGES = ("engine", "detector", "decode_dicts", "decode_structs", "columns", "nesting", "own")
+STAGES = ("engine", "detector", "decode_slim", "decode_structs", "columns", "nesting", "own")
 
 
 def _struct_decoder() -> msgspec.json.Decoder:
-    """A decoder of a JSON array of events into structs of the slim fields and types."""
+    """A decoder of a JSON array of events into structs of the slim fields and types, their
+    ``args`` structs too (``ProbeEvent``)."""
     args = msgspec.defstruct("ProbeArgs", [
         (_attr(name), Union[kind, None], msgspec.field(name=name, default=None))
         for name, kind in ARG_TYPES.items()], gc=False)
@@ -302,7 +303,7 @@ def measure(path: str, repeat: int) -> dict:
                     _, _, records, edges = _engine(path)
                 elif stage == "detector":
                     spent = _engine(path, time_detector=True)[1]
-                elif stage == "decode_dicts":
+                elif stage == "decode_slim":
                     _batches(path)
                 elif stage == "decode_structs":
                     with _decoding_structs():

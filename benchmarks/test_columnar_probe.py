@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from scripts import HERE, SAMPLE, load
+from stream_split.core.validate import SlimEvent
 
 probe = load("columnar_probe")
 RESNET = HERE.parent.parent / "shared" / "traces" / "tracelens" / "mi300" / \
@@ -35,12 +36,14 @@ def test_numpy_owners_give_the_engines_counts_on_a_real_training_trace():
     assert records and probe.agreement(counts, records) == (1.0, 0.0)
 
 
-def test_the_decoder_gives_structs_while_probing_and_dicts_after():
+def test_the_decoder_gives_the_probes_structs_while_probing_and_its_own_after():
     with probe._decoding_structs():
         inside = probe._batches(str(SAMPLE))
     after = probe._batches(str(SAMPLE))
-    assert any(e is not None and e.__class__ is not dict for b in inside for e in b.events)
-    assert all(e is None or e.__class__ is dict for b in after for e in b.events)
+    inside = {e.__class__.__name__ for b in inside for e in b.events if e is not None}
+    after = {e.__class__.__name__ for b in after for e in b.events if e is not None}
+    assert "ProbeEvent" in inside and SlimEvent.__name__ not in inside
+    assert SlimEvent.__name__ in after and "ProbeEvent" not in after
 
 
 def test_a_run_prints_each_stage_and_writes_the_record(tmp_path, capsys):

@@ -51,7 +51,7 @@ import orjson
 # 16 KiB, copying it at each step (on the 10x stripped resnet tile, 150 M instructions).
 from isal import igzip_lib
 
-from stream_split.core.validate import ARG_TYPES, FIELD_TYPES
+from stream_split.core.validate import SlimEvent, SlimEventWithDims
 from stream_split.errors import TraceInputError
 from stream_split.trace_format import (
     DIMS_ARG, ENGINE_ARGS, ENGINE_FIELDS, EVENTS_KEY, PYTHON_FRAME_CAT)
@@ -160,7 +160,8 @@ class FrameRun:
         return tuple(halves)
 
     def events(self) -> list:
-        """The run's events as dicts (parsed now, for a run read in bulk)."""
+        """The run's events: as the batch's (dicts or slim structs), or parsed now as dicts
+        for a run read in bulk."""
         if self._events is None:
             if self._part_of is not None:
                 whole, a, b = self._part_of
@@ -181,7 +182,7 @@ class FrameRun:
         frames = self._plain_frames()
         if frames is not None:
             return any(f.name and f.name.startswith(prefix) for f in frames)
-        return any(isinstance(e.get("name"), str) and e["name"].startswith(prefix)
+        return any(isinstance(name := e.get("name"), str) and name.startswith(prefix)
                    for e in self.events())
 
     def _bulk_run(self) -> "FrameRun | None":
@@ -223,10 +224,10 @@ class FrameRun:
             if None in names:
                 names = [name or "" for name in names]
         else:
-            get = dict.get
             events = self.events()
             if picked is not None:
                 events = [events[k] for k in picked]
+            get = dict.get if events and events[0].__class__ is dict else _slim_get
             threads = list(zip(map(get, events, repeat("pid")), map(get, events, repeat("tid"))))
             names = [name or "" for name in map(get, events, repeat("name"))]
         return threads, names
@@ -240,8 +241,10 @@ def _unpickled_run(i, j, starts, ends, text, events, packed, part_of) -> FrameRu
 
 
 class Events:
-    """A batch of decoded events: ``events`` (dicts) and ``raws`` (each event's original JSON
-    bytes, or None where the event had to change: invalid UTF-8 was replaced).
+    """A batch of decoded events: ``events`` (dicts; in a slim batch, those decoded with the
+    types the engine needs are ``validate.SlimEvent`` structs, every one of them when the
+    batch is ``checked``) and ``raws`` (each event's original JSON bytes, or None where the
+    event had to change: invalid UTF-8 was replaced).
     ``frame_runs``: the ``FrameRun`` of the batch, in order (a slim batch holds None in
     ``events`` for the frames of a run read in bulk)."""
 
@@ -251,8 +254,9 @@ class Events:
         self.events = events if events is not None else []
         self.raws = raws if raws is not None else []
         self.frame_runs = frame_runs if frame_runs is not None else []
-        #: Every event's fields that the engine reads have the types it needs
-        #: (``validate.FIELD_TYPES``: decoded so), and the engine need not check them.
+        #: Every event's fields that the engine reads have the types it needs (each is a
+        #: ``validate.SlimEvent``, or None in a frame run read in bulk), and the engine need
+        #: not check them.
         self.checked = checked
 
     def __len__(self) -> int:
@@ -315,27 +319,28 @@ def _parse_items(array: bytes) -> list:
 # What a slim batch reads of an event: the fields the engine reads, ``args`` only as an object
 # (or null: anything else is not a slim event, and the batch is parsed in full, where the
 # engine finds the event invalid). Unknown fields are skipped, but still checked as JSON by
-# msgspec. Each is first decoded with the types the engine needs (``validate.FIELD_TYPES``):
-# a batch msgspec accepts so is ``checked`` (the engine skips its own type checks); where it
-# refuses a type, the same fields as they are in the JSON (``Any``: the engine checks them).
-# With ``Input Dims`` left as its JSON text (``TraceDecoder.lazy_dims``): most ops have them,
-# few are read, and their lists of lists were a third of the time of this decode.
+# msgspec. Each is first decoded with the types the engine needs, into structs
+# (``validate.SlimEvent``): a batch msgspec accepts so is ``checked`` (the engine skips its own
+# type checks); where it refuses a type, into dicts of the same fields as they are in the JSON
+# (``Any``: the engine checks them). With ``Input Dims`` left as its JSON text
+# (``TraceDecoder.lazy_dims``): most ops have them, few are read, and their lists of lists
+# were a third of the time of this decode.
 
 
-def _slim_decoder(fields: dict, args: dict, dims) -> msgspec.json.Decoder:
-    """A decoder of a JSON array of events into slim dicts, the fields typed as given."""
-    args_type = TypedDict("_SlimArgs", {**args, DIMS_ARG: dims}, total=False)
-    event_type = TypedDict("_SlimEvent", {**fields, "args": Union[args_type, None]},
-                           total=False)
+def _as_given_decoder(dims) -> msgspec.json.Decoder:
+    """A decoder of a JSON array of events into slim dicts, each field as the JSON has it."""
+    args_type = TypedDict("_SlimArgs", {**dict.fromkeys(ENGINE_ARGS, Any), DIMS_ARG: dims},
+                          total=False)
+    event_type = TypedDict("_SlimEvent", {**dict.fromkeys(ENGINE_FIELDS, Any),
+                                          "args": Union[args_type, None]}, total=False)
     return msgspec.json.Decoder(list[event_type])
 
 
-_ANY_FIELDS = dict.fromkeys(ENGINE_FIELDS, Any)
-_ANY_ARGS = dict.fromkeys(ENGINE_ARGS, Any)
 #: (checked, as in the JSON) decoders of slim batches, by ``lazy_dims``.
 _SLIM_DECODERS = {
-    lazy: (_slim_decoder(FIELD_TYPES, ARG_TYPES, dims), _slim_decoder(_ANY_FIELDS, _ANY_ARGS, dims))
-    for lazy, dims in ((False, Any), (True, msgspec.Raw))}
+    lazy: (msgspec.json.Decoder(list[event_type]), _as_given_decoder(dims))
+    for lazy, event_type, dims in ((False, SlimEventWithDims, Any),
+                                   (True, SlimEvent, msgspec.Raw))}
 
 
 class _FrameArgs(msgspec.Struct, gc=False):
@@ -363,6 +368,9 @@ _PLAIN_FRAMES = msgspec.json.Decoder(list[_PlainFrame])
 _FRAMES_PACKER = msgspec.msgpack.Encoder()
 _FRAMES_UNPACKER = msgspec.msgpack.Decoder(list[_PlainFrame])
 _FRAME_NAME = attrgetter("name")
+#: ``dict.get`` of a slim event (``validate.SlimEvent``: the events of one stretch are all
+#: dicts or all structs).
+_slim_get = SlimEvent.get
 _FRAME_THREAD = attrgetter("pid", "tid")
 #: A float beyond this may have been an integer in the text (msgspec makes it a float): such
 #: a run is read as dicts, where ``feed`` compares the integer exactly.

@@ -37,10 +37,13 @@ import queue
 import signal
 import threading
 
+from typing import Union
+
 import msgspec
 import numpy as np
 
 from stream_split.core.records import METADATA
+from stream_split.core.validate import SlimEventWithDims
 from stream_split.decode import Decompressor, Events, TraceDecoder
 from stream_split.errors import TraceInputError
 from stream_split.run import STOP_SIGNALS
@@ -79,7 +82,10 @@ _FIRST, _MIDDLE, _LAST, _ONLY = "first", "middle", "last", "only"
 #: neither is the ``},`` before it (an event's ``args`` may still hold one: see above).
 _CUT = b"},\n"
 _ENCODER = msgspec.msgpack.Encoder()
-_EVENTS = msgspec.msgpack.Decoder()
+#: A range's events read back, by whether they are ``checked``: slim structs (a frame run
+#: read in bulk holds None), or dicts.
+_EVENTS = {True: msgspec.msgpack.Decoder(list[Union[SlimEventWithDims, None]]),
+           False: msgspec.msgpack.Decoder()}
 
 
 class NotParallel(Exception):
@@ -445,7 +451,7 @@ class DecodedRanges:
         is its place (``r << RANGE_SHIFT | index``), a metadata event's its bytes; the
         last range's ending completes the account."""
         encoded, frame_runs, metadata, ending, checked = decoded
-        batch = Events(_EVENTS.decode(encoded), None, frame_runs, checked)
+        batch = Events(_EVENTS[checked].decode(encoded), None, frame_runs, checked)
         places = list(range(r << RANGE_SHIFT, (r << RANGE_SHIFT) + len(batch.events)))
         for k, raw in metadata.items():
             places[k] = raw

@@ -163,20 +163,24 @@ def _held_view(event: dict, link) -> dict | tuple | None:
     correlation id (for the breakdown), as the tuple ``(cat, ts, dur, pid, tid, name,
     correlation)`` (cheaper than a dict to make, and to pickle in the spill); a flow or a GPU
     annotation is only counted: None."""
-    cat = event.get("cat")
+    struct = event.__class__ is not dict  # a slim struct (``validate.SlimEvent``)
+    cat = event.cat if struct else event.get("cat")
     if link is None:
-        name = event.get("name")
+        ph, name, args = (event.ph, event.name, event.args) if struct else (
+            event.get("ph"), event.get("name"), event.get("args"))
         if cat in CPU_OP_CATS:  # its time and thread, for the time in ops (core.breakdown)
-            if event.keys() <= _OP_FIELDS:  # (a slim op): a copy is faster
+            if struct:
+                view = {"ph": ph, "cat": cat, "name": name, "ts": event.ts, "dur": event.dur,
+                        "pid": event.pid, "tid": event.tid}
+            elif event.keys() <= _OP_FIELDS:  # (a slim op): a copy is faster
                 view = event.copy()
                 view.pop("args", None)
             else:
                 get = event.get
-                view = {"ph": get("ph"), "cat": cat, "name": name, "ts": get("ts"),
-                        "dur": get("dur"), "pid": get("pid"), "tid": get("tid")}
+                view = {"ph": ph, "cat": cat, "name": name, "ts": get("ts"), "dur": get("dur"),
+                        "pid": get("pid"), "tid": get("tid")}
         else:
-            view = {"ph": event.get("ph"), "cat": cat, "name": name}
-        args = event.get("args")
+            view = {"ph": ph, "cat": cat, "name": name}
         if args:
             kept = {}
             if (corr := args.get("correlation")) is not None:
@@ -197,6 +201,9 @@ def _gpu_work_fields(event: dict, cat: str) -> tuple:
     """What owning GPU work (``Splitter._own_linked``) reads of it, in ``_held_view``'s
     tuple: ``(cat, ts, dur, pid, tid, name, correlation)`` (``Splitter._feed_fields`` makes
     the same tuple of the fields it has read)."""
+    if event.__class__ is not dict:  # a slim struct (``validate.SlimEvent``)
+        return (cat, event.ts, event.dur, event.pid, event.tid, event.name,
+                (event.args or {}).get("correlation"))
     get = event.get
     return (cat, event["ts"], get("dur"), get("pid"), get("tid"), get("name"),
             (get("args") or {}).get("correlation"))
@@ -363,13 +370,15 @@ class Splitter:
 
     def feed(self, event: dict, raw: bytes | None = None) -> None:
         """One event, in file order; ``raw``: its JSON bytes, handed back and held in its place."""
+        if event.__class__ is not dict:  # a slim struct, whose fields were checked as decoded
+            return self._feed_checked((event,), (raw,))
         self.events_in += 1
         ph = event.get("ph")
         if ph == METADATA_PHASE:
             return self._own_metadata(event, raw)
         ts = event.get("ts")
         if ph is None or ts is None:
-            self._reject('has no "ph" field' if ph is None else f'(ph {ph!r}) has no "ts" field')
+            self._reject_untimed(ph)
         # Each field the engine reads, read and type-checked once (``_feed_checked``: a batch
         # whose types the decoder checked, read once and not checked again)
         cat, name, dur = event.get("cat"), event.get("name"), event.get("dur")
@@ -390,24 +399,27 @@ class Splitter:
                           tid, args)
 
     def _feed_checked(self, events: list, raws: list) -> None:
-        """``feed`` of each of ``events`` (of a checked batch: ``feed_batch``), each event's
-        category read first: a launch flow reads its phase and time only (its id: ``_route``),
-        the others every field ``feed`` reads, once, without its checks (``_feed_fields``); an
-        event without a phase or a time, or metadata, goes to ``feed``. Kineto's GPU section
-        is mostly flows (on the resnet 10x tile 67 k of its 135 k events)."""
-        feed, feed_fields, route_of = self.feed, self._feed_fields, _ROUTE.get
+        """``feed`` of each of ``events``, slim structs whose fields have the types the engine
+        needs (``validate.SlimEvent``: a checked batch, ``feed_batch``), each event's category
+        read first: a launch flow reads its phase, time and id only (``_route``), the others
+        every field ``feed`` reads, once, without its checks (``_feed_fields``). Kineto's GPU
+        section is mostly flows (on the resnet 10x tile 67 k of its 135 k events)."""
+        feed_fields, route_of = self._feed_fields, _ROUTE.get
         for event, raw in zip(events, raws):
-            cat, ph, ts = event.get("cat"), event.get("ph"), event.get("ts")
-            if ph is None or ts is None or ph == METADATA_PHASE:
-                feed(event, raw)
-                continue
+            ph, ts = event.ph, event.ts
             self.events_in += 1
+            if ph == METADATA_PHASE:
+                self._own_metadata(event, raw)
+                continue
+            if ph is None or ts is None:
+                self._reject_untimed(ph)
+            cat = event.cat
             route = route_of(cat, _BY_WINDOW)
             if route == _BY_FLOW_ID and ph in _FLOW_PHASES:
-                self._route(event, raw, None)
+                self._route(event, raw, None, event.id)
             else:
-                feed_fields(event, raw, route, ph, ts, cat, event.get("name"), event.get("dur"),
-                            event.get("pid"), event.get("tid"), event.get("args"))
+                feed_fields(event, raw, route, ph, ts, cat, event.name, event.dur, event.pid,
+                            event.tid, event.args)
 
     def _feed_fields(self, event: dict, raw, route: int, ph: str, ts, cat, name, dur, pid,
                      tid, args) -> None:
@@ -427,14 +439,15 @@ class Splitter:
                 return self._route_annotation(event, args.get("External id") if args else None,
                                               raw)
             if ph in _FLOW_PHASES:  # a launch flow
-                return self._route(event, raw, None)
+                return self._route(event, raw, None, event.get("id"))
         end = ts + dur if dur and ph == "X" else ts
         if ph == "X":
             if route == _STRUCTURE:
                 self._read_op((pid, tid), ts, end, name := name or "", cat)
             elif self._detector.wants_evidence:  # a launch or a frame may end the section
                 self._add_boundaries(self._evidence_of(pid, tid, ts, end, name, cat, args))
-            if cat == PYTHON_FRAME_CAT and self._python_frame(event, ts, end, name, raw):
+            if cat == PYTHON_FRAME_CAT and self._python_frame(event, (pid, tid), ts, end, name,
+                                                              raw):
                 return  # it opens a step: owned by it
         windows = self._windows
         if windows.cached_lo <= ts <= end < windows.cached_hi:  # the common case, inline
@@ -449,7 +462,7 @@ class Splitter:
             record = (hot := self._hot if self._hot[0] == owner else self._hot_state(owner))[1]
             record.events += 1
             if cat in STRUCTURE_CATS:  # what ``_own_cpu`` reads of it, as there
-                self._structure_facts(owner, record, cat, event)
+                self._structure_facts(owner, record, cat, name, args)
                 if ph == "X" and cat in CPU_OP_CATS:
                     hot[2].add_op((pid, tid), ts, end)
             if end > record.end_ts:
@@ -461,16 +474,16 @@ class Splitter:
         else:
             self._hold_cpu(end, ts, event, raw, ph, cat, name, pid, tid, args)
 
-    def _python_frame(self, event: dict, ts, end, name, raw) -> bool:
-        """A Python frame (``X``): the phases' evidence (diffusion code), and, when it begins
-        in the gap before a boundary, the step it opens (``owners.StepOpeners``): True when
-        owned so."""
+    def _python_frame(self, event: dict, thread: tuple, ts, end, name, raw) -> bool:
+        """A Python frame (``X``) on ``thread`` (pid, tid): the phases' evidence (diffusion
+        code), and, when it begins in the gap before a boundary, the step it opens
+        (``owners.StepOpeners``): True when owned so."""
         if name and not self._diffusion_code:
             self._diffusion_code = name.startswith(DIFFUSION_CODE)
         windows = self._windows
         if not windows.openers.any:
             return False
-        owner = windows.frame_owner((event.get("pid"), event.get("tid")), ts, end, name or "",
+        owner = windows.frame_owner(thread, ts, end, name or "",
                                     getattr(self._detector, "revisable", True))
         if owner is None:
             return False
@@ -482,12 +495,12 @@ class Splitter:
         if self._keep:
             self._assigned.append((METADATA, event if raw is None else raw))
 
-    def _route(self, event: dict, raw, work: tuple | None) -> None:
+    def _route(self, event: dict, raw, work: tuple | None, flow_id=None) -> None:
         """GPU work (``work``: its fields, ``_gpu_work_fields``, its correlation id last) or a
-        launch flow (``work`` None: its id read here) to the owner of its launch, or held for
-        it."""
+        launch flow (``work`` None; ``flow_id``: its ``id``) to the owner of its launch, or
+        held for it."""
         if work is None:  # a launch flow: counted, no GPU numbers
-            key = event.get("id")  # a string id is legal Chrome; it links nothing
+            key = flow_id  # a string id is legal Chrome; it links nothing
             if key.__class__ is not int:
                 key = None
         else:
@@ -936,6 +949,10 @@ class Splitter:
         if len(self.invalid_examples) < INVALID_EXAMPLES:
             self.invalid_examples.append({"event_index": self.events_in - 1, "problem": problem})
         self._own_simple(OUTSIDE, event, raw)
+
+    def _reject_untimed(self, ph):
+        """Refuse an event without ``ph`` (None) or ``ts``: an error of the input."""
+        self._reject('has no "ph" field' if ph is None else f'(ph {ph!r}) has no "ts" field')
 
     def _reject(self, problem: str):
         """Refuse an event: it is not counted as read, so the counts still balance."""
@@ -1389,7 +1406,7 @@ class Splitter:
                 record.cpu_ops += 1
                 hot[2].add_op(thread, start, end)
             elif cat in STRUCTURE_CATS:
-                self._structure_facts(owner, record, cat, event)
+                self._structure_facts(owner, record, cat, event.get("name"), event.get("args"))
                 if cat in CPU_OP_CATS and event.get("ph") == "X":
                     hot[2].add_op((event.get("pid"), event.get("tid")), start, end)
             if end > record.end_ts:
@@ -1410,15 +1427,16 @@ class Splitter:
                         for gpu_event, gpu_raw in waiting:
                             self._own_simple(owner, gpu_event, gpu_raw)
 
-    def _structure_facts(self, owner: int, record: IterationRecord, cat: str,
-                         event: dict) -> None:
-        """What a structural op of iteration ``owner`` tells: its step number, phase evidence."""
+    def _structure_facts(self, owner: int, record: IterationRecord, cat: str, name,
+                         args) -> None:
+        """What a structural op of iteration ``owner`` (its ``name`` and ``args``) tells: its
+        step number, phase evidence."""
         if cat in CPU_OP_CATS:
             record.cpu_ops += 1
-        name = event.get("name") or ""
+        name = name or ""
         role = _PHASE_ROLES[name]
         if role:
-            self._observe_phase(owner, role, name, event.get("args"))
+            self._observe_phase(owner, role, name, args)
         elif record.step is None and name.startswith(PROFILER_STEP_PREFIX):
             record.step = profiler_step_number(name)
 

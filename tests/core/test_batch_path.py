@@ -203,6 +203,30 @@ def test_checked_batches_fed_by_category_equal_feeding_them_one_by_one(scenario,
     assert "'gpu_busy_us': 0.0" not in batched["iterations"]
 
 
+@pytest.mark.parametrize("keep", [True, False])
+@pytest.mark.parametrize("pending_limit", [7, 20_000])
+def test_slim_structs_and_dicts_in_one_batch_give_what_feeding_each_event_gives(
+        keep, pending_limit):
+    """A slim batch holds structs (``validate.SlimEvent``) where msgspec took the engine's
+    types, and dicts where it refused them (here a ``dur`` that is a string, an invalid
+    event); such a batch is not checked and each event goes to ``feed``, which takes a
+    struct by the checked path. The pairs, records and counts are those of feeding the full
+    dicts."""
+    trace = generate("training", seed=5, steps=4)
+    events = with_frame_runs(trace.events, 3, 6)
+    for at in (len(events) // 3, 2 * len(events) // 3):
+        events.insert(at, {"ph": "X", "cat": "cpu_op", "name": "odd", "pid": 1, "tid": 1,
+                           "ts": events[at]["ts"], "dur": "5"})
+    text = kineto_text(events)
+    slim = decoded_batches(text, 1 << 14, slim=True)
+    kinds = {e.__class__.__name__ for b in slim if not b.checked for e in b.events if e}
+    assert {"dict", "SlimEventWithDims"} <= kinds, kinds
+    options = SplitOptions(detector="auto", keep_events=keep, pending_limit=pending_limit)
+    one_by_one, batched = run_both_ways(decoded_batches(text, 1 << 14), options, slim)
+    assert_same(one_by_one, batched)
+    assert batched["invalid"] >= 2  # (the frames put in include some invalid ones)
+
+
 def test_a_slim_batch_holds_only_what_the_engine_reads_and_frame_runs_in_bulk():
     trace = generate("training", seed=3, steps=3)
     text = kineto_text(with_frame_runs(trace.events, 2, 8))
@@ -213,15 +237,23 @@ def test_a_slim_batch_holds_only_what_the_engine_reads_and_frame_runs_in_bulk():
     bulk = {k for b in slim for run in b.frame_runs if run.starts is not None
             for k in range(run.i, run.j)}
     assert bulk, "plain frame runs are read in bulk"
-    for k, event in enumerate(e for b in slim for e in b.events):
+    structs = 0
+    for k, (event, checked) in enumerate((e, b.checked) for b in slim for e in b.events):
         if k in bulk:
             assert event is None
             continue
-        want = {key: events[k][key] for key in ENGINE_FIELDS if key in events[k]}
-        if "args" in events[k]:
-            want["args"] = {key: events[k]["args"][key] for key in ENGINE_ARGS
-                            if key in events[k]["args"]}
-        assert event == want
+        # the fields the engine reads, each read as the event's dict reads it; ``args`` only
+        # with the keys the engine reads: as a struct (``validate.SlimEvent``) where their
+        # types are the engine's, always so in a checked batch
+        assert event.__class__ is not dict or not checked
+        structs += event.__class__ is not dict
+        assert {key: event.get(key) for key in ENGINE_FIELDS} == {
+            key: events[k].get(key) for key in ENGINE_FIELDS}
+        want_args = events[k].get("args")
+        if want_args is not None:
+            want_args = {key: want_args[key] for key in ENGINE_ARGS if key in want_args}
+        assert event.get("args") == want_args
+    assert structs
     offset = 0
     for b in slim:
         for run in b.frame_runs:
