@@ -43,6 +43,7 @@ import msgspec
 import numpy as np
 
 from stream_split.core.records import METADATA
+from stream_split.core.serving import DIFFUSION_CODE
 from stream_split.core.validate import SlimEventWithDims
 from stream_split.decode import Decompressor, Events, TraceDecoder
 from stream_split.errors import TraceInputError
@@ -82,6 +83,8 @@ _FIRST, _MIDDLE, _LAST, _ONLY = "first", "middle", "last", "only"
 #: neither is the ``},`` before it (an event's ``args`` may still hold one: see above).
 _CUT = b"},\n"
 _ENCODER = msgspec.msgpack.Encoder()
+#: The prefixes of frame names that the engine looks for in a run (``names_begin_with``).
+_FRAME_NAME_PREFIXES = (DIFFUSION_CODE,)
 #: A range's events read back, by whether they are ``checked``: slim structs (a frame run
 #: read in bulk holds None), or dicts.
 _EVENTS = {True: msgspec.msgpack.Decoder(list[Union[SlimEventWithDims, None]]),
@@ -189,7 +192,8 @@ def decode_range(text: bytes, place: str, form: str, max_event_bytes: int) -> tu
 def decode_for_engine(text: bytes, place: str, form: str, max_event_bytes: int) -> tuple:
     """``(decoded, raws)`` of one range (``decode_range``): ``decoded`` is what the engine
     reads of it (``DecodedRanges.batch_of``): its events without their bytes, as MessagePack
-    (about 3x as fast to read back as a pickle, and 40x to write), its frame runs, the bytes
+    (about 3x as fast to read back as a pickle, and 40x to write), its frame runs (without
+    their bytes: ``FrameRun.without_bytes``, which keeps what the engine asks of them), the bytes
     of its metadata events by index (the engine hands them back themselves), the
     document's ending and whether the events are ``checked`` (``decode.Events``); ``raws``:
     the original bytes of the other events (None for metadata), which the events' pieces are
@@ -200,8 +204,8 @@ def decode_for_engine(text: bytes, place: str, form: str, max_event_bytes: int) 
                 if event is not None and event.get("ph") == METADATA_PHASE}
     for k in metadata:
         raws[k] = None
-    return (_ENCODER.encode(batch.events), batch.frame_runs, metadata, ending,
-            batch.checked), raws
+    runs = [run.without_bytes(_FRAME_NAME_PREFIXES) for run in batch.frame_runs]
+    return (_ENCODER.encode(batch.events), runs, metadata, ending, batch.checked), raws
 
 
 class _Worker:

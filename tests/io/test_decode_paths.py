@@ -4,6 +4,7 @@ stretch; and gzip inflated by ISA-L's bz2-like decompressor (``igzip_lib``) agai
 zlib-like one it replaced (``isal_zlib.decompressobj``): the same bytes, pieces and errors."""
 import gzip
 import json
+import pickle
 import random
 
 import pytest
@@ -125,3 +126,43 @@ def test_a_corrupt_member_says_what_the_old_path_said(damage):
     with pytest.raises(TraceInputError) as new:
         _new_inflate(data, 1 << 20)
     assert str(new.value) == f"corrupt gzip stream: {old.value}"
+
+
+def _frame_run_of(names: list):
+    """The one run of Python frames (read in bulk) that a slim decode of frames named
+    ``names`` gives."""
+    events = [{"ph": "X", "cat": "python_function", "name": name, "pid": 1, "tid": 2,
+               "ts": 10.0 + k, "dur": 0.5, "args": {"Python id": k}}
+              for k, name in enumerate(names)]
+    text = b'{"traceEvents": [\n' + b",\n".join(
+        b"  " + json.dumps(e).encode() for e in events) + b"\n]}"
+    decoder = TraceDecoder()
+    decoder.slim = True
+    batch = decoder.receive_data(text)
+    batch.extend(decoder.receive_data(b""))
+    (run,) = batch.frame_runs
+    assert run.starts is not None
+    return run
+
+
+@pytest.mark.parametrize("names", [["a.py(1): f"] * 12,
+                                   ["a.py(1): f"] * 6 + ["diffusers/unet.py(3): g"] * 6,
+                                   ["diffusers/unet.py(3): g"] + ["a.py(1): f"] * 11])
+def test_a_frame_run_sent_without_its_bytes_answers_as_the_run(names):
+    """``split --workers`` sends its frame runs without their bytes
+    (``FrameRun.without_bytes``): pickled and read back, the run, its halves and its shifted
+    copies answer ``names_begin_with`` and ``threads_and_names`` as the run does, and it
+    has no events to parse."""
+    run = _frame_run_of(names)
+    sent = pickle.loads(pickle.dumps(run.without_bytes(("diffusers/",))))
+    assert len(pickle.dumps(sent)) < len(pickle.dumps(run)) - len(run._text) // 2
+    for prefix in ("diffusers/", "a.py"):  # asked before sending, and not
+        assert sent.names_begin_with(prefix) == run.names_begin_with(prefix)
+        for a, b in zip(run.cut(5), sent.cut(5)):
+            assert b.names_begin_with(prefix) == a.names_begin_with(prefix)
+            assert b.shifted(3).names_begin_with(prefix) == a.names_begin_with(prefix)
+    assert sent.threads_and_names() == run.threads_and_names()
+    assert sent.shifted(7).threads_and_names([1, 4]) == run.threads_and_names([1, 4])
+    assert (sent.starts == run.starts).all() and (sent.ends == run.ends).all()
+    with pytest.raises(ValueError, match="without its bytes"):
+        sent.events()
