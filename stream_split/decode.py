@@ -22,7 +22,8 @@ event opened) is carried to the next chunk, so every byte is framed once, howeve
 event is. The separators between events are checked vectorized too.
 
 For the engine alone (``slim``, what ``run.drive`` reads), ``msgspec`` parses each run of
-events between Python frames into dicts holding only the fields the engine reads, and each run
+events between Python frames into structs holding only the fields the engine reads, typed as
+it needs them (``validate.SlimEvent``; dicts where a type is not), and each run
 of Python frames (``FrameRun``) into the columns the engine decides them by (their times), with
 no dict per frame; msgspec checks every byte as JSON all the same, and whatever it refuses
 (or any doubt: a 64-bit-unsafe time, bytes that are not UTF-8) is parsed in full as below.
