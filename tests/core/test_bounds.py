@@ -123,7 +123,7 @@ def _noisy_loop(steps: int, seed: int) -> list:
 
 def _in_full(monkeypatch) -> None:
     """Every cut weighed whole: no bound gives up on one (``_Hope``, ``_ruled_out``)."""
-    monkeypatch.setattr(search._Hope, "lost", lambda self, sims, idle_at: False)
+    monkeypatch.setattr(search._Hope, "lost", lambda self, sims, idle_at, reads=None: False)
     monkeypatch.setattr(search, "_ruled_out", lambda *args: False)
 
 
@@ -186,7 +186,7 @@ def test_the_exact_instances_a_cut_could_have_are_those_counted_anew_as_its_row_
     reused = []
 
     def counted_anew(cut, row, syms, rules, memo):
-        reused.append(cut.shapes is not None)
+        reused.append(cut.alike is not None)
         answer = kept(cut, row, syms, rules, memo)
         a, b = search._segments(cut, row, rules, memo)[-1]
         last = tuple(syms[a:b])

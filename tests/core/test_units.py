@@ -5,9 +5,10 @@ from dataclasses import FrozenInstanceError, fields, replace
 import pytest
 
 from stream_split.core.detect.rules import RULES, Rules
+from stream_split.core.detect import search
 from stream_split.core.detect.search import (
     OPENS_AT_LOOP_EDGE, OPENS_AT_TURN_EDGE, SearchMemo, cycle_kinds, find_unit, last_instance_end, similarity,
-    sure_ops)
+    sure_ops, upper_median)
 
 
 class Op:
@@ -266,20 +267,28 @@ def _noisy_training(seed: int, steps: int) -> list:
     return ops
 
 
+def _grown(ops: list, seed: int, kernels=None):
+    """The level of ``ops`` grown op by op, as the online tries see it (one list): yields
+    (i, the level up to ``ops[i]``). With ``kernels``, GPU work is credited meanwhile, to
+    old ops too (a launch read late): every fifth op, ``kernels(the op just read)`` to a
+    recent op, now and then to an old one."""
+    rng = random.Random(seed)
+    level: list = []
+    for i, op in enumerate(ops):
+        level.append(op)
+        if kernels is not None and i % 5 == 4:
+            level[rng.randrange(len(level)) if i % 15 == 4 else -1].gpu += kernels(level[-1])
+        yield i, level
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_a_remembered_search_finds_what_a_fresh_one_finds_as_the_level_grows(seed):
     # Online the detector searches a level again as it grows, with the memo of the last
     # search; GPU work is credited meanwhile, to old ops too (a launch read late). Every
     # answer is the fresh search's, field for field.
-    ops = _noisy_training(seed, 14)
-    rng = random.Random(seed)
     memo = SearchMemo()
-    level: list = []
-    for i, op in enumerate(ops):
-        level.append(op)
-        if i % 5 == 4:  # kernels of a recent op, now and then of an old one
-            level[rng.randrange(len(level)) if i % 15 == 4 else -1].gpu += TRAIN_GPU.get(
-                level[-1].sym, 1)
+    for i, level in _grown(_noisy_training(seed, 14), seed,
+                           lambda op: TRAIN_GPU.get(op.sym, 1)):
         if len(level) < 8 or i % 3:
             continue
         remembered = find_unit(level, names=_names(), whole=False, memo=memo)
@@ -313,6 +322,91 @@ def test_beyond_its_budget_the_memo_keeps_no_more_and_the_answers_stay_the_same(
             remembered = find_unit(level, small, names=_names(), whole=False, memo=memo)
             assert remembered == find_unit(list(level), small, names=_names(), whole=False)
             assert 0 < memo.size <= 2 * 300
+
+
+def _coverage_anew(row: list, cut, last: tuple, rules: Rules, memo: SearchMemo) -> float:
+    """A cut's coverage the long way, every instance read again (as before it was kept with
+    the cut): the instances of about the median length and the last, each span's kernels,
+    or each window's time sorted, capped and summed one by one."""
+    m = len(row)
+    width = upper_median((b - a for a, b in cut.spans), 0)
+    spans = [(a, b) for a, b in cut.spans
+             if rules.cover_shortest * width <= b - a <= rules.cover_longest * width] + [last]
+    if not rules.weigh:
+        return sum(b - a for a, b in spans) / m
+    if memo.gpu_total > 0:
+        return sum(sum(row[i].gpu for i in range(a, b)) for a, b in spans) / memo.gpu_total
+    total = memo.row_end - row[0].start
+    times = sorted((row[b].start if b < m else max(row[i].end for i in range(a, b)))
+                   - row[a].start for a, b in spans)
+    cap = rules.time_cap * upper_median(times)
+    return sum(min(t, cap) for t in times) / total if total > 0 else 0.0
+
+
+@pytest.mark.parametrize("credited", [False, True], ids=["time", "kernels"])
+@pytest.mark.parametrize("rules", [RULES, replace(RULES, weigh=False)], ids=["weighed", "ops"])
+@pytest.mark.parametrize("seed", range(2))
+def test_what_a_cut_keeps_of_its_instances_is_what_they_give_read_anew(seed, rules, credited,
+                                                                      monkeypatch):
+    # A cut keeps what each search reads of its instances but the last (their ops, spine,
+    # representatives tried, coverage: ``search._Cut``): at each search of a level grown op
+    # by op, with kernels credited meanwhile (old ops too: the cut is dropped), each is what
+    # the instances give read anew, and the coverage is the one summed the long way.
+    evaluate = search._evaluate
+    checked = []
+
+    def checking(pos, anchor, row, syms, rules, memo):
+        unit = evaluate(pos, anchor, row, syms, rules, memo)
+        cut = memo.cut(tuple(pos))
+        last = search._segments(cut, row, rules, memo)[-1]
+        assert search._coverage(row, cut, last, rules, memo) == \
+            _coverage_anew(row, cut, last, rules, memo)
+        if cut.shapes is not None:
+            shapes = [tuple(syms[a:b]) for a, b in cut.spans]
+            assert cut.shapes == shapes
+            assert cut.spine is None or cut.spine == search._loop_body(shapes, rules)
+            if cut.trials is not None:
+                kernels = [sum(row[i].gpu for i in range(a, b)) for a, b in cut.spans]
+                last_shape = tuple(syms[last[0]:last[1]])
+                assert cut.trials == search._trials(cut, kernels + [0], shapes + [last_shape],
+                                                    rules)
+            checked.append(cut)
+        return unit
+    monkeypatch.setattr(search, "_evaluate", checking)
+    memo = SearchMemo()
+    for i, level in _grown(_noisy_training(seed, 12), seed, (lambda op: 1) if credited else None):
+        if len(level) >= 8 and i % 2 == 0:
+            find_unit(level, rules, names=_names(), whole=False, memo=memo)
+    assert len({id(cut) for cut in checked}) < len(checked)  # kept, and asked again
+
+
+def test_a_hope_that_reads_what_another_read_before_judges_as_one_that_reads_anew():
+    # Each search's hopes read the similarities an earlier search's read (``_Hope.lost``'s
+    # ``reads``, kept with them): every hope judges as one that reads them all itself, and
+    # goes on from there alike, whether the instances hold the spine, whether that is
+    # evidence of turns, whatever the coverage.
+    rng = random.Random(5)
+    n = 40
+    sims = [rng.choice([rng.uniform(0.2, 0.7), rng.uniform(0.7, 1.0)]) for _ in range(n - 1)]
+    idle = [rng.random() < 0.1 for _ in range(n - 1)]
+    reads_of: dict = {}  # the reads kept with the first k similarities
+
+    def state(hope):
+        return hope.read, hope.unlike, hope.score, hope.least, hope.gone
+    for coverage in (0.5, 0.8, 1.0):
+        for held in (False, True):
+            for turns in (False, True):
+                flags = [held] * (n - 1) + [False]
+                for k in range(1, n):
+                    anew = search._Hope(n, coverage, flags, turns, RULES)
+                    kept = search._Hope(n, coverage, flags, turns, RULES)
+                    assert kept.lost(sims[:k], idle[:k], reads_of.setdefault(k, {})) == \
+                        anew.lost(sims[:k], idle[:k])
+                    assert state(kept) == state(anew)
+                    kept.lost(sims, idle)
+                    anew.lost(sims, idle)
+                    assert state(kept) == state(anew)
+    assert all(len(reads) == 4 for reads in reads_of.values())  # each read once, used thrice
 
 
 # Loops on the CPU alone (issue 21): no GPU work to weigh, each op's time following its shapes.

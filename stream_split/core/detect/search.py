@@ -86,26 +86,27 @@ Also here, shared by both decision paths: where the last instance ends
 Cost. Online the same row is searched again each time it grows by a few ops: every anchor's
 cut, up to ``Rules.medoid_trials`` representatives, every instance compared to each. A
 ``SearchMemo`` carries what a search computed to the next search on the same row (a cut's
-instances but the last, and their likeness to each representative, do not change as the row
-grows), computed by the same functions on the same ops: the answers are the same with or
-without it. One search tries anchors only until their cuts have covered ``search_cap`` ops
-(``search_work``, at most ``Rules.search_work_ratio`` per op of the row: far more than any
-real row needs; a row of thousands of names, each seen a few times, would cost its ops times
-its names), and the online tries search only as often as the ops read pay for
-(``SearchBudget``). Within a search, a cut is weighed only as far as it can still qualify:
-its instances' bags are made once its count and coverage let it (``_may_qualify``), each
-representative's comparisons stop once the instances read rule the cut out whatever the
-others are (``_Hope``), and what only a candidate reads (its shapes, the ops that differ most)
-is found for candidates alone: the same answers, less work. A search that holds nothing of
-an earlier one (at close, and the first online try on a row) rules out first, on bounds of
-every instance's similarity to each representative it would try, computed at once in numpy,
-the cuts that no representative can make qualify (``_ruled_out``): of 82 cuts of 2,000 ops
-drawn from 400 names, 78 go before their bags are made. A caller that has no use for a unit
-of fewer than a few exact instances (``find_unit``'s ``least_exact``: the online tries on a
-row without a loop marker) has first evaluated only the cuts whose instances' ops could make
-that many (``_most_exact``), and the other cuts, the choice and the opening only where one
-of those is a candidate. Only the symbols that repeat are candidate anchors, and only
-theirs are listed (``_Positions``): a row of a million names each seen once lists none.
+instances but the last, what each search reads of them, and their likeness to each
+representative, do not change as the row grows), computed by the same functions on the same
+ops: the answers are the same with or without it. One search tries anchors only until their
+cuts have covered ``search_cap`` ops (``search_work``, at most ``Rules.search_work_ratio``
+per op of the row: far more than any real row needs; a row of thousands of names, each seen
+a few times, would cost its ops times its names), and the online tries search only as often
+as the ops read pay for (``SearchBudget``). Within a search, a cut is weighed only as far as
+it can still qualify: its instances' bags are made once its count and coverage let it
+(``_may_qualify``), each representative's comparisons stop once the instances read rule the
+cut out whatever the others are (``_Hope``), and what only a candidate reads (its shapes,
+the ops that differ most) is found for candidates alone: the same answers, less work. A
+search that holds nothing of an earlier one (at close, and the first online try on a row)
+rules out first, on bounds of every instance's similarity to each representative it would
+try, computed at once in numpy, the cuts that no representative can make qualify
+(``_ruled_out``): of 82 cuts of 2,000 ops drawn from 400 names, 78 go before their bags are
+made. A caller that has no use for a unit of fewer than a few exact instances
+(``find_unit``'s ``least_exact``: the online tries on a row without a loop marker) has first
+evaluated only the cuts whose instances' ops could make that many (``_most_exact``), and the
+other cuts, the choice and the opening only where one of those is a candidate. Only the
+symbols that repeat are candidate anchors, and only theirs are listed (``_Positions``): a
+row of a million names each seen once lists none.
 
 Every threshold lives in ``rules.Rules`` with the reason for its value.
 """
@@ -114,11 +115,12 @@ from __future__ import annotations
 import math
 import re
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right, insort
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, reduce
-from operator import add
+from itertools import chain, islice, repeat
+from operator import add, attrgetter
 
 import numpy as np
 
@@ -130,6 +132,9 @@ from stream_split.trace_format import (BLOCKING_SYNC_NAMES, INPUT_FETCH_PATTERN,
                                        LOOP_MARKER_PATTERN, TURN_END_PATTERN)
 
 _INPUT_FETCH = re.compile(INPUT_FETCH_PATTERN)
+#: An op's symbol, kernels and end, read off each op of a row at once (``map``): a search
+#: reads them all of a row of hundreds of ops at each online try.
+_SYMBOL, _KERNELS, _END = attrgetter("sym"), attrgetter("gpu"), attrgetter("end")
 _LOOP_MARKER = re.compile(LOOP_MARKER_PATTERN)
 _TURN_END = re.compile(TURN_END_PATTERN)
 
@@ -247,18 +252,20 @@ class Unit:
 def _bag(row: list, a: int, b: int) -> tuple[dict, float, float, int]:
     """Symbol -> [time, kernels, count] of ``row[a:b]``, and the three totals."""
     bag: dict = {}
+    cell_of = bag.get
     time = gpu = 0.0
-    for i in range(a, b):
-        node = row[i]
-        cell = bag.get(node.sym)
-        if cell is None:
-            cell = bag[node.sym] = [0.0, 0.0, 0]
+    for node in row[a:b]:
         dt = node.end - node.start
-        cell[0] += dt
-        cell[1] += node.gpu
-        cell[2] += 1
+        kernels = node.gpu
+        cell = cell_of(node.sym)
+        if cell is None:  # (as a cell of zeros added to: the same sums)
+            bag[node.sym] = [0.0 + dt, 0.0 + kernels, 1]
+        else:
+            cell[0] += dt
+            cell[1] += kernels
+            cell[2] += 1
         time += dt
-        gpu += node.gpu
+        gpu += kernels
     return bag, time, gpu, b - a
 
 
@@ -303,15 +310,13 @@ def similarity(a: dict, b: dict) -> float:
     return lo / hi if hi > 0 else 1.0
 
 
-def _size_ratio(totals: tuple, reference: tuple, rules: Rules) -> float:
+def _size_ratio(totals: tuple, reference: tuple, parts: list) -> float:
     """How much work an instance does against the reference: its time and kernels, and a
-    little its op count (tiny noise ops add count, not work)."""
-    weights, weighted = [], []  # each part's weight, and its ratio times its weight
-    for k, w in _size_parts(reference, rules):
-        weights.append(w)
-        weighted.append(w * (totals[k] / reference[k + 1]))
-    weight = sum(weights)
-    return sum(weighted) / weight if weight else 0.0
+    little its op count (tiny noise ops add count, not work), as ``parts`` weighs them
+    (``_size_parts`` of the reference: made once for all the instances compared to it)."""
+    weight = sum([w for _, w in parts])
+    return sum([w * (totals[k] / reference[k + 1]) for k, w in parts]) / weight \
+        if weight else 0.0
 
 
 def _size_parts(reference: tuple, rules: Rules) -> list:
@@ -350,7 +355,8 @@ def _size_factor(ratio: float, rules: Rules) -> float:
 def _likeness(bag_totals: tuple, reference: tuple, rules: Rules) -> tuple[float, dict]:
     bag, time, gpu, count = bag_totals
     w = _weights(bag, (time, gpu, count), _active(reference), rules)
-    return _likeness_of(w, (time, gpu, count), reference, rules), w
+    return _likeness_of(w, (time, gpu, count), reference, rules,
+                        _size_parts(reference, rules)), w
 
 
 def _active(reference: tuple) -> tuple:
@@ -359,10 +365,11 @@ def _active(reference: tuple) -> tuple:
     return reference[1] > 0, reference[2] > 0
 
 
-def _likeness_of(w: dict, totals: tuple, reference: tuple, rules: Rules) -> float:
-    """The similarity of an instance (its composition ``w``, its totals) to ``reference``."""
+def _likeness_of(w: dict, totals: tuple, reference: tuple, rules: Rules, parts: list) -> float:
+    """The similarity of an instance (its composition ``w``, its totals) to ``reference``
+    (``parts``: its ``_size_parts``)."""
     # The lesser of the two: an eval step is unlike a plain one by what it adds, not twice.
-    ratio = _size_ratio(totals, reference, rules)
+    ratio = _size_ratio(totals, reference, parts)
     return min(similarity(w, reference[0]), _size_factor(ratio, rules))
 
 
@@ -399,9 +406,11 @@ class SearchMemo:
     their likenesses to the same representative. This holds:
 
     - per cut (the positions of an anchor's occurrences): its instances but the last, their
-      bags and median size (``_Cut``), and against each representative tried, each one's
-      likeness, how many are like it and which are idle (``cut_likeness``; the cut of an anchor
-      that occurred again since extends those of the shorter one);
+      bags and median size, and what each search reads of them: their ops, the cut's spine,
+      the representatives tried, their part of its coverage (``_Cut``); against each
+      representative tried, each one's likeness, how many are like it, which are idle, and
+      what a hope that read them all found (``cut_likeness``, ``_Hope.lost``; the cut of an
+      anchor that occurred again since extends those of the shorter one);
     - per span ``(a, b)`` of the row: its bag (``_bag``), its kernels (``_coverage``), its
       composition against each set of active components (``_weights``); per (representative
       span, span): the share of time in ops the representative lacks (``_own_ops``).
@@ -453,7 +462,7 @@ class SearchMemo:
 
     def begin(self, row: list, rules: Rules) -> None:
         """A search on ``row`` with ``rules`` begins: drop what can have changed."""
-        gpu = [node.gpu for node in row]
+        gpu = list(map(_KERNELS, row))
         self.fresh = row is not self.row or rules is not self.rules
         if self.fresh:
             self.row, self.rules = row, rules
@@ -471,7 +480,7 @@ class SearchMemo:
         self._gpu = gpu
         self._columns = None
         self._gpu_total = sum(gpu)
-        self._row_end = max(node.end for node in row)
+        self._row_end = max(map(_END, row))
 
     def __len__(self) -> int:
         """How many values are held."""
@@ -572,11 +581,12 @@ class SearchMemo:
         anchor (its first occurrence): as the row grows its cut only gains instances at the
         end, so the row kept for a shorter cut is extended by the new ones. With ``hope``,
         None as soon as ``hope`` says that the cut cannot qualify against ``ref`` (the
-        instances read so far are kept, to go on from)."""
+        instances read so far are kept, to go on from, and what a hope found reading them
+        all: the next search's hopes begin by reading them again, ``_Hope.lost``)."""
         key = ("row", ref[0], cut.positions[0])
         spans = cut.spans
-        done, scored, sims, like_n, idle_at = self._lookup(key) or (0, [], [], 0, [])
-        if hope is not None and done and hope.lost(sims, idle_at):
+        done, scored, sims, like_n, idle_at, reads = self._lookup(key) or (0, [], [], 0, [], {})
+        if hope is not None and done and hope.lost(sims, idle_at, reads):
             return None  # lost already on what an earlier search read
         if done < len(spans):
             scored, sims, idle_at = list(scored), list(sims), list(idle_at)  # kept: not changed
@@ -595,7 +605,7 @@ class SearchMemo:
                 if hope is not None and hope.lost(sims, idle_at):
                     break
             self._keep(key, cut.positions[-1], 3 * len(spans),
-                       (done, scored, sims, like_n, idle_at))
+                       (done, scored, sims, like_n, idle_at, {}))
         if hope is not None and hope.gone:
             return None
         return scored, sims, like_n, idle_at
@@ -633,11 +643,12 @@ class SearchMemo:
         representative's ``reference``, one by one."""
         active = _active(reference)
         rules = self.rules
+        parts = _size_parts(reference, rules)
         previous = None  # an instance's bag equal to the one before: the same answer
         for span, bag in zip(spans, bags):
             if bag != previous:
                 w = self.weights(span, bag, active)
-                done = (_likeness_of(w, bag[1:], reference, rules), w)
+                done = (_likeness_of(w, bag[1:], reference, rules, parts), w)
                 previous = bag
                 self.compared += 1
             yield done
@@ -719,7 +730,7 @@ class SearchBudget:
         if self.credit < m or (wanted_row is row and self.credit < wanted):
             return False
         self.credit -= m  # counting the anchors
-        counts = Counter(node.sym for node in row)
+        counts = Counter(map(_SYMBOL, row))
         repeated = [n for n in counts.values() if n > 1]
         instances = RULES.online.search_work_per_instance * sum(repeated)
         cost = min(max(m * len(repeated), instances), search_work(m))
@@ -741,9 +752,34 @@ class _Cut:
     #: Their ``_bag`` (``SearchMemo.bags``): made once the cut's count and coverage let it
     #: qualify (``_may_qualify``), None until then.
     bags: list | None = None
-    #: The shapes of its instances for ``_most_exact`` (``_cut_shapes``), made at its
-    #: first use, None until then.
-    shapes: tuple | None = None
+    #: What each search of the row reads of these instances, made at its first use (None
+    #: until then) by the function named, and kept with them: the row's growth changes
+    #: only the last instance, and a launch credited to one of these ops drops the cut
+    #: (``SearchMemo.begin``). Their ops, a tuple each (``_shapes``) ...
+    shapes: list | None = None
+    #: ... how many of them are alike, for ``_most_exact`` (``_cut_shapes``) ...
+    alike: tuple | None = None
+    #: ... the cut's spine (``_loop_body``) ...
+    spine: frozenset | None = None
+    #: ... the instances tried as the representative (``_trials``) ...
+    trials: list | None = None
+    #: ... and those that count for its coverage (``_covered``).
+    covered: _Covered | None = None
+
+
+@dataclass(slots=True)
+class _Covered:
+    """The instances of a cut but the last that count for its coverage (``_coverage``):
+    those of about the median instance's length (``Rules.cover_shortest`` to
+    ``Rules.cover_longest`` times it). Kept with the cut (``_Cut.covered``): only the
+    last instance's part is new at each search."""
+    spans: list
+    ops: int  # their ops, summed
+    #: Their kernels, summed (``SearchMemo.gpu``), once GPU work is known; None until then.
+    gpu: int | None = None
+    #: Each one's window (its start to the next instance's start), sorted; None until a
+    #: row without GPU work asks.
+    times: list | None = None
 
 
 def _weights_of(bag_totals: tuple, active: tuple, rules: Rules) -> dict:
@@ -759,30 +795,34 @@ def _summed_gpu(row: list, a: int, b: int) -> int:
 
 
 def _segments(cut: _Cut, row: list, rules: Rules, memo: SearchMemo) -> list:
-    """(start, end) of each instance. The last one runs into whatever follows the loop: it
-    ends once it has about the median instance's ops and time (noise may add ops to it).
+    """(start, end) of each instance: those of the cut's inner instances, then the last
+    one's (``_last_segment``)."""
+    return cut.spans + [_last_segment(cut, row, rules, memo)]
+
+
+def _last_segment(cut: _Cut, row: list, rules: Rules, memo: SearchMemo) -> tuple:
+    """(start, end) of the last instance. It runs into whatever follows the loop: it ends
+    once it has about the median instance's ops and time (noise may add ops to it).
     Unweighed (a flattened subtree: a parent's time holds its children's), by ops alone:
     the last of four layers a little faster than the others is still one layer, not one
-    layer and the loss after it."""
+    layer and the loss after it. (Without inner instances: to the row's end.)"""
     m = len(row)
     last = cut.positions[-1]
-    spans = list(cut.spans)
-    if not spans:
-        return [(last, m)]
+    if not cut.spans:
+        return last, m
     ops = cut.ops
     if not rules.weigh:
-        return spans + [(last, min(m, last + ops))]
+        return last, min(m, last + ops)
     durations = memo.durations()
     end = min(m, last + ops)  # its ops first, then until it has its share of the time
     done = reduce(add, durations[last:end], 0.0)  # added one by one, in order
     while end < m and done < rules.last_time_share * cut.time:
         done += durations[end]
         end += 1
-    spans.append((last, end))
-    return spans
+    return last, end
 
 
-def _evaluate(pos: list, anchor: int, row: list, syms: list, rules: Rules,
+def _evaluate(pos: tuple | list, anchor: int, row: list, syms: list, rules: Rules,
               memo: SearchMemo) -> Unit | None:
     """Cut ``row`` at ``pos``: the representative, each instance's similarity, coverage;
     None when its count and coverage alone rule it out (``_may_qualify``): no similarity
@@ -790,21 +830,17 @@ def _evaluate(pos: list, anchor: int, row: list, syms: list, rules: Rules,
     cut = memo.cut(tuple(pos))
     inner = cut.spans
     spans = _segments(cut, row, rules, memo)
-    # Coverage counts every instance of about the unit's length (an eval step is unlike a plain
-    # one, yet part of the loop); the like share below is what judges regularity. The length
-    # is the median instance's: the representative may carry a run of inserted small ops.
-    # (Without inner instances only the last one counts, whatever the length.)
-    width = upper_median((b - a for a, b in inner), 0)
-    coverage = _coverage(row, [(a, b) for a, b in spans[:-1]
-                               if rules.cover_shortest * width <= b - a
-                               <= rules.cover_longest * width] + spans[-1:], rules, memo)
+    last = spans[-1]
+    coverage = _coverage(row, cut, last, rules, memo)
     if not _may_qualify(len(pos), coverage, rules):
         return None
-    shapes = [tuple(syms[a:b]) for a, b in spans]
+    shapes = _shapes(cut, syms) + [tuple(syms[last[0]:last[1]])]
     if memo.fresh and cut.bags is None and cut.ops >= BOUND_OPS and \
             _ruled_out(cut, spans, shapes, coverage, memo):
         return None
-    spine = _loop_body(shapes, rules)
+    if cut.spine is None:
+        cut.spine = _loop_body(cut.shapes, rules)
+    spine = cut.spine
     held = _spine_held(shapes, spine)
     turns = _turns(spine, len(inner), memo)
     bags = memo.bags(cut) + [memo.bag(spans[-1])]
@@ -968,27 +1004,22 @@ class _Hope:
         """The same test for another representative."""
         return _Hope(self.n, self.coverage, self.held, self.turns, self.rules)
 
-    def lost(self, sims: list, idle_at: list) -> bool:
+    def lost(self, sims: list, idle_at: list, reads: dict | None = None) -> bool:
         """Has the cut lost, with these similarities of its first instances and their idle
-        flags (``_idle_flags``)?"""
-        rules = self.rules
-        like = rules.like
-        new, held = sims[self.read:], self.held[self.read:len(sims)]
-        if new:
-            idle = idle_at[self.read:]
-            if any(held) or any(idle):
-                self.unlike += sum(1 for x, h, i in zip(new, held, idle)
-                                   if not h and x < like and not i)
+        flags (``_idle_flags``)? ``reads``: what hopes that had read none of them found
+        reading them all (``_read``), kept with them (``SearchMemo.cut_likeness``: each
+        search's hopes read again what the last one's did), per what else it depends on:
+        whether the inner instances hold the spine, and whether that is evidence of turns."""
+        if len(sims) > self.read:
+            if self.read or reads is None:
+                self._add(self._read(sims[self.read:], idle_at[self.read:]))
             else:
-                self.unlike += len(new) - sum(map(like.__le__, new))
-            # at least as ``Unit.similarity`` rounds each, and as ``Unit.turn_score`` counts it
-            self.score += sum(max(x, like) if h else x for x, h in zip(new, held)) \
-                if self.turns and any(held) else sum(new)
-            self.score += HOPE_ROUNDING * len(new)
-            lowest = round(min(new), 3)  # as ``Unit.similarity`` has it
-            if lowest < self.least:
-                self.least = lowest
+                key = (self.held[0], self.turns)
+                if key not in reads:
+                    reads[key] = self._read(sims, idle_at)
+                self._add(reads[key])
         self.read = n_read = len(sims)
+        rules = self.rules
         n = self.n
         if n < rules.min_instances:
             self.gone = self.least < rules.two_similarity
@@ -998,6 +1029,30 @@ class _Hope:
         self.gone = best_like < rules.min_like or best_like < rules.like_share * n or \
             best_score / n * self.coverage < rules.min_quality
         return self.gone
+
+    def _read(self, new: list, idle: list) -> tuple:
+        """What the similarities ``new`` that follow those read (``idle``: their idle
+        flags) add: (instances unlike the unit, their summed score, how many, the least
+        similarity as ``Unit.similarity`` rounds it)."""
+        like = self.rules.like
+        held = self.held[self.read:self.read + len(new)]
+        if any(held) or any(idle):
+            unlike = sum(1 for x, h, i in zip(new, held, idle) if not h and x < like and not i)
+        else:
+            unlike = len(new) - sum(map(like.__le__, new))
+        # at least as ``Unit.similarity`` rounds each, and as ``Unit.turn_score`` counts it
+        score = sum(max(x, like) if h else x for x, h in zip(new, held)) \
+            if self.turns and any(held) else sum(new)
+        return unlike, score, len(new), round(min(new), 3)
+
+    def _add(self, read: tuple) -> None:
+        """Count what ``_read`` found."""
+        unlike, score, count, lowest = read
+        self.unlike += unlike
+        self.score += score
+        self.score += HOPE_ROUNDING * count
+        if lowest < self.least:
+            self.least = lowest
 
 
 def _representative(cut: _Cut, spans: list, bags: list, shapes: list, hope: _Hope | None,
@@ -1009,7 +1064,9 @@ def _representative(cut: _Cut, spans: list, bags: list, shapes: list, hope: _Hop
     against it, its reference and which instances are idle beside it; None when ``hope``
     (``_Hope``) says that the cut qualifies against none of those tried."""
     rules = memo.rules
-    tried = _trials(cut, [bag[2] for bag in bags], shapes, rules)
+    if cut.trials is None:  # (of the instances but the last: kept with the cut)
+        cut.trials = _trials(cut, [bag[2] for bag in bags], shapes, rules)
+    tried = cut.trials
     trials = [(spans[r], memo.reference(spans[r], bags[r])) for r in tried]
     # The instances but the last, as the previous search on this row found them.
     got = [memo.cut_likeness(ref, cut, hope and hope.fresh()) for ref in trials]
@@ -1091,10 +1148,10 @@ def _unit_of(pos: list, anchor: int, instances: tuple, against: tuple, found: tu
     return unit
 
 
-def _loop_body(shapes: list, rules: Rules) -> frozenset:
-    """The cut's spine: the kinds of op found exactly once in every inner instance, when there
-    are at least ``Rules.spine_ops`` of them (the last instance may be cut short: not asked)."""
-    inner = shapes[:-1]
+def _loop_body(inner: list, rules: Rules) -> frozenset:
+    """The cut's spine: the kinds of op found exactly once in every inner instance (``inner``:
+    their shapes; the last instance may be cut short: not asked), when there are at least
+    ``Rules.spine_ops`` of them."""
     if len(inner) < REPEAT or not rules.weigh:
         return frozenset()
     spine = None
@@ -1187,23 +1244,56 @@ def _idle_flags(sims: list, bags: list, spans: list, ref: tuple, memo: SearchMem
             for sim, bag, span in zip(sims, bags, spans)]
 
 
-def _coverage(row: list, spans: list, rules: Rules, memo: SearchMemo) -> float:
+def _coverage(row: list, cut: _Cut, last: tuple, rules: Rules, memo: SearchMemo) -> float:
+    """The share of the row's work in the instances of ``cut`` (``last``: the last one's
+    span): GPU work where it is known, else time (unweighed: ops). Every instance of about
+    the unit's length counts (an eval step is unlike a plain one, yet part of the loop; the
+    like share is what judges regularity); the length is the median instance's (the
+    representative may carry a run of inserted small ops). The last one counts whatever its
+    length. The inner instances' part is kept with the cut (``_covered``)."""
     m = len(row)
-    if not spans:
-        return 0.0
+    covered = _covered(cut, rules)
+    a, b = last
     if not rules.weigh:
-        return sum(b - a for a, b in spans) / m
+        return (covered.ops + b - a) / m
     gpu_total = memo.gpu_total
     if gpu_total > 0:  # GPU work decides where it is known (kernels launched per op)
         # Kernels are counts: summed span by span they add up exactly as op by op.
-        return sum(memo.gpu(span) for span in spans) / gpu_total
+        if covered.gpu is None:
+            covered.gpu = sum(memo.gpu(span) for span in covered.spans)
+        return (covered.gpu + memo.gpu(last)) / gpu_total
     # CPU time of the instances' windows (start to next start: idle gaps belong to the
     # iteration), each capped, so that one blocking sync cannot make tiny instances cover.
     total = memo.row_end - row[0].start
-    times = sorted((row[b].start if b < m else max(row[i].end for i in range(a, b)))
-                   - row[a].start for a, b in spans)
-    cap = rules.time_cap * upper_median(times)
-    return sum(min(t, cap) for t in times) / total if total > 0 else 0.0
+    if covered.times is None:  # (an inner instance's next start is in the row)
+        covered.times = sorted(row[q].start - row[p].start for p, q in covered.spans)
+    times = covered.times.copy()
+    insort(times, (row[b].start if b < m else max(row[i].end for i in range(a, b)))
+           - row[a].start)
+    cap = rules.time_cap * times[len(times) // 2]  # (``upper_median``)
+    # Summed in order, each capped (``min(t, cap)``): the times up to the cap, then the cap
+    # for each of the others.
+    under = bisect_right(times, cap)
+    capped = chain(islice(times, under), repeat(cap, len(times) - under))
+    return sum(capped) / total if total > 0 else 0.0
+
+
+def _covered(cut: _Cut, rules: Rules) -> _Covered:
+    """The instances of ``cut`` but the last that count for its coverage (``_Covered``),
+    kept with it."""
+    if cut.covered is None:
+        width = cut.ops  # the median instance's ops
+        spans = [(a, b) for a, b in cut.spans
+                 if rules.cover_shortest * width <= b - a <= rules.cover_longest * width]
+        cut.covered = _Covered(spans, sum(b - a for a, b in spans))
+    return cut.covered
+
+
+def _shapes(cut: _Cut, syms: list) -> list:
+    """The ops of each instance of ``cut`` but the last (a tuple each), kept with it."""
+    if cut.shapes is None:
+        cut.shapes = [tuple(syms[a:b]) for a, b in cut.spans]
+    return cut.shapes
 
 
 def _may_qualify(n: int, coverage: float, rules: Rules) -> bool:
@@ -1353,7 +1443,7 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
     if memo is None:
         memo = SearchMemo()
     memo.begin(row, rules)
-    syms = [node.sym for node in row]
+    syms = list(map(_SYMBOL, row))
     positions = _Positions(syms)
     # (A marker seen once in the row is in no spine and never twice in an instance: of no
     # use to the rules that read markers.)
@@ -1385,8 +1475,8 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
 
 def _anchors(positions: _Positions, m: int, rules: Rules) -> list:
     """The anchors one search of a row of ``m`` ops tries, in the order they first occur:
-    (symbol, its positions), one per cut, until their cuts have covered ``search_cap`` ops
-    (the anchors that first occur later are not tried)."""
+    (symbol, its positions as a tuple: the key of its cut), one per cut, until their cuts
+    have covered ``search_cap`` ops (the anchors that first occur later are not tried)."""
     anchors = []
     seen = set()
     work = search_cap(m, rules)
@@ -1398,7 +1488,7 @@ def _anchors(positions: _Positions, m: int, rules: Rules) -> list:
         work -= pos[-1] - pos[0]
         if work < 0:
             break
-        anchors.append((sym, pos))
+        anchors.append((sym, key))
     return anchors
 
 
@@ -1428,11 +1518,11 @@ def _most_exact(cut: _Cut, row: list, syms: list, rules: Rules, memo: SearchMemo
     the row's growth changes the last instance only)."""
     if not cut.spans:
         return 0
-    a, b = _segments(cut, row, rules, memo)[-1]
+    a, b = _last_segment(cut, row, rules, memo)
     last = tuple(syms[a:b])
-    if cut.shapes is None:
-        cut.shapes = _cut_shapes(cut.spans, syms)
-    alike, lone = cut.shapes
+    if cut.alike is None:
+        cut.alike = _cut_shapes(cut.spans, syms)
+    alike, lone = cut.alike
     most = max([n + (shape == last) for shape, n in alike.items()], default=0)
     shape = lone.get(len(last))  # the inner instance of the last one's length, if alone
     if shape is not None:
