@@ -42,7 +42,7 @@ from stream_split.errors import (
 from stream_split.follow import DEFAULT_IDLE_TIMEOUT
 from stream_split.run import StopRequest, new_splitter, read_through
 from stream_split.serialize import strict_json
-from stream_split.write import LAYOUTS, NAME_BY, build_manifest, record_sink, tag_lines
+from stream_split.write import LAYOUTS, NAME_BY, build_manifest, record_sink, tag_parts
 
 EXIT_BAD_INPUT = 2
 #: Rows of the table printed at the end of ``split`` (first, last, outliers); ``summary``
@@ -404,7 +404,7 @@ def cmd_tag(args) -> int:
     out = sys.stdout.buffer
 
     def emit(pairs):
-        out.write(tag_lines(pairs))
+        out.writelines(tag_parts(pairs))
         out.flush()
     splitter = new_splitter(_options(args, keep_events=True))
     error, info = _run(args, splitter, on_pairs=emit)

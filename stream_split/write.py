@@ -924,43 +924,41 @@ def _copy_file(path: str, out) -> None:
         shutil.copyfileobj(src, out, COPY_CHUNK)
 
 
-_LINE_BREAKS = b"\r\n"
-
-
 def tag_lines(pairs) -> bytes:
     """The ``tag`` stream's lines for decided (owner, event) pairs: ``{"iteration": N or null,
-    "piece": name, "event": EVENT}``. An event's original bytes go out as they came, less their
-    line breaks (only whitespace between tokens in JSON: a string cannot hold a raw one).
-    Decided events come in long runs of one owner (file order): a run's lines are one join,
-    its head between two events (``}`` and a line break, then the next line's head)."""
-    if not pairs:
-        return b""
+    "piece": name, "event": EVENT}`` (``tag_parts``, joined)."""
+    return b"".join(tag_parts(pairs))
+
+
+def tag_parts(pairs) -> list:
+    """``tag_lines`` as parts, for a stream's ``writelines`` (a long run's lines are not
+    copied once more into one string). An event's original bytes go out as they came, less
+    their line breaks (only whitespace between tokens in JSON: a string cannot hold a raw
+    one). Decided events come in long runs of one owner (file order): a run's lines are one
+    join, its head between two events (``}`` and a line break, then the next line's head),
+    after one look for a line break in its events (``memchr`` over them joined: counting the
+    lines took 4 instructions a byte, 0.9 G of the resnet 10x tile's ``tag``)."""
     heads: dict = {}
-    runs = []
+    parts = []
     for owner, run in groupby(pairs, _OWNER):
         head = heads.get(owner)
         if head is None:
             head = heads[owner] = _tag_head(owner)
-        runs.append((head, list(map(_EVENT, run))))
-    lines = _tag_join(runs)
-    if lines.count(b"\n") == len(pairs) and b"\r" not in lines:
-        return lines
-    # Rare: an event written over several lines.
-    return _tag_join([(head, [body.translate(None, _LINE_BREAKS) for body in _as_bytes(bodies)])
-                      for head, bodies in runs])
-
-
-def _tag_join(runs: list) -> bytes:
-    """The lines of ``runs`` (``[(head, [event, ...])]``, each event its bytes or a dict)."""
-    parts = []
-    for head, bodies in runs:
-        between = _TAG_END + head
+        bodies = list(map(_EVENT, run))
         try:
-            joined = between.join(bodies)
+            text = b"".join(bodies)
         except TypeError:  # an event given as a dict (its bytes had to change)
-            joined = between.join(_as_bytes(bodies))
-        parts += (head, joined, _TAG_END)
-    return b"".join(parts)
+            bodies = _as_bytes(bodies)
+            text = b"".join(bodies)
+        if _LF in text or _CR in text:  # rare: an event written over several lines
+            bodies = [body.translate(None, _LINE_BREAKS) for body in bodies]
+        parts += (head, (_TAG_END + head).join(bodies), _TAG_END)
+    return parts
+
+
+#: The line breaks taken out of an event's bytes, as bytes and as ``in`` finds one in bytes.
+_LINE_BREAKS = b"\r\n"
+_LF, _CR = _LINE_BREAKS[1], _LINE_BREAKS[0]
 
 
 #: What ends a ``tag`` line: the close of its object, a line break.
