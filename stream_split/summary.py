@@ -447,10 +447,11 @@ PIPED_TABLE_WIDTH = 120
 
 def table_console(stream=None) -> PipeConsole:
     """The console the tables are drawn on: ``stream`` (stdout), as wide as the terminal, or
-    ``PIPED_TABLE_WIDTH`` columns when it is not one."""
+    ``PIPED_TABLE_WIDTH`` columns when it is not one. Text is drawn as written: no emoji codes
+    (a path ``runs/a:fire:b.json`` stays so)."""
     stream = stream if stream is not None else sys.stdout
     return PipeConsole(file=stream, width=None if stream.isatty() else PIPED_TABLE_WIDTH,
-                       highlight=False, soft_wrap=False)
+                       highlight=False, soft_wrap=False, emoji=False)
 
 
 def render_text(table: dict, stream, columns=COLUMNS, limit: int | None = None) -> None:

@@ -46,6 +46,16 @@ def test_a_long_table_keeps_its_ends_and_its_outliers():
     assert "79 rows left out" in out.getvalue()
 
 
+def test_a_name_is_drawn_as_it_is_written_never_as_an_emoji():
+    """``:name:`` in a trace's path (or an op's name) is text: the table's console reads no
+    emoji codes (rich's would draw ``:fire:`` as one)."""
+    data = manifest([1000, 1000])
+    data["input"] = "runs/a:fire:b.json"
+    out = io.StringIO()
+    render_text(build_table(data), out)
+    assert out.getvalue().splitlines()[0] == "runs/a:fire:b.json"
+
+
 def test_step_number_only_from_profiler_steps():
     assert step_number("ProfilerStep#7") == 7
     assert step_number("aten::randn") is None and step_number(None) is None
