@@ -16,7 +16,6 @@ iteration k lined up across the ranks in ``OUT/ranks.json`` (the straggler view)
 """
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import re

@@ -32,7 +32,6 @@ a manifest is made: ``boundaries`` and ``tag`` need none of them.
 """
 from __future__ import annotations
 
-import json
 import os
 import queue
 import shutil
