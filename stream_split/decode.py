@@ -256,7 +256,8 @@ class FrameRun:
             events = self.events()
             if picked is not None:
                 events = [events[k] for k in picked]
-            get = dict.get if events and events[0].__class__ is dict else _slim_get
+            # (a stretch's events are all dicts or all slim structs: each kind's ``get``)
+            get = events[0].__class__.get if events else dict.get
             threads = list(zip(map(get, events, repeat("pid")), map(get, events, repeat("tid"))))
             names = [name or "" for name in map(get, events, repeat("name"))]
         return threads, names
@@ -403,9 +404,6 @@ _PLAIN_FRAMES = msgspec.json.Decoder(list[_PlainFrame])
 _FRAMES_PACKER = msgspec.msgpack.Encoder()
 _FRAMES_UNPACKER = msgspec.msgpack.Decoder(list[_PlainFrame])
 _FRAME_NAME = attrgetter("name")
-#: ``dict.get`` of a slim event (``validate.SlimEvent``: the events of one stretch are all
-#: dicts or all structs).
-_slim_get = SlimEvent.get
 _FRAME_THREAD = attrgetter("pid", "tid")
 #: A float beyond this may have been an integer in the text (msgspec makes it a float): such
 #: a run is read as dicts, where ``feed`` compares the integer exactly.

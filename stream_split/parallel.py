@@ -36,7 +36,6 @@ import os
 import queue
 import signal
 import threading
-
 from typing import Union
 
 import msgspec

@@ -200,12 +200,9 @@ def _held_view(event: dict, link) -> dict | tuple | None:
 def _gpu_work_fields(event: dict, cat: str) -> tuple:
     """What owning GPU work (``Splitter._own_linked``) reads of it, in ``_held_view``'s
     tuple: ``(cat, ts, dur, pid, tid, name, correlation)`` (``Splitter._feed_fields`` makes
-    the same tuple of the fields it has read)."""
-    if event.__class__ is not dict:  # a slim struct (``validate.SlimEvent``)
-        return (cat, event.ts, event.dur, event.pid, event.tid, event.name,
-                (event.args or {}).get("correlation"))
-    get = event.get
-    return (cat, event["ts"], get("dur"), get("pid"), get("tid"), get("name"),
+    the same tuple of the fields it has read, and holds it: ``_wait_for_launch``)."""
+    get = event.get  # (a dict's, or a slim struct's)
+    return (cat, get("ts"), get("dur"), get("pid"), get("tid"), get("name"),
             (get("args") or {}).get("correlation"))
 
 
@@ -514,7 +511,7 @@ class Splitter:
         else:
             owner = launches.lookup(key)
         if owner is None:
-            self._wait_for_launch(event, key, raw)
+            self._wait_for_launch(event, key, raw, work)
         elif work is not None:
             self._own_gpu_work(owner, event, raw, work)
         elif owner < 0:
@@ -731,12 +728,13 @@ class Splitter:
             if owner is not None:  # decidable, so among ``decided``
                 owners[np.searchsorted(decided, i)] = owner
 
-    def _held_event(self, event: dict, raw, link) -> dict:
+    def _held_event(self, event: dict, raw, link, work: tuple | None = None) -> dict:
         """What a held event keeps: itself when it is handed out once decided (kept events
-        without their original bytes), else ``_held_view``."""
+        without their original bytes), else ``work`` where given (GPU work's fields, read
+        already: ``_held_view``'s tuple), else ``_held_view``."""
         if self._keep and raw is None:
             return event
-        return _held_view(event, link)
+        return work if work is not None else _held_view(event, link)
 
     def _count_cpu(self, owners: np.ndarray, ends: np.ndarray, ops: bool = False) -> None:
         """Count decided CPU-side events that link nothing (``_own_cpu``'s numbers), all at
@@ -1019,13 +1017,14 @@ class Splitter:
                                           found.first_op, found.why))
         self._resolve_pending(found.start_ts)
 
-    def _hold_linked(self, event: dict, link: tuple, raw=None) -> None:
+    def _hold_linked(self, event: dict, link: tuple, raw=None, work: tuple | None = None) -> None:
         """Hold an event that ``link`` (``("corr"|"ext", id)``) decides: when its launch (or
-        annotation) is seen."""
+        annotation) is seen (``work``: see ``_held_event``)."""
         if not self._keep:
             raw = None
         kind, key = link
-        self._pending_links.add(key, kind == "ext", self._held_event(event, raw, link), raw)
+        self._pending_links.add(key, kind == "ext", self._held_event(event, raw, link, work),
+                                raw)
         if self._held_in_memory() >= self.options.pending_limit:
             self._bound_held()
 
@@ -1469,18 +1468,19 @@ class Splitter:
             for gpu_event, gpu_raw in waiting:
                 self._own_linked(owner, gpu_event, gpu_raw)
 
-    def _wait_for_launch(self, event: dict, key, raw=None) -> None:
-        """GPU work or a launch flow with the correlation id ``key`` (None: none), whose
-        launch's owner is not known (``feed``): waiting for it."""
+    def _wait_for_launch(self, event: dict, key, raw=None, work: tuple | None = None) -> None:
+        """GPU work (``work``: its fields, as ``_route`` has them) or a launch flow with the
+        correlation id ``key`` (None: none), whose launch's owner is not known (``feed``):
+        waiting for it."""
         if self._waiting_count >= _WAITING_IN_MEMORY or (
                 not self._windows.starts and not self.closed):
             # No iteration yet, or many waiting (GPU work launched before the trace): held
             # like any undecided event, so the spill bounds the memory.
-            self._hold_linked(event, ("corr", key), raw)
+            self._hold_linked(event, ("corr", key), raw, work)
         else:
             self._waiting_count += 1
             self._waiting_gpu.setdefault(key, []).append(
-                (self._held_event(event, raw, ("corr", key)), raw))
+                (self._held_event(event, raw, ("corr", key), work), raw))
 
     def _own_linked(self, owner: int, event: dict | tuple | None, raw=None) -> None:
         """GPU work or a launch flow owned by ``owner``: ``event`` the event, or what
