@@ -69,7 +69,7 @@ from stream_split.config import SplitConfig
 from stream_split.folder import finish_folder
 from stream_split.parallel import (
     RANGE_BYTES, DecodedRanges, NotParallel, cut_ranges, cut_segments, decode_for_engine,
-    placed, takes_ranges)
+    placed, range_document, takes_ranges)
 from stream_split.run import StopRequest, new_splitter, open_reader, read_through
 from stream_split.stats import IterationStats
 from stream_split.write import PieceWriter, encode_segment, segment_text
@@ -320,7 +320,8 @@ class _DecodeFn(beam.DoFn):
         started = time.perf_counter()
         text = _read_file(_scratch_file(scratch, r, "json"))
         try:
-            decoded, raws = decode_for_engine(text, place, form, self._max_event_bytes)
+            document = b"".join(range_document(text, place, form))
+            decoded, raws = decode_for_engine(document, place, form, self._max_event_bytes)
             offsets = _offsets(text, raws)
         except Exception as e:  # noqa: BLE001 - NotParallel or any: split whole, as ever
             yield trace, _Decoded(r, len(text), 0.0, _one_line(e))

@@ -1,20 +1,27 @@
 """``split --workers N``: one trace split across N processes, with the output of one stream.
 
-An adapter of ``folder.split_to_folder``, beside the one-stream path; it decides nothing. This
-process reads: it inflates the file (``decode.Decompressor``: ISA-L) and deals its JSON text
-in ranges of about ``RANGE_BYTES``, each cut just after a ``}`` that ``,`` and a line break
-follow (as Kineto writes events; a trace with no line breaks is one range). A worker
-decodes its range with the project's decoder (``decode.TraceDecoder``, slim, as ``run.drive``
-reads), the range made a document of its own (``[`` ... ``]``, or the trace's own head and
-tail for the first and last), keeps the events' original bytes and sends back the compact
-events the engine reads. This process feeds them to the one engine (``run.drive``, in file
-order) with each event's place (``range << RANGE_SHIFT | index``) instead of its bytes; the
-decided ``(owner, place)`` pairs are cut into segments (one owner, one range, in the order
-decided), which the range's worker joins (``write.segment_text``) and deflates
-(``write.encode_segment``); the segments go to each piece's spool in the order decided
-(``write.PieceWriter.add_encoded``), and the pieces and the manifest are assembled as for one
-stream (``write.finish_split``). So every piece holds the same events in the same order as with
-``--workers 1``, and the manifest is the same.
+An adapter of ``folder.split_to_folder``, beside the one-stream path; it decides nothing. A
+reader process (``_deal``) inflates the file (``decode.Decompressor``: ISA-L) and deals its
+JSON text in ranges of about ``RANGE_BYTES``, each cut just after a ``}`` that ``,`` and a line
+break follow (as Kineto writes events; a trace with no line breaks is one range), to the
+workers in turn. A worker decodes its range with the project's decoder
+(``decode.TraceDecoder``, slim, as ``run.drive`` reads), the range made a document of its own
+(``[`` ... ``]``, or the trace's own head and tail for the first and last), keeps the events'
+original bytes and hands back the compact events the engine reads. This process feeds them to
+the one engine (``run.drive``, in file order) with each event's place (``range << RANGE_SHIFT |
+index``) instead of its bytes; the decided ``(owner, place)`` pairs are cut into segments (one
+owner, one range, in the order decided), which the range's worker joins
+(``write.segment_text``) and deflates (``write.encode_segment``); the segments go to each
+piece's spool in the order decided (``write.PieceWriter.add_encoded``), and the pieces and the
+manifest are assembled as for one stream (``write.finish_split``). So every piece holds the
+same events in the same order as with ``--workers 1``, and the manifest is the same.
+
+The ranges' text and what the workers make of it do not go through pipes: they lie in shared
+slots (``_Slots``: an anonymous shared file, freed by the system with the last process that
+maps it, however the processes end), and only their lengths cross in messages. So this
+process does the engine, reads the engine's events back and cuts the segments, and nothing
+else takes its interpreter lock but the spool's writes (inflating, dealing and pickling 600 MB
+of ranges into pipes were a third of its time on the 40x resnet tile).
 
 A cut is only a guess at an event boundary (a ``},`` may close an object inside an event's
 ``args``). It is checked where the range is decoded: the ranges tile the events array, and the
@@ -27,15 +34,20 @@ messages are that path's.
 Only a regular file of the object or array form, plain or gzip, takes this path: a pipe
 cannot be read twice nor dealt ahead, and a followed file grows while it is read (both stay
 one stream, as do JSON Lines and zstd). Each worker holds its ranges' undecided events' bytes
-(freed as they are written) and one range in decoding: its memory does not grow with the trace.
+(freed as they are written) and one range in decoding, and the slots are ``AHEAD_PER_WORKER``
+ranges per worker: no process's memory grows with the trace.
 """
 from __future__ import annotations
 
+import mmap
 import multiprocessing
 import os
+import pickle
 import queue
 import signal
 import threading
+from multiprocessing.reduction import DupFd
+from operator import itemgetter
 from typing import Union
 
 import msgspec
@@ -43,7 +55,7 @@ import numpy as np
 
 from stream_split.core.records import METADATA
 from stream_split.core.serving import DIFFUSION_CODE
-from stream_split.core.validate import SlimEventWithDims
+from stream_split.core.validate import SlimEvent
 from stream_split.decode import Decompressor, Events, TraceDecoder
 from stream_split.errors import TraceInputError
 from stream_split.run import STOP_SIGNALS
@@ -51,7 +63,8 @@ from stream_split.trace_format import METADATA_PHASE
 from stream_split.write import encode_segment, segment_text
 
 __all__ = ["NotParallel", "ParallelSplit", "takes_parallel_path", "takes_ranges", "placed",
-           "cut_ranges", "decode_range", "decode_for_engine", "DecodedRanges", "cut_segments",
+           "cut_ranges", "range_document", "decode_range", "decode_for_engine", "DecodedRanges",
+           "cut_segments",
            "RANGE_BYTES", "RANGE_SHIFT"]
 
 #: Bytes of JSON text per range dealt (the first cut after this many).
@@ -60,8 +73,11 @@ RANGE_BYTES = 4 << 20
 PARALLEL_MIN_BYTES = 8 << 20
 #: Bytes read from the file at a time.
 READ_CHUNK = 1 << 20
-#: Ranges dealt to each worker ahead of the engine.
+#: Ranges dealt to each worker ahead of the engine (each in a slot of its own: ``_Slots``).
 AHEAD_PER_WORKER = 2
+#: A slot holds this many ``RANGE_BYTES`` (a range is a little longer than ``RANGE_BYTES``,
+#: and what a worker makes of it was at most 1.2x its text on the resnet tiles).
+_SLOT_RANGES = 2
 #: Decided events gathered before their segments are sent to the workers.
 ROUND_PAIRS = 1 << 16
 #: Rounds of segments sent and not yet spooled, at most.
@@ -72,6 +88,8 @@ _COMPACT_BELOW = 8
 #: An event's place: its range shifted by this, or'ed with its index in the range.
 RANGE_SHIFT = 32
 _INDEX_MASK = (1 << RANGE_SHIFT) - 1
+#: The owner and the place of a decided ``(owner, place)`` pair.
+_OWNER, _PLACE = itemgetter(0), itemgetter(1)
 #: Seconds between two looks at whether the workers are alive while waiting for them.
 _POLL_S = 1.0
 _FORMS = ("object", "array")
@@ -81,13 +99,13 @@ _FIRST, _MIDDLE, _LAST, _ONLY = "first", "middle", "last", "only"
 #: Where a range is cut (after its ``}``): a line break is never inside a JSON string, so
 #: neither is the ``},`` before it (an event's ``args`` may still hold one: see above).
 _CUT = b"},\n"
-_ENCODER = msgspec.msgpack.Encoder()
+_ENCODER = msgspec.json.Encoder()
 #: The prefixes of frame names that the engine looks for in a run (``names_begin_with``).
 _FRAME_NAME_PREFIXES = (DIFFUSION_CODE,)
 #: A range's events read back, by whether they are ``checked``: slim structs (a frame run
 #: read in bulk holds None), or dicts.
-_EVENTS = {True: msgspec.msgpack.Decoder(list[Union[SlimEventWithDims, None]]),
-           False: msgspec.msgpack.Decoder()}
+_EVENTS = {True: msgspec.json.Decoder(list[Union[SlimEvent, None]]),
+           False: msgspec.json.Decoder()}
 
 
 class NotParallel(Exception):
@@ -97,7 +115,8 @@ class NotParallel(Exception):
 def takes_parallel_path(source, reader, workers: int, follow) -> bool:
     """Whether ``source`` (opened as ``reader``, up to its first event) is split by
     ``workers`` processes (see the module docstring)."""
-    return (workers > 1 and follow is None and isinstance(source, (str, os.PathLike))
+    return (workers > 1 and follow is None and hasattr(os, "memfd_create")  # (``_Slots``)
+            and isinstance(source, (str, os.PathLike))
             and source != "-" and os.path.isfile(source)
             and os.path.getsize(source) >= PARALLEL_MIN_BYTES and takes_ranges(reader))
 
@@ -161,22 +180,30 @@ def _file_ranges(path, range_bytes: int, on_read=None, head_bytes: int = 0):
         yield from cut_ranges(f, range_bytes, on_read, head_bytes)
 
 
-def decode_range(text: bytes, place: str, form: str, max_event_bytes: int) -> tuple:
-    """``(events, ending)`` of one range, made a document of its own: the events with their
-    original bytes, as a slim ``Events`` batch, and for the last range the document's
-    ``(header_after, stop_reason)`` (else None); ``NotParallel`` when the range is not a run
-    of whole events (see the module docstring)."""
+def range_document(text: bytes, place: str, form: str) -> list:
+    """The parts of a range that make it a document of its own, joined (``b"".join``):
+    ``[`` ... ``]``, or the trace's own head and tail for the first and last range;
+    ``NotParallel`` when a range after the first does not begin after an event."""
+    parts = [text]
     if place in (_MIDDLE, _LAST):
         if text[:1] != b",":
             raise NotParallel("a range does not begin after an event")
-        text = _OPENERS[form] + text[1:]
+        parts = [_OPENERS[form], memoryview(text)[1:]]
     if place in (_FIRST, _MIDDLE):
-        text += _CLOSERS[form]
+        parts.append(_CLOSERS[form])
+    return parts
+
+
+def decode_range(document: bytes, place: str, form: str, max_event_bytes: int) -> tuple:
+    """``(events, ending)`` of one range made a document (``range_document``): the events
+    with their original bytes, as a slim ``Events`` batch, and for the last range the
+    document's ``(header_after, stop_reason)`` (else None); ``NotParallel`` when the range is
+    not a run of whole events (see the module docstring)."""
     decoder = TraceDecoder(max_event_bytes=max_event_bytes)
-    decoder.slim = True
+    decoder.slim = decoder.lazy_dims = True  # as run.drive reads
     batch = Events()
     try:
-        batch.extend(decoder.receive_data(text))
+        batch.extend(decoder.receive_data(document))
         while decoder.backlog:
             batch.extend(decoder.receive_more())
         batch.extend(decoder.receive_data(b""))
@@ -188,16 +215,20 @@ def decode_range(text: bytes, place: str, form: str, max_event_bytes: int) -> tu
     return batch, ending
 
 
-def decode_for_engine(text: bytes, place: str, form: str, max_event_bytes: int) -> tuple:
+def decode_for_engine(document: bytes, place: str, form: str, max_event_bytes: int) -> tuple:
     """``(decoded, raws)`` of one range (``decode_range``): ``decoded`` is what the engine
-    reads of it (``DecodedRanges.batch_of``): its events without their bytes, as MessagePack
-    (about 3x as fast to read back as a pickle, and 40x to write), its frame runs (without
-    their bytes: ``FrameRun.without_bytes``, which keeps what the engine asks of them), the bytes
-    of its metadata events by index (the engine hands them back themselves), the
-    document's ending and whether the events are ``checked`` (``decode.Events``); ``raws``:
-    the original bytes of the other events (None for metadata), which the events' pieces are
-    written from (``write.segment_text``)."""
-    batch, ending = decode_range(text, place, form, max_event_bytes)
+    reads of it (``DecodedRanges.batch_of``): its events without their bytes, as compact JSON
+    of the slim events as ``run.drive`` reads them (``Input Dims`` left as their JSON text,
+    written back as it was; what msgspec decodes from JSON it writes as JSON that decodes to
+    the same values). On the 10x resnet tile this read back in 0.6-0.8x the time of the
+    MessagePack of the events with their ``Input Dims`` parsed, and the worker decodes in
+    0.8x the time, the dims not parsed. Then its frame runs (without their bytes:
+    ``FrameRun.without_bytes``, which keeps what the engine asks of them), the bytes of its
+    metadata events by index (the engine hands them back themselves), the document's ending
+    and whether the events are ``checked`` (``decode.Events``); ``raws``: the original bytes
+    of the other events (None for metadata), which the events' pieces are written from
+    (``write.segment_text``)."""
+    batch, ending = decode_range(document, place, form, max_event_bytes)
     raws = batch.raws
     metadata = {k: raws[k] for k, event in enumerate(batch.events)
                 if event is not None and event.get("ph") == METADATA_PHASE}
@@ -217,9 +248,9 @@ class _Worker:
         self.raws: dict = {}  # range -> [bytes or None (written)], or {index: bytes} left
         self.left: dict = {}  # range -> events not yet written
 
-    def decode(self, r: int, text: bytes, place: str) -> tuple:
+    def decode(self, r: int, document: bytes, place: str) -> tuple:
         """The range's events for the engine (``decode_for_engine``); their bytes kept here."""
-        decoded, raws = decode_for_engine(text, place, self.form, self.max_event_bytes)
+        decoded, raws = decode_for_engine(document, place, self.form, self.max_event_bytes)
         self._keep(r, raws, len(raws) - len(decoded[2]))
         return decoded
 
@@ -255,17 +286,17 @@ def cut_segments(pairs, writer) -> tuple:
     ``writer.wants``), ``indices`` the events' indices in their range (an int64 array)."""
     if not pairs:
         return [], []
-    owners, places = zip(*pairs)
-    owners = np.array(owners, np.int64)
+    # (read with ``fromiter``: 2.5x as fast as ``zip(*pairs)`` and ``np.array``)
+    owners = np.fromiter(map(_OWNER, pairs), np.int64, len(pairs))
     metadata = np.flatnonzero(owners == METADATA).tolist()
     metadata_pairs = [pairs[k] for k in metadata]
     if metadata:
         keep = np.flatnonzero(owners != METADATA)
-        places = [places[k] for k in keep.tolist()]
+        pairs = [pairs[k] for k in keep.tolist()]
         owners = owners[keep]
     if not len(owners):
         return metadata_pairs, []
-    places = np.array(places, np.int64)
+    places = np.fromiter(map(_PLACE, pairs), np.int64, len(pairs))
     ranges, indices = places >> RANGE_SHIFT, places & _INDEX_MASK
     cuts = np.flatnonzero((owners[1:] != owners[:-1]) | (ranges[1:] != ranges[:-1])) + 1
     bounds = [0, *cuts.tolist(), len(owners)]
@@ -277,10 +308,23 @@ def cut_segments(pairs, writer) -> tuple:
     return metadata_pairs, segments
 
 
+def _ignore_stop_signals() -> None:
+    """In a process of the split's (a worker, the reader): the split's process decides when
+    to stop (a forked child has its handlers), so the signals it honours are ignored here,
+    but SIGTERM sent to this process alone ends it."""
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL if signum == signal.SIGTERM else signal.SIG_IGN)
+
+
+def _parent_is(parent: int) -> bool:
+    """Whether this process's parent is still ``parent``: else the split was killed, or its
+    fork server ended with it, and this process must not wait for ever."""
+    return os.getppid() == parent
+
+
 def _tasks_of(tasks, parent: int):
-    """The tasks sent, until None, or until this process's parent is gone (the split was
-    killed, or its fork server ended with it: its workers must not wait for ever)."""
-    while os.getppid() == parent:
+    """The tasks sent, until None, or until this process's parent is gone (``_parent_is``)."""
+    while _parent_is(parent):
         try:
             task = tasks.get(timeout=_POLL_S)
         except queue.Empty:
@@ -290,24 +334,124 @@ def _tasks_of(tasks, parent: int):
         yield task
 
 
-def _work(tasks, results, form: str, max_event_bytes: int, level: int | None) -> None:
-    """A worker process: decode and write tasks, in the order sent."""
-    # The split's process decides when to stop (a forked worker has its handlers): a worker
-    # ignores the signals it honours, but ends on SIGTERM sent to it alone.
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, signal.SIG_DFL if signum == signal.SIGTERM else signal.SIG_IGN)
+class _Slots:
+    """Where the ranges' text and what the workers make of it cross processes, instead of
+    through pipes: ``ahead`` slots of ``size`` bytes for each of ``workers`` workers, in one
+    anonymous shared file (``os.memfd_create``: it has no name in /dev/shm, and the system
+    frees it with the last process that maps it, however the processes end). A worker's
+    ``j``-th range (range ``r``: ``j = r // workers``) has its slot ``j % ahead``: the reader
+    writes the range's text there, the worker reads it and writes what it made of it in its
+    place, which the engine's process reads back; the reader deals a worker's next range only
+    once the engine took one (``ParallelSplit.rooms``), so the slot is free again. Anything
+    larger than a slot goes in the message itself (``put``)."""
+
+    def __init__(self, workers: int, ahead: int, size: int, fd: int | None = None):
+        self.workers, self.ahead, self.size = workers, ahead, size
+        if fd is None:
+            fd = os.memfd_create("stream-split-ranges")
+            os.ftruncate(fd, workers * ahead * size)
+        self._fd = fd
+        self._map = mmap.mmap(fd, workers * ahead * size)
+
+    def __reduce__(self):
+        """Sent to a process started by a fork server: the file itself goes with it (a forked
+        process has the mapping already)."""
+        return _attached_slots, (self.workers, self.ahead, self.size, DupFd(self._fd))
+
+    def _offset(self, r: int) -> int:
+        w, j = r % self.workers, r // self.workers
+        return (w * self.ahead + j % self.ahead) * self.size
+
+    def put(self, r: int, parts: list) -> Union[int, bytes]:
+        """``parts`` (bytes-like) written one after the other in range ``r``'s slot: what to
+        send instead of them (their length), or them joined when they do not fit."""
+        size = sum(map(len, parts))
+        if size > self.size:
+            return b"".join(parts)
+        at = self._offset(r)
+        for part in parts:
+            self._map[at:at + len(part)] = part
+            at += len(part)
+        return size
+
+    def get(self, r: int, held: Union[int, bytes]) -> bytes:
+        """What ``put`` wrote for range ``r`` (a copy), from what it returned."""
+        if isinstance(held, bytes):
+            return held
+        at = self._offset(r)
+        return self._map[at:at + held]
+
+    def unpickle(self, r: int, held: Union[int, bytes]):
+        """What ``put`` wrote for range ``r``, a pickle, unpickled where it lies."""
+        if isinstance(held, bytes):
+            return pickle.loads(held)
+        at = self._offset(r)
+        with memoryview(self._map) as view:
+            return pickle.loads(view[at:at + held])
+
+    def close(self) -> None:
+        self._map.close()
+        os.close(self._fd)
+
+
+def _attached_slots(workers: int, ahead: int, size: int, fd) -> _Slots:
+    """``_Slots`` in a process started by a fork server (``_Slots.__reduce__``)."""
+    return _Slots(workers, ahead, size, fd.detach())
+
+
+def _deal(path, form: str, range_bytes: int, head_bytes: int, slots: _Slots, rooms: list,
+          tasks: list, results, stop) -> None:
+    """The reader process: the file's ranges (``cut_ranges``: inflating and cutting), each
+    made a document (``range_document``) in its worker's next slot once the engine's process
+    made room (``rooms``), and sent to the worker to decode (``("decode", range, held, place,
+    text bytes, input bytes so far)``, ``held`` as ``_Slots.put`` returns it); until ``stop``
+    is set or the parent is gone. Whatever stops the reading (``NotParallel``) goes to
+    ``results`` as a failure."""
+    _ignore_stop_signals()
+    parent = os.getppid()
+    read = 0
+
+    def on_read(n: int) -> None:
+        nonlocal read
+        read += n
+    try:
+        for r, (text, place) in enumerate(placed(_file_ranges(path, range_bytes, on_read,
+                                                              head_bytes))):
+            w = r % len(tasks)
+            while not rooms[w].acquire(timeout=_POLL_S):
+                if stop.is_set() or not _parent_is(parent):
+                    break
+            if stop.is_set() or not _parent_is(parent):
+                break
+            held = slots.put(r, range_document(text, place, form))
+            tasks[w].put(("decode", r, held, place, len(text), read))
+    except Exception as e:  # any failure: the trace is split as one stream
+        results.put(("failed", "reader", f"{type(e).__name__}: {e}"))
+    if not _parent_is(parent):  # nobody reads the tasks: do not wait to send them at exit
+        for q in (*tasks, results):
+            q.cancel_join_thread()
+
+
+def _work(tasks, results, slots: _Slots, form: str, max_event_bytes: int,
+          level: int | None) -> None:
+    """A worker process: decode and write tasks, in the order sent; a range's text is read
+    from its slot, and what the engine reads of it (pickled) written there in its place."""
+    _ignore_stop_signals()
     worker = _Worker(form, max_event_bytes, level)
     parent = os.getppid()
     for task in _tasks_of(tasks, parent):
         kind, key, *args = task
         try:
             if kind == "decode":
-                results.put(("decoded", key, worker.decode(key, *args)))
+                held, place, text_bytes, read = args
+                decoded = worker.decode(key, slots.get(key, held), place)
+                made = pickle.dumps(decoded, pickle.HIGHEST_PROTOCOL)
+                results.put(("decoded", key, (slots.put(key, [made]), text_bytes, read)))
             else:
                 results.put(("written", key, worker.write(args[0])))
         except Exception as e:  # any failure: the trace is split as one stream
             results.put(("failed", key, f"{type(e).__name__}: {e}"))
-    if os.getppid() != parent:  # nobody reads the results: do not wait to send them at exit
+    if not _parent_is(parent):  # nobody reads the results: do not wait to send them at exit
         results.cancel_join_thread()
 
 
@@ -318,22 +462,31 @@ def _context():
 
 
 class ParallelSplit:
-    """The workers of one split: ``reader`` is what ``run.drive`` reads (``TraceReader``'s
+    """The processes of one split: ``reader`` is what ``run.drive`` reads (``TraceReader``'s
     face), ``add_many`` what it hands the decided pairs to, ``finish`` spools what is left
-    (before ``write.finish_split``); ``close`` stops the workers (a context manager)."""
+    (before ``write.finish_split``); ``close`` stops the processes and frees the slots (a
+    context manager)."""
 
     def __init__(self, source, opened, writer, workers: int, *, max_event_bytes: int):
-        self.reader = _RangeReader(self, source, opened, RANGE_BYTES)
+        self.reader = _RangeReader(self, opened, os.path.getsize(source))
         self.writer = writer
         self.count = workers
         context = _context()
+        self.slots = _Slots(workers, AHEAD_PER_WORKER, RANGE_BYTES * _SLOT_RANGES)
+        #: Per worker: ranges the reader may deal it before the engine takes one.
+        self.rooms = [context.Semaphore(AHEAD_PER_WORKER) for _ in range(workers)]
+        self._stop = context.Event()
         self._results = context.Queue()
         self._tasks = [context.Queue() for _ in range(workers)]
         self._procs = [context.Process(target=_work, daemon=True, name=f"stream-split {k}",
-                                       args=(tasks, self._results, opened.form,
+                                       args=(tasks, self._results, self.slots, opened.form,
                                              max_event_bytes, writer.level))
                        for k, tasks in enumerate(self._tasks)]
-        for proc in self._procs:
+        self._dealer = context.Process(
+            target=_deal, daemon=True, name="stream-split reader",
+            args=(source, opened.form, RANGE_BYTES, opened.bytes_read, self.slots, self.rooms,
+                  self._tasks, self._results, self._stop))
+        for proc in (*self._procs, self._dealer):
             proc.start()
         self._inbox: dict = {}
         self._pairs: list = []
@@ -353,13 +506,18 @@ class ParallelSplit:
         try:
             kind, key, value = self._results.get(block, _POLL_S)
         except queue.Empty:
-            if block and not all(proc.is_alive() for proc in self._procs):
-                raise NotParallel("a worker process ended") from None
+            if block and not self._alive():
+                raise NotParallel("a process of the split ended") from None
             return False
         if kind == "failed":
             raise NotParallel(value)
         self._inbox[kind, key] = value
         return True
+
+    def _alive(self) -> bool:
+        """Whether every worker runs, and the reader runs or ended after its last range."""
+        return (all(proc.is_alive() for proc in self._procs)
+                and (self._dealer.is_alive() or self._dealer.exitcode == 0))
 
     # -- writing --------------------------------------------------------------------------
 
@@ -411,10 +569,14 @@ class ParallelSplit:
             self._rounds.pop(0)
 
     def close(self) -> None:
-        """Stop the workers (at once when the run failed)."""
+        """Stop the reader and the workers (at once when the run failed), and free the
+        slots."""
+        self._stop.set()
+        for room in self.rooms:  # a reader waiting for room sees the stop
+            room.release()
         for tasks in self._tasks:
             tasks.put(None)
-        for proc in self._procs:
+        for proc in (self._dealer, *self._procs):
             proc.join(timeout=5)
             if proc.is_alive():
                 proc.kill()
@@ -422,6 +584,7 @@ class ParallelSplit:
         for q in (*self._tasks, self._results):
             q.close()
             q.cancel_join_thread()
+        self.slots.close()
 
     def __enter__(self) -> "ParallelSplit":
         return self
@@ -472,78 +635,23 @@ class DecodedRanges:
 
 
 class _RangeReader(DecodedRanges):
-    """The ranges of a trace dealt to the workers of a ``ParallelSplit``."""
+    """The ranges of a trace dealt to the workers of a ``ParallelSplit`` by its reader
+    process (``_deal``)."""
 
-    def __init__(self, split: ParallelSplit, source, opened, range_bytes: int):
-        super().__init__(opened, os.path.getsize(source))
+    def __init__(self, split: ParallelSplit, opened, input_size: int):
+        super().__init__(opened, input_size)
         self._split = split
-        self._source = source
-        self._range_bytes = range_bytes
-        self._head_bytes = opened.bytes_read
 
     def batches(self, raws: bool = True, slim: bool = True):
-        """Each range's events, in file order; an event's raw is its place, a metadata
-        event's its bytes. The ranges are dealt by a thread of this process (inflating
-        and reading release the GIL), ``AHEAD_PER_WORKER`` per worker ahead of the engine."""
-        dealer = _Dealer(self, self._split.count * AHEAD_PER_WORKER)
-        try:
-            while (r := dealer.next_range()) is not None:
-                yield self.batch_of(r, self._split.take("decoded", r))
-                dealer.taken()
-        finally:
-            dealer.stop()
-
-    def deal(self, dealer: "_Dealer") -> None:
-        """Deal every range to the workers in turn (the dealer's thread)."""
-        for r, (text, place) in enumerate(placed(_file_ranges(
-                self._source, self._range_bytes, self._read, self._head_bytes))):
-            if not dealer.wait_for_room():
-                return
-            self.bytes_read += len(text)
-            self._split.send(r % self._split.count, ("decode", r, text, place))
-            dealer.dealt(r)
-
-    def _read(self, n: int) -> None:
-        self.input_bytes += n
-
-
-class _Dealer:
-    """The thread that deals the ranges (``_RangeReader.deal``), at most ``ahead`` of the
-    engine; ``next_range`` hands the engine the next range dealt, None after the last, and
-    raises what stopped the dealing (``NotParallel``)."""
-
-    def __init__(self, reader: _RangeReader, ahead: int):
-        self._room = threading.Semaphore(ahead)
-        self._dealt: queue.Queue = queue.Queue()
-        self._stopped = False
-        self._thread = threading.Thread(target=self._run, args=(reader,), daemon=True,
-                                         name="stream-split dealer")
-        self._thread.start()
-
-    def _run(self, reader: _RangeReader) -> None:
-        try:
-            reader.deal(self)
-        except BaseException as e:  # handed to the engine's thread
-            self._dealt.put(e)
-        self._dealt.put(None)
-
-    def wait_for_room(self) -> bool:
-        self._room.acquire()
-        return not self._stopped
-
-    def dealt(self, r: int) -> None:
-        self._dealt.put(r)
-
-    def taken(self) -> None:
-        self._room.release()
-
-    def next_range(self) -> int | None:
-        r = self._dealt.get()
-        if isinstance(r, BaseException):
-            raise r
-        return r
-
-    def stop(self) -> None:
-        self._stopped = True
-        self._room.release()
-        self._thread.join()
+        """Each range's events, in file order, until the last; an event's raw is its place, a
+        metadata event's its bytes. Taking a range from its slot makes room for the reader to
+        deal its worker another (``AHEAD_PER_WORKER`` ahead of the engine)."""
+        split = self._split
+        r = 0
+        while not self.complete:
+            held, text_bytes, self.input_bytes = split.take("decoded", r)
+            decoded = split.slots.unpickle(r, held)
+            split.rooms[r % split.count].release()
+            self.bytes_read += text_bytes
+            yield self.batch_of(r, decoded)
+            r += 1

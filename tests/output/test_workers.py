@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import multiprocessing
+import os
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +23,8 @@ from stream_split.run import _parts
 from stream_split.decode import Events, FrameRun
 from stream_split.testing.generate import SCENARIOS, generate, render, write_trace
 
-from conftest import large_ones_slow, needs_shared, shared_trace_paths
+from conftest import (PROCESS_WAIT, check_pieces, large_ones_slow, needs_shared,
+                      shared_trace_paths, start_split, wait_for_staging)
 
 
 @pytest.fixture
@@ -111,6 +116,107 @@ def test_a_cut_inside_an_event_falls_back_to_one_stream(tmp_path, small_ranges):
 @pytest.mark.parametrize("trace", large_ones_slow(shared_trace_paths()))
 def test_two_workers_write_what_one_writes_on_every_shared_trace(trace, tmp_path, small_ranges):
     assert_workers_agree(trace, tmp_path, small_ranges)
+
+
+def test_workers_started_by_a_fork_server_write_what_one_writes(tmp_path, small_ranges,
+                                                                monkeypatch):
+    """A split whose process has threads starts its workers and reader from a fork server:
+    the shared slots go to them as a file descriptor (``_Slots.__reduce__``)."""
+    monkeypatch.setattr(parallel, "_context", lambda: multiprocessing.get_context("forkserver"))
+    trace = tmp_path / "t.json.gz"
+    write_trace(generate("training", 4), str(trace))
+    assert_workers_agree(trace, tmp_path, small_ranges)
+
+
+def test_slots_hold_what_fits_and_hand_back_what_does_not():
+    """A range's slot (``_Slots``) holds its parts one after the other (their length is sent
+    instead of them); what is larger than a slot is sent itself; a pickle reads back where
+    it lies."""
+    slots = parallel._Slots(workers=2, ahead=2, size=64)
+    try:
+        held = slots.put(5, [b"[", memoryview(b",abc")[1:], b"]"])
+        assert held == 5 and slots.get(5, held) == b"[abc]"
+        big = slots.put(6, [b"x" * 40, b"y" * 40])
+        assert big == b"x" * 40 + b"y" * 40 and slots.get(6, big) == big
+        # range 5 is worker 1's third (its first slot, as range 1's); range 0 worker 0's first
+        made = slots.put(0, [json.dumps([1, 2]).encode()])
+        assert slots.get(5, held) == b"[abc]", "another range's slot was written"
+        assert slots.get(0, made) == b"[1, 2]"
+        pickled = parallel.pickle.dumps({"a": (1, 2)})
+        assert slots.unpickle(1, slots.put(1, [pickled])) == {"a": (1, 2)}
+    finally:
+        slots.close()
+
+
+def _shared_slots_open() -> list:
+    """This process's open files that are the slots of a split (``_Slots``)."""
+    links = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            links.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # the listing's own descriptor, closed since
+            pass
+    return [link for link in links if "stream-split-ranges" in link]
+
+
+def _killed_at_the_second_range(decode):
+    def decode_or_die(self, r, document, place):
+        if r == 1:
+            os._exit(3)  # as a worker killed (by the OOM killer, say) would end
+        return decode(self, r, document, place)
+    return decode_or_die
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
+def test_a_worker_that_dies_falls_back_leaving_no_process_and_no_shared_memory(
+        tmp_path, small_ranges, monkeypatch):
+    """A worker that ends mid-run: the trace is split as one stream (the same output), the
+    other processes are stopped and the slots freed."""
+    monkeypatch.setattr(parallel, "_context", lambda: multiprocessing.get_context("fork"))
+    monkeypatch.setattr(parallel._Worker, "decode",
+                        _killed_at_the_second_range(parallel._Worker.decode))
+    trace = tmp_path / "t.json"
+    trace.write_text(render(generate("training", 4), "object"))
+    one = stream_split.split(str(trace), tmp_path / "one", workers=1)
+    two = stream_split.split(str(trace), tmp_path / "two", workers=2)
+    assert small_ranges == [], "the parallel path went on without a worker"
+    assert folder_contents(tmp_path / "one").keys() == folder_contents(tmp_path / "two").keys()
+    assert one["counts"] == two["counts"]
+    assert multiprocessing.active_children() == []
+    assert _shared_slots_open() == []
+
+
+def _children_of(pid: int, count: int) -> list[str]:
+    """The child processes of ``pid``, once there are ``count``."""
+    deadline = time.monotonic() + PROCESS_WAIT
+    while time.monotonic() < deadline:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        if len(children) >= count:
+            return children
+        time.sleep(0.01)
+    raise AssertionError(f"no {count} child processes")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="needs /proc")
+def test_sigterm_stops_a_split_with_workers_leaving_no_process_and_no_shared_memory(
+        long_trace, tmp_path):
+    """SIGTERM to a ``split --workers 2``: a truthful manifest of what was read, its reader
+    and workers gone, and nothing of it left in /dev/shm (its slots have no name there)."""
+    shm_before = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+    proc = start_split(long_trace, tmp_path / "d", "--workers", "2")
+    wait_for_staging(tmp_path, "d", proc)
+    children = _children_of(proc.pid, 3)  # its reader and two workers
+    time.sleep(0.1)  # into the run
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=PROCESS_WAIT)
+    # (a fast machine may have finished the split before the signal came)
+    assert proc.returncode in (0, 128 + signal.SIGTERM), err.decode()
+    assert "Traceback" not in err.decode()
+    check_pieces(tmp_path / "d", long_trace.read_bytes())
+    for child in children:
+        assert not os.path.exists(f"/proc/{child}"), "a process of the split ran on"
+    shm_after = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+    assert not [name for name in shm_after - shm_before if "stream-split" in name]
 
 
 def test_parts_end_every_so_many_events_whatever_the_batches():
