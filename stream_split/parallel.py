@@ -472,7 +472,10 @@ class ParallelSplit:
         self.writer = writer
         self.count = workers
         context = _context()
-        self.slots = _Slots(workers, AHEAD_PER_WORKER, RANGE_BYTES * _SLOT_RANGES)
+        try:
+            self.slots = _Slots(workers, AHEAD_PER_WORKER, RANGE_BYTES * _SLOT_RANGES)
+        except OSError as e:  # no memory to share: one stream
+            raise NotParallel(f"no shared memory: {e}") from None
         #: Per worker: ranges the reader may deal it before the engine takes one.
         self.rooms = [context.Semaphore(AHEAD_PER_WORKER) for _ in range(workers)]
         self._stop = context.Event()
@@ -486,12 +489,26 @@ class ParallelSplit:
             target=_deal, daemon=True, name="stream-split reader",
             args=(source, opened.form, RANGE_BYTES, opened.bytes_read, self.slots, self.rooms,
                   self._tasks, self._results, self._stop))
-        for proc in (*self._procs, self._dealer):
-            proc.start()
+        self._start()
         self._inbox: dict = {}
         self._pairs: list = []
         self._rounds: list = []  # (round, [(owner, worker)], workers) sent, in order
         self._sent_rounds = 0
+
+    def _start(self) -> None:
+        """Start the workers and the reader; when one cannot be (no memory to fork), stop
+        those started and free the slots (the split is then one stream)."""
+        started = []
+        try:
+            for proc in (*self._procs, self._dealer):
+                proc.start()
+                started.append(proc)
+        except OSError as e:
+            for proc in started:
+                proc.kill()
+                proc.join()
+            self.slots.close()
+            raise NotParallel(f"a process of the split could not start: {e}") from None
 
     def send(self, worker: int, task: tuple) -> None:
         self._tasks[worker].put(task)

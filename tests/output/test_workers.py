@@ -186,6 +186,29 @@ def test_a_worker_that_dies_falls_back_leaving_no_process_and_no_shared_memory(
     assert _shared_slots_open() == []
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
+def test_a_process_that_cannot_start_falls_back_leaving_no_process_and_no_shared_memory(
+        tmp_path, small_ranges, monkeypatch):
+    """No memory to fork the reader (the last process started): the workers started are
+    stopped, the slots freed, and the trace split as one stream."""
+    start = multiprocessing.process.BaseProcess.start
+
+    def start_but_the_reader(self):
+        if self.name == "stream-split reader":
+            raise OSError(12, "Cannot allocate memory")
+        start(self)
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", start_but_the_reader)
+    trace = tmp_path / "t.json"
+    trace.write_text(render(generate("training", 2), "object"))
+    one = stream_split.split(str(trace), tmp_path / "one", workers=1)
+    two = stream_split.split(str(trace), tmp_path / "two", workers=2)
+    assert small_ranges == []
+    assert folder_contents(tmp_path / "one") == folder_contents(tmp_path / "two")
+    assert one["counts"] == two["counts"]
+    assert multiprocessing.active_children() == []
+    assert _shared_slots_open() == []
+
+
 def _children_of(pid: int, count: int) -> list[str]:
     """The child processes of ``pid``, once there are ``count``."""
     deadline = time.monotonic() + PROCESS_WAIT
