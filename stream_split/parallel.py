@@ -75,8 +75,8 @@ PARALLEL_MIN_BYTES = 8 << 20
 READ_CHUNK = 1 << 20
 #: Ranges dealt to each worker ahead of the engine (each in a slot of its own: ``_Slots``).
 AHEAD_PER_WORKER = 2
-#: A slot holds this many ``RANGE_BYTES`` (a range is a little longer than ``RANGE_BYTES``,
-#: and what a worker makes of it was at most 1.2x its text on the resnet tiles).
+#: A slot holds this many ``RANGE_BYTES`` (a range is a little longer than ``RANGE_BYTES``;
+#: what a worker makes of it, pickled, was at most 0.82x its text on the 10x resnet tile).
 _SLOT_RANGES = 2
 #: Decided events gathered before their segments are sent to the workers.
 ROUND_PAIRS = 1 << 16
