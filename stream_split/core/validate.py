@@ -64,8 +64,8 @@ def _slim_event_type(name: str, dims) -> type:
 #: None (``ph`` and ``ts``, which are never null, when absent); ``get`` reads a field as a
 #: dict's ``get`` does, for the engine's paths that take events of either kind.
 #: ``SlimEvent`` keeps ``args``' ``Input Dims`` as its JSON text (``msgspec.Raw``,
-#: ``decode.TraceDecoder.lazy_dims``); ``SlimEventWithDims`` parsed (it crosses processes as
-#: MessagePack: ``parallel``).
+#: ``decode.TraceDecoder.lazy_dims``, as ``run.drive`` and ``parallel``'s workers read);
+#: ``SlimEventWithDims`` parsed (a slim decoder without ``lazy_dims``).
 SlimEvent = _slim_event_type("SlimEvent", msgspec.Raw)
 SlimEventWithDims = _slim_event_type("SlimEventWithDims", Any)
 
