@@ -345,6 +345,9 @@ class PieceWriter:
                            self.suffix)
         by_index = self.name_by != "step" and self.layout != LAYOUT_HTA
         if by_index and kinds is not None and len(kinds) == len(records):
+            if self._select is None:  # every one: at once
+                files.add_all_by_index(kinds)
+                return files
             for index, kind in enumerate(kinds):
                 if self.wants(index):
                     files.add_by_index(index, kind)
@@ -433,6 +436,19 @@ class PieceFiles(Mapping):
             self.add_named(index, piece_name(index, kind) + self._suffix)
         else:
             self._set(index, code)
+
+    def add_all_by_index(self, kinds) -> None:
+        """``add_by_index(index, kind)`` of each of ``kinds`` (iterations 0 on, none added
+        before): where every kind is named apart (``iteration``, ``idle``), their codes made
+        at once, by functions written in C (some 4,500 instructions a piece fewer: split of
+        30 k one-op iterations), else one by one."""
+        codes = list(map(self._KINDS.get, kinds))
+        if self._codes or None in codes:
+            for index, kind in enumerate(kinds):
+                self.add_by_index(index, kind)
+            return
+        self._codes = bytearray(codes)
+        self._count = len(codes)
 
     def add_named(self, index: int, name: str) -> None:
         """Iteration ``index`` has a piece named ``name``."""
