@@ -112,7 +112,7 @@ def test_a_compressed_piece_is_one_gzip_member_that_gzip_zcat_and_zlib_read_whol
 
 
 @pytest.mark.parametrize("level", [1, 6])
-def test_pieces_of_about_one_event_are_stored_and_read_whole_as_the_others(tmp_path, level):
+def test_pieces_of_a_few_events_are_stored_and_read_whole_as_the_others(tmp_path, level):
     # pieces whose events are at most STORED_PACK_BYTES are a stored block between the
     # deflated head and tail; one byte more, deflated: both one member that readers take
     head = b'{"ph": "i", "name": "x", "pad": "'
