@@ -45,6 +45,15 @@ def reading(items):
     return _Reading(items) if isinstance(items, PagedList) else items
 
 
+def read_pages(items):
+    """``items`` (a list or a ``PagedList``) a page at a time (lists of up to ``PAGE_ITEMS``
+    items), to be read only: a ``PagedList``'s pages as ``PagedList.read_pages`` gives them,
+    a list's slices."""
+    if isinstance(items, PagedList):
+        return items.read_pages()
+    return (items[at:at + PAGE_ITEMS] for at in range(0, len(items), PAGE_ITEMS))
+
+
 class _Reading:
     __slots__ = ("_items",)
 
@@ -71,7 +80,7 @@ def _packed(items: list):
     if items:
         kind = items[0].__class__
         pack = getattr(kind, PAGE_PACK, None)
-        if pack is not None and all(item.__class__ is kind for item in items):
+        if pack is not None and set(map(type, items)) == {kind}:  # (read in C)
             return kind, pack(items)
     return items
 

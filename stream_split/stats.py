@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from stream_split.core.records import KIND_IDLE, IterationRecord
 from stream_split.core.serving import IDLE as PHASE_IDLE
 from stream_split.pages import reading
 
-KIND_IDLE = "idle"
 #: A time a manifest holds as null (beyond a double): in a column of float64, NaN.
 _NOT_A_TIME = float("nan")
 
@@ -249,8 +249,10 @@ class RecordColumns:
         return len(self.idle)
 
     def add(self, record) -> None:
-        phase = getattr(record, "phase", None)
-        judged = judged_time(record)
+        if record.__class__ is IterationRecord:  # (most: its ``judged_time`` without a call)
+            phase, judged = record.phase, record.wall_us
+        else:
+            phase, judged = getattr(record, "phase", None), judged_time(record)
         self.times.append(_NOT_A_TIME if judged is None else judged)
         self.idle.append(phase == PHASE_IDLE or record.kind == KIND_IDLE)
         if self.phases is not None:

@@ -148,18 +148,14 @@ class IterationRecord:
     def to_dict(self, shared: bool = False) -> dict:
         """Its fields in order as a new dict (``breakdown`` and ``extra`` copied, not shared;
         ``shared``: shared, for a dict that is encoded at once and dropped), with the
-        derived ``duration_us`` and ``wall_us``; ``extra``'s keys spread at the end. Field by
-        field rather than ``dataclasses.asdict``: a manifest of 1 M iterations converts 1 M
-        of them, and ``asdict``'s deep copy was most of its time."""
-        d = _SCALAR_DICT(self)
-        d["duration_us"] = duration = self.duration_us
-        # without GPU work its wall span is its CPU window (no second ``round``: some 2,000
-        # instructions, an entry of a manifest of 1 M tiny iterations)
-        d["wall_us"] = duration if self.gpu_start_ts is None else self.wall_us
-        d["gpu_busy_us"] = rounded_us(self.gpu_busy_us)
-        d["gpu_active_us"] = rounded_us(self.gpu_active_us)
-        d["breakdown"] = self.breakdown if shared else _copied(self.breakdown)
-        d.update(self.extra if shared else _copied(self.extra))
+        derived ``duration_us`` and ``wall_us``; ``extra``'s keys spread at the end. Made in
+        one step (``_dict_of``), not ``dataclasses.asdict``, whose deep copy was most of the
+        time of a manifest of 1 M iterations."""
+        d = _TYPED_DICT(self, self.file)
+        if not shared:
+            d["breakdown"] = _copied(self.breakdown)
+        if self.extra:
+            d.update(self.extra if shared else _copied(self.extra))
         return d
 
     def __reduce__(self):
@@ -223,19 +219,39 @@ NESTED_FIELDS = ("breakdown", "extra")
 _SCALAR_FIELDS = tuple(f.name for f in fields(IterationRecord) if f.name not in NESTED_FIELDS)
 
 
-def _dict_of(record_type: str, names: tuple):
-    """A function of a record giving a new dict of ``{"type": record_type}`` and its values of
-    ``names`` (its fields), in order: a dict display made from the names, built in one step,
-    where ``dict.update`` with the names and the values zipped took about twice the
-    instructions (some 7,000 more an entry of a manifest of 1 M tiny iterations)."""
-    if not all(map(str.isidentifier, names)):
-        raise ValueError(f"not field names: {names!r}")
-    values = ", ".join(f"{name!r}: r.{name}" for name in names)
-    return eval(f"lambda r: {{'type': {record_type!r}, {values}}}")  # the names: ours
+def _dict_of(record_type: str | None):
+    """A function of a record and a file name giving ``to_dict(shared=True)``'s dict before
+    ``extra`` is spread: ``{"type": record_type}`` (none where None), the fields
+    ``_SCALAR_FIELDS`` in order (``file`` the name given; ``gpu_busy_us`` and
+    ``gpu_active_us`` ``rounded_us``), ``duration_us``, ``wall_us`` and ``breakdown`` (shared):
+    a dict display made from the names, built in one step, no call per derived value
+    (``dict.update`` with the names and the values zipped took about twice the instructions;
+    with ``manifest_entries._shared_entries`` some 3,000 instructions fewer an entry than
+    ``to_dict`` and ``manifest_entry`` a record at a time, split of 10 k one-op iterations)."""
+    if not all(map(str.isidentifier, _SCALAR_FIELDS)):
+        raise ValueError(f"not field names: {_SCALAR_FIELDS!r}")
+    values = ["'type': %r" % record_type] if record_type is not None else []
+    for name in _SCALAR_FIELDS:
+        value = f"r.{name}"
+        if name == "file":
+            value = "file"
+        elif name in _ROUNDED_FIELDS:  # ``rounded_us``, inline
+            value = f"round(r.{name}, 3) if r.{name} else r.{name}"
+        values.append(f"{name!r}: {value}")
+    # ``duration_us``'s and ``wall_us``'s values, inline (without GPU work its wall span is
+    # its CPU window: no second ``round``, some 2,000 instructions)
+    values += ["'duration_us': (duration := round(r.end_ts - r.start_ts, 3))",
+               "'wall_us': duration if r.gpu_start_ts is None else r.wall_us",
+               "'breakdown': r.breakdown"]
+    return eval(f"lambda r, file: {{{', '.join(values)}}}")  # the names: ours
 
 
-#: ``{"type": "iteration"}`` and the fields ``to_dict`` copies as they are, of a record.
-_SCALAR_DICT = _dict_of("iteration", _SCALAR_FIELDS)
+#: The fields whose values ``to_dict`` gives ``rounded_us``.
+_ROUNDED_FIELDS = ("gpu_busy_us", "gpu_active_us")
+#: ``to_dict(shared=True)`` of a record (its ``file`` given), before ``extra`` is spread.
+_TYPED_DICT = _dict_of("iteration")
+#: The same without ``type``: a manifest's entry (``manifest_entries``) before its ``extra``.
+untyped_dict = _dict_of(None)
 #: Every field's value of a record, in the constructor's order (``IterationRecord.__reduce__``).
 _RECORD_VALUES = _fields_of(IterationRecord)[1]
 

@@ -15,7 +15,8 @@ import pytest
 from stream_split.core import SplitOptions
 from stream_split.core.records import IterationRecord
 from stream_split.core import Splitter
-from stream_split.manifest_entries import ManifestIterations, dump_manifest
+from stream_split.manifest_entries import (
+    CHUNK_ENTRIES, ManifestIterations, dump_manifest, manifest_entry)
 from stream_split.pages import PAGE_ITEMS, RESIDENT_PAGES, PagedList
 from stream_split.run import read_through, scan_records
 from stream_split.serialize import strict_json
@@ -155,6 +156,47 @@ def test_the_manifest_written_entry_by_entry_is_the_text_of_json_dump(tmp_path):
         assert text.getvalue() == json.dumps(plain, indent=1)
         assert json.loads(text.getvalue())["iterations"] == list(entries)
         assert pickle.loads(pickle.dumps(entries)) == list(entries)
+
+
+@pytest.mark.parametrize("count", [1, PAGE_ITEMS + 1, CHUNK_ENTRIES + PAGE_ITEMS + 3])
+def test_the_entries_made_a_page_at_a_time_are_those_made_one_by_one(count, tmp_path):
+    """``ManifestIterations`` makes its entries a page of records at a time
+    (``_shared_entries``: one dict display and a file name each); its entries, what
+    ``to_read`` gives and the text ``dump_manifest`` writes are those of ``manifest_entry``
+    one record at a time and ``to_dict``: with ``extra`` keys (one named ``file``, which the
+    file's name overrides), entries assigned since, a number that is not finite, records
+    without a file, paged or in a list, across pages and chunks."""
+    paged = PagedList(str(tmp_path))
+    records = []
+    for i in range(count):
+        record = IterationRecord(i, start_ts=i * 6, end_ts=i * 6 + 5.5, first_op="op",
+                                 events=1, gpu_busy_us=i / 7,
+                                 breakdown={"host": {"cpu_op_us": i / 3}})
+        if i % 3:  # GPU work past its CPU window
+            record.gpu_start_ts, record.gpu_end_ts = i * 6 + 1.0, i * 6 + 9.25
+        if i % 5 == 2:
+            record.extra = {"tag": i, "file": "not this"}
+        if i == count - 1:
+            record.gpu_active_us = float("inf")
+        records.append(record)
+        paged.append(record)
+        paged.trim()
+    files = {r.index: f"iteration_{r.index:05d}.json" for r in records if r.index % 4}
+    for held in (records, paged):
+        entries = ManifestIterations(held, files)
+        entries[count // 2] = {**entries[count // 2], "outlier_reason": "changed"}
+        one_by_one = [manifest_entry(r, files) for r in records]
+        one_by_one[count // 2]["outlier_reason"] = "changed"
+        assert list(entries) == one_by_one
+        assert [entry["file"] for entry in one_by_one] == [files.get(i) for i in range(count)]
+        text = io.StringIO()
+        dump_manifest({"iterations": entries}, text)
+        assert text.getvalue() == strict_json({"iterations": one_by_one}, indent=1)
+        assert list(entries.to_read()) == one_by_one
+    if count > 2:  # ``to_dict``: ``type`` first, ``extra`` spread over the field ``file``
+        typed = records[2].to_dict()
+        assert list(typed)[:2] == ["type", "index"] and typed["file"] == "not this"
+        assert {**typed, "file": files.get(2)} == {"type": "iteration", **one_by_one[2]}
 
 
 @pytest.mark.parametrize("limit", [None, 4])

@@ -112,7 +112,7 @@ def test_a_compressed_piece_is_one_gzip_member_that_gzip_zcat_and_zlib_read_whol
 
 
 @pytest.mark.parametrize("level", [1, 6])
-def test_pieces_of_about_one_event_are_stored_and_read_whole_as_the_others(tmp_path, level):
+def test_pieces_of_a_few_events_are_stored_and_read_whole_as_the_others(tmp_path, level):
     # pieces whose events are at most STORED_PACK_BYTES are a stored block between the
     # deflated head and tail; one byte more, deflated: both one member that readers take
     head = b'{"ph": "i", "name": "x", "pad": "'
@@ -196,6 +196,27 @@ def test_the_names_of_pieces_named_by_index_take_about_a_byte_a_piece(tmp_path):
     assert len(files) == n + 1 and list(files)[:3] == [OUTSIDE, 0, 1]
     assert files[3] == "idle_00003.json.gz" and files[n - 1] == f"iteration_{n - 1:05d}.json.gz"
     assert files.get(n) is None and n not in files and files[OUTSIDE] == "outside.json.gz"
+
+
+@pytest.mark.parametrize("odd_kind", [None, "warmup"])
+def test_pieces_named_by_their_kinds_at_once_are_those_named_one_by_one(tmp_path, odd_kind):
+    """``file_names`` given every iteration's kind (``Splitter.kinds``) and no selection names
+    them at once (``PieceFiles.add_all_by_index``): the same names, in the same order, as
+    with a selection that takes every one (one by one), also where a kind is not named apart
+    (``piece_name``'s: all named one by one then)."""
+    kinds = [KIND_IDLE if i % 7 == 3 else KIND_ITERATION for i in range(300)]
+    if odd_kind is not None:
+        kinds[151] = odd_kind
+    records = [IterationRecord(index=i, kind=kind) for i, kind in enumerate(kinds)]
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    at_once = PieceWriter(str(tmp_path / "a"))
+    one_by_one = PieceWriter(str(tmp_path / "b"), select=lambda owner: True)
+    made = [writer.file_names(records, kinds) for writer in (at_once, one_by_one)]
+    for writer in (at_once, one_by_one):
+        writer.discard()
+    assert list(made[0].items()) == list(made[1].items()) and len(made[0]) == len(made[1])
+    assert made[0][3] == "idle_00003.json.gz" and made[0].get(299) == "iteration_00299.json.gz"
+    assert made[0][151] == "iteration_00151.json.gz"  # (a kind not named apart: as ``piece_name``)
 
 
 def test_pieces_named_by_step_keep_a_repeated_step_apart_by_index(tmp_path):
