@@ -8,6 +8,7 @@ checks that it did (a run that fell back to one stream would compare equal too).
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import multiprocessing
 import os
@@ -254,3 +255,59 @@ def test_parts_end_every_so_many_events_whatever_the_batches():
     assert [(r.i, r.j) for r in parts[2].frame_runs] == [(0, 4)]
     assert parts[3].frame_runs == []
     assert [raw for p in parts for raw in p.raws] == [*range(5), *range(7), 0]
+
+
+def _batch_facts(batch: Events) -> tuple:
+    """What a batch holds, comparable: its events, raws, whether checked, and its frame runs
+    (their bounds and times)."""
+    runs = [(run.i, run.j, None if run.starts is None else run.starts.tolist(),
+             None if run.ends is None else run.ends.tolist(), run._text)
+            for run in batch.frame_runs]
+    return batch.events, batch.raws, batch.checked, runs
+
+
+@pytest.mark.parametrize("form", ["object", "array"])
+def test_a_range_told_where_its_events_open_decodes_as_one_read_whole(form, monkeypatch):
+    """A range after the first is decoded told its opener (``TraceDecoder.events_open_after``,
+    the head not framed): the same batch, frame runs included, as the same document read
+    without being told; a document that does not begin with the opener is read as any
+    other."""
+    text = render(generate("training", 4), form=form).encode()
+    ranges = list(parallel.placed(parallel.cut_ranges(io.BytesIO(text), 64 << 10)))
+    assert len(ranges) > 2
+    read_head = parallel.TraceDecoder._read_head
+    for r, (piece, place) in enumerate(ranges[1:], 1):
+        document = b"".join(parallel.range_document(piece, place, form))
+        untold = parallel.TraceDecoder(max_event_bytes=1 << 20)
+        untold.slim = untold.lazy_dims = True
+        whole = Events()
+        whole.extend(untold.receive_data(document))
+        whole.extend(untold.receive_data(b""))
+        assert untold.complete
+
+        def unread(self, final):
+            raise AssertionError("the head was framed")
+        monkeypatch.setattr(parallel.TraceDecoder, "_read_head", unread)
+        told, ending = parallel.decode_range(document, place, form, 1 << 20)
+        monkeypatch.setattr(parallel.TraceDecoder, "_read_head", read_head)
+        assert _batch_facts(told) == _batch_facts(whole), r
+        assert (ending is None) == (place == "middle")
+    decoder = parallel.TraceDecoder()
+    decoder.events_open_after("object", b'{"traceEvents": [')
+    got = decoder.receive_data(b'{"other": 1, "traceEvents": [{"ph": "i", "ts": 1}]}')
+    decoder.receive_data(b"")
+    assert decoder.complete and decoder.header_before == {"other": 1}
+    assert [event["ph"] for event in got.events] == ["i"]
+
+
+def test_events_phases_read_in_bulk_are_those_read_one_by_one():
+    """``parallel._phases`` (``getattr`` in C over a checked batch's slim structs) gives each
+    event's ``ph`` as ``get`` reads it one by one, None for a frame read in bulk; an unchecked
+    batch's dicts too."""
+    from stream_split.core.validate import SlimEvent
+    slim = [SlimEvent(ph="M", ts=1), None, SlimEvent(ts=2), SlimEvent(ph="X", ts=3)]
+    assert parallel._phases(Events(slim, checked=True)) == ["M", None, None, "X"]
+    mixed = [{"ph": "M"}, None, {"ts": 2}, SlimEvent(ph="X", ts=3)]
+    assert parallel._phases(Events(mixed)) == ["M", None, None, "X"]
+    assert parallel._phases(Events(slim, checked=True)) == [
+        None if event is None else event.get("ph") for event in slim]
