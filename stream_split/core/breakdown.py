@@ -62,6 +62,11 @@ KEPT_INTERVALS = 512
 FROZEN_KEPT = 16
 #: Kernel names an iteration keeps once its GPU work is frozen.
 FROZEN_KERNEL_NAMES = 16
+#: The fewest intervals that ``IntervalUnion.compact`` keeps in arrays: fewer take a few
+#: hundred bytes as lists, and checking and converting them cost some 6 k instructions an
+#: iteration on a trace of one-op iterations (``IterationBreakdown.compact_host``), for
+#: nothing (integer times stay lists).
+ARRAY_MIN_INTERVALS = 8
 #: Distinct kernel names kept per iteration for ``top_kernels``.
 KEPT_KERNEL_NAMES = 64
 TOP_KERNELS = 5
@@ -130,10 +135,11 @@ class IntervalUnion:
 
     def compact(self) -> None:
         """Keep the intervals in float64 arrays (see the class), where every time is a float
-        (an integer is kept as given: beyond 2**53 float64 would change it)."""
+        (an integer is kept as given: beyond 2**53 float64 would change it) and they are at
+        least ``ARRAY_MIN_INTERVALS``."""
         starts, ends = self.starts, self.ends
-        if starts.__class__ is list and all(t.__class__ is float for t in starts) and \
-                all(t.__class__ is float for t in ends):
+        if starts.__class__ is list and len(starts) >= ARRAY_MIN_INTERVALS and \
+                {*map(type, starts), *map(type, ends)} <= _FLOAT:
             self.starts, self.ends = array("d", starts), array("d", ends)
 
     def _as_lists(self) -> tuple[list, list]:
@@ -390,13 +396,15 @@ class IterationBreakdown:
             self.kernels = dict(kept[:FROZEN_KERNEL_NAMES])
 
     def compact_host(self) -> None:
-        """Its CPU window closed a boundary ago: its host unions kept as arrays
-        (``IntervalUnion.compact``: the same values in a quarter of the memory; an op decided
-        later turns its thread's union back into lists). Kineto writes every CPU section of
-        a trace before its GPU work, so until ``freeze_gpu`` every iteration's unions would
-        stay lists: on the 180x stripped resnet tile 540 iterations of some 28 KB each."""
+        """Its CPU window closed a boundary ago: its host unions of ``ARRAY_MIN_INTERVALS`` or
+        more kept as arrays (``IntervalUnion.compact``: the same values in a quarter of the
+        memory; an op decided later turns its thread's union back into lists). Kineto writes
+        every CPU section of a trace before its GPU work, so until ``freeze_gpu`` every
+        iteration's unions would stay lists: on the 180x stripped resnet tile 540 iterations
+        of some 28 KB each."""
         for union in self.cpu_ops.values():
-            union.compact()
+            if len(union.starts) >= ARRAY_MIN_INTERVALS:  # (``compact``'s first check, no call)
+                union.compact()
 
     def add_launch_delay(self, delay_us: float) -> None:
         delay_us = max(0.0, delay_us)  # as HTA: clipped at 0

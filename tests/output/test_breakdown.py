@@ -159,6 +159,8 @@ def test_compact_host_keeps_each_threads_time_in_ops_and_a_later_op_still_counts
     unions live until then); the time in ops is the same, and an op decided later joins."""
     plain, compacted = bd.IterationBreakdown(), bd.IterationBreakdown()
     ops = [((1, 1), 0.0, 10.0), ((1, 1), 2.0, 3.0), ((1, 1), 20.0, 25.5), ((1, 2), 5.0, 9.0)]
+    ops += [(thread, 100.0 + k * 3, 101.0 + k * 3) for thread in ((1, 1), (1, 2))
+            for k in range(bd.ARRAY_MIN_INTERVALS)]
     for b in (plain, compacted):
         for thread, start, end in ops:
             b.add_op(thread, start, end)
@@ -168,8 +170,21 @@ def test_compact_host_keeps_each_threads_time_in_ops_and_a_later_op_still_counts
     for b in (plain, compacted):
         b.add_op((1, 1), 9.0, 21.0)  # late: joins two intervals
     assert compacted.host_dict() == plain.host_dict() == {
-        "cpu_op_us": 29.5, "launch_delay_mean_us": None, "launch_delay_max_us": None,
-        "launches_timed": 0}
+        "cpu_op_us": 29.5 + 2 * bd.ARRAY_MIN_INTERVALS, "launch_delay_mean_us": None,
+        "launch_delay_max_us": None, "launches_timed": 0}
+
+
+def test_compact_leaves_a_union_of_few_intervals_as_lists():
+    """Below ``ARRAY_MIN_INTERVALS`` the lists stay (arrays would save a few hundred bytes
+    and cost a conversion per iteration of a trace of tiny ones); from there on, arrays."""
+    union = bd.IntervalUnion()
+    for k in range(bd.ARRAY_MIN_INTERVALS):
+        union.compact()
+        assert union.starts.__class__ is list and union.ends.__class__ is list
+        union.add(k * 2.0, k * 2.0 + 1.0)
+    union.compact()
+    assert union.starts.__class__ is not list and union.ends.__class__ is not list
+    assert union.total_us == float(bd.ARRAY_MIN_INTERVALS)
 
 
 def test_union_beyond_its_intervals_sums_the_oldest_and_closes_no_gap(monkeypatch):
