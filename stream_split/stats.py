@@ -249,8 +249,9 @@ class RecordColumns:
         return len(self.idle)
 
     def add(self, record) -> None:
-        if record.__class__ is IterationRecord:  # (most: its ``judged_time`` without a call)
-            phase, judged = record.phase, record.wall_us
+        # (most: ``judged_time`` inline; a record's ``JUDGED_ON`` is never None)
+        if record.__class__ is IterationRecord:
+            phase, judged = record.phase, getattr(record, JUDGED_ON)
         else:
             phase, judged = getattr(record, "phase", None), judged_time(record)
         self.times.append(_NOT_A_TIME if judged is None else judged)
