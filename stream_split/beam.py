@@ -7,7 +7,7 @@ trace inside ``_SplitTraceFn`` through the paths every front end takes:
 PCollections (``SplitOutputs``), of dicts so that any sink takes them:
 
 - ``iterations``: one dict per iteration, the keys of ``IterationRecord.to_dict()``
-  (``core.records.ITERATION_FIELDS``, the one schema source) plus ``"trace"``;
+  (``core.records.iteration_fields()``, the one schema source) plus ``"trace"``;
 - ``summaries``: one dict per trace (``trace_summary``), with the trace's size in ``bytes``
   and the ``seconds`` it took;
 - ``dead_letters``: ``{"trace", "error"}`` per file that could not be read as a trace: an
@@ -68,7 +68,7 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Union
 
 from stream_split.core import IterationRecord, KIND_IDLE, KIND_ITERATION, SplitOptions
-from stream_split.core.records import ITERATION_FIELDS
+from stream_split.core.records import iteration_fields
 from stream_split.beam_ranges import (
     RANGE_BYTES, ScratchFn, SplitInRanges, copy_out, pieces_dir_name, time_budget_stop)
 from stream_split.config import SplitConfig
@@ -86,7 +86,7 @@ SUMMARIES = "summaries"
 DEAD_LETTERS = "dead_letters"
 
 #: Element types of the three outputs. Dicts, not dataclasses: every sink (JSON, Parquet,
-#: BigQuery) takes them as they are. Keys: ``IterationRow``: ``core.records.ITERATION_FIELDS``
+#: BigQuery) takes them as they are. Keys: ``IterationRow``: ``core.records.iteration_fields()``
 #: plus ``"trace"``; ``SummaryRow``: those of ``trace_summary``; ``DeadLetterRow``:
 #: ``"trace"`` and ``"error"``.
 IterationRow = dict[str, Any]
@@ -558,11 +558,11 @@ class SummarizeGroups(beam.PTransform):
 
 
 def iteration_parquet_schema():
-    """The pyarrow schema of ``IterationRow``: ``"trace"``, then ``ITERATION_FIELDS``."""
+    """The pyarrow schema of ``IterationRow``: ``"trace"``, then ``iteration_fields()``."""
     import pyarrow as pa
     arrow = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
     return pa.schema([pa.field("trace", pa.string())]
-                     + [pa.field(name, arrow[kind]) for name, kind, _ in ITERATION_FIELDS])
+                     + [pa.field(name, arrow[kind]) for name, kind, _ in iteration_fields()])
 
 
 def parquet_row(record: dict, names: tuple) -> dict:

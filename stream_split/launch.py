@@ -9,9 +9,14 @@ functions, sorting and searching run without it), so the command asks for one th
 (``OPENBLAS_NUM_THREADS``), unless the user set it himself; the processes it starts
 (``split --workers``, several ranks) inherit the setting. Only the command does this: it owns
 its process, while a library leaves its caller's settings alone (as ``allocator`` does).
+
+The CLI is imported with the garbage collector off, and what the imports made is then kept
+out of its reach (``run.settle_imports``, which ``cli.script`` calls): the collector no longer
+walks those objects while they are made, nor in later full collections, nor at exit.
 """
 from __future__ import annotations
 
+import gc
 import os
 
 import stream_split
@@ -29,6 +34,9 @@ def set_process_environment() -> None:
 
 
 def script() -> None:
-    """The console script: the process's settings, then the CLI."""
+    """The console script: the process's settings, then the CLI, imported with the garbage
+    collector off (``cli.script`` puts what the imports made out of its reach and turns it
+    back on: ``run.settle_imports``)."""
     set_process_environment()
+    gc.disable()
     stream_split.cli.script()  # loaded now (the package's late import), numpy with it

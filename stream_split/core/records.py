@@ -200,7 +200,14 @@ def _field_type(hint) -> tuple[type, bool]:
     return hint, False
 
 
-def _iteration_fields() -> tuple[tuple[str, type, bool], ...]:
+@cache
+def iteration_fields() -> tuple[tuple[str, type, bool], ...]:
+    """``(name, type, nullable)`` of every scalar key of ``IterationRecord.to_dict()``, in its
+    order (``extra`` keys and ``NESTED_FIELDS`` aside): the one source of the JSON fields and
+    of the Parquet schema (``stream_split.beam``), derived from the dataclass;
+    ``tests/output/test_schema.py`` checks it against the ``Iteration`` message of
+    ``records.proto``. Made when first asked for (``typing.get_type_hints`` evaluates every
+    annotation: 2.4 M instructions at each start-up of a command that never asks)."""
     hints = typing.get_type_hints(IterationRecord)
     out = [("type", str, False)]
     out += [(f.name, *_field_type(hints[f.name])) for f in fields(IterationRecord)
@@ -298,10 +305,3 @@ def restore_slots(cls, values: tuple):
     for name, value in zip(cls.__slots__, values):
         setattr(obj, name, value)
     return obj
-
-
-#: ``(name, type, nullable)`` of every scalar key of ``IterationRecord.to_dict()``, in its
-#: order (``extra`` keys and ``NESTED_FIELDS`` aside): the one source of the JSON fields and of the Parquet schema
-#: (``stream_split.beam``), derived from the dataclass; ``tests/output/test_schema.py`` checks it
-#: against the ``Iteration`` message of ``records.proto``.
-ITERATION_FIELDS = _iteration_fields()

@@ -5,6 +5,7 @@ rules": the package's one late import). rich only where something is drawn, prot
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import subprocess
@@ -169,21 +170,56 @@ def test_the_cli_allocator_keeps_freed_memory_unless_the_user_set_a_limit():
 
 def test_the_console_script_asks_openblas_for_one_thread_before_numpy_loads(monkeypatch):
     """``stream-split`` (``launch.script``) sets ``OPENBLAS_NUM_THREADS=1`` before the CLI
-    (and numpy) is imported, and keeps a value the user set; pyproject's console script is it."""
+    (and numpy) is imported, and keeps a value the user set; it imports the CLI with the
+    garbage collector off; pyproject's console script is it."""
     import tomllib
     from pathlib import Path
 
     from stream_split import launch
 
     seen = []
-    monkeypatch.setattr(cli, "script", lambda: seen.append(os.environ.get("OPENBLAS_NUM_THREADS")))
+
+    def script():  # the CLI's, loaded: it turns the collector back on (``run.settle_imports``)
+        seen.append((os.environ.get("OPENBLAS_NUM_THREADS"), gc.isenabled()))
+        gc.enable()
+    monkeypatch.setattr(cli, "script", script)
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
-    launch.script()
-    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
-    launch.script()
-    assert seen == ["1", "4"]
+    try:
+        launch.script()
+        monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+        launch.script()
+    finally:
+        gc.enable()
+    assert seen == [("1", False), ("4", False)]
     project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     assert project["project"]["scripts"]["stream-split"] == "stream_split.launch:script"
+
+
+_SETTLED = """
+import atexit, gc, json, sys
+seen = []  # the freeze count at each collection, "script" where the console script began
+gc.callbacks.append(lambda phase, info: phase == "start" and seen.append(gc.get_freeze_count()))
+report = open(sys.argv[1], "w")
+atexit.register(lambda: print(json.dumps([gc.isenabled(), gc.get_freeze_count(), seen]),
+                              file=report, flush=True))
+from stream_split import launch
+sys.argv = ["stream-split", *sys.argv[2:]]
+seen.append("script")
+launch.script()
+"""
+
+
+def test_the_console_script_imports_uncollected_then_keeps_the_imports_from_the_collector(
+        small_trace, tmp_path):
+    """``launch.script`` imports the CLI with the garbage collector off; then what the
+    imports made is frozen (``run.settle_imports``), and the run has automatic collection."""
+    report = tmp_path / "gc.json"
+    subprocess.run([sys.executable, "-c", _SETTLED, str(report), "boundaries", str(small_trace)],
+                   check=True, stdout=subprocess.DEVNULL, timeout=120)
+    enabled, frozen, seen = json.loads(report.read_text())
+    after = seen[seen.index("script") + 1:]
+    assert enabled and frozen > 10_000  # numpy's objects and ours
+    assert 0 not in after  # no collection walked the imports as they were made
 
 
 def test_the_command_starts_numpy_without_a_blas_thread_pool(tmp_path):

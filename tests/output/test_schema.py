@@ -12,7 +12,7 @@ import pytest
 from google.protobuf import json_format
 
 from stream_split import schema
-from stream_split.core.records import ITERATION_FIELDS, NESTED_FIELDS, Boundary, IterationRecord
+from stream_split.core.records import NESTED_FIELDS, Boundary, IterationRecord, iteration_fields
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROTO = os.path.join(ROOT, "proto", "stream_split", "v1", "records.proto")
@@ -65,7 +65,7 @@ def test_iteration_fields_match_to_dict():
 
 
 def test_iteration_fields_are_the_scalar_keys_of_to_dict_in_order():
-    assert [name for name, _, _ in ITERATION_FIELDS] == [
+    assert [name for name, _, _ in iteration_fields()] == [
         key for key in ITERATION.to_dict() if key not in NESTED_FIELDS]
 
 
@@ -78,7 +78,7 @@ def test_iteration_fields_match_the_iteration_message_of_records_proto():
     assert declared.pop("breakdown") == ("Breakdown", False)  # a message: no column
     proto_type = {int: "int64", float: "double", str: "string", bool: "bool"}
     derived = {name: (proto_type[kind], nullable)
-               for name, kind, nullable in ITERATION_FIELDS if name != "type"}
+               for name, kind, nullable in iteration_fields() if name != "type"}
     assert derived == declared
 
 
