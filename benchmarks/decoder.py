@@ -20,7 +20,12 @@ Modes (the decoder as ``run.drive`` reads it, through ``read.TraceReader.batches
   engine reads, runs of Python frames in bulk, no original bytes);
 - ``raws``: ``batches(raws=True, slim=True)``: what ``split`` and ``tag`` read (the same
   with each event's original bytes);
-- ``full``: ``batches()``: every field of every event, with raws (the library's reader).
+- ``full``: ``batches()``: every field of every event, with raws (the library's reader);
+- ``native``: not the project's decoder but a probe (``benchmarks/probes/native_columns.c``,
+  compiled here with ``cc``): the file inflated a piece at a time as the decoder does, each
+  piece's events put by one native pass into numpy columns of the fields a columnar engine
+  reads, trusting the input as Kineto writes it (no validation, no raws). A lower bound of what a native decoder giving
+  columns would cost (README "What limits the speed").
 
 As ``run.drive`` reads a file, the batches are regrouped in parts of ``run.FEED_EVENTS``
 (``run._parts``) and the garbage collector runs only on the young generations every few parts
@@ -37,16 +42,23 @@ import cProfile
 import gzip
 import json
 import pstats
+import ctypes
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from functools import cache
+from pathlib import Path
 
 import ijson
+import numpy as np
 
+from stream_split.decode import Decompressor
 from stream_split.read import TraceReader
 from stream_split.run import _parts, collect_young, young_collections_only
 
-MODES = ("ijson", "slim", "raws", "full")
+MODES = ("ijson", "slim", "raws", "full", "native")
 REFERENCE = "ijson"
 
 
@@ -68,8 +80,72 @@ def count_decoder(path: str, mode: str) -> int:
     return n
 
 
+#: The native probe's source, and the columns it fills (name, dtype), in its arguments' order.
+NATIVE_SOURCE = Path(__file__).resolve().parent / "probes" / "native_columns.c"
+NATIVE_COLUMNS = (("starts", np.int64), ("ends", np.int64), ("ph", np.int8), ("cat", np.int8),
+                  ("name_at", np.int64), ("name_len", np.int32), ("ts", np.float64),
+                  ("dur", np.float64), ("pid", np.int64), ("tid", np.int64),
+                  ("correlation", np.int64), ("external_id", np.int64))
+
+
+@cache
+def native_scan():
+    """The probe's ``scan`` (``NATIVE_SOURCE`` compiled with ``cc -O2`` into a temporary
+    folder, once a process); exits when there is no compiler."""
+    out = Path(tempfile.mkdtemp(prefix="native-probe-")) / "native_columns.so"
+    try:
+        subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(out), str(NATIVE_SOURCE)],
+                       check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        sys.exit(f"--modes native needs a C compiler (cc): {e}")
+    scan = ctypes.CDLL(str(out)).scan
+    scan.restype = ctypes.c_long
+    scan.argtypes = [ctypes.c_char_p, ctypes.c_long, ctypes.c_int, ctypes.c_long] + \
+        [ctypes.c_void_p] * len(NATIVE_COLUMNS)
+    return scan
+
+
+#: Rows of each column the probe fills per piece of inflated text (a piece is about 1 MB).
+NATIVE_ROWS = 1 << 17
+
+
+def native_pieces(path: str):
+    """The probe's columns of ``path``, a piece at a time: ``{name: column}`` of the events of
+    each piece (views of the same arrays, overwritten by the next piece). The file is inflated
+    a piece at a time as the decoder does (``decode.Decompressor``), and each piece's whole
+    events scanned (a piece is cut after its last ``},`` and line break, as Kineto ends an
+    event; the rest is carried to the next)."""
+    scan = native_scan()
+    columns = {name: np.empty(NATIVE_ROWS, kind) for name, kind in NATIVE_COLUMNS}
+    pointers = [c.ctypes.data for c in columns.values()]
+    decompressor, carry, inside = Decompressor(), b"", 0
+
+    def scanned(text: bytes) -> dict:
+        n = scan(text, len(text), inside, NATIVE_ROWS, *pointers)
+        if n < 0:
+            sys.exit(f"the native probe cannot read {path} (status {n})")
+        return {name: column[:n] for name, column in columns.items()}
+
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            for piece in decompressor.pieces(block):
+                text = carry + piece
+                cut = text.rfind(b"},\n")
+                if cut < 0 or not inside and b'"traceEvents"' not in text[:cut]:
+                    carry = text
+                    continue
+                yield scanned(text[:cut + 1])
+                carry, inside = text[cut + 1:], 1
+    yield scanned(carry + decompressor.finish())
+
+
+def count_native(path: str) -> int:
+    return sum(len(piece["ts"]) for piece in native_pieces(path))
+
+
 def run_mode(path: str, mode: str) -> dict:
-    count = count_ijson if mode == REFERENCE else (lambda p: count_decoder(p, mode))
+    count = {REFERENCE: count_ijson, "native": count_native}.get(
+        mode, lambda p: count_decoder(p, mode))
     wall, cpu = time.perf_counter(), time.process_time()
     events = count(path)
     return {"mode": mode, "events": events, "cpu_s": time.process_time() - cpu,
