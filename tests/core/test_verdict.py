@@ -278,13 +278,14 @@ def test_a_short_row_of_small_ops_holds_no_unit_its_exact_instances_could_confir
         return [with_kids(node, [LAYER, LAYER]) if node.sym == FWD else node
                 for node in row_of([OPT, FWD, BWD] * n)]
     least = RULES.min_instances
-    assert not exact_possible(steps(12), least)
+    assert not exact_possible(steps(12), 12 * 3 // least)
     unit = find_unit(steps(12), names=NAMES)
     assert unit is not None and unit.exact >= least
     assert confirmed_online(steps(12), unit, [], NAMES, False) is None
     # ... a longer one may: it is searched (as a row of whole steps with their work is)
-    assert exact_possible(steps(40), least)
+    assert exact_possible(steps(40), 40 * 3 // least)
+    assert not exact_possible(steps(40), 3)  # ... but no unit of one step's ops
     work = row_of([FWD] * 3)
     for node in work:
         with_kids(node, WORK * 3)
-    assert exact_possible(work, least)
+    assert exact_possible(work, 1)

@@ -1439,7 +1439,7 @@ def search_cap(m: int, rules: Rules = RULES) -> int:
 
 def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
               whole: bool = True, memo: SearchMemo | None = None,
-              least_exact: int = 0) -> Unit | None:
+              least_exact: int = 0, wide=None) -> Unit | None:
     """The outermost repeating unit of a sequence of sibling ops, or None. ``names``: the
     name of each symbol, for the opening rules that read names (input fetch, sync). ``whole``:
     the row is complete (at the end of the input), not cut off in the middle of an
@@ -1449,7 +1449,10 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
     use for a unit with fewer exact instances (``Unit.exact``; ``verdict.exact_needed``):
     None, without choosing nor opening a unit, where no candidate has that many
     (``_exact_candidate``), and without opening one where the unit it would open has fewer
-    (``_may_end_exact``); else the same answer as without it."""
+    (``_may_end_exact``); else the same answer as without it. ``wide``: with
+    ``least_exact``, the caller has no use either for a unit whose instances of so many ops
+    are not ``wide(ops)`` (``verdict.exact_possible``): None where every candidate of
+    enough exact instances has such instances."""
     m = len(row)
     if m < REPEAT:
         return None
@@ -1465,7 +1468,7 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
     anchors = _anchors(positions, m, rules)
     units: dict = {}  # anchor's index -> its cut evaluated (``_evaluate``), once
     if least_exact and not _exact_candidate(anchors, units, least_exact, row, syms, rules,
-                                            memo):
+                                            memo, wide):
         return None
     candidates = []
     for k, (sym, pos) in enumerate(anchors):
@@ -1523,16 +1526,20 @@ def _anchors(positions: _Positions, m: int, rules: Rules) -> list:
 
 
 def _exact_candidate(anchors: list, units: dict, least: int, row: list, syms: list,
-                     rules: Rules, memo: SearchMemo) -> bool:
+                     rules: Rules, memo: SearchMemo, wide=None) -> bool:
     """Does a candidate among the cuts of ``anchors`` have at least ``least`` exact instances
     (``Unit.exact``)? Only the cuts that could (``_most_exact``) are evaluated, and kept in
     ``units`` (anchor's index -> ``_evaluate``'s answer) for the search to go on with: each
     cut is evaluated alone (through ``memo``), so the candidates are the same whichever are
     evaluated first. The unit chosen is one of the candidates, opened (its instances'
     beginnings moved, ``Unit.exact`` kept), or one of them cut again where it waited
-    (``_waits_apart``, ``Unit.exact`` kept too): without such a candidate, it has fewer."""
+    (``_waits_apart``, ``Unit.exact`` kept too): without such a candidate, it has fewer.
+    ``wide``: of use only where it holds for the number of ops of the representative (a
+    shape that recurs, alike, ``least`` times among the instances)."""
     for k, (sym, pos) in enumerate(anchors):
-        if _most_exact(memo.cut(tuple(pos)), row, syms, rules, memo) >= least:
+        cut = memo.cut(tuple(pos))
+        if _most_exact(cut, row, syms, rules, memo) >= least and (
+                wide is None or any(wide(width) for width in _exact_widths(cut, least))):
             unit = units[k] = _evaluate(pos, sym, row, syms, rules, memo)
             if _qualifies(unit, rules) and unit.exact >= least:
                 return True
@@ -1558,6 +1565,15 @@ def _most_exact(cut: _Cut, row: list, syms: list, rules: Rules, memo: SearchMemo
     if shape is not None:
         return max(most, 1 + (shape == last))
     return most or 1
+
+
+def _exact_widths(cut: _Cut, least: int) -> set:
+    """The op counts of the representatives of a unit of ``cut`` with ``least`` exact
+    instances (inner instances alike, ``least`` - 1 at least, or one alone where that is
+    enough: ``_cut_shapes``, asked once ``_most_exact`` has counted them)."""
+    alike, lone = cut.alike
+    return {len(shape) for shape, n in alike.items() if n + 1 >= least} | \
+        (set(lone) if least <= REPEAT else set())
 
 
 def _cut_shapes(spans: list, syms: list) -> tuple:

@@ -45,18 +45,20 @@ exact); a try put off is retried at a later op, and what they never afford, ``cl
 searches once, whole. Where only exact instances could confirm (no input fetch on the row,
 nor a blocking sync with a loop marker: ``verdict.exact_needed``), a short row of small ops
 is not searched (``verdict.exact_possible``: no third of it holds the ops a whole piece of
-work repeats), a search with no candidate of three exact instances ends before it chooses
-and opens a unit (``search.find_unit``'s ``least_exact``), and one whose unit would have
-fewer ends before its opening (``search._may_end_exact``). Of the 118 tries on the 10x
-stripped resnet tile: 20 (the top of its first section: ``zero_grad``, ``forward``,
-``step``), 67 (among them the first ops of its third step, read one by one) and 10. The
-tries there cost 595 M instructions (730 M before session 32: callgrind, the detector's
-calls replayed alone), the 56 k ops read while learning 422 M besides (471 M).
+work repeats), a search with no candidate of three exact instances (or none whose
+instances are that wide) ends before it chooses and opens a unit (``search.find_unit``'s
+``least_exact`` and ``wide``), and one whose unit would have fewer ends before its opening
+(``search._may_end_exact``). Of the 118 tries on the 10x stripped resnet tile: 20 (the top
+of its first section: ``zero_grad``, ``forward``, ``step``), 71 (among them the first ops
+of its third step, read one by one, and 4 more on that first top level) and 10. The tries
+there cost 510 M instructions (730 M before session 32: callgrind, the detector's calls
+replayed alone), the 56 k ops read while learning 425 M besides (471 M).
 """
 from __future__ import annotations
 
 import enum
 from dataclasses import replace
+from functools import cache, partial
 
 from stream_split.core.detect.base import DetectorResult, FoundBoundary, TraceFacts
 from stream_split.core.detect.close import (
@@ -302,10 +304,10 @@ class StructureDetector:
         instances that each turn the loop loses to them at close (the super-period rule) and
         a finer one turns no loop, whatever the kernels that come later weigh."""
         least = exact_needed(roots, path, self._names, section_read)
-        if least and not exact_possible(roots, least):
+        if least and not exact_possible(roots, len(roots) // least):
             return ()
         unit = find_unit(roots, names=self._names, whole=False, memo=self._memos.of(roots),
-                         least_exact=least)
+                         least_exact=least, wide=cache(partial(exact_possible, roots)))
         if unit is None:
             return ()
         verdict, why = iteration_test(state.roots, roots, unit, path,

@@ -270,17 +270,18 @@ def exact_needed(row: list, path: list, names: list, section_read: bool,
     return min(rules.min_instances, rules.online.exact_row_instances)
 
 
-def exact_possible(row: list, least: int, rules: Rules = RULES) -> bool:
-    """May a unit on ``row``, at the top of the thread, be believed through its exact
-    instances (``exact_needed``: ``least`` of them), as far as the row's size tells? Each
-    of them holds the unit's ops (a ``least``-th of the row at most); ``exact_row`` needs
+def exact_possible(row: list, width: int, rules: Rules = RULES) -> bool:
+    """May a unit on ``row``, at the top of the thread, whose instances hold ``width``
+    top-level ops be believed through its exact instances (the ways ``exact_needed``
+    leaves), as far as the ops tell? ``exact_row`` needs
     ``OnlineRules.exact_row_instances`` of them, and ``_whole_exact_instances`` a first
     instance that, with the ops below it, repeats a sub-unit (``inner_repeat``):
-    ``_WHOLE_LEAST_OPS`` ops at least. A short row none of whose stretches of that many
-    top-level ops holds as many with the ops below them (the top of a step that calls
-    ``zero_grad``, ``forward`` and ``step``) has no such unit: the online tries spare its
-    search. Read only while such a stretch has fewer top-level ops than that."""
-    width = len(row) // least
+    ``_WHOLE_LEAST_OPS`` ops at least. On a short row none of whose stretches of ``width``
+    ops holds as many with the ops below them (the top of a step that calls ``zero_grad``,
+    ``forward`` and ``step``) there is no such unit: the online tries spare its search
+    (``width``: a ``least``-th of the row, its most), or end it once no candidate of enough
+    exact instances is that wide (``find_unit``'s ``wide``). Read only while ``width`` is
+    below that many ops."""
     if width >= _WHOLE_LEAST_OPS or len(row) >= rules.online.exact_row_instances:
         return True
     sizes: list = []  # each op's, with the ops below it, up to ``_WHOLE_LEAST_OPS``
