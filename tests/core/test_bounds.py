@@ -177,6 +177,45 @@ def test_a_search_for_a_unit_of_enough_exact_instances_answers_as_the_full_one()
     assert early and same  # some searches ended before a unit was chosen, some did not
 
 
+def test_a_search_whose_unit_would_have_too_few_exact_instances_ends_before_its_opening(
+        monkeypatch):
+    # ``_may_end_exact``: a candidate has enough exact instances, but neither the unit
+    # chosen nor one with idle cycles has (and no loop marker nor sync may move the cut):
+    # None before the opening, where the full search's unit has fewer
+    kept, ended = search._may_end_exact, []
+
+    def asked(*args, **kwargs):
+        answer = kept(*args, **kwargs)
+        ended.append(not answer)
+        return answer
+    monkeypatch.setattr(search, "_may_end_exact", asked)
+    for names in _ROWS_GROWN:
+        for row, symbols in _growing(names):
+            asked_before = len(ended)
+            bounded = find_unit(row, names=symbols, whole=False, least_exact=3)
+            if len(ended) > asked_before and ended[-1]:
+                assert bounded is None
+                assert find_unit(row, names=symbols, whole=False).exact < 3
+    assert True in ended and False in ended
+
+
+def test_a_search_for_wide_enough_exact_instances_answers_as_the_full_one_or_none():
+    # ``find_unit``'s ``wide`` (``verdict.exact_possible``): where no candidate of enough
+    # exact instances has instances of a width it accepts, None; else the same answer
+    for names in _ROWS_GROWN:
+        for row, symbols in _growing(names):
+            bounded = find_unit(row, names=symbols, whole=False, least_exact=3)
+            assert find_unit(row, names=symbols, whole=False, least_exact=3,
+                             wide=lambda width: True) == bounded
+            assert find_unit(row, names=symbols, whole=False, least_exact=3,
+                             wide=lambda width: False) is None
+            if bounded is not None and bounded.exact >= 3:
+                widths = []
+                find_unit(row, names=symbols, whole=False, least_exact=3,
+                          wide=lambda width: widths.append(width) or False)
+                assert len(bounded.pattern) in widths  # its representative's was asked
+
+
 def test_the_exact_instances_a_cut_could_have_are_those_counted_anew_as_its_row_grows(
         monkeypatch):
     # ``_most_exact`` keeps the shapes of a cut's inner instances with the cut (the row's

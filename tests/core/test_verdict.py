@@ -6,8 +6,8 @@ from stream_split.core.detect.search import (
 from stream_split.core.detect.skeleton import Node
 from stream_split.core.detect.verdict import (
     LOOP_INSIDE, STEPS_AT_THE_TOP, STEPS_NESTED, confirmed_online, dominant, every_fetch_opens,
-    exact_needed, inner_repeat, iteration_test, loop_inside, module_holding_several, not_a_layer,
-    exact_row, opens_with_copy, regular_steps)
+    exact_needed, exact_possible, inner_repeat, iteration_test, loop_inside,
+    module_holding_several, not_a_layer, exact_row, opens_with_copy, regular_steps)
 
 NAMES = ["get_next_batch", "forward", "backward", "Optimizer.step#SGD.step", "aten::item", "layer",
          "aten::linear", "aten::relu", "aten::add", "aten::mul", "aten::copy_", "wrapper"]
@@ -257,12 +257,35 @@ def test_the_search_and_the_verdict_agree_on_a_plain_training_loop():
     assert iteration_test(row, row, unit, [], None)[0]
 
 
-def test_only_exact_instances_can_confirm_a_top_level_row_without_a_loop_marker():
+def test_only_exact_instances_can_confirm_a_top_level_row_without_a_fetch_or_a_closing_sync():
     plain = row_of([FWD, BWD, ITEM] * 3)
     assert exact_needed(plain, [], NAMES, section_read=False) == RULES.min_instances
-    # a fetch, an optimizer step (markers), a container around the row, or the whole
+    # a loop marker alone (an optimizer step, no fetch, no sync): neither the input-fetch
+    # way nor the sync way can open a unit there, only exact instances confirm
+    assert exact_needed(row_of([FWD, BWD, OPT] * 3), [], NAMES, False) == RULES.min_instances
+    # a fetch, an optimizer step with a sync, a container around the row, or the whole
     # section read: other ways may confirm, so any unit may do
-    for marker in (FETCH, OPT):
-        assert exact_needed(row_of([FWD, BWD, marker] * 3), [], NAMES, False) == 0
+    for ops in ([FWD, BWD, FETCH], [FWD, BWD, ITEM, OPT]):
+        assert exact_needed(row_of(ops * 3), [], NAMES, False) == 0
     assert exact_needed(plain, [Node(11, 0.0, 100.0, 0)], NAMES, False) == 0
     assert exact_needed(plain, [], NAMES, section_read=True) == 0
+
+
+def test_a_short_row_of_small_ops_holds_no_unit_its_exact_instances_could_confirm():
+    # the top of a step that calls zero_grad, forward (two ops below it) and step: a third
+    # of the row, with the ops below it, is too few ops to repeat a sub-unit
+    def steps(n):
+        return [with_kids(node, [LAYER, LAYER]) if node.sym == FWD else node
+                for node in row_of([OPT, FWD, BWD] * n)]
+    least = RULES.min_instances
+    assert not exact_possible(steps(12), 12 * 3 // least)
+    unit = find_unit(steps(12), names=NAMES)
+    assert unit is not None and unit.exact >= least
+    assert confirmed_online(steps(12), unit, [], NAMES, False) is None
+    # ... a longer one may: it is searched (as a row of whole steps with their work is)
+    assert exact_possible(steps(40), 40 * 3 // least)
+    assert not exact_possible(steps(40), 3)  # ... but no unit of one step's ops
+    work = row_of([FWD] * 3)
+    for node in work:
+        with_kids(node, WORK * 3)
+    assert exact_possible(work, 1)

@@ -102,11 +102,12 @@ rules out first, on bounds of every instance's similarity to each representative
 try, computed at once in numpy, the cuts that no representative can make qualify
 (``_ruled_out``): of 82 cuts of 2,000 ops drawn from 400 names, 78 go before their bags are
 made. A caller that has no use for a unit of fewer than a few exact instances
-(``find_unit``'s ``least_exact``: the online tries on a row without a loop marker) has first
-evaluated only the cuts whose instances' ops could make that many (``_most_exact``), and the
-other cuts, the choice and the opening only where one of those is a candidate. Only the
-symbols that repeat are candidate anchors, and only theirs are listed (``_Positions``): a
-row of a million names each seen once lists none.
+(``find_unit``'s ``least_exact``: the online tries on a row that only exact instances can
+confirm) has first evaluated only the cuts whose instances' ops could make that many
+(``_most_exact``), and the other cuts and the choice only where one of those is a
+candidate; the opening only where the unit it would open may have them
+(``_may_end_exact``). Only the symbols that repeat are candidate anchors, and only theirs
+are listed (``_Positions``): a row of a million names each seen once lists none.
 
 Every threshold lives in ``rules.Rules`` with the reason for its value.
 """
@@ -359,6 +360,12 @@ def _likeness(bag_totals: tuple, reference: tuple, rules: Rules) -> tuple[float,
                         _size_parts(reference, rules)), w
 
 
+def _measure(reference: tuple, rules: Rules) -> tuple:
+    """What instances are weighed and sized by against ``reference``: its ``_active``
+    components and its ``_size_parts``."""
+    return _active(reference), _size_parts(reference, rules)
+
+
 def _active(reference: tuple) -> tuple:
     """The components of an instance's composition that count against ``reference``: time
     and kernels where the reference has any (``_weights``)."""
@@ -592,10 +599,11 @@ class SearchMemo:
             scored, sims, idle_at = list(scored), list(sims), list(idle_at)  # kept: not changed
             bags = self.bags(cut)
             like = self.rules.like
+            measure = _measure(ref[1], self.rules)  # (once for the runs)
             while done < len(spans):  # with ``hope``: one by one, then in runs of an eighth
                 end = min(len(spans), done + max(1, done // HOPE_RUNS)) if hope is not None \
                     else len(spans)
-                new = list(self._likenesses(ref[1], spans[done:end], bags[done:end]))
+                new = list(self._likenesses(ref[1], spans[done:end], bags[done:end], measure))
                 new_sims = [x for x, _ in new]
                 scored += new
                 sims += new_sims
@@ -638,12 +646,12 @@ class SearchMemo:
         instances that recur)."""
         return next(self._likenesses(reference, [span], [bag]))
 
-    def _likenesses(self, reference: tuple, spans: list, bags: list):
+    def _likenesses(self, reference: tuple, spans: list, bags: list, measure: tuple = ()):
         """``_likeness`` of each instance of ``spans`` (``bags``, theirs) to the
-        representative's ``reference``, one by one."""
-        active = _active(reference)
+        representative's ``reference``, one by one (``measure``: its ``_measure``, if
+        made already)."""
         rules = self.rules
-        parts = _size_parts(reference, rules)
+        active, parts = measure or _measure(reference, rules)
         previous = None  # an instance's bag equal to the one before: the same answer
         for span, bag in zip(spans, bags):
             if bag != previous:
@@ -1035,6 +1043,10 @@ class _Hope:
         flags) add: (instances unlike the unit, their summed score, how many, the least
         similarity as ``Unit.similarity`` rounds it)."""
         like = self.rules.like
+        if len(new) == 1:  # (the first runs read one by one: the same counts, no sums made)
+            x, h = new[0], self.held[self.read]
+            return (0 if h or x >= like or idle[0] else 1,
+                    max(x, like) if h and self.turns else x, 1, round(x, 3))
         held = self.held[self.read:self.read + len(new)]
         if any(held) or any(idle):
             unlike = sum(1 for x, h, i in zip(new, held, idle) if not h and x < like and not i)
@@ -1427,7 +1439,7 @@ def search_cap(m: int, rules: Rules = RULES) -> int:
 
 def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
               whole: bool = True, memo: SearchMemo | None = None,
-              least_exact: int = 0) -> Unit | None:
+              least_exact: int = 0, wide=None) -> Unit | None:
     """The outermost repeating unit of a sequence of sibling ops, or None. ``names``: the
     name of each symbol, for the opening rules that read names (input fetch, sync). ``whole``:
     the row is complete (at the end of the input), not cut off in the middle of an
@@ -1436,7 +1448,11 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
     it grew; the answer is the same with or without it. ``least_exact``: the caller has no
     use for a unit with fewer exact instances (``Unit.exact``; ``verdict.exact_needed``):
     None, without choosing nor opening a unit, where no candidate has that many
-    (``_exact_candidate``); else the same answer as without it."""
+    (``_exact_candidate``), and without opening one where the unit it would open has fewer
+    (``_may_end_exact``); else the same answer as without it. ``wide``: with
+    ``least_exact``, the caller has no use either for a unit whose instances of so many ops
+    are not ``wide(ops)`` (``verdict.exact_possible``): None where every candidate of
+    enough exact instances has such instances."""
     m = len(row)
     if m < REPEAT:
         return None
@@ -1452,7 +1468,7 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
     anchors = _anchors(positions, m, rules)
     units: dict = {}  # anchor's index -> its cut evaluated (``_evaluate``), once
     if least_exact and not _exact_candidate(anchors, units, least_exact, row, syms, rules,
-                                            memo):
+                                            memo, wide):
         return None
     candidates = []
     for k, (sym, pos) in enumerate(anchors):
@@ -1463,14 +1479,31 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
         return None
     for unit in candidates if markers else ():
         unit.merged = _merged_turns(unit, syms, markers)
-    best = _opened(_choose(candidates, rules, markers), row, syms, positions, names, rules,
-                   whole, memo)
+    chosen = _choose(candidates, rules, markers)
+    if least_exact and not _may_end_exact(chosen, candidates, least_exact, movable=(
+            names is not None and any(loop_marker(names[s]) or names[s] in BLOCKING_SYNC_NAMES
+                                      for s in set(syms)))):
+        return None
+    best = _opened(chosen, row, syms, positions, names, rules, whole, memo)
     apart = _idle_cycles_apart(best, candidates, rules)
     if apart is not None:
         best = _opened(apart, row, syms, positions, names, rules, whole, memo)
     best = _waits_apart(best, row, syms, rules)
     return _turns_apart(best, row, syms, names, rules) if whole and names is not None \
         else best
+
+
+def _may_end_exact(chosen: Unit, candidates: list, least: int, movable: bool) -> bool:
+    """May the unit ``find_unit`` answers, ``chosen`` among ``candidates``, have ``least``
+    exact instances? It is ``chosen``, or a candidate with idle cycles
+    (``_idle_cycles_apart``), opened: the opening keeps ``Unit.exact`` (``_opened``, and so
+    do ``_waits_apart`` and ``_turns_apart``) unless it moves the cut to another kind of op
+    (``_begin_at``, ``_at_loop_edge``), which only a row with a loop marker (an input
+    fetch is one) or a blocking sync allows, and only with ``names`` (``movable``: then it
+    may). Where none of them has that many, the online tries on a row that only exact
+    instances can confirm (``verdict.exact_needed``) spare the opening, and the iteration
+    test."""
+    return movable or any(c.exact >= least for c in [chosen] + [c for c in candidates if c.idle])
 
 
 def _anchors(positions: _Positions, m: int, rules: Rules) -> list:
@@ -1493,16 +1526,20 @@ def _anchors(positions: _Positions, m: int, rules: Rules) -> list:
 
 
 def _exact_candidate(anchors: list, units: dict, least: int, row: list, syms: list,
-                     rules: Rules, memo: SearchMemo) -> bool:
+                     rules: Rules, memo: SearchMemo, wide=None) -> bool:
     """Does a candidate among the cuts of ``anchors`` have at least ``least`` exact instances
     (``Unit.exact``)? Only the cuts that could (``_most_exact``) are evaluated, and kept in
     ``units`` (anchor's index -> ``_evaluate``'s answer) for the search to go on with: each
     cut is evaluated alone (through ``memo``), so the candidates are the same whichever are
     evaluated first. The unit chosen is one of the candidates, opened (its instances'
     beginnings moved, ``Unit.exact`` kept), or one of them cut again where it waited
-    (``_waits_apart``, ``Unit.exact`` kept too): without such a candidate, it has fewer."""
+    (``_waits_apart``, ``Unit.exact`` kept too): without such a candidate, it has fewer.
+    ``wide``: of use only where it holds for the number of ops of the representative (a
+    shape that recurs, alike, ``least`` times among the instances)."""
     for k, (sym, pos) in enumerate(anchors):
-        if _most_exact(memo.cut(tuple(pos)), row, syms, rules, memo) >= least:
+        cut = memo.cut(tuple(pos))
+        if _most_exact(cut, row, syms, rules, memo) >= least and (
+                wide is None or any(wide(width) for width in _exact_widths(cut, least))):
             unit = units[k] = _evaluate(pos, sym, row, syms, rules, memo)
             if _qualifies(unit, rules) and unit.exact >= least:
                 return True
@@ -1528,6 +1565,15 @@ def _most_exact(cut: _Cut, row: list, syms: list, rules: Rules, memo: SearchMemo
     if shape is not None:
         return max(most, 1 + (shape == last))
     return most or 1
+
+
+def _exact_widths(cut: _Cut, least: int) -> set:
+    """The op counts of the representatives of a unit of ``cut`` with ``least`` exact
+    instances (inner instances alike, ``least`` - 1 at least, or one alone where that is
+    enough: ``_cut_shapes``, asked once ``_most_exact`` has counted them)."""
+    alike, lone = cut.alike
+    return {len(shape) for shape, n in alike.items() if n + 1 >= least} | \
+        (set(lone) if least <= REPEAT else set())
 
 
 def _cut_shapes(spans: list, syms: list) -> tuple:

@@ -91,8 +91,9 @@ class ThreadSkeleton:
         self.steps: list | tuple = _NONE_YET
         self.next_try = first_try  # top-level ops before the next online attempt
         #: Top-level symbol -> occurrences, and what may make a unit there believable
-        #: online (``RootCounts``: for the online tries).
-        self.seen = RootCounts()
+        #: online (``RootCounts``: for the online tries); of a side thread, never tried
+        #: online, only the kinds it holds (a set: ``Skeletons._unused`` asks).
+        self.seen = RootCounts() if self.main else set()
         #: Under the current top-level op: a shallow container -> its children's symbol
         #: counts (for online tries inside a container; cleared at each new top-level op;
         #: None before the first).
@@ -129,21 +130,6 @@ class ThreadSkeleton:
             stack.append(None)
             return SKIPPED
         return parent
-
-    def skips_below(self, depth: int) -> bool:
-        """An op of a side thread (it keeps no op below its top level: ``Skeletons.add``),
-        not a ``ProfilerStep``, read at ``depth`` of the engine's stack: True where it opens
-        under the thread's top-level op read (kept or not), then it is pushed as not kept,
-        as ``parent_at`` and ``Skeletons.add`` would push it, at a fraction of their cost
-        (most ops of a trace's autograd thread). False at the top level, or where it may
-        take a top-level op's place (under ``ProfilerStep`` spans read through:
-        ``parent_at``)."""
-        stack = self.stack
-        if depth and stack and stack[0] is not None:
-            del stack[depth:]
-            stack.append(SKIPPED)
-            return True
-        return False
 
     def around_latest(self) -> list:
         """The kept ops open around the latest op read, outermost first."""
@@ -390,15 +376,18 @@ class Skeletons:
         past enough to rank it): nor are its children then."""
         if parent is None:
             node = Node(self.symbols.of(name), start, end, 0)  # its symbol even if skipped
-            if not state.main and len(state.roots) >= RULES.memory.side_thread_roots:
-                node = SKIPPED
-            else:
+            if state.main:
                 state.add_root(node)
                 state.seen.add(node, node.sym in self.symbols.markers)
                 if state.kid_seen:
                     state.kid_seen.clear()
-                if state.seen.singles > state.sift_at and state.main:
+                if state.seen.singles > state.sift_at:
                     self.forget_singles(state)
+            elif len(state.roots) < RULES.memory.side_thread_roots:
+                state.add_root(node)
+                state.seen.add(node.sym)
+            else:
+                node = SKIPPED
         elif state.main and parent.depth + 1 < self._max_depth and \
                 self._nodes < self._max_nodes:
             node = Node(self.symbols.of(name), start, end, parent.depth + 1)

@@ -42,16 +42,23 @@ Time: the online tries search only as much as the ops read pay for (``search.Sea
 and not at all a top level where no unit found could be believed
 (``skeleton.RootCounts.may_confirm``: no loop marker, no three instances that could be
 exact); a try put off is retried at a later op, and what they never afford, ``close.decide``
-searches once, whole. Where only exact instances could confirm (no loop marker on the row:
-``verdict.exact_needed``), a search with no candidate of three exact instances ends before
-it chooses and opens a unit (``search.find_unit``'s ``least_exact``): 67 of the 118 tries
-on the 10x stripped resnet tile (among them the first ops of its third step, read one by
-one).
+searches once, whole. Where only exact instances could confirm (no input fetch on the row,
+nor a blocking sync with a loop marker: ``verdict.exact_needed``), a short row of small ops
+is not searched (``verdict.exact_possible``: no third of it holds the ops a whole piece of
+work repeats), a search with no candidate of three exact instances (or none whose
+instances are that wide) ends before it chooses and opens a unit (``search.find_unit``'s
+``least_exact`` and ``wide``), and one whose unit would have fewer ends before its opening
+(``search._may_end_exact``). Of the 118 tries on the 10x stripped resnet tile: 20 (the top
+of its first section: ``zero_grad``, ``forward``, ``step``), 71 (among them the first ops
+of its third step, read one by one, and 4 more on that first top level) and 10. The tries
+there cost 510 M instructions (730 M before session 32: callgrind, the detector's calls
+replayed alone), the 56 k ops read while learning 425 M besides (471 M).
 """
 from __future__ import annotations
 
 import enum
 from dataclasses import replace
+from functools import cache, partial
 
 from stream_split.core.detect.base import DetectorResult, FoundBoundary, TraceFacts
 from stream_split.core.detect.close import (
@@ -66,7 +73,7 @@ from stream_split.core.detect.section import (
 from stream_split.core.detect.skeleton import (
     SKIPPED, Node, RowExtremes, Skeletons, ThreadSkeleton, after_containers, before_containers)
 from stream_split.core.detect.verdict import (
-    confirmed_online, dominant, exact_needed, iteration_test, regular_steps)
+    confirmed_online, dominant, exact_needed, exact_possible, iteration_test, regular_steps)
 from stream_split.trace_format import PROFILER_STEP_PREFIX
 
 class Mode(enum.Enum):
@@ -200,7 +207,7 @@ class StructureDetector:
         """``observe`` in ``Mode.LEARNING``: the op joins the skeleton (``skeleton.Skeletons``),
         and may be the moment to try the unit online (or end the loop thread's section)."""
         loop = self._section
-        if thread != loop.thread and start < loop.since:  # (``ended_by``'s first test, inline)
+        if start < loop.since and thread != loop.thread:  # (``ended_by``'s first test, inline)
             found = self._from_the_past(start, gpu_block=False)
             if found is not None:
                 return found
@@ -214,8 +221,17 @@ class StructureDetector:
             state = self._skeletons.of(thread, section)
         if state.main:
             loop.follow(thread, start)
-        elif not is_step and state.skips_below(len(stack) - 1):
-            return ()
+        elif not is_step:
+            # A side thread keeps no op below its top level (``Skeletons.add``): an op read
+            # under its top-level op (kept or not) is pushed as not kept, as ``parent_at`` and
+            # ``Skeletons.add`` would push it, at a fraction of their cost (most ops of a
+            # trace's autograd thread). Not at the top level, nor where it may take a
+            # top-level op's place (under ``ProfilerStep`` spans read through: ``parent_at``).
+            depth, kept = len(stack) - 1, state.stack
+            if depth and kept and kept[0] is not None:
+                del kept[depth:]
+                kept.append(SKIPPED)
+                return ()
         parent = state.parent_at(len(stack) - 1, is_step and not self._use_annotations)
         if parent is SKIPPED:  # not read: under an op not kept, or a step read through
             return ()
@@ -225,8 +241,8 @@ class StructureDetector:
         node = self._skeletons.add(state, parent, start, end, name)
         if state.roots is not roots:  # ops of names of their own forgotten: a new row
             self._forget_tries()
-        if node is SKIPPED or not self._online_allowed(state):
-            return ()
+        if node is SKIPPED or not state.main or not self._online_allowed(state):
+            return ()  # (a side thread's op: not tried, asked without a call)
         return self._try_after(state, parent, node)
 
     def _try_after(self, state: ThreadSkeleton, parent: Node | None, node: Node):
@@ -287,8 +303,11 @@ class StructureDetector:
         is read (Kineto's layout), so no later instance can differ. A coarser cut of several
         instances that each turn the loop loses to them at close (the super-period rule) and
         a finer one turns no loop, whatever the kernels that come later weigh."""
+        least = exact_needed(roots, path, self._names, section_read)
+        if least and not exact_possible(roots, len(roots) // least):
+            return ()
         unit = find_unit(roots, names=self._names, whole=False, memo=self._memos.of(roots),
-                         least_exact=exact_needed(roots, path, self._names, section_read))
+                         least_exact=least, wide=cache(partial(exact_possible, roots)))
         if unit is None:
             return ()
         verdict, why = iteration_test(state.roots, roots, unit, path,

@@ -26,11 +26,14 @@ when Python frames were not recorded).
 """
 from __future__ import annotations
 
+import math
+
 from stream_split.core.detect.rules import INNER_RULES, ONLINE_INNER_RULES, RULES, Rules
 from stream_split.core.detect.search import (
-    OPENS_AFTER_SYNC, OPENS_AT_INPUT_FETCH, Unit, find_unit, loop_marker, turns_the_loop)
+    OPENS_AFTER_SYNC, OPENS_AT_INPUT_FETCH, Unit, find_unit, input_fetch, loop_marker,
+    turns_the_loop)
 from stream_split.core.detect.skeleton import Node, flatten, occurrences
-from stream_split.trace_format import profiler_step_number
+from stream_split.trace_format import BLOCKING_SYNC_NAMES, profiler_step_number
 
 #: Why regular steps are the loop, when each of them is a top-level op of its thread (the
 #: words ``explain`` has always given) and when some are not.
@@ -221,7 +224,8 @@ def confirmed_online(row: list, unit: Unit, path: list, names: list, section_rea
     cycles) are allowed only once GPU work is known. Returns why (to append to the
     iteration test's), or None: not yet. (At the top of a thread each way needs a loop
     marker or three exact instances: ``skeleton.RootCounts.may_confirm``, which the online
-    tries ask first, and ``exact_needed``, which they pass to the search; a new way must be
+    tries ask first, ``exact_needed``, which they pass to the search, and ``exact_possible``,
+    which spares the search of a short row of small ops; a new way must be
     added there too.)"""
     # Every instance so far like the unit? Among so few, an idle cycle or another path
     # could be taken for the unit when no GPU work is known yet (a Kineto file's CPU
@@ -251,14 +255,57 @@ def exact_needed(row: list, path: list, names: list, section_read: bool,
     """The exact instances (``Unit.exact``) that a unit found on ``row`` needs for
     ``confirmed_online`` to believe it, where only its ways through exact instances could
     (``exact_row``, ``_whole_exact_instances``): at the top of the thread (no ``path``),
-    before its section is read whole, and with no loop marker on the row (the input-fetch
-    way opens at a fetch, itself a marker; the sync way turns the loop: a marker in the
-    unit's spine). Else 0: any unit may do. The online tries pass it to ``find_unit``
-    (``least_exact``), which then spares the choice and opening of a unit no way would
-    believe."""
-    if path or section_read or any(loop_marker(names[s]) for s in {node.sym for node in row}):
+    before its section is read whole, with no input fetch on the row (the input-fetch way
+    opens at one) and no blocking sync with a loop marker (the sync way opens after a sync
+    and turns the loop: a marker in the unit's spine). Else 0: any unit may do. The online
+    tries pass it to ``find_unit`` (``least_exact``), which then spares the choice and
+    opening of a unit no way would believe."""
+    if path or section_read:
+        return 0
+    kinds = [names[s] for s in {node.sym for node in row}]
+    if any(input_fetch(name) for name in kinds) or (
+            any(name in BLOCKING_SYNC_NAMES for name in kinds)
+            and any(loop_marker(name) for name in kinds)):
         return 0
     return min(rules.min_instances, rules.online.exact_row_instances)
+
+
+def exact_possible(row: list, width: int, rules: Rules = RULES) -> bool:
+    """May a unit on ``row``, at the top of the thread, whose instances hold ``width``
+    top-level ops be believed through its exact instances (the ways ``exact_needed``
+    leaves), as far as the ops tell? ``exact_row`` needs
+    ``OnlineRules.exact_row_instances`` of them, and ``_whole_exact_instances`` a first
+    instance that, with the ops below it, repeats a sub-unit (``inner_repeat``):
+    ``_WHOLE_LEAST_OPS`` ops at least. On a short row none of whose stretches of ``width``
+    ops holds as many with the ops below them (the top of a step that calls ``zero_grad``,
+    ``forward`` and ``step``) there is no such unit: the online tries spare its search
+    (``width``: a ``least``-th of the row, its most), or end it once no candidate of enough
+    exact instances is that wide (``find_unit``'s ``wide``). Read only while ``width`` is
+    below that many ops."""
+    if width >= _WHOLE_LEAST_OPS or len(row) >= rules.online.exact_row_instances:
+        return True
+    sizes: list = []  # each op's, with the ops below it, up to ``_WHOLE_LEAST_OPS``
+    held = 0  # ... summed over the latest ``width`` of them
+    for node in row:
+        flat: list = []
+        flatten(node, flat, _WHOLE_LEAST_OPS)
+        sizes.append(len(flat))
+        held += len(flat)
+        if len(sizes) > width:
+            held -= sizes[-width - 1]
+        if held >= _WHOLE_LEAST_OPS:
+            return True
+    return False
+
+
+#: The fewest ops (with the ops below them) of an instance that repeats a sub-unit
+#: (``inner_repeat``): ``min_like`` instances of it alike (the fewer either of its rules
+#: asks), the representative of ``VerdictRules.min_unit_ops`` ops at least and each other
+#: within ``Rules.length_slack`` of its op count (alike, unweighed: ``search._likeness``).
+_WHOLE_LEAST_OPS = min(
+    rules.verdict.min_unit_ops + (rules.min_like - 1) * math.ceil(
+        rules.verdict.min_unit_ops / rules.length_slack)
+    for rules in (INNER_RULES, ONLINE_INNER_RULES))
 
 
 def exact_row(row: list, unit: Unit, rules: Rules = RULES) -> bool:
