@@ -295,7 +295,8 @@ class ShownRows:
 
     def append(self, it: dict) -> None:
         self._n += 1
-        self.kinds[it["kind"]] = self.kinds.get(it["kind"], 0) + 1
+        kinds, kind = self.kinds, it["kind"]
+        kinds[kind] = kinds.get(kind, 0) + 1
         start = it["start_ts"]  # its row's ``start_ms``, in µs until ``build_table`` is done
         if start is not None and (self.first_start is None or start < self.first_start):
             self.first_start = start
@@ -314,9 +315,12 @@ class ShownRows:
             self._tail.extend(items[len(items) + 1 - self._edge:])
             for kept in items[self._edge:len(items) + 1 - self._edge]:
                 self._to_middle(kept)
-        self._tail.append(item)
-        if len(self._tail) > self._edge:
-            self._to_middle(self._tail.popleft())
+        tail = self._tail
+        tail.append(item)
+        if len(tail) > self._edge:
+            item = tail.popleft()
+            if item[0].get("outlier"):  # (most are not: no call)
+                self._to_middle(item)
 
     def _row_of(self, item: list) -> dict:
         """The row of a kept ``[entry, row]``, made once."""

@@ -463,9 +463,9 @@ class IterationBreakdown:
         else:
             cpu_op_us = sum(union.total_us for union in cpu_ops.values())
         if not self.delays:
-            return {"cpu_op_us": round(cpu_op_us, 3), "launch_delay_mean_us": None,
+            return {"cpu_op_us": rounded_us(cpu_op_us), "launch_delay_mean_us": None,
                     "launch_delay_max_us": None, "launches_timed": 0}
-        return {"cpu_op_us": round(cpu_op_us, 3),
+        return {"cpu_op_us": rounded_us(cpu_op_us),
                 "launch_delay_mean_us": round(self.delay_sum_us / self.delays, 3),
                 "launch_delay_max_us": round(self.delay_max_us, 3),
                 "launches_timed": self.delays}

@@ -33,10 +33,11 @@ KIND_IDLE = "idle"
 
 
 def rounded_us(us: float) -> float:
-    """``us`` rounded to the nanosecond, a 0 (an iteration without GPU work) as it is:
-    ``round`` of a float is a decimal conversion, some 2,000 instructions, and leaves a zero
-    as it was."""
-    return round(us, 3) if us else us
+    """``us`` rounded to the nanosecond, a 0 (an iteration without GPU work) or a whole
+    number of µs (a trace whose times are integers: ``is_integer``, some 200 instructions) as
+    it is: ``round`` of a float is a decimal conversion, some 2,000 instructions, and leaves
+    such a float as it was."""
+    return round(us, 3) if us and not (us.__class__ is float and us.is_integer()) else us
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ import io
 import json
 import os
 import pickle
+import random
 from pathlib import Path
 
 import pytest
@@ -389,3 +390,27 @@ def test_the_breakdowns_are_let_go_once_every_record_is_final(tmp_path):
     records, breakdowns = made[0], made[2]  # as the engine makes them
     assert len(records) >= 3 and all(r.breakdown for r in records.read())
     assert len(breakdowns) == 0  # closed: in the records now, none in the file
+
+
+def test_the_columns_of_entries_are_plain_where_each_entry_is():
+    """``_plain_columns`` (every value in one list, a column its slice; one comparison of
+    types where each key's values are of one type; a column of zeros by one ``count``)
+    says what ``_plain_each`` says of the entries one by one, for entries of the same keys
+    whose values are of one type a key, or not, with zeros, NaN and floats out of range in
+    any place; entries of the same keys in another order are not of the same keys."""
+    from stream_split.manifest_entries import _plain_columns, _plain_each
+    rng = random.Random(7)
+    pool = [0.0, -0.0, 0.0, 2.5, 1e-05, 1e16, float("nan"), None, 3, True, "s", 0.0,
+            {"y": 0.0}, {"y": 1e-07}, [0.0, 1.5], [], (1, 2)]
+    for _ in range(400):
+        width, count = rng.randint(0, 4), rng.randint(1, 6)
+        template = [rng.choice(pool) for _ in range(width)]
+        entries = [{f"k{at}": (value if rng.random() < 0.8 else rng.choice(pool))
+                    for at, value in enumerate(template)} for _ in range(count)]
+        assert _plain_columns(entries) == all(map(_plain_each, entries))
+    same = [{"a": 0.0, "b": 1}, {"a": 0.0, "b": 1}]
+    assert _plain_columns(same) is True
+    assert _plain_columns([same[0], {"b": 1, "a": 0.0}]) is None
+    assert _plain_columns([same[0], {"a": 0.0}]) is None
+    assert _plain_columns([{"a": float("nan")}, {"a": 0.0}]) is False
+    assert _plain_columns([{"a": 0.0}, {"a": float("nan")}]) is False

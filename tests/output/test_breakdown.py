@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import gzip
 import json
+import math
 import os
 import random
 import re
@@ -14,7 +15,7 @@ import pytest
 
 from stream_split import split
 from stream_split.core import breakdown as bd
-from stream_split.core.records import IterationRecord
+from stream_split.core.records import IterationRecord, rounded_us
 from stream_split.testing.generate import generate, write_trace
 
 SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "traces")
@@ -328,3 +329,31 @@ def test_a_frozen_union_keeps_its_total_and_only_its_latest_intervals():
     union.add(297.5, 298.5)  # overlapping a kept interval by half: that half counted once
     assert len(union.starts) <= bd.FROZEN_KEPT
     assert union.total_us == pytest.approx(102.5)
+
+
+@pytest.mark.parametrize("us", [5.0, -3.0, 0.0, -0.0, 2.0 ** 60, 1e300, 1234.5678, 0.0004,
+                                -7.0005, 5, 0, True, float("inf"), -float("inf")])
+def test_a_time_rounded_to_the_nanosecond_is_what_round_makes_of_it(us):
+    """``rounded_us`` leaves a zero and a whole number of µs as they are (``round`` would
+    convert them to decimal and back: a trace whose times are integers, e.g. one of many
+    one-op iterations, has one such in every iteration's breakdown); everything else is
+    ``round(us, 3)``: the same value, type and text in the manifest."""
+    made, expected = rounded_us(us), round(us, 3)
+    assert made.__class__ is expected.__class__
+    assert json.dumps(made) == json.dumps(expected)
+    assert math.copysign(1, made) == math.copysign(1, expected)
+
+
+def test_a_nan_time_is_left_nan():
+    assert math.isnan(rounded_us(float("nan")))
+
+
+def test_the_time_in_ops_of_a_whole_number_of_us_is_written_as_round_writes_it():
+    """``host_dict``'s ``cpu_op_us``: ``rounded_us`` of the union's total, whole or not."""
+    for start, end in ((0.0, 5.0), (0.0, 5.0004), (1, 7), (0.25, 1.5)):
+        b = bd.IterationBreakdown()
+        b.add_op((1, 1), start, end)
+        made = b.host_dict()["cpu_op_us"]
+        (union,) = b.cpu_ops.values()
+        expected = round(union.total_us, 3)
+        assert made.__class__ is expected.__class__ and json.dumps(made) == json.dumps(expected)
