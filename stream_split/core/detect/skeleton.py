@@ -131,6 +131,21 @@ class ThreadSkeleton:
             return SKIPPED
         return parent
 
+    def skips_below(self, depth: int) -> bool:
+        """An op of a side thread (it keeps no op below its top level: ``Skeletons.add``),
+        not a ``ProfilerStep``, read at ``depth`` of the engine's stack: True where it opens
+        under the thread's top-level op read (kept or not), then it is pushed as not kept,
+        as ``parent_at`` and ``Skeletons.add`` would push it, at a fraction of their cost
+        (most ops of a trace's autograd thread). False at the top level, or where it may
+        take a top-level op's place (under ``ProfilerStep`` spans read through:
+        ``parent_at``)."""
+        stack = self.stack
+        if depth and stack and stack[0] is not None:
+            del stack[depth:]
+            stack.append(SKIPPED)
+            return True
+        return False
+
     def around_latest(self) -> list:
         """The kept ops open around the latest op read, outermost first."""
         return [node for node in self.stack[:-1] if node is not None]

@@ -221,17 +221,8 @@ class StructureDetector:
             state = self._skeletons.of(thread, section)
         if state.main:
             loop.follow(thread, start)
-        elif not is_step:
-            # A side thread keeps no op below its top level (``Skeletons.add``): an op read
-            # under its top-level op (kept or not) is pushed as not kept, as ``parent_at`` and
-            # ``Skeletons.add`` would push it, at a fraction of their cost (most ops of a
-            # trace's autograd thread). Not at the top level, nor where it may take a
-            # top-level op's place (under ``ProfilerStep`` spans read through: ``parent_at``).
-            depth, kept = len(stack) - 1, state.stack
-            if depth and kept and kept[0] is not None:
-                del kept[depth:]
-                kept.append(SKIPPED)
-                return ()
+        elif not is_step and state.skips_below(len(stack) - 1):
+            return ()
         parent = state.parent_at(len(stack) - 1, is_step and not self._use_annotations)
         if parent is SKIPPED:  # not read: under an op not kept, or a step read through
             return ()
