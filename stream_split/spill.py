@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import pickle
 import tempfile
-from itertools import repeat
+from itertools import compress, repeat
 
 import numpy as np
 
@@ -141,7 +141,7 @@ class HeldLinks:
         ids and of External ids (``owners.MonotonicOwnerMap.lookup_many``)."""
         owners = correlations.lookup_many(self.keys)
         if True in self.by_ext:
-            at = [k for k, ext in enumerate(self.by_ext) if ext]
+            at = list(compress(range(len(self.by_ext)), self.by_ext))
             for k, owner in zip(at, annotations.lookup_many([self.keys[k] for k in at])):
                 owners[k] = owner
         return owners

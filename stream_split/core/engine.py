@@ -44,7 +44,7 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, replace
 from heapq import heappop, heappush
-from itertools import islice, repeat
+from itertools import groupby, islice, repeat
 from operator import itemgetter
 
 import numpy as np
@@ -234,6 +234,29 @@ _FRAME_FIELD_TYPES = ({float}, {float, type(None)}, {str, type(None)},
 _frame_fields = itemgetter(*_FRAME_KEYS)
 
 
+def _place(events, event) -> int:
+    """Where ``event`` (the object itself) is in ``events``."""
+    return next(k for k, other in enumerate(events) if other is event)
+
+
+def _rows_by_thread(threads: list, rows: np.ndarray):
+    """``rows`` by thread (``threads``: each row's), as (thread, its rows in their order),
+    the threads in the order they first come. A batch's ops are most often of one thread,
+    else in long runs of one (each thread's ops are written together): the runs are found
+    and compared in C (``list.count``, ``groupby``), not row by row in Python."""
+    first = threads[0]
+    if threads.count(first) == len(threads):
+        return ((first, rows),)
+    runs: dict = {}
+    at = 0
+    for thread, run in groupby(threads):
+        n = len(list(run))
+        runs.setdefault(thread, []).append(rows[at:at + n])
+        at += n
+    return [(thread, parts[0] if len(parts) == 1 else np.concatenate(parts))
+            for thread, parts in runs.items()]
+
+
 def _plain_frames(events: list):
     """(starts, ends) float64 arrays when every event of ``events`` is a Python frame that
     ``feed`` would only own by its window (an ``X`` of category ``python_function`` with
@@ -316,7 +339,8 @@ class Splitter:
         # or many wait (``_wait_for_launch``): see ``_hold_linked``.
         self._pending_links = HeldLinks()
         self._cpu_held, self._cpu_rows, self._cpu_held_n = [], HeldRows(), 0
-        self._seq = 0
+        # the arrival count, and the thread of the op held last as its thread (``_hold_cpu``)
+        self._seq, self._held_thread = 0, ()
         self._spill = spill if spill is not None else MemorySpill()
         self._needs_drain = False  # spilled events may be decidable now
         self._due = None  # handles of spilled batches this drain pass still has to look at
@@ -403,13 +427,15 @@ class Splitter:
         every field ``feed`` reads, once, without its checks (``_feed_fields``). Kineto's GPU
         section is mostly flows (on the resnet 10x tile 67 k of its 135 k events)."""
         feed_fields, route_of = self._feed_fields, _ROUTE.get
+        # counted at once: only an untimed event's refusal reads the count before the end
+        self.events_in += len(events)
         for event, raw in zip(events, raws):
             ph, ts = event.ph, event.ts
-            self.events_in += 1
             if ph == METADATA_PHASE:
                 self._own_metadata(event, raw)
                 continue
-            if ph is None or ts is None:
+            if ph is None or ts is None:  # the events after it were not read
+                self.events_in -= len(events) - 1 - _place(events, event)
                 self._reject_untimed(ph)
             cat = event.cat
             route = route_of(cat, _BY_WINDOW)
@@ -1057,8 +1083,17 @@ class Splitter:
             elif args and "correlation" in args:
                 event = _held_view(event, None)
             elif cat in CPU_OP_CATS:
-                event = (pid, tid) if ph == "X" and not _PHASE_ROLES[name] and \
-                    not name.startswith(PROFILER_STEP_PREFIX) else _held_view(event, None)
+                if ph == "X" and not _PHASE_ROLES[name] and \
+                        not name.startswith(PROFILER_STEP_PREFIX):
+                    event = (pid, tid)
+                    # the ops of a thread that follow each other hold one tuple, not one
+                    # each: a spilled batch pickles it once, and groups them by identity
+                    if event == self._held_thread:
+                        event = self._held_thread
+                    else:
+                        self._held_thread = event
+                else:
+                    event = _held_view(event, None)
             elif cat != ANNOTATION_CAT and end.__class__ is float and start.__class__ is float:
                 event = None
             else:
@@ -1266,14 +1301,14 @@ class Splitter:
         (``_hold_cpu``) where every time is a float (else an op's end may be an integer,
         kept as given: ``_own_cpu``), their time in ops added at once (``_add_held_ops``:
         else one by one, ``_add_held_op``); every other event through ``_own_cpu``; the
-        pairs in order."""
+        pairs in order (those of the rows only counted made in bulk between the others)."""
         plain = np.equal(held.events, None)
         if plain.any():
             self._count_cpu(owners[plain], held.ends[plain])
         events = held.events.tolist()
         counted = False  # the ops (held as their thread) were counted at once
         if held.exact is None:
-            ops = np.fromiter([event.__class__ is tuple for event in events], bool, len(events))
+            ops = np.fromiter(map(type, events), object, len(events)) == tuple  # (in C)
             if ops.any():
                 self._count_cpu(owners[ops], held.ends[ops], ops=True)
                 one_by_one = self._add_held_ops(held, owners, ops, events, plain)
@@ -1281,26 +1316,27 @@ class Splitter:
         ends, starts = held.times()
         owners = owners.tolist()
         own_cpu, add_held_op = self._own_cpu, self._add_held_op
-        if self._keep:
-            late = set(np.flatnonzero(one_by_one).tolist()) if counted else ()  # (most often {})
-            assigned = self._assigned
-            for k, (owner, event, raw) in enumerate(zip(owners, events, held.raws.tolist())):
-                if event is None:
-                    assigned.append((owner, _HELD_FRAME if raw is None else raw))
-                elif counted and event.__class__ is tuple:
-                    assigned.append((owner, event if raw is None else raw))
-                    if late and k in late:
-                        add_held_op(owner, event, starts[k], ends[k])
-                else:
-                    own_cpu(owner, event, starts[k], ends[k], raw)
-            return
+        keep = self._keep
+        if keep:
+            raws = held.raws.tolist()
+            kept = raws if None not in raws else [  # (their bytes, as ``_own_cpu`` hands out)
+                raw if raw is not None else _HELD_FRAME if event is None else event
+                for event, raw in zip(events, raws)]
+            assigned, at = self._assigned, 0
         rest = ~plain & (~ops | one_by_one) if counted else ~plain
         for k in np.flatnonzero(rest).tolist():
             event = events[k]
-            if counted and event.__class__ is tuple:
+            if keep:
+                assigned.extend(zip(owners[at:k], kept[at:k]))
+                at = k + 1
+            if counted and event.__class__ is tuple:  # counted, its time in ops one by one
+                if keep:
+                    assigned.append((owners[k], kept[k]))
                 add_held_op(owners[k], event, starts[k], ends[k])
             else:
-                own_cpu(owners[k], event, starts[k], ends[k])
+                own_cpu(owners[k], event, starts[k], ends[k], raws[k] if keep else None)
+        if keep:
+            assigned.extend(zip(owners[at:], kept[at:]))
 
     def _add_held_ops(self, held: HeldColumns, owners: np.ndarray, ops: np.ndarray,
                       events: list, plain: np.ndarray) -> np.ndarray:
@@ -1310,11 +1346,12 @@ class Splitter:
         (``_own_cpu`` adds those again: an interval in a union already changes nothing);
         returns the ops whose time is still to add one by one, in their place: those of a
         union that the order might change (``IntervalUnion.add_many``)."""
-        threads, rows_of_ops = events, ops  # each row's thread: an op's is its event
+        # each row's thread, as an object array (read at rows in numpy): an op's is its event
+        threads, rows_of_ops = held.events, ops
         views = [k for k in np.flatnonzero(~(ops | plain)).tolist()
                  if events[k].get("cat") in CPU_OP_CATS and events[k].get("ph") == "X"]
         if views:
-            threads, rows_of_ops = events.copy(), ops.copy()
+            threads, rows_of_ops = threads.copy(), ops.copy()
             for k in views:
                 threads[k] = (events[k].get("pid"), events[k].get("tid"))
             rows_of_ops[views] = True
@@ -1327,13 +1364,7 @@ class Splitter:
         for owner in [int(mine[0])] if single else dict.fromkeys(mine.tolist()):
             hot = self._hot if self._hot[0] == owner else self._hot_state(owner)
             rows = at if single else at[mine == owner]
-            of_rows = [threads[k] for k in rows.tolist()]
-            if of_rows.count(of_rows[0]) == len(of_rows):  # one thread (most often)
-                parts = ((of_rows[0], rows),)
-            else:
-                parts = [(thread, rows[[t == thread for t in of_rows]])
-                         for thread in dict.fromkeys(of_rows)]
-            for thread, part in parts:
+            for thread, part in _rows_by_thread(threads[rows].tolist(), rows):
                 if not hot[2].add_ops(thread, held.starts[part], held.ends[part]):
                     one_by_one[part] = True
         return one_by_one & ops

@@ -203,6 +203,35 @@ def test_checked_batches_fed_by_category_equal_feeding_them_one_by_one(scenario,
     assert "'gpu_busy_us': 0.0" not in batched["iterations"]
 
 
+@pytest.mark.parametrize("field", ["ts", "ph"])
+def test_an_untimed_event_in_a_checked_batch_is_refused_as_feeding_it_alone_refuses_it(field):
+    """``Splitter._feed_checked`` counts a checked batch's events at once: an event without
+    ``ts`` (or ``ph``) in it is refused with the number ``feed`` gives it, and the events
+    after it stay uncounted (``events_in`` is what feeding them one by one leaves)."""
+    from stream_split.errors import TraceEventError
+    events = list(generate("training", seed=5, steps=3).events)
+    at = len(events) // 2
+    untimed = {"ph": "X", "cat": "cpu_op", "name": "untimed", "pid": 1, "tid": 1, "ts": 1.0}
+    del untimed[field]
+    events.insert(at, untimed)
+    text = kineto_text(events)
+    slim = decoded_batches(text, 1 << 12, slim=True)
+    assert all(batch.checked for batch in slim)
+    outcomes = []
+    for batched in (False, True):
+        splitter = Splitter(SplitOptions(keep_events=False))
+        with pytest.raises(TraceEventError) as refused:
+            for batch in (slim if batched else decoded_batches(text, 1 << 12)):
+                if batched:
+                    splitter.feed_batch(batch.events, None, batch.frame_runs, batch.checked)
+                else:
+                    for event in batch.events:
+                        splitter.feed(event)
+        outcomes.append((str(refused.value), splitter.events_in))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[1][1] == at and f"event #{at + 1} " in outcomes[1][0]
+
+
 @pytest.mark.parametrize("keep", [True, False])
 @pytest.mark.parametrize("pending_limit", [7, 20_000])
 def test_slim_structs_and_dicts_in_one_batch_give_what_feeding_each_event_gives(

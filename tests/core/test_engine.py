@@ -439,3 +439,47 @@ def test_odd_structural_ops_give_the_records_of_split_when_only_counted(scenario
         splitter.close()
         records[keep] = repr([record.to_dict() for record in splitter.iterations])
     assert records[False] == records[True]
+
+
+def test_held_ops_grouped_by_thread_at_once_keep_each_threads_rows_in_order():
+    # ``Splitter._add_held_ops`` groups a batch's held ops by thread with ``_rows_by_thread``
+    # (runs of one thread found in C): each thread's rows in their order, the threads in the
+    # order they first come, equal threads together (as a dict keys them), as row by row.
+    import numpy as np
+    from stream_split.core.engine import _rows_by_thread
+    a, b, c = (1, 1), (1, 2), (2.0, 1)
+    threads = [a, a, b, b, b, a, c, b, (2, 1)]
+    rows = np.arange(10, 10 + len(threads))
+    one_by_one = {}
+    for thread, row in zip(threads, rows.tolist()):
+        one_by_one.setdefault(thread, []).append(row)
+    grouped = _rows_by_thread(threads, rows)
+    assert [(t, part.tolist()) for t, part in grouped] == list(one_by_one.items())
+    assert [(t, part.tolist()) for t, part in _rows_by_thread([b] * 3, rows[:3])] == [
+        (b, [10, 11, 12])]
+
+
+@pytest.mark.parametrize("limit", [7, 100_000])
+def test_ops_of_a_thread_held_as_their_thread_hold_one_tuple(limit):
+    # Not handed out, a held op keeps its thread (``Splitter._hold_cpu``); the ops of one
+    # thread that follow each other hold the same tuple (a spilled batch pickles it once),
+    # and the records are those of ops held whole (``keep_events``), held or spilled.
+    from stream_split.spill import HeldColumns
+    trace = generate("training", seed=3)
+    records, held = {}, []
+    for keep in (True, False):
+        splitter = Splitter(SplitOptions(detector="auto", keep_events=keep, pending_limit=limit))
+        spill_put = splitter._spill.put
+
+        def put(batch):
+            if isinstance(batch, HeldColumns) and batch.events is not None:
+                held.extend(e for e in batch.events.tolist() if e.__class__ is tuple)
+            spill_put(batch)
+        splitter._spill.put = put
+        for event in trace.events:
+            splitter.feed(event)
+        splitter.close()
+        records[keep] = repr([record.to_dict() for record in splitter.iterations])
+    assert records[False] == records[True]
+    if limit == 7:
+        assert len(held) > 100 and len({id(thread) for thread in held}) < len(held) // 10
