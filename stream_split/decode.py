@@ -386,17 +386,20 @@ class _FrameArgs(msgspec.Struct, gc=False):
     external_id: msgspec.UnsetType = msgspec.field(name="External id", default=msgspec.UNSET)
 
 
-class _PlainFrame(msgspec.Struct, gc=False):
+class _PlainFrame(msgspec.Struct, gc=False, kw_only=True):
     """What the engine needs to own a Python frame by its window alone, with the types it
     accepts there (see ``FrameRun``); anything else fails the decode and the run is read as
-    dicts."""
+    dicts. The fields are in the order Kineto writes the keys: msgspec looks a key up first
+    at the field after the one found last, so each key is found at the first try (keyword-only,
+    for ``ts`` to follow fields with defaults; on the 10x stripped resnet tile, the 344 k
+    frames' decode took 2.0 G instructions, 65 M more with ``ts`` and ``dur`` first)."""
     ph: Literal["X"]
     cat: Literal["python_function"]
-    ts: float
-    dur: Union[float, None] = None
     name: Union[str, None] = None
     pid: Union[int, float, str, None] = None
     tid: Union[int, float, str, None] = None
+    ts: float
+    dur: Union[float, None] = None
     args: Union[_FrameArgs, None] = None
 
 
