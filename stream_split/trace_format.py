@@ -112,7 +112,7 @@ def profiler_step_number(name) -> int | None:
 #: The fields of an event that the engine reads (``Splitter.feed`` and what it calls), and
 #: those of its ``args``: all that a batch read for the engine alone holds
 #: (``TraceDecoder.slim``); a held event keeps fewer (``engine._held_view``).
-ENGINE_FIELDS = ("ph", "cat", "name", "ts", "dur", "pid", "tid", "id")
+ENGINE_FIELDS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id")
 ENGINE_ARGS = ("correlation", "External id", "Input Dims")
 #: The ``args`` key the engine reads of few ops (those that are phase evidence,
 #: ``core.serving``): a batch for ``drive`` keeps it as its JSON text (``msgspec.Raw``,
