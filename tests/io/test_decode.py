@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -17,7 +18,7 @@ from conftest import large_ones_slow
 
 from stream_split.cli import sample_trace_path
 from stream_split.core.validate import unusable_field
-from stream_split.decode import TraceDecoder, contains
+from stream_split.decode import TraceDecoder, _bracket_offsets, contains
 from stream_split.read import TraceReader
 from stream_split.testing.reference import reference_events
 from stream_split.trace_format import ENGINE_ARGS, ENGINE_FIELDS
@@ -435,3 +436,15 @@ def test_the_slim_batches_of_a_sample_trace_are_checked():
     batches = [decoder.receive_data(data), decoder.receive_data(b"")]
     assert sum(len(b) for b in batches) > 1000
     assert all(batch.checked for batch in batches if batch.events)
+
+
+@given(st.binary(max_size=200) | st.lists(st.sampled_from(b'{}[]|\\"a '), max_size=200).map(bytes),
+       st.integers(0, 16))
+@settings(max_examples=300)
+def test_bracket_offsets_are_those_of_a_plain_flatnonzero(text, spare):
+    """Brackets, pipes and backslashes, in order, found in a scratch array that may be a
+    slice of a longer one (as a decoder's is), whatever the bytes and their number."""
+    a = np.frombuffer(text, np.uint8)
+    scratch = np.full(a.size + spare, 0x7B, np.uint8)
+    expected = np.flatnonzero(np.isin(a, np.frombuffer(b"{}[]|\\", np.uint8)))
+    assert _bracket_offsets(a, scratch[:a.size]).tolist() == expected.tolist()
