@@ -194,11 +194,19 @@ class PagedList:
         for number in range((self._len + self._page_items - 1) // self._page_items):
             yield self.read_page(number)
 
-    def read_page(self, number: int) -> list:
+    def read_page(self, number: int, packed: bool = False):
         """The items of page ``number`` (items ``number * page_items`` on), for reading only
-        (as ``read``)."""
+        (as ``read``). ``packed``: a page read back from the file as ``(the items' class,
+        its PAGE_PACK value)`` where its items are of one class that packs its pages, not
+        unpacked, for a reader that takes what it needs straight from that
+        (``core.breakdown.final_dicts``); a list of the items where the page is in memory,
+        or its items are of no such class, or not final yet (``finish_with``)."""
         page = self._resident.get(number)
-        return self._load(number) if page is None else page
+        if page is not None:
+            return page
+        if packed and number not in self._unfinished:
+            return self._read_stored(number)
+        return self._load(number)
 
     def finish_with(self, finish) -> None:
         """The items are made final by ``finish(number, items)``, which changes the items of
@@ -266,14 +274,18 @@ class PagedList:
         return page
 
     def _load(self, number: int) -> list:
-        """Page ``number`` as the file holds it."""
-        offset, size = self._stored[number]
-        self._file.seek(offset)
-        self.pages_read += 1
-        items = _unpacked(pickle.loads(self._file.read(size)))
+        """The items of page ``number``, read back from the file."""
+        items = _unpacked(self._read_stored(number))
         if number in self._unfinished:
             self._finish(number, items)
         return items
+
+    def _read_stored(self, number: int):
+        """Page ``number`` as the file holds it (``_packed``'s value)."""
+        offset, size = self._stored[number]
+        self._file.seek(offset)
+        self.pages_read += 1
+        return pickle.loads(self._file.read(size))
 
     def _store(self, number: int, items: list) -> None:
         """Pickle page ``number`` to the file: where it was when it still fits, else at the end."""

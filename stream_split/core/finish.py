@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from itertools import repeat
 
+from stream_split.core.breakdown import final_dicts
 from stream_split.pages import PagedList
 
 
@@ -86,7 +87,7 @@ class FinalRecords:
         events = 0
         for at, (record, kind, (phase, evidence), breakdown) in enumerate(zip(
                 records, self._kinds[first:first + n], self._phases[first:first + n],
-                self._breakdowns_of(number, first, n) if breakdowns else repeat(None))):
+                self._breakdown_dicts(number, records) if breakdowns else repeat(None))):
             i = first + at
             events += record.events
             if i in opened:
@@ -105,15 +106,18 @@ class FinalRecords:
             record.complete = complete
             record.phase, record.phase_evidence = phase, evidence
             if breakdown is not None:
-                span = record.gpu_end_ts - record.gpu_start_ts if record.gpu_events else None
-                record.breakdown = breakdown.to_dict(span)
+                record.breakdown = breakdown
             if visit is not None:
                 visit(record)
         return events
 
-    def _breakdowns_of(self, number: int, first: int, n: int) -> list:
-        """The breakdowns of page ``number``'s ``n`` records, ``first`` the first's index."""
+    def _breakdown_dicts(self, number: int, records: list) -> list:
+        """The final dicts of the breakdowns of page ``number``'s ``records``
+        (``breakdown.final_dicts``: from a page as the file holds it, where it is there)."""
+        spans = [record.gpu_end_ts - record.gpu_start_ts if record.gpu_events else None
+                 for record in records]
         breakdowns = self._breakdowns
         if isinstance(breakdowns, PagedList):  # paged as the records are
-            return breakdowns.read_page(number)
-        return breakdowns[first:first + n]
+            return final_dicts(breakdowns.read_page(number, packed=True), spans)
+        first = self._firsts[number]
+        return final_dicts(breakdowns[first:first + len(records)], spans)

@@ -414,3 +414,59 @@ def test_the_columns_of_entries_are_plain_where_each_entry_is():
     assert _plain_columns([same[0], {"a": 0.0}]) is None
     assert _plain_columns([{"a": float("nan")}, {"a": 0.0}]) is False
     assert _plain_columns([{"a": 0.0}, {"a": float("nan")}]) is False
+
+
+def test_the_final_dicts_of_a_page_read_packed_are_those_of_its_breakdowns():
+    """``breakdown.final_dicts`` of a page as the file holds it (``read_page(packed=True)``)
+    gives each breakdown's ``to_dict``: made straight from the packed values where no
+    breakdown of the page has GPU work or kernels, of the objects where one has."""
+    from stream_split.core.breakdown import ARRAY_MIN_INTERVALS, IterationBreakdown, final_dicts
+    one, two, nothing, delayed, frozen, many, whole = (IterationBreakdown() for _ in range(7))
+    one.add_op(("1", "2"), 5.0, 25.123456)
+    two.add_op(1, 1.0, 2.0)
+    two.add_op(2, 3.0, 5.5)
+    delayed.add_op(1, 0.5, 1.25)
+    delayed.add_launch_delay(3.3333333)
+    delayed.add_launch_delay(1.0)
+    frozen.add_op(1, 2.0, 4.0)
+    frozen.freeze_gpu()  # four layers made, none with work
+    for i in range(ARRAY_MIN_INTERVALS + 1):  # compacted: its union's times in arrays
+        many.add_op(7, i * 10.0, i * 10.0 + 0.1)
+    many.compact_host()
+    whole.add_op(1, 3, 8)  # integer times, kept as given
+    cpu_only = [one, two, nothing, delayed, frozen, many, whole]
+    gpu = IterationBreakdown()
+    gpu.add_gpu("kernel", "gemm", 10.0, 20.0)
+    gpu.add_op(1, 5.0, 6.0)
+    for page, spans in ((cpu_only, [None] * len(cpu_only)),
+                        (cpu_only + [gpu], [None] * len(cpu_only) + [12.5])):
+        pages = PagedList(page_items=len(page), resident_pages=0)
+        for item in page:
+            pages.append(item)
+        pages.trim()
+        packed = pages.read_page(0, packed=True)
+        assert packed[0] is IterationBreakdown  # as the file holds it, not unpacked
+        expected = [b.to_dict(span) for b, span in zip(page, spans)]
+        made = final_dicts(packed, spans)
+        assert made == expected
+        assert list(map(json.dumps, made)) == list(map(json.dumps, expected))  # the same
+        # types too (an integer time stays one)
+        assert final_dicts(page, spans) == expected  # a list: its objects'
+        assert [_slots_of(b) for b in pages.read_page(0)] == [_slots_of(b) for b in page]
+
+
+def test_paging_the_records_of_tiny_cpu_iterations_changes_none(tmp_path):
+    """A trace of one-op iterations, every page but one in the file: its breakdowns' final
+    dicts made from their pages as the file holds them (``breakdown.final_dicts``) are
+    those of a split that keeps them in memory."""
+    path = tmp_path / "oneop.json"
+    events = [{"ph": "X", "cat": "cpu_op", "name": "train_step", "pid": 1, "tid": 1,
+               "ts": i * 6 + (i % 3) * 0.25, "dur": 5 + (i % 7) / 3} for i in range(300)]
+    path.write_text(json.dumps({"traceEvents": events}))
+    kept = _records(path, list)
+
+    def paged_list():
+        return PagedList(str(tmp_path), page_items=8, resident_pages=1)
+
+    assert sum(r["type"] == "iteration" for r in kept) >= 250
+    assert _records(path, paged_list) == kept
