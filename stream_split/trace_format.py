@@ -95,6 +95,8 @@ def is_main_thread(pid, tid) -> bool:
 #: The largest step number: what the records' ``step`` (a protobuf int64) holds. A
 #: ``ProfilerStep#`` with a larger number (20 digits and more) is only a name.
 MAX_STEP_NUMBER = 2**63 - 1
+#: ... so a step number has at most this many digits.
+_MAX_STEP_DIGITS = len(str(MAX_STEP_NUMBER))
 
 
 def profiler_step_number(name) -> int | None:
@@ -103,7 +105,7 @@ def profiler_step_number(name) -> int | None:
     if not name or not name.startswith(PROFILER_STEP_PREFIX):
         return None
     digits = name[len(PROFILER_STEP_PREFIX):]
-    if not (digits.isascii() and digits.isdigit()) or len(digits) > len(str(MAX_STEP_NUMBER)):
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > _MAX_STEP_DIGITS:
         return None  # also keeps int() under Python's limit on digits
     number = int(digits)
     return number if number <= MAX_STEP_NUMBER else None
