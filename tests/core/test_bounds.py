@@ -290,6 +290,43 @@ def test_a_name_without_digits_is_one_entry_of_the_symbol_table():
     assert len(symbols._family) + len(symbols._of) == 4  # fwd, layer_N; layer_1, layer_2
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_names_with_and_without_digits_fold_as_the_digit_pattern_does(seed):
+    # a name without digits is its own family without ``_DIGITS.sub`` (``Symbols._new_family``),
+    # one with digits (ASCII or not) is folded by it: the families and loop markers as the
+    # pattern alone gives them, names seen again or forgotten alike
+    rnd = random.Random(seed)
+    pieces = ["op_", "layer_", "7", "12", "\u0663", "\uff11", "_", "a", "Optimizer.step#",
+              "get_batch", "ProfilerStep#", "x"]
+    names = ["".join(rnd.choice(pieces) for _ in range(rnd.randrange(1, 5)))
+             for _ in range(400)]
+    symbols = Symbols()
+    syms = [symbols.of(name) for name in names]
+    families = [skeleton._DIGITS.sub("N", name) for name in names]
+    assert [symbols.names[sym] for sym in syms] == families
+    assert len(set(syms)) == len(set(families))
+    assert symbols.markers == {sym for sym, family in zip(syms, families)
+                               if search.loop_marker(family)}
+    once = [sym for sym in set(syms) if syms.count(sym) == 1]
+    symbols.forget(once)
+    assert [symbols.of(name) == sym for name, sym in zip(names, syms)] == \
+        [sym not in once or skeleton._DIGIT.search(name) is not None
+         for name, sym in zip(names, syms)]
+
+
+def test_the_root_counts_tell_the_ops_of_kinds_seen_once_as_one_by_one():
+    rnd = random.Random(5)
+    counts = RootCounts()
+    nodes = [Node(rnd.randrange(60), k, k + 1, 0) for k in range(120)]
+    for node in nodes:
+        counts.add(node, False)
+    assert counts.seen_once(nodes) == [n for n in nodes if counts[n.sym] == 1]
+    once = [n.sym for n in counts.seen_once(nodes)]
+    singles = counts.singles
+    counts.forget(once[:5])
+    assert counts.singles == singles - 5 and not any(sym in counts for sym in once[:5])
+
+
 def _observed(names: list, detector: StructureDetector | None = None) -> StructureDetector:
     """A detector that read ``names`` as top-level ops of a main thread, 6 µs apart."""
     detector = detector or StructureDetector()

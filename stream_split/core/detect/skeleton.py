@@ -37,6 +37,10 @@ from stream_split.core.detect.search import loop_marker
 from stream_split.trace_format import is_main_thread
 
 _DIGITS = re.compile(r"\d+")
+#: A digit: where a name has none it is its own family, found with no ``_DIGITS.sub`` (a
+#: search for one digit scans the name for it at once, where ``\d+`` tries each position:
+#: half the instructions on names without digits).
+_DIGIT = re.compile(r"\d")
 #: How a Python frame of an ``nn.Module`` call is named.
 MODULE_FRAME_PREFIX = "nn.Module: "
 
@@ -119,10 +123,11 @@ class ThreadSkeleton:
         stack = self.stack
         del stack[depth:]
         parent = None
-        for node in reversed(stack):  # (a loop: no generator made for each op read)
-            if node is not None:
-                parent = node
-                break
+        if stack:  # (empty at the top level: no iterator made there)
+            for node in reversed(stack):  # (a loop: no generator made for each op read)
+                if node is not None:
+                    parent = node
+                    break
         if parent is SKIPPED:
             stack.append(SKIPPED)
             return SKIPPED
@@ -300,11 +305,19 @@ class RootCounts:
     def __contains__(self, sym: int) -> bool:
         return sym in self._seen
 
-    def forget(self, sym: int) -> None:
-        """The only op of the kind ``sym`` is forgotten (``Skeletons.forget_singles``): if
-        the kind occurs again, that is its first occurrence."""
-        del self._seen[sym]
-        self.singles -= 1
+    def seen_once(self, nodes: list) -> list:
+        """Those of ``nodes`` whose kind has occurred once (``self[node.sym] == 1``, asked
+        of many at once)."""
+        seen = self._seen
+        return [n for n in nodes if type(count := seen.get(n.sym, 0)) is not int or count == 1]
+
+    def forget(self, syms: list) -> None:
+        """The only op of each kind of ``syms`` is forgotten (``Skeletons.forget_singles``):
+        if the kind occurs again, that is its first occurrence."""
+        seen = self._seen
+        for sym in syms:
+            del seen[sym]
+        self.singles -= len(syms)
 
     @property
     def may_confirm(self) -> bool:
@@ -430,18 +443,18 @@ class Skeletons:
         upto = len(roots) - RULES.memory.single_roots_latest
         lo = min(state.sifted, upto)
         sifted = roots[lo:upto]
-        gone = [n for n in sifted if not n.kids and seen[n.sym] == 1]
-        if gone:
-            keep = {id(max(gone, key=duration_of)), id(max(gone, key=end_of))}
-            gone = [n for n in gone if id(n) not in keep]
-        dropped = {id(n) for n in gone}
-        kept = [n for n in sifted if id(n) not in dropped]
+        gone = seen.seen_once([n for n in sifted if not n.kids])
+        if gone:  # (a set of nodes: of their identities)
+            keep = {max(gone, key=duration_of), max(gone, key=end_of)}
+            gone = [n for n in gone if n not in keep]
+        dropped = set(gone)
+        kept = [n for n in sifted if n not in dropped]
         state.roots = roots[:lo] + kept + roots[upto:]
         state.sifted = lo + len(kept)
         state.forgotten += len(gone)
-        for node in gone:
-            seen.forget(node.sym)
-        self.symbols.forget(self._unused([node.sym for node in gone], state))
+        syms = [node.sym for node in gone]
+        seen.forget(syms)
+        self.symbols.forget(self._unused(syms, state))
         # (ops kept that are seen once, containers among them, are sifted no more)
         state.sift_at = max(RULES.memory.single_roots,
                             seen.singles + RULES.memory.single_roots_latest)
@@ -458,6 +471,8 @@ class Skeletons:
             for root in skeleton.roots:
                 if root.kids:
                     below.update(n.sym for n in _descendants(root))
+        if not others:  # (most often: the loop thread's skeleton alone)
+            return [sym for sym in syms if sym not in below]
         return [sym for sym in syms if sym not in below and not any(sym in o for o in others)]
 
     def on_row(self, state: ThreadSkeleton, path: tuple, depth: int, start: float,
@@ -642,7 +657,9 @@ class RowExtremes:
 class Symbols:
     """Op name -> symbol (digits folded into one family); ``names[sym]`` is the family.
     A name without digits is its own family: one string and one entry for both (a million
-    unique names are a million strings in one table, not two million in two)."""
+    unique names are a million strings in one table, not two million in two), and a new one
+    costs a search for a digit, not a fold. Whether a family is a loop marker is asked once,
+    when it is new (``markers``)."""
 
     def __init__(self):
         #: family -> symbol; a family has no digits, so a name without digits is found here.
@@ -658,29 +675,37 @@ class Symbols:
         if sym is None:
             sym = self._of.get(name)
         if sym is None:
-            family = _DIGITS.sub("N", name)  # ``name`` itself where it has no digits
+            if _DIGIT.search(name) is None:  # its own family, not in ``_family``: new
+                return self._new_family(name)
+            family = _DIGITS.sub("N", name)
             sym = self._family.get(family)
             if sym is None:
-                sym = len(self.names)
-                self.names.append(family)
-                self._family[family] = sym
-                if loop_marker(family):
-                    self.markers.add(sym)
-            if family is not name:
-                self._of[name] = sym
-                self._folded.add(sym)
+                sym = self._new_family(family)
+            self._of[name] = sym
+            self._folded.add(sym)
+        return sym
+
+    def _new_family(self, family: str) -> int:
+        """The symbol of a family not seen (or forgotten) before."""
+        sym = len(self.names)
+        self.names.append(family)
+        self._family[family] = sym
+        # (each family is asked once here: through ``loop_marker``'s cache, a million names
+        # each seen once would push out the few that the online tries ask again and again)
+        if loop_marker.__wrapped__(family):
+            self.markers.add(sym)
         return sym
 
     def forget(self, syms: list) -> None:
         """The kinds ``syms`` are held by no op kept: their names go (a name read again is
         a new kind, numbered anew). Names with digits stay (their table, ``_of``, is not
         searched by kind)."""
-        names = self.names
+        names, families, folded, markers = self.names, self._family, self._folded, self.markers
         for sym in syms:
-            if sym not in self._folded:
-                del self._family[names[sym]]
+            if sym not in folded:
+                del families[names[sym]]
                 names[sym] = None
-                self.markers.discard(sym)
+                markers.discard(sym)
 
 
 #: Times beyond this may not be exact in float64 (an integer ``ts``): compared one by one.

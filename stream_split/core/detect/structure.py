@@ -232,8 +232,8 @@ class StructureDetector:
         node = self._skeletons.add(state, parent, start, end, name)
         if state.roots is not roots:  # ops of names of their own forgotten: a new row
             self._forget_tries()
-        if node is SKIPPED or not state.main or not self._online_allowed(state):
-            return ()  # (a side thread's op: not tried, asked without a call)
+        if node is SKIPPED or not state.main or self._level:
+            return ()  # (``_online_allowed``, asked without a call: still learning here)
         return self._try_after(state, parent, node)
 
     def _try_after(self, state: ThreadSkeleton, parent: Node | None, node: Node):
