@@ -155,11 +155,14 @@ _OP_FIELDS = frozenset(("ph", "cat", "name", "ts", "dur", "pid", "tid", "args"))
 def _held_view(event: dict, link) -> dict | tuple | None:
     """What an undecided event keeps while it is held or spilled, when it is not handed out
     itself: the fields that deciding it reads, no more (on the resnet 10x tile's spilled
-    events: 580 bytes in memory and 68 pickled, against 990 and 149 for the slim event).
+    events, when an op's view held its times too: 580 bytes in memory and 68 pickled,
+    against 990 and 149 for the slim event).
     A CPU-side event (``link`` None) is decided by ``_own_cpu``: its phase, category,
     name and the ids it links by (a correlation id; an annotation's External id), an op's
-    time and thread too, and its ``Input Dims`` when its name is phase evidence
-    (``core.serving``);
+    thread too (not its times, held beside the view: a copy of a slim dict keeps them, 3x
+    as fast as a view made field by field; without them a spilled op costs less: a split
+    of 40 k ops of a phase role, ``testing.attacks.threads``, -2.6 % instructions),
+    and its ``Input Dims`` when its name is phase evidence (``core.serving``);
     GPU work waiting for its launch by ``_own_linked``: its category, times, stream, name and
     correlation id (for the breakdown), as the tuple ``(cat, ts, dur, pid, tid, name,
     correlation)`` (cheaper than a dict to make, and to pickle in the spill); a flow or a GPU
@@ -169,17 +172,17 @@ def _held_view(event: dict, link) -> dict | tuple | None:
     if link is None:
         ph, name, args = (event.ph, event.name, event.args) if struct else (
             event.get("ph"), event.get("name"), event.get("args"))
-        if cat in CPU_OP_CATS:  # its time and thread, for the time in ops (core.breakdown)
+        if cat in CPU_OP_CATS:  # its thread, for the time in ops (core.breakdown)
             if struct:
-                view = {"ph": ph, "cat": cat, "name": name, "ts": event.ts, "dur": event.dur,
-                        "pid": event.pid, "tid": event.tid}
+                view = {"ph": ph, "cat": cat, "name": name, "pid": event.pid,
+                        "tid": event.tid}
             elif event.keys() <= _OP_FIELDS:  # (a slim op): a copy is faster
                 view = event.copy()
                 view.pop("args", None)
             else:
                 get = event.get
-                view = {"ph": ph, "cat": cat, "name": name, "ts": get("ts"), "dur": get("dur"),
-                        "pid": get("pid"), "tid": get("tid")}
+                view = {"ph": ph, "cat": cat, "name": name, "pid": get("pid"),
+                        "tid": get("tid")}
         else:
             view = {"ph": ph, "cat": cat, "name": name}
         if args:
@@ -1303,7 +1306,8 @@ class Splitter:
         the events held as one: None) counted at once, and so the ops held as their thread
         (``_hold_cpu``) where every time is a float (else an op's end may be an integer,
         kept as given: ``_own_cpu``), their time in ops added at once (``_add_held_ops``:
-        else one by one, ``_add_held_op``); every other event through ``_own_cpu``; the
+        else one by one, ``_add_held_op``); every other event through ``_own_cpu``, but those
+        owned outside that link nothing, counted at once too (``_count_outside_quiet``); the
         pairs in order (those of the rows only counted made in bulk between the others)."""
         plain = np.equal(held.events, None)
         if plain.any():
@@ -1316,8 +1320,6 @@ class Splitter:
                 self._count_cpu(owners[ops], held.ends[ops], ops=True)
                 one_by_one = self._add_held_ops(held, owners, ops, events, plain)
                 counted = True
-        ends, starts = held.times()
-        owners = owners.tolist()
         own_cpu, add_held_op = self._own_cpu, self._add_held_op
         keep = self._keep
         if keep:
@@ -1327,6 +1329,9 @@ class Splitter:
                 for event, raw in zip(events, raws)]
             assigned, at = self._assigned, 0
         rest = ~plain & (~ops | one_by_one) if counted else ~plain
+        self._count_outside_quiet(rest, owners, events)
+        ends, starts = held.times()
+        owners = owners.tolist()
         for k in np.flatnonzero(rest).tolist():
             event = events[k]
             if keep:
@@ -1340,6 +1345,19 @@ class Splitter:
                 own_cpu(owners[k], event, starts[k], ends[k], raws[k] if keep else None)
         if keep:
             assigned.extend(zip(owners[at:], kept[at:]))
+
+    def _count_outside_quiet(self, rest: np.ndarray, owners: np.ndarray, events: list) -> None:
+        """Of the held ``rest`` rows that ``_own_held`` would hand ``_own_cpu`` one by one,
+        those owned by ``OUTSIDE`` that link nothing (an op held as its thread, or a dict
+        without ``args``: ``_own_cpu`` only counts them) are counted at once here, and taken
+        out of ``rest`` (their pairs are made with the rows only counted)."""
+        outside = np.flatnonzero(rest & (owners == OUTSIDE)).tolist()
+        if not outside:
+            return
+        quiet = [k for k in outside if (event := events[k]).__class__ is tuple
+                 or event.__class__ is dict and "args" not in event]
+        self.outside_events += len(quiet)
+        rest[quiet] = False
 
     def _add_held_ops(self, held: HeldColumns, owners: np.ndarray, ops: np.ndarray,
                       events: list, plain: np.ndarray) -> np.ndarray:

@@ -483,3 +483,34 @@ def test_ops_of_a_thread_held_as_their_thread_hold_one_tuple(limit):
     assert records[False] == records[True]
     if limit == 7:
         assert len(held) > 100 and len({id(thread) for thread in held}) < len(held) // 10
+
+
+@pytest.mark.parametrize("limit", [7, 100_000])
+@pytest.mark.parametrize("keep", [True, False])
+def test_held_events_owned_outside_counted_at_once_give_what_one_by_one_gives(
+        monkeypatch, limit, keep):
+    # Held rows owned by ``OUTSIDE`` that link nothing (an op held as its thread, a view or
+    # event without ``args``) are counted at once (``Splitter._count_outside_quiet``); the
+    # others, launches and annotations among them, still go through ``_own_cpu``. Forced
+    # one by one, the pairs (in order), the counts and the records are the same, held in
+    # memory or spilled. The trace: one op of a phase role on each of many threads (no loop:
+    # all but the first outside; ``testing.attacks.threads``), integer times, then a
+    # training loop's events.
+    import json
+
+    trace = generate("training", seed=3)
+    ops = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 100 + i,
+            "ts": i, "dur": 1} for i in range(300)]
+    events = ops + trace.events
+    results = {}
+    for way in ("at once", "one by one"):
+        if way == "one by one":
+            monkeypatch.setattr(Splitter, "_count_outside_quiet", lambda *args: None)
+        splitter = Splitter(SplitOptions(detector="auto", keep_events=keep, pending_limit=limit))
+        for event in events:
+            splitter.feed(event, json.dumps(event).encode() if keep else None)
+        splitter.close()
+        results[way] = (splitter.pop_assigned(), splitter.outside_events,
+                        repr([record.to_dict() for record in splitter.iterations]))
+    assert results["at once"] == results["one by one"]
+    assert results["at once"][1] >= 299

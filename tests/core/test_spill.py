@@ -160,3 +160,33 @@ def test_held_columns_taken_and_joined_in_numpy_give_the_events_one_by_one_would
     with TempFileSpill(str(tmp_path)) as spill:
         spill.put(held)
         assert spill.take(spill.due(3.0)[0]).items(frame) == items(range(4))
+
+
+def test_held_columns_give_integer_times_back_as_integers_through_take_join_and_spill(tmp_path):
+    # A time given as an integer is held in the float columns (exactly: the engine holds no
+    # larger one there) with a bit of ``exact`` saying so, and given back as the integer
+    # (``times``), after ``take``, ``joined`` (with a part all floats) and the spill alike;
+    # an end or a start alone may be one.
+    import numpy as np
+
+    from stream_split.spill import HeldColumns, HeldRows
+    given = [(5, 1), (3.5, 2), (9.0, 4.0), (7, 6.25), (2 ** 53, -2 ** 53)]
+    rows = HeldRows()
+    for seq, (end, start) in enumerate(given):
+        rows.add(end, seq, start, None, None)
+    held = rows.columns()
+
+    def as_given(columns):
+        ends, starts = columns.times()
+        return [(repr(end), repr(start)) for end, start in zip(ends, starts)]
+    expected = [(repr(end), repr(start)) for end, start in given]
+    assert as_given(held) == expected
+    assert as_given(held.take(np.array([3, 0]))) == [expected[3], expected[0]]
+    assert as_given(held.take(slice(1, 3))) == expected[1:3]
+    floats = HeldColumns(np.array([1.5]), np.array([9]), np.array([0.5]), [None])
+    assert floats.exact is None
+    assert as_given(HeldColumns.joined([floats, held.take(slice(3, 5))])) == \
+        [("1.5", "0.5")] + expected[3:5]
+    with TempFileSpill(str(tmp_path)) as spill:
+        spill.put(held)
+        assert as_given(spill.take(spill.due(10.0)[0])) == expected

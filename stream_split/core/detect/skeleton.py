@@ -386,9 +386,8 @@ class Skeletons:
         key = (thread, section)
         state = self.latest = self.threads.get(key)
         if state is None:
-            early = self._early_frames
             state = self.threads[key] = self.latest = ThreadSkeleton(
-                thread, _FIRST_TRY, section, early.pop(thread) if thread in early else _NONE_YET)
+                thread, _FIRST_TRY, section, self._early_frames.pop(thread, _NONE_YET))
             sections = self._sections_of.get(thread)
             if sections is None:
                 self._sections_of[thread] = [state]
@@ -604,8 +603,9 @@ class Skeletons:
         for thread in threads:
             for state in sections_of.pop(thread, ()):
                 del skeletons[(thread, state.section)]
-                if state is self.latest:
-                    self.latest = None
+        latest = self.latest
+        if latest is not None and (latest.key, latest.section) not in skeletons:
+            self.latest = None
         for waiting in (self._early_frames, self._modules):  # most often empty
             if waiting:
                 for thread in threads:
