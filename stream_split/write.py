@@ -52,7 +52,8 @@ from isal import isal_zlib
 import stream_split
 from stream_split.errors import WriteInterrupted
 from stream_split.pages import reading
-from stream_split.serialize import event_json, finite, spaced_json, strict_event_json
+from stream_split.serialize import (event_json, spaced_json, strict_event_json,
+                                    walked_finite)
 from stream_split.trace_format import ANNOTATION_CAT, PROFILER_STEP_PREFIX
 from stream_split.core.records import (
     Boundary, IterationRecord, KIND_IDLE, KIND_ITERATION, METADATA, OUTSIDE)
@@ -1000,7 +1001,7 @@ def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | No
     """The manifest: what was read, how it was split, and the counts that prove conservation.
     ``selection``: what ``--iterations`` / ``--steps`` chose when only some iterations were
     written (``{"iterations": text, "steps": text, "written": [index, ...]}``); None: all of
-    them. Strict JSON: a number that is not finite is None (``serialize.finite``). Its
+    them. Strict JSON: a number that is not finite is None (``serialize.walked_finite``). Its
     ``iterations`` are made from the records when read (``manifest_entries``). ``stats``: the
     records' verdicts (``stats.finish``'s, ``run.RunOutcome.stats``), else judged here."""
     files = files or {}
@@ -1032,7 +1033,7 @@ def build_manifest(*, source: str, splitter, reader_info: dict, files: dict | No
         "outside": {"file": files.get(OUTSIDE), "events": splitter.outside_events,
                     "kernels": splitter.outside_kernels},
     }
-    return finite(manifest)
+    return walked_finite(manifest)  # (its ``iterations`` the encoder refuses: no check first)
 
 
 def _counts(splitter, written: set | None, metadata_apart: bool = False) -> dict:

@@ -1006,23 +1006,28 @@ class Splitter:
         if self._ignored_last:
             return  # a detector may only move forward
         # no caller of ``_add_boundary`` holds per-iteration state: ``_trim_paged``, inline
-        # (once a boundary; most often no list has a page too many)
-        self._hot = _NO_HOT
+        # (once a boundary; most often no list has a page too many, and ``_hot``, the state
+        # of the iteration the boundary before opened, stays in memory: see below)
         for paged in self._paged:
             if paged.needs_trim:
+                self._hot = _NO_HOT
                 paged.trim()
         index = windows.add(found.start_ts, found.opens_after, found.thread)
         pid, tid = self._last_thread = found.thread
         # (the fields by position: some 30 % less time than by keyword)
-        self._iterations.append(IterationRecord(index, KIND_ITERATION, found.start_ts, 0.0,
-                                                found.first_op))
+        record = IterationRecord(index, KIND_ITERATION, found.start_ts, 0.0, found.first_op)
+        breakdown = IterationBreakdown()
+        self._iterations.append(record)
         self._phase_facts.append(None)  # nothing seen yet: see ``_observe_phase``
-        self._breakdowns.append(IterationBreakdown())
+        self._breakdowns.append(breakdown)
         if index >= 2:  # (not the one before: this boundary's held events come to it now)
             self._breakdowns[index - 2].compact_host()
         if self.boundary_records:
             self._records.append(Boundary(index, found.start_ts, pid, tid, found.first_op))
         self._resolve_pending(found.start_ts)
+        # What the next boundary decides mostly falls in the iteration this one opens (a
+        # loop of one-op iterations: every event): its state at hand (``_hot_state``)
+        self._hot = (index, record, breakdown)
 
     def _revise_last(self, found) -> None:
         """The detector revised its latest boundary. Nothing was owned by its iteration yet

@@ -5,7 +5,7 @@ import json
 import orjson
 import pytest
 
-from stream_split.serialize import event_json, spaced_json
+from stream_split.serialize import event_json, finite, spaced_json, walked_finite
 
 EVENT = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 10.5, "dur": 3, "pid": 1,
          "tid": "stream 7", "args": {"Input Dims": [[2, 3], [3, 4]], "correlation": 9}}
@@ -64,3 +64,21 @@ def test_spaced_json_keeps_content_as_it_came_in():
     out = spaced_json(value)
     assert out == '{"device": "\u00e9\U0001f600", "odd": "\\udc00", "big": 1180591620717411303424}'.encode()
     assert json.loads(out) == value
+
+
+class _Opaque:
+    """An object of the caller's that the encoder refuses (as the manifest's iterations)."""
+
+
+def test_walked_finite_is_finite_without_the_encoder_s_check():
+    opaque = _Opaque()
+    inf, nan = float("inf"), float("nan")
+    for value in ([0.5, 1, True, 2.0 ** 1023, 2.0 ** 1023], [1.0, inf, 2], (nan, 1.0), [-inf],
+                  [10 ** 400, 1.0], [1.0, "a"], [], {"sims": [1.0] * 1000, "it": opaque},
+                  {"levels": [{"similarity": [0.9, nan]}], "x": [1.0, [inf]]}):
+        walked = walked_finite(value)
+        assert json.dumps(walked, default=repr, allow_nan=False) == \
+            json.dumps(finite(value), default=repr, allow_nan=False)
+        if json.dumps(value, default=repr) == json.dumps(walked, default=repr):
+            assert walked is value  # nothing to change: the very same, no copy
+    assert walked_finite({"it": opaque, "s": [1.0, inf]}) == {"it": opaque, "s": [1.0, None]}

@@ -128,13 +128,16 @@ class RootMatcher:
             found.extend(self.push(node))
         return found
 
-    def _measure(self, instance: list, replace_last: bool = False) -> None:
-        # An instance like the one measured before (the same symbols, durations and kernels:
-        # all that ``shape_and_similarity`` reads of it) measures the same: a loop of tiny
-        # identical iterations is measured once, not once an iteration.
+    def _measure(self, instance: list, replace_last: bool = False) -> bool:
+        """Append (or replace the last of) the instance's shape and similarity. Whether it
+        is like the one measured before (the same symbols, durations and kernels: all that
+        ``shape_and_similarity`` reads of it): it measures the same then (a loop of tiny
+        identical iterations is measured once, not once an iteration), and its symbols are
+        ``seen`` already (each instance measured is, but at ``finish``)."""
         # (the very same float object again: ``CodedColumn`` codes it without a look-up)
         key = [(n.sym, n.end - n.start, n.gpu) for n in instance]
-        if key == self._measured[0]:
+        alike = key == self._measured[0]
+        if alike:
             shape, sim = self._measured[1]
         else:
             shape, sim = shape_and_similarity(instance, self.unit)
@@ -145,12 +148,13 @@ class RootMatcher:
         else:
             self.shapes.append(shape)
             self.similarity.append(sim)
+        return alike
 
     def _begin(self, instance: list, first: Node) -> None:
         """An instance ends (``instance``, its ops) and the next begins at ``first``."""
         self.shortest = min(self.shortest, len(instance))
-        self.seen.update([n.sym for n in instance])
-        self._measure(instance)
+        if not self._measure(instance):  # (alike the one before: no symbol new to ``seen``)
+            self.seen.update([n.sym for n in instance])
         self.starts.append(first)
         del self.starts[:-RULES.online.typical_of]
 
