@@ -67,7 +67,7 @@ class LoopSection:
 
     def follow(self, thread, start: float) -> None:
         """An op of a main thread begins at ``start``: the section's, if it is its thread."""
-        if self.thread in (None, thread):
+        if self.thread == thread or self.thread is None:
             self.thread = thread
             self.since, self._latest = self._latest, start
 

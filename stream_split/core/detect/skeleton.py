@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
+from operator import attrgetter
 
 import numpy as np
 
@@ -283,7 +284,7 @@ class RootCounts:
     kept anyway), so a row of a million names each seen once keeps no pair and nothing
     more than its counts did."""
 
-    __slots__ = ("_seen", "_pairs", "_last", "exact", "marked", "singles")
+    __slots__ = ("_seen", "_pairs", "_last", "last_count", "exact", "marked", "singles")
 
     def __init__(self):
         #: sym -> its count, or the node that followed its only occurrence (count 1).
@@ -291,6 +292,9 @@ class RootCounts:
         #: (sym, the next op's sym) -> times, for syms that recur (None before the first).
         self._pairs: dict | None = None
         self._last = None  # the latest op's symbol
+        #: How often the latest op's kind has occurred (``self[its symbol]``, kept by
+        #: ``add``: the online tries ask it of every op read, ``StructureDetector._try_after``).
+        self.last_count = 0
         #: Some op followed another of one kind three times (one of its own kind twice).
         self.exact = False
         #: A loop marker occurred.
@@ -335,10 +339,10 @@ class RootCounts:
                 self._pair(before, sym)
         count = seen.get(sym, 0)
         if type(count) is int:
-            seen[sym] = count + 1
+            seen[sym] = self.last_count = count + 1
             self.singles += 1 if count == 0 else -(count == 1)
         else:  # its second occurrence: the pair of its first is counted now
-            seen[sym] = REPEAT
+            seen[sym] = self.last_count = REPEAT
             self.singles -= 1
             self._pair(sym, count.sym)
         self._last = sym
@@ -658,30 +662,29 @@ class Symbols:
     """Op name -> symbol (digits folded into one family); ``names[sym]`` is the family.
     A name without digits is its own family: one string and one entry for both (a million
     unique names are a million strings in one table, not two million in two), and a new one
-    costs a search for a digit, not a fold. Whether a family is a loop marker is asked once,
-    when it is new (``markers``)."""
+    costs a search for a digit, not a fold. Families and names with digits share one table
+    (a family has no digits: no name with digits is one), so any name seen is found with one
+    lookup. Whether a family is a loop marker is asked once, when it is new (``markers``)."""
 
     def __init__(self):
-        #: family -> symbol; a family has no digits, so a name without digits is found here.
-        self._family: dict = {}
-        self._of: dict = {}  # name with digits -> symbol
+        #: A family, or a name with digits -> its symbol (a name without digits is found
+        #: as its family).
+        self._sym_of: dict = {}
         self.names: list = []
         #: The symbols whose family is a loop marker (``LOOP_MARKER_PATTERN``).
         self.markers: set = set()
-        self._folded: set = set()  # the symbols of names with digits (in ``_of``)
+        self._folded: set = set()  # the symbols of names with digits
 
     def of(self, name: str) -> int:
-        sym = self._family.get(name)
+        sym = self._sym_of.get(name)
         if sym is None:
-            sym = self._of.get(name)
-        if sym is None:
-            if _DIGIT.search(name) is None:  # its own family, not in ``_family``: new
+            if _DIGIT.search(name) is None:  # its own family, not in the table: new
                 return self._new_family(name)
             family = _DIGITS.sub("N", name)
-            sym = self._family.get(family)
+            sym = self._sym_of.get(family)
             if sym is None:
                 sym = self._new_family(family)
-            self._of[name] = sym
+            self._sym_of[name] = sym
             self._folded.add(sym)
         return sym
 
@@ -689,7 +692,7 @@ class Symbols:
         """The symbol of a family not seen (or forgotten) before."""
         sym = len(self.names)
         self.names.append(family)
-        self._family[family] = sym
+        self._sym_of[family] = sym
         # (each family is asked once here: through ``loop_marker``'s cache, a million names
         # each seen once would push out the few that the online tries ask again and again)
         if loop_marker.__wrapped__(family):
@@ -698,12 +701,12 @@ class Symbols:
 
     def forget(self, syms: list) -> None:
         """The kinds ``syms`` are held by no op kept: their names go (a name read again is
-        a new kind, numbered anew). Names with digits stay (their table, ``_of``, is not
-        searched by kind)."""
-        names, families, folded, markers = self.names, self._family, self._folded, self.markers
+        a new kind, numbered anew). Names with digits stay (with their families: the table
+        is not searched by kind)."""
+        names, sym_of, folded, markers = self.names, self._sym_of, self._folded, self.markers
         for sym in syms:
             if sym not in folded:
-                del families[names[sym]]
+                del sym_of[names[sym]]
                 names[sym] = None
                 markers.discard(sym)
 
@@ -754,12 +757,11 @@ def outermost_opener(node: Node, ceiling: float = float("inf")) -> tuple | None:
     return min((f for f in node.opener if f[1] <= ceiling), default=None)
 
 
-def start_of(node: Node) -> float:
-    return node.start
-
-
-def end_of(node: Node) -> float:
-    return node.end
+#: A node's start, and its end: keys (of ``bisect``, ``sort``, ``max``) that are attribute
+#: getters, which those call without a Python frame (``path_at`` bisects at every launch,
+#: ``Skeletons.forget_singles`` takes the latest end of thousands of ops).
+start_of = attrgetter("start")
+end_of = attrgetter("end")
 
 
 def duration_of(node: Node) -> float:

@@ -244,7 +244,7 @@ class StructureDetector:
         self._budget.earn()
         if parent is None:
             if len(state.roots) >= state.next_try or \
-                    RULES.min_instances <= state.seen[node.sym] <= online.eager_tries:
+                    RULES.min_instances <= state.seen.last_count <= online.eager_tries:
                 return self._try_online(state)
             return ()
         if parent.depth < online.container_depth and \
