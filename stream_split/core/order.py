@@ -87,16 +87,18 @@ def _start_of(op: HeldOp) -> float:
 
 
 class _Thread:
-    """One thread's order: its last op while in start order, its held forest once reordered."""
+    """One thread's order: its last op while in start order, its held forest once reordered.
+    Made at the thread's first op, already recorded (a first op is in start order: a thread
+    of one op, of which a trace may hold a million, is tested no further)."""
     __slots__ = ("last_start", "last_cat", "jumped", "history", "roots", "held", "handed")
 
-    def __init__(self):
-        self.last_start = _NOTHING_HELD
-        self.last_cat = None
+    def __init__(self, start: float, cat, history: list | None):
+        self.last_start = start
+        self.last_cat = cat
         self.jumped = False  # it went back in time once already (to another category)
         #: Its first ops while in start order, flat (start, end, name, start, ...: one list,
         #: no tuple per op); None past ``HISTORY``.
-        self.history: list | None = []
+        self.history = history
         #: The held roots, sorted by start; None while the thread is in start order.
         self.roots: list | None = None
         self.held = 0  # ops held (roots and their subtrees)
@@ -129,9 +131,13 @@ class OpOrder:
         """An op of ``thread`` as the file has it: None where it is read now, alone; else the
         ops to read now (others' freed by it first, then maybe this one)."""
         state = self._threads.get(thread)
-        if state is None:
-            state = self._threads[thread] = _Thread()
         out = self._release_others(thread, start) if start < self.flush_below else None
+        if state is None:  # its first op: in start order
+            self._threads[thread] = _Thread(
+                start, cat, [start, end, name] if self._history_length else None)
+            if out is not None:  # read after the ops it freed
+                out.append((thread, start, end, name))
+            return out
         if state.roots is None:
             if start >= state.last_start or (cat != state.last_cat and not state.jumped):
                 if start < state.last_start:  # (the one jump back a thread may make)

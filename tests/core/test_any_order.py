@@ -136,6 +136,28 @@ def test_end_order_is_read_in_start_order():
     assert order.reordered_threads == 1 and order.late_ops == 0
 
 
+def _read_in_end_order(order: OpOrder) -> list:
+    read = []
+    for start, end, name in sorted(_tree_in_start_order(), key=lambda op: (op[1], -op[0])):
+        got = order.arrive("t", start, end, name, "cpu_op")
+        read.extend([("t", start, end, name)] if got is None else got)
+    return read + order.release_all()
+
+
+def test_a_threads_order_begins_at_its_first_op_even_after_it_was_forgotten():
+    """A thread's state is made with its first op (read at once, the first of its history):
+    a thread forgotten (idle) and back, or new, is read alike; with no history its first ops
+    are read once, where they came."""
+    fresh = _read_in_end_order(OpOrder())
+    order = OpOrder()
+    assert order.arrive("t", 500, 600, "before", "cpu_op") is None
+    order.forget(["t"])
+    assert _read_in_end_order(order) == fresh
+    no_history = _read_in_end_order(OpOrder(history=0))
+    assert [op[3] for op in no_history[:2]] == ["a1", "a2"]
+    assert sorted(no_history) == sorted(("t", *op) for op in _tree_in_start_order())
+
+
 def test_anything_from_before_the_held_ops_hands_them_on():
     """Another thread's op, or a launch (``release_before``), from before a thread's held ops:
     the thread's section is over, its ops are read first."""

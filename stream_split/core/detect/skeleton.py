@@ -392,11 +392,7 @@ class Skeletons:
         if state is None:
             state = self.threads[key] = self.latest = ThreadSkeleton(
                 thread, _FIRST_TRY, section, self._early_frames.pop(thread, _NONE_YET))
-            sections = self._sections_of.get(thread)
-            if sections is None:
-                self._sections_of[thread] = [state]
-            else:
-                sections.append(state)
+            self._sections_of.setdefault(thread, []).append(state)  # (one lookup)
         return state
 
     def add(self, state: ThreadSkeleton, parent: Node | None, start: float, end: float,
