@@ -179,6 +179,9 @@ class Attack:
 
 ATTACKS = (
     Attack("random_names", random_names, 2_000, 300, scales=False),
+    # the same family long enough for a time per event (the 2,000 ops above, issue 22's
+    # case, take some 20 ms beyond the start-up: less than the start-up's own spread)
+    Attack("random_names_long", random_names, 200_000, 3_000),
     Attack("unique_names", unique_names, 1_000_000, 3_000),
     Attack("one_op_iterations", one_op_iterations, 1_000_000, 3_000),
     Attack("open_iteration", open_iteration, 6_400_000, 5_000),
