@@ -181,7 +181,7 @@ def print_table(rows: list, startup_s: float, out=None) -> None:
         judged = ref and r["events"] > 2 and not timed_out and \
             r["net_us_per_event"] * r["events"] >= 1e6 * MIN_JUDGED_CPU_S
         floor = r.get("floor_us_per_event") or 0.0
-        ratio = f"{r['net_us_per_event'] / ref:7.2f}" if judged else "      -"
+        ratio = f"{r['vs_tile']:7.2f}" if judged else "      -"
         beyond = f"{(r['net_us_per_event'] - floor) / ref:6.2f}" if judged and floor \
             else "     -"
         rss, cpu = ("      -", "      -") if timed_out else \
