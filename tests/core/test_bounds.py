@@ -18,9 +18,9 @@ from stream_split.core.detect.rules import RULES
 from stream_split.core.detect import search
 from stream_split.core.detect.search import (
     SearchBudget, SearchMemo, find_unit, search_cap, search_work)
-from stream_split.core.detect import skeleton
+from stream_split.core.detect import skeleton, structure
 from stream_split.core.detect.skeleton import Node, RootCounts, Symbols
-from stream_split.core.detect.structure import StructureDetector
+from stream_split.core.detect.structure import Mode, StructureDetector
 from stream_split.core.owners import Windows
 from stream_split.core.records import KIND_ITERATION
 from stream_split.stats import analyze
@@ -442,6 +442,111 @@ def test_names_of_their_own_beyond_the_bound_keep_under_100_bytes_an_op(monkeypa
         tracemalloc.stop()
     assert detector._skeletons.threads[((1, 1), 0)].forgotten > 35_000
     assert held < 100 * len(names)
+def _few_roots(monkeypatch, count: int) -> None:
+    memory = replace(RULES.memory, max_roots=count, single_roots_latest=count // 2)
+    for module in (skeleton, structure):
+        monkeypatch.setattr(module, "RULES", replace(RULES, memory=memory))
+
+
+def _drawn_at_random(count: int, kinds: int, seed: int = 22) -> list:
+    """``count`` names drawn from ``kinds`` (``attacks.random_names``' ops: no loop)."""
+    rnd = random.Random(seed)
+    names = [f"op_{_letters(j, 3)}" for j in range(kinds)]
+    return [rnd.choice(names) for _ in range(count)]
+
+
+def test_a_top_level_of_names_drawn_at_random_is_kept_bounded(monkeypatch):
+    _few_roots(monkeypatch, 256)
+    names = _drawn_at_random(5000, 400)
+    detector = _observed(names)
+    state = detector._skeletons.threads[((1, 1), 0)]
+    assert 128 < len(state.roots) <= 256
+    assert not state.seen.may_confirm
+    held = {detector._names[n.sym] for n in state.roots}
+    assert held == {name for name in detector._names if name is not None}  # the rest went
+    result = detector.close()  # one iteration, from the first op to the last, as before
+    assert [b.start_ts for b in result.boundaries] == [0.0]
+    assert result.last_end == 6.0 * 4999 + 5
+    assert result.evidence["levels"][0]["forgotten_ops"] == 5000 - len(state.roots)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_counts_of_a_top_level_made_anew_are_those_counted_op_by_op(seed):
+    # ``RootCounts.carry`` (after ``forget_oldest``) against ``add`` over the same ops
+    rnd = random.Random(seed)
+    syms = [rnd.randrange(1 + 20 * seed) for _ in range(1 + rnd.randrange(400))]
+    nodes = [Node(sym, k, k + 1, 0) for k, sym in enumerate(syms)]
+    markers = {3} if seed % 2 else set()
+    counted = RootCounts()
+    for node in nodes:
+        counted.add(node, node.sym in markers)
+    carried = RootCounts().carry(nodes, markers)
+
+    def state(counts):
+        seen = {sym: count if type(count) is int else ("followed by", count.start)
+                for sym, count in counts._seen.items()}
+        return (seen, dict(counts._pairs or {}), counts._last, counts.last_count,
+                counts.exact, counts.marked, counts.singles)
+    assert state(carried) == state(counted)
+    for sym in set(syms):
+        assert carried[sym] == syms.count(sym)
+
+
+def test_counts_made_anew_keep_what_made_the_row_believable():
+    believable = RootCounts()
+    for k, sym in enumerate([1, 2, 1, 2, 1, 2]):  # 1 then 2, three times: may be exact
+        believable.add(Node(sym, k, k + 1, 0), sym == 2)
+    assert believable.exact and believable.marked
+    carried = believable.carry([Node(7, 0, 1, 0), Node(8, 1, 2, 0)], set())
+    assert carried.exact and carried.marked and carried.may_confirm
+
+
+def test_a_loop_the_online_tries_cannot_believe_is_decided_at_the_bound(monkeypatch):
+    # exact steps after a prologue, no loop marker: believed only at close (whole), or
+    # where the top level reaches its bound, with the same boundaries
+    names = _drawn_at_random(100, 50) + \
+        [f"{op}x" for _ in range(400) for op in ("load", "fwd", "mm", "bwd", "opt")]
+    whole = _observed(names).close()
+    assert whole.evidence["decided"] == "at close" and len(whole.boundaries) == 400
+    _few_roots(monkeypatch, 256)
+    detector, streamed = StructureDetector(), []
+    for i, name in enumerate(names):
+        for found in detector.observe((1, 1), [0], 6.0 * i, 6.0 * i + 5, name, 0):
+            if found.moves_last:
+                streamed.pop()
+            streamed.append(found.start_ts)
+        if i == 256:  # decided at the 257th op, nothing forgotten
+            assert detector.mode is Mode.MATCHING
+    assert not detector._skeletons.threads[((1, 1), 0)].forgotten
+    result = detector.close()
+    assert "reached its bound of 256 ops" in result.evidence["why"]
+    assert streamed == [b.start_ts for b in whole.boundaries]
+
+
+def test_forgetting_the_oldest_ops_forgets_what_their_containers_hold(monkeypatch):
+    _few_roots(monkeypatch, 64)
+    detector = StructureDetector()
+    names = _drawn_at_random(400, 100)
+    for i, name in enumerate(names):  # each top-level op holds one op
+        detector.observe((1, 1), [0], 10.0 * i, 10.0 * i + 5, name, 0)
+        detector.observe((1, 1), [0, 0], 10.0 * i + 1, 10.0 * i + 2, "kid_" + name, 0)
+    state = detector._skeletons.threads[((1, 1), 0)]
+    assert len(state.roots) <= 64
+    assert state.below == sum(1 for n in state.roots if n.kids) == \
+        detector._skeletons._nodes
+
+
+def test_names_drawn_at_random_keep_memory_flat_beyond_the_bound(monkeypatch):
+    # (unbounded, some 450 bytes an op were kept, and the close search over all of them:
+    # 200 k ops took 224 MB of peak RSS, 1 M 657 MB)
+    _few_roots(monkeypatch, 2048)
+    sizes = []
+    for count in (20_000, 40_000):
+        names = _drawn_at_random(count, count // 5)
+        sizes.append(_traced_growth(lambda: _observed(names))[0])
+    assert sizes[1] < 1.25 * sizes[0]
+
+
 def _traced_growth(make) -> tuple[int, int]:
     """(what ``make()`` leaves allocated, its peak), in bytes, traced by tracemalloc."""
     tracemalloc.start()

@@ -150,6 +150,16 @@ class MemoryRules:
     #: ... the latest this many top-level ops are never forgotten (half: each sifting
     #: forgets about as many as it keeps, so each op is sifted about once).
     single_roots_latest: int = 1 << 15
+    #: Top-level ops kept of a main thread whose loop is not confirmed, whatever their kinds
+    #: (``skeleton.Skeletons.forget_oldest``): beyond, those read before the latest
+    #: ``single_roots_latest`` are forgotten (but the first, and the longest and the
+    #: latest-ending of them), containers and what they hold too, and the close decision
+    #: searches what is left. A loop the online tries can believe is confirmed within a few
+    #: dozen turns, and the recorded traces' top levels hold at most some 6,000 ops at close;
+    #: names drawn at random, each seen a few times (no kind of its own, nothing to
+    #: confirm), kept some 450 bytes an op and a close search over all of them (200 k ops:
+    #: 224 MB of peak RSS, 1 M: 657 MB).
+    max_roots: int = 1 << 16
     #: Levels whose last search is kept for the next online try on them
     #: (``search.SearchMemo``): the top level and the chain of containers below it
     #: (``OnlineRules.container_depth`` + 1).

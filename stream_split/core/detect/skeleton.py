@@ -323,6 +323,31 @@ class RootCounts:
             del seen[sym]
         self.singles -= len(syms)
 
+    def carry(self, roots: list, markers: set) -> "RootCounts":
+        """The counts of ``roots`` (a top level some of whose ops were forgotten:
+        ``Skeletons.forget_oldest``), made anew, with what made a unit there believable
+        online carried over (some op followed another of one kind three times, a loop marker
+        occurred: the online tries keep searching a row they searched)."""
+        counts = RootCounts()
+        if not roots:
+            return counts
+        syms = [node.sym for node in roots]
+        seen = counts._seen = dict(Counter(syms))  # (what ``add`` counts, in bulk)
+        once = {sym for sym, count in seen.items() if count == 1}
+        if once:  # in place of its count, the node that followed its only occurrence
+            for i in [i for i, sym in enumerate(syms[:-1]) if sym in once]:
+                seen[syms[i]] = roots[i + 1]
+        pairs = Counter(zip(syms, syms[1:]))  # each pair of an op that recurs, once
+        counts._pairs = {pair: n for pair, n in pairs.items() if pair[0] not in once}
+        counts._last = syms[-1]
+        counts.last_count = seen[syms[-1]] if type(seen[syms[-1]]) is int else 1
+        counts.singles = len(once)
+        counts.exact = self.exact or any(
+            n >= RULES.min_instances or (a == b and n >= RULES.min_instances - 1)
+            for (a, b), n in counts._pairs.items())
+        counts.marked = self.marked or not markers.isdisjoint(seen)
+        return counts
+
     @property
     def may_confirm(self) -> bool:
         """May a unit found on this row be believed online (see the class docstring)?"""
@@ -457,6 +482,35 @@ class Skeletons:
         # (ops kept that are seen once, containers among them, are sifted no more)
         state.sift_at = max(RULES.memory.single_roots,
                             seen.singles + RULES.memory.single_roots_latest)
+
+    def forget_oldest(self, state: ThreadSkeleton) -> None:
+        """``state``'s top level holds more than ``MemoryRules.max_roots`` ops, whatever their
+        kinds, and no loop was found there (``StructureDetector._at_the_bound``: names drawn
+        at random, each seen a few times): those read before the latest ``MemoryRules.single_roots_latest`` are forgotten, containers
+        with what they hold, but the first (the single iteration's beginning) and the longest
+        and the latest-ending of them (``verdict.dominant``: the row's longest op and its end
+        stay what they were). The counts of the top level are counted anew over the ops kept
+        (what made a unit believable online stays so: ``RootCounts.carry``), and kinds no op
+        kept holds leave the symbol table. The top level becomes a new list, as in
+        ``forget_singles``."""
+        roots = state.roots
+        upto = len(roots) - RULES.memory.single_roots_latest
+        old = roots[1:upto]
+        keep = {max(old, key=duration_of), max(old, key=end_of)}
+        gone = [n for n in old if n not in keep]
+        state.roots = [roots[0]] + [n for n in old if n in keep] + roots[upto:]
+        state.sifted = len(state.roots) - len(roots) + max(state.sifted, upto)
+        below = [kid for n in gone if n.kids for kid in _descendants(n)]
+        self._nodes -= len(below)
+        state.below -= len(below)
+        state.forgotten += len(gone)
+        seen = state.seen.carry(state.roots, self.symbols.markers)
+        state.seen = seen
+        state.sift_at = max(RULES.memory.single_roots,
+                            seen.singles + RULES.memory.single_roots_latest)
+        syms = {n.sym for n in gone}
+        syms.update(n.sym for n in below)
+        self.symbols.forget(self._unused([sym for sym in syms if sym not in seen], state))
 
     def _unused(self, syms: list, state: ThreadSkeleton) -> list:
         """Of ``syms`` (kinds forgotten from ``state``'s top level), those no op kept holds:

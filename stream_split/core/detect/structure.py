@@ -230,7 +230,11 @@ class StructureDetector:
             state.add_step(start, end, name)  # the loop thread's rank at close
         roots = state.roots
         node = self._skeletons.add(state, parent, start, end, name)
-        if state.roots is not roots:  # ops of names of their own forgotten: a new row
+        if len(state.roots) > RULES.memory.max_roots and state.main:  # (at the top level)
+            found = self._at_the_bound(state)
+            if found is not None:
+                return found
+        if state.roots is not roots:  # ops forgotten: a new row
             self._forget_tries()
         if node is SKIPPED or not state.main or self._level:
             return ()  # (``_online_allowed``, asked without a call: still learning here)
@@ -269,6 +273,31 @@ class StructureDetector:
         if not state.seen.may_confirm or not self._budget.affords(roots):
             return ()  # put off: tried again at its next moment, once the credit covers it
         return self._confirm(state, roots, [])
+
+    def _at_the_bound(self, state: ThreadSkeleton):
+        """``state``'s top level holds more than ``MemoryRules.max_roots`` ops, and no loop
+        confirmed: the close decision's search is made on it now, and the unit it finds,
+        if it passes the iteration test, is believed (a loop the online tries could not
+        believe: its instances exact but none a whole piece of work, no input fetch, a
+        prologue before them). Else its oldest ops are forgotten
+        (``Skeletons.forget_oldest``), and the close decision will search what is kept.
+        Not searched where no unit found could be believed online either
+        (``RootCounts.may_confirm``: names drawn at random), nor beyond the online tries'
+        budget, nor under ``--level``. Returns the boundaries found, or None."""
+        roots = state.roots
+        if self._online_allowed(state) and state.seen.may_confirm and \
+                self._budget.affords(roots):
+            unit = find_unit(roots, names=self._names, whole=False)
+            if unit is not None:
+                verdict, why = iteration_test(roots, roots, unit, [],
+                                              self._skeletons.modules_of(state.key))
+                if verdict:
+                    return self._start_matching(
+                        state, roots, unit, [],
+                        f"{why}; the top level reached its bound of "
+                        f"{RULES.memory.max_roots} ops held")
+        self._skeletons.forget_oldest(state)
+        return None
 
     def _try_container(self, state: ThreadSkeleton, path: list):
         """Online inside a container (failure mode 3: the minor roots come only at the end):
