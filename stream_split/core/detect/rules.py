@@ -173,6 +173,11 @@ class MemoryRules:
     #: ``search.input_fetch``): the rows searched hold a few dozen names (the resnet trace's
     #: top level 58); about 150 bytes each, and the name kept.
     names_remembered: int = 4096
+    #: Names with digits whose symbol is remembered (``skeleton.Symbols``: found with one
+    #: lookup, not folded again); beyond, the table keeps only the families, and names are
+    #: folded anew as they come. The recorded traces' ops have a few hundred such names;
+    #: a million numbered names (``op_17``, each seen once) kept two entries each.
+    digit_names_remembered: int = 1 << 16
     #: Python frames kept while waiting for the top-level op they may open (a bound: the
     #: frames read within one top-level op of a file in time order).
     max_pending_frames: int = 4096

@@ -714,7 +714,9 @@ class Symbols:
     unique names are a million strings in one table, not two million in two), and a new one
     costs a search for a digit, not a fold. Families and names with digits share one table
     (a family has no digits: no name with digits is one), so any name seen is found with one
-    lookup. Whether a family is a loop marker is asked once, when it is new (``markers``)."""
+    lookup. Whether a family is a loop marker is asked once, when it is new (``markers``).
+    Of names with digits at most ``MemoryRules.digit_names_remembered`` are in the table at
+    once (``_only_families``)."""
 
     def __init__(self):
         #: A family, or a name with digits -> its symbol (a name without digits is found
@@ -723,7 +725,7 @@ class Symbols:
         self.names: list = []
         #: The symbols whose family is a loop marker (``LOOP_MARKER_PATTERN``).
         self.markers: set = set()
-        self._folded: set = set()  # the symbols of names with digits
+        self._digit_names = 0  # names with digits in the table
 
     def of(self, name: str) -> int:
         sym = self._sym_of.get(name)
@@ -735,8 +737,17 @@ class Symbols:
             if sym is None:
                 sym = self._new_family(family)
             self._sym_of[name] = sym
-            self._folded.add(sym)
+            self._digit_names += 1
+            if self._digit_names > RULES.memory.digit_names_remembered:
+                self._only_families()
         return sym
+
+    def _only_families(self) -> None:
+        """The table keeps its families, and no name with digits (each is folded again
+        when it next comes)."""
+        names = self.names
+        self._sym_of = {key: sym for key, sym in self._sym_of.items() if names[sym] is key}
+        self._digit_names = 0
 
     def _new_family(self, family: str) -> int:
         """The symbol of a family not seen (or forgotten) before."""
@@ -751,14 +762,15 @@ class Symbols:
 
     def forget(self, syms: list) -> None:
         """The kinds ``syms`` are held by no op kept: their names go (a name read again is
-        a new kind, numbered anew). Names with digits stay (with their families: the table
-        is not searched by kind)."""
-        names, sym_of, folded, markers = self.names, self._sym_of, self._folded, self.markers
+        a new kind, numbered anew), and so do the names with digits in the table (they may
+        be of those kinds: the table is not searched by kind)."""
+        names, sym_of, markers = self.names, self._sym_of, self.markers
         for sym in syms:
-            if sym not in folded:
-                del sym_of[names[sym]]
-                names[sym] = None
-                markers.discard(sym)
+            del sym_of[names[sym]]
+            names[sym] = None
+            markers.discard(sym)
+        if syms and self._digit_names:
+            self._only_families()
 
 
 #: Times beyond this may not be exact in float64 (an integer ``ts``): compared one by one.
