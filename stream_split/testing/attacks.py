@@ -3,7 +3,7 @@
 Test tooling, not product. Each ``Attack`` writes one trace of a chosen size to a path, events
 streamed to the file (never held), so a generator of 6 M events stays small. The families are
 those of issue 22: a detector search that grows with names seen a few times each, a million
-one-op iterations or unique names, one iteration that never closes, a million threads or
+one-op iterations or unique names (with digits too), one iteration that never closes, a million threads or
 processes, metadata copied into every piece, hundreds of thousands of iteration records,
 deep nesting, unmatched flows and kernels, and the reading side's bombs (whitespace, a string
 or newlines that never end, compressed). ``benchmarks/adversarial.py`` runs them big, under
@@ -55,6 +55,12 @@ def random_names(path: str, n: int) -> int:
 def unique_names(path: str, n: int) -> int:
     """``n`` top-level ops, each with a name of its own."""
     return _write(path, (_op(f"op_{_letters(i)}", i * 6, 5) for i in range(n)))
+
+
+def numbered_names(path: str, n: int) -> int:
+    """``n`` top-level ops, each with a name of its own that holds a digit (each its own
+    family: ``op_abcde_3``)."""
+    return _write(path, (_op(f"op_{_letters(i)}_{i % 7}", i * 6, 5) for i in range(n)))
 
 
 def one_op_iterations(path: str, n: int) -> int:
@@ -183,6 +189,7 @@ ATTACKS = (
     # case, take some 20 ms beyond the start-up: less than the start-up's own spread)
     Attack("random_names_long", random_names, 200_000, 3_000),
     Attack("unique_names", unique_names, 1_000_000, 3_000),
+    Attack("numbered_names", numbered_names, 1_000_000, 3_000),
     Attack("one_op_iterations", one_op_iterations, 1_000_000, 3_000),
     Attack("open_iteration", open_iteration, 6_400_000, 5_000),
     Attack("threads", threads, 1_000_000, 3_000),
