@@ -489,34 +489,38 @@ def test_a_top_level_of_names_drawn_at_random_is_kept_bounded(monkeypatch):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_the_counts_of_a_top_level_made_anew_are_those_counted_op_by_op(seed):
-    # ``RootCounts.carry`` (after ``forget_oldest``) against ``add`` over the same ops
+def test_the_counts_of_a_top_level_whose_oldest_ops_are_forgotten_are_those_of_the_rest(seed):
+    # ``RootCounts.forget_ops`` (after ``forget_oldest``) against the ops kept counted anew
     rnd = random.Random(seed)
-    syms = [rnd.randrange(1 + 20 * seed) for _ in range(1 + rnd.randrange(400))]
+    syms = [rnd.randrange(1 + 20 * seed) for _ in range(2 + rnd.randrange(400))]
     nodes = [Node(sym, k, k + 1, 0) for k, sym in enumerate(syms)]
-    markers = {3} if seed % 2 else set()
-    counted = RootCounts()
+    counts = RootCounts()
     for node in nodes:
-        counted.add(node, node.sym in markers)
-    carried = RootCounts().carry(nodes, markers)
+        counts.add(node, False)
+    cut = rnd.randrange(1, len(syms))
+    counts.forget_ops(syms[:cut])
+    kept = Counter(syms[cut:])
+    assert {sym: counts[sym] for sym in set(syms)} == {sym: kept[sym] for sym in set(syms)}
+    assert counts.singles == sum(1 for n in kept.values() if n == 1)
+    assert counts.last_count == kept[syms[-1]]
+    assert all(sym in counts for sym in kept) and not any(sym in counts for sym in
+                                                          set(syms) - set(kept))
+    more = [rnd.randrange(1 + 20 * seed) for _ in range(50)]
+    for k, sym in enumerate(more):  # and counted on from there, as ``add`` counts
+        counts.add(Node(sym, 1000 + k, 1001 + k, 0), False)
+        kept[sym] += 1
+        assert counts[sym] == counts.last_count == kept[sym]
+    assert counts.singles == sum(1 for n in kept.values() if n == 1)
 
-    def state(counts):
-        seen = {sym: count if type(count) is int else ("followed by", count.start)
-                for sym, count in counts._seen.items()}
-        return (seen, dict(counts._pairs or {}), counts._last, counts.last_count,
-                counts.exact, counts.marked, counts.singles)
-    assert state(carried) == state(counted)
-    for sym in set(syms):
-        assert carried[sym] == syms.count(sym)
 
-
-def test_counts_made_anew_keep_what_made_the_row_believable():
-    believable = RootCounts()
-    for k, sym in enumerate([1, 2, 1, 2, 1, 2]):  # 1 then 2, three times: may be exact
-        believable.add(Node(sym, k, k + 1, 0), sym == 2)
-    assert believable.exact and believable.marked
-    carried = believable.carry([Node(7, 0, 1, 0), Node(8, 1, 2, 0)], set())
-    assert carried.exact and carried.marked and carried.may_confirm
+def test_forgotten_ops_leave_what_made_the_row_believable():
+    counts = RootCounts()
+    for k, sym in enumerate([1, 2, 1, 2, 1, 2, 7]):  # 1 then 2, three times: may be exact
+        counts.add(Node(sym, k, k + 1, 0), sym == 2)
+    assert counts.exact and counts.marked
+    counts.forget_ops([1, 2, 1, 2, 1, 2])
+    assert counts.exact and counts.marked and counts.may_confirm
+    assert counts[7] == 1 and 1 not in counts
 
 
 def test_a_loop_the_online_tries_cannot_believe_is_decided_at_the_bound(monkeypatch):

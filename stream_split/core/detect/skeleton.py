@@ -323,30 +323,24 @@ class RootCounts:
             del seen[sym]
         self.singles -= len(syms)
 
-    def carry(self, roots: list, markers: set) -> "RootCounts":
-        """The counts of ``roots`` (a top level some of whose ops were forgotten:
-        ``Skeletons.forget_oldest``), made anew, with what made a unit there believable
-        online carried over (some op followed another of one kind three times, a loop marker
-        occurred: the online tries keep searching a row they searched)."""
-        counts = RootCounts()
-        if not roots:
-            return counts
-        syms = [node.sym for node in roots]
-        seen = counts._seen = dict(Counter(syms))  # (what ``add`` counts, in bulk)
-        once = {sym for sym, count in seen.items() if count == 1}
-        if once:  # in place of its count, the node that followed its only occurrence
-            for i in [i for i, sym in enumerate(syms[:-1]) if sym in once]:
-                seen[syms[i]] = roots[i + 1]
-        pairs = Counter(zip(syms, syms[1:]))  # each pair of an op that recurs, once
-        counts._pairs = {pair: n for pair, n in pairs.items() if pair[0] not in once}
-        counts._last = syms[-1]
-        counts.last_count = seen[syms[-1]] if type(seen[syms[-1]]) is int else 1
-        counts.singles = len(once)
-        counts.exact = self.exact or any(
-            n >= RULES.min_instances or (a == b and n >= RULES.min_instances - 1)
-            for (a, b), n in counts._pairs.items())
-        counts.marked = self.marked or not markers.isdisjoint(seen)
-        return counts
+    def forget_ops(self, syms: list) -> None:
+        """The ops of kinds ``syms`` (one entry an op, none the latest) were forgotten
+        (``Skeletons.forget_oldest``): their counts go down, a kind with none left goes, and
+        the pairs are counted anew from here (so they too stay bounded); what made a unit
+        believable online stays so (``exact``, ``marked``). A kind left with one occurrence
+        keeps the count 1 (the pair it begins is not counted at its next occurrence)."""
+        seen = self._seen
+        for sym, gone in Counter(syms).items():
+            count = seen[sym]
+            count = count if type(count) is int else 1
+            if count == gone:
+                del seen[sym]
+                self.singles -= count == 1
+            else:
+                seen[sym] = count - gone
+                self.singles += count - gone == 1
+        self._pairs = None
+        self.last_count = self[self._last]
 
     @property
     def may_confirm(self) -> bool:
@@ -489,8 +483,8 @@ class Skeletons:
         at random, each seen a few times): those read before the latest ``MemoryRules.single_roots_latest`` are forgotten, containers
         with what they hold, but the first (the single iteration's beginning) and the longest
         and the latest-ending of them (``verdict.dominant``: the row's longest op and its end
-        stay what they were). The counts of the top level are counted anew over the ops kept
-        (what made a unit believable online stays so: ``RootCounts.carry``), and kinds no op
+        stay what they were). The counts of the top level lose those ops
+        (``RootCounts.forget_ops``), and kinds no op
         kept holds leave the symbol table. The top level becomes a new list, as in
         ``forget_singles``."""
         roots = state.roots
@@ -504,8 +498,8 @@ class Skeletons:
         self._nodes -= len(below)
         state.below -= len(below)
         state.forgotten += len(gone)
-        seen = state.seen.carry(state.roots, self.symbols.markers)
-        state.seen = seen
+        seen = state.seen
+        seen.forget_ops([n.sym for n in gone])
         state.sift_at = max(RULES.memory.single_roots,
                             seen.singles + RULES.memory.single_roots_latest)
         syms = {n.sym for n in gone}
