@@ -17,10 +17,11 @@ ops it reads, and when the skeletons are dropped, is the mode machine's choice
 kept only for main threads (pid == tid); a side thread keeps at most
 ``MemoryRules.side_thread_roots`` top-level ops; Python frames waiting for the op they open
 at most ``MemoryRules.max_pending_frames``. A loop never confirmed online keeps its main
-thread's top level until the end: that part grows with the trace (everything the engine
-waits on meanwhile is spilled), but of its ops of names of their own only the latest
-``MemoryRules.single_roots`` (``forget_singles``: a million names each seen once kept 370
-bytes each). The skeletons of idle threads are forgotten once the engine
+thread's top level (everything the engine waits on meanwhile is spilled), but of its ops of
+names of their own only the latest ``MemoryRules.single_roots`` (``forget_singles``: a
+million names each seen once kept 370 bytes each), and of all its ops at most
+``MemoryRules.max_roots`` (``forget_oldest``, once the detector found no loop among them:
+names drawn at random kept 450 bytes an op). The skeletons of idle threads are forgotten once the engine
 knows more than ``stack.LIVE_THREADS`` threads (``forget``), all but the loop thread's
 candidates.
 """
@@ -480,13 +481,13 @@ class Skeletons:
     def forget_oldest(self, state: ThreadSkeleton) -> None:
         """``state``'s top level holds more than ``MemoryRules.max_roots`` ops, whatever their
         kinds, and no loop was found there (``StructureDetector._at_the_bound``: names drawn
-        at random, each seen a few times): those read before the latest ``MemoryRules.single_roots_latest`` are forgotten, containers
-        with what they hold, but the first (the single iteration's beginning) and the longest
-        and the latest-ending of them (``verdict.dominant``: the row's longest op and its end
-        stay what they were). The counts of the top level lose those ops
-        (``RootCounts.forget_ops``), and kinds no op
-        kept holds leave the symbol table. The top level becomes a new list, as in
-        ``forget_singles``."""
+        at random, each seen a few times): those read before the latest
+        ``MemoryRules.single_roots_latest`` are forgotten, containers with what they hold,
+        but the first (the single iteration's beginning) and the longest and the
+        latest-ending of them (``verdict.dominant``: the row's longest op and its end stay
+        what they were). The counts of the top level lose those ops
+        (``RootCounts.forget_ops``), and kinds no op kept holds leave the symbol table. The
+        top level becomes a new list, as in ``forget_singles``."""
         roots = state.roots
         upto = len(roots) - RULES.memory.single_roots_latest
         old = roots[1:upto]

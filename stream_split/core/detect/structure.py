@@ -35,8 +35,10 @@ are transparent (their children are read in their place).
 Memory: what the skeleton keeps is bounded (``skeleton.Skeletons``) and dropped once the unit
 is decided; a loop never confirmed online keeps its main thread's top level to the end, but of
 its ops of names of their own only the latest ``MemoryRules.single_roots`` (about 370 bytes
-each: node, times, name, symbol and count; ``Skeletons.forget_singles``). The online tries
-keep the last search of the rows they try (``search.RecentMemos``).
+each: node, times, name, symbol and count; ``Skeletons.forget_singles``), and of all its ops
+at most ``MemoryRules.max_roots``: there the close decision's search is made at once, and
+what it finds is believed, or the oldest ops are forgotten (``_at_the_bound``). The online
+tries keep the last search of the rows they try (``search.RecentMemos``).
 
 Time: the online tries search only as much as the ops read pay for (``search.SearchBudget``),
 and not at all a top level where no unit found could be believed
