@@ -461,7 +461,7 @@ def test_numbered_names_of_one_family_are_remembered_up_to_a_bound(monkeypatch):
 
 
 def _few_roots(monkeypatch, count: int) -> None:
-    memory = replace(RULES.memory, max_roots=count, single_roots_latest=count // 2)
+    memory = replace(RULES.memory, max_roots=count)
     for module in (skeleton, structure):
         monkeypatch.setattr(module, "RULES", replace(RULES, memory=memory))
 

@@ -143,23 +143,26 @@ class MemoryRules:
     side_thread_roots: int = 10_000
     #: Top-level ops of kinds seen once (names of their own) kept of a main thread
     #: (``skeleton.Skeletons.forget_singles``): beyond, the older ones are forgotten, with
-    #: their names. A kind of the loop recurs within a few turns, not 65,536 ops of names of
+    #: their names. A kind of the loop recurs within a few turns, not 16,384 ops of names of
     #: their own later (the recorded traces' top levels hold at most a few hundred such
-    #: ops); a million names each seen once kept some 370 bytes each (485 MB).
-    single_roots: int = 1 << 16
+    #: ops); a million names each seen once kept some 370 bytes each (485 MB). Under
+    #: ``max_roots``, which forgets ops of every kind, so that kinds that recur are kept
+    #: longer.
+    single_roots: int = 1 << 14
     #: ... the latest this many top-level ops are never forgotten (half: each sifting
     #: forgets about as many as it keeps, so each op is sifted about once).
-    single_roots_latest: int = 1 << 15
+    single_roots_latest: int = 1 << 13
     #: Top-level ops kept of a main thread whose loop is not confirmed, whatever their kinds
-    #: (``skeleton.Skeletons.forget_oldest``): beyond, those read before the latest
-    #: ``single_roots_latest`` are forgotten (but the first, and the longest and the
-    #: latest-ending of them), containers and what they hold too, and the close decision
-    #: searches what is left. A loop the online tries can believe is confirmed within a few
-    #: dozen turns, and the recorded traces' top levels hold at most some 6,000 ops at close;
-    #: names drawn at random, each seen a few times (no kind of its own, nothing to
-    #: confirm), kept some 450 bytes an op and a close search over all of them (200 k ops:
-    #: 224 MB of peak RSS, 1 M: 657 MB).
-    max_roots: int = 1 << 16
+    #: (``structure.StructureDetector._at_the_bound``): there the close decision's search is
+    #: made at once; if it finds no loop, the older half is forgotten (but the first op, and
+    #: the longest and the latest-ending of them: ``skeleton.Skeletons.forget_oldest``),
+    #: containers and what they hold too. A loop the online tries can believe is confirmed
+    #: within a few dozen turns, and the recorded traces' top levels hold at most some 6,000
+    #: ops at close. Names drawn at random, each seen a few times (no kind of its own,
+    #: nothing to confirm), kept some 450 bytes an op and a close search over all of them
+    #: (200 k ops: 224 MB of peak RSS, 1 M: 657 MB); that search over 65,000 ops of 32,000
+    #: names peaks at 179 MB, over half as many well under.
+    max_roots: int = 1 << 15
     #: Levels whose last search is kept for the next online try on them
     #: (``search.SearchMemo``): the top level and the chain of containers below it
     #: (``OnlineRules.container_depth`` + 1).

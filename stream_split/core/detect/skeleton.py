@@ -481,15 +481,15 @@ class Skeletons:
     def forget_oldest(self, state: ThreadSkeleton) -> None:
         """``state``'s top level holds more than ``MemoryRules.max_roots`` ops, whatever their
         kinds, and no loop was found there (``StructureDetector._at_the_bound``: names drawn
-        at random, each seen a few times): those read before the latest
-        ``MemoryRules.single_roots_latest`` are forgotten, containers with what they hold,
+        at random, each seen a few times): those read before the latest half are forgotten,
+        containers with what they hold,
         but the first (the single iteration's beginning) and the longest and the
         latest-ending of them (``verdict.dominant``: the row's longest op and its end stay
         what they were). The counts of the top level lose those ops
         (``RootCounts.forget_ops``), and kinds no op kept holds leave the symbol table. The
         top level becomes a new list, as in ``forget_singles``."""
         roots = state.roots
-        upto = len(roots) - RULES.memory.single_roots_latest
+        upto = len(roots) - RULES.memory.max_roots // 2
         old = roots[1:upto]
         keep = {max(old, key=duration_of), max(old, key=end_of)}
         gone = [n for n in old if n not in keep]
