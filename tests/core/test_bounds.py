@@ -532,6 +532,7 @@ def test_a_loop_the_online_tries_cannot_believe_is_decided_at_the_bound(monkeypa
     assert whole.evidence["decided"] == "at close" and len(whole.boundaries) == 400
     _few_roots(monkeypatch, 256)
     detector, streamed = StructureDetector(), []
+    detector._budget.credit = 0  # the online tries spent it all: the bound's search is free
     for i, name in enumerate(names):
         for found in detector.observe((1, 1), [0], 6.0 * i, 6.0 * i + 5, name, 0):
             if found.moves_last:
