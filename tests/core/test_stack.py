@@ -78,6 +78,24 @@ def test_sections_are_counted_per_thread_and_in_total():
     assert (stacks.section(1), stacks.section(2), stacks.sections_started) == (1, 2, 3)
 
 
+def test_a_thread_s_first_op_reads_as_in_a_stack_made_at_once():
+    """A thread's first op is kept as it came, its stack made at its second op (a trace of
+    a million one-op threads makes none): its second op nests in it, follows it, outlives
+    it or goes back in time as in any stack, and the ops after it stack on it."""
+    cases = [((12.0, 15.0), ["first", "second", "third"], 0),  # inside it
+             ((20.0, 30.0), ["second", "third"], 0),  # after it ended
+             ((12.0, 25.0), ["second", "third"], 0),  # outliving it: a sibling
+             ((5.0, 14.0), ["second", "third"], 1)]  # back in time: a new section
+    for (start, end), stack, section in cases:
+        stacks = ThreadStacks(tolerance_us=1.0)
+        assert names(stacks.push(1, "first", 10.0, 20.0)) == ["first"]
+        assert stacks.section(1) == stacks.last_section == 0
+        assert list(stacks.least_recent()) == [1] and len(stacks) == stacks.known == 1
+        stacks.push(1, "second", start, end)
+        assert names(stacks.push(1, "third", start + 1.0, start + 2.0)) == stack
+        assert stacks.section(1) == stacks.last_section == section
+
+
 def test_equal_starts_are_not_a_new_section():
     stacks = ThreadStacks()
     stacks.push(1, "outer", 10.0, 20.0)

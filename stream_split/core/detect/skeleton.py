@@ -410,8 +410,9 @@ class Skeletons:
         key = (thread, section)
         state = self.latest = self.threads.get(key)
         if state is None:
+            early = self._early_frames  # (most often empty: not asked then)
             state = self.threads[key] = self.latest = ThreadSkeleton(
-                thread, _FIRST_TRY, section, self._early_frames.pop(thread, _NONE_YET))
+                thread, _FIRST_TRY, section, early.pop(thread, _NONE_YET) if early else _NONE_YET)
             self._sections_of.setdefault(thread, []).append(state)  # (one lookup)
         return state
 

@@ -225,11 +225,12 @@ class StructureDetector:
         state = self._skeletons.latest  # (``Skeletons.of``'s common case, inline)
         if state is None or state.section != section or state.key != thread:
             state = self._skeletons.of(thread, section)
+        depth = len(stack) - 1
         if state.main:
             loop.follow(thread, start)
-        elif not is_step and state.skips_below(len(stack) - 1):
+        elif depth and not is_step and state.skips_below(depth):  # (never at the top level)
             return ()
-        parent = state.parent_at(len(stack) - 1, is_step and not self._use_annotations)
+        parent = state.parent_at(depth, is_step and not self._use_annotations)
         if parent is SKIPPED:  # not read: under an op not kept, or a step read through
             return ()
         if is_step:
