@@ -57,7 +57,7 @@ from stream_split.core.finish import FinalRecords
 from stream_split.core.owners import AnnotationOwners, MonotonicOwnerMap, Windows
 from stream_split.core.serving import (
     DIFFUSION_CODE, NONE as _NO_ROLE, ROLES as _PHASE_ROLES, PhaseFacts, SeenFacts, infer_phases,
-    input_dims, loop_containers)
+    input_dims, loop_containers, role_of)
 from stream_split.core.records import (
     Boundary, IterationRecord, KIND_ITERATION, METADATA, OUTSIDE, REVISION_MOVE, REVISION_RETRACT,
     Revision)
@@ -191,7 +191,7 @@ def _held_view(event: dict, link) -> dict | tuple | None:
                 kept["correlation"] = corr
             if cat == ANNOTATION_CAT and (ext := args.get("External id")) is not None:
                 kept["External id"] = ext
-            if DIMS_ARG in args and _PHASE_ROLES[name or ""] != _NO_ROLE:
+            if DIMS_ARG in args and role_of(name or "") != _NO_ROLE:
                 kept[DIMS_ARG] = input_dims(args)
             if kept:
                 view["args"] = kept
@@ -1094,7 +1094,8 @@ class Splitter:
             elif args and "correlation" in args:
                 event = _held_view(event, None)
             elif cat in CPU_OP_CATS:
-                if ph == "X" and not _PHASE_ROLES[name] and \
+                if ph == "X" and not (_PHASE_ROLES[name] if name in _PHASE_ROLES
+                                      else role_of(name)) and \
                         not name.startswith(PROFILER_STEP_PREFIX):
                     event = (pid, tid)
                     # the ops of a thread that follow each other hold one tuple, not one
@@ -1502,7 +1503,7 @@ class Splitter:
         if cat in CPU_OP_CATS:
             record.cpu_ops += 1
         name = name or ""
-        role = _PHASE_ROLES[name]
+        role = _PHASE_ROLES[name] if name in _PHASE_ROLES else role_of(name)
         if role:
             self._observe_phase(owner, role, name, args)
         elif record.step is None and name.startswith(PROFILER_STEP_PREFIX):

@@ -137,6 +137,9 @@ _INPUT_FETCH = re.compile(INPUT_FETCH_PATTERN)
 #: reads them all of a row of hundreds of ops at each online try.
 _SYMBOL, _KERNELS, _END = attrgetter("sym"), attrgetter("gpu"), attrgetter("end")
 _LOOP_MARKER = re.compile(LOOP_MARKER_PATTERN)
+#: ``loop_marker`` unremembered, a match or None: for a caller that asks once per name
+#: (``skeleton.Symbols``: a new family), without a Python call around the search.
+marker_match = _LOOP_MARKER.search
 _TURN_END = re.compile(TURN_END_PATTERN)
 
 
@@ -145,7 +148,7 @@ def loop_marker(name: str) -> bool:
     """Whether an op of this name is a loop marker (``LOOP_MARKER_PATTERN``). Remembered: the
     online tries ask it of the same few names at every search, and the pattern (an
     alternation, partly case-insensitive) costs some 30 k instructions a name."""
-    return _LOOP_MARKER.search(name) is not None
+    return marker_match(name) is not None
 
 
 @lru_cache(maxsize=RULES.memory.names_remembered)

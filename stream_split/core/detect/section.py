@@ -60,16 +60,11 @@ class LoopSection:
         #: anything from before both (another thread's op, a frame, a launch, GPU work) ends
         #: its section (one op of slack: a live writer may be a little out of order). The
         #: earlier of the two is ``since``: nothing from ``since`` on moves the section on
-        #: (``ended_by``; an attribute, for the detector's per-op path).
-        self.since = self._latest = float("-inf")
+        #: (``ended_by``). Attributes, that the detector's per-op path sets as it reads an
+        #: op of a main thread: ``StructureDetector._observe_learning``.
+        self.since = self.latest = float("-inf")
         #: How far the section is read (``SECTION_TRANSITIONS``).
         self.state = Section.OPEN
-
-    def follow(self, thread, start: float) -> None:
-        """An op of a main thread begins at ``start``: the section's, if it is its thread."""
-        if self.thread == thread or self.thread is None:
-            self.thread = thread
-            self.since, self._latest = self._latest, start
 
     def ended_by(self, ts: float, gpu_block: bool) -> bool:
         """Does a frame, or (``gpu_block``) a launch or GPU work, at ``ts`` move the section

@@ -30,12 +30,12 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from operator import attrgetter
+from operator import attrgetter, sub
 
 import numpy as np
 
 from stream_split.core.detect.rules import REPEAT, RULES
-from stream_split.core.detect.search import loop_marker
+from stream_split.core.detect.search import marker_match
 from stream_split.trace_format import is_main_thread
 
 _DIGITS = re.compile(r"\d+")
@@ -353,7 +353,8 @@ class RootCounts:
         seen, sym = self._seen, node.sym
         before = self._last
         if before is not None:
-            if seen[before] == 1:  # its only occurrence, just before: ``node`` follows it
+            # (``last_count`` is ``seen[before]``, read without the dict)
+            if self.last_count == 1:  # its only occurrence, just before: ``node`` follows it
                 seen[before] = node
             else:
                 self._pair(before, sym)
@@ -423,13 +424,15 @@ class Skeletons:
         it is not kept (beyond the skeleton's depth or size, or a side thread's top level
         past enough to rank it): nor are its children then."""
         if parent is None:
-            node = Node(self.symbols.of(name), start, end, 0)  # its symbol even if skipped
+            symbols = self.symbols
+            node = Node(symbols.of(name), start, end, 0)  # its symbol even if skipped
             if state.main:
                 state.add_root(node)
-                state.seen.add(node, node.sym in self.symbols.markers)
+                seen = state.seen
+                seen.add(node, node.sym in symbols.markers)
                 if state.kid_seen:
                     state.kid_seen.clear()
-                if state.seen.singles > state.sift_at:
+                if seen.singles > state.sift_at:
                     self.forget_singles(state)
             elif len(state.roots) < RULES.memory.side_thread_roots:
                 state.add_root(node)
@@ -463,16 +466,17 @@ class Skeletons:
         upto = len(roots) - RULES.memory.single_roots_latest
         lo = min(state.sifted, upto)
         sifted = roots[lo:upto]
-        gone = seen.seen_once([n for n in sifted if not n.kids])
+        # (no op kept below the top level: no op sifted has children)
+        gone = seen.seen_once([n for n in sifted if not n.kids] if state.below else sifted)
         if gone:  # (a set of nodes: of their identities)
-            keep = {max(gone, key=duration_of), max(gone, key=end_of)}
+            keep = {_longest(gone), max(gone, key=end_of)}
             gone = [n for n in gone if n not in keep]
         dropped = set(gone)
         kept = [n for n in sifted if n not in dropped]
         state.roots = roots[:lo] + kept + roots[upto:]
         state.sifted = lo + len(kept)
         state.forgotten += len(gone)
-        syms = [node.sym for node in gone]
+        syms = list(map(symbol_of, gone))
         seen.forget(syms)
         self.symbols.forget(self._unused(syms, state))
         # (ops kept that are seen once, containers among them, are sifted no more)
@@ -492,7 +496,7 @@ class Skeletons:
         roots = state.roots
         upto = len(roots) - RULES.memory.max_roots // 2
         old = roots[1:upto]
-        keep = {max(old, key=duration_of), max(old, key=end_of)}
+        keep = {_longest(old), max(old, key=end_of)}
         gone = [n for n in old if n not in keep]
         state.roots = [roots[0]] + [n for n in old if n in keep] + roots[upto:]
         state.sifted = len(state.roots) - len(roots) + max(state.sifted, upto)
@@ -517,9 +521,10 @@ class Skeletons:
             return []
         below = set()
         for skeleton in self.threads.values():
-            for root in skeleton.roots:
-                if root.kids:
-                    below.update(n.sym for n in _descendants(root))
+            if skeleton.below:  # (none kept below its top level: no root has children)
+                for root in skeleton.roots:
+                    if root.kids:
+                        below.update(n.sym for n in _descendants(root))
         if not others:  # (most often: the loop thread's skeleton alone)
             return [sym for sym in syms if sym not in below]
         return [sym for sym in syms if sym not in below and not any(sym in o for o in others)]
@@ -724,15 +729,29 @@ class Symbols:
         self._digit_names = 0  # names with digits in the table
 
     def of(self, name: str) -> int:
-        sym = self._sym_of.get(name)
-        if sym is None:
-            if _DIGIT.search(name) is None:  # its own family, not in the table: new
-                return self._new_family(name)
+        sym_of = self._sym_of
+        sym = sym_of.get(name)
+        if sym is not None:
+            return sym
+        # New: its family (itself where it has no digit), found or made here, in one Python
+        # frame (through a method and ``loop_marker`` for a new family, a name of its own
+        # took 5.1 k instructions, 4.4 k now: callgrind; the two searches are 2.6 k of it)
+        if _DIGIT.search(name) is None:  # its own family, not in the table: new
+            family = name
+        else:
             family = _DIGITS.sub("N", name)
-            sym = self._sym_of.get(family)
-            if sym is None:
-                sym = self._new_family(family)
-            self._sym_of[name] = sym
+            sym = sym_of.get(family)
+        if sym is None:  # a family not seen (or forgotten) before
+            sym = len(self.names)
+            self.names.append(family)
+            sym_of[family] = sym
+            # (each family is asked once here: through ``loop_marker``'s cache, a million
+            # names each seen once would push out the few that the online tries ask again
+            # and again)
+            if marker_match(family) is not None:
+                self.markers.add(sym)
+        if family is not name:
+            sym_of[name] = sym
             self._digit_names += 1
             if self._digit_names > RULES.memory.digit_names_remembered:
                 self._only_families()
@@ -744,17 +763,6 @@ class Symbols:
         names = self.names
         self._sym_of = {key: sym for key, sym in self._sym_of.items() if names[sym] is key}
         self._digit_names = 0
-
-    def _new_family(self, family: str) -> int:
-        """The symbol of a family not seen (or forgotten) before."""
-        sym = len(self.names)
-        self.names.append(family)
-        self._sym_of[family] = sym
-        # (each family is asked once here: through ``loop_marker``'s cache, a million names
-        # each seen once would push out the few that the online tries ask again and again)
-        if loop_marker.__wrapped__(family):
-            self.markers.add(sym)
-        return sym
 
     def forget(self, syms: list) -> None:
         """The kinds ``syms`` are held by no op kept: their names go (a name read again is
@@ -815,15 +823,20 @@ def outermost_opener(node: Node, ceiling: float = float("inf")) -> tuple | None:
     return min((f for f in node.opener if f[1] <= ceiling), default=None)
 
 
-#: A node's start, and its end: keys (of ``bisect``, ``sort``, ``max``) that are attribute
-#: getters, which those call without a Python frame (``path_at`` bisects at every launch,
-#: ``Skeletons.forget_singles`` takes the latest end of thousands of ops).
+#: A node's start, its end and its symbol: keys (of ``bisect``, ``sort``, ``max``, ``map``)
+#: that are attribute getters, which those call without a Python frame (``path_at`` bisects
+#: at every launch, ``Skeletons.forget_singles`` takes the latest end of thousands of ops).
 start_of = attrgetter("start")
 end_of = attrgetter("end")
+symbol_of = attrgetter("sym")
 
 
-def duration_of(node: Node) -> float:
-    return node.end - node.start
+def _longest(nodes: list) -> Node:
+    """The first of the longest of ``nodes`` (not empty), as ``max`` keyed by each one's
+    duration finds it, without a Python call per node (``forget_singles`` asks it of some
+    30 k ops at a time: 0.8 k instructions an op through a key function)."""
+    durations = list(map(sub, map(end_of, nodes), map(start_of, nodes)))
+    return nodes[durations.index(max(durations))]
 
 
 def _descendants(node: Node):

@@ -227,12 +227,21 @@ class StructureDetector:
             state = self._skeletons.of(thread, section)
         depth = len(stack) - 1
         if state.main:
-            loop.follow(thread, start)
+            # An op of a main thread: the section's latest, if it is its thread (``loop``
+            # follows it, inline: a Python call less per op)
+            if loop.thread == thread or loop.thread is None:
+                loop.thread = thread
+                loop.since, loop.latest = loop.latest, start
         elif depth and not is_step and state.skips_below(depth):  # (never at the top level)
             return ()
-        parent = state.parent_at(depth, is_step and not self._use_annotations)
-        if parent is SKIPPED:  # not read: under an op not kept, or a step read through
-            return ()
+        read_through = is_step and not self._use_annotations  # (its children in its place)
+        if not depth and not read_through:
+            state.stack.clear()  # (``parent_at``'s top level, inline: most ops of a flat row)
+            parent = None
+        else:
+            parent = state.parent_at(depth, read_through)
+            if parent is SKIPPED:  # not read: under an op not kept, or a step read through
+                return ()
         if is_step:
             state.add_step(start, end, name)  # the loop thread's rank at close
         roots = state.roots
@@ -252,7 +261,7 @@ class StructureDetector:
         to try the unit online: the top level has grown enough since the last try, or a
         symbol has begun to repeat there or under a shallow container."""
         online = RULES.online
-        self._budget.earn()
+        self._budget.credit += online.search_work_per_op  # (``SearchBudget.earn``, inline)
         if parent is None:
             if len(state.roots) >= state.next_try or \
                     RULES.min_instances <= state.seen.last_count <= online.eager_tries:
