@@ -487,10 +487,9 @@ class Skeletons:
         """``state``'s top level holds more than ``MemoryRules.max_roots`` ops, whatever their
         kinds, and no loop was found there (``StructureDetector._at_the_bound``: names drawn
         at random, each seen a few times): those read before the latest half are forgotten,
-        containers with what they hold,
-        but the first (the single iteration's beginning) and the longest and the
-        latest-ending of them (``verdict.dominant``: the row's longest op and its end stay
-        what they were). The counts of the top level lose those ops
+        containers with what they hold, but the first (the single iteration's beginning) and
+        the longest and the latest-ending of them (``verdict.dominant``: the row's longest op
+        and its end stay what they were). The counts of the top level lose those ops
         (``RootCounts.forget_ops``), and kinds no op kept holds leave the symbol table. The
         top level becomes a new list, as in ``forget_singles``."""
         roots = state.roots
