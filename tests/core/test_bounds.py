@@ -546,6 +546,28 @@ def test_a_loop_the_online_tries_cannot_believe_is_decided_at_the_bound(monkeypa
     assert streamed == [b.start_ts for b in whole.boundaries]
 
 
+def test_only_the_first_search_at_the_bound_is_free(monkeypatch):
+    # names at random with a loop marker among them (may be believed online, holds no
+    # loop): with no credit earned, the bound is searched once, then forgotten each time
+    memory = replace(RULES.memory, max_roots=256)
+    online = replace(RULES.online, search_work_per_op=0)
+    monkeypatch.setattr(skeleton, "RULES", replace(RULES, memory=memory))
+    monkeypatch.setattr(structure, "RULES", replace(RULES, memory=memory, online=online))
+    searched = []
+
+    def counted(*args, **kwargs):
+        searched.append(len(args[0]))
+        return None
+    monkeypatch.setattr(structure, "find_unit", counted)
+    detector = StructureDetector()
+    detector._budget.credit = 0
+    names = _drawn_at_random(3000, 600)
+    _observed(names[:10] + ["Optimizer.step#SGD.step"] + names[10:], detector)
+    state = detector._skeletons.threads[((1, 1), 0)]
+    assert state.seen.may_confirm and state.forgotten > 2000  # many bounds reached
+    assert searched == [257]
+
+
 def test_forgetting_the_oldest_ops_forgets_what_their_containers_hold(monkeypatch):
     _few_roots(monkeypatch, 64)
     detector = StructureDetector()

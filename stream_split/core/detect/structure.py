@@ -305,7 +305,7 @@ class StructureDetector:
         roots = state.roots
         if self._online_allowed(state) and state.seen.may_confirm and \
                 (self._bound_search_free or self._budget.affords(roots)):
-            self._bound_search_free = True
+            self._bound_search_free = False
             unit = find_unit(roots, names=self._names, whole=False)
             if unit is not None:
                 verdict, why = iteration_test(roots, roots, unit, [],
