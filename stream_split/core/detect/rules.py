@@ -158,10 +158,11 @@ class MemoryRules:
     #: the longest and the latest-ending of them: ``skeleton.Skeletons.forget_oldest``),
     #: containers and what they hold too. A loop the online tries can believe is confirmed
     #: within a few dozen turns, and of the recorded traces (../shared, tests/data) the
-    #: longest top level the close decision searches holds 1,867 ops. Names drawn at random, each seen a few times (no kind of its own,
-    #: nothing to confirm), kept some 450 bytes an op and a close search over all of them
-    #: (200 k ops: 224 MB of peak RSS, 1 M: 657 MB); that search over 65,000 ops of 32,000
-    #: names peaks at 179 MB, over half as many well under.
+    #: longest top level the close decision searches holds 1,867 ops. Names drawn at random,
+    #: each seen a few times (no kind of its own, nothing to confirm), kept some 450 bytes an
+    #: op and a close search over all of them (200 k ops: 224 MB of peak RSS, 1 M: 657 MB);
+    #: that search over 65,000 ops of 32,000 names peaks at 179 MB, over half as many at
+    #: most 129 MB.
     max_roots: int = 1 << 15
     #: Levels whose last search is kept for the next online try on them
     #: (``search.SearchMemo``): the top level and the chain of containers below it

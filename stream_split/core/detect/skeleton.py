@@ -21,9 +21,9 @@ thread's top level (everything the engine waits on meanwhile is spilled), but of
 names of their own only the latest ``MemoryRules.single_roots`` (``forget_singles``: a
 million names each seen once kept 370 bytes each), and of all its ops at most
 ``MemoryRules.max_roots`` (``forget_oldest``, once the detector found no loop among them:
-names drawn at random kept 450 bytes an op). The skeletons of idle threads are forgotten once the engine
-knows more than ``stack.LIVE_THREADS`` threads (``forget``), all but the loop thread's
-candidates.
+names drawn at random kept 450 bytes an op). The skeletons of idle threads are forgotten
+once the engine knows more than ``stack.LIVE_THREADS`` threads (``forget``), all but the loop
+thread's candidates.
 """
 from __future__ import annotations
 
@@ -469,7 +469,7 @@ class Skeletons:
         # (no op kept below the top level: no op sifted has children)
         gone = seen.seen_once([n for n in sifted if not n.kids] if state.below else sifted)
         if gone:  # (a set of nodes: of their identities)
-            keep = {_longest(gone), max(gone, key=end_of)}
+            keep = _dominant(gone)
             gone = [n for n in gone if n not in keep]
         dropped = set(gone)
         kept = [n for n in sifted if n not in dropped]
@@ -480,8 +480,7 @@ class Skeletons:
         seen.forget(syms)
         self.symbols.forget(self._unused(syms, state))
         # (ops kept that are seen once, containers among them, are sifted no more)
-        state.sift_at = max(RULES.memory.single_roots,
-                            seen.singles + RULES.memory.single_roots_latest)
+        _sift_again(state)
 
     def forget_oldest(self, state: ThreadSkeleton) -> None:
         """``state``'s top level holds more than ``MemoryRules.max_roots`` ops, whatever their
@@ -495,7 +494,7 @@ class Skeletons:
         roots = state.roots
         upto = len(roots) - RULES.memory.max_roots // 2
         old = roots[1:upto]
-        keep = {_longest(old), max(old, key=end_of)}
+        keep = _dominant(old)
         gone = [n for n in old if n not in keep]
         state.roots = [roots[0]] + [n for n in old if n in keep] + roots[upto:]
         state.sifted = len(state.roots) - len(roots) + max(state.sifted, upto)
@@ -503,13 +502,12 @@ class Skeletons:
         self._nodes -= len(below)
         state.below -= len(below)
         state.forgotten += len(gone)
+        syms = list(map(symbol_of, gone))
         seen = state.seen
-        seen.forget_ops([n.sym for n in gone])
-        state.sift_at = max(RULES.memory.single_roots,
-                            seen.singles + RULES.memory.single_roots_latest)
-        syms = {n.sym for n in gone}
-        syms.update(n.sym for n in below)
-        self.symbols.forget(self._unused([sym for sym in syms if sym not in seen], state))
+        seen.forget_ops(syms)
+        _sift_again(state)
+        kinds = set(syms).union(map(symbol_of, below))
+        self.symbols.forget(self._unused([sym for sym in kinds if sym not in seen], state))
 
     def _unused(self, syms: list, state: ThreadSkeleton) -> list:
         """Of ``syms`` (kinds forgotten from ``state``'s top level), those no op kept holds:
@@ -828,6 +826,19 @@ def outermost_opener(node: Node, ceiling: float = float("inf")) -> tuple | None:
 start_of = attrgetter("start")
 end_of = attrgetter("end")
 symbol_of = attrgetter("sym")
+
+
+def _dominant(nodes: list) -> set:
+    """Of top-level ops about to be forgotten (not empty), those kept (``verdict.dominant``:
+    the row's longest op and its latest end stay what they were)."""
+    return {_longest(nodes), max(nodes, key=end_of)}
+
+
+def _sift_again(state: ThreadSkeleton) -> None:
+    """``forget_singles`` sifts ``state``'s top level again once this many more of its kinds
+    are seen once."""
+    state.sift_at = max(RULES.memory.single_roots,
+                        state.seen.singles + RULES.memory.single_roots_latest)
 
 
 def _longest(nodes: list) -> Node:
