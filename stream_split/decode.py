@@ -19,7 +19,10 @@ mask packed into 64-bit words: ``Framing``); a ``cumsum``
 over the remaining brackets gives the depth, whose returns to zero end the events. The state
 at a chunk's edge (inside a string or not, the depth, a pending escape, where the unfinished
 event opened) is carried to the next chunk, so every byte is framed once, however long an
-event is. The separators between events are checked vectorized too.
+event is. The separators between events are checked vectorized too. Where the package was
+built with a C compiler, ``stream_split._framing`` (``_framing.c``) does the framing instead,
+to the same result, three times as fast (``Framing``; ``STREAM_SPLIT_NO_NATIVE=1`` turns it
+off, and ``stream-split --version`` says which one runs).
 
 For the engine alone (``slim``, what ``run.drive`` reads), ``msgspec`` parses each run of
 events between Python frames into structs holding only the fields the engine reads, typed as
@@ -40,6 +43,7 @@ from __future__ import annotations
 import bisect
 import ctypes
 import json
+import os
 from itertools import repeat
 from operator import attrgetter
 from typing import Any, Iterator, Literal, TypedDict, Union
@@ -56,6 +60,17 @@ from stream_split.core.validate import SlimEvent, SlimEventWithDims
 from stream_split.errors import TraceInputError
 from stream_split.trace_format import (
     DIMS_ARG, ENGINE_ARGS, ENGINE_FIELDS, EVENTS_KEY, PYTHON_FRAME_CAT)
+
+try:  # the framing pass in native code (_framing.c), built by setup.py where a C compiler is
+    from stream_split._framing import frame as _built_frame
+except ImportError:  # not built: numpy frames, to the same result (``Framing``)
+    _built_frame = None
+#: Set (to anything but "" or "0") in the environment, the decoder frames with numpy even
+#: where the native framing is built (to compare the two, or to rule it out).
+NO_NATIVE_ENV = "STREAM_SPLIT_NO_NATIVE"
+_native_frame = None if os.environ.get(NO_NATIVE_ENV, "") not in ("", "0") else _built_frame
+#: Which framing this process uses: "native" or "numpy" (``stream-split --version`` says).
+FRAMING = "numpy" if _native_frame is None else "native"
 
 #: Deepest nesting of arrays and objects accepted in a document (Kineto writes about 6).
 MAX_DEPTH = 200
@@ -760,17 +775,33 @@ class Framing:
     as long as the bytes is made (the quote mask, ``_quote_words``), and reused to find the
     brackets (``_bracket_offsets``): each such array is fresh memory, whose first touch (page
     faults) cost more than the passes over it. ``scratch``: a bool array the mask may be made
-    in when it is long enough (a ``TraceDecoder`` keeps one: none is fresh then)."""
+    in when it is long enough (a ``TraceDecoder`` keeps one: none is fresh then).
+
+    Where ``stream_split._framing`` is built (``_framing.c``), it gives the same brackets,
+    depths and end state in one native pass (0.05 s against 0.15 s of CPU for the 152 MB of
+    the 10x stripped resnet tile, in 1 MiB pieces); a test compares the two on any bytes."""
 
     __slots__ = ("brackets", "depth", "end_state", "_a", "_start", "_quotes")
 
     def __init__(self, buf: bytes, start: int = 0, state: tuple = (False, 0, False),
                  scratch: np.ndarray | None = None):
         in_string, depth0, escaped = state
+        if _native_frame is not None:  # the same answer, a third of the time (_framing.c)
+            at, depths, *end_state = _native_frame(buf, start, in_string, depth0, escaped)
+            self.brackets = np.frombuffer(at, np.int64)  # (bytearrays: writable views)
+            self.depth = np.frombuffer(depths, np.int32)
+            self.end_state = tuple(end_state)
         if escaped and start < len(buf):
             start += 1
         a = np.frombuffer(buf, np.uint8)[start:]
         self._a, self._start, self._quotes = a, start, None
+        if _native_frame is None:
+            self._frame_with_numpy(buf, start, a, in_string, depth0, scratch)
+
+    def _frame_with_numpy(self, buf, start: int, a: np.ndarray, in_string: bool, depth0: int,
+                          scratch: np.ndarray | None) -> None:
+        """The numpy passes: the fallback where ``_framing`` is not built (what they do is
+        said above; ``_framing.c`` does the same a 64-byte block at a time)."""
         slashes = _backslashes(buf, start, a)
         words, scratch = _quote_words(a, slashes, scratch)
         brackets = _bracket_offsets(a, scratch)

@@ -3,6 +3,7 @@ any), runs of the real `stream-split` command and checks of the folders they wri
 from __future__ import annotations
 
 import collections
+import contextlib
 import gzip
 import json
 import os
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+import stream_split.decode as decode_module
 from stream_split.cli import main as cli_main
 from stream_split.output import FOLDER_MARKER, TEMP_PREFIX, lock_path, target_key
 from stream_split.testing.generate import generate, render
@@ -42,6 +44,19 @@ def shared_trace_paths():
 #: real traces and recordings of 0.3-4 MB take most of a run's time, the 22 smaller ones show
 #: the same behaviours in seconds.
 LARGE_TRACE_BYTES = 250_000
+
+
+@contextlib.contextmanager
+def framing(kind: str):
+    """The decoder frames with ``kind`` ("native": ``stream_split._framing`` where it is
+    built, else numpy; "numpy": the numpy passes, the fallback) inside the block."""
+    saved = decode_module._native_frame
+    if kind == "numpy":
+        decode_module._native_frame = None
+    try:
+        yield
+    finally:
+        decode_module._native_frame = saved
 
 
 def large_ones_slow(cases, path_of=Path) -> list:
@@ -84,10 +99,12 @@ needs_shared = pytest.mark.skipif(not SHARED_TRACES.is_dir(),
                                   reason="../shared/traces is absent (a user's clone has none)")
 
 
-def run_cli(*args, input_bytes=None, check=True, timeout=120):
-    """Run the real `stream-split` entry point in a subprocess."""
+def run_cli(*args, input_bytes=None, check=True, timeout=120, env_update=None):
+    """Run the real `stream-split` entry point in a subprocess (its environment this one's,
+    with ``env_update``)."""
+    env = {**os.environ, **env_update} if env_update else None
     proc = subprocess.run([sys.executable, "-m", "stream_split.cli", *map(str, args)],
-                          input=input_bytes, capture_output=True, timeout=timeout)
+                          input=input_bytes, capture_output=True, timeout=timeout, env=env)
     if check and proc.returncode != 0:
         raise AssertionError(f"stream-split {args} failed ({proc.returncode}): "
                              f"{proc.stderr.decode(errors='replace')}")
