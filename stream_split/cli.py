@@ -34,7 +34,7 @@ from stream_split.allocator import keep_freed_memory
 from stream_split.core import SplitOptions
 from stream_split.core.engine import DEFAULT_PENDING_LIMIT
 from stream_split.core.serving import PHASES as SELECTABLE_PHASES
-from stream_split.decode import FRAMING, MAX_EVENT_BYTES
+from stream_split.decode import DECODER_PASSES, MAX_EVENT_BYTES
 from stream_split.errors import (
     OptionError, OptionHadNoEffect, OptionWarning, OutputError, RanksError, ReadInterrupted,
     WriteInterrupted,
@@ -132,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="stream-split",
         description="Split a PyTorch profiler / Kineto trace into iterations, as a stream.")
-    parser.add_argument("--version", action="version", version=f"stream-split {__version__} (framing: {FRAMING})")
+    parser.add_argument("--version", action="version", version=f"stream-split {__version__} (decoder: {DECODER_PASSES})")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (help_text, arguments) in COMMAND_ARGUMENTS.items():
         sub.add_parser(name, help=help_text, arguments=arguments)

@@ -20,7 +20,7 @@ over the remaining brackets gives the depth, whose returns to zero end the event
 at a chunk's edge (inside a string or not, the depth, a pending escape, where the unfinished
 event opened) is carried to the next chunk, so every byte is framed once, however long an
 event is. The separators between events are checked vectorized too. Where the package was
-built with a C compiler, ``stream_split._framing`` (``_framing.c``) does the framing instead,
+built with a C compiler, ``stream_split._native`` (``_native.c``) does the framing instead,
 to the same result, three times as fast (``Framing``; ``STREAM_SPLIT_NO_NATIVE=1`` turns it
 off, and ``stream-split --version`` says which one runs).
 
@@ -61,16 +61,20 @@ from stream_split.errors import TraceInputError
 from stream_split.trace_format import (
     DIMS_ARG, ENGINE_ARGS, ENGINE_FIELDS, EVENTS_KEY, PYTHON_FRAME_CAT)
 
-try:  # the framing pass in native code (_framing.c), built by setup.py where a C compiler is
-    from stream_split._framing import frame as _built_frame
-except ImportError:  # not built: numpy frames, to the same result (``Framing``)
-    _built_frame = None
+try:  # the hot passes in native code (_native.c), built by setup.py where a C compiler is
+    from stream_split._native import (
+        frame as _built_frame, frame_times as _built_frame_times, slices as _built_slices)
+except ImportError:  # not built: numpy and msgspec do the same (``Framing``, ``_frame_columns``)
+    _built_frame = _built_frame_times = _built_slices = None
 #: Set (to anything but "" or "0") in the environment, the decoder frames with numpy even
 #: where the native framing is built (to compare the two, or to rule it out).
 NO_NATIVE_ENV = "STREAM_SPLIT_NO_NATIVE"
-_native_frame = None if os.environ.get(NO_NATIVE_ENV, "") not in ("", "0") else _built_frame
-#: Which framing this process uses: "native" or "numpy" (``stream-split --version`` says).
-FRAMING = "numpy" if _native_frame is None else "native"
+_NO_NATIVE = os.environ.get(NO_NATIVE_ENV, "") not in ("", "0")
+_native_frame = None if _NO_NATIVE else _built_frame
+_native_frame_times = None if _NO_NATIVE else _built_frame_times
+_native_slices = None if _NO_NATIVE else _built_slices
+#: The decoder's hot passes in this process: "native" or "numpy" (``stream-split --version``).
+DECODER_PASSES = "numpy" if _native_frame is None else "native"
 
 #: Deepest nesting of arrays and objects accepted in a document (Kineto writes about 6).
 MAX_DEPTH = 200
@@ -171,6 +175,7 @@ class FrameRun:
         for prefix in prefixes:
             self._holds(_quoted(prefix))
         self._holds(b"\\")
+        self._plain_frames()  # (made from the bytes, if the native reader read only times)
         run = FrameRun(self.i, self.j, self.starts, self.ends, b"", self._events, self._frames,
                        self._part_of, self._text_holds)
         run._sent = True
@@ -237,14 +242,18 @@ class FrameRun:
 
     def _plain_frames(self) -> list | None:
         """Each frame's ``_PlainFrame`` (a run read in bulk, or a part of one), else None;
-        read back from MessagePack after a pickle (``__reduce__``)."""
-        if self._frames is None:
+        read back from MessagePack after a pickle (``__reduce__``), or made from the run's
+        bytes where the native reader read only the times (``_frame_columns``: msgspec
+        accepts what it accepts)."""
+        if self._frames is None and self.starts is not None:
             if self._packed is not None:
                 self._frames, self._packed = _FRAMES_UNPACKER.decode(self._packed), None
-            elif self._part_of is not None and self.starts is not None:
+            elif self._part_of is not None:
                 whole, a, b = self._part_of
                 frames = whole._plain_frames()
                 self._frames = None if frames is None else frames[a:b]
+            elif self._text:
+                self._frames = _PLAIN_FRAMES.decode(self._text)
         return self._frames
 
     def _holds(self, needle: bytes) -> bool | None:
@@ -481,22 +490,38 @@ def _array_of(buf: bytes, start: int, end: int) -> bytes:
 def _frame_columns(text: bytes):
     """(starts, ends, frames) of a run of Python frames (their bytes as a JSON array,
     ``_array_of``) when every one is a plain frame (``FrameRun``; ``frames``: each one's
-    ``_PlainFrame``), else None. The run is valid JSON when this answers (msgspec checks every
-    byte; UTF-8 too, which the caller has checked: ``_ascii`` or ``_utf8``)."""
-    try:
-        frames = _PLAIN_FRAMES.decode(text)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
-    n = len(frames)
-    # (The attributes read in comprehensions: a quarter of the cost of ``attrgetter``.)
-    starts = np.fromiter([frame.ts for frame in frames], np.float64, n)
-    durs = np.fromiter([frame.dur for frame in frames], np.float64, n)  # a null one as NaN
-    durs[np.isnan(durs)] = 0.0  # (JSON holds no NaN)
+    ``_PlainFrame``, or None when the native reader read the times: made from the text when
+    asked, ``FrameRun._plain_frames``), else None. The run is valid JSON when this answers
+    (msgspec, or the native reader, checks every byte; UTF-8 too, which the caller has
+    checked: ``_ascii`` or ``_utf8``)."""
+    times = None if _native_frame_times is None else _native_frame_times(text)
+    if times is not None:  # what msgspec would read, without a struct and a name per frame
+        frames = None
+        starts, durs = np.frombuffer(times[0], np.float64), np.frombuffer(times[1], np.float64)
+    else:
+        try:
+            frames = _PLAIN_FRAMES.decode(text)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        n = len(frames)
+        # (The attributes read in comprehensions: a quarter of the cost of ``attrgetter``.)
+        starts = np.fromiter([frame.ts for frame in frames], np.float64, n)
+        durs = np.fromiter([frame.dur for frame in frames], np.float64, n)  # null: NaN
+        durs[np.isnan(durs)] = 0.0  # (JSON holds no NaN)
     if not (np.abs(starts).max(initial=0.0) < _EXACT_FLOAT_INTEGERS and
             np.abs(durs).max(initial=0.0) < _EXACT_FLOAT_INTEGERS):
         return None
     ends = np.where(durs != 0.0, starts + durs, starts)  # feed: ``if dur: ts + dur``
     return starts, ends, frames
+
+
+def _raws(buf: bytes, starts, ends) -> list:
+    """Each event's original bytes, ``buf[starts[k]:ends[k]]``: int64 arrays sliced in native
+    code (``stream_split._native.slices``: on the 10x stripped tile's 564 k events about 220
+    instructions an event against 1,280 for ``tolist`` and a comprehension), else lists."""
+    if _native_slices is not None:
+        return _native_slices(buf, starts, ends)
+    return [buf[s:e] for s, e in zip(starts, ends)]
 
 
 def _reject_constant(name):
@@ -777,7 +802,7 @@ class Framing:
     faults) cost more than the passes over it. ``scratch``: a bool array the mask may be made
     in when it is long enough (a ``TraceDecoder`` keeps one: none is fresh then).
 
-    Where ``stream_split._framing`` is built (``_framing.c``), it gives the same brackets,
+    Where ``stream_split._native`` is built (``_native.c``), it gives the same brackets,
     depths and end state in one native pass (0.05 s against 0.15 s of CPU for the 152 MB of
     the 10x stripped resnet tile, in 1 MiB pieces); a test compares the two on any bytes."""
 
@@ -786,7 +811,7 @@ class Framing:
     def __init__(self, buf: bytes, start: int = 0, state: tuple = (False, 0, False),
                  scratch: np.ndarray | None = None):
         in_string, depth0, escaped = state
-        if _native_frame is not None:  # the same answer, a third of the time (_framing.c)
+        if _native_frame is not None:  # the same answer, a third of the time (_native.c)
             at, depths, *end_state = _native_frame(buf, start, in_string, depth0, escaped)
             self.brackets = np.frombuffer(at, np.int64)  # (bytearrays: writable views)
             self.depth = np.frombuffer(depths, np.int32)
@@ -800,8 +825,8 @@ class Framing:
 
     def _frame_with_numpy(self, buf, start: int, a: np.ndarray, in_string: bool, depth0: int,
                           scratch: np.ndarray | None) -> None:
-        """The numpy passes: the fallback where ``_framing`` is not built (what they do is
-        said above; ``_framing.c`` does the same a 64-byte block at a time)."""
+        """The numpy passes: the fallback where ``stream_split._native`` is not built (what they do is
+        said above; ``_native.c`` does the same a 64-byte block at a time)."""
         slashes = _backslashes(buf, start, a)
         words, scratch = _quote_words(a, slashes, scratch)
         brackets = _bracket_offsets(a, scratch)
@@ -1482,7 +1507,8 @@ class TraceDecoder:
         which)."""
         n = starts.size
         # Offsets as ints for the raws; else the arrays (a few offsets read).
-        starts_l, ends_l = (starts.tolist(), ends.tolist()) if self.keep_raws else (starts, ends)
+        starts_l, ends_l = (starts.tolist(), ends.tolist()) \
+            if self.keep_raws and _native_slices is None else (starts, ends)
         stretches, at = [], 0
         for i, j in [*runs, (n, n)]:
             if at < i:
@@ -1507,8 +1533,7 @@ class TraceDecoder:
                 got, raws = self._parse_full(buf, starts[i:j].tolist(), ends[i:j].tolist(),
                                              exact, True)
             else:
-                raws = [buf[s:e] for s, e in zip(starts_l[i:j], ends_l[i:j])] \
-                    if self.keep_raws else None
+                raws = _raws(buf, starts_l[i:j], ends_l[i:j]) if self.keep_raws else None
             if got.__class__ is tuple:  # a frame run read in bulk
                 text, (run_starts, run_ends, frames) = got
                 out.events.extend([None] * (j - i))

@@ -47,16 +47,20 @@ LARGE_TRACE_BYTES = 250_000
 
 
 @contextlib.contextmanager
-def framing(kind: str):
-    """The decoder frames with ``kind`` ("native": ``stream_split._framing`` where it is
-    built, else numpy; "numpy": the numpy passes, the fallback) inside the block."""
-    saved = decode_module._native_frame
+def decoder_passes(kind: str):
+    """The decoder's hot passes are ``kind`` inside the block: "native" (``stream_split._native``
+    where it is built) or "numpy" (numpy and msgspec, the fallback, as with
+    ``STREAM_SPLIT_NO_NATIVE=1``)."""
+    names = ("_native_frame", "_native_frame_times", "_native_slices")
+    saved = [getattr(decode_module, name) for name in names]
     if kind == "numpy":
-        decode_module._native_frame = None
+        for name in names:
+            setattr(decode_module, name, None)
     try:
         yield
     finally:
-        decode_module._native_frame = saved
+        for name, value in zip(names, saved):
+            setattr(decode_module, name, value)
 
 
 def large_ones_slow(cases, path_of=Path) -> list:

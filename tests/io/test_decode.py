@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import framing, large_ones_slow
+from conftest import decoder_passes, large_ones_slow
 
 from stream_split.cli import sample_trace_path
 from stream_split.core.validate import unusable_field
@@ -152,9 +152,9 @@ def _render(events, form, indent, ascii_only, header):
        header=st.dictionaries(_NASTY_TEXT, _VALUES, max_size=3),
        cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=12),
        gz=st.booleans(), long_event=st.booleans(), frames=st.lists(_FRAME, max_size=12),
-       slim=st.booleans(), framing_kind=st.sampled_from(["native", "numpy"]))
+       slim=st.booleans(), passes=st.sampled_from(["native", "numpy"]))
 def test_decoder_equals_ijson_on_a_nasty_corpus(events, form, indent, ascii_only, header, cuts,
-                                                gz, long_event, frames, slim, framing_kind):
+                                                gz, long_event, frames, slim, passes):
     if long_event:  # one event longer than any chunk, strings full of brackets
         events = events + [{"ph": "X", "ts": 1, "args": {"s": '{"]\\' * 30_000}}]
     events = events[:1] + frames + events[1:]  # Python frames as Kineto writes them
@@ -175,7 +175,7 @@ def test_decoder_equals_ijson_on_a_nasty_corpus(events, form, indent, ascii_only
     expected, expected_header, _, complete = reference_events(data, backend="python")
     assert complete
     # ijson's pure-Python backend gives Decimal for floats unless use_float: it was asked to.
-    with framing(framing_kind):
+    with decoder_passes(passes):
         got, raws, decoder = decode(data, cuts + [len(data) // 2, 1, 65536], slim=slim)
     if slim:
         assert_slim_matches(got, expected)
@@ -189,13 +189,13 @@ def test_decoder_equals_ijson_on_a_nasty_corpus(events, form, indent, ascii_only
         assert raw is not None and json.loads(raw) == json.loads(json.dumps(event))
 
 
-@pytest.mark.parametrize("framing_kind", ["native", "numpy"])
+@pytest.mark.parametrize("passes", ["native", "numpy"])
 @pytest.mark.parametrize("step", [1, 2, 3, 7, 4096])
-def test_every_chunk_edge_gives_the_same_events(step, framing_kind):
+def test_every_chunk_edge_gives_the_same_events(step, passes):
     events = [{"ph": "X", "ts": i, "name": 'a{"}]\\' * i, "args": {"n": 2 ** 70 + i}}
               for i in range(5)]
     data = json.dumps({"traceEvents": events, "after": [1, "]"]}, indent=1).encode()
-    with framing(framing_kind):
+    with decoder_passes(passes):
         got, _, decoder = decode(data, range(0, len(data), step))
     assert got == events and decoder.header_after == {"after": [1, "]"]}
 

@@ -1,0 +1,223 @@
+"""The decoder's native passes (``stream_split._native``, issue 24) give what their fallbacks
+give: the framing what ``decode.Framing``'s numpy passes give on any bytes, valid JSON or not,
+from any state, cut anywhere; a run of Python frames read natively the times msgspec reads,
+and only where msgspec accepts it; each event's bytes the slices Python makes. CI builds them
+(``.ci/run`` sets ``STREAM_SPLIT_REQUIRE_NATIVE``)."""
+import gzip
+import json
+import os
+import re
+import struct
+
+import numpy as np
+import pytest
+import msgspec
+from hypothesis import HealthCheck, event, example, given, settings, strategies as st
+
+import stream_split
+import stream_split.decode as decode_module
+from conftest import decoder_passes, run_cli
+from stream_split.cli import sample_trace_path
+from stream_split.decode import Framing
+
+NATIVE_BUILT = decode_module._built_frame is not None
+needs_native = pytest.mark.skipif(not NATIVE_BUILT, reason="stream_split._native is not built "
+                                  "here (no C compiler at install): numpy and msgspec are used")
+
+
+def test_ci_builds_the_native_passes():
+    if not os.environ.get("STREAM_SPLIT_REQUIRE_NATIVE"):
+        pytest.skip("only where the native framing is required (.ci/run)")
+    assert NATIVE_BUILT and decode_module.DECODER_PASSES == "native"
+
+
+def both(buf, start, state):
+    """(native, numpy) framings of ``buf[start:]`` from ``state``."""
+    native = Framing(buf, start, state)
+    with decoder_passes("numpy"):
+        numpy = Framing(buf, start, state)
+    return native, numpy
+
+
+def assert_same(native, numpy):
+    assert native.brackets.dtype == numpy.brackets.dtype == np.int64
+    assert native.depth.dtype == numpy.depth.dtype == np.int32
+    assert native.brackets.tolist() == numpy.brackets.tolist()
+    assert native.depth.tolist() == numpy.depth.tolist()
+    assert native.end_state == numpy.end_state
+
+
+# Bytes that matter to framing, and filler: runs of backslashes, quotes, brackets, pipes (which
+# the numpy passes find with the brackets and drop), across the 64-byte blocks the native scan
+# reads at once.
+_BYTES = st.lists(st.sampled_from([b"{", b"}", b"[", b"]", b'"', b"\\", b"|", b"a", b" ", b",",
+                                   b":", b"\xc3\xa9", b"a" * 70, b"\\" * 63, b'"' * 3]),
+                  max_size=60).map(b"".join)
+
+
+@needs_native
+@settings(max_examples=int(os.environ.get("FRAMING_EXAMPLES", 2000)), deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(buf=_BYTES, start=st.integers(0, 4000), in_string=st.booleans(),
+       depth=st.integers(-5, 5), escaped=st.booleans())
+def test_native_framing_equals_numpy_on_any_bytes_from_any_state(buf, start, in_string, depth,
+                                                                  escaped):
+    assert_same(*both(buf, min(start, len(buf)), (in_string, depth, escaped)))
+
+
+@needs_native
+@pytest.mark.parametrize("piece", [1, 63, 64, 65, 4096, 1 << 20])
+def test_native_framing_equals_numpy_across_the_pieces_of_a_real_trace(piece):
+    with open(sample_trace_path(), "rb") as f:
+        text = gzip.decompress(f.read())
+    text = text.replace(b'"name": "', b'"name": "\\"{[\\\\', 200)  # escapes, as some traces have
+    native_state = numpy_state = (False, 0, False)
+    stop = len(text) if piece >= 64 else 300_000  # (a byte at a time: the first 300 kB)
+    for at in range(0, min(stop, len(text)), piece):
+        chunk = text[at:at + piece]
+        native = Framing(chunk, 0, native_state)
+        with decoder_passes("numpy"):
+            numpy = Framing(chunk, 0, numpy_state)
+        assert_same(native, numpy)
+        native_state, numpy_state = native.end_state, numpy.end_state
+    if stop >= len(text):
+        assert native_state[:2] == (False, 0)  # the document framed to its end
+
+
+def test_version_names_the_framing_in_use():
+    assert run_cli("--version").stdout.decode().strip() == \
+        f"stream-split {stream_split.__version__} (decoder: {decode_module.DECODER_PASSES})"
+    no_native = run_cli("--version", env_update={decode_module.NO_NATIVE_ENV: "1"})
+    assert no_native.stdout.decode().strip().endswith("(decoder: numpy)")
+
+
+# -- a run of Python frames -------------------------------------------------------------------
+
+def msgspec_times(text: bytes):
+    """(ts, dur) of each frame as ``decode._PLAIN_FRAMES`` reads them (a null dur as 0.0), or
+    None where msgspec refuses the run."""
+    try:
+        frames = decode_module._PLAIN_FRAMES.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return [f.ts for f in frames], [0.0 if f.dur is None else f.dur for f in frames]
+
+
+def bits(values) -> list:
+    """Each float's 64 bits (so that -0.0 and 0.0 differ)."""
+    return [struct.pack("<d", v) for v in values]
+
+
+_TEXT = st.text(alphabet=st.sampled_from(list('ab "\\/{}[],:é€😀\x00\x1f\x7f')), max_size=12)
+# A number as text (many digits, a sign, an exponent), written into the JSON as it is.
+_NUMBER_TEXT = st.from_regex(r"-?(0|[1-9][0-9]{0,21})(\.[0-9]{1,25})?([eE][-+]?[0-9]{1,3})?",
+                             fullmatch=True).map(lambda text: "@@" + text + "@@")
+_NUMBER = st.one_of(st.integers(-2 ** 70, 2 ** 70), st.floats(allow_nan=False, allow_infinity=False),
+                    _NUMBER_TEXT)
+_SCALAR = st.one_of(st.none(), st.booleans(), _NUMBER, _TEXT)
+_ARGS_VALUE = st.recursive(_SCALAR, lambda inner: st.lists(inner, max_size=3)
+                           | st.dictionaries(_TEXT, inner, max_size=3), max_leaves=8)
+
+
+_PLAIN_TEXT = st.text(alphabet=st.sampled_from(list("ab ()/:._#0é")), max_size=12)
+_PLAIN_NUMBER = st.one_of(
+    st.from_regex(r"-?(0|[1-9][0-9]{0,18})(\.[0-9]{1,24})?", fullmatch=True)
+    .map(lambda text: "@@" + text + "@@"), st.integers(0, 10 ** 20), st.floats(0, 1e13))
+# A frame as Kineto writes it (its numbers of any length), which the native reader reads
+# unless a number is beyond what it reads exactly ...
+_PLAIN_FRAME = st.fixed_dictionaries(
+    {"ph": st.just("X"), "cat": st.just("python_function"), "name": st.none() | _PLAIN_TEXT,
+     "pid": st.integers(0, 999) | _PLAIN_TEXT, "tid": st.integers(0, 999), "ts": _PLAIN_NUMBER},
+    optional={"dur": st.none() | _PLAIN_NUMBER,
+              "args": st.none() | st.fixed_dictionaries(
+                  {"Python parent id": st.none() | st.integers(0, 99),
+                   "Python id": st.integers(0, 99)}, optional={"Ev Idx": _ARGS_VALUE})})
+# ... and one that is not (a field of another value or type, another key, a nasty string).
+_ODD_FRAME = st.fixed_dictionaries(
+    {"ph": st.sampled_from(["X", "B"]), "cat": st.sampled_from(["python_function", "cpu_op"]),
+     "name": st.none() | _TEXT, "pid": _SCALAR, "tid": _SCALAR, "ts": _NUMBER | _SCALAR},
+    optional={"dur": st.none() | _SCALAR, "extra": _SCALAR,
+              "args": st.none() | st.dictionaries(st.sampled_from(["correlation", "External id",
+                                                                   "x"]) | _TEXT,
+                                                  _ARGS_VALUE, max_size=4)})
+_FRAMES = st.tuples(st.lists(_PLAIN_FRAME, min_size=1, max_size=4), st.none() | _ODD_FRAME,
+                    st.integers(0, 4)).map(
+    lambda t: t[0] if t[1] is None else t[0][:t[2]] + [t[1]] + t[0][t[2]:])
+
+
+def _kineto_frame(i: int) -> dict:
+    return {"ph": "X", "cat": "python_function", "name": f"train.py({i}): step", "pid": 542,
+            "tid": 542, "ts": 3743411222578.748 + i, "dur": 86900.793,
+            "args": {"Python parent id": None if i == 0 else i, "Python id": i + 1,
+                     "Ev Idx": 8028 + i}}
+
+
+@needs_native
+@settings(max_examples=int(os.environ.get("FRAMING_EXAMPLES", 2000)), deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(frames=_FRAMES, indent=st.sampled_from([None, 1]),
+       ascii_only=st.booleans(), cut=st.integers(0, 400),
+       drop=st.sampled_from([0] * 6 + [1, 2, 3]))
+@example(frames=[_kineto_frame(0), _kineto_frame(1)], indent=None, ascii_only=True, cut=0,
+         drop=0)
+def test_native_frame_times_read_what_msgspec_reads_and_nothing_it_refuses(frames, indent,
+                                                                           ascii_only, cut,
+                                                                           drop):
+    text = re.sub(r'"@@([^@]*)@@"', r"\1", json.dumps(frames, indent=indent,
+                                                     ensure_ascii=ascii_only))
+    text = text.encode("utf-8", "surrogatepass")
+    if drop and cut < len(text):  # a byte or a few gone: mostly not JSON any more
+        text = text[:cut] + text[cut + drop:]
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError:
+        return  # (the caller reads only UTF-8 here: ``_ascii`` or ``_utf8`` first)
+    native = decode_module._built_frame_times(text)
+    expected = msgspec_times(text)
+    event(f"native {'read' if native is not None else 'refused'}, msgspec "
+          f"{'read' if expected is not None else 'refused'}")
+    if native is not None:
+        assert expected is not None, text
+        ts, dur = np.frombuffer(native[0]).tolist(), np.frombuffer(native[1]).tolist()
+        assert bits(ts) == bits(expected[0]) and bits(dur) == bits(expected[1])
+
+
+@needs_native
+def test_native_frame_times_read_kineto_frames():
+    frames = [_kineto_frame(i) for i in range(20)]
+    for indent in (None, 2):
+        text = json.dumps(frames, indent=indent).encode()
+        native = decode_module._built_frame_times(text)
+        assert native is not None
+        assert bits(np.frombuffer(native[0]).tolist()) == bits(msgspec_times(text)[0])
+
+
+@needs_native
+def test_a_run_read_natively_makes_its_frames_when_asked(tmp_path):
+    """The engine asks a run read in bulk for each frame's thread and name (``FrameRun``):
+    made from the run's bytes, as msgspec would have made them at once."""
+    frames = [_kineto_frame(i) for i in range(12)]
+    data = json.dumps({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "x", "pid": 1,
+                                        "tid": 1, "ts": 1, "dur": 1}] + frames}).encode()
+    decoder = decode_module.TraceDecoder()
+    decoder.slim = True
+    batch = decoder.receive_data(data)
+    batch.extend(decoder.receive_data(b""))
+    (run,) = batch.frame_runs
+    assert run.starts is not None and run._frames is None  # read natively: no struct yet
+    threads, names = run.threads_and_names()
+    assert threads == [(542, 542)] * 12 and names == [f["name"] for f in frames]
+    sent = run.without_bytes(("ProfilerStep#",))  # to another process: the frames go along
+    assert sent.threads_and_names() == (threads, names)
+
+
+# -- each event's bytes -----------------------------------------------------------------------
+
+@needs_native
+def test_native_slices_are_the_events_bytes():
+    buf = b'[{"a": 1}, {"b": [2]},\n {}]'
+    starts, ends = np.array([1, 11, 24], np.int64), np.array([9, 21, 26], np.int64)
+    assert decode_module._built_slices(buf, starts, ends) == [b'{"a": 1}', b'{"b": [2]}', b"{}"]
+    assert decode_module._built_slices(buf, starts[1:], ends[1:]) == [b'{"b": [2]}', b"{}"]
+    with pytest.raises(ValueError):
+        decode_module._built_slices(buf, starts, ends + 100)
