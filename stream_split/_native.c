@@ -29,7 +29,8 @@
    ``correlation`` or ``External id`` in ``args``, nesting deeper than 32).
 
    ``slices(buf, starts, ends)`` is ``[buf[s:e] for s, e in zip(starts, ends)]`` for int64
-   arrays, without an int object per offset (each event's original bytes, ``keep_raws``). */
+   arrays, without an int object per offset (each event's original bytes, ``keep_raws``);
+   ``prefixed_runs`` is ``decode._frame_runs``'s search for runs of Python frames. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
@@ -272,63 +273,49 @@ static const double exact_tens[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8,
                                     1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
                                     1e20, 1e21, 1e22};
 
-/* The value of the number [s, e) (digits, a point, a sign: checked already) when its digits
-   make an integer below 2^53 and it has at most 22 after the point: that integer over an
-   exact power of ten, one division, is correctly rounded (Clinger's fast path), as strtod's
-   and msgspec's results are; else 0, for strtod to read it. */
-static int exact_quotient(const unsigned char *s, const unsigned char *e, double *value) {
-    uint64_t digits = 0;
-    int after = -1, count = 0;
-    const unsigned char *p = s + (*s == '-');
-    for (; p < e; p++) {
-        if (*p == '.') {
-            after = 0;
-            continue;
-        }
-        if (++count > 16) return 0;
-        digits = digits * 10 + (uint64_t)(*p - '0');
-        if (after >= 0) after++;
-    }
-    if (digits > ((uint64_t)1 << 53) || after > 22) return 0;
-    double v = (double)digits;
-    if (after > 0) v /= exact_tens[after];
-    *value = *s == '-' ? -v : v;
-    return 1;
-}
+static inline int is_digit(unsigned char b) { return (unsigned)(b - '0') <= 9; }
 
 /* A JSON number, no exponent, at most MAX_NUMBER bytes (an integer at most MAX_INT_DIGITS
-   digits); its value in *value when value is not NULL (correctly rounded, as msgspec's; a
-   negative zero, which msgspec reads as the integer 0 when it has no fraction, refused). */
+   digits); its value in *value when value is not NULL, correctly rounded as msgspec's is:
+   where its digits make an integer below 2^53 and at most 22 of them follow the point, that
+   integer over an exact power of ten (one division: Clinger's fast path), else strtod's. A
+   negative zero, which msgspec reads as the integer 0 when it has no fraction, is refused. */
 static int number(Cursor *c, double *value) {
     skip_ws(c);
     const unsigned char *s = c->p, *q = c->p, *e = c->end;
     if (q < e && *q == '-') q++;
-    if (q >= e || *q < '0' || *q > '9') return 0;
+    if (q >= e || !is_digit(*q)) return 0;
+    uint64_t digits = 0; /* all of them, as one integer (wraps past 19: then unused) */
+    int count = 1, after = 0;
     if (*q == '0') {
         q++;
     } else {
-        while (q < e && *q >= '0' && *q <= '9') q++;
+        digits = (uint64_t)(*q++ - '0');
+        for (; q < e && is_digit(*q); q++, count++) digits = digits * 10 + (uint64_t)(*q - '0');
     }
-    int fraction = 0;
     if (q < e && *q == '.') {
         q++;
-        if (q >= e || *q < '0' || *q > '9') return 0;
-        while (q < e && *q >= '0' && *q <= '9') q++;
-        fraction = 1;
+        for (; q < e && is_digit(*q); q++, after++) digits = digits * 10 + (uint64_t)(*q - '0');
+        if (after == 0) return 0;
     }
     if (q < e && (*q == 'e' || *q == 'E')) return 0;
     size_t n = (size_t)(q - s);
-    if (n > MAX_NUMBER) return 0;
-    if (!fraction && n - (*s == '-') > MAX_INT_DIGITS) return 0;
-    if (value != NULL && exact_quotient(s, q, value)) {
-        if (*value == 0.0 && *s == '-') return 0;
-    } else if (value != NULL) {
-        char text[MAX_NUMBER + 1];
-        memcpy(text, s, n);
-        text[n] = 0;
-        errno = 0;
-        double v = strtod(text, NULL);
-        if (errno != 0 || !isfinite(v) || (v == 0.0 && *s == '-')) return 0;
+    if (n > MAX_NUMBER || (!after && count > MAX_INT_DIGITS)) return 0;
+    if (value != NULL) {
+        double v;
+        if (count + after <= 16 && digits <= ((uint64_t)1 << 53) && after <= 22) {
+            v = (double)digits;
+            if (after) v /= exact_tens[after];
+            if (*s == '-') v = -v;
+        } else {
+            char text[MAX_NUMBER + 1];
+            memcpy(text, s, n);
+            text[n] = 0;
+            errno = 0;
+            v = strtod(text, NULL);
+            if (errno != 0 || !isfinite(v)) return 0;
+        }
+        if (v == 0.0 && *s == '-') return 0;
         *value = v;
     }
     c->p = q;
@@ -527,6 +514,49 @@ done:
     return result;
 }
 
+/* ---- prefixed_runs: where runs of Python frames are ---- */
+
+static PyObject *prefixed_runs(PyObject *self, PyObject *args) {
+    Py_buffer buf, starts, ends, prefix;
+    Py_ssize_t min_run;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*n", &buf, &starts, &ends, &prefix, &min_run))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = starts.len / (Py_ssize_t)sizeof(int64_t), width = prefix.len;
+    if (starts.len != ends.len || starts.len % (Py_ssize_t)sizeof(int64_t) != 0) {
+        PyErr_SetString(PyExc_ValueError, "starts and ends: int64 arrays of one length");
+        goto done;
+    }
+    result = PyList_New(0);
+    if (result == NULL) goto done;
+    const int64_t *s = starts.buf, *e = ends.buf;
+    const unsigned char *b = buf.buf;
+    Py_ssize_t first = -1;
+    for (Py_ssize_t k = 0; k <= n; k++) {
+        int hit = k < n && e[k] - s[k] > width && s[k] >= 0 && s[k] + width <= buf.len &&
+                  memcmp(b + s[k], prefix.buf, (size_t)width) == 0;
+        if (hit && first < 0) first = k;
+        if (!hit && first >= 0) {
+            if (k - first >= min_run) {
+                PyObject *run = Py_BuildValue("(nn)", first, k);
+                if (run == NULL || PyList_Append(result, run) < 0) {
+                    Py_XDECREF(run);
+                    Py_CLEAR(result);
+                    goto done;
+                }
+                Py_DECREF(run);
+            }
+            first = -1;
+        }
+    }
+done:
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&ends);
+    PyBuffer_Release(&prefix);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped) -> (brackets, depths, end_in_string, "
@@ -538,6 +568,9 @@ static PyMethodDef methods[] = {
     {"slices", slices, METH_VARARGS,
      "slices(buf, starts, ends) -> [buf[s:e] for s, e in zip(starts, ends)] (int64 arrays): "
      "each event's original bytes."},
+    {"prefixed_runs", prefixed_runs, METH_VARARGS,
+     "prefixed_runs(buf, starts, ends, prefix, min_run) -> [(i, j)]: the runs of min_run or "
+     "more events in a row longer than prefix and beginning with it (decode._frame_runs)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -63,9 +63,10 @@ from stream_split.trace_format import (
 
 try:  # the hot passes in native code (_native.c), built by setup.py where a C compiler is
     from stream_split._native import (
-        frame as _built_frame, frame_times as _built_frame_times, slices as _built_slices)
+        frame as _built_frame, frame_times as _built_frame_times,
+        prefixed_runs as _built_prefixed_runs, slices as _built_slices)
 except ImportError:  # not built: numpy and msgspec do the same (``Framing``, ``_frame_columns``)
-    _built_frame = _built_frame_times = _built_slices = None
+    _built_frame = _built_frame_times = _built_prefixed_runs = _built_slices = None
 #: Set (to anything but "" or "0") in the environment, the decoder frames with numpy even
 #: where the native framing is built (to compare the two, or to rule it out).
 NO_NATIVE_ENV = "STREAM_SPLIT_NO_NATIVE"
@@ -73,6 +74,7 @@ _NO_NATIVE = os.environ.get(NO_NATIVE_ENV, "") not in ("", "0")
 _native_frame = None if _NO_NATIVE else _built_frame
 _native_frame_times = None if _NO_NATIVE else _built_frame_times
 _native_slices = None if _NO_NATIVE else _built_slices
+_native_prefixed_runs = None if _NO_NATIVE else _built_prefixed_runs
 #: The decoder's hot passes in this process: "native" or "numpy" (``stream-split --version``).
 DECODER_PASSES = "numpy" if _native_frame is None else "native"
 
@@ -959,6 +961,8 @@ def _frame_runs(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> list:
     width = len(FRAME_PREFIX)
     if starts.size < MIN_FRAME_RUN or len(buf) < width:
         return []
+    if _native_prefixed_runs is not None:  # one memcmp an event, no array per prefix word
+        return _native_prefixed_runs(buf, starts, ends, FRAME_PREFIX, MIN_FRAME_RUN)
     # Every 8 bytes of the buffer as a little-endian word, one word per offset (a view).
     words = np.ndarray((len(buf) - 7,), "<u8", buf, strides=(1,))
     heads = np.minimum(starts, len(buf) - width)

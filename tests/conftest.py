@@ -51,7 +51,7 @@ def decoder_passes(kind: str):
     """The decoder's hot passes are ``kind`` inside the block: "native" (``stream_split._native``
     where it is built) or "numpy" (numpy and msgspec, the fallback, as with
     ``STREAM_SPLIT_NO_NATIVE=1``)."""
-    names = ("_native_frame", "_native_frame_times", "_native_slices")
+    names = ("_native_frame", "_native_frame_times", "_native_slices", "_native_prefixed_runs")
     saved = [getattr(decode_module, name) for name in names]
     if kind == "numpy":
         for name in names:

@@ -221,3 +221,24 @@ def test_native_slices_are_the_events_bytes():
     assert decode_module._built_slices(buf, starts[1:], ends[1:]) == [b'{"b": [2]}', b"{}"]
     with pytest.raises(ValueError):
         decode_module._built_slices(buf, starts, ends + 100)
+
+
+@needs_native
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(kinds=st.lists(st.sampled_from(["frame", "frame", "frame", "op", "short"]), max_size=40))
+def test_native_frame_runs_are_where_numpy_finds_them(kinds):
+    """``decode._frame_runs``: runs of ``MIN_FRAME_RUN`` or more events that begin as Kineto
+    writes a Python frame; the same natively (``prefixed_runs``) as with numpy."""
+    texts = {"frame": decode_module.FRAME_PREFIX + b'"name": "f"}',
+             "op": b'{"ph": "X", "cat": "cpu_op", "name": "o"}',
+             "short": decode_module.FRAME_PREFIX[:-3] + b"}"}
+    buf, starts, ends = b"[", [], []
+    for kind in kinds:
+        starts.append(len(buf))
+        buf += texts[kind]
+        ends.append(len(buf))
+        buf += b", "
+    starts, ends = np.array(starts, np.int64), np.array(ends, np.int64)
+    native = decode_module._frame_runs(buf, starts, ends)
+    with decoder_passes("numpy"):
+        assert native == decode_module._frame_runs(buf, starts, ends)
