@@ -45,16 +45,26 @@ typedef struct {
     Py_ssize_t size, cap;
 } Brackets;
 
-static int grow(Brackets *b) {
-    Py_ssize_t cap = b->cap ? 2 * b->cap : 4096;
-    int64_t *at = PyMem_RawRealloc(b->at, (size_t)cap * sizeof(int64_t));
-    if (at == NULL) return -1;
-    b->at = at;
-    int32_t *depth = PyMem_RawRealloc(b->depth, (size_t)cap * sizeof(int32_t));
-    if (depth == NULL) return -1;
-    b->depth = depth;
-    b->cap = cap;
+/* Two columns of ``*cap`` items (of ``size_a`` and ``size_b`` bytes) made twice as long (or
+   ``first`` long): 0, or -1 when memory ran out (the columns are then as they were, or the
+   first one longer: either is freed as it is). No Python object is touched (the GIL may be
+   released). */
+static int grow_columns(void **a, size_t size_a, void **b, size_t size_b, Py_ssize_t *cap,
+                        Py_ssize_t first) {
+    Py_ssize_t more = *cap ? 2 * *cap : first;
+    void *grown = PyMem_RawRealloc(*a, (size_t)more * size_a);
+    if (grown == NULL) return -1;
+    *a = grown;
+    grown = PyMem_RawRealloc(*b, (size_t)more * size_b);
+    if (grown == NULL) return -1;
+    *b = grown;
+    *cap = more;
     return 0;
+}
+
+static int grow(Brackets *b) {
+    return grow_columns((void **)&b->at, sizeof(int64_t), (void **)&b->depth, sizeof(int32_t),
+                        &b->cap, 4096);
 }
 
 /* Bytes scanned at once: one bit of a 64-bit mask each. */
@@ -427,15 +437,8 @@ typedef struct {
 } Times;
 
 static int more_times(Times *t) {
-    Py_ssize_t cap = t->cap ? 2 * t->cap : 1024;
-    double *ts = PyMem_RawRealloc(t->ts, (size_t)cap * sizeof(double));
-    if (ts == NULL) return -1;
-    t->ts = ts;
-    double *dur = PyMem_RawRealloc(t->dur, (size_t)cap * sizeof(double));
-    if (dur == NULL) return -1;
-    t->dur = dur;
-    t->cap = cap;
-    return 0;
+    return grow_columns((void **)&t->ts, sizeof(double), (void **)&t->dur, sizeof(double),
+                        &t->cap, 1024);
 }
 
 /* 1: read; 0: not a run read here; -1: no memory. */
