@@ -292,6 +292,16 @@ def test_a_name_without_digits_is_one_entry_of_the_symbol_table():
     assert symbols.of("layer_1") == 1 and len(symbols._sym_of) == 4
 
 
+def test_a_numbered_name_that_makes_its_family_joins_the_table_when_seen_again():
+    # (``attacks.numbered_names``: each name its own family, most seen once)
+    symbols = Symbols()
+    names = [f"op_{a}{b}_{k % 7}" for k, (a, b) in enumerate(zip("abcdefgh", "hgfedcba"))]
+    syms = [symbols.of(name) for name in names]
+    assert syms == list(range(8)) and len(symbols._sym_of) == 8  # the families alone
+    assert [symbols.of(name) for name in names] == syms
+    assert len(symbols._sym_of) == 16 and symbols._digit_names == 8
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_names_with_and_without_digits_fold_as_the_digit_pattern_does(seed):
     # a name without digits is its own family without ``_DIGITS.sub`` (``Symbols._new_family``),
