@@ -287,7 +287,19 @@ def test_a_name_without_digits_is_one_entry_of_the_symbol_table():
     assert [symbols.of(n) for n in ["fwd", "layer_1", "layer_2", "fwd", "layer_N"]] == \
         [0, 1, 1, 0, 1]
     assert symbols.names == ["fwd", "layer_N"]
-    assert len(symbols._sym_of) == 4  # fwd, layer_N; layer_1, layer_2 (one table)
+    # fwd, layer_N; layer_2 (one table; layer_1 made its family, and joins when seen again)
+    assert len(symbols._sym_of) == 3
+    assert symbols.of("layer_1") == 1 and len(symbols._sym_of) == 4
+
+
+def test_a_numbered_name_that_makes_its_family_joins_the_table_when_seen_again():
+    # (``attacks.numbered_names``: each name its own family, most seen once)
+    symbols = Symbols()
+    names = [f"op_{a}{b}_{k % 7}" for k, (a, b) in enumerate(zip("abcdefgh", "hgfedcba"))]
+    syms = [symbols.of(name) for name in names]
+    assert syms == list(range(8)) and len(symbols._sym_of) == 8  # the families alone
+    assert [symbols.of(name) for name in names] == syms
+    assert len(symbols._sym_of) == 16 and symbols._digit_names == 8
 
 
 @pytest.mark.parametrize("seed", range(3))

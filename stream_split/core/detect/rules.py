@@ -180,7 +180,8 @@ class MemoryRules:
     #: Names with digits whose symbol is remembered (``skeleton.Symbols``: found with one
     #: lookup, not folded again); beyond, the table keeps only the families, and names are
     #: folded anew as they come. The recorded traces' ops have a few hundred such names;
-    #: a million numbered names (``op_17``, each seen once) kept two entries each.
+    #: a million numbered names of one family (``op_17``, each seen once) would keep a
+    #: million entries (a name that makes its own family is not remembered until it recurs).
     digit_names_remembered: int = 1 << 16
     #: Python frames kept while waiting for the top-level op they may open (a bound: the
     #: frames read within one top-level op of a file in time order).
