@@ -345,8 +345,9 @@ class Splitter:
         # or many wait (``_wait_for_launch``): see ``_hold_linked``.
         self._pending_links = HeldLinks()
         self._cpu_held, self._cpu_rows, self._cpu_held_n = [], HeldRows(), 0
-        # the arrival count, and the thread of the op held last as its thread (``_hold_cpu``)
-        self._seq, self._held_thread = 0, ()
+        # the arrival count, the thread of the op held last as its thread and the name of
+        # the op held last named (``_hold_cpu``)
+        self._seq, self._held_thread, self._held_name = 0, (), ""
         self._spill = spill if spill is not None else MemorySpill()
         self._needs_drain = False  # spilled events may be decidable now
         self._due = None  # handles of spilled batches this drain pass still has to look at
@@ -1115,6 +1116,13 @@ class Splitter:
                 elif args and DIMS_ARG in args:  # phase evidence, its dims too
                     event = _held_view(event, None)
                 else:  # its name is phase evidence or a step number: an op held named
+                    # (the ops held named one after another with one name hold one string:
+                    # a spilled batch pickles it once; 200 k ``aten::mm`` on as many
+                    # processes, the engine alone: -460 instructions an op)
+                    if name == self._held_name:
+                        name = self._held_name
+                    else:
+                        self._held_name = name
                     event = (pid, tid, name)
             elif cat != ANNOTATION_CAT and end.__class__ is float and start.__class__ is float:
                 event = None
@@ -1321,11 +1329,12 @@ class Splitter:
         """``_resolve_columns`` for columns that are not all plain frames: the frames (and
         the events held as one: None) counted at once, and so the ops held as their thread
         alone (``_hold_cpu``; those held named give their names' facts one by one, in
-        order, through ``_own_cpu``, as views do) where every time is a float (else an op's end may be an integer,
-        kept as given: ``_own_cpu``), their time in ops added at once (``_add_held_ops``:
-        else one by one, ``_add_held_op``); every other event through ``_own_cpu``, but those
-        owned outside that link nothing, counted at once too (``_count_outside_quiet``); the
-        pairs in order (those of the rows only counted made in bulk between the others)."""
+        order, through ``_own_cpu``, as views do) where every time is a float (else an
+        op's end may be an integer, kept as given: ``_own_cpu``), their time in ops added
+        at once (``_add_held_ops``: else one by one, ``_add_held_op``); every other event
+        through ``_own_cpu``, but those owned outside that link nothing, counted at once too
+        (``_count_outside_quiet``); the pairs in order (those of the rows only counted made
+        in bulk between the others)."""
         plain = np.equal(held.events, None)
         if plain.any():
             self._count_cpu(owners[plain], held.ends[plain])
@@ -1344,7 +1353,9 @@ class Splitter:
         keep = self._keep
         if keep:
             raws = held.raws.tolist()
-            kept = raws if None not in raws else [  # (their bytes, as ``_own_cpu`` hands out)
+            # a None among them found by ``all`` (an event's bytes are never empty; ``None
+            # in`` compares each: ``_own_frames``)
+            kept = raws if all(raws) else [  # (their bytes, as ``_own_cpu`` hands out)
                 raw if raw is not None else _HELD_FRAME if event is None else event
                 for event, raw in zip(events, raws)]
             assigned, at = self._assigned, 0
@@ -1370,24 +1381,24 @@ class Splitter:
     def _count_outside_quiet(self, rest: np.ndarray, owners: np.ndarray, events: list) -> None:
         """Of the held ``rest`` rows that ``_own_held`` would hand ``_own_cpu`` one by one,
         those owned by ``OUTSIDE`` that link nothing (an op held as its thread, or named,
-        or a dict without ``args``: ``_own_cpu`` only counts them) are counted at once here, and taken
-        out of ``rest`` (their pairs are made with the rows only counted)."""
+        or a dict without ``args``: ``_own_cpu`` only counts them) are counted at once here,
+        and taken out of ``rest`` (their pairs are made with the rows only counted)."""
         outside = np.flatnonzero(rest & (owners == OUTSIDE)).tolist()
         if not outside:
             return
         quiet = [k for k in outside if (event := events[k]).__class__ is tuple
                  or event.__class__ is dict and "args" not in event]
         self.outside_events += len(quiet)
-        rest[quiet] = False
+        rest[np.fromiter(quiet, np.intp, len(quiet))] = False  # (a list: 7x the instructions)
 
     def _add_held_ops(self, held: HeldColumns, owners: np.ndarray, ops: np.ndarray,
                       events: list, plain: np.ndarray) -> np.ndarray:
         """The time in ops of the held ``ops`` of ``held`` (held as their thread, counted
         already: ``_count_cpu(..., ops=True)``), per iteration and thread at once
         (``IterationBreakdown.add_ops``) with the CPU ops held named or as views among them
-        in their place (``_own_cpu`` adds those again: an interval in a union already changes nothing);
-        returns the ops whose time is still to add one by one, in their place: those of a
-        union that the order might change (``IntervalUnion.add_many``)."""
+        in their place (``_own_cpu`` adds those again: an interval in a union already
+        changes nothing); returns the ops whose time is still to add one by one, in their
+        place: those of a union that the order might change (``IntervalUnion.add_many``)."""
         # each row's thread, as an object array (read at rows in numpy): an op's is its event
         threads, rows_of_ops = held.events, ops
         views = [k for k in np.flatnonzero(~(ops | plain)).tolist()
