@@ -108,8 +108,9 @@ def _integer_times(ends: list, starts: list) -> np.ndarray | None:
 def _integer_bits(times: list, bit: int):
     """``bit`` where a time of ``times`` is an integer: as an int where all are, or none
     (most often: the types gathered in C, ``set(map(type, ...))``), else an array (the types
-    compared in numpy: a trace stamped in integers, 200 k ops held, ``split`` 15,104 ->
-    NNN M instructions)."""
+    compared in numpy). With ``HeldRows.columns`` reading its lists by ``fromiter``: a split
+    of 200 k ops stamped in integers, all held (``testing.attacks.processes``), 15,104 ->
+    15,010 M instructions."""
     kinds = set(map(type, times))
     if float not in kinds:
         return bit
