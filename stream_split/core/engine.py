@@ -1116,9 +1116,8 @@ class Splitter:
                 elif args and DIMS_ARG in args:  # phase evidence, its dims too
                     event = _held_view(event, None)
                 else:  # its name is phase evidence or a step number: an op held named
-                    # (the ops held named one after another with one name hold one string:
-                    # a spilled batch pickles it once; 200 k ``aten::mm`` on as many
-                    # processes, the engine alone: -460 instructions an op)
+                    # (held one after another with one name, one string: pickled once in a
+                    # batch; 200 k ``aten::mm``, the engine alone: -460 instructions an op)
                     if name == self._held_name:
                         name = self._held_name
                     else:
