@@ -45,7 +45,7 @@ from array import array
 from dataclasses import dataclass, replace
 from heapq import heappop, heappush
 from itertools import groupby, islice, repeat
-from operator import itemgetter
+from operator import itemgetter, length_hint
 
 import numpy as np
 
@@ -145,6 +145,9 @@ _NO_HOT = (None, None, None)
 #: column holds a time exactly when it is a float or such an integer (``_hold_cpu``).
 _FLOAT_INTEGERS = 2 ** 53
 
+
+#: The category an op held named (``_hold_cpu``) is decided as: a CPU op's (``_own_cpu``).
+_NAMED_OP_CAT = "cpu_op"
 
 #: The fields of an op's view (``_held_view``), and its ``args``: an event with no other
 #: field is copied, ``args`` left out (3x as fast as made field by field; a field it lacks
@@ -342,8 +345,9 @@ class Splitter:
         # or many wait (``_wait_for_launch``): see ``_hold_linked``.
         self._pending_links = HeldLinks()
         self._cpu_held, self._cpu_rows, self._cpu_held_n = [], HeldRows(), 0
-        # the arrival count, and the thread of the op held last as its thread (``_hold_cpu``)
-        self._seq, self._held_thread = 0, ()
+        # the arrival count, the thread of the op held last as its thread and the name of
+        # the op held last named (``_hold_cpu``)
+        self._seq, self._held_thread, self._held_name = 0, (), ""
         self._spill = spill if spill is not None else MemorySpill()
         self._needs_drain = False  # spilled events may be decidable now
         self._due = None  # handles of spilled batches this drain pass still has to look at
@@ -1078,7 +1082,11 @@ class Splitter:
         its original bytes), it keeps what deciding it reads (``_own_cpu``), held as columns
         (``HeldRows``) where its times are floats, or integers a float holds: a CPU op
         (``X``) that links nothing and whose name is neither phase evidence nor a step
-        number keeps its thread ``(pid, tid)`` alone (it is counted, with its time in ops);
+        number keeps its thread ``(pid, tid)`` alone (it is counted, with its time in ops),
+        one whose name is (and that has no ``Input Dims`` to keep) ``(pid, tid, name)``: a
+        tuple, not a view's dict (a spilled batch of 4,096 pickles and loads in about a
+        third of the time; a split of 200 k ``aten::mm``, phase evidence, on as many
+        threads, ``testing.attacks.threads``: 15,563 -> 13,916 M instructions);
         an event that is no structure and links nothing, with float times, nothing (None:
         counted as a plain Python frame is, ``_count_cpu``); any other its ``_held_view``."""
         if cat == ANNOTATION_CAT and args:
@@ -1094,9 +1102,10 @@ class Splitter:
             elif args and "correlation" in args:
                 event = _held_view(event, None)
             elif cat in CPU_OP_CATS:
-                if ph == "X" and not (_PHASE_ROLES[name] if name in _PHASE_ROLES
-                                      else role_of(name)) and \
-                        not name.startswith(PROFILER_STEP_PREFIX):
+                if ph != "X":
+                    event = _held_view(event, None)
+                elif not (_PHASE_ROLES[name] if name in _PHASE_ROLES else role_of(name)) \
+                        and not name.startswith(PROFILER_STEP_PREFIX):
                     event = (pid, tid)
                     # the ops of a thread that follow each other hold one tuple, not one
                     # each: a spilled batch pickles it once, and groups them by identity
@@ -1104,8 +1113,16 @@ class Splitter:
                         event = self._held_thread
                     else:
                         self._held_thread = event
-                else:
+                elif args and DIMS_ARG in args:  # phase evidence, its dims too
                     event = _held_view(event, None)
+                else:  # its name is phase evidence or a step number: an op held named
+                    # (held one after another with one name, one string: pickled once in a
+                    # batch; 200 k ``aten::mm``, the engine alone: -460 instructions an op)
+                    if name == self._held_name:
+                        name = self._held_name
+                    else:
+                        self._held_name = name
+                    event = (pid, tid, name)
             elif cat != ANNOTATION_CAT and end.__class__ is float and start.__class__ is float:
                 event = None
             else:
@@ -1310,18 +1327,23 @@ class Splitter:
     def _own_held(self, held: HeldColumns, owners: np.ndarray) -> None:
         """``_resolve_columns`` for columns that are not all plain frames: the frames (and
         the events held as one: None) counted at once, and so the ops held as their thread
-        (``_hold_cpu``) where every time is a float (else an op's end may be an integer,
-        kept as given: ``_own_cpu``), their time in ops added at once (``_add_held_ops``:
-        else one by one, ``_add_held_op``); every other event through ``_own_cpu``, but those
-        owned outside that link nothing, counted at once too (``_count_outside_quiet``); the
-        pairs in order (those of the rows only counted made in bulk between the others)."""
+        alone (``_hold_cpu``; those held named give their names' facts one by one, in
+        order, through ``_own_cpu``, as views do) where every time is a float (else an
+        op's end may be an integer, kept as given: ``_own_cpu``), their time in ops added
+        at once (``_add_held_ops``: else one by one, ``_add_held_op``); every other event
+        through ``_own_cpu``, but those owned outside that link nothing, counted at once too
+        (``_count_outside_quiet``); the pairs in order (those of the rows only counted made
+        in bulk between the others)."""
         plain = np.equal(held.events, None)
         if plain.any():
             self._count_cpu(owners[plain], held.ends[plain])
         events = held.events.tolist()
         counted = False  # the ops (held as their thread) were counted at once
         if held.exact is None:
-            ops = np.fromiter(map(type, events), object, len(events)) == tuple  # (in C)
+            n = len(events)
+            ops = np.fromiter(map(type, events), object, n) == tuple  # (in C)
+            if ops.any():  # but not those held named: (pid, tid, name)
+                ops &= np.fromiter(map(length_hint, events), np.intp, n) == 2
             if ops.any():
                 self._count_cpu(owners[ops], held.ends[ops], ops=True)
                 one_by_one = self._add_held_ops(held, owners, ops, events, plain)
@@ -1330,7 +1352,9 @@ class Splitter:
         keep = self._keep
         if keep:
             raws = held.raws.tolist()
-            kept = raws if None not in raws else [  # (their bytes, as ``_own_cpu`` hands out)
+            # a None among them found by ``all`` (an event's bytes are never empty; ``None
+            # in`` compares each: ``_own_frames``)
+            kept = raws if all(raws) else [  # (their bytes, as ``_own_cpu`` hands out)
                 raw if raw is not None else _HELD_FRAME if event is None else event
                 for event, raw in zip(events, raws)]
             assigned, at = self._assigned, 0
@@ -1343,7 +1367,8 @@ class Splitter:
             if keep:
                 assigned.extend(zip(owners[at:k], kept[at:k]))
                 at = k + 1
-            if counted and event.__class__ is tuple:  # counted, its time in ops one by one
+            if counted and event.__class__ is tuple and len(event) == 2:
+                # an op held as its thread, counted: its time in ops one by one
                 if keep:
                     assigned.append((owners[k], kept[k]))
                 add_held_op(owners[k], event, starts[k], ends[k])
@@ -1354,33 +1379,36 @@ class Splitter:
 
     def _count_outside_quiet(self, rest: np.ndarray, owners: np.ndarray, events: list) -> None:
         """Of the held ``rest`` rows that ``_own_held`` would hand ``_own_cpu`` one by one,
-        those owned by ``OUTSIDE`` that link nothing (an op held as its thread, or a dict
-        without ``args``: ``_own_cpu`` only counts them) are counted at once here, and taken
-        out of ``rest`` (their pairs are made with the rows only counted)."""
+        those owned by ``OUTSIDE`` that link nothing (an op held as its thread, or named,
+        or a dict without ``args``: ``_own_cpu`` only counts them) are counted at once here,
+        and taken out of ``rest`` (their pairs are made with the rows only counted)."""
         outside = np.flatnonzero(rest & (owners == OUTSIDE)).tolist()
         if not outside:
             return
         quiet = [k for k in outside if (event := events[k]).__class__ is tuple
                  or event.__class__ is dict and "args" not in event]
         self.outside_events += len(quiet)
-        rest[quiet] = False
+        rest[np.fromiter(quiet, np.intp, len(quiet))] = False  # (a list: 7x the instructions)
 
     def _add_held_ops(self, held: HeldColumns, owners: np.ndarray, ops: np.ndarray,
                       events: list, plain: np.ndarray) -> np.ndarray:
         """The time in ops of the held ``ops`` of ``held`` (held as their thread, counted
         already: ``_count_cpu(..., ops=True)``), per iteration and thread at once
-        (``IterationBreakdown.add_ops``) with the views of CPU ops among them in their place
-        (``_own_cpu`` adds those again: an interval in a union already changes nothing);
-        returns the ops whose time is still to add one by one, in their place: those of a
-        union that the order might change (``IntervalUnion.add_many``)."""
+        (``IterationBreakdown.add_ops``) with the CPU ops held named or as views among them
+        in their place (``_own_cpu`` adds those again: an interval in a union already
+        changes nothing); returns the ops whose time is still to add one by one, in their
+        place: those of a union that the order might change (``IntervalUnion.add_many``)."""
         # each row's thread, as an object array (read at rows in numpy): an op's is its event
         threads, rows_of_ops = held.events, ops
         views = [k for k in np.flatnonzero(~(ops | plain)).tolist()
-                 if events[k].get("cat") in CPU_OP_CATS and events[k].get("ph") == "X"]
+                 if (event := events[k]).__class__ is tuple  # held named
+                 or event.get("cat") in CPU_OP_CATS and event.get("ph") == "X"]
         if views:
             threads, rows_of_ops = threads.copy(), ops.copy()
             for k in views:
-                threads[k] = (events[k].get("pid"), events[k].get("tid"))
+                event = events[k]
+                threads[k] = event[:2] if event.__class__ is tuple else (
+                    event.get("pid"), event.get("tid"))
             rows_of_ops[views] = True
         one_by_one = np.zeros(len(events), bool)
         at = np.flatnonzero(rows_of_ops & (owners >= 0))
@@ -1460,7 +1488,8 @@ class Splitter:
         keeps of it (not None), with its times; ``cat``: its category where known."""
         if self._keep:
             self._assigned.append((owner, event if raw is None else raw))
-        thread = event if event.__class__ is tuple else None  # an op held as its thread
+        # an op held as its thread (pid, tid), or named: (pid, tid, name) (``_hold_cpu``)
+        thread = event if event.__class__ is tuple else None
         if thread is None and cat is False:
             cat = event.get("cat")
         if owner == OUTSIDE:
@@ -1472,7 +1501,11 @@ class Splitter:
             record = hot[1]
             record.events += 1
             if thread is not None:  # counted, its time in ops; it links nothing
-                record.cpu_ops += 1
+                if len(thread) == 2:
+                    record.cpu_ops += 1
+                else:  # held named: what its name tells, as a view's (``_held_view``)
+                    self._structure_facts(owner, record, _NAMED_OP_CAT, thread[2], None)
+                    thread = thread[:2]
                 hot[2].add_op(thread, start, end)
             elif cat in STRUCTURE_CATS:
                 self._structure_facts(owner, record, cat, event.get("name"), event.get("args"))

@@ -463,17 +463,22 @@ def test_held_ops_grouped_by_thread_at_once_keep_each_threads_rows_in_order():
 def test_ops_of_a_thread_held_as_their_thread_hold_one_tuple(limit):
     # Not handed out, a held op keeps its thread (``Splitter._hold_cpu``); the ops of one
     # thread that follow each other hold the same tuple (a spilled batch pickles it once),
-    # and the records are those of ops held whole (``keep_events``), held or spilled.
+    # one whose name is phase evidence its thread and name; the records are those of ops
+    # held whole (``keep_events``), held or spilled.
+    from stream_split.core.serving import role_of
     from stream_split.spill import HeldColumns
+    from stream_split.trace_format import PROFILER_STEP_PREFIX
     trace = generate("training", seed=3)
-    records, held = {}, []
+    records, held, named = {}, [], []
     for keep in (True, False):
         splitter = Splitter(SplitOptions(detector="auto", keep_events=keep, pending_limit=limit))
         spill_put = splitter._spill.put
 
         def put(batch):
             if isinstance(batch, HeldColumns) and batch.events is not None:
-                held.extend(e for e in batch.events.tolist() if e.__class__ is tuple)
+                for e in batch.events.tolist():
+                    if e.__class__ is tuple:
+                        (held if len(e) == 2 else named).append(e)
             spill_put(batch)
         splitter._spill.put = put
         for event in trace.events:
@@ -483,6 +488,8 @@ def test_ops_of_a_thread_held_as_their_thread_hold_one_tuple(limit):
     assert records[False] == records[True]
     if limit == 7:
         assert len(held) > 100 and len({id(thread) for thread in held}) < len(held) // 10
+        assert named and all(role_of(name) or name.startswith(PROFILER_STEP_PREFIX)
+                             for _, _, name in named)
 
 
 @pytest.mark.parametrize("limit", [7, 100_000])
