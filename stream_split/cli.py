@@ -132,7 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="stream-split",
         description="Split a PyTorch profiler / Kineto trace into iterations, as a stream.")
-    parser.add_argument("--version", action="version", version=f"stream-split {__version__} (decoder: {DECODER_PASSES})")
+    parser.add_argument("--version", action="version",
+                        version=f"stream-split {__version__} (decoder: {DECODER_PASSES})")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (help_text, arguments) in COMMAND_ARGUMENTS.items():
         sub.add_parser(name, help=help_text, arguments=arguments)

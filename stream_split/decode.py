@@ -62,21 +62,16 @@ from stream_split.trace_format import (
     DIMS_ARG, ENGINE_ARGS, ENGINE_FIELDS, EVENTS_KEY, PYTHON_FRAME_CAT)
 
 try:  # the hot passes in native code (_native.c), built by setup.py where a C compiler is
-    from stream_split._native import (
-        frame as _built_frame, frame_times as _built_frame_times,
-        prefixed_runs as _built_prefixed_runs, slices as _built_slices)
+    from stream_split import _native as _built_native
 except ImportError:  # not built: numpy and msgspec do the same (``Framing``, ``_frame_columns``)
-    _built_frame = _built_frame_times = _built_prefixed_runs = _built_slices = None
+    _built_native = None
 #: Set (to anything but "" or "0") in the environment, the decoder frames with numpy even
 #: where the native framing is built (to compare the two, or to rule it out).
 NO_NATIVE_ENV = "STREAM_SPLIT_NO_NATIVE"
-_NO_NATIVE = os.environ.get(NO_NATIVE_ENV, "") not in ("", "0")
-_native_frame = None if _NO_NATIVE else _built_frame
-_native_frame_times = None if _NO_NATIVE else _built_frame_times
-_native_slices = None if _NO_NATIVE else _built_slices
-_native_prefixed_runs = None if _NO_NATIVE else _built_prefixed_runs
+#: ``stream_split._native`` where it is built and not turned off, else None (the fallbacks).
+_native = None if os.environ.get(NO_NATIVE_ENV, "") not in ("", "0") else _built_native
 #: The decoder's hot passes in this process: "native" or "numpy" (``stream-split --version``).
-DECODER_PASSES = "numpy" if _native_frame is None else "native"
+DECODER_PASSES = "numpy" if _native is None else "native"
 
 #: Deepest nesting of arrays and objects accepted in a document (Kineto writes about 6).
 MAX_DEPTH = 200
@@ -496,7 +491,7 @@ def _frame_columns(text: bytes):
     asked, ``FrameRun._plain_frames``), else None. The run is valid JSON when this answers
     (msgspec, or the native reader, checks every byte; UTF-8 too, which the caller has
     checked: ``_ascii`` or ``_utf8``)."""
-    times = None if _native_frame_times is None else _native_frame_times(text)
+    times = None if _native is None else _native.frame_times(text)
     if times is not None:  # what msgspec would read, without a struct and a name per frame
         frames = None
         starts, durs = np.frombuffer(times[0], np.float64), np.frombuffer(times[1], np.float64)
@@ -521,8 +516,8 @@ def _raws(buf: bytes, starts, ends) -> list:
     """Each event's original bytes, ``buf[starts[k]:ends[k]]``: int64 arrays sliced in native
     code (``stream_split._native.slices``: on the 10x stripped tile's 564 k events about 220
     instructions an event against 1,280 for ``tolist`` and a comprehension), else lists."""
-    if _native_slices is not None:
-        return _native_slices(buf, starts, ends)
+    if _native is not None:
+        return _native.slices(buf, starts, ends)
     return [buf[s:e] for s, e in zip(starts, ends)]
 
 
@@ -813,8 +808,8 @@ class Framing:
     def __init__(self, buf: bytes, start: int = 0, state: tuple = (False, 0, False),
                  scratch: np.ndarray | None = None):
         in_string, depth0, escaped = state
-        if _native_frame is not None:  # the same answer, a third of the time (_native.c)
-            at, depths, *end_state = _native_frame(buf, start, in_string, depth0, escaped)
+        if _native is not None:  # the same answer, a third of the time (_native.c)
+            at, depths, *end_state = _native.frame(buf, start, in_string, depth0, escaped)
             self.brackets = np.frombuffer(at, np.int64)  # (bytearrays: writable views)
             self.depth = np.frombuffer(depths, np.int32)
             self.end_state = tuple(end_state)
@@ -822,7 +817,7 @@ class Framing:
             start += 1
         a = np.frombuffer(buf, np.uint8)[start:]
         self._a, self._start, self._quotes = a, start, None
-        if _native_frame is None:
+        if _native is None:
             self._frame_with_numpy(buf, start, a, in_string, depth0, scratch)
 
     def _frame_with_numpy(self, buf, start: int, a: np.ndarray, in_string: bool, depth0: int,
@@ -961,8 +956,8 @@ def _frame_runs(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> list:
     width = len(FRAME_PREFIX)
     if starts.size < MIN_FRAME_RUN or len(buf) < width:
         return []
-    if _native_prefixed_runs is not None:  # one memcmp an event, no array per prefix word
-        return _native_prefixed_runs(buf, starts, ends, FRAME_PREFIX, MIN_FRAME_RUN)
+    if _native is not None:  # one memcmp an event, no array per prefix word
+        return _native.prefixed_runs(buf, starts, ends, FRAME_PREFIX, MIN_FRAME_RUN)
     # Every 8 bytes of the buffer as a little-endian word, one word per offset (a view).
     words = np.ndarray((len(buf) - 7,), "<u8", buf, strides=(1,))
     heads = np.minimum(starts, len(buf) - width)
@@ -1512,7 +1507,7 @@ class TraceDecoder:
         n = starts.size
         # Offsets as ints for the raws; else the arrays (a few offsets read).
         starts_l, ends_l = (starts.tolist(), ends.tolist()) \
-            if self.keep_raws and _native_slices is None else (starts, ends)
+            if self.keep_raws and _native is None else (starts, ends)
         stretches, at = [], 0
         for i, j in [*runs, (n, n)]:
             if at < i:

@@ -51,16 +51,13 @@ def decoder_passes(kind: str):
     """The decoder's hot passes are ``kind`` inside the block: "native" (``stream_split._native``
     where it is built) or "numpy" (numpy and msgspec, the fallback, as with
     ``STREAM_SPLIT_NO_NATIVE=1``)."""
-    names = ("_native_frame", "_native_frame_times", "_native_slices", "_native_prefixed_runs")
-    saved = [getattr(decode_module, name) for name in names]
+    saved = decode_module._native
     if kind == "numpy":
-        for name in names:
-            setattr(decode_module, name, None)
+        decode_module._native = None
     try:
         yield
     finally:
-        for name, value in zip(names, saved):
-            setattr(decode_module, name, value)
+        decode_module._native = saved
 
 
 def large_ones_slow(cases, path_of=Path) -> list:

@@ -20,7 +20,7 @@ from conftest import decoder_passes, run_cli
 from stream_split.cli import sample_trace_path
 from stream_split.decode import Framing
 
-NATIVE_BUILT = decode_module._built_frame is not None
+NATIVE_BUILT = decode_module._built_native is not None
 needs_native = pytest.mark.skipif(not NATIVE_BUILT, reason="stream_split._native is not built "
                                   "here (no C compiler at install): numpy and msgspec are used")
 
@@ -172,7 +172,7 @@ def test_native_frame_times_read_what_msgspec_reads_and_nothing_it_refuses(frame
         text.decode("utf-8")
     except UnicodeDecodeError:
         return  # (the caller reads only UTF-8 here: ``_ascii`` or ``_utf8`` first)
-    native = decode_module._built_frame_times(text)
+    native = decode_module._built_native.frame_times(text)
     expected = msgspec_times(text)
     event(f"native {'read' if native is not None else 'refused'}, msgspec "
           f"{'read' if expected is not None else 'refused'}")
@@ -187,7 +187,7 @@ def test_native_frame_times_read_kineto_frames():
     frames = [_kineto_frame(i) for i in range(20)]
     for indent in (None, 2):
         text = json.dumps(frames, indent=indent).encode()
-        native = decode_module._built_frame_times(text)
+        native = decode_module._built_native.frame_times(text)
         assert native is not None
         assert bits(np.frombuffer(native[0]).tolist()) == bits(msgspec_times(text)[0])
 
@@ -217,10 +217,10 @@ def test_a_run_read_natively_makes_its_frames_when_asked(tmp_path):
 def test_native_slices_are_the_events_bytes():
     buf = b'[{"a": 1}, {"b": [2]},\n {}]'
     starts, ends = np.array([1, 11, 24], np.int64), np.array([9, 21, 26], np.int64)
-    assert decode_module._built_slices(buf, starts, ends) == [b'{"a": 1}', b'{"b": [2]}', b"{}"]
-    assert decode_module._built_slices(buf, starts[1:], ends[1:]) == [b'{"b": [2]}', b"{}"]
+    assert decode_module._built_native.slices(buf, starts, ends) == [b'{"a": 1}', b'{"b": [2]}', b"{}"]
+    assert decode_module._built_native.slices(buf, starts[1:], ends[1:]) == [b'{"b": [2]}', b"{}"]
     with pytest.raises(ValueError):
-        decode_module._built_slices(buf, starts, ends + 100)
+        decode_module._built_native.slices(buf, starts, ends + 100)
 
 
 @needs_native
