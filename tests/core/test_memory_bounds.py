@@ -88,8 +88,7 @@ def test_the_threads_kept_lead_as_the_loop_thread_is_chosen():
         state = skeletons.of(thread, 0)
         for start, end in ops:
             skeletons.add(state, state.parent_at(0), float(start), float(end), "aten::mm")
-    chosen = lambda count: [t.key for t in leading_threads(  # noqa: E731
-        skeletons.threads.values(), True, count)]
+    chosen = lambda count: leading_threads(skeletons.threads, True, count)  # noqa: E731
     assert chosen(2) == [(2, 2), (3, 3)]
     assert chosen(3) == [(2, 2), (3, 3), (1, 13)]
     assert chosen(5) == [(2, 2), (3, 3), (1, 13), (1, 12), (1, 14)]  # busy 5 each: 2 ops held

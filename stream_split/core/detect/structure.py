@@ -76,7 +76,7 @@ from stream_split.core.detect.skeleton import (
     SKIPPED, Node, RowExtremes, Skeletons, ThreadSkeleton, after_containers, before_containers)
 from stream_split.core.detect.verdict import (
     confirmed_online, dominant, exact_needed, exact_possible, iteration_test, regular_steps)
-from stream_split.trace_format import PROFILER_STEP_PREFIX
+from stream_split.trace_format import PROFILER_STEP_PREFIX, is_main_thread
 
 class Mode(enum.Enum):
     """The detector's modes (see the module docstring)."""
@@ -222,17 +222,29 @@ class StructureDetector:
             found = self._observe_step(thread, start, end, name, len(stack) == 1)
             if found:
                 return found
-        state = self._skeletons.latest  # (``Skeletons.of``'s common case, inline)
+        state = self._skeletons.latest  # (``Skeletons.known``'s common case, inline)
         if state is None or state.section != section or state.key != thread:
-            state = self._skeletons.of(thread, section)
+            state = self._skeletons.known(thread, section)
         depth = len(stack) - 1
-        if state.main:
+        if state is not None:
+            main = state.main
+        else:  # the thread's first op (or its section's)
+            main = is_main_thread(*thread)
+            if depth or is_step or \
+                    not self._skeletons.lone(thread, section, start, end, name, main):
+                state = self._skeletons.make(thread, section)
+        if main:
             # An op of a main thread: the section's latest, if it is its thread (``loop``
             # follows it, inline: a Python call less per op)
             if loop.thread == thread or loop.thread is None:
                 loop.thread = thread
                 loop.since, loop.latest = loop.latest, start
         elif depth and not is_step and state.skips_below(depth):  # (never at the top level)
+            return ()
+        if state is None:  # kept alone (``Skeletons.lone``): the first op of a top level
+            if main and not self._level:  # (``_try_after``: earned, and no moment to try yet,
+                # one op on the row: ``RULES.min_instances`` of a kind are wanted first)
+                self._budget.credit += RULES.online.search_work_per_op
             return ()
         read_through = is_step and not self._use_annotations  # (its children in its place)
         if not depth and not read_through:
@@ -504,9 +516,8 @@ class StructureDetector:
         needed = {self._section.thread, self._online_thread}
         if self._matcher is not None:
             needed.add(self._matcher.thread)
-        leaders = leading_threads(self._skeletons.threads.values(), self._use_annotations,
-                                  RULES.memory.loop_candidates_kept)
-        needed.update(state.key for state in leaders)
+        needed.update(leading_threads(self._skeletons.threads, self._use_annotations,
+                                      RULES.memory.loop_candidates_kept))
         return needed
 
     def forget_threads(self, threads) -> None:
@@ -551,7 +562,7 @@ class StructureDetector:
 
     def _decide_at_section_end(self) -> tuple:
         """No GPU work and no Python frames follow: the close decision, now."""
-        thread = loop_thread(self._skeletons.threads.values(), self._use_annotations)
+        thread = loop_thread(self._skeletons.whole(), self._use_annotations)
         state = self._section_state()
         if thread is None or thread is not state:
             return ()
@@ -608,7 +619,7 @@ class StructureDetector:
             return self._early
         if self.mode is Mode.MATCHING:
             return from_matcher(self._matcher, self._online_evidence)
-        thread = loop_thread(self._skeletons.threads.values(), self._use_annotations)
+        thread = loop_thread(self._skeletons.whole(), self._use_annotations)
         if thread is None:
             return no_loop(self.name)
         result = decide(self._loop(thread), self._level, self.name)
