@@ -86,21 +86,22 @@ def leading_threads(threads: dict, use_annotations: bool, count: int) -> list:
     choice among them, whatever the others: a tie goes to more ops held, then to the first
     read), from what each skeleton counts as it grows (``ThreadSkeleton.busy``, summed as it
     came: a thread whose rank is within rounding of the ``count``-th may be left out), the
-    first first. ``threads``: ``Skeletons.threads`` (an op kept alone, ``Skeletons.lone``, is
-    ranked as the skeleton made of it). The engine asks this of thousands of threads each
-    time it forgets some: each rank a flat tuple (``_loop_rank``'s fields, the ops held, the
-    order read), made in one comprehension, and ``nlargest`` on them with no key function
-    (4,096 one-op skeletons: 8.6 M instructions a call with a key function called per
-    skeleton; ``nlargest`` keeps the order of equal keys, as the order read does here)."""
-    ranks = [(t[1], False, t[0].end - t[0].start, 1, -i, key[0]) if t.__class__ is tuple else
-             (t.main, bool(t.steps) and use_annotations, t.busy, len(t.roots) + t.below, -i,
-              key[0])
-             for i, (key, t) in enumerate(threads.items())
+    first first. ``threads``: ``Skeletons.threads`` (an op kept alone, ``Skeletons.lone``,
+    is ranked as the skeleton made of it would be: its tuple begins with that rank). The
+    engine asks this of thousands of threads each time it forgets some: each rank a flat
+    tuple (``_loop_rank``'s fields, the ops held, the order read, the thread), made in one
+    comprehension, and ``nlargest`` on them with no key function (4,096 threads of one op:
+    1.1 k instructions a thread, 2.1 k with a key function called per skeleton, callgrind).
+    """
+    ranks = [t if t.__class__ is tuple else
+             (t.main, bool(t.steps) and use_annotations, t.busy, len(t.roots) + t.below,
+              t.read, t.key)
+             for t in threads.values()
              # (``_candidates``' test, inline; an op kept alone is no ``ProfilerStep``)
              if t.__class__ is tuple or (t.roots and (not t.steps or not _only_empty_steps(t)))]
     if len(ranks) > count:
         ranks = nlargest(count, ranks)
-    return [rank[-1] for rank in ranks]
+    return [rank[5] for rank in ranks]
 
 
 def _loop_rank(thread: ThreadSkeleton, use_annotations: bool) -> tuple:

@@ -225,26 +225,19 @@ class StructureDetector:
         state = self._skeletons.latest  # (``Skeletons.known``'s common case, inline)
         if state is None or state.section != section or state.key != thread:
             state = self._skeletons.known(thread, section)
-        depth = len(stack) - 1
-        if state is not None:
-            main = state.main
-        else:  # the thread's first op (or its section's)
-            main = is_main_thread(*thread)
-            if depth or is_step or \
-                    not self._skeletons.lone(thread, section, start, end, name, main):
+            if state is None:  # the thread's first op (or its section's)
+                if len(stack) == 1 and not is_step and \
+                        self._read_alone(thread, start, end, name, section):
+                    return ()
                 state = self._skeletons.make(thread, section)
-        if main:
-            # An op of a main thread: the section's latest, if it is its thread (``loop``
-            # follows it, inline: a Python call less per op)
+        depth = len(stack) - 1
+        if state.main:
+            # An op of a main thread: the section's latest, if it is its thread
+            # (``LoopSection.follow``, inline: a Python call less per op)
             if loop.thread == thread or loop.thread is None:
                 loop.thread = thread
                 loop.since, loop.latest = loop.latest, start
         elif depth and not is_step and state.skips_below(depth):  # (never at the top level)
-            return ()
-        if state is None:  # kept alone (``Skeletons.lone``): the first op of a top level
-            if main and not self._level:  # (``_try_after``: earned, and no moment to try yet,
-                # one op on the row: ``RULES.min_instances`` of a kind are wanted first)
-                self._budget.credit += RULES.online.search_work_per_op
             return ()
         read_through = is_step and not self._use_annotations  # (its children in its place)
         if not depth and not read_through:
@@ -267,6 +260,21 @@ class StructureDetector:
         if node is SKIPPED or not state.main or self._level:
             return ()  # (``_online_allowed``, asked without a call: still learning here)
         return self._try_after(state, parent, node)
+
+    def _read_alone(self, thread, start: float, end: float, name: str, section: int) -> bool:
+        """A thread's first op, at its top level and no ``ProfilerStep``: kept alone where it
+        may be (``Skeletons.lone``), and read as ``_observe_learning`` reads the op that
+        begins a top level (it follows the loop thread's section; on a main thread it earns
+        search, as ``_try_after`` would, and is no moment to try: one op on the row, and
+        ``RULES.min_instances`` of a kind are wanted first). True where it is kept so."""
+        main = is_main_thread(*thread)
+        if not self._skeletons.lone(thread, section, start, end, name, main):
+            return False
+        if main:
+            self._section.follow(thread, start)
+            if not self._level:
+                self._budget.earn()
+        return True
 
     def _try_after(self, state: ThreadSkeleton, parent: Node | None, node: Node):
         """Whether ``node``, just read under ``parent`` (None: at the top level), is the moment
