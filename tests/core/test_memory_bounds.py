@@ -11,7 +11,7 @@ import stream_split.core.engine as engine
 from stream_split.core import Splitter, SplitOptions
 from stream_split.core.detect.close import leading_threads, loop_thread
 from stream_split.core.detect.rules import RULES
-from stream_split.core.detect.skeleton import Skeletons
+from stream_split.core.detect.skeleton import Skeletons, ThreadSkeleton
 from stream_split.core.owners import Windows
 from stream_split.core.records import OUTSIDE
 from stream_split.core.stack import ThreadStacks
@@ -88,13 +88,49 @@ def test_the_threads_kept_lead_as_the_loop_thread_is_chosen():
         state = skeletons.of(thread, 0)
         for start, end in ops:
             skeletons.add(state, state.parent_at(0), float(start), float(end), "aten::mm")
-    chosen = lambda count: [t.key for t in leading_threads(  # noqa: E731
-        skeletons.threads.values(), True, count)]
+    chosen = lambda count: leading_threads(skeletons.threads, True, count)  # noqa: E731
     assert chosen(2) == [(2, 2), (3, 3)]
     assert chosen(3) == [(2, 2), (3, 3), (1, 13)]
     assert chosen(5) == [(2, 2), (3, 3), (1, 13), (1, 12), (1, 14)]  # busy 5 each: 2 ops held
     assert chosen(6) == [(2, 2), (3, 3), (1, 13), (1, 12), (1, 14), (1, 10)]
     assert loop_thread(skeletons.threads.values(), True).key == (2, 2)
+
+
+def _read_as(skeleton) -> tuple:
+    """What a skeleton holds of its top level, and how it ranks."""
+    seen = skeleton.seen
+    return (skeleton.key, skeleton.section, skeleton.read, skeleton.main, skeleton.busy,
+            [(n.sym, n.start, n.end, n.gpu) for n in skeleton.roots],
+            [n.sym for n in skeleton.stack],
+            (seen.last_count, seen.singles) if skeleton.main else sorted(seen))
+
+
+def test_an_op_kept_alone_reads_as_the_skeleton_made_of_it():
+    """``Skeletons.lone``: a thread's first top-level op makes no skeleton until its next op,
+    or until the skeleton is asked for (a launch credited, ``whole``); it ranks as it would
+    (``leading_threads``), and the skeleton made then is the one ``of`` and ``add`` make."""
+    ops = [((1, 10), 0, 5), ((2, 2), 0, 1), ((1, 11), 1, 9), ((3, 3), 0, 1), ((2, 2), 2, 3),
+           ((1, 12), 2, 4)]
+    eager, lazy = (Skeletons(RULES.memory.max_nodes, RULES.memory.max_depth) for _ in "ab")
+    for thread, start, end in ops:
+        state = eager.of(thread, 0)
+        eager.add(state, state.parent_at(0), float(start), float(end), "aten::mm")
+        if lazy.known(thread, 0) is None and \
+                lazy.lone(thread, 0, float(start), float(end), "aten::mm", thread[0] == thread[1]):
+            continue
+        state = lazy.of(thread, 0)
+        lazy.add(state, state.parent_at(0), float(start), float(end), "aten::mm")
+    assert [type(t) for t in lazy.threads.values()] == \
+        [tuple, ThreadSkeleton, tuple, tuple, tuple]
+    for count in range(1, 6):
+        assert leading_threads(lazy.threads, True, count) == \
+            leading_threads(eager.threads, True, count)
+    for skeletons in (eager, lazy):
+        skeletons.credit_launch((1, 11), 5.0, 1, False, False)
+    assert type(lazy.threads[((1, 11), 0)]) is ThreadSkeleton
+    assert lazy.threads[((1, 11), 0)].roots[0].gpu == 1
+    assert [_read_as(t) for t in lazy.whole()] == [_read_as(t) for t in eager.whole()]
+    assert loop_thread(lazy.whole(), True) is lazy.threads[((2, 2), 0)]
 
 
 def test_the_skeleton_given_last_goes_with_its_thread():

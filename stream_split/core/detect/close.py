@@ -81,22 +81,27 @@ def loop_thread(skeletons, use_annotations: bool) -> ThreadSkeleton | None:
     return tied[0] if len(tied) == 1 else max(tied, key=_ops_held)
 
 
-def leading_threads(skeletons, use_annotations: bool, count: int) -> list:
-    """The ``count`` skeletons that ``loop_thread`` would rank first now (its choice among
-    them, whatever the others: a tie goes to more ops held, then to the first read), from
-    what each skeleton counts as it grows (``ThreadSkeleton.busy``, summed as it came: a
-    thread whose rank is within rounding of the ``count``-th may be left out), the first
-    first. The engine asks this of thousands of threads each time it forgets some: one
-    ``nlargest`` (which keeps the order of equal keys) costs 16 % fewer instructions than
-    counting the ranks first and sorting the tied ones (4,096 one-op skeletons: 12.9 M ->
-    10.9 M a call)."""
-    candidates = _candidates(skeletons)
-    if len(candidates) <= count:
-        return candidates
-    # ``_loop_rank``'s fields, then the ops held, in one flat tuple: ordered as the nested
-    # one, and made without a call (4,096 one-op skeletons: 11.0 M -> 8.6 M instructions)
-    return nlargest(count, candidates, key=lambda t: (
-        t.main, bool(t.steps) and use_annotations, t.busy, len(t.roots) + t.below))
+def leading_threads(threads: dict, use_annotations: bool, count: int) -> list:
+    """The threads of the ``count`` skeletons that ``loop_thread`` would rank first now (its
+    choice among them, whatever the others: a tie goes to more ops held, then to the first
+    read), from what each skeleton counts as it grows (``ThreadSkeleton.busy``, summed as it
+    came: a thread whose rank is within rounding of the ``count``-th may be left out), the
+    first first. ``threads``: ``Skeletons.threads`` (an op kept alone, ``Skeletons.lone``,
+    is ranked as the skeleton made of it would be: its tuple begins with that rank). The
+    engine asks this of thousands of threads each time it forgets some: each rank a flat
+    tuple (``_loop_rank``'s fields, the ops held, the order read, the thread), made in one
+    comprehension, and ``nlargest`` on them with no key function (4,096 threads of one op:
+    1.1 k instructions a thread, 2.1 k with a key function called per skeleton, callgrind).
+    """
+    ranks = [t if t.__class__ is tuple else
+             (t.main, bool(t.steps) and use_annotations, t.busy, len(t.roots) + t.below,
+              t.read, t.key)
+             for t in threads.values()
+             # (``_candidates``' test, inline; an op kept alone is no ``ProfilerStep``)
+             if t.__class__ is tuple or (t.roots and (not t.steps or not _only_empty_steps(t)))]
+    if len(ranks) > count:
+        ranks = nlargest(count, ranks)
+    return [rank[5] for rank in ranks]
 
 
 def _loop_rank(thread: ThreadSkeleton, use_annotations: bool) -> tuple:

@@ -66,6 +66,13 @@ class LoopSection:
         #: How far the section is read (``SECTION_TRANSITIONS``).
         self.state = Section.OPEN
 
+    def follow(self, thread, start: float) -> None:
+        """An op of a main thread, begun at ``start``: the section's latest, if it is its
+        thread (the first main thread read)."""
+        if self.thread == thread or self.thread is None:
+            self.thread = thread
+            self.since, self.latest = self.latest, start
+
     def ended_by(self, ts: float, gpu_block: bool) -> bool:
         """Does a frame, or (``gpu_block``) a launch or GPU work, at ``ts`` move the section
         on: from before its latest ops, while it is open (a launch: until the GPU block)?"""

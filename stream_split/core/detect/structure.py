@@ -76,7 +76,7 @@ from stream_split.core.detect.skeleton import (
     SKIPPED, Node, RowExtremes, Skeletons, ThreadSkeleton, after_containers, before_containers)
 from stream_split.core.detect.verdict import (
     confirmed_online, dominant, exact_needed, exact_possible, iteration_test, regular_steps)
-from stream_split.trace_format import PROFILER_STEP_PREFIX
+from stream_split.trace_format import PROFILER_STEP_PREFIX, is_main_thread
 
 class Mode(enum.Enum):
     """The detector's modes (see the module docstring)."""
@@ -222,13 +222,18 @@ class StructureDetector:
             found = self._observe_step(thread, start, end, name, len(stack) == 1)
             if found:
                 return found
-        state = self._skeletons.latest  # (``Skeletons.of``'s common case, inline)
+        state = self._skeletons.latest  # (``Skeletons.known``'s common case, inline)
         if state is None or state.section != section or state.key != thread:
-            state = self._skeletons.of(thread, section)
+            state = self._skeletons.known(thread, section)
+            if state is None:  # the thread's first op (or its section's)
+                if len(stack) == 1 and not is_step and \
+                        self._read_alone(thread, start, end, name, section):
+                    return ()
+                state = self._skeletons.make(thread, section)
         depth = len(stack) - 1
         if state.main:
-            # An op of a main thread: the section's latest, if it is its thread (``loop``
-            # follows it, inline: a Python call less per op)
+            # An op of a main thread: the section's latest, if it is its thread
+            # (``LoopSection.follow``, inline: a Python call less per op)
             if loop.thread == thread or loop.thread is None:
                 loop.thread = thread
                 loop.since, loop.latest = loop.latest, start
@@ -255,6 +260,21 @@ class StructureDetector:
         if node is SKIPPED or not state.main or self._level:
             return ()  # (``_online_allowed``, asked without a call: still learning here)
         return self._try_after(state, parent, node)
+
+    def _read_alone(self, thread, start: float, end: float, name: str, section: int) -> bool:
+        """A thread's first op, at its top level and no ``ProfilerStep``: kept alone where it
+        may be (``Skeletons.lone``), and read as ``_observe_learning`` reads the op that
+        begins a top level (it follows the loop thread's section; on a main thread it earns
+        search, as ``_try_after`` would, and is no moment to try: one op on the row, and
+        ``RULES.min_instances`` of a kind are wanted first). True where it is kept so."""
+        main = is_main_thread(*thread)
+        if not self._skeletons.lone(thread, section, start, end, name, main):
+            return False
+        if main:
+            self._section.follow(thread, start)
+            if not self._level:
+                self._budget.earn()
+        return True
 
     def _try_after(self, state: ThreadSkeleton, parent: Node | None, node: Node):
         """Whether ``node``, just read under ``parent`` (None: at the top level), is the moment
@@ -504,9 +524,8 @@ class StructureDetector:
         needed = {self._section.thread, self._online_thread}
         if self._matcher is not None:
             needed.add(self._matcher.thread)
-        leaders = leading_threads(self._skeletons.threads.values(), self._use_annotations,
-                                  RULES.memory.loop_candidates_kept)
-        needed.update(state.key for state in leaders)
+        needed.update(leading_threads(self._skeletons.threads, self._use_annotations,
+                                      RULES.memory.loop_candidates_kept))
         return needed
 
     def forget_threads(self, threads) -> None:
@@ -551,7 +570,7 @@ class StructureDetector:
 
     def _decide_at_section_end(self) -> tuple:
         """No GPU work and no Python frames follow: the close decision, now."""
-        thread = loop_thread(self._skeletons.threads.values(), self._use_annotations)
+        thread = loop_thread(self._skeletons.whole(), self._use_annotations)
         state = self._section_state()
         if thread is None or thread is not state:
             return ()
@@ -608,7 +627,7 @@ class StructureDetector:
             return self._early
         if self.mode is Mode.MATCHING:
             return from_matcher(self._matcher, self._online_evidence)
-        thread = loop_thread(self._skeletons.threads.values(), self._use_annotations)
+        thread = loop_thread(self._skeletons.whole(), self._use_annotations)
         if thread is None:
             return no_loop(self.name)
         result = decide(self._loop(thread), self._level, self.name)
