@@ -761,7 +761,7 @@ class Symbols:
         # (each family is asked once here: through ``loop_marker``'s cache, a million
         # names each seen once would push out the few that the online tries ask again
         # and again)
-        if marker_match(family) is not None:
+        if marker_match(family):
             self.markers.add(sym)
         return sym
 
