@@ -73,6 +73,9 @@ SKIPPED = Node(-1, 0.0, 0.0, 0)
 _NONE_YET = ()
 #: Top-level ops of a new skeleton before its first online try.
 _FIRST_TRY = RULES.online.first_try_per_instance * RULES.min_instances
+#: ``Rules.min_instances``, read once (``RootCounts._pair`` asks it at each op of a row
+#: whose kinds recur).
+_MIN_INSTANCES = RULES.min_instances
 
 
 class ThreadSkeleton:
@@ -356,7 +359,7 @@ class RootCounts:
             # (``last_count`` is ``seen[before]``, read without the dict)
             if self.last_count == 1:  # its only occurrence, just before: ``node`` follows it
                 seen[before] = node
-            else:
+            elif not self.exact:  # (once ``exact``, no pair is counted: they serve no more)
                 self._pair(before, sym)
         count = seen.get(sym, 0)
         if type(count) is int:
@@ -365,18 +368,23 @@ class RootCounts:
         else:  # its second occurrence: the pair of its first is counted now
             seen[sym] = self.last_count = REPEAT
             self.singles -= 1
-            self._pair(sym, count.sym)
+            if not self.exact:
+                self._pair(sym, count.sym)
         self._last = sym
         self.marked = self.marked or marker
 
     def _pair(self, sym: int, after: int) -> None:
+        """An op of kind ``after`` followed one of kind ``sym`` (a kind that recurs): counted,
+        and the row is ``exact`` once some pair is seen three times (one of a kind with
+        itself, twice). Then the pairs are dropped."""
         key = (sym, after)
         pairs = self._pairs
         if pairs is None:
             pairs = self._pairs = {}
         n = pairs[key] = pairs.get(key, 0) + 1
-        if n >= RULES.min_instances or (sym == after and n >= RULES.min_instances - 1):
+        if n >= _MIN_INSTANCES or (sym == after and n >= _MIN_INSTANCES - 1):
             self.exact = True
+            self._pairs = None
 
 
 class Skeletons:
