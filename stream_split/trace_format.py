@@ -142,6 +142,13 @@ INPUT_FETCH_PATTERN = (r"enumerate\(DataLoader\)|DataLoaderIter\.__next__|"
 #: them once is the loop's own turn; a finer cut whose instances do not (the forward passes of
 #: an eval, the tokens of a rollout) is a part of it, however regular.
 LOOP_MARKER_PATTERN = INPUT_FETCH_PATTERN + r"|^Optimizer\.(step|zero_grad)#"
+#: The fewest characters of a name that ``LOOP_MARKER_PATTERN`` matches (``get_batch``).
+LOOP_MARKER_SHORTEST = 9
+#: Every name that ``LOOP_MARKER_PATTERN`` matches, if it is ASCII, holds one of these once
+#: lowered (an alternative of the input fetch holds ``_batch`` or ``_request``, of any case, or
+#: ``DataLoader``; the optimizer's begins with ``Optimizer.``): a name that holds none is no
+#: loop marker, told without the pattern's search (``core.detect.search.marker_match``).
+LOOP_MARKER_WORDS = ("_batch", "_request", "dataloader", "optimizer.")
 
 #: The loop marker that ends a turn: the optimizer's step applies what the turn computed, so
 #: nothing of the turn comes after it but its bookkeeping (``loss.item()``); a turn never
