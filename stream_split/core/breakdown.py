@@ -176,7 +176,8 @@ class IntervalUnion:
         if len(starts) > (FROZEN_KEPT if self.frozen else KEPT_INTERVALS):
             self._bound()
 
-    def add_many(self, starts: np.ndarray, ends: np.ndarray) -> bool:
+    def add_many(self, starts: np.ndarray, ends: np.ndarray, integer: bool = False,
+                 may_drop: bool = False) -> bool:
         """``add`` each interval of ``starts`` and ``ends`` (float64 arrays) in their order,
         at once, where the order cannot change the union; else nothing is added (False: the
         caller adds them one by one). While nothing is dropped (``_bound``) the union is the
@@ -187,19 +188,40 @@ class IntervalUnion:
         says which one stays), or an interval is reversed or not finite. An interval added
         again changes nothing then (it lies in one kept). Held ops come back from the spill
         in end order (children before their parent): one by one, 12 k of the 10x resnet
-        tile's 76 k held ops took ``add``'s slow path."""
+        tile's 76 k held ops took ``add``'s slow path.
+
+        ``integer``: every time was given as an integer (the arrays hold them exactly), and
+        the union keeps them so, as ``add`` would (it is refused where a kept time is not an
+        integer). ``may_drop``: the caller adds none of these intervals again, so the oldest
+        may be dropped as ``add`` drops them: intervals in start order after every one kept
+        are added so at once, however many (``_extend_bounded``), unless the union is frozen
+        (``add`` then drops at a merge too, not only past ``KEPT_INTERVALS``)."""
         if not len(starts):
             return True
         kept_starts = self.starts
-        merged = _merged(starts, ends, (FROZEN_KEPT if self.frozen else KEPT_INTERVALS) -
-                         len(kept_starts))
-        if merged is None or kept_starts.__class__ is list and \
-                not {*map(type, kept_starts), *map(type, self.ends)} <= _FLOAT:
+        if kept_starts.__class__ is not list:  # arrays hold floats (``compact``)
+            if integer:
+                return False
+        elif not {*map(type, kept_starts), *map(type, self.ends)} <= \
+                (_INTEGER if integer else _FLOAT):
+            return False
+        kept_end = self.ends[-1] if len(kept_starts) else None
+        extend = may_drop and not self.frozen and (kept_end is None or starts[0] > kept_end) \
+            and bool((starts[1:] >= starts[:-1]).all())
+        merged = _merged(starts, ends, None if extend else
+                         (FROZEN_KEPT if self.frozen else KEPT_INTERVALS) - len(kept_starts))
+        if merged is None:
             return False
         los, his = merged
-        if not kept_starts:
+        if integer:
+            los, his = los.astype(np.int64).tolist(), his.astype(np.int64).tolist()
+        else:
+            los, his = los.tolist(), his.tolist()
+        if extend:
+            self._extend_bounded(los, his)
+        elif not len(kept_starts):
             self.starts, self.ends = los, his
-        elif los[0] > self.ends[-1]:  # after every interval kept (start order)
+        elif los[0] > kept_end:  # after every interval kept (start order)
             if kept_starts.__class__ is not list:
                 self._as_lists()
             self.starts.extend(los)
@@ -210,8 +232,28 @@ class IntervalUnion:
                 add(lo, hi)
         return True
 
+    def _extend_bounded(self, los: list, his: list) -> None:
+        """Merged intervals ``los``/``his``, sorted, each after the last kept, added to a
+        union not frozen as ``add`` adds their intervals one by one in start order:
+        appended, the oldest dropped (``_bound``) each time more than ``KEPT_INTERVALS`` are
+        kept (a merge never makes more). A merged interval is final once
+        the next one is appended (later intervals start after its end), so the ones dropped
+        are summed as one by one would sum them. 200 k one-op iterations' worth of ops of one
+        iteration, held: some 2,600 chunks of a list's slice, not 200 k ``add`` calls."""
+        starts, ends = (self.starts, self.ends) if self.starts.__class__ is list \
+            else self._as_lists()
+        at, n = 0, len(los)
+        while at < n:
+            upto = min(n, at + max(1, KEPT_INTERVALS + 1 - len(starts)))
+            starts.extend(los[at:upto])
+            ends.extend(his[at:upto])
+            at = upto
+            if len(starts) > KEPT_INTERVALS:
+                self._bound()
+
 
 _FLOAT = {float}
+_INTEGER = {int}
 
 
 def _union_length(starts, ends, frozen_us: float, *_) -> float:
@@ -220,11 +262,13 @@ def _union_length(starts, ends, frozen_us: float, *_) -> float:
     return frozen_us + sum(map(sub, ends, starts))
 
 
-def _merged(starts: np.ndarray, ends: np.ndarray, room: int) -> tuple[list, list] | None:
-    """The union of the intervals ``starts``/``ends`` as its merged intervals (lists of
-    floats, sorted; touching ones merged, as ``IntervalUnion.add`` merges them), or None
-    when ``IntervalUnion.add`` one by one in their order might have held more than ``room``
-    intervals at some point (``_most_apart``), or an interval is reversed or not finite."""
+def _merged(starts: np.ndarray, ends: np.ndarray, room: int | None) \
+        -> tuple[np.ndarray, np.ndarray] | None:
+    """The union of the intervals ``starts``/``ends`` as its merged intervals (float64
+    arrays of their starts and ends, sorted; touching ones merged, as ``IntervalUnion.add``
+    merges them), or None when ``IntervalUnion.add`` one by one in their order might have
+    held more than ``room`` intervals at some point (``_most_apart``; ``room`` None: no
+    bound, the intervals in start order), or an interval is reversed or not finite."""
     if not (np.isfinite(starts).all() and np.isfinite(ends).all() and (ends >= starts).all()):
         return None
     in_start_order = bool((starts[1:] >= starts[:-1]).all())
@@ -235,10 +279,10 @@ def _merged(starts: np.ndarray, ends: np.ndarray, room: int) -> tuple[list, list
         starts, ends = starts[order], ends[order]
     reach = np.maximum.accumulate(ends)  # the latest end so far, in start order
     first = np.flatnonzero(np.concatenate(([True], starts[1:] > reach[:-1])))
-    if in_start_order and len(first) > room:  # (in start order they only grow)
+    if in_start_order and room is not None and len(first) > room:  # (they only grow)
         return None
     last = np.concatenate((first[1:] - 1, [len(starts) - 1]))
-    return starts[first].tolist(), reach[last].tolist()
+    return starts[first], reach[last]
 
 
 def _most_apart(starts: np.ndarray, ends: np.ndarray) -> int:
@@ -430,13 +474,15 @@ class IterationBreakdown:
             return  # inside the latest interval (``add``'s first case, inline: most ops nest)
         union.add(start, end)
 
-    def add_ops(self, thread, starts: np.ndarray, ends: np.ndarray) -> bool:
+    def add_ops(self, thread, starts: np.ndarray, ends: np.ndarray, integer: bool = False,
+                may_drop: bool = False) -> bool:
         """CPU ops of ``thread``, as ``add_op`` one by one in their order, at once
-        (``IntervalUnion.add_many``: False where they are not added)."""
+        (``IntervalUnion.add_many``, with its ``integer`` and ``may_drop``: False where they
+        are not added)."""
         union = self.cpu_ops.get(thread)
         if union is None:
             union = self.cpu_ops[thread] = IntervalUnion()
-        return union.add_many(starts, ends)
+        return union.add_many(starts, ends, integer, may_drop)
 
     def gpu_dict(self, span_us: float | None) -> dict:
         """``{"span_us", "compute_us", "comm_us", "memcpy_us", "memset_us", "idle_us"}``: the

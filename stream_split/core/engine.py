@@ -66,7 +66,8 @@ from stream_split.core.stack import LIVE_THREADS, ThreadStacks
 from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPES as _ID_TYPES, \
     unusable_field
 from stream_split.pages import reading
-from stream_split.spill import HeldColumns, HeldLinks, HeldRows, MemorySpill
+from stream_split.spill import (END_INTEGER, START_INTEGER, HeldColumns, HeldLinks, HeldRows,
+                                MemorySpill)
 from stream_split.errors import TraceEventError
 from stream_split.trace_format import (
     ANNOTATION_CAT, BLOCKING_SYNC_NAMES, COPY_LAUNCH_NAMES, CPU_OP_CATS, DIMS_ARG, GPU_ANNOTATION_CAT, GPU_WORK_CATS,
@@ -144,6 +145,8 @@ _NO_HOT = (None, None, None)
 #: Integers up to this size are held as floats (``HeldColumns``) without change: a float
 #: column holds a time exactly when it is a float or such an integer (``_hold_cpu``).
 _FLOAT_INTEGERS = 2 ** 53
+#: ``HeldColumns.exact`` of an event whose end and start were both given as integers.
+_BOTH_INTEGERS = END_INTEGER | START_INTEGER
 
 
 #: The category an op held named (``_hold_cpu``) is decided as: a CPU op's (``_own_cpu``).
@@ -773,10 +776,12 @@ class Splitter:
             return event
         return work if work is not None else _held_view(event, link)
 
-    def _count_cpu(self, owners: np.ndarray, ends: np.ndarray, ops: bool = False) -> None:
+    def _count_cpu(self, owners: np.ndarray, ends: np.ndarray, ops: bool = False,
+                   integer: bool = False) -> None:
         """Count decided CPU-side events that link nothing (``_own_cpu``'s numbers), all at
         once: per iteration the events and the latest end (``ops``: they are CPU ops, counted
-        as such too; their time in ops is not added here)."""
+        as such too; their time in ops is not added here; ``integer``: every end was given
+        as an integer, the latest kept so)."""
         outside = owners < 0
         n_outside = int(outside.sum())
         self.outside_events += n_outside
@@ -793,7 +798,7 @@ class Splitter:
             record.events += int(counts[owner])
             if ops:
                 record.cpu_ops += int(counts[owner])
-            end = float(latest[owner])
+            end = int(latest[owner]) if integer else float(latest[owner])
             if end > record.end_ts:
                 record.end_ts = end
 
@@ -1328,9 +1333,11 @@ class Splitter:
         """``_resolve_columns`` for columns that are not all plain frames: the frames (and
         the events held as one: None) counted at once, and so the ops held as their thread
         alone (``_hold_cpu``; those held named give their names' facts one by one, in
-        order, through ``_own_cpu``, as views do) where every time is a float (else an
-        op's end may be an integer, kept as given: ``_own_cpu``), their time in ops added
-        at once (``_add_held_ops``: else one by one, ``_add_held_op``); every other event
+        order, through ``_own_cpu``, as views do) where every time is a float, or every
+        one an integer (``HeldColumns.exact``: kept as given; else an op's end may be an
+        integer and another's a float of one value, and the order says which one stays:
+        ``_own_cpu``), their time in ops added at once (``_add_held_ops``: else one by
+        one, ``_add_held_op``); every other event
         through ``_own_cpu``, but those owned outside that link nothing, counted at once too
         (``_count_outside_quiet``); the pairs in order (those of the rows only counted made
         in bulk between the others)."""
@@ -1339,14 +1346,17 @@ class Splitter:
             self._count_cpu(owners[plain], held.ends[plain])
         events = held.events.tolist()
         counted = False  # the ops (held as their thread) were counted at once
-        if held.exact is None:
+        # every time a float, or every one given as an integer (a trace stamped in
+        # integers: 200 k ops of unique names, all held, ``testing.attacks.unique_names``)
+        integer = held.exact is not None
+        if not integer or (held.exact == _BOTH_INTEGERS).all():
             n = len(events)
             ops = np.fromiter(map(type, events), object, n) == tuple  # (in C)
             if ops.any():  # but not those held named: (pid, tid, name)
                 ops &= np.fromiter(map(length_hint, events), np.intp, n) == 2
             if ops.any():
-                self._count_cpu(owners[ops], held.ends[ops], ops=True)
-                one_by_one = self._add_held_ops(held, owners, ops, events, plain)
+                self._count_cpu(owners[ops], held.ends[ops], ops=True, integer=integer)
+                one_by_one = self._add_held_ops(held, owners, ops, events, plain, integer)
                 counted = True
         own_cpu, add_held_op = self._own_cpu, self._add_held_op
         keep = self._keep
@@ -1391,13 +1401,16 @@ class Splitter:
         rest[np.fromiter(quiet, np.intp, len(quiet))] = False  # (a list: 7x the instructions)
 
     def _add_held_ops(self, held: HeldColumns, owners: np.ndarray, ops: np.ndarray,
-                      events: list, plain: np.ndarray) -> np.ndarray:
+                      events: list, plain: np.ndarray, integer: bool = False) -> np.ndarray:
         """The time in ops of the held ``ops`` of ``held`` (held as their thread, counted
         already: ``_count_cpu(..., ops=True)``), per iteration and thread at once
         (``IterationBreakdown.add_ops``) with the CPU ops held named or as views among them
         in their place (``_own_cpu`` adds those again: an interval in a union already
         changes nothing); returns the ops whose time is still to add one by one, in their
-        place: those of a union that the order might change (``IntervalUnion.add_many``)."""
+        place: those of a union that the order might change (``IntervalUnion.add_many``).
+        ``integer``: every time was given as an integer (kept so in the unions). Where no
+        view is among them (nothing is added again after), a union may drop its oldest
+        intervals as one by one would (``add_many``'s ``may_drop``)."""
         # each row's thread, as an object array (read at rows in numpy): an op's is its event
         threads, rows_of_ops = held.events, ops
         views = [k for k in np.flatnonzero(~(ops | plain)).tolist()
@@ -1420,7 +1433,8 @@ class Splitter:
             hot = self._hot if self._hot[0] == owner else self._hot_state(owner)
             rows = at if single else at[mine == owner]
             for thread, part in _rows_by_thread(threads[rows].tolist(), rows):
-                if not hot[2].add_ops(thread, held.starts[part], held.ends[part]):
+                if not hot[2].add_ops(thread, held.starts[part], held.ends[part], integer,
+                                      not views):
                     one_by_one[part] = True
         return one_by_one & ops
 

@@ -86,13 +86,23 @@ def test_union_of_many_at_once_is_the_union_one_by_one_or_nothing(monkeypatch, k
     order, gives the same union to the last bit; else it adds nothing and says so (False).
     Held ops come in start order (held in memory), or end order (spilled: children
     before their parent, where one by one may hold more intervals than the batch's union),
-    after what the union kept already (floats, integers, compacted)."""
+    after what the union kept already (floats, integers, compacted). Times given as
+    integers (``integer``) stay integers; with ``may_drop`` (nothing added again after) a
+    batch in start order after the union's last interval is added at once however many
+    it holds, the oldest dropped and summed as one by one drops them, frozen or not."""
     monkeypatch.setattr(bd, "KEPT_INTERVALS", kept)
     rng = random.Random(kept)
     answers = {True: 0, False: 0}
-    for _ in range(400):
+    dropped_at_once = 0
+    for _ in range(600):
+        integer = rng.random() < 0.3
+        may_drop = rng.random() < 0.5
         ops = nested_ops(rng, rng.randint(1, 300))
-        order = rng.choice(["start", "end", "shuffled", "reversed"])
+        for more in range(1, 12 if rng.random() < 0.4 else 1):  # some long: many dropped
+            ops += nested_ops(rng, 300, at=1100.0 * more)
+        if integer:
+            ops = [(int(start), int(end)) for start, end in ops]
+        order = rng.choice(["start", "start", "end", "shuffled", "reversed"])
         if order == "end":
             ops.sort(key=lambda op: op[1])
         elif order == "shuffled":
@@ -100,31 +110,40 @@ def test_union_of_many_at_once_is_the_union_one_by_one_or_nothing(monkeypatch, k
         elif order == "reversed":
             ops.reverse()
         before = nested_ops(rng, rng.randint(0, 30), at=rng.choice([-2000.0, 0.0, 3000.0]))
-        if rng.random() < 0.2:
+        if integer or rng.random() < 0.2:
             before = [(int(start), int(end)) for start, end in before]
         one, many = bd.IntervalUnion(), bd.IntervalUnion()
         for union in (one, many):
             for start, end in before:
                 union.add(start, end)
+            if rng.random() < 0.2:
+                union.frozen = True
+        many.frozen = one.frozen
         if rng.random() < 0.3:
             one.compact()
             many.compact()
         for start, end in ops:
             one.add(start, end)
         kept_before = union_state(many)
-        added = many.add_many(np.array([op[0] for op in ops]), np.array([op[1] for op in ops]))
+        added = many.add_many(np.array([op[0] for op in ops], np.float64),
+                              np.array([op[1] for op in ops], np.float64), integer, may_drop)
         answers[added] += 1
         if not added:
             assert union_state(many) == kept_before
             for start, end in ops:
                 many.add(start, end)
+        elif many.frozen_us != kept_before[2]:
+            dropped_at_once += 1
         assert union_state(many) == union_state(one), order
         assert [t.__class__ for t in many.starts] == [t.__class__ for t in one.starts]
-        if added:  # an interval in it changes nothing (``_own_cpu`` adds views again)
-            for start, end in ops:
+        assert [t.__class__ for t in many.ends] == [t.__class__ for t in one.ends]
+        if added and not may_drop:  # an interval in it changes nothing (``_own_cpu`` adds
+            for start, end in ops:  # views again)
                 many.add(start, end)
             assert union_state(many) == union_state(one)
     assert answers[True] > 20 and answers[False] > (0 if kept == 512 else 20)
+    if kept < 512:  # (the batches here merge into fewer than 512 intervals)
+        assert dropped_at_once > 10
 
 
 def test_a_reversed_or_unbounded_interval_goes_one_by_one():
