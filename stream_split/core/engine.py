@@ -1370,9 +1370,11 @@ class Splitter:
             assigned, at = self._assigned, 0
         rest = ~plain & (~ops | one_by_one) if counted else ~plain
         self._count_outside_quiet(rest, owners, events)
-        ends, starts = held.times()
         owners = owners.tolist()
-        for k in np.flatnonzero(rest).tolist():
+        one_by_one_rows = np.flatnonzero(rest).tolist()
+        if one_by_one_rows:  # (their times as given: none to read where all were counted)
+            ends, starts = held.times()
+        for k in one_by_one_rows:
             event = events[k]
             if keep:
                 assigned.extend(zip(owners[at:k], kept[at:k]))
