@@ -273,62 +273,12 @@ def test_held_ops_counted_at_once_give_the_records_one_by_one_gives(limit, integ
     assert records[False] == records[True]
 
 
-@pytest.mark.parametrize("kept_intervals", [8, 512])
-@pytest.mark.parametrize("limit", [7, 100_000])
-@pytest.mark.parametrize("scenario", ["training", "serving", "deep_roots"])
-def test_held_ops_time_in_ops_added_at_once_gives_the_records_one_by_one_gives(
-        monkeypatch, scenario, limit, kept_intervals):
-    # The held ops' time in ops is added per iteration and thread at once
-    # (``Splitter._add_held_ops``, ``IntervalUnion.add_many``), the views of CPU ops among
-    # them too, where the order cannot change the union; else one by one in their place.
-    # Forced one by one (``add_many`` refusing), the records are the same to the last digit,
-    # held in memory or spilled (in end order), and where few intervals are kept (8: the
-    # order would change the union, so some go one by one).
+def records_held_ops_added_at_once_and_one_by_one(monkeypatch, events: list,
+                                                  limit: int) -> tuple[list, dict]:
+    """Split ``events`` (``pending_limit=limit``) with the held ops' time in ops added at once
+    where ``IntervalUnion.add_many`` can, and forced one by one (``add_many`` refusing), each
+    with and without the events kept: ``add_many``'s answers, and the records by (way, keep)."""
     from stream_split.core import breakdown
-    monkeypatch.setattr(breakdown, "KEPT_INTERVALS", kept_intervals)
-    trace = generate(scenario, seed=3)
-    at_once = breakdown.IntervalUnion.add_many
-    answers = []
-
-    def counted(union, starts, ends, *how):
-        answers.append(at_once(union, starts, ends, *how))
-        return answers[-1]
-    records = {}
-    for way in ("at once", "one by one"):
-        monkeypatch.setattr(breakdown.IntervalUnion, "add_many", counted if way == "at once"
-                            else lambda union, starts, ends, *how: False)
-        for keep in (True, False):
-            splitter = Splitter(SplitOptions(detector="auto", keep_events=keep,
-                                             pending_limit=limit))
-            for event in trace.events:
-                splitter.feed(event)
-            splitter.close()
-            records[way, keep] = repr([record.to_dict() for record in splitter.iterations])
-    assert answers and all(answers) == (kept_intervals == 512)  # (8: some one by one)
-    for keep in (True, False):
-        assert records["at once", keep] == records["one by one", keep]
-
-
-@pytest.mark.parametrize("kept_intervals", [8, 512])
-@pytest.mark.parametrize("limit", [7, 100_000])
-def test_held_ops_stamped_in_integers_added_at_once_give_the_records_one_by_one_gives(
-        monkeypatch, limit, kept_intervals):
-    # A trace stamped in integers whose ops are all held (no loop: names of their own) and
-    # decided at the end: their time in ops is added at once too, kept as integers, the
-    # oldest intervals dropped as one by one drops them (``add_many``'s ``integer`` and
-    # ``may_drop``); forced one by one, the records are the same to the last digit.
-    from stream_split.core import breakdown
-    monkeypatch.setattr(breakdown, "KEPT_INTERVALS", kept_intervals)
-    def name(i: int) -> str:  # letters only (a digit would make names of one family)
-        return "".join(chr(97 + i // 26 ** k % 26) for k in range(3))
-    events = []
-    for i in range(3000):
-        thread = 1 + (i // 500) % 2  # runs of 500 ops on each of two threads
-        events.append({"ph": "X", "cat": "cpu_op", "name": "op_" + name(i), "pid": 1,
-                       "tid": thread, "ts": 10 * i, "dur": 7 if i % 5 else 9})
-        if i % 3 == 0:  # a nested child, and one that touches its parent's end
-            events.append({"ph": "X", "cat": "cpu_op", "name": "child_" + name(i), "pid": 1,
-                           "tid": thread, "ts": 10 * i + 1, "dur": 6})
     at_once = breakdown.IntervalUnion.add_many
     answers = []
 
@@ -346,6 +296,52 @@ def test_held_ops_stamped_in_integers_added_at_once_give_the_records_one_by_one_
                 splitter.feed(event)
             splitter.close()
             records[way, keep] = repr([record.to_dict() for record in splitter.iterations])
+    return answers, records
+
+
+@pytest.mark.parametrize("kept_intervals", [8, 512])
+@pytest.mark.parametrize("limit", [7, 100_000])
+@pytest.mark.parametrize("scenario", ["training", "serving", "deep_roots"])
+def test_held_ops_time_in_ops_added_at_once_gives_the_records_one_by_one_gives(
+        monkeypatch, scenario, limit, kept_intervals):
+    # The held ops' time in ops is added per iteration and thread at once
+    # (``Splitter._add_held_ops``, ``IntervalUnion.add_many``), the views of CPU ops among
+    # them too, where the order cannot change the union; else one by one in their place.
+    # Forced one by one (``add_many`` refusing), the records are the same to the last digit,
+    # held in memory or spilled (in end order), and where few intervals are kept (8: the
+    # order would change the union, so some go one by one).
+    from stream_split.core import breakdown
+    monkeypatch.setattr(breakdown, "KEPT_INTERVALS", kept_intervals)
+    answers, records = records_held_ops_added_at_once_and_one_by_one(
+        monkeypatch, generate(scenario, seed=3).events, limit)
+    assert answers and all(answers) == (kept_intervals == 512)  # (8: some one by one)
+    for keep in (True, False):
+        assert records["at once", keep] == records["one by one", keep]
+
+
+@pytest.mark.parametrize("kept_intervals", [8, 512])
+@pytest.mark.parametrize("limit", [7, 100_000])
+def test_held_ops_stamped_in_integers_added_at_once_give_the_records_one_by_one_gives(
+        monkeypatch, limit, kept_intervals):
+    # A trace stamped in integers whose ops are all held (no loop: names of their own) and
+    # decided at the end: their time in ops is added at once too, kept as integers, the
+    # oldest intervals dropped as one by one drops them (``add_many``'s ``integer`` and
+    # ``may_drop``); forced one by one, the records are the same to the last digit.
+    from stream_split.core import breakdown
+    monkeypatch.setattr(breakdown, "KEPT_INTERVALS", kept_intervals)
+
+    def name(i: int) -> str:  # letters only (a digit would make names of one family)
+        return "".join(chr(97 + i // 26 ** k % 26) for k in range(3))
+    events = []
+    for i in range(3000):
+        thread = 1 + (i // 500) % 2  # runs of 500 ops on each of two threads
+        events.append({"ph": "X", "cat": "cpu_op", "name": "op_" + name(i), "pid": 1,
+                       "tid": thread, "ts": 10 * i, "dur": 7 if i % 5 else 9})
+        if i % 3 == 0:  # a nested child, and one that touches its parent's end
+            events.append({"ph": "X", "cat": "cpu_op", "name": "child_" + name(i), "pid": 1,
+                           "tid": thread, "ts": 10 * i + 1, "dur": 6})
+    answers, records = records_held_ops_added_at_once_and_one_by_one(monkeypatch, events,
+                                                                     limit)
     # held in memory: in start order, all at once; spilled, some come back in end order
     assert answers and (all(answers) if limit > len(events) else True in answers)
     for keep in (True, False):
