@@ -558,6 +558,19 @@ def final_dicts(page, spans: list) -> list:
             sub, ends[skip:], starts[skip:])))))
     else:
         lengths = iter(list(starmap(_union_length, islice(_states_of(states), skip, None))))
+    threads_of, delays_of = columns[2], columns[5]
+    if delays_of.count(0) == len(delays_of) and list(map(len, threads_of)).count(1) == len(
+            threads_of):  # one thread each, no launch timed (a trace of CPU iterations):
+        # ``_final_dict`` and ``_host_dict`` inline, ``rounded_us`` too (no call a breakdown)
+        return [{**_NO_GPU, "top_kernels": [], "host": {
+                    "cpu_op_us": round(us, 3) if us and not (
+                        us.__class__ is float and us.is_integer()) else us,
+                    "launch_delay_mean_us": None, "launch_delay_max_us": None,
+                    "launches_timed": 0},
+                 "comm_kernels": comm_kernels,
+                 "comm_kernel_us": round(comm_us, 3) if comm_us and not (
+                     comm_us.__class__ is float and comm_us.is_integer()) else comm_us}
+                for us, comm_kernels, comm_us in zip(lengths, columns[6], columns[7])]
     return [_final_dict(dict(_NO_GPU), [], _host_dict(list(islice(lengths, len(threads))),
                                                       delays, delay_sum_us, delay_max_us),
                         comm_kernels, comm_kernel_us)
