@@ -25,6 +25,7 @@ from operator import attrgetter, itemgetter
 
 import msgspec
 
+import stream_split
 from stream_split.core.records import untyped_dict
 from stream_split.pages import read_pages, reading
 from stream_split.serialize import finite, strict_json
@@ -252,8 +253,7 @@ def _chunk_text(entries: list, first: int = 0, not_finite: set | None = None) ->
     line break before the first to the end of the last (no comma after it), each at two
     levels down. A number that is not finite is null (``finite``); the positions (``first``
     the first's) of the entries that held one are added to ``not_finite``."""
-    from stream_split import decode  # (loaded by whatever read a trace; read here: the
-    native = decode._native  # tests switch it)
+    native = stream_split.decode._native  # (read here: the tests switch it)
     if native is not None and entries.__class__ is list:
         text = native.laid_out(entries, INDENT, _ENTRY_LEVEL)
         if text is not None:
