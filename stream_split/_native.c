@@ -560,6 +560,262 @@ done:
     return result;
 }
 
+/* ---- laid_out: a manifest's entries as json.dumps(indent=...) writes them ---- */
+
+/* Strings remembered as plain (ASCII, nothing to escape) by ``text_string`` during one
+   ``laid_out`` call, by address (the items it lays out hold them meanwhile): the keys, the
+   same objects in every entry, are looked through once (60 % of the call's time was the
+   look at each of their characters). */
+#define PLAIN_SLOTS 128
+
+/* The text grows in one buffer; ``laid_out`` makes the str of it at the end. */
+typedef struct {
+    char *at;
+    Py_ssize_t size, cap;
+    PyObject *plain[PLAIN_SLOTS];
+} Text;
+
+/* Whether none of the ``n`` ASCII ``bytes`` needs an escape (a control, DEL, ``"``, ``\``),
+   read 8 at a time. */
+static int ascii_plain(const unsigned char *bytes, Py_ssize_t n) {
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, bytes + i, 8);
+        uint64_t quote = x ^ (ones * '"'), slash = x ^ (ones * '\\'), del = x ^ (ones * 0x7f);
+        /* a byte below 0x20, or zero after one of the XORs: its high bit set here */
+        uint64_t hit = ((x - ones * 0x20) | (quote - ones) | (slash - ones) | (del - ones)) & ~x
+                       & highs;
+        if (hit) return 0;
+    }
+    for (; i < n; i++)
+        if (bytes[i] < ' ' || bytes[i] == '\\' || bytes[i] == '"' || bytes[i] == 0x7f) return 0;
+    return 1;
+}
+
+/* Room for ``more`` bytes after ``text->size``: 0, or -1 (MemoryError set). */
+static int text_room(Text *text, Py_ssize_t more) {
+    if (text->size + more <= text->cap) return 0;
+    Py_ssize_t cap = text->cap ? text->cap : 4096;
+    while (cap < text->size + more) cap *= 2;
+    char *grown = PyMem_Realloc(text->at, (size_t)cap);
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    text->at = grown;
+    text->cap = cap;
+    return 0;
+}
+
+static int text_add(Text *text, const char *bytes, Py_ssize_t n) {
+    if (text_room(text, n) < 0) return -1;
+    memcpy(text->at + text->size, bytes, (size_t)n);
+    text->size += n;
+    return 0;
+}
+
+/* A line break and ``indent * level`` spaces. */
+static int text_line(Text *text, Py_ssize_t indent, int level) {
+    Py_ssize_t n = 1 + indent * level;
+    if (text_room(text, n) < 0) return -1;
+    text->at[text->size] = '\n';
+    memset(text->at + text->size + 1, ' ', (size_t)(n - 1));
+    text->size += n;
+    return 0;
+}
+
+/* A str as the C encoder writes it with ensure_ascii (``json.encoder.encode_basestring_ascii``):
+   quoted, ``"`` and ``\`` and the controls escaped (``\n``, ``\r``, ``\t``, ``\b``, ``\f`` by
+   their letters, the others as ``\u00XX``), every code point beyond ``~`` as ``\uXXXX``
+   (lowercase hex; beyond U+FFFF as a surrogate pair; a lone surrogate as itself). */
+static int text_string(Text *text, PyObject *str) {
+    static const char hex[] = "0123456789abcdef";
+    if (PyUnicode_READY(str) < 0) return -1;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(str);
+    if (text_room(text, 12 * n + 2) < 0) return -1;
+    char *out = text->at + text->size, *start = out;
+    *out++ = '"';
+    if (PyUnicode_IS_ASCII(str)) {  /* (most: copied as they are) */
+        const unsigned char *bytes = PyUnicode_1BYTE_DATA(str);
+        PyObject **slot = &text->plain[((uintptr_t)str >> 4) % PLAIN_SLOTS];
+        int plain = *slot == str;
+        if (!plain && (plain = ascii_plain(bytes, n)))
+            *slot = str;
+        if (plain) {
+            memcpy(out, bytes, (size_t)n);
+            out[n] = '"';
+            text->size += n + 2;
+            return 0;
+        }
+    }
+    int kind = PyUnicode_KIND(str);
+    const void *data = PyUnicode_DATA(str);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c >= ' ' && c <= '~' && c != '\\' && c != '"') {
+            *out++ = (char)c;
+            continue;
+        }
+        *out++ = '\\';
+        switch (c) {
+        case '\\': *out++ = '\\'; continue;
+        case '"': *out++ = '"'; continue;
+        case '\b': *out++ = 'b'; continue;
+        case '\f': *out++ = 'f'; continue;
+        case '\n': *out++ = 'n'; continue;
+        case '\r': *out++ = 'r'; continue;
+        case '\t': *out++ = 't'; continue;
+        }
+        if (c >= 0x10000) {
+            Py_UCS4 v = c - 0x10000;
+            Py_UCS4 high = 0xd800 | ((v >> 10) & 0x3ff);
+            *out++ = 'u';
+            *out++ = hex[(high >> 12) & 0xf];
+            *out++ = hex[(high >> 8) & 0xf];
+            *out++ = hex[(high >> 4) & 0xf];
+            *out++ = hex[high & 0xf];
+            *out++ = '\\';
+            c = 0xdc00 | (v & 0x3ff);
+        }
+        *out++ = 'u';
+        *out++ = hex[(c >> 12) & 0xf];
+        *out++ = hex[(c >> 8) & 0xf];
+        *out++ = hex[(c >> 4) & 0xf];
+        *out++ = hex[c & 0xf];
+    }
+    *out++ = '"';
+    text->size += out - start;
+    return 0;
+}
+
+/* The decimal digits of ``v`` (``"%lld"``), and ``tail``: snprintf took several times longer. */
+static int text_integer(Text *text, long long v, const char *tail, Py_ssize_t tail_size) {
+    char digits[24];
+    int n = 0;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        digits[sizeof digits - 1 - n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) digits[sizeof digits - 1 - n++] = '-';
+    if (text_room(text, n + tail_size) < 0) return -1;
+    memcpy(text->at + text->size, digits + sizeof digits - n, (size_t)n);
+    memcpy(text->at + text->size + n, tail, (size_t)tail_size);
+    text->size += n + tail_size;
+    return 0;
+}
+
+/* A finite float as ``float.__repr__`` writes it: 0.0 and whole numbers below 2**53 written
+   here, the others by ``PyOS_double_to_string`` (repr's own call). 1: not finite (the caller
+   answers None: the encoder decides). */
+static int text_float(Text *text, double v) {
+    if (!isfinite(v)) return 1;
+    if (v == 0.0)
+        return text_add(text, signbit(v) ? "-0.0" : "0.0", signbit(v) ? 4 : 3);
+    if (v == floor(v) && fabs(v) < 9007199254740992.0)  /* below 2**53: repr's "N.0" */
+        return text_integer(text, (long long)v, ".0", 2);
+    char *repr = PyOS_double_to_string(v, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    if (repr == NULL) return -1;
+    int result = text_add(text, repr, (Py_ssize_t)strlen(repr));
+    PyMem_Free(repr);
+    return result;
+}
+
+/* ``value`` at ``level`` (its first line already begun): 0, -1 (an error set), or 1: a value
+   that is not of the exact types written here (dict with str keys, list, str, int, float,
+   bool, None), a float not finite, or nesting deeper than ``LAID_OUT_DEPTH``: the caller
+   answers None. */
+#define LAID_OUT_DEPTH 64
+static int text_value(Text *text, PyObject *value, Py_ssize_t indent, int level) {
+    PyTypeObject *type = Py_TYPE(value);
+    if (type == &PyUnicode_Type) return text_string(text, value);
+    if (type == &PyFloat_Type) return text_float(text, PyFloat_AS_DOUBLE(value));
+    if (value == Py_None) return text_add(text, "null", 4);
+    if (value == Py_True) return text_add(text, "true", 4);
+    if (value == Py_False) return text_add(text, "false", 5);
+    if (type == &PyLong_Type) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (overflow) {
+            PyObject *repr = PyObject_Repr(value);
+            if (repr == NULL) return -1;
+            Py_ssize_t n;
+            const char *bytes = PyUnicode_AsUTF8AndSize(repr, &n);
+            int result = bytes == NULL ? -1 : text_add(text, bytes, n);
+            Py_DECREF(repr);
+            return result;
+        }
+        if (v == -1 && PyErr_Occurred()) return -1;
+        return text_integer(text, v, "", 0);
+    }
+    if (level >= LAID_OUT_DEPTH) return 1;
+    if (type == &PyDict_Type) {
+        if (PyDict_GET_SIZE(value) == 0) return text_add(text, "{}", 2);
+        if (text_add(text, "{", 1) < 0) return -1;
+        Py_ssize_t pos = 0;
+        PyObject *key, *item;
+        int first = 1;
+        while (PyDict_Next(value, &pos, &key, &item)) {
+            if (Py_TYPE(key) != &PyUnicode_Type) return 1;
+            if ((!first && text_add(text, ",", 1) < 0) || text_line(text, indent, level + 1) < 0
+                || text_string(text, key) < 0 || text_add(text, ": ", 2) < 0)
+                return -1;
+            first = 0;
+            int result = text_value(text, item, indent, level + 1);
+            if (result) return result;
+        }
+        if (text_line(text, indent, level) < 0) return -1;
+        return text_add(text, "}", 1);
+    }
+    if (type == &PyList_Type) {
+        Py_ssize_t n = PyList_GET_SIZE(value);
+        if (n == 0) return text_add(text, "[]", 2);
+        if (text_add(text, "[", 1) < 0) return -1;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++) {
+            if ((i && text_add(text, ",", 1) < 0) || text_line(text, indent, level + 1) < 0)
+                return -1;
+            int result = text_value(text, PyList_GET_ITEM(value, i), indent, level + 1);
+            if (result) return result;
+        }
+        if (text_line(text, indent, level) < 0) return -1;
+        return text_add(text, "]", 1);
+    }
+    return 1;
+}
+
+static PyObject *laid_out(PyObject *self, PyObject *args) {
+    PyObject *items;
+    Py_ssize_t indent;
+    int level;
+    if (!PyArg_ParseTuple(args, "O!ni", &PyList_Type, &items, &indent, &level)) return NULL;
+    if (indent < 0 || indent > 64 || level < 0 || level > LAID_OUT_DEPTH) {
+        PyErr_SetString(PyExc_ValueError, "indent: 0 to 64; level: 0 to 64");
+        return NULL;
+    }
+    Text text = {NULL, 0, 0, {NULL}};
+    PyObject *result = NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        if ((i && text_add(&text, ",", 1) < 0) || text_line(&text, indent, level) < 0)
+            goto done;
+        PyObject *item = PyList_GET_ITEM(items, i);
+        Py_INCREF(item);  /* (a str's repr, or a dict read, cannot drop it meanwhile) */
+        int made = text_value(&text, item, indent, level);
+        Py_DECREF(item);
+        if (made < 0) goto done;
+        if (made > 0) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    result = PyUnicode_New(text.size, 127);
+    if (result != NULL && text.size) memcpy(PyUnicode_1BYTE_DATA(result), text.at, (size_t)text.size);
+done:
+    PyMem_Free(text.at);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped) -> (brackets, depths, end_in_string, "
@@ -574,6 +830,12 @@ static PyMethodDef methods[] = {
     {"prefixed_runs", prefixed_runs, METH_VARARGS,
      "prefixed_runs(buf, starts, ends, prefix, min_run) -> [(i, j)]: the runs of min_run or "
      "more events in a row longer than prefix and beginning with it (decode._frame_runs)."},
+    {"laid_out", laid_out, METH_VARARGS,
+     "laid_out(items, indent, level) -> str, or None: each of items (a list) after a line "
+     "break and indent * level spaces, joined by commas, as json.dumps(indent=indent) writes "
+     "a value at that level (manifest_entries._chunk_text); None where one holds a value of "
+     "another type (exactly dict with str keys, list, str, int, float, bool, None are "
+     "written), a float that is not finite, or nesting deeper than 64."},
     {NULL, NULL, 0, NULL},
 };
 

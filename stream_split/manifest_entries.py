@@ -25,6 +25,7 @@ from operator import attrgetter, itemgetter
 
 import msgspec
 
+import stream_split
 from stream_split.core.records import untyped_dict
 from stream_split.pages import read_pages, reading
 from stream_split.serialize import finite, strict_json
@@ -252,6 +253,11 @@ def _chunk_text(entries: list, first: int = 0, not_finite: set | None = None) ->
     line break before the first to the end of the last (no comma after it), each at two
     levels down. A number that is not finite is null (``finite``); the positions (``first``
     the first's) of the entries that held one are added to ``not_finite``."""
+    native = stream_split.decode._native  # (read here: the tests switch it)
+    if native is not None and entries.__class__ is list:
+        text = native.laid_out(entries, INDENT, _ENTRY_LEVEL)
+        if text is not None:
+            return text
     text = _plain_laid_out(entries)
     if text is not None:  # ASCII bytes of ``[[entries]]``: the entries at their depth already
         return text[_NESTED_HEAD:-_NESTED_TAIL].decode("ascii")
@@ -263,6 +269,8 @@ def _chunk_text(entries: list, first: int = 0, not_finite: set | None = None) ->
     return text[1:-2].replace("\n", _DEEPER)
 
 
+#: The level of an entry's text in the manifest (in its list of iterations).
+_ENTRY_LEVEL = 2
 #: A line break of an entry's text as it lies in the manifest: one level deeper.
 _DEEPER = "\n" + " " * INDENT
 #: What ``_plain_laid_out``'s text of ``[[entries]]`` has before its first entry's line

@@ -41,7 +41,7 @@ from array import array
 from bisect import bisect_left
 from functools import lru_cache
 from itertools import chain, islice, repeat, starmap
-from operator import attrgetter, sub
+from operator import add, attrgetter, sub
 
 import numpy as np
 
@@ -348,13 +348,48 @@ def _breakdown_page(breakdowns: list) -> tuple:
     layers, cpu_ops = columns[0], columns[2]
     unions = chain(chain.from_iterable(layers), chain.from_iterable(map(dict.values, cpu_ops)))
     columns[0], columns[2] = list(map(len, layers)), list(map(tuple, cpu_ops))
-    return columns, list(map(_union_state, unions))
+    for at in _MOSTLY_EMPTY_SLOTS:
+        if columns[at].count({}) == len(columns[at]):
+            columns[at] = None
+    return columns, _flat_states(list(map(_union_state, unions)))
+
+
+def _flat_states(states: list):
+    """``states`` (``_union_state``'s, a list) as a page holds them: where every union's
+    intervals are lists, ``(their counts, every start, every end, each one's frozen_us,
+    each one's frozen)``, columns of plain values (no list nor tuple a union to pickle and
+    load); else ``states`` as they are."""
+    if not states:
+        return states
+    starts, ends, frozen_us, frozen = zip(*states)
+    if set(map(type, starts)) != _LIST or set(map(type, ends)) != _LIST:
+        return states
+    return (list(map(len, starts)), list(chain.from_iterable(starts)),
+            list(chain.from_iterable(ends)), frozen_us, frozen)
+
+
+def _states_of(states) -> list:
+    """The unions' states (``_union_state``'s) of a page's ``_flat_states``."""
+    if states.__class__ is not tuple:
+        return states
+    counts, starts, ends, frozen_us, frozen = states
+    starts, ends = iter(starts), iter(ends)
+    return list(zip(map(list, map(islice, repeat(starts), counts)),
+                    map(list, map(islice, repeat(ends), counts)), frozen_us, frozen))
+
+
+def _empty_dicts(columns: list) -> None:
+    """The columns of a page that ``_breakdown_page`` left out as all empty dicts, made."""
+    for at in _MOSTLY_EMPTY_SLOTS:
+        if columns[at] is None:
+            columns[at] = [{} for _ in columns[0]]
 
 
 def _breakdowns_of(page: tuple) -> list:
     """The breakdowns of a page as ``_breakdown_page`` made it."""
     columns, states = page
-    unions = iter(list(map(_union_of, states)))
+    _empty_dicts(columns)
+    unions = iter(list(map(_union_of, _states_of(states))))
     # each one's unions taken in turn from the one list: its layers' count, then its threads
     # (``zip`` stops at its threads' end before it takes another union)
     columns[0] = list(map(list, map(islice, repeat(unions), columns[0])))
@@ -557,11 +592,31 @@ def final_dicts(page, spans: list) -> list:
         return list(map(IterationBreakdown.to_dict, page, spans))
     _, packed = page
     columns, states = packed
-    if any(columns[1]) or spans.count(None) < len(spans):  # kernels, or a span: objects
-        return list(map(IterationBreakdown.to_dict, _breakdowns_of(packed), spans))
+    if columns[1] is not None and any(columns[1]) or spans.count(None) < len(spans):
+        return list(map(IterationBreakdown.to_dict, _breakdowns_of(packed), spans))  # objects
     # each one's threads' union lengths taken in turn (they come after every layer's union,
     # which no span leaves to read)
-    lengths = iter(list(starmap(_union_length, islice(states, sum(columns[0]), None))))
+    skip = sum(columns[0])
+    if states.__class__ is tuple and states[0].count(1) == len(states[0]):
+        # (``_flat_states``, an interval a union: ``_union_length``'s sum of one, 0 + it)
+        _, starts, ends, frozen_us, _ = states
+        lengths = iter(list(map(add, frozen_us[skip:], map(add, repeat(0), map(
+            sub, ends[skip:], starts[skip:])))))
+    else:
+        lengths = iter(list(starmap(_union_length, islice(_states_of(states), skip, None))))
+    threads_of, delays_of = columns[2], columns[5]
+    if delays_of.count(0) == len(delays_of) and list(map(len, threads_of)).count(1) == len(
+            threads_of):  # one thread each, no launch timed (a trace of CPU iterations):
+        # ``_final_dict`` and ``_host_dict`` inline, ``rounded_us`` too (no call a breakdown)
+        return [{**_NO_GPU, "top_kernels": [], "host": {
+                    "cpu_op_us": round(us, 3) if us and not (
+                        us.__class__ is float and us.is_integer()) else us,
+                    "launch_delay_mean_us": None, "launch_delay_max_us": None,
+                    "launches_timed": 0},
+                 "comm_kernels": comm_kernels,
+                 "comm_kernel_us": round(comm_us, 3) if comm_us and not (
+                     comm_us.__class__ is float and comm_us.is_integer()) else comm_us}
+                for us, comm_kernels, comm_us in zip(lengths, columns[6], columns[7])]
     return [_final_dict(dict(_NO_GPU), [], _host_dict(list(islice(lengths, len(threads))),
                                                       delays, delay_sum_us, delay_max_us),
                         comm_kernels, comm_kernel_us)
@@ -569,6 +624,13 @@ def final_dicts(page, spans: list) -> list:
             in zip(columns[2], *columns[3:8])]
 
 
+#: The slots (their places in ``__slots__``) that a page holds as None where every one of
+#: its breakdowns has an empty dict there (kernels, the work per stream: those of a trace of
+#: CPU iterations): a pickle of 64 empty dicts, each one remembered by the pickler, was a
+#: third of the time to write a page.
+_MOSTLY_EMPTY_SLOTS = (IterationBreakdown.__slots__.index("kernels"),
+                       IterationBreakdown.__slots__.index("stream_work"))
+_LIST = {list}
 #: Every slot's value of a breakdown, in order, read in C (``_breakdown_page``).
 _SLOT_VALUES = attrgetter(*IterationBreakdown.__slots__)
 

@@ -470,3 +470,43 @@ def test_paging_the_records_of_tiny_cpu_iterations_changes_none(tmp_path):
 
     assert sum(r["type"] == "iteration" for r in kept) >= 250
     assert _records(path, paged_list) == kept
+
+
+@pytest.mark.parametrize("shape", ["one_op", "two_intervals", "int_times", "no_ops",
+                                   "kernels", "delays", "two_threads", "negative_zero"])
+def test_a_page_of_breakdowns_held_as_flat_columns_reads_back_as_its_objects(shape):
+    """A page whose unions all hold lists is written as flat columns (``_flat_states``), its
+    all-empty dict slots as None: its breakdowns come back slot for slot, and its final dicts
+    (``final_dicts``, from the page as the file holds it: the one-thread path that makes the
+    dicts inline included) are each one's ``to_dict``, types, key order and signed zeros
+    too."""
+    from stream_split.core.breakdown import IterationBreakdown, final_dicts
+    page = []
+    for i in range(12):
+        breakdown = IterationBreakdown()
+        if shape != "no_ops":
+            start = i * 6 if shape == "int_times" else i * 6.0 + i / 7
+            breakdown.add_op((1, 1), start, start + (5 if shape == "int_times" else 5.25))
+        if shape == "two_intervals" and i % 2:
+            breakdown.add_op((1, 1), i * 6.0 + 5.5, i * 6.0 + 5.75)
+        if shape == "two_threads" and i % 3 == 0:
+            breakdown.add_op((1, 2), i * 6.0, i * 6.0 + 1.0)
+        if shape == "kernels" and i == 5:
+            breakdown.kernels["gemm"] = [1, 2.5]
+        if shape == "delays" and i == 4:
+            breakdown.add_launch_delay(1.5)
+        if shape == "negative_zero":
+            breakdown.cpu_ops[(1, 1)].starts[0] = 0.0
+            breakdown.cpu_ops[(1, 1)].ends[0] = -0.0  # a length of -0.0
+            breakdown.cpu_ops[(1, 1)].frozen_us = -0.0
+            breakdown.comm_kernel_us = -0.0
+        page.append(breakdown)
+    pages = PagedList(page_items=len(page), resident_pages=0)
+    for item in page:
+        pages.append(item)
+    pages.trim()
+    spans = [None] * len(page)
+    expected = [b.to_dict(None) for b in page]
+    made = final_dicts(pages.read_page(0, packed=True), spans)
+    assert list(map(repr, made)) == list(map(repr, expected))
+    assert [_slots_of(b) for b in pages.read_page(0)] == [_slots_of(b) for b in page]

@@ -242,3 +242,66 @@ def test_native_frame_runs_are_where_numpy_finds_them(kinds):
     native = decode_module._frame_runs(buf, starts, ends)
     with decoder_passes("numpy"):
         assert native == decode_module._frame_runs(buf, starts, ends)
+
+
+# ---- laid_out: the manifest's entries as json.dumps(indent=1) writes them ----
+
+_JSON_LEAVES = (st.none() | st.booleans() | st.integers() | st.integers(-2 ** 70, 2 ** 70)
+                | st.floats() | st.sampled_from([0.0, -0.0, 5.0, 1e15, 2.0 ** 53, 1e16, 1e-05,
+                                                 0.0001, 1 / 3])
+                | st.text() | st.sampled_from(["iteration", "a\"b\\c", "\x7f\x00\u2028",
+                                              "\ud800", "\U0001f600", "aten::mm"]))
+_ODD = st.tuples(st.integers()) | st.builds(type("F", (float,), {}), st.floats(0, 1)) \
+    | st.builds(type("S", (str,), {}), st.text(max_size=3)) | st.just({1: "int key"})
+_JSON_VALUES = st.recursive(_JSON_LEAVES | _ODD, lambda inner: st.lists(inner, max_size=4)
+                            | st.dictionaries(st.text(max_size=6), inner, max_size=5),
+                            max_leaves=24)
+
+
+def _is_plain(value) -> bool:
+    """Whether ``laid_out`` writes ``value``: the exact types, finite floats."""
+    kind = value.__class__
+    if kind is float:
+        return value - value == 0.0
+    if kind is dict:
+        return all(k.__class__ is str and _is_plain(v) for k, v in value.items())
+    if kind is list:
+        return all(map(_is_plain, value))
+    return kind in (str, int, bool, type(None))
+
+
+@needs_native
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(items=st.lists(_JSON_VALUES, max_size=4), level=st.integers(0, 3))
+@example(items=[{"index": 5, "host": {"cpu_op_us": 5.0, "launches": []}, "x": None}], level=2)
+def test_laid_out_is_the_text_of_json_dumps_or_none(items, level):
+    """``_native.laid_out`` (``manifest_entries._chunk_text``'s first try): each item after a
+    line break at ``level``, joined by commas, byte for byte ``json.dumps(indent=1)``'s text
+    of it at that level (escapes, every float's repr, huge integers); None exactly where an
+    item holds a value of another type (a tuple, a subclass, a key not a string) or a float
+    that is not finite (the encoder decides those)."""
+    text = stream_split._native.laid_out(items, 1, level)
+    if not all(map(_is_plain, items)):
+        assert text is None
+        return
+    pad = "\n" + " " * level
+    assert text == ",".join(pad + json.dumps(item, indent=1).replace("\n", pad)
+                            for item in items)
+
+
+def test_the_manifest_text_is_the_same_with_or_without_the_native_layout():
+    """``dump_manifest`` of entries the native layout takes, with it and with the fallback
+    (msgspec's text laid out by ``msgspec.json.format``): the same text."""
+    import io
+    from stream_split.manifest_entries import dump_manifest
+    entries = [{"index": i, "first_op": "aten::mm", "start_ts": i * 6, "gpu_start_ts": None,
+                "ratio": i / 7, "complete": True,
+                "breakdown": {"top_kernels": [{"name": "k", "us": 2.5}] if i % 2 else [],
+                              "host": {"cpu_op_us": 5.0}}} for i in range(300)]
+    texts = []
+    for passes in ("native", "numpy"):
+        with decoder_passes(passes):
+            out = io.StringIO()
+            dump_manifest({"iterations": entries, "outside": {}}, out)
+            texts.append(out.getvalue())
+    assert texts[0] == texts[1] == json.dumps({"iterations": entries, "outside": {}}, indent=1)
