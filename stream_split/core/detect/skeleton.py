@@ -190,15 +190,6 @@ class ThreadSkeleton:
         steps.append((start, end, name))
         return True
 
-    def add_root(self, node: Node) -> None:
-        """A new top-level op; the Python frames read before it that open it are its opener."""
-        roots = self.roots
-        if self.frames:
-            self.frames = open_pending(node, roots[-1].end if roots else float("-inf"),
-                                       self.frames)
-        roots.append(node)
-        self.busy += node.end - node.start
-
     def observe_frame(self, start: float, end: float, name: str) -> None:
         """A Python frame of this thread: the opener of the top-level op it opens (see
         ``Node.opener``), or kept until that op is read."""
@@ -304,7 +295,8 @@ class RootCounts:
         self._pairs: dict | None = None
         self._last = None  # the latest op's symbol
         #: How often the latest op's kind has occurred (``self[its symbol]``, kept by
-        #: ``add``: the online tries ask it of every op read, ``StructureDetector._try_after``).
+        #: ``add``: the online tries ask it of every op read,
+        #: ``StructureDetector._observe_learning``).
         self.last_count = 0
         #: Some op followed another of one kind three times (one of its own kind twice).
         self.exact = False
@@ -319,6 +311,13 @@ class RootCounts:
 
     def __contains__(self, sym: int) -> bool:
         return sym in self._seen
+
+    def absent(self, syms) -> list:
+        """Those of ``syms`` that have not occurred (``sym not in self``, asked of many at
+        once: no Python call each, ``Skeletons.forget_oldest`` asks it of some 13 k kinds at
+        a time)."""
+        seen = self._seen
+        return [sym for sym in syms if sym not in seen]
 
     def seen_once(self, nodes: list) -> list:
         """Those of ``nodes`` whose kind has occurred once (``self[node.sym] == 1``, asked
@@ -504,17 +503,24 @@ class Skeletons:
             symbols = self.symbols
             # (its symbol even if skipped)
             node = Node(symbols.of(name) if sym is None else sym, start, end, 0)
-            if state.main:
-                state.add_root(node)
+            roots, main = state.roots, state.main
+            if main or len(roots) < RULES.memory.side_thread_roots:
+                # A new top-level op; the Python frames read before it that open it are its
+                # opener (here, not through a method: a Python call less per op)
+                if state.frames:
+                    state.frames = open_pending(node, roots[-1].end if roots else float("-inf"),
+                                                state.frames)
+                roots.append(node)
+                state.busy += end - start
                 seen = state.seen
-                seen.add(node, node.sym in symbols.markers)
-                if state.kid_seen:
-                    state.kid_seen.clear()
-                if seen.singles > state.sift_at:
-                    self.forget_singles(state)
-            elif len(state.roots) < RULES.memory.side_thread_roots:
-                state.add_root(node)
-                state.seen.add(node.sym)
+                if main:
+                    seen.add(node, node.sym in symbols.markers)
+                    if state.kid_seen:
+                        state.kid_seen.clear()
+                    if seen.singles > state.sift_at:
+                        self.forget_singles(state)
+                else:
+                    seen.add(node.sym)
             else:
                 node = SKIPPED
         elif state.main and parent.depth + 1 < self._max_depth and \
@@ -585,7 +591,7 @@ class Skeletons:
         seen.forget_ops(syms)
         _sift_again(state)
         kinds = set(syms).union(map(symbol_of, below))
-        self.symbols.forget(self._unused([sym for sym in kinds if sym not in seen], state))
+        self.symbols.forget(self._unused(seen.absent(kinds), state))
 
     def _unused(self, syms: list, state: ThreadSkeleton) -> list:
         """Of ``syms`` (kinds forgotten from ``state``'s top level), those no op kept holds:

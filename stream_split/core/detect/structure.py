@@ -259,13 +259,28 @@ class StructureDetector:
             self._forget_tries()
         if node is SKIPPED or not state.main or self._level:
             return ()  # (``_online_allowed``, asked without a call: still learning here)
-        return self._try_after(state, parent, node)
+        online = RULES.online
+        self._budget.credit += online.search_work_per_op  # (``SearchBudget.earn``, inline)
+        if parent is not None:
+            return self._try_under(state, parent, node)
+        # The top level: a moment to try when it has grown enough since the last try, or a
+        # symbol begins to repeat there (``_try_under``'s twin at the top, inline: a Python
+        # call less per op). A symbol that begins to repeat is a moment only where a unit
+        # found may be believed: ``_try_online`` would put it off at once; asked here,
+        # without the call (of 200 k ops drawn at random from 40 k names, 78 k are such
+        # moments).
+        seen = state.seen
+        if len(state.roots) >= state.next_try or \
+                RULES.min_instances <= seen.last_count <= online.eager_tries and \
+                seen.may_confirm:
+            return self._try_online(state)
+        return ()
 
     def _read_alone(self, thread, start: float, end: float, name: str, section: int) -> bool:
         """A thread's first op, at its top level and no ``ProfilerStep``: kept alone where it
         may be (``Skeletons.lone``), and read as ``_observe_learning`` reads the op that
         begins a top level (it follows the loop thread's section; on a main thread it earns
-        search, as ``_try_after`` would, and is no moment to try: one op on the row, and
+        search, as ``_observe_learning`` would, and is no moment to try: one op on the row, and
         ``RULES.min_instances`` of a kind are wanted first). True where it is kept so."""
         main = is_main_thread(*thread)
         if not self._skeletons.lone(thread, section, start, end, name, main):
@@ -276,21 +291,12 @@ class StructureDetector:
                 self._budget.earn()
         return True
 
-    def _try_after(self, state: ThreadSkeleton, parent: Node | None, node: Node):
-        """Whether ``node``, just read under ``parent`` (None: at the top level), is the moment
-        to try the unit online: the top level has grown enough since the last try, or a
-        symbol has begun to repeat there or under a shallow container."""
+    def _try_under(self, state: ThreadSkeleton, parent: Node, node: Node):
+        """Whether ``node``, just read under ``parent``, is the moment to try the unit online:
+        a symbol has begun to repeat under a shallow container (the top level's moments are
+        asked in ``_observe_learning``, inline: the top level has grown enough since the last
+        try, or a symbol has begun to repeat there)."""
         online = RULES.online
-        self._budget.credit += online.search_work_per_op  # (``SearchBudget.earn``, inline)
-        if parent is None:
-            # (a symbol that begins to repeat is a moment only where a unit found may be
-            # believed: ``_try_online`` would put it off at once; asked here, without the
-            # call: of 200 k ops drawn at random from 40 k names, 78 k are such moments)
-            if len(state.roots) >= state.next_try or \
-                    RULES.min_instances <= state.seen.last_count <= online.eager_tries and \
-                    state.seen.may_confirm:
-                return self._try_online(state)
-            return ()
         if parent.depth < online.container_depth and \
                 RULES.min_instances <= state.count_under(parent, node.sym) <= online.eager_tries:
             return self._try_container(state, state.around_latest())
