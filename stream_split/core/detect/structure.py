@@ -214,13 +214,11 @@ class StructureDetector:
         and may be the moment to try the unit online (or end the loop thread's section)."""
         loop = self._section
         if start < loop.since and thread != loop.thread:  # (``ended_by``'s first test, inline)
-            found = self._from_the_past(start, gpu_block=False)
-            if found is not None:
+            if (found := self._from_the_past(start, gpu_block=False)) is not None:
                 return found
         is_step = name.startswith(PROFILER_STEP_PREFIX)
         if is_step and self._use_annotations:  # whatever the nesting, before the skeleton
-            found = self._observe_step(thread, start, end, name, len(stack) == 1)
-            if found:
+            if found := self._observe_step(thread, start, end, name, len(stack) == 1):
                 return found
         state = self._skeletons.latest  # (``Skeletons.known``'s common case, inline)
         if state is None or state.section != section or state.key != thread:
@@ -232,8 +230,7 @@ class StructureDetector:
                 state = self._skeletons.make(thread, section)
         depth = len(stack) - 1
         if state.main:
-            # An op of a main thread: the section's latest, if it is its thread
-            # (``LoopSection.follow``, inline: a Python call less per op)
+            # the section's latest if it is its thread (``LoopSection.follow``, inline)
             if loop.thread == thread or loop.thread is None:
                 loop.thread = thread
                 loop.since, loop.latest = loop.latest, start
@@ -259,20 +256,16 @@ class StructureDetector:
             self._forget_tries()
         if node is SKIPPED or not state.main or self._level:
             return ()  # (``_online_allowed``, asked without a call: still learning here)
-        online = RULES.online
-        self._budget.credit += online.search_work_per_op  # (``SearchBudget.earn``, inline)
+        self._budget.credit += RULES.online.search_work_per_op  # (``SearchBudget.earn``)
         if parent is not None:
             return self._try_under(state, parent, node)
-        # The top level: a moment to try when it has grown enough since the last try, or a
-        # symbol begins to repeat there (``_try_under``'s twin at the top, inline: a Python
-        # call less per op). A symbol that begins to repeat is a moment only where a unit
-        # found may be believed: ``_try_online`` would put it off at once; asked here,
-        # without the call (of 200 k ops drawn at random from 40 k names, 78 k are such
-        # moments).
+        # The top level (``_try_under``'s twin, inline: a call less per op): a moment to try
+        # when grown enough since the last try, or where a symbol begins to repeat and a unit
+        # found may be believed (asked here, not put off by ``_try_online``: 78 k of 200 k ops
+        # drawn at random from 40 k names are such moments).
         seen = state.seen
-        if len(state.roots) >= state.next_try or \
-                RULES.min_instances <= seen.last_count <= online.eager_tries and \
-                seen.may_confirm:
+        if len(state.roots) >= state.next_try or RULES.min_instances <= seen.last_count <= \
+                RULES.online.eager_tries and seen.may_confirm:
             return self._try_online(state)
         return ()
 
