@@ -327,8 +327,9 @@ def test_held_ops_stamped_in_integers_added_at_once_give_the_records_one_by_one_
     # decided at the end: their time in ops is added at once too, kept as integers, the
     # oldest intervals dropped as one by one drops them (``add_many``'s ``integer`` and
     # ``may_drop``); forced one by one, the records are the same to the last digit.
-    from stream_split.core import breakdown
+    from stream_split.core import breakdown, engine
     monkeypatch.setattr(breakdown, "KEPT_INTERVALS", kept_intervals)
+    monkeypatch.setattr(engine, "_INTEGER_BULK_MIN", 1)  # (spilled batches of 7 too)
 
     def name(i: int) -> str:  # letters only (a digit would make names of one family)
         return "".join(chr(97 + i // 26 ** k % 26) for k in range(3))
