@@ -11,12 +11,16 @@ resnet tile's, computed alike (``--reference-us``, or measured on ``--reference 
 The tile is split again before each case and after the last, and each case is judged against
 the mean of the tile's two runs beside it: on a shared VM our commands run up to 60 % slower
 for minutes at a time (benchmarks/README.md), so a tile measured once at the start can be off
-by that much for a case run ten minutes later.
+by that much for a case run ten minutes later. With ``--repeat N`` each case is split N times
+from the same input, each run judged against the tile's runs beside it, and the row is the run
+of the median ratio, with the lowest and highest ratio beside it (``vs_tile_runs``): a single
+run of a case of two seconds moved by a quarter between two runs of the same code.
 
     python benchmarks/adversarial.py                       # every case, big (~1 h, ~3 GB disk)
     python benchmarks/adversarial.py random_names metadata --timeout 300
     python benchmarks/adversarial.py --small               # the sizes the tests use
     python benchmarks/adversarial.py --scale 0.1           # a tenth of each big size
+    python benchmarks/adversarial.py one_op_iterations --repeat 3   # the median of 3 runs
 
 See benchmarks/README.md ("Adversarial inputs").
 """
@@ -56,17 +60,44 @@ MIN_JUDGED_CPU_S = 0.5
 
 
 def run_case(attack, size: int, work: Path, cli: list, timeout: float,
-             startup_s: float = 0.0) -> dict:
-    """Write the input of ``attack`` at ``size``, split it, and measure the run; its folder
-    is removed after (with what a run killed at the timeout left: its staging folder)."""
+             startup_s: float = 0.0, judge=None, repeat: int = 1) -> dict:
+    """Write the input of ``attack`` at ``size``, split it ``repeat`` times, and measure the
+    runs; its folder is removed after (with what a run killed at the timeout left: its
+    staging folder). ``judge(row)``, called after each run, sets the run's ``reference_us``
+    and ``vs_tile`` (``main``: against the tile's runs beside it); the row returned is the
+    run of the median ratio (``median_run``), the floor measured after the last run."""
     work = work / attack.name
     work.mkdir()
     try:
-        row = _measure(attack, size, work, cli, timeout)
+        path = work / (attack.name + attack.suffix)
+        events = attack.make(str(path), size)
+        runs = []
+        for k in range(repeat):
+            if k:  # the previous run's output: a split refuses a folder that exists
+                shutil.rmtree(work / (attack.name + ".out"), ignore_errors=True)
+            row = _measure(attack, size, path, events, work, cli, timeout)
+            row["net_us_per_event"] = net_us(row["cpu_s"], startup_s, row["events"])
+            if judge is not None:
+                judge(row)
+            runs.append(row)
+        row = median_run(runs)
         row["floor_us_per_event"] = floor_us(work, row)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    row["net_us_per_event"] = net_us(row["cpu_s"], startup_s, row["events"])
+    return row
+
+
+def median_run(runs: list) -> dict:
+    """Of one case's runs, the run whose ratio to the tile is the median (the lower middle of
+    an even count; by time per event where none was judged), with every run's ratio in
+    ``vs_tile_runs`` (empty where none was judged)."""
+    ratios = [r.get("vs_tile") for r in runs]
+    judged = all(ratio is not None for ratio in ratios)
+    key = (lambda r: r["vs_tile"]) if judged else (lambda r: r["net_us_per_event"])
+    ranked = sorted(runs, key=key)
+    row = dict(ranked[(len(ranked) - 1) // 2])
+    row["runs"] = len(runs)
+    row["vs_tile_runs"] = sorted(ratios) if judged else []
     return row
 
 
@@ -112,9 +143,8 @@ print(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
 """
 
 
-def _measure(attack, size: int, work: Path, cli: list, timeout: float) -> dict:
-    path = work / (attack.name + attack.suffix)
-    events = attack.make(str(path), size)
+def _measure(attack, size: int, path: Path, events: int, work: Path, cli: list,
+             timeout: float) -> dict:
     out = work / (attack.name + ".out")
     argv = ["timeout", "-s", "KILL", str(int(timeout))] + cli + ["split", str(path), "-o", str(out)]
     run = bench.run_once(argv, capture=True)
@@ -170,9 +200,10 @@ def print_table(rows: list, startup_s: float, out=None) -> None:
     """The table of cases, on ``out`` (standard output when None); each row is judged against
     its own ``reference_us`` (the tile's time per event beside it)."""
     out = out or sys.stdout
+    repeated = any(len(r.get("vs_tile_runs", ())) > 1 for r in rows)
     head = (f"{'case':<18} {'events':>9} {'rc':>4}  {'outcome':<52} {'RSS MB':>7} "
-            f"{'wall s':>7} {'cpu s':>7} {'us/ev':>8} {'tile':>5} {'vs tile':>7} {'floor':>6} "
-            f"{'beyond':>6}")
+            f"{'wall s':>7} {'cpu s':>7} {'us/ev':>8} {'tile':>5} {'vs tile':>7} "
+            + (f"{'runs':>11} " if repeated else "") + f"{'floor':>6} {'beyond':>6}")
     print(head, file=out)
     for r in rows:
         ref = r.get("reference_us")
@@ -182,6 +213,10 @@ def print_table(rows: list, startup_s: float, out=None) -> None:
             r["net_us_per_event"] * r["events"] >= 1e6 * MIN_JUDGED_CPU_S
         floor = r.get("floor_us_per_event") or 0.0
         ratio = f"{r['vs_tile']:7.2f}" if judged else "      -"
+        spread = r.get("vs_tile_runs") or ()
+        if repeated:  # the lowest and highest ratio of the case's runs
+            ratio += f" {spread[0]:5.2f}-{spread[-1]:<5.2f}" if judged and len(spread) > 1 \
+                else f" {'-':>11}"
         beyond = f"{(r['net_us_per_event'] - floor) / ref:6.2f}" if judged and floor \
             else "     -"
         rss, cpu = ("      -", "      -") if timed_out else \
@@ -193,6 +228,8 @@ def print_table(rows: list, startup_s: float, out=None) -> None:
               + (f"{floor:6.1f}" if floor else "     -") + f" {beyond}", file=out)
     print(f"(us/ev: CPU microseconds per event beyond the start-up of {startup_s:.2f} s; "
           "tile: the 10x resnet tile's, the mean of its runs before and after the case; "
+          + ("runs: the lowest and highest ratio of the case's runs, the row being the run "
+             "of the median; " if repeated else "") +
           f"the bounds: RSS <= {RSS_LIMIT_MB} MB, <= {TIME_RATIO_LIMIT:g}x the tile's "
           f"time per event, judged where the case takes {MIN_JUDGED_CPU_S:g} s beyond the "
           f"start-up; floor: us/ev of creating as many files of the same size alone "
@@ -212,7 +249,12 @@ def main(argv=None) -> int:
                     help="CPU us/event of the tile beyond the start-up, instead of measuring it")
     ap.add_argument("--work-dir", type=Path, default=None, help="where inputs are written")
     ap.add_argument("--json", type=Path, default=None, help="write the rows as JSON")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="split each case this many times; its row is the run of the median "
+                         "ratio to the tile, the range of ratios beside it (default 1)")
     a = ap.parse_args(argv)
+    if a.repeat < 1:
+        ap.error("--repeat must be at least 1")
     unknown = [c for c in a.cases if c not in BY_NAME]
     if unknown:
         ap.error(f"unknown case(s): {', '.join(unknown)}")
@@ -225,18 +267,22 @@ def main(argv=None) -> int:
         def reference() -> float | None:
             return a.reference_us or reference_us(a.reference, cli, work, startup)
 
-        rows, before = [], reference()
+        rows, tile = [], [reference()]  # the tile's latest run
+
+        def judge(row: dict) -> None:  # a run against the tile's runs before and after it
+            before, tile[0] = tile[0], reference()
+            row["reference_us"] = beside(before, tile[0])
+            row["vs_tile"] = row["net_us_per_event"] / row["reference_us"] \
+                if row["reference_us"] else None  # (judged or not: ``print_table``)
+
         for attack in attacks:
             size = attack.small if a.small else attack.big if not attack.scales else \
                 max(attack.small, int(attack.big * a.scale))
-            row = run_case(attack, size, work, cli, a.timeout, startup)
-            after = reference()
-            row["reference_us"] = beside(before, after)
-            row["vs_tile"] = row["net_us_per_event"] / row["reference_us"] \
-                if row["reference_us"] else None  # (judged or not: ``print_table``)
+            row = run_case(attack, size, work, cli, a.timeout, startup, judge, a.repeat)
             rows.append(row)
-            before = after
-            print(f"  {row['case']}: rc {row['rc']}, {row['wall_s']:.1f} s",
+            print(f"  {row['case']}: rc {row['rc']}, {row['wall_s']:.1f} s"
+                  + (f", ratios {', '.join(f'{v:.2f}' for v in row['vs_tile_runs'])}"
+                     if a.repeat > 1 and row["vs_tile_runs"] else ""),
                   file=sys.stderr, flush=True)
     print_table(rows, startup)
     if a.json:
