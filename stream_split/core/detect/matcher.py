@@ -86,7 +86,8 @@ class RootMatcher:
         self.small = RULES.small_op_share * upper_median(
             (sum(n.end - n.start for n in ops) for ops in instances), 0.0)
         self.syncs = {sym for sym, name in enumerate(names) if name in BLOCKING_SYNC_NAMES}
-        self.starts = [row[p] for p in pos]
+        self.starts = [row[p] for p in pos]  # the latest instances' first ops
+        self._typical_of = RULES.online.typical_of  # how many of them are kept
         # Python frames read before the op they open (a file in time order): pending until
         # the next op of the row is read (``skeleton.open_pending``).
         self.frames: list = []
@@ -135,7 +136,11 @@ class RootMatcher:
         identical iterations is measured once, not once an iteration), and its symbols are
         ``seen`` already (each instance measured is, but at ``finish``)."""
         # (the very same float object again: ``CodedColumn`` codes it without a look-up)
-        key = [(n.sym, n.end - n.start, n.gpu) for n in instance]
+        if len(instance) == 1:  # (a loop of one-op instances: no list comprehension)
+            n = instance[0]
+            key = [(n.sym, n.end - n.start, n.gpu)]
+        else:
+            key = [(n.sym, n.end - n.start, n.gpu) for n in instance]
         alike = key == self._measured[0]
         if alike:
             shape, sim = self._measured[1]
@@ -152,11 +157,14 @@ class RootMatcher:
 
     def _begin(self, instance: list, first: Node) -> None:
         """An instance ends (``instance``, its ops) and the next begins at ``first``."""
-        self.shortest = min(self.shortest, len(instance))
+        if len(instance) < self.shortest:
+            self.shortest = len(instance)
         if not self._measure(instance):  # (alike the one before: no symbol new to ``seen``)
             self.seen.update([n.sym for n in instance])
-        self.starts.append(first)
-        del self.starts[:-RULES.online.typical_of]
+        starts = self.starts
+        starts.append(first)
+        if len(starts) > self._typical_of:  # (one more than kept: the oldest goes)
+            del starts[:-self._typical_of]
 
     def _undo(self) -> list:
         """Withdraw the latest (tentative) boundary: its ops go back to the instance before."""
@@ -233,8 +241,13 @@ class RootMatcher:
         step's first cpu_op, as ``close.align_sections`` at close), whichever
         is first."""
         start, name = first.start, self.names[first.sym]
-        frame = outermost_opener(first, ceiling)
-        opens_after = self._gap_before(first)
+        # (``outermost_opener``'s common case, inline: no frame opens most ops)
+        frame = None if first.opener is None else outermost_opener(first, ceiling)
+        recent = self.recent
+        if recent and recent[-1] is first and len(recent) > 1:
+            opens_after = recent[-2].end  # (``_gap_before``'s common case, inline)
+        else:
+            opens_after = self._gap_before(first)
         if frame is not None:
             start, name, opens_after = frame[0], frame[2], None
             self.at_frames += 1
@@ -258,7 +271,9 @@ class RootMatcher:
                 if o_start > first.start or self._little_work_after(o_start, first.start):
                     start, name = o_start, o_name
                     break
-        return FoundBoundary(start, self.thread, name, opens_after=opens_after, **kw)
+        if kw:
+            return FoundBoundary(start, self.thread, name, opens_after=opens_after, **kw)
+        return FoundBoundary(start, self.thread, name, False, "", opens_after)
 
     def _gap_before(self, first: Node) -> float | None:
         """Where the gap before ``first`` begins on the row: the end of the op read before
