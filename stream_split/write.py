@@ -1172,7 +1172,7 @@ def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_i
         if table is not None:
             table.start(manifest)
         stream_split.manifest_entries.dump_manifest(manifest, f,
-                                                    None if table is None else table.add)
+                                                    None if table is None else table.add_many)
         f.write("\n")
     return manifest
 
