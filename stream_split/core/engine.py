@@ -134,8 +134,9 @@ def _arrival(item) -> int:
     return item[1]
 
 
-#: What a held item keeps of its event (``_hold_cpu``).
+#: What a held item keeps of its event (``_hold_cpu``); its end, start and original bytes.
 _HELD_OF = itemgetter(3)
+_HELD_END, _HELD_START, _HELD_RAW = itemgetter(0), itemgetter(2), itemgetter(5)
 
 _WAITING_IN_MEMORY = 4096
 
@@ -1480,13 +1481,20 @@ class Splitter:
             decided.append(heappop(pending))
         rows = self._cpu_rows
         if not self._cpu_held and len(rows.raws) <= _FEW_HELD:  # a few, held one by one:
-            items = rows.items_before(until, _HELD_FRAME)  # as items
-            self._cpu_held_n = len(rows.raws)
-            if decided:
-                decided.extend(items)
-                self._resolve_in_order(decided, None)
-            elif items:  # in the order they came already
-                self._own_rows(items)
+            # (most often each ends before ``until`` and none is a frame: decided as they
+            # lie, no item made: ``HeldRows.take_all_before``)
+            taken = None if decided else rows.take_all_before(until, _HELD_FRAME)
+            if taken is not None:
+                self._cpu_held_n = 0
+                self._own_each(*taken)
+            else:
+                items = rows.items_before(until, _HELD_FRAME)  # as items
+                self._cpu_held_n = len(rows.raws)
+                if decided:
+                    decided.extend(items)
+                    self._resolve_in_order(decided, None)
+                elif items:  # in the order they came already
+                    self._own_rows(items)
         else:
             self._resolve_in_order(decided, self._take_held(until))
         if self._pending_links.raws:  # (no head: see ``_held_in_memory``)
@@ -1499,8 +1507,15 @@ class Splitter:
         if _HELD_FRAME in map(_HELD_OF, items):
             self._resolve_all(items)
             return
+        self._own_each(map(_HELD_END, items), map(_HELD_START, items), map(_HELD_OF, items),
+                       map(_HELD_RAW, items))
+
+    def _own_each(self, ends, starts, events, raws) -> None:
+        """Held CPU-side events, none a plain frame, that a boundary decides (each ends
+        before it), in the order they came, as columns: each one's end, start, what is held
+        of it and its original bytes (``_own_rows``)."""
         windows, own_cpu = self._windows, self._own_cpu
-        for end, _, start, event, _, raw in items:
+        for end, start, event, raw in zip(ends, starts, events, raws):
             # the window found last (``Windows.owner``'s first case, inline: most items)
             own_cpu(windows.cached_owner if windows.cached_lo <= start <= end < windows.cached_hi
                     else windows.owner(start, end), event, start, end, raw)
