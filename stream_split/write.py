@@ -43,7 +43,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Mapping
 from contextlib import suppress
-from itertools import groupby, islice, repeat, takewhile
+from itertools import groupby, repeat, takewhile
 from operator import itemgetter
 
 import numpy as np
@@ -319,9 +319,8 @@ class PieceWriter:
         folder_fd = os.open(self.out_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         native = stream_split.decode._native  # (read here: the tests switch it)
         small = native is not None and self.compress and not by_index
-        pieces = iter(files.items())
         try:
-            while chunk := list(islice(pieces, STOP_CHECK_PIECES)):
+            for chunk in files.chunks(STOP_CHECK_PIECES):
                 _check_stop(stop)
                 at = 0
                 while at < len(chunk):
@@ -520,12 +519,27 @@ class PieceFiles(Mapping):
         return self._special.get(owner, default)
 
     def items(self):
-        """(owner, name) of every piece, in order (made as iterated: one name at a time)."""
-        yield from self._special.items()
-        namers = self._namers
-        for index, code in enumerate(self._codes):
-            if code:
-                yield index, namers[code](index)  # ``_name``'s, inline
+        """(owner, name) of every piece, in order (made as iterated: ``chunks``)."""
+        for chunk in self.chunks(STOP_CHECK_PIECES):
+            yield from chunk
+
+    def chunks(self, size: int):
+        """``items()`` as lists of at most ``size`` (none empty), made as iterated: the
+        special owners' pieces, then the iterations' from ``size`` indices at a time, named
+        by functions written in C where all of them are named alike (every piece named by
+        index, where all are iterations: no call of Python a piece)."""
+        if self._special:
+            yield list(self._special.items())
+        codes, namers = self._codes, self._namers
+        for at in range(0, len(codes), size):
+            block = codes[at:at + size]
+            code = block[0]
+            if code and block.count(code) == len(block):
+                indices = range(at, at + len(block))
+                yield list(zip(indices, map(namers[code], indices)))
+            elif chunk := [(index, namers[code](index))  # ``_name``'s, inline
+                           for index, code in enumerate(block, at) if code]:
+                yield chunk
 
     def __contains__(self, owner) -> bool:
         if owner in self._special:
