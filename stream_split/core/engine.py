@@ -126,7 +126,9 @@ _SPILL_BATCH = 4096
 #: Held CPU-side events (held one by one, none as columns) that a boundary decides as items,
 #: one by one, rather than as columns: a step of a few events would pay for a dozen numpy
 #: calls to decide two of them. Likewise a stretch of frames among held items
-#: (``_resolve_all``).
+#: (``_resolve_all``), and held columns that a boundary decides few of (``_resolve_in_order``:
+#: the first iterations of a loop, held until the detector was sure, a boundary at a time;
+#: split of 30 k one-op iterations 9,680.3 -> 9,413.3 M instructions).
 _FEW_HELD = 32
 
 
@@ -1467,8 +1469,8 @@ class Splitter:
     def _resolve_in_order(self, items: list, held: HeldColumns | None) -> None:
         """Decide held ``items`` and ``held`` columns together in the order they came (all
         decidable now)."""
-        if held is not None and items:  # both kinds: as items
-            items.extend(held.items(_HELD_FRAME))
+        if held is not None and (items or len(held) <= _FEW_HELD):  # both kinds, or a few
+            items.extend(held.items(_HELD_FRAME))  # columns (``_FEW_HELD``): as items
             held = None
         items.sort(key=_arrival)  # hand events out in the order they came
         self._resolve_all(items)
