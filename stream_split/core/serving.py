@@ -200,8 +200,9 @@ def _token_threshold(counts: list[int]) -> float:
     return threshold
 
 
-#: What ``SeenFacts`` gives for an iteration whose ops told nothing (read, never changed).
-_NOTHING_SEEN = PhaseFacts()
+#: What ``SeenFacts`` gives for an iteration whose ops told nothing (read, never changed;
+#: the engine keeps None for it: ``Splitter._observe_phase``).
+NOTHING_SEEN = PhaseFacts()
 
 
 class SeenFacts:
@@ -219,7 +220,7 @@ class SeenFacts:
 
     def __iter__(self):
         for facts in self._facts:
-            yield _NOTHING_SEEN if facts is None else facts
+            yield NOTHING_SEEN if facts is None else facts
 
 
 def is_serving(facts: list[PhaseFacts], graph_launches: list[int]) -> bool:
