@@ -55,7 +55,10 @@ def _shared_entries(records: list, files: dict) -> list:
     (``records.untyped_dict``) and the file's name: no other call of Python per entry
     (``to_dict``, its derived values, ``manifest_entry`` itself: some 3,000 instructions an
     entry of a manifest of 10 k one-op iterations)."""
-    entries = list(map(untyped_dict, records, map(files.get, map(_INDEX, records))))
+    indices = list(map(_INDEX, records))
+    names_of = getattr(files, "names_of", None)  # (``write.PieceFiles``: a page's at once)
+    names = names_of(indices) if names_of is not None else map(files.get, indices)
+    entries = list(map(untyped_dict, records, names))
     if any(map(_EXTRA, records)):  # (rare) spread as ``to_dict`` spreads it, the file kept
         for entry, record in zip(entries, records):
             if record.extra:

@@ -270,3 +270,26 @@ def test_pieces_named_by_step_keep_a_repeated_step_apart_by_index(tmp_path):
     writer.discard()
     assert [files[i] for i in range(4)] == ["step_00007.json.gz", "step_00008.json.gz",
                                             "iteration_00002.json.gz", "iteration_00003.json.gz"]
+
+
+@pytest.mark.parametrize("odd_kind", [None, "warmup"])
+def test_pieces_named_a_block_at_a_time_are_those_named_one_by_one(tmp_path, odd_kind):
+    """``PieceFiles.chunks`` (``finish``'s blocks) and ``names_of`` (a page of the manifest's
+    entries) name the pieces as ``get`` does one by one: blocks of one kind, of two, with a
+    kind named apart, with iterations left out (a selection), and owners not in a row."""
+    kinds = [KIND_IDLE if 130 <= i < 140 or i == 7 else KIND_ITERATION for i in range(300)]
+    if odd_kind is not None:
+        kinds[151] = odd_kind
+    records = [IterationRecord(index=i, kind=kind) for i, kind in enumerate(kinds)]
+    for at, select in enumerate((None, lambda owner: owner % 50 != 3)):
+        (tmp_path / str(at)).mkdir()
+        writer = PieceWriter(str(tmp_path / str(at)), select=select)
+        files = writer.file_names(records, kinds)
+        writer.discard()
+        chunks = list(files.chunks(64))
+        assert all(0 < len(chunk) <= 64 for chunk in chunks)
+        assert [pair for chunk in chunks for pair in chunk] == [
+            (owner, files.get(owner)) for owner in files]
+        for owners in ([], list(range(64)), list(range(120, 150)), list(range(140, 204)),
+                       [1, 2, 5], [OUTSIDE, 0], list(range(280, 310)), [153]):
+            assert files.names_of(owners) == [files.get(owner) for owner in owners]
