@@ -57,7 +57,7 @@ from stream_split.core.finish import FinalRecords
 from stream_split.core.owners import AnnotationOwners, MonotonicOwnerMap, Windows
 from stream_split.core.serving import (
     DIFFUSION_CODE, NONE as _NO_ROLE, NOTHING_SEEN, ROLES as _PHASE_ROLES, PhaseFacts, SeenFacts,
-    infer_phases, input_dims, loop_containers, role_of)
+    infer_phases, input_dims, loop_containers, role_of, tells_nothing)
 from stream_split.core.records import (
     Boundary, IterationRecord, KIND_ITERATION, METADATA, OUTSIDE, REVISION_MOVE, REVISION_RETRACT,
     Revision)
@@ -1595,9 +1595,11 @@ class Splitter:
         """An op of iteration ``owner`` with a phase ``role``: into its ``PhaseFacts``, made
         at its first such op that tells something (None before: most iterations of a
         training loop have none, and a None is nothing to page through a file; an op that
-        tells nothing, a GEMM without its ``Input Dims``, leaves it None: 30 k annotated
-        steps of one ``aten::mm`` each, ``testing.attacks.many_iterations``, paged 30 k
-        facts of nothing through the file, each pickled by a call of Python)."""
+        tells nothing, a GEMM without its ``Input Dims`` (``tells_nothing``), leaves it None:
+        30 k annotated steps of one ``aten::mm`` each, ``testing.attacks.many_iterations``,
+        paged 30 k facts of nothing through the file, each pickled by a call of Python)."""
+        if tells_nothing(role, args):
+            return
         facts = self._phase_facts[owner]
         if facts is None:
             facts = PhaseFacts()
