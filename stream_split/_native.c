@@ -30,9 +30,14 @@
 
    ``slices(buf, starts, ends)`` is ``[buf[s:e] for s, e in zip(starts, ends)]`` for int64
    arrays, without an int object per offset (each event's original bytes, ``keep_raws``);
-   ``prefixed_runs`` is ``decode._frame_runs``'s search for runs of Python frames. */
+   ``prefixed_runs`` is ``decode._frame_runs``'s search for runs of Python frames.
+
+   ``small_pieces`` writes the pieces of a split whose events are a few bytes each, each a
+   file of its own (``write.PieceWriter._assemble_small``: see there). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <math.h>
 #include <errno.h>
@@ -816,6 +821,124 @@ done:
     return result;
 }
 
+
+/* ---- small_pieces: many tiny compressed pieces, each a file created new ---- */
+
+/* CRC-32 as zlib's ``crc32(data, crc)`` computes it (the gzip trailer's), a byte at a time:
+   the parts it reads are a few hundred bytes. */
+static uint32_t crc_table[256];
+
+static void crc_table_make(void) {
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320U ^ (c >> 1) : c >> 1;
+        crc_table[n] = c;
+    }
+}
+
+static uint32_t crc32_on(uint32_t crc, const unsigned char *at, Py_ssize_t n) {
+    crc = ~crc;
+    for (Py_ssize_t i = 0; i < n; i++) crc = crc_table[(crc ^ at[i]) & 0xFF] ^ (crc >> 8);
+    return ~crc;
+}
+
+static inline void put_le32(unsigned char *at, uint32_t v) {
+    at[0] = (unsigned char)v; at[1] = (unsigned char)(v >> 8);
+    at[2] = (unsigned char)(v >> 16); at[3] = (unsigned char)(v >> 24);
+}
+
+/* ``name`` created new in the folder open as ``folder_fd`` (``flags``), holding ``n`` bytes
+   at ``data``: 0, or -1 with OSError set (the file closed). */
+static int write_new(int folder_fd, const char *name, PyObject *name_obj, int flags,
+                     const unsigned char *data, Py_ssize_t n) {
+    int fd;
+    do {
+        fd = openat(folder_fd, name, flags, 0666);
+    } while (fd < 0 && errno == EINTR && !PyErr_CheckSignals());
+    if (fd < 0) {
+        if (!PyErr_Occurred()) PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, name_obj);
+        return -1;
+    }
+    while (n > 0) {
+        ssize_t written = write(fd, data, (size_t)n);
+        if (written < 0) {
+            if (errno == EINTR && !PyErr_CheckSignals()) continue;
+            int error = errno;
+            close(fd);
+            if (!PyErr_Occurred()) {
+                errno = error;
+                PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, name_obj);
+            }
+            return -1;
+        }
+        data += written;
+        n -= written;
+    }
+    if (close(fd) < 0 && errno != EINTR) {
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, name_obj);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *small_pieces(PyObject *self, PyObject *args) {
+    int folder_fd, flags;
+    PyObject *names;
+    Py_buffer data, sizes, lead, trail, tail;
+    unsigned long lead_crc;
+    Py_ssize_t head_size, stored_max;
+    if (!PyArg_ParseTuple(args, "iiO!y*y*y*ky*y*nn", &folder_fd, &flags, &PyList_Type, &names,
+                          &data, &sizes, &lead, &lead_crc, &trail, &tail, &head_size,
+                          &stored_max))
+        return NULL;
+    PyObject *result = NULL;
+    unsigned char *piece = NULL;
+    Py_ssize_t count = PyList_GET_SIZE(names), done = 0, at = 0;
+    if (sizes.itemsize != 4 || sizes.len / 4 < count || stored_max < 0 || stored_max > 0xFFFF) {
+        PyErr_SetString(PyExc_ValueError, "sizes: int32, one a name; stored_max: 0 to 65535");
+        goto end;
+    }
+    const int32_t *size_of = (const int32_t *)sizes.buf;
+    piece = PyMem_Malloc((size_t)(lead.len + 5 + stored_max + trail.len + 8));
+    if (piece == NULL) {
+        PyErr_NoMemory();
+        goto end;
+    }
+    memcpy(piece, lead.buf, (size_t)lead.len);
+    for (; done < count; done++) {
+        Py_ssize_t size = size_of[done];
+        PyObject *name = PyList_GET_ITEM(names, done);
+        if (size <= 0 || size > stored_max || at + size > data.len || !PyUnicode_Check(name)
+                || !PyUnicode_IS_ASCII(name))
+            break;  /* deflated, or named otherwise: the caller's */
+        const unsigned char *part = (const unsigned char *)data.buf + at;
+        unsigned char *p = piece + lead.len;
+        /* one stored deflate block, not final: a byte, the length and its complement */
+        p[0] = 0;
+        p[1] = (unsigned char)size; p[2] = (unsigned char)(size >> 8);
+        p[3] = (unsigned char)~size; p[4] = (unsigned char)(~size >> 8);
+        memcpy(p + 5, part, (size_t)size);
+        p += 5 + size;
+        memcpy(p, trail.buf, (size_t)trail.len);
+        p += trail.len;
+        uint32_t crc = crc32_on(crc32_on((uint32_t)lead_crc, part, size),
+                                (const unsigned char *)tail.buf, tail.len);
+        put_le32(p, crc);
+        put_le32(p + 4, (uint32_t)((uint64_t)(head_size + size + tail.len) & 0xFFFFFFFFU));
+        p += 8;
+        if (write_new(folder_fd, PyUnicode_AsUTF8(name), name, flags | O_CLOEXEC, piece,
+                      p - piece) < 0)
+            goto end;
+        at += size;
+    }
+    result = PyLong_FromSsize_t(done);
+end:
+    PyMem_Free(piece);
+    PyBuffer_Release(&data); PyBuffer_Release(&sizes); PyBuffer_Release(&lead);
+    PyBuffer_Release(&trail); PyBuffer_Release(&tail);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped) -> (brackets, depths, end_in_string, "
@@ -836,6 +959,14 @@ static PyMethodDef methods[] = {
      "a value at that level (manifest_entries._chunk_text); None where one holds a value of "
      "another type (exactly dict with str keys, list, str, int, float, bool, None are "
      "written), a float that is not finite, or nesting deeper than 64."},
+    {"small_pieces", small_pieces, METH_VARARGS,
+     "small_pieces(folder_fd, flags, names, data, sizes, lead, lead_crc, trail, tail, "
+     "head_size, stored_max) -> how many were written: pieces from the first on, each "
+     "the file names[i] created new (os.open's flags) in the folder open as folder_fd, "
+     "holding lead, its part of data (sizes[i] bytes, int32, the parts one after another) "
+     "as one stored deflate block, trail and the gzip trailer (the CRC-32 of the part taken "
+     "on from lead_crc, then of tail; head_size + the part's size + len(tail)); it stops "
+     "at a part over stored_max bytes or a name not ASCII (write.PieceWriter._assemble_small)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -847,5 +978,6 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__native(void) {
+    crc_table_make();
     return PyModule_Create(&module);
 }

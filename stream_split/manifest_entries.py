@@ -55,7 +55,10 @@ def _shared_entries(records: list, files: dict) -> list:
     (``records.untyped_dict``) and the file's name: no other call of Python per entry
     (``to_dict``, its derived values, ``manifest_entry`` itself: some 3,000 instructions an
     entry of a manifest of 10 k one-op iterations)."""
-    entries = list(map(untyped_dict, records, map(files.get, map(_INDEX, records))))
+    indices = list(map(_INDEX, records))
+    names_of = getattr(files, "names_of", None)  # (``write.PieceFiles``: a page's at once)
+    names = names_of(indices) if names_of is not None else map(files.get, indices)
+    entries = list(map(untyped_dict, records, names))
     if any(map(_EXTRA, records)):  # (rare) spread as ``to_dict`` spreads it, the file kept
         for entry, record in zip(entries, records):
             if record.extra:
@@ -125,8 +128,8 @@ class ManifestIterations(Sequence):
         """The text of the entries as ``dump_manifest`` writes them, ``CHUNK_ENTRIES`` at a
         time (``_chunk_text``: each chunk's text begins with the line break before its first
         entry; joined by commas they are the list's inside). Counts the kinds on the way
-        (``kinds``). ``read``: called with each entry, in order, as ``to_read`` makes it,
-        once its chunk is encoded."""
+        (``kinds``). ``read``: called with each chunk's entries (a list), in order, each as
+        ``to_read`` makes it, once the chunk is encoded."""
         not_finite = set()
         kinds = Counter()
         chunk, first = [], 0
@@ -205,8 +208,9 @@ def kind_counts(entries) -> dict:
 def dump_manifest(manifest: dict, stream, read=None) -> None:
     """Write ``manifest`` to the text ``stream`` as strict JSON with ``INDENT`` (the text of
     ``serialize.strict_json(manifest, indent=INDENT)``), its ``iterations`` encoded
-    ``CHUNK_ENTRIES`` at a time. ``read``: called with each entry, in order, as
-    ``entries_to_read`` gives it (its pass over them made in this one)."""
+    ``CHUNK_ENTRIES`` at a time. ``read``: called with the entries a chunk (a list) at a
+    time, in order, each as ``entries_to_read`` gives it (its pass over them made in this
+    one)."""
     head = dict(manifest, iterations=_PLACEHOLDER)
     try:
         text = _laid_out(head)
@@ -222,9 +226,9 @@ def dump_manifest(manifest: dict, stream, read=None) -> None:
     else:
         texts = (_chunk_text(entries[at:at + CHUNK_ENTRIES], at)
                  for at in range(0, len(entries), CHUNK_ENTRIES))
-        if read is not None:
-            for entry in entries:  # read as they are: ``entries_to_read`` of a list
-                read(entry)
+        if read is not None:  # read as they are: ``entries_to_read`` of a list
+            for at in range(0, len(entries), CHUNK_ENTRIES):
+                read(entries[at:at + CHUNK_ENTRIES])
     stream.write("[")
     for count, text in enumerate(texts):  # written as made: 1 M entries' text is ~1 GB
         stream.write("," + text if count else text)
@@ -443,13 +447,15 @@ _MSGSPEC = msgspec.json.Encoder()
 
 
 def _hand_over(chunk: list, first: int, not_finite: set, read) -> None:
-    """Each entry of an encoded ``chunk`` (``first`` the position of its first) to ``read``
-    (None: nobody), as ``ManifestIterations.to_read`` gives it: ``finite`` where
+    """The entries of an encoded ``chunk`` (``first`` the position of its first) to ``read``
+    (None: nobody) at once, each as ``ManifestIterations.to_read`` gives it: ``finite`` where
     ``_chunk_text`` found a number that is not finite (changed entries are finite then)."""
     if read is None:
         return
-    for position, entry in enumerate(chunk, first):
-        read(finite(entry) if position in not_finite else entry)
+    if not_finite:  # (rare)
+        chunk = [finite(entry) if position in not_finite else entry
+                 for position, entry in enumerate(chunk, first)]
+    read(chunk)
 
 
 def _laid_out(value) -> str:

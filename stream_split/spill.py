@@ -219,6 +219,18 @@ class HeldRows:
         if end.__class__ is not float or start.__class__ is not float:
             self.exact = True
 
+    def take_all_before(self, until: float, frame: dict):
+        """``(ends, starts, events, raws)`` of the events added, no longer here, where every
+        one ends before ``until`` and none is a plain frame (its event None, or ``frame``);
+        None otherwise (all stay: ``items_before`` decides)."""
+        ends, events = self.ends, self.events
+        if not ends or not max(ends) < until or None in events or frame in events:
+            return None
+        taken = ends, self.starts, events, self.raws
+        self.ends, self.seqs, self.starts, self.events, self.raws = [], [], [], [], []
+        self.exact = False
+        return taken
+
     def items_before(self, until: float, frame: dict) -> list:
         """The events added that end before ``until``, as the engine's held items
         ``(end, seq, start, event, None, raw)`` in the order added (a plain frame's event:

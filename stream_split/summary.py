@@ -12,14 +12,17 @@ import errno
 import json
 import os
 import sys
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import compress, islice
+from operator import itemgetter, methodcaller
 from types import MappingProxyType
 
 from rich.console import Console
 from rich.table import Table
 
+from stream_split.core.records import KIND_IDLE
 from stream_split.explain import shown
 from stream_split.manifest_entries import entries_to_read
 from stream_split.serialize import strict_json
@@ -161,9 +164,14 @@ def build_table(manifest: dict, limit: int | None = None) -> dict:
     does not hold a million rows). ``TableBuilder`` makes it an entry at a time."""
     builder = TableBuilder(limit)
     builder.start(manifest)
-    for it in entries_to_read(manifest.get("iterations") or []):  # once: made when read
-        builder.add(it)
+    entries = iter(entries_to_read(manifest.get("iterations") or []))  # once: made when read
+    while chunk := list(islice(entries, TABLE_CHUNK_ENTRIES)):
+        builder.add_many(chunk)
     return builder.table()
+
+
+#: Entries that ``build_table`` hands to ``TableBuilder.add_many`` at once.
+TABLE_CHUNK_ENTRIES = 256
 
 
 class TableBuilder:
@@ -192,16 +200,29 @@ class TableBuilder:
 
     def add(self, it: dict) -> None:
         """The manifest's next entry."""
-        self._rows.append(self._make_row(it) if self._limit is None else it)
-        judged = judged_time(it)
-        if it["kind"] == "idle":
-            self._idle += 1
-        elif judged is not None:
-            self._durations.append(judged)
-            if it.get("phase"):
-                self._by_phase.setdefault(it["phase"], []).append(judged)
-        if it.get("outlier"):
-            self._outliers.append(it["index"])
+        self.add_many((it,))
+
+    def add_many(self, entries) -> None:
+        """The manifest's next entries (a sequence), as many calls of ``add``: a chunk at a
+        time, each step over all of them (``dump_manifest`` hands them so), with no call of
+        Python an entry where none is idle nor of a serving phase but ``judged_time``'s
+        (``add`` an entry at a time, and ``ShownRows.append``: some 9,000 instructions an
+        entry of a split of one-op iterations)."""
+        self._rows.extend(map(self._make_row, entries) if self._limit is None else entries)
+        judged = list(map(judged_time, entries))
+        kinds = list(map(_KIND, entries))
+        phases = list(map(_PHASE, entries))
+        if KIND_IDLE in kinds or any(phases):
+            for kind, time, phase in zip(kinds, judged, phases):
+                if kind == KIND_IDLE:
+                    self._idle += 1
+                elif time is not None:
+                    self._durations.append(time)
+                    if phase:
+                        self._by_phase.setdefault(phase, []).append(time)
+        else:
+            self._durations += [time for time in judged if time is not None]
+        self._outliers += [it["index"] for it in compress(entries, map(_OUTLIER, entries))]
 
     def table(self) -> dict:
         """The table of the entries added (``build_table``'s)."""
@@ -294,30 +315,43 @@ class ShownRows:
         return self._n
 
     def append(self, it: dict) -> None:
-        self._n += 1
-        kinds, kind = self.kinds, it["kind"]
-        kinds[kind] = kinds.get(kind, 0) + 1
-        start = it["start_ts"]  # its row's ``start_ms``, in µs until ``build_table`` is done
-        if start is not None and (self.first_start is None or start < self.first_start):
-            self.first_start = start
-        if len(self._optional) < len(_OPTIONAL_KEYS):
-            self._optional.update(_optional_keys(it))
-        item = [it, None]
-        if it.get("outlier") and ", " in (it.get("outlier_reason") or ""):
-            self._said.append(self._row_of(item))
-            if len(self._said) > 8 * OUTLIERS_EXPLAINED:
-                self._said = _slowest(self._said)[:OUTLIERS_EXPLAINED]
-        if self._n <= self._limit:
-            self._first.append(item)
+        self.extend((it,))
+
+    def extend(self, entries) -> None:
+        """``append`` each of ``entries`` (a sequence), each step over all of them at once
+        (``TableBuilder.add_many``)."""
+        before = self._n
+        self._n += len(entries)
+        kinds = self.kinds
+        for kind, count in Counter(map(_KIND, entries)).items():  # (in the order first seen)
+            kinds[kind] = kinds.get(kind, 0) + count
+        # their rows' ``start_ms``, in µs until ``build_table`` is done (finite: the manifest's)
+        starts = [start for start in map(_START, entries) if start is not None]
+        if starts and (self.first_start is None or min(starts) < self.first_start):
+            self.first_start = min(starts)
+        if len(self._optional) < len(_OPTIONAL_KEYS):  # (only entries with GPU work or a
+            for it in entries:  # phase have an optional column: ``_optional_keys``)
+                breakdown = it.get("breakdown")
+                if breakdown and breakdown.get("span_us") or it.get("phase") is not None:
+                    self._optional.update(_optional_keys(it))
+        items = [[it, None] for it in entries]
+        for item in compress(items, map(_OUTLIER, entries)):  # (most are not)
+            if ", " in (item[0].get("outlier_reason") or ""):
+                self._said.append(self._row_of(item))
+                if len(self._said) > 8 * OUTLIERS_EXPLAINED:
+                    self._said = _slowest(self._said)[:OUTLIERS_EXPLAINED]
+        first = max(0, self._limit - before)  # those among the first ``limit``
+        self._first += items[:first]
+        if len(items) <= first:
             return
         if not self._tail:  # one more than ``limit``: the first rows, the middle, the last
-            items, self._first = self._first, self._first[:self._edge]
-            self._tail.extend(items[len(items) + 1 - self._edge:])
-            for kept in items[self._edge:len(items) + 1 - self._edge]:
-                self._to_middle(kept)
+            kept, self._first = self._first, self._first[:self._edge]
+            self._tail.extend(kept[len(kept) + 1 - self._edge:])
+            for item in kept[self._edge:len(kept) + 1 - self._edge]:
+                self._to_middle(item)
         tail = self._tail
-        tail.append(item)
-        if len(tail) > self._edge:
+        tail.extend(items[first:])
+        while len(tail) > self._edge:
             item = tail.popleft()
             if item[0].get("outlier"):  # (most are not: no call)
                 self._to_middle(item)
@@ -384,6 +418,11 @@ def _phase_footer(by_phase: dict) -> dict:
                       "median_ms": round(quantile(durations, 0.5) / 1000, 3),
                       "p90_ms": round(quantile(durations, 0.9) / 1000, 3)}
     return out
+
+
+#: An entry's kind, start, phase and outlier flag (read in C, a chunk of entries at once).
+_KIND, _START = itemgetter("kind"), itemgetter("start_ts")
+_PHASE, _OUTLIER = methodcaller("get", "phase"), methodcaller("get", "outlier")
 
 
 #: The layers of ``breakdown`` (µs in the manifest) that a row has, in ms (the text table

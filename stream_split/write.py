@@ -43,7 +43,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Mapping
 from contextlib import suppress
-from itertools import groupby, repeat
+from itertools import groupby, repeat, takewhile
 from operator import itemgetter
 
 import numpy as np
@@ -317,19 +317,28 @@ class PieceWriter:
         # Pieces are created by their (relative) names in the folder opened once: the file
         # system does not walk the folder's path again for each of 1 M pieces.
         folder_fd = os.open(self.out_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        native = stream_split.decode._native  # (read here: the tests switch it)
+        small = native is not None and self.compress and not by_index
         try:
-            for count, (owner, name) in enumerate(files.items()):
-                if count % STOP_CHECK_PIECES == 0:
-                    _check_stop(stop)
-                own_ends = ends
-                if owner in by_index:
-                    os.makedirs(os.path.dirname(os.path.join(self.out_dir, name)),
-                                exist_ok=True)
-                    if by_index[owner].step is None:  # HTA finds an iteration by its step
-                        own_head = _piece_head(header_before, self.metadata + [
-                            added_step(by_index[owner], loop_thread)])
-                        own_ends = _Ends(own_head, own_head + b",\n", tail, self.compresslevel)
-                self._assemble(name, folder_fd, own_ends, owner)
+            for chunk in files.chunks(STOP_CHECK_PIECES):
+                _check_stop(stop)
+                at = 0
+                while at < len(chunk):
+                    if small and (done := self._assemble_small(chunk, at, folder_fd, ends)):
+                        at += done
+                        continue
+                    owner, name = chunk[at]
+                    at += 1
+                    own_ends = ends
+                    if owner in by_index:
+                        os.makedirs(os.path.dirname(os.path.join(self.out_dir, name)),
+                                    exist_ok=True)
+                        if by_index[owner].step is None:  # HTA finds an iteration by its step
+                            own_head = _piece_head(header_before, self.metadata + [
+                                added_step(by_index[owner], loop_thread)])
+                            own_ends = _Ends(own_head, own_head + b",\n", tail,
+                                             self.compresslevel)
+                    self._assemble(name, folder_fd, own_ends, owner)
         finally:
             os.close(folder_fd)
             self._spool.pack.release()
@@ -366,6 +375,31 @@ class PieceWriter:
             taken.add(name)
             files.add_named(record.index, name)
         return files
+
+    def _assemble_small(self, pieces: list, at: int, folder_fd: int, ends: _Ends) -> int:
+        """How many of ``pieces`` (``(owner, name)``) from ``at`` on were assembled here, a
+        run at once (0: none; the caller assembles the next one, ``_assemble``): compressed
+        pieces whose events are the next parts of the pack, one part each, of at most
+        ``STORED_PACK_BYTES`` (a stored block: ``_encode_packed``), without a spool file,
+        each written by ``_native.small_pieces`` (what ``_assemble`` writes, byte for byte,
+        with no call of Python a piece: some 11,000 instructions a piece of one-op
+        iterations, most of ``_assemble``'s own)."""
+        owners = [owner for owner, _ in pieces[at:]]
+        on_file = self._spool.file_sums
+        if on_file:  # (rare with small pieces) those before the first with a spool file
+            owners = list(takewhile(lambda owner: owner not in on_file, owners))
+        pack = self._spool.pack
+        found = pack.next_parts(owners)
+        if found is None:
+            return 0
+        data, sizes = found
+        done = stream_split.decode._native.small_pieces(
+            folder_fd, stream_split.output.CREATE_FLAGS,
+            [name for _, name in pieces[at:at + len(sizes)]], data, sizes, ends.lead,
+            ends.lead_crc, ends.trail, ends.tail, len(ends.head_before_events),
+            STORED_PACK_BYTES)
+        pack.taken(done, sum(sizes[:done]))
+        return done
 
     def _assemble(self, name: str, folder_fd: int, ends: _Ends, owner: int) -> None:
         """One piece, ``name`` in the folder open as ``folder_fd``: its head, its events
@@ -484,13 +518,39 @@ class PieceFiles(Mapping):
             return self._namers[code](owner) if code else default  # ``_name``'s, inline
         return self._special.get(owner, default)
 
+    def names_of(self, owners: list) -> list:
+        """``[self.get(owner) for owner in owners]``, by a function written in C where they
+        are iterations in a row all named alike (a page of the manifest's entries:
+        ``manifest_entries._shared_entries``; no call of Python an entry)."""
+        if owners and owners[0].__class__ is int and 0 <= owners[0] \
+                and owners[-1] - owners[0] == len(owners) - 1:
+            block = self._codes[owners[0]:owners[-1] + 1]
+            if len(block) == len(owners) and block[0] and block.count(block[0]) == len(block):
+                return list(map(self._namers[block[0]], owners))
+        return list(map(self.get, owners))
+
     def items(self):
-        """(owner, name) of every piece, in order (made as iterated: one name at a time)."""
-        yield from self._special.items()
-        namers = self._namers
-        for index, code in enumerate(self._codes):
-            if code:
-                yield index, namers[code](index)  # ``_name``'s, inline
+        """(owner, name) of every piece, in order (made as iterated: ``chunks``)."""
+        for chunk in self.chunks(STOP_CHECK_PIECES):
+            yield from chunk
+
+    def chunks(self, size: int):
+        """``items()`` as lists of at most ``size`` (none empty), made as iterated: the
+        special owners' pieces, then the iterations' from ``size`` indices at a time, named
+        by functions written in C where all of them are named alike (every piece named by
+        index, where all are iterations: no call of Python a piece)."""
+        if self._special:
+            yield list(self._special.items())
+        codes, namers = self._codes, self._namers
+        for at in range(0, len(codes), size):
+            block = codes[at:at + size]
+            code = block[0]
+            if code and block.count(code) == len(block):
+                indices = range(at, at + len(block))
+                yield list(zip(indices, map(namers[code], indices)))
+            elif chunk := [(index, namers[code](index))  # ``_name``'s, inline
+                           for index, code in enumerate(block, at) if code]:
+                yield chunk
 
     def __contains__(self, owner) -> bool:
         if owner in self._special:
@@ -805,6 +865,36 @@ class _Pack:
         self._next = hi
         return found[0] if len(found) == 1 else b"".join(found)
 
+    def next_parts(self, owners: list):
+        """``(their bytes, their sizes)`` of the first of ``owners`` (in increasing order)
+        whose parts are the next ones in the pack, in file order (``parts`` asks for them one
+        by one), one part each: the parts one after another, and a memoryview of int32 (None
+        where the first is not such an owner). ``taken`` says how many were used."""
+        if self._sorted is None:
+            if not self._owners:
+                return None
+            self._sort()
+        in_pack, offsets, lengths = self._sorted
+        lo = self._next
+        if offsets is not None or lo >= len(in_pack) or not owners:
+            return None
+        count = min(len(owners), len(in_pack) - lo)
+        if in_pack[lo:lo + count].tolist() != owners[:count]:
+            count = next(at for at, (a, b) in enumerate(zip(in_pack[lo:lo + count], owners))
+                         if a != b)
+        if count and lo + count < len(in_pack) and in_pack[lo + count] == owners[count - 1]:
+            count -= 1  # the last one has another part
+        if not count:
+            return None
+        sizes = lengths[lo:lo + count]
+        return self._read(self._next_offset, sum(sizes)), sizes
+
+    def taken(self, count: int, size: int) -> None:
+        """The first ``count`` owners that ``next_parts`` gave (``size`` bytes of parts)
+        were assembled: ``parts`` goes on after them."""
+        self._next += count
+        self._next_offset += size
+
     def _read(self, offset: int, size: int) -> bytes:
         """``size`` bytes of the pack at ``offset``, out of a block of ``READ_AHEAD`` bytes
         read at once (the pieces' parts are asked for in file order: 1 M one-op pieces are
@@ -1107,7 +1197,7 @@ def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_i
         if table is not None:
             table.start(manifest)
         stream_split.manifest_entries.dump_manifest(manifest, f,
-                                                    None if table is None else table.add)
+                                                    None if table is None else table.add_many)
         f.write("\n")
     return manifest
 

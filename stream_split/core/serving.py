@@ -200,8 +200,16 @@ def _token_threshold(counts: list[int]) -> float:
     return threshold
 
 
-#: What ``SeenFacts`` gives for an iteration whose ops told nothing (read, never changed).
-_NOTHING_SEEN = PhaseFacts()
+def tells_nothing(role: int, args) -> bool:
+    """Whether an op of ``role`` with ``args`` leaves any ``PhaseFacts`` as they are (read
+    without a ``PhaseFacts`` at hand): a GEMM without ``Input Dims``, whose rows ``observe``
+    reads from them (a trace recorded without shapes: every GEMM op)."""
+    return role == GEMM and not (args and DIMS_ARG in args)
+
+
+#: What ``SeenFacts`` gives for an iteration whose ops told nothing (read, never changed;
+#: the engine keeps None for it: ``Splitter._observe_phase``).
+NOTHING_SEEN = PhaseFacts()
 
 
 class SeenFacts:
@@ -219,7 +227,7 @@ class SeenFacts:
 
     def __iter__(self):
         for facts in self._facts:
-            yield _NOTHING_SEEN if facts is None else facts
+            yield NOTHING_SEEN if facts is None else facts
 
 
 def is_serving(facts: list[PhaseFacts], graph_launches: list[int]) -> bool:

@@ -202,9 +202,10 @@ def test_the_entries_made_a_page_at_a_time_are_those_made_one_by_one(count, tmp_
 
 @pytest.mark.parametrize("limit", [None, 4])
 def test_the_table_made_as_the_manifest_is_written_is_build_tables(limit):
-    """``dump_manifest`` hands each entry to ``read`` as ``entries_to_read`` gives it: a
-    ``summary.TableBuilder`` fed so (``split``'s table) is ``build_table`` of the manifest,
-    with an entry assigned since, one holding a number that is not finite, and as a list."""
+    """``dump_manifest`` hands the entries to ``read`` (a chunk at a time) as
+    ``entries_to_read`` gives them: a ``summary.TableBuilder`` fed so (``split``'s table,
+    ``add_many``) is ``build_table`` of the manifest, with an entry assigned since, one
+    holding a number that is not finite, and as a list."""
     records = _records_of(CUDA / "train_eval.json.gz")
     records[2].gpu_active_us = float("inf")
     entries = ManifestIterations(records, {})
@@ -214,7 +215,7 @@ def test_the_table_made_as_the_manifest_is_written_is_build_tables(limit):
                     "steady_state": {"first": 1, "last": len(records) - 1}}
         builder = TableBuilder(limit)
         builder.start(manifest)
-        dump_manifest(manifest, io.StringIO(), builder.add)
+        dump_manifest(manifest, io.StringIO(), builder.add_many)
         made, wanted = builder.table(), build_table(manifest, limit)
         if limit is None:
             assert made == wanted

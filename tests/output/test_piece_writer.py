@@ -8,11 +8,16 @@ import random
 import subprocess
 import tracemalloc
 import zlib
+from types import SimpleNamespace
 
 import pytest
 
+import stream_split.decode as decode_module
+
 from stream_split.core.records import KIND_IDLE, KIND_ITERATION, METADATA, OUTSIDE, IterationRecord
-from stream_split.write import COPY_CHUNK, SPOOL_TASK_BYTES, STORED_PACK_BYTES, PieceWriter
+from stream_split.write import (COPY_CHUNK, PACK_PIECE_BYTES, SPOOL_TASK_BYTES,
+                                STORED_PACK_BYTES, PieceWriter)
+from conftest import decoder_passes
 
 HEADER_BEFORE = {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 3}}
 HEADER_AFTER = {"traceName": "t.json", "displayTimeUnit": "ms"}
@@ -134,6 +139,45 @@ def test_pieces_of_a_few_events_are_stored_and_read_whole_as_the_others(tmp_path
     assert stored == [False, True, True, False, False]  # outside first: no events
 
 
+def test_small_pieces_written_in_native_code_are_those_written_one_by_one(tmp_path,
+                                                                         monkeypatch):
+    # ``_native.small_pieces`` writes runs of tiny pieces (one stored part of the pack each);
+    # among them pieces it leaves to ``_assemble``: deflated (over STORED_PACK_BYTES), of
+    # two parts (events handed over in two tasks), with a spool file (over
+    # PACK_PIECE_BYTES), skipped (not chosen), and more than STOP_CHECK_PIECES in all
+    rng = random.Random(5)
+    small = [(owner, b'{"ph": "X", "name": "step %d"}' % owner) for owner in range(300)]
+    small[40] = (40, b'{"pad": "%s"}' % (b"x" * STORED_PACK_BYTES))
+    small[200] = (200, b'{"pad": "%s"}' % (b"y" * PACK_PIECE_BYTES))
+    batches = [small[:150], [(149, b'{"again": 1}')] + small[150:],
+               [(300, b'{"ph": "M", "name": "%d"}' % rng.randrange(9)) for _ in range(3)]]
+    chosen = [owner for owner in range(301) if owner % 97 != 5]
+    native = decode_module._native
+    if native is None:
+        pytest.skip("stream_split._native is not built")
+    runs = []  # how many pieces each call of the native pass wrote
+
+    def small_pieces(*args):
+        runs.append(native.small_pieces(*args))
+        return runs[-1]
+    monkeypatch.setattr(decode_module, "_native", SimpleNamespace(small_pieces=small_pieces))
+    written = {}
+    for passes in ("native", "numpy"):
+        out = tmp_path / passes
+        out.mkdir()
+        writer = PieceWriter(str(out))
+        for batch in batches:
+            writer.add_many(batch)
+        records = [IterationRecord(index=owner, start_ts=0.0, end_ts=1.0) for owner in chosen]
+        with decoder_passes(passes):
+            files = writer.finish(records, HEADER_BEFORE, HEADER_AFTER)
+        written[passes] = {name: (out / name).read_bytes() for name in files.values()}
+    assert written["native"] == written["numpy"]
+    assert 0 < sum(runs) < len(chosen) - 3  # (not the deflated, the two-part, the spooled)
+    assert len(written["native"]) == len(chosen) + 1  # and the events outside
+    assert gzip.decompress(written["native"]["iteration_00149.json.gz"]).count(b"again") == 1
+
+
 def test_the_trailer_checksum_is_checked_by_readers(tmp_path):
     # the combined CRC32 is what passes the readers' check: a changed one fails it
     _, batches = _interleaved(owners=1, events=200)
@@ -226,3 +270,26 @@ def test_pieces_named_by_step_keep_a_repeated_step_apart_by_index(tmp_path):
     writer.discard()
     assert [files[i] for i in range(4)] == ["step_00007.json.gz", "step_00008.json.gz",
                                             "iteration_00002.json.gz", "iteration_00003.json.gz"]
+
+
+@pytest.mark.parametrize("odd_kind", [None, "warmup"])
+def test_pieces_named_a_block_at_a_time_are_those_named_one_by_one(tmp_path, odd_kind):
+    """``PieceFiles.chunks`` (``finish``'s blocks) and ``names_of`` (a page of the manifest's
+    entries) name the pieces as ``get`` does one by one: blocks of one kind, of two, with a
+    kind named apart, with iterations left out (a selection), and owners not in a row."""
+    kinds = [KIND_IDLE if 130 <= i < 140 or i == 7 else KIND_ITERATION for i in range(300)]
+    if odd_kind is not None:
+        kinds[151] = odd_kind
+    records = [IterationRecord(index=i, kind=kind) for i, kind in enumerate(kinds)]
+    for at, select in enumerate((None, lambda owner: owner % 50 != 3)):
+        (tmp_path / str(at)).mkdir()
+        writer = PieceWriter(str(tmp_path / str(at)), select=select)
+        files = writer.file_names(records, kinds)
+        writer.discard()
+        chunks = list(files.chunks(64))
+        assert all(0 < len(chunk) <= 64 for chunk in chunks)
+        assert [pair for chunk in chunks for pair in chunk] == [
+            (owner, files.get(owner)) for owner in files]
+        for owners in ([], list(range(64)), list(range(120, 150)), list(range(140, 204)),
+                       [1, 2, 5], [OUTSIDE, 0], list(range(280, 310)), [153]):
+            assert files.names_of(owners) == [files.get(owner) for owner in owners]

@@ -4,7 +4,7 @@ import tracemalloc
 
 import pytest
 
-from stream_split.summary import build_table, render_text, shown_rows, step_number
+from stream_split.summary import TableBuilder, build_table, render_text, shown_rows, step_number
 
 
 def manifest(durations, kinds=None, outliers=()):
@@ -112,3 +112,44 @@ def test_a_table_built_for_a_limit_keeps_about_that_many_rows():
     rows = table["rows"]
     assert len(rows) == 10_000 and len(rows.shown()) == 10 + 3 + 10
     assert held < 400_000  # every row: about 10 MB
+
+
+@pytest.mark.parametrize("limit", [None, 1, 4, 40])
+@pytest.mark.parametrize("chunk", [2, 7, 256])
+def test_a_table_made_a_chunk_at_a_time_is_the_one_made_an_entry_at_a_time(limit, chunk):
+    """``TableBuilder.add_many`` (``split`` hands the entries a chunk at a time) makes the
+    table that ``add`` makes an entry at a time: idle cycles, serving phases, outliers with
+    reasons and without, GPU work in one row, chunks across the limit's edges."""
+    n = 300
+    kinds = ["idle" if i % 11 == 3 else "iteration" for i in range(n)]
+    data = _with_reasons([1000 + (7 * i) % 13 * 1000 for i in range(n)], {2, 45, 46, 150, 299})
+    for it, kind in zip(data["iterations"], kinds):
+        it["kind"] = kind
+        if it["index"] % 5 == 1:
+            it["phase"] = "decode" if it["index"] % 2 else "prefill"
+    data["iterations"][9]["outlier_reason"] = "9.0x median"
+    data["iterations"][77]["breakdown"] = {"span_us": 900.0, "compute_us": 500.0,
+                                           "comm_us": 0.0, "memcpy_us": 0.0,
+                                           "memset_us": 0.0, "idle_us": 400.0}
+    tables = []
+    for size in (1, chunk):
+        builder = TableBuilder(limit)
+        builder.start(data)
+        for at in range(0, n, size):
+            its = data["iterations"][at:at + size]
+            if size == 1:
+                builder.add(its[0])
+            else:
+                builder.add_many(its)
+        tables.append(builder.table())
+    one_by_one, chunked = tables
+    assert chunked["footer"] == one_by_one["footer"]
+    if limit is None:
+        assert chunked["rows"] == one_by_one["rows"]
+    else:
+        assert chunked["rows"].kept() == one_by_one["rows"].kept()
+        assert chunked["rows"].kinds == one_by_one["rows"].kinds
+        texts = [io.StringIO(), io.StringIO()]
+        for table, text in zip(tables, texts):
+            render_text(table, text, limit=limit)
+        assert texts[0].getvalue() == texts[1].getvalue()
