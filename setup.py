@@ -1,6 +1,7 @@
-"""The one compiled part of stream-split: ``stream_split._native`` (the decoder's framing pass,
-``stream_split/_native.c``). It is optional: where it cannot be built (no C compiler), the
-install goes on and the decoder frames with numpy (``decode.Framing``), to the same result.
+"""The one compiled part of stream-split: ``stream_split._native`` (the decoder's framing pass
+and the detector's op, ``stream_split/_native.c``). It is optional: where it cannot be built
+(no C compiler), the install goes on, the decoder frames with numpy (``decode.Framing``) and
+the detector makes its ops in Python (``skeleton.PyNode``), to the same result.
 Everything else about the package is in pyproject.toml."""
 from setuptools import Extension, setup
 

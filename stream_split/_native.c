@@ -28,11 +28,15 @@
    in a string, a control character, an exponent, a number longer than it reads exactly,
    ``correlation`` or ``External id`` in ``args``, nesting deeper than 32).
 
+   ``Node`` is the structural detector's op (``core.detect.skeleton.Node``), made without a
+   Python frame (see its comment below).
+
    ``slices(buf, starts, ends)`` is ``[buf[s:e] for s, e in zip(starts, ends)]`` for int64
    arrays, without an int object per offset (each event's original bytes, ``keep_raws``);
    ``prefixed_runs`` is ``decode._frame_runs``'s search for runs of Python frames. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <math.h>
 #include <errno.h>
@@ -816,6 +820,101 @@ done:
     return result;
 }
 
+
+/* ``Node``: an op of the structural detector's skeleton (``core.detect.skeleton.Node``, whose
+   Python class is the fallback and says what each field holds). The same nine fields, each an
+   object (a member of type T_OBJECT_EX, which the interpreter reads as fast as a Python slot),
+   made by ``Node(sym, start, end, depth)`` with ``kids`` and ``opener`` None and ``gpu``,
+   ``copies``, ``syncs`` 0, without a Python frame: the detector makes one for each op it keeps
+   while it learns. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *sym, *start, *end, *kids, *depth, *gpu, *copies, *syncs, *opener;
+} NodeObject;
+
+static PyTypeObject NodeType;
+
+static PyObject *node_vectorcall(PyObject *type, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames) {
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames)) {
+        PyErr_SetString(PyExc_TypeError, "Node() takes no keyword arguments");
+        return NULL;
+    }
+    if (n != 4) {
+        PyErr_Format(PyExc_TypeError, "Node() takes 4 arguments (sym, start, end, depth), "
+                     "%zd given", n);
+        return NULL;
+    }
+    NodeObject *node = PyObject_GC_New(NodeObject, (PyTypeObject *)type);
+    if (node == NULL) return NULL;
+    PyObject *zero = PyLong_FromLong(0);  /* (a small int: never fails) */
+    node->sym = Py_NewRef(args[0]);
+    node->start = Py_NewRef(args[1]);
+    node->end = Py_NewRef(args[2]);
+    node->kids = Py_NewRef(Py_None);
+    node->depth = Py_NewRef(args[3]);
+    node->gpu = zero;
+    node->copies = Py_NewRef(zero);
+    node->syncs = Py_NewRef(zero);
+    node->opener = Py_NewRef(Py_None);
+    PyObject_GC_Track(node);
+    return (PyObject *)node;
+}
+
+static PyObject *node_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "Node() takes no keyword arguments");
+        return NULL;
+    }
+    return node_vectorcall((PyObject *)type, &PyTuple_GET_ITEM(args, 0),
+                           (size_t)PyTuple_GET_SIZE(args), NULL);
+}
+
+static int node_traverse(NodeObject *node, visitproc visit, void *arg) {
+    Py_VISIT(node->sym); Py_VISIT(node->start); Py_VISIT(node->end); Py_VISIT(node->kids);
+    Py_VISIT(node->depth); Py_VISIT(node->gpu); Py_VISIT(node->copies); Py_VISIT(node->syncs);
+    Py_VISIT(node->opener);
+    return 0;
+}
+
+static int node_clear(NodeObject *node) {
+    Py_CLEAR(node->sym); Py_CLEAR(node->start); Py_CLEAR(node->end); Py_CLEAR(node->kids);
+    Py_CLEAR(node->depth); Py_CLEAR(node->gpu); Py_CLEAR(node->copies); Py_CLEAR(node->syncs);
+    Py_CLEAR(node->opener);
+    return 0;
+}
+
+static void node_dealloc(NodeObject *node) {
+    PyObject_GC_UnTrack(node);
+    Py_TRASHCAN_BEGIN(node, node_dealloc)
+    node_clear(node);
+    PyObject_GC_Del(node);
+    Py_TRASHCAN_END
+}
+
+#define NODE_FIELD(name) {#name, T_OBJECT_EX, offsetof(NodeObject, name), 0, NULL}
+static PyMemberDef node_members[] = {
+    NODE_FIELD(sym), NODE_FIELD(start), NODE_FIELD(end), NODE_FIELD(kids), NODE_FIELD(depth),
+    NODE_FIELD(gpu), NODE_FIELD(copies), NODE_FIELD(syncs), NODE_FIELD(opener),
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject NodeType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "stream_split._native.Node",
+    .tp_basicsize = sizeof(NodeObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Node(sym, start, end, depth): an op of the detector's skeleton "
+              "(core.detect.skeleton.Node).",
+    .tp_new = node_new,
+    .tp_vectorcall = node_vectorcall,
+    .tp_traverse = (traverseproc)node_traverse,
+    .tp_clear = (inquiry)node_clear,
+    .tp_dealloc = (destructor)node_dealloc,
+    .tp_members = node_members,
+};
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped) -> (brackets, depths, end_in_string, "
@@ -847,5 +946,12 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__native(void) {
-    return PyModule_Create(&module);
+    if (PyType_Ready(&NodeType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "Node", (PyObject *)&NodeType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }
