@@ -915,6 +915,79 @@ static PyTypeObject NodeType = {
     .tp_members = node_members,
 };
 
+
+/* ``family(name)``: ``name`` with each run of decimal digits (``\d+`` of a ``str`` pattern:
+   ``str.isdecimal``'s characters) folded into one ``N``; ``name`` itself where it holds none
+   (``core.detect.skeleton.family``, whose Python fallback says why). */
+static PyObject *family(PyObject *self, PyObject *name) {
+    if (!PyUnicode_Check(name)) {
+        PyErr_SetString(PyExc_TypeError, "family() takes a str");
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(name), i, out = 0;
+    int kind = PyUnicode_KIND(name);
+    const void *data = PyUnicode_DATA(name);
+    int ascii = PyUnicode_IS_ASCII(name), in_run = 0, digits = 0;
+    for (i = 0; i < n; i++) {  /* the family's length */
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        int digit = ascii ? (c >= '0' && c <= '9') : Py_UNICODE_ISDECIMAL(c);
+        if (digit) {
+            digits = 1;
+            if (!in_run) out++;
+        } else {
+            out++;
+        }
+        in_run = digit;
+    }
+    if (!digits) return Py_NewRef(name);
+    Py_UCS4 *folded = PyMem_New(Py_UCS4, out ? out : 1);
+    if (folded == NULL) return PyErr_NoMemory();
+    Py_ssize_t k = 0;
+    in_run = 0;
+    for (i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        int digit = ascii ? (c >= '0' && c <= '9') : Py_UNICODE_ISDECIMAL(c);
+        if (!digit) folded[k++] = c;
+        else if (!in_run) folded[k++] = 'N';
+        in_run = digit;
+    }
+    PyObject *result = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, folded, k);
+    PyMem_Free(folded);
+    return result;
+}
+
+
+/* ``ascii_without(name, words)``: whether ``name`` is ASCII and holds none of ``words`` (a
+   tuple of lowercase ASCII ``str``) once lowered (``core.detect.search.ascii_without``, whose
+   Python fallback says what it is for). */
+static PyObject *ascii_without(PyObject *self, PyObject *args) {
+    PyObject *name, *words;
+    if (!PyArg_ParseTuple(args, "UO!", &name, &PyTuple_Type, &words)) return NULL;
+    if (!PyUnicode_IS_ASCII(name)) Py_RETURN_FALSE;
+    const unsigned char *text = PyUnicode_1BYTE_DATA(name);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(name);
+    for (Py_ssize_t w = 0; w < PyTuple_GET_SIZE(words); w++) {
+        PyObject *word = PyTuple_GET_ITEM(words, w);
+        if (!PyUnicode_Check(word) || !PyUnicode_IS_ASCII(word)) {
+            PyErr_SetString(PyExc_TypeError, "ascii_without() takes ASCII words");
+            return NULL;
+        }
+        const unsigned char *sought = PyUnicode_1BYTE_DATA(word);
+        Py_ssize_t m = PyUnicode_GET_LENGTH(word);
+        for (Py_ssize_t i = 0; i + m <= n; i++) {
+            Py_ssize_t j = 0;
+            while (j < m) {
+                unsigned char c = text[i + j];
+                if (c >= 'A' && c <= 'Z') c += 'a' - 'A';
+                if (c != sought[j]) break;
+                j++;
+            }
+            if (j == m) Py_RETURN_FALSE;
+        }
+    }
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped) -> (brackets, depths, end_in_string, "
@@ -935,6 +1008,12 @@ static PyMethodDef methods[] = {
      "a value at that level (manifest_entries._chunk_text); None where one holds a value of "
      "another type (exactly dict with str keys, list, str, int, float, bool, None are "
      "written), a float that is not finite, or nesting deeper than 64."},
+    {"family", family, METH_O,
+     "family(name) -> str: name with each run of decimal digits folded into one N; name "
+     "itself where it holds none (core.detect.skeleton.family)."},
+    {"ascii_without", ascii_without, METH_VARARGS,
+     "ascii_without(name, words) -> bool: name is ASCII and holds none of words (lowercase "
+     "ASCII) once lowered (core.detect.search.ascii_without)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,16 +1,21 @@
-"""The skeleton's op (``skeleton.Node``): the native class (``stream_split._native.Node``,
-where it is built) holds what the Python one (``skeleton.PyNode``, the fallback) holds, made,
-changed and compared the same way."""
+"""The detector's native parts (``stream_split._native``, where it is built) and their Python
+fallbacks: the skeleton's op (``skeleton.Node``: the native class holds what the Python one,
+``skeleton.PyNode``, holds, made, changed and compared the same way), a name's family
+(``skeleton.family``) and the loop markers' first test (``search.ascii_without``)."""
 import gc
+import re
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from stream_split.core.detect import skeleton
+from stream_split.core.detect import search, skeleton
 from stream_split.core.detect.skeleton import PyNode
+from stream_split.trace_format import LOOP_MARKER_WORDS
 
 _native = skeleton._native
 needs_native = pytest.mark.skipif(_native is None, reason="stream_split._native is not built")
 _FIELDS = PyNode.__slots__
+_RUNS = re.compile(r"\d+")
 
 
 def test_the_skeleton_uses_the_native_node_where_it_is_built():
@@ -63,3 +68,35 @@ def test_a_cycle_of_native_nodes_is_collected():
     node.kids = [node]
     del node
     assert gc.collect() >= 2  # the node and its list
+
+
+# -- the names' passes: a name's family (``skeleton.family``) and the loop markers' first
+# test (``search.ascii_without``), native and Python alike
+
+_NAMES = st.text(alphabet="ab_:.NAZ0123456789١٢３ſ", max_size=16)
+
+
+@needs_native
+@settings(max_examples=2000, deadline=None)
+@given(_NAMES)
+def test_a_names_family_is_the_same_native_or_not(name):
+    native, python = _native.family(name), skeleton.family(name)
+    assert native == python == _RUNS.sub("N", name)
+    assert (native is name) == (python is name) == (_RUNS.search(name) is None)
+
+
+@needs_native
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet="aAbBzZ_.ſ1", max_size=16),
+       st.lists(st.text(alphabet="ab_.", min_size=1, max_size=4), max_size=4))
+def test_ascii_without_is_the_same_native_or_not(name, words):
+    words = tuple(words)
+    assert _native.ascii_without(name, words) == search.ascii_without(name, words)
+
+
+@needs_native
+@pytest.mark.parametrize("name", ["enumerate(DataLoader)#_SingleProcessDataLoaderIter",
+                                  "Optimizer.step#SGD.step", "get_BATCH", "op_abcde_N", "ſ_batch"])
+def test_ascii_without_the_loop_marker_words(name):
+    assert _native.ascii_without(name, LOOP_MARKER_WORDS) == \
+        search.ascii_without(name, LOOP_MARKER_WORDS)

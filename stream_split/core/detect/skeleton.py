@@ -517,7 +517,11 @@ class Skeletons:
         if parent is None:
             symbols = self.symbols
             # (its symbol even if skipped)
-            node = Node(symbols.of(name) if sym is None else sym, start, end, 0)
+            if sym is None:
+                sym = symbols.sym_of.get(name)  # (``Symbols.of``'s common case, inline)
+                if sym is None:
+                    sym = symbols.new(name)
+            node = Node(sym, start, end, 0)
             roots, main = state.roots, state.main
             if main or len(roots) < RULES.memory.side_thread_roots:
                 # A new top-level op; the Python frames read before it that open it are its
@@ -567,9 +571,8 @@ class Skeletons:
         sifted = roots[lo:upto]
         # (no op kept below the top level: no op sifted has children)
         gone = seen.seen_once([n for n in sifted if not n.kids] if state.below else sifted)
-        if gone:  # (a set of nodes: of their identities)
-            keep = _dominant(gone)
-            gone = [n for n in gone if n not in keep]
+        if gone:
+            gone = _parted(gone, _dominant(gone))[1]
         dropped = set(gone)
         kept = [n for n in sifted if n not in dropped]
         state.roots = roots[:lo] + kept + roots[upto:]
@@ -593,11 +596,11 @@ class Skeletons:
         roots = state.roots
         upto = len(roots) - RULES.memory.max_roots // 2
         old = roots[1:upto]
-        keep = _dominant(old)
-        gone = [n for n in old if n not in keep]
-        state.roots = [roots[0]] + [n for n in old if n in keep] + roots[upto:]
+        kept, gone = _parted(old, _dominant(old))
+        state.roots = [roots[0]] + kept + roots[upto:]
         state.sifted = len(state.roots) - len(roots) + max(state.sifted, upto)
-        below = [kid for n in gone if n.kids for kid in _descendants(n)]
+        # (no op kept below the top level: no op forgotten has children)
+        below = [kid for n in gone if n.kids for kid in _descendants(n)] if state.below else []
         self._nodes -= len(below)
         state.below -= len(below)
         state.forgotten += len(gone)
@@ -833,30 +836,22 @@ class Symbols:
     def __init__(self):
         #: A family, or a name with digits -> its symbol (a name without digits is found
         #: as its family).
-        self._sym_of: dict = {}
+        self.sym_of: dict = {}
         self.names: list = []
         #: The symbols whose family is a loop marker (``LOOP_MARKER_PATTERN``).
         self.markers: set = set()
         self._digit_names = 0  # names with digits in the table
 
     def of(self, name: str) -> int:
-        sym_of = self._sym_of
-        sym = sym_of.get(name)
-        if sym is not None:
-            return sym
-        # New: its family (itself where it has no digit), found or made here, in one Python
-        # frame (through a method and ``loop_marker`` for a new family, a name of its own
-        # took 5.1 k instructions, 4.4 k now: callgrind; the two searches are 2.6 k of it)
-        if name and name[-1] in _ASCII_DIGITS:
-            # (ends with a run of ASCII digits, ``layer_12``, the most common: where the rest
-            # holds no digit, the run is folded without ``_DIGITS.sub``, nor a match object
-            # made: 3.2 k instructions, not 4.5 k as through the first digit's match, callgrind;
-            # 1.6 % of the split of 200 k numbered names; a name that does not end with one
-            # pays 0.45 k for the test)
-            head = name.rstrip(_ASCII_DIGITS)
-            family = head + "N" if _DIGIT.search(head) is None else _DIGITS.sub("N", name)
-        else:
-            family = name if _DIGIT.search(name) is None else _DIGITS.sub("N", name)
+        """The symbol of ``name``."""
+        sym = self.sym_of.get(name)
+        return self.new(name) if sym is None else sym
+
+    def new(self, name: str) -> int:
+        """The symbol of ``name``, not in ``sym_of``: its family (itself where it has no digit),
+        found or made here."""
+        sym_of = self.sym_of
+        family = _family(name)
         if family is not name:  # it has digits: its family may be known
             sym = sym_of.get(family)
             if sym is not None:  # a family known: the name joins the table
@@ -881,14 +876,14 @@ class Symbols:
         """The table keeps its families, and no name with digits (each is folded again
         when it next comes)."""
         names = self.names
-        self._sym_of = {key: sym for key, sym in self._sym_of.items() if names[sym] is key}
+        self.sym_of = {key: sym for key, sym in self.sym_of.items() if names[sym] is key}
         self._digit_names = 0
 
     def forget(self, syms: list) -> None:
         """The kinds ``syms`` are held by no op kept: their names go (a name read again is
         a new kind, numbered anew), and so do the names with digits in the table (they may
         be of those kinds: the table is not searched by kind)."""
-        names, sym_of, markers = self.names, self._sym_of, self.markers
+        names, sym_of, markers = self.names, self.sym_of, self.markers
         for sym in syms:
             del sym_of[names[sym]]
             names[sym] = None
@@ -897,6 +892,23 @@ class Symbols:
         if syms and self._digit_names:
             self._only_families()
 
+
+def family(name: str) -> str:
+    """``name`` with each run of digits folded into ``N`` (``_DIGITS``); ``name`` itself where
+    it holds no digit (``Symbols.of`` tells a new family by identity). The Python fallback of
+    ``_native.family`` (a test ties the two), which answers in one call: a new name without
+    digits 0.5 k instructions less, a numbered one 1 k (callgrind)."""
+    if name and name[-1] in _ASCII_DIGITS:
+        # (ends with a run of ASCII digits, ``layer_12``, the most common: where the rest holds
+        # no digit, the run is folded without ``_DIGITS.sub``, nor a match object made: 3.2 k
+        # instructions, not 4.5 k as through the first digit's match, callgrind)
+        head = name.rstrip(_ASCII_DIGITS)
+        return head + "N" if _DIGIT.search(head) is None else _DIGITS.sub("N", name)
+    return name if _DIGIT.search(name) is None else _DIGITS.sub("N", name)
+
+
+#: A name's family, in native code where it is built (``family``).
+_family = family if _native is None else _native.family
 
 #: Times beyond this may not be exact in float64 (an integer ``ts``): compared one by one.
 _EXACT_IN_FLOAT = 2.0 ** 53
@@ -956,6 +968,19 @@ def _dominant(nodes: list) -> set:
     """Of top-level ops about to be forgotten (not empty), those kept (``verdict.dominant``:
     the row's longest op and its latest end stay what they were)."""
     return {_longest(nodes), max(nodes, key=end_of)}
+
+
+def _parted(nodes: list, keep: set) -> tuple:
+    """(those of ``nodes`` in ``keep``, a few of them, in their order; the others, in theirs),
+    cut around the places of the few (``list.index``: no Python step for each of the
+    thousands of ops that ``forget_oldest`` and ``forget_singles`` forget at a time)."""
+    at = sorted(map(nodes.index, keep))
+    others, lo = [], 0
+    for i in at:
+        others += nodes[lo:i]
+        lo = i + 1
+    others += nodes[lo:]
+    return [nodes[i] for i in at], others
 
 
 def _sift_again(state: ThreadSkeleton) -> None:
