@@ -253,8 +253,7 @@ class StructureDetector:
             state.add_step(start, end, name)  # the loop thread's rank at close
         roots = state.roots
         node = self._skeletons.add(state, parent, start, end, name)
-        main = state.main
-        if main and len(state.roots) > RULES.memory.max_roots:  # (at the top level)
+        if (main := state.main) and len(state.roots) > RULES.memory.max_roots:  # (top level)
             found = self._at_the_bound(state)
             if found is not None:
                 return found
