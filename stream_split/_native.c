@@ -1,6 +1,8 @@
-/* stream_split._native: the decoder's hot passes in native code (issue 24). Optional: where
-   it is not built, decode.py does the same with numpy and msgspec, to the same result (tests
-   compare the two on any input).
+/* stream_split._native: hot passes in native code (issues 22 and 24): the decoder's, the
+   manifest's layout, the pieces of tiny iterations, the detector's op and name folding.
+   Optional: where it is not built, each caller does the same in Python (decode.py with numpy
+   and msgspec, write.py's ``_assemble``, skeleton.py's ``PyNode`` and ``family``), to the same
+   result (tests compare the two on any input).
 
    ``frame(buf, start, in_string, depth, escaped)`` finds the brackets of ``buf[start:]`` that
    lie outside strings, and the nesting depth after each, given the state at ``start``: the
@@ -28,6 +30,9 @@
    in a string, a control character, an exponent, a number longer than it reads exactly,
    ``correlation`` or ``External id`` in ``args``, nesting deeper than 32).
 
+   ``Node`` is the structural detector's op (``core.detect.skeleton.Node``), made without a
+   Python frame (see its comment below).
+
    ``slices(buf, starts, ends)`` is ``[buf[s:e] for s, e in zip(starts, ends)]`` for int64
    arrays, without an int object per offset (each event's original bytes, ``keep_raws``);
    ``prefixed_runs`` is ``decode._frame_runs``'s search for runs of Python frames.
@@ -38,6 +43,7 @@
 #include <Python.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <math.h>
 #include <errno.h>
@@ -939,6 +945,173 @@ end:
     return result;
 }
 
+/* ``Node``: an op of the structural detector's skeleton (``core.detect.skeleton.Node``, whose
+   Python class is the fallback and says what each field holds). The same nine fields, each an
+   object (a member of type T_OBJECT_EX, which the interpreter reads as fast as a Python slot),
+   made by ``Node(sym, start, end, depth)`` with ``kids`` and ``opener`` None and ``gpu``,
+   ``copies``, ``syncs`` 0, without a Python frame: the detector makes one for each op it keeps
+   while it learns. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *sym, *start, *end, *kids, *depth, *gpu, *copies, *syncs, *opener;
+} NodeObject;
+
+static PyTypeObject NodeType;
+
+static PyObject *node_vectorcall(PyObject *type, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames) {
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames)) {
+        PyErr_SetString(PyExc_TypeError, "Node() takes no keyword arguments");
+        return NULL;
+    }
+    if (n != 4) {
+        PyErr_Format(PyExc_TypeError, "Node() takes 4 arguments (sym, start, end, depth), "
+                     "%zd given", n);
+        return NULL;
+    }
+    NodeObject *node = PyObject_GC_New(NodeObject, (PyTypeObject *)type);
+    if (node == NULL) return NULL;
+    PyObject *zero = PyLong_FromLong(0);  /* (a small int: never fails) */
+    node->sym = Py_NewRef(args[0]);
+    node->start = Py_NewRef(args[1]);
+    node->end = Py_NewRef(args[2]);
+    node->kids = Py_NewRef(Py_None);
+    node->depth = Py_NewRef(args[3]);
+    node->gpu = zero;
+    node->copies = Py_NewRef(zero);
+    node->syncs = Py_NewRef(zero);
+    node->opener = Py_NewRef(Py_None);
+    PyObject_GC_Track(node);
+    return (PyObject *)node;
+}
+
+static PyObject *node_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "Node() takes no keyword arguments");
+        return NULL;
+    }
+    return node_vectorcall((PyObject *)type, &PyTuple_GET_ITEM(args, 0),
+                           (size_t)PyTuple_GET_SIZE(args), NULL);
+}
+
+static int node_traverse(NodeObject *node, visitproc visit, void *arg) {
+    Py_VISIT(node->sym); Py_VISIT(node->start); Py_VISIT(node->end); Py_VISIT(node->kids);
+    Py_VISIT(node->depth); Py_VISIT(node->gpu); Py_VISIT(node->copies); Py_VISIT(node->syncs);
+    Py_VISIT(node->opener);
+    return 0;
+}
+
+static int node_clear(NodeObject *node) {
+    Py_CLEAR(node->sym); Py_CLEAR(node->start); Py_CLEAR(node->end); Py_CLEAR(node->kids);
+    Py_CLEAR(node->depth); Py_CLEAR(node->gpu); Py_CLEAR(node->copies); Py_CLEAR(node->syncs);
+    Py_CLEAR(node->opener);
+    return 0;
+}
+
+static void node_dealloc(NodeObject *node) {
+    PyObject_GC_UnTrack(node);
+    Py_TRASHCAN_BEGIN(node, node_dealloc)
+    node_clear(node);
+    PyObject_GC_Del(node);
+    Py_TRASHCAN_END
+}
+
+#define NODE_FIELD(name) {#name, T_OBJECT_EX, offsetof(NodeObject, name), 0, NULL}
+static PyMemberDef node_members[] = {
+    NODE_FIELD(sym), NODE_FIELD(start), NODE_FIELD(end), NODE_FIELD(kids), NODE_FIELD(depth),
+    NODE_FIELD(gpu), NODE_FIELD(copies), NODE_FIELD(syncs), NODE_FIELD(opener),
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject NodeType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "stream_split._native.Node",
+    .tp_basicsize = sizeof(NodeObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Node(sym, start, end, depth): an op of the detector's skeleton "
+              "(core.detect.skeleton.Node).",
+    .tp_new = node_new,
+    .tp_vectorcall = node_vectorcall,
+    .tp_traverse = (traverseproc)node_traverse,
+    .tp_clear = (inquiry)node_clear,
+    .tp_dealloc = (destructor)node_dealloc,
+    .tp_members = node_members,
+};
+
+
+/* ``family(name)``: ``name`` with each run of decimal digits (``\d+`` of a ``str`` pattern:
+   ``str.isdecimal``'s characters) folded into one ``N``; ``name`` itself where it holds none
+   (``core.detect.skeleton.family``, whose Python fallback says why). */
+static PyObject *family(PyObject *self, PyObject *name) {
+    if (!PyUnicode_Check(name)) {
+        PyErr_SetString(PyExc_TypeError, "family() takes a str");
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(name), i, out = 0;
+    int kind = PyUnicode_KIND(name);
+    const void *data = PyUnicode_DATA(name);
+    int ascii = PyUnicode_IS_ASCII(name), in_run = 0, digits = 0;
+    for (i = 0; i < n; i++) {  /* the family's length */
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        int digit = ascii ? (c >= '0' && c <= '9') : Py_UNICODE_ISDECIMAL(c);
+        if (digit) {
+            digits = 1;
+            if (!in_run) out++;
+        } else {
+            out++;
+        }
+        in_run = digit;
+    }
+    if (!digits) return Py_NewRef(name);
+    Py_UCS4 *folded = PyMem_New(Py_UCS4, out ? out : 1);
+    if (folded == NULL) return PyErr_NoMemory();
+    Py_ssize_t k = 0;
+    in_run = 0;
+    for (i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        int digit = ascii ? (c >= '0' && c <= '9') : Py_UNICODE_ISDECIMAL(c);
+        if (!digit) folded[k++] = c;
+        else if (!in_run) folded[k++] = 'N';
+        in_run = digit;
+    }
+    PyObject *result = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, folded, k);
+    PyMem_Free(folded);
+    return result;
+}
+
+
+/* ``ascii_without(name, words)``: whether ``name`` is ASCII and holds none of ``words`` (a
+   tuple of lowercase ASCII ``str``) once lowered (``core.detect.search.ascii_without``, whose
+   Python fallback says what it is for). */
+static PyObject *ascii_without(PyObject *self, PyObject *args) {
+    PyObject *name, *words;
+    if (!PyArg_ParseTuple(args, "UO!", &name, &PyTuple_Type, &words)) return NULL;
+    if (!PyUnicode_IS_ASCII(name)) Py_RETURN_FALSE;
+    const unsigned char *text = PyUnicode_1BYTE_DATA(name);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(name);
+    for (Py_ssize_t w = 0; w < PyTuple_GET_SIZE(words); w++) {
+        PyObject *word = PyTuple_GET_ITEM(words, w);
+        if (!PyUnicode_Check(word) || !PyUnicode_IS_ASCII(word)) {
+            PyErr_SetString(PyExc_TypeError, "ascii_without() takes ASCII words");
+            return NULL;
+        }
+        const unsigned char *sought = PyUnicode_1BYTE_DATA(word);
+        Py_ssize_t m = PyUnicode_GET_LENGTH(word);
+        for (Py_ssize_t i = 0; i + m <= n; i++) {
+            Py_ssize_t j = 0;
+            while (j < m) {
+                unsigned char c = text[i + j];
+                if (c >= 'A' && c <= 'Z') c += 'a' - 'A';
+                if (c != sought[j]) break;
+                j++;
+            }
+            if (j == m) Py_RETURN_FALSE;
+        }
+    }
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped) -> (brackets, depths, end_in_string, "
@@ -967,17 +1140,30 @@ static PyMethodDef methods[] = {
      "as one stored deflate block, trail and the gzip trailer (the CRC-32 of the part taken "
      "on from lead_crc, then of tail; head_size + the part's size + len(tail)); it stops "
      "at a part over stored_max bytes or a name not ASCII (write.PieceWriter._assemble_small)."},
+    {"family", family, METH_O,
+     "family(name) -> str: name with each run of decimal digits folded into one N; name "
+     "itself where it holds none (core.detect.skeleton.family)."},
+    {"ascii_without", ascii_without, METH_VARARGS,
+     "ascii_without(name, words) -> bool: name is ASCII and holds none of words (lowercase "
+     "ASCII) once lowered (core.detect.search.ascii_without)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_native",
-    "The decoder's hot passes in native code (decode.py's numpy and msgspec passes are the "
-    "fallback).",
+    "Hot passes in native code: the decoder's framing, the manifest's layout, the pieces of "
+    "tiny iterations, the detector's op and name folding (each has a Python fallback).",
     -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__native(void) {
     crc_table_make();
-    return PyModule_Create(&module);
+    if (PyType_Ready(&NodeType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "Node", (PyObject *)&NodeType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

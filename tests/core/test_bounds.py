@@ -288,8 +288,8 @@ def test_a_name_without_digits_is_one_entry_of_the_symbol_table():
         [0, 1, 1, 0, 1]
     assert symbols.names == ["fwd", "layer_N"]
     # fwd, layer_N; layer_2 (one table; layer_1 made its family, and joins when seen again)
-    assert len(symbols._sym_of) == 3
-    assert symbols.of("layer_1") == 1 and len(symbols._sym_of) == 4
+    assert len(symbols.sym_of) == 3
+    assert symbols.of("layer_1") == 1 and len(symbols.sym_of) == 4
 
 
 def test_a_numbered_name_that_makes_its_family_joins_the_table_when_seen_again():
@@ -297,9 +297,9 @@ def test_a_numbered_name_that_makes_its_family_joins_the_table_when_seen_again()
     symbols = Symbols()
     names = [f"op_{a}{b}_{k % 7}" for k, (a, b) in enumerate(zip("abcdefgh", "hgfedcba"))]
     syms = [symbols.of(name) for name in names]
-    assert syms == list(range(8)) and len(symbols._sym_of) == 8  # the families alone
+    assert syms == list(range(8)) and len(symbols.sym_of) == 8  # the families alone
     assert [symbols.of(name) for name in names] == syms
-    assert len(symbols._sym_of) == 16 and symbols._digit_names == 8
+    assert len(symbols.sym_of) == 16 and symbols._digit_names == 8
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -460,7 +460,7 @@ def test_numbered_names_of_their_own_leave_the_symbol_table_too(monkeypatch):
     detector = _observed([f"u{_letters(i, 3)}_{i % 7}" for i in range(3000)])
     state = detector._skeletons.threads[((1, 1), 0)]
     assert state.forgotten > 2500
-    assert len(detector._skeletons.symbols._sym_of) <= 2 * len(state.roots) + 64
+    assert len(detector._skeletons.symbols.sym_of) <= 2 * len(state.roots) + 64
 
 
 def test_numbered_names_of_one_family_are_remembered_up_to_a_bound(monkeypatch):
@@ -469,7 +469,7 @@ def test_numbered_names_of_one_family_are_remembered_up_to_a_bound(monkeypatch):
     symbols = Symbols()
     syms = {symbols.of(f"layer_{i}") for i in range(1000)}
     assert syms == {symbols.of("layer_N")} == {symbols.of("layer_5")}
-    assert len(symbols._sym_of) <= 101
+    assert len(symbols.sym_of) <= 101
 
 
 def _few_roots(monkeypatch, count: int) -> None:

@@ -37,6 +37,10 @@ from operator import attrgetter, sub
 
 import numpy as np
 
+try:  # ``Node`` in native code (_native.c), built by setup.py where a C compiler is
+    from stream_split import _native
+except ImportError:  # not built: the Python class (``PyNode``)
+    _native = None
 from stream_split.core.detect.rules import REPEAT, RULES
 from stream_split.core.detect.search import marker_match
 from stream_split.trace_format import LOOP_MARKER_SHORTEST, is_main_thread
@@ -52,7 +56,11 @@ _ASCII_DIGITS = "0123456789"
 MODULE_FRAME_PREFIX = "nn.Module: "
 
 
-class Node:
+class PyNode:
+    """An op of the skeleton: ``Node``'s fields, and ``Node`` itself where the native part is
+    not built (``stream_split._native.Node`` holds the same fields, made without a Python
+    frame: 0.7 k instructions an op, not 2.3 k, callgrind; the detector makes one for each op
+    it keeps while it learns)."""
     __slots__ = ("sym", "start", "end", "kids", "depth", "gpu", "copies", "syncs", "opener")
 
     def __init__(self, sym: int, start: float, end: float, depth: int):
@@ -71,6 +79,9 @@ class Node:
         #: a step around its first op, ``training_step``); None if none was seen.
         self.opener = None
 
+
+#: The op's class: the native one where it is built (see ``PyNode``).
+Node = PyNode if _native is None else _native.Node
 
 SKIPPED = Node(-1, 0.0, 0.0, 0)
 #: What a skeleton holds of a kind it has none of yet (its steps, its frames waiting): a list
@@ -366,23 +377,38 @@ class RootCounts:
             if self.last_count == 1:  # its only occurrence, just before: ``node`` follows it
                 seen[before] = node
             elif not self.exact:  # (once ``exact``, no pair is counted: they serve no more)
-                self._pair(before, sym)
+                # (``_pair``, inline: a Python call less at most ops of a row whose kinds
+                # recur, 0.3 k instructions; a test ties both to a count of every pair,
+                # ``test_the_root_counts_tell_when_three_instances_can_be_exact``)
+                key = (before, sym)
+                pairs = self._pairs
+                if pairs is None:
+                    pairs = self._pairs = {}
+                n = pairs[key] = pairs.get(key, 0) + 1
+                if n >= _MIN_INSTANCES or (before == sym and n >= _MIN_INSTANCES - 1):
+                    self.exact = True
+                    self._pairs = None
         count = seen.get(sym, 0)
         if type(count) is int:
             seen[sym] = self.last_count = count + 1
-            self.singles += 1 if count == 0 else -(count == 1)
+            if not count:
+                self.singles += 1
+            elif count == 1:
+                self.singles -= 1
         else:  # its second occurrence: the pair of its first is counted now
             seen[sym] = self.last_count = REPEAT
             self.singles -= 1
             if not self.exact:
                 self._pair(sym, count.sym)
         self._last = sym
-        self.marked = self.marked or marker
+        if marker:
+            self.marked = True
 
     def _pair(self, sym: int, after: int) -> None:
         """An op of kind ``after`` followed one of kind ``sym`` (a kind that recurs): counted,
         and the row is ``exact`` once some pair is seen three times (one of a kind with
-        itself, twice). Then the pairs are dropped."""
+        itself, twice). Then the pairs are dropped. (``add`` holds an inline copy of its
+        common call.)"""
         key = (sym, after)
         pairs = self._pairs
         if pairs is None:
@@ -502,7 +528,11 @@ class Skeletons:
         if parent is None:
             symbols = self.symbols
             # (its symbol even if skipped)
-            node = Node(symbols.of(name) if sym is None else sym, start, end, 0)
+            if sym is None:
+                sym = symbols.sym_of.get(name)  # (``Symbols.of``'s common case, inline)
+                if sym is None:
+                    sym = symbols.new(name)
+            node = Node(sym, start, end, 0)
             roots, main = state.roots, state.main
             if main or len(roots) < RULES.memory.side_thread_roots:
                 # A new top-level op; the Python frames read before it that open it are its
@@ -514,7 +544,7 @@ class Skeletons:
                 state.busy += end - start
                 seen = state.seen
                 if main:
-                    seen.add(node, node.sym in symbols.markers)
+                    seen.add(node, sym in symbols.markers)
                     if state.kid_seen:
                         state.kid_seen.clear()
                     if seen.singles > state.sift_at:
@@ -552,9 +582,8 @@ class Skeletons:
         sifted = roots[lo:upto]
         # (no op kept below the top level: no op sifted has children)
         gone = seen.seen_once([n for n in sifted if not n.kids] if state.below else sifted)
-        if gone:  # (a set of nodes: of their identities)
-            keep = _dominant(gone)
-            gone = [n for n in gone if n not in keep]
+        if gone:
+            gone = _parted(gone, _dominant(gone))[1]
         dropped = set(gone)
         kept = [n for n in sifted if n not in dropped]
         state.roots = roots[:lo] + kept + roots[upto:]
@@ -578,11 +607,11 @@ class Skeletons:
         roots = state.roots
         upto = len(roots) - RULES.memory.max_roots // 2
         old = roots[1:upto]
-        keep = _dominant(old)
-        gone = [n for n in old if n not in keep]
-        state.roots = [roots[0]] + [n for n in old if n in keep] + roots[upto:]
+        kept, gone = _parted(old, _dominant(old))
+        state.roots = [roots[0]] + kept + roots[upto:]
         state.sifted = len(state.roots) - len(roots) + max(state.sifted, upto)
-        below = [kid for n in gone if n.kids for kid in _descendants(n)]
+        # (no op kept below the top level: no op forgotten has children)
+        below = [kid for n in gone if n.kids for kid in _descendants(n)] if state.below else []
         self._nodes -= len(below)
         state.below -= len(below)
         state.forgotten += len(gone)
@@ -607,7 +636,7 @@ class Skeletons:
                     if root.kids:
                         below.update(n.sym for n in _descendants(root))
         if not others:  # (most often: the loop thread's skeleton alone)
-            return [sym for sym in syms if sym not in below]
+            return [sym for sym in syms if sym not in below] if below else syms
         return [sym for sym in syms if sym not in below and not any(sym in o for o in others)]
 
     def on_row(self, state: ThreadSkeleton, path: tuple, depth: int, start: float,
@@ -818,30 +847,22 @@ class Symbols:
     def __init__(self):
         #: A family, or a name with digits -> its symbol (a name without digits is found
         #: as its family).
-        self._sym_of: dict = {}
+        self.sym_of: dict = {}
         self.names: list = []
         #: The symbols whose family is a loop marker (``LOOP_MARKER_PATTERN``).
         self.markers: set = set()
         self._digit_names = 0  # names with digits in the table
 
     def of(self, name: str) -> int:
-        sym_of = self._sym_of
-        sym = sym_of.get(name)
-        if sym is not None:
-            return sym
-        # New: its family (itself where it has no digit), found or made here, in one Python
-        # frame (through a method and ``loop_marker`` for a new family, a name of its own
-        # took 5.1 k instructions, 4.4 k now: callgrind; the two searches are 2.6 k of it)
-        if name and name[-1] in _ASCII_DIGITS:
-            # (ends with a run of ASCII digits, ``layer_12``, the most common: where the rest
-            # holds no digit, the run is folded without ``_DIGITS.sub``, nor a match object
-            # made: 3.2 k instructions, not 4.5 k as through the first digit's match, callgrind;
-            # 1.6 % of the split of 200 k numbered names; a name that does not end with one
-            # pays 0.45 k for the test)
-            head = name.rstrip(_ASCII_DIGITS)
-            family = head + "N" if _DIGIT.search(head) is None else _DIGITS.sub("N", name)
-        else:
-            family = name if _DIGIT.search(name) is None else _DIGITS.sub("N", name)
+        """The symbol of ``name``."""
+        sym = self.sym_of.get(name)
+        return self.new(name) if sym is None else sym
+
+    def new(self, name: str) -> int:
+        """The symbol of ``name``, not in ``sym_of``: its family (itself where it has no digit),
+        found or made here."""
+        sym_of = self.sym_of
+        family = _family(name)
         if family is not name:  # it has digits: its family may be known
             sym = sym_of.get(family)
             if sym is not None:  # a family known: the name joins the table
@@ -866,14 +887,14 @@ class Symbols:
         """The table keeps its families, and no name with digits (each is folded again
         when it next comes)."""
         names = self.names
-        self._sym_of = {key: sym for key, sym in self._sym_of.items() if names[sym] is key}
+        self.sym_of = {key: sym for key, sym in self.sym_of.items() if names[sym] is key}
         self._digit_names = 0
 
     def forget(self, syms: list) -> None:
         """The kinds ``syms`` are held by no op kept: their names go (a name read again is
         a new kind, numbered anew), and so do the names with digits in the table (they may
         be of those kinds: the table is not searched by kind)."""
-        names, sym_of, markers = self.names, self._sym_of, self.markers
+        names, sym_of, markers = self.names, self.sym_of, self.markers
         for sym in syms:
             del sym_of[names[sym]]
             names[sym] = None
@@ -882,6 +903,23 @@ class Symbols:
         if syms and self._digit_names:
             self._only_families()
 
+
+def family(name: str) -> str:
+    """``name`` with each run of digits folded into ``N`` (``_DIGITS``); ``name`` itself where
+    it holds no digit (``Symbols.of`` tells a new family by identity). The Python fallback of
+    ``_native.family`` (a test ties the two), which answers in one call: a new name without
+    digits 0.5 k instructions less, a numbered one 1 k (callgrind)."""
+    if name and name[-1] in _ASCII_DIGITS:
+        # (ends with a run of ASCII digits, ``layer_12``, the most common: where the rest holds
+        # no digit, the run is folded without ``_DIGITS.sub``, nor a match object made: 3.2 k
+        # instructions, not 4.5 k as through the first digit's match, callgrind)
+        head = name.rstrip(_ASCII_DIGITS)
+        return head + "N" if _DIGIT.search(head) is None else _DIGITS.sub("N", name)
+    return name if _DIGIT.search(name) is None else _DIGITS.sub("N", name)
+
+
+#: A name's family, in native code where it is built (``family``).
+_family = family if _native is None else _native.family
 
 #: Times beyond this may not be exact in float64 (an integer ``ts``): compared one by one.
 _EXACT_IN_FLOAT = 2.0 ** 53
@@ -941,6 +979,19 @@ def _dominant(nodes: list) -> set:
     """Of top-level ops about to be forgotten (not empty), those kept (``verdict.dominant``:
     the row's longest op and its latest end stay what they were)."""
     return {_longest(nodes), max(nodes, key=end_of)}
+
+
+def _parted(nodes: list, keep: set) -> tuple:
+    """(those of ``nodes`` in ``keep``, a few of them, in their order; the others, in theirs),
+    cut around the places of the few (``list.index``: no Python step for each of the
+    thousands of ops that ``forget_oldest`` and ``forget_singles`` forget at a time)."""
+    at = sorted(map(nodes.index, keep))
+    others, lo = [], 0
+    for i in at:
+        others += nodes[lo:i]
+        lo = i + 1
+    others += nodes[lo:]
+    return [nodes[i] for i in at], others
 
 
 def _sift_again(state: ThreadSkeleton) -> None:

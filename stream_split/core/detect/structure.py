@@ -78,6 +78,11 @@ from stream_split.core.detect.verdict import (
     confirmed_online, dominant, exact_needed, exact_possible, iteration_test, regular_steps)
 from stream_split.trace_format import PROFILER_STEP_PREFIX, is_main_thread
 
+#: ``Rules.min_instances`` and ``OnlineRules.eager_tries``, read once: the top level's test
+#: for a moment to try (``StructureDetector._observe_learning``) asks them at each op.
+_MIN_INSTANCES, _EAGER_TRIES = RULES.min_instances, RULES.online.eager_tries
+
+
 class Mode(enum.Enum):
     """The detector's modes (see the module docstring)."""
     #: Building the skeleton and looking for the unit online; at close, decided from the whole.
@@ -248,13 +253,13 @@ class StructureDetector:
             state.add_step(start, end, name)  # the loop thread's rank at close
         roots = state.roots
         node = self._skeletons.add(state, parent, start, end, name)
-        if len(state.roots) > RULES.memory.max_roots and state.main:  # (at the top level)
+        if (main := state.main) and len(state.roots) > RULES.memory.max_roots:  # (top level)
             found = self._at_the_bound(state)
             if found is not None:
                 return found
         if state.roots is not roots:  # ops forgotten: a new row
             self._forget_tries()
-        if node is SKIPPED or not state.main or self._level:
+        if node is SKIPPED or not main or self._level:
             return ()  # (``_online_allowed``, asked without a call: still learning here)
         self._budget.credit += RULES.online.search_work_per_op  # (``SearchBudget.earn``)
         if parent is not None:
@@ -264,8 +269,8 @@ class StructureDetector:
         # found may be believed (asked here, not put off by ``_try_online``: 78 k of 200 k ops
         # drawn at random from 40 k names are such moments).
         seen = state.seen
-        if len(state.roots) >= state.next_try or RULES.min_instances <= seen.last_count <= \
-                RULES.online.eager_tries and seen.may_confirm:
+        if len(state.roots) >= state.next_try or _MIN_INSTANCES <= seen.last_count <= \
+                _EAGER_TRIES and seen.may_confirm:
             return self._try_online(state)
         return ()
 

@@ -1,0 +1,102 @@
+"""The detector's native parts (``stream_split._native``, where it is built) and their Python
+fallbacks: the skeleton's op (``skeleton.Node``: the native class holds what the Python one,
+``skeleton.PyNode``, holds, made, changed and compared the same way), a name's family
+(``skeleton.family``) and the loop markers' first test (``search.ascii_without``)."""
+import gc
+import re
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from stream_split.core.detect import search, skeleton
+from stream_split.core.detect.skeleton import PyNode
+from stream_split.trace_format import LOOP_MARKER_WORDS
+
+_native = skeleton._native
+needs_native = pytest.mark.skipif(_native is None, reason="stream_split._native is not built")
+_FIELDS = PyNode.__slots__
+_RUNS = re.compile(r"\d+")
+
+
+def test_the_skeleton_uses_the_native_node_where_it_is_built():
+    assert skeleton.Node is (PyNode if _native is None else _native.Node)
+
+
+@needs_native
+@pytest.mark.parametrize("args", [(3, 1.5, 2.5, 0), (-1, 0.0, 0.0, 0), (7, 10, 12, 4)])
+def test_a_native_node_is_made_as_the_python_one(args):
+    native, python = _native.Node(*args), PyNode(*args)
+    for field in _FIELDS:
+        assert getattr(native, field) == getattr(python, field), field
+        assert type(getattr(native, field)) is type(getattr(python, field)), field
+
+
+@needs_native
+def test_a_native_node_has_the_python_ones_fields_and_no_other():
+    public = {name for name in dir(_native.Node) if not name.startswith("_")}
+    assert public == set(_FIELDS)
+    node = _native.Node(1, 0.0, 1.0, 0)
+    with pytest.raises(AttributeError):
+        node.other = 1  # no __dict__, as __slots__ has none
+
+
+@needs_native
+def test_a_native_node_changes_and_compares_as_the_python_one():
+    for cls in (PyNode, _native.Node):
+        a, b = cls(1, 0.0, 1.0, 0), cls(1, 0.0, 1.0, 0)
+        a.gpu += 2
+        a.kids = [b]
+        a.opener = [(0.0, 2.0, "frame")]
+        assert (a.gpu, a.kids[0] is b, a.opener) == (2, True, [(0.0, 2.0, "frame")])
+        assert a != b and a == a and len({a, b, a}) == 2  # identity, as ``object``
+        del a.opener
+        with pytest.raises(AttributeError):
+            a.opener
+
+
+@needs_native
+def test_native_node_arguments_are_checked():
+    with pytest.raises(TypeError):
+        _native.Node(1, 0.0, 1.0)
+    with pytest.raises(TypeError):
+        _native.Node(1, 0.0, 1.0, depth=0)
+
+
+@needs_native
+def test_a_cycle_of_native_nodes_is_collected():
+    node = _native.Node(1, 0.0, 1.0, 0)
+    node.kids = [node]
+    del node
+    assert gc.collect() >= 2  # the node and its list
+
+
+# -- the names' passes: a name's family (``skeleton.family``) and the loop markers' first
+# test (``search.ascii_without``), native and Python alike
+
+_NAMES = st.text(alphabet="ab_:.NAZ0123456789١٢３ſ", max_size=16)
+
+
+@needs_native
+@settings(max_examples=2000, deadline=None)
+@given(_NAMES)
+def test_a_names_family_is_the_same_native_or_not(name):
+    native, python = _native.family(name), skeleton.family(name)
+    assert native == python == _RUNS.sub("N", name)
+    assert (native is name) == (python is name) == (_RUNS.search(name) is None)
+
+
+@needs_native
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet="aAbBzZ_.ſ1", max_size=16),
+       st.lists(st.text(alphabet="ab_.", min_size=1, max_size=4), max_size=4))
+def test_ascii_without_is_the_same_native_or_not(name, words):
+    words = tuple(words)
+    assert _native.ascii_without(name, words) == search.ascii_without(name, words)
+
+
+@needs_native
+@pytest.mark.parametrize("name", ["enumerate(DataLoader)#_SingleProcessDataLoaderIter",
+                                  "Optimizer.step#SGD.step", "get_BATCH", "op_abcde_N", "ſ_batch"])
+def test_ascii_without_the_loop_marker_words(name):
+    assert _native.ascii_without(name, LOOP_MARKER_WORDS) == \
+        search.ascii_without(name, LOOP_MARKER_WORDS)
