@@ -43,7 +43,6 @@ from __future__ import annotations
 import bisect
 import ctypes
 import json
-import os
 from itertools import repeat
 from operator import attrgetter
 from typing import Any, Iterator, Literal, TypedDict, Union
@@ -61,15 +60,11 @@ from stream_split.errors import TraceInputError
 from stream_split.trace_format import (
     DIMS_ARG, ENGINE_ARGS, ENGINE_FIELDS, EVENTS_KEY, PYTHON_FRAME_CAT)
 
-try:  # the hot passes in native code (_native.c), built by setup.py where a C compiler is
-    from stream_split import _native as _built_native
-except ImportError:  # not built: numpy and msgspec do the same (``Framing``, ``_frame_columns``)
-    _built_native = None
-#: Set (to anything but "" or "0") in the environment, the decoder frames with numpy even
-#: where the native framing is built (to compare the two, or to rule it out).
-NO_NATIVE_ENV = "STREAM_SPLIT_NO_NATIVE"
-#: ``stream_split._native`` where it is built and not turned off, else None (the fallbacks).
-_native = None if os.environ.get(NO_NATIVE_ENV, "") not in ("", "0") else _built_native
+# The hot passes in native code where built and not turned off (``stream_split.native``),
+# else None: numpy and msgspec do the same (``Framing``, ``_frame_columns``). The tests switch
+# ``_native`` here, and the writer reads it here; the tests read ``_built_native`` too.
+from stream_split.native import BUILT as _built_native  # noqa: F401
+from stream_split.native import NATIVE as _native, NO_NATIVE_ENV  # noqa: F401
 #: The decoder's hot passes in this process: "native" or "numpy" (``stream-split --version``).
 DECODER_PASSES = "numpy" if _native is None else "native"
 

@@ -125,10 +125,7 @@ from operator import add, attrgetter
 
 import numpy as np
 
-try:  # ``ascii_without`` in native code (_native.c), built by setup.py where a C compiler is
-    from stream_split import _native
-except ImportError:  # not built: the Python function
-    _native = None
+from stream_split.native import NATIVE as _native  # (None: the Python function)
 from stream_split.core.coded import CodedList
 from stream_split.core.detect.rules import (
     BOUND_CELLS, BOUND_MARGIN, BOUND_OPS, HOPE_MARGIN, HOPE_ROUNDING, HOPE_RUNS, REPEAT, RULES, Rules)

@@ -37,10 +37,7 @@ from operator import attrgetter, sub
 
 import numpy as np
 
-try:  # ``Node`` in native code (_native.c), built by setup.py where a C compiler is
-    from stream_split import _native
-except ImportError:  # not built: the Python class (``PyNode``)
-    _native = None
+from stream_split.native import NATIVE as _native  # (None: the Python class)
 from stream_split.core.detect.rules import REPEAT, RULES
 from stream_split.core.detect.search import marker_match
 from stream_split.trace_format import LOOP_MARKER_SHORTEST, is_main_thread
