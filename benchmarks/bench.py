@@ -450,18 +450,34 @@ def report_from_log(a) -> int:
     return 1 if a.check and any(c["status"] == "FAIL" for c in checks) else 0
 
 
-def code_fingerprint() -> dict:
-    """Which code is measured: HEAD, and a hash of the package's sources as they are on disk
-    (an editable install runs the working tree, which others may be editing meanwhile)."""
+def measured_package(python: str) -> Path:
+    """The ``stream_split`` folder that ``python`` imports, so that the CLI runs: the tree
+    under test (``PYTHONPATH``, an editable install, or an installed copy), which need not
+    be the checkout this script lies in."""
+    # ``-c`` puts the current folder first on the path, where the CLI's script does not:
+    # without it, a run from a checkout would name that checkout whatever ``PYTHONPATH`` says
+    where = subprocess.run([python, "-c", "import sys; del sys.path[0]; import os, stream_split; "
+                            "print(os.path.dirname(stream_split.__file__))"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    return Path(where)
+
+
+def code_fingerprint(package: Path | None = None) -> dict:
+    """Which code is measured: ``package`` (the ``stream_split`` folder run: by default this
+    checkout's), its checkout's HEAD and a hash of its sources as they are on disk (an
+    editable install runs the working tree, which others may be editing meanwhile); ``tree``
+    names the folder, ``head`` is None outside a git checkout."""
     import hashlib
+    package = Path(package) if package is not None else REPO / "stream_split"
+    tree = package.parent
     h = hashlib.sha1()
-    for path in sorted((REPO / "stream_split").rglob("*.py")):
-        h.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
-    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+    for path in sorted(package.rglob("*.py")):
+        h.update(str(path.relative_to(tree)).encode() + b"\0" + path.read_bytes())
+    head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "stream_split"],
-                           capture_output=True, text=True).stdout.split("\n")
-    return {"head": head or None, "sources_sha1": h.hexdigest()[:12],
+    dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--",
+                            package.name], capture_output=True, text=True).stdout.split("\n")
+    return {"tree": str(tree), "head": head or None, "sources_sha1": h.hexdigest()[:12],
             "modified": sorted(line[3:] for line in dirty if line.strip())}
 
 
@@ -478,10 +494,8 @@ def compile_package(python: str) -> str:
     does for a regular install (and for ijson, the reference). An editable install compiles
     its modules at the first import, unless ``PYTHONDONTWRITEBYTECODE`` is set: then every run
     compiles them again (about 60 ms on these machines), which no installed copy does."""
-    where = subprocess.run([python, "-c", "import os, stream_split; "
-                            "print(os.path.dirname(stream_split.__file__))"],
-                           capture_output=True, text=True, check=True).stdout.strip()
-    subprocess.run([python, "-m", "compileall", "-q", where], check=True,
+    where = measured_package(python)
+    subprocess.run([python, "-m", "compileall", "-q", str(where)], check=True,
                    stdout=subprocess.DEVNULL)
     return f"compiled ({where})"
 
@@ -539,10 +553,11 @@ def main(argv=None) -> int:
         check_disk(a.work_dir, need)
 
     bytecode = "as found" if a.no_compile else compile_package(a.python)
+    package = measured_package(a.python)
     env = {"python": sys.version.split()[0], "cpus": os.cpu_count(), "ijson_backend": backend,
            "bytecode": bytecode, "cli": cli, "detector": a.detector, "repeat": a.repeat, "base": str(a.base),
            "strip_steps": a.strip_steps, "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-           "code": code_fingerprint()}
+           "code": code_fingerprint(package)}
     print(f"# {env}", file=sys.stderr, flush=True)
 
     summaries, by_copies, scale = [], {}, {}
@@ -577,9 +592,10 @@ def main(argv=None) -> int:
         print("tiles have no ProfilerStep#N: the steps detector finds no iteration and the "
               "commands end with status 2; use --detector auto to measure the stripped tiles")
     print_table(summaries, a.commands)
-    code_end = code_fingerprint()
+    code_end = code_fingerprint(package)
     env["code_at_end"] = code_end
-    print(f"code: HEAD {env['code']['head']}, sources {env['code']['sources_sha1']}"
+    print(f"code: {env['code']['tree']} at HEAD {env['code']['head']}, sources "
+          f"{env['code']['sources_sha1']}"
           + (f", modified: {' '.join(env['code']['modified'])}" if env["code"]["modified"] else ""))
     if code_end["sources_sha1"] != env["code"]["sources_sha1"]:
         print(f"WARNING: stream_split sources changed during the run ({env['code']['sources_sha1']}"

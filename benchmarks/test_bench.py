@@ -5,6 +5,7 @@ Never asserts on time. Run with ``python -m pytest benchmarks/test_bench.py``.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 
 import pytest
@@ -98,6 +99,23 @@ def test_harness_end_to_end(tmp_path):
     assert summary["events"] > 0
     assert summary["commands"]["boundaries"]["failed"] == 0
     assert summary["commands"]["boundaries"]["rss_mb"] > 0
+
+
+def test_the_code_line_names_the_tree_the_cli_imports(tmp_path, monkeypatch):
+    """Run from this checkout with ``PYTHONPATH`` naming another copy of the package, the
+    harness fingerprints that copy (the one the CLI runs), not the checkout it lies in."""
+    other = tmp_path / "other"
+    shutil.copytree(bench.REPO / "stream_split", other / "stream_split",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (other / "stream_split" / "marker.py").write_text("# only in the other copy\n")
+    monkeypatch.chdir(bench.REPO)
+    monkeypatch.setenv("PYTHONPATH", str(other))
+    package = bench.measured_package(sys.executable)
+    assert package == other / "stream_split"
+    code = bench.code_fingerprint(package)
+    assert code["tree"] == str(other)
+    assert code["head"] is None  # not a git checkout
+    assert code["sources_sha1"] != bench.code_fingerprint()["sources_sha1"]
 
 
 if __name__ == "__main__":

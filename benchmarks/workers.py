@@ -132,8 +132,8 @@ def main(argv=None) -> int:
             shutil.rmtree(a.work_dir / f"w{n}", ignore_errors=True)
     print_summary(summary)
     if a.json:
-        record = {"trace": a.trace, "repeats": repeats, "code": bench.code_fingerprint(),
-                  **summary}
+        record = {"trace": a.trace, "repeats": repeats,
+                  "code": bench.code_fingerprint(bench.measured_package(a.python)), **summary}
         Path(a.json).write_text(json.dumps(record, indent=1, default=str) + "\n")
     return 0 if all(row["agree"] for row in summary["workers"].values()) else 1
 
