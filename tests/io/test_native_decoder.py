@@ -23,6 +23,11 @@ from stream_split.decode import Framing
 NATIVE_BUILT = decode_module._built_native is not None
 needs_native = pytest.mark.skipif(not NATIVE_BUILT, reason="stream_split._native is not built "
                                   "here (no C compiler at install): numpy and msgspec are used")
+#: For what the decoder does when its native passes are in use: not where they are not built,
+#: nor where ``STREAM_SPLIT_NO_NATIVE`` turns them off (the functions themselves are tested
+#: against their fallbacks wherever they are built: ``needs_native``).
+decoder_is_native = pytest.mark.skipif(decode_module._native is None,
+                                       reason="the decoder's native passes are not in use")
 
 
 def test_ci_builds_the_native_passes():
@@ -192,7 +197,7 @@ def test_native_frame_times_read_kineto_frames():
         assert bits(np.frombuffer(native[0]).tolist()) == bits(msgspec_times(text)[0])
 
 
-@needs_native
+@decoder_is_native
 def test_a_run_read_natively_makes_its_frames_when_asked(tmp_path):
     """The engine asks a run read in bulk for each frame's thread and name (``FrameRun``):
     made from the run's bytes, as msgspec would have made them at once."""
