@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import types
 import typing
-from dataclasses import dataclass, field, fields
+from dataclasses import FrozenInstanceError, dataclass, field, fields
 from functools import cache
 from itertools import starmap
 from operator import attrgetter, is_
@@ -357,3 +357,27 @@ def _field_values(cls):
     if len(cls.__slots__) == 1:
         get = lambda obj, _get=get: (_get(obj),)  # noqa: E731
     return get
+
+
+class FrozenSlotted(Slotted):
+    """A ``Slotted`` class as ``@dataclass(frozen=True)`` makes one: its fields are set once,
+    by ``__init__`` (``_set``); assigning or deleting one raises ``FrozenInstanceError``; it
+    hashes and pickles by its fields (its ``__init__`` takes them in order)."""
+    __slots__ = ()
+
+    def __setattr__(self, name, value):
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name):
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __hash__(self) -> int:
+        return hash(_field_values(self.__class__)(self))
+
+    def __reduce__(self) -> tuple:
+        return self.__class__, _field_values(self.__class__)(self)
+
+    def _set(self, *values) -> None:
+        """Set the fields to ``values``, in order (``__init__``)."""
+        for name, value in zip(self.__slots__, values):
+            object.__setattr__(self, name, value)

@@ -20,12 +20,12 @@ from stream_split.core.engine import DEFAULT_PENDING_LIMIT
 OPTIONAL = ("rich", "google.protobuf", "matplotlib", "concurrent.futures", "stream_split.progress",
             "stream_split.schema", "stream_split.plot", "stream_split.picture",
             "stream_split.parallel", "stream_split.ranks", "stream_split.merge",
-            "stream_split.watch", "stream_split.output", "hashlib", "stream_split.selection",
+            "stream_split.watch", "stream_split.output", "stream_split.selection",
             "stream_split.manifest_entries", "stream_split.analysis")
-#: What writes files (``output``: files created new, and hashlib), chooses the iterations to
+#: What writes files (``output``: files created new), chooses the iterations to
 #: write (``selection``) and makes a manifest (its entries, the outliers' explanations):
 #: ``split`` only.
-WRITING = {"stream_split.output", "hashlib", "stream_split.selection",
+WRITING = {"stream_split.output", "stream_split.selection",
            "stream_split.manifest_entries", "stream_split.analysis"}
 
 _RUN = """
@@ -33,7 +33,7 @@ import json, sys
 from stream_split.cli import main
 status = main(sys.argv[2:])
 loaded = sorted(m for m in sys.modules if m.split('.')[0] in (
-    'rich', 'google', 'matplotlib', 'concurrent', 'stream_split', 'hashlib'))
+    'rich', 'google', 'matplotlib', 'concurrent', 'stream_split'))
 print(json.dumps([status, loaded]), file=open(sys.argv[1], 'w'))
 """
 

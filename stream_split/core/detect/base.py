@@ -20,7 +20,7 @@ Detectors:
 from __future__ import annotations
 
 
-from stream_split.core.records import Slotted
+from stream_split.core.records import FrozenSlotted, Slotted
 from stream_split.trace_format import PROFILER_STEP_PREFIX
 
 #: ``evidence["decided"]`` of a structural detector that took the iterations from
@@ -28,7 +28,7 @@ from stream_split.trace_format import PROFILER_STEP_PREFIX
 DECIDED_FROM_STEPS = "online"
 
 
-class TraceFacts(Slotted):
+class TraceFacts(FrozenSlotted):
     """What a trace's header says of the evidence that follows its CPU ops (Kineto writes the
     header first): ``None`` where it says nothing. The adapter reads the header and hands it
     over as data (``from_header``); the core never reads a file."""
@@ -40,8 +40,7 @@ class TraceFacts(Slotted):
     frames: bool | None
 
     def __init__(self, gpu: bool | None = None, frames: bool | None = None):
-        self.gpu = gpu
-        self.frames = frames
+        self._set(gpu, frames)
 
     @classmethod
     def from_header(cls, header: dict | None) -> "TraceFacts":

@@ -41,7 +41,7 @@ from stream_split.core.detect.search import Unit, end_of_last, find_unit
 from stream_split.core.detect.skeleton import (
     ThreadSkeleton, occurrences, outermost_opener, start_of)
 from stream_split.core.detect.verdict import LOOP_INSIDE, dominant, iteration_test
-from stream_split.core.records import Slotted
+from stream_split.core.records import FrozenSlotted
 from stream_split.trace_format import PROFILER_STEP_PREFIX
 
 #: ``Unit.opening`` of the unit ``--level N`` found below the chosen one.
@@ -50,7 +50,7 @@ OPENS_LEVEL_BELOW = "level below"
 DECIDED_AT_CLOSE = "at close"
 
 
-class LoopThread(Slotted):
+class LoopThread(FrozenSlotted):
     """What the close decision reads of the loop thread."""
     __slots__ = ("skeleton", "sections", "modules", "names")
     #: The skeleton of the section searched (``loop_thread``'s choice).
@@ -65,10 +65,7 @@ class LoopThread(Slotted):
 
     def __init__(self, skeleton: ThreadSkeleton, sections: list, modules: list | None,
                  names: list):
-        self.skeleton = skeleton
-        self.sections = sections
-        self.modules = modules
-        self.names = names
+        self._set(skeleton, sections, modules, names)
 
 
 def loop_thread(skeletons, use_annotations: bool) -> ThreadSkeleton | None:
