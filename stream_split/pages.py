@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import tempfile
 from collections import OrderedDict
 
 #: Items in one page (one pickle written or read at once).
@@ -291,6 +290,7 @@ class PagedList:
         """Pickle page ``number`` to the file: where it was when it still fits, else at the end."""
         data = pickle.dumps(_packed(items), protocol=pickle.HIGHEST_PROTOCOL)
         if self._file is None:
+            import tempfile  # here: a run that never pages out never loads it (``spill``)
             self._file = tempfile.TemporaryFile(dir=self._directory,
                                                 prefix="stream-split-pages-")
         offset, size = self._stored.get(number, (None, 0))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import tempfile
 from itertools import compress, repeat
 
 import numpy as np
@@ -343,6 +342,9 @@ class TempFileSpill(MemorySpill):
     def put(self, items) -> None:
         items = _batch(items)
         if self._file is None:
+            # Imported here: a run that never spills never loads tempfile (with shutil, bz2,
+            # lzma, random: 9 M instructions, 1.5 % of a `boundaries` run of two events).
+            import tempfile
             self._file = tempfile.TemporaryFile(dir=self._directory,
                                                 prefix="stream-split-spill-")
         self._file.seek(0, os.SEEK_END)

@@ -20,20 +20,26 @@ from stream_split.core.engine import DEFAULT_PENDING_LIMIT
 OPTIONAL = ("rich", "google.protobuf", "matplotlib", "concurrent.futures", "stream_split.progress",
             "stream_split.schema", "stream_split.plot", "stream_split.picture",
             "stream_split.parallel", "stream_split.ranks", "stream_split.merge",
-            "stream_split.watch", "stream_split.output", "hashlib", "stream_split.selection",
+            "stream_split.watch", "stream_split.output", "stream_split.selection",
             "stream_split.manifest_entries", "stream_split.analysis")
-#: What writes files (``output``: files created new, and hashlib), chooses the iterations to
+#: What writes files (``output``: files created new), chooses the iterations to
 #: write (``selection``) and makes a manifest (its entries, the outliers' explanations):
 #: ``split`` only.
-WRITING = {"stream_split.output", "hashlib", "stream_split.selection",
+WRITING = {"stream_split.output", "stream_split.selection",
            "stream_split.manifest_entries", "stream_split.analysis"}
+
+#: Standard modules imported only where they are needed (``test_house``'s
+#: ``LATE_STANDARD_IMPORTS``: the pieces of ``split``, a run that spills), and hashlib (OpenSSL),
+#: which ``output`` does without: a command that writes no pieces loads none of them.
+LATE_STANDARD = ("tempfile", "shutil", "queue", "threading", "hashlib")
 
 _RUN = """
 import json, sys
 from stream_split.cli import main
 status = main(sys.argv[2:])
 loaded = sorted(m for m in sys.modules if m.split('.')[0] in (
-    'rich', 'google', 'matplotlib', 'concurrent', 'stream_split', 'hashlib'))
+    'rich', 'google', 'matplotlib', 'concurrent', 'stream_split', 'tempfile', 'shutil', 'queue',
+    'threading', 'hashlib'))
 print(json.dumps([status, loaded]), file=open(sys.argv[1], 'w'))
 """
 
@@ -61,6 +67,14 @@ def test_a_command_loads_only_what_it_uses(small_trace, tmp_path, argv, wanted):
     argv = [a.format(out=tmp_path / "out") for a in argv]
     loaded = _loaded(tmp_path, argv[0], str(small_trace), *argv[1:])
     assert _prefixes(loaded) == wanted
+
+
+@pytest.mark.parametrize("command", ["boundaries", "tag", "explain"])
+def test_a_command_that_writes_no_pieces_loads_no_late_standard_module(small_trace, tmp_path,
+                                                                       command):
+    """Nor does its parser: argparse's formatters read the terminal's width (shutil) only for
+    help (``cli._Parser``)."""
+    assert not _loaded(tmp_path, command, str(small_trace)) & set(LATE_STANDARD)
 
 
 def test_what_an_option_asks_for_is_loaded_when_asked(small_trace, tmp_path):
@@ -95,6 +109,21 @@ def test_a_command_s_arguments_are_built_when_it_is_parsed_and_only_its_own():
     assert "--workers" in commands["split"].format_help()  # built for its help
     assert "--iterations ITERATIONS" in commands["split"].format_usage()
     assert commands["why"].parse_args(["out", "3"]).index == 3
+
+
+def test_a_command_line_that_begins_with_its_command_makes_only_that_command_s_parser(capsys):
+    """``cli.build_parser(command)``: the other commands' parsers are not made; what follows
+    the command is its parser's (its help too); the error convention is the same."""
+    parser = cli.build_parser("boundaries")
+    assert list(_command_parsers(parser)) == ["boundaries"]
+    assert parser.parse_args(["boundaries", "t.json"]).trace == "t.json"
+    with pytest.raises(SystemExit):
+        cli.build_parser("split").parse_args(["split", "--help"])
+    assert "--workers" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exited:
+        cli.build_parser("tag").parse_args(["tag", "t.json", "--bogus"])
+    assert exited.value.code == cli.EXIT_BAD_INPUT
+    assert capsys.readouterr().err == "stream-split: error: unrecognized arguments: --bogus\n"
 
 
 def test_every_command_is_listed_with_its_help_line(capsys):

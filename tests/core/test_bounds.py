@@ -9,7 +9,6 @@ import json
 import random
 import tracemalloc
 from collections import Counter
-from dataclasses import replace
 
 import pytest
 
@@ -93,7 +92,7 @@ def test_one_search_tries_anchors_only_up_to_its_work_bound():
     row = _row(names)
     assert find_unit(row) is not None
     # a bound below the first anchor's cut: no anchor is tried, no unit
-    starved = replace(RULES, search_work=10, search_work_per_op=0)
+    starved = RULES._replace(search_work=10, search_work_per_op=0)
     assert find_unit(row, starved) is None
 
 
@@ -103,8 +102,8 @@ def test_a_short_row_searches_at_most_its_ops_times_the_work_ratio():
     names = ["loop_head", "fwd", "bwd", "opt"] * 10
     row = _row(names)
     assert search_cap(len(row)) == RULES.search_work_ratio * len(row)  # short: the ratio's
-    assert find_unit(row, replace(RULES, search_work_ratio=4)) is not None
-    assert find_unit(row, replace(RULES, search_work_ratio=0)) is None
+    assert find_unit(row, RULES._replace(search_work_ratio=4)) is not None
+    assert find_unit(row, RULES._replace(search_work_ratio=0)) is None
     assert search_cap(10 ** 7) == search_work(10 ** 7)  # long: the constant's
 
 
@@ -389,8 +388,8 @@ def test_a_loop_of_exact_steps_is_still_searched_online():
 
 
 def _few_singles(monkeypatch, count: int) -> None:
-    memory = replace(RULES.memory, single_roots=count, single_roots_latest=count // 2)
-    monkeypatch.setattr(skeleton, "RULES", replace(RULES, memory=memory))
+    memory = RULES.memory._replace(single_roots=count, single_roots_latest=count // 2)
+    monkeypatch.setattr(skeleton, "RULES", RULES._replace(memory=memory))
 
 
 def test_a_top_level_of_names_of_their_own_is_kept_bounded(monkeypatch):
@@ -464,8 +463,8 @@ def test_numbered_names_of_their_own_leave_the_symbol_table_too(monkeypatch):
 
 
 def test_numbered_names_of_one_family_are_remembered_up_to_a_bound(monkeypatch):
-    memory = replace(RULES.memory, digit_names_remembered=100)
-    monkeypatch.setattr(skeleton, "RULES", replace(RULES, memory=memory))
+    memory = RULES.memory._replace(digit_names_remembered=100)
+    monkeypatch.setattr(skeleton, "RULES", RULES._replace(memory=memory))
     symbols = Symbols()
     syms = {symbols.of(f"layer_{i}") for i in range(1000)}
     assert syms == {symbols.of("layer_N")} == {symbols.of("layer_5")}
@@ -473,9 +472,9 @@ def test_numbered_names_of_one_family_are_remembered_up_to_a_bound(monkeypatch):
 
 
 def _few_roots(monkeypatch, count: int) -> None:
-    memory = replace(RULES.memory, max_roots=count)
+    memory = RULES.memory._replace(max_roots=count)
     for module in (skeleton, structure):
-        monkeypatch.setattr(module, "RULES", replace(RULES, memory=memory))
+        monkeypatch.setattr(module, "RULES", RULES._replace(memory=memory))
 
 
 def _drawn_at_random(count: int, kinds: int, seed: int = 22) -> list:
@@ -561,10 +560,10 @@ def test_a_loop_the_online_tries_cannot_believe_is_decided_at_the_bound(monkeypa
 def test_only_the_first_search_at_the_bound_is_free(monkeypatch):
     # names at random with a loop marker among them (may be believed online, holds no
     # loop): with no credit earned, the bound is searched once, then forgotten each time
-    memory = replace(RULES.memory, max_roots=256)
-    online = replace(RULES.online, search_work_per_op=0)
-    monkeypatch.setattr(skeleton, "RULES", replace(RULES, memory=memory))
-    monkeypatch.setattr(structure, "RULES", replace(RULES, memory=memory, online=online))
+    memory = RULES.memory._replace(max_roots=256)
+    online = RULES.online._replace(search_work_per_op=0)
+    monkeypatch.setattr(skeleton, "RULES", RULES._replace(memory=memory))
+    monkeypatch.setattr(structure, "RULES", RULES._replace(memory=memory, online=online))
     searched = []
 
     def counted(*args, **kwargs):

@@ -1,6 +1,5 @@
 """The pure unit search (stream_split.core.detect.search), fed rows of sibling ops directly."""
 import random
-from dataclasses import FrozenInstanceError, fields, replace
 
 import pytest
 
@@ -99,9 +98,9 @@ def test_the_last_instance_ends_before_a_big_new_op_but_takes_small_noise():
 
 
 def test_every_rule_is_named_and_the_rules_are_frozen():
-    assert {f.name for f in fields(Rules)} >= {"min_instances", "like", "two_similarity",
-                                                "two_coverage", "min_coverage"}
-    with pytest.raises(FrozenInstanceError):
+    assert set(Rules._fields) >= {"min_instances", "like", "two_similarity",
+                                  "two_coverage", "min_coverage"}
+    with pytest.raises(AttributeError):
         RULES.like = 0.1
 
 
@@ -155,8 +154,8 @@ def test_without_the_loop_markers_many_whole_steps_beat_their_super_period():
 def test_unweighed_the_last_instance_ends_by_its_ops_not_its_time():
     # A flattened step (parents' time holds their children's): four layers (4, 5, 6, 7) and
     # the loss (8); the last layer runs faster than the others. It is still one layer.
-    rules = replace(RULES, weigh=False, like=1.0, like_share=0.24, min_like=4,
-                    min_coverage=0.3)
+    rules = RULES._replace(weigh=False, like=1.0, like_share=0.24, min_like=4,
+                           min_coverage=0.3)
     layer = [4, 5, 6, 7]
     level = level_of(layer * 3, {4: 10.0, 5: 30.0, 6: 10.0, 7: 30.0}) + \
         level_of(layer + [8], {4: 2.0, 5: 5.0, 6: 2.0, 7: 5.0, 8: 50.0})
@@ -312,7 +311,7 @@ def test_the_memo_holds_one_search_worth_not_the_history_of_the_level():
 def test_beyond_its_budget_the_memo_keeps_no_more_and_the_answers_stay_the_same():
     # A huge level: each search keeps values up to the budget (in ops covered), makes the
     # rest and lets it go, as a search without a memo does.
-    small = replace(RULES, memory=replace(RULES.memory, memo_budget=300))
+    small = RULES._replace(memory=RULES.memory._replace(memo_budget=300))
     ops = _noisy_training(11, 20)
     memo = SearchMemo()
     level: list = []
@@ -344,7 +343,7 @@ def _coverage_anew(row: list, cut, last: tuple, rules: Rules, memo: SearchMemo) 
 
 
 @pytest.mark.parametrize("credited", [False, True], ids=["time", "kernels"])
-@pytest.mark.parametrize("rules", [RULES, replace(RULES, weigh=False)], ids=["weighed", "ops"])
+@pytest.mark.parametrize("rules", [RULES, RULES._replace(weigh=False)], ids=["weighed", "ops"])
 @pytest.mark.parametrize("seed", range(2))
 def test_what_a_cut_keeps_of_its_instances_is_what_they_give_read_anew(seed, rules, credited,
                                                                       monkeypatch):
