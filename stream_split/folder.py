@@ -24,11 +24,10 @@ for them.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import stream_split
 from stream_split.config import SplitConfig
-from stream_split.core.records import Slotted
 from stream_split.output import OutputFolder
 from stream_split.run import (StopRequest, new_splitter, open_reader, read_through,
                               young_collections_only)
@@ -40,9 +39,9 @@ __all__ = ["SplitResult", "split_to_folder", "finish_folder", "PLOT_FILE"]
 PLOT_FILE = "iterations.png"
 
 
-class SplitResult(Slotted):
+@dataclass(slots=True)
+class SplitResult:
     """What a split into a folder produced."""
-    __slots__ = ("manifest", "error", "reader_info", "header", "opened", "splitter", "table")
     #: The manifest written (``manifest.json``), as a dict.
     manifest: dict
     #: The input error that cut the run short (one line), or None: what was decided before
@@ -58,17 +57,7 @@ class SplitResult(Slotted):
     splitter: object
     #: ``summary.build_table``'s table of the manifest, with ``SplitConfig.table_rows`` as
     #: its limit, made as the manifest was written; None without ``table_rows``.
-    table: dict | None
-
-    def __init__(self, manifest: dict, error: str | None, reader_info: dict, header: dict,
-                 opened: bool, splitter: object, table: dict | None = None):
-        self.manifest = manifest
-        self.error = error
-        self.reader_info = reader_info
-        self.header = header
-        self.opened = opened
-        self.splitter = splitter
-        self.table = table
+    table: dict | None = None
 
 
 def split_to_folder(source, out: str, config: SplitConfig, *,

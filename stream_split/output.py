@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -48,11 +49,6 @@ from itertools import groupby, islice
 from operator import attrgetter, methodcaller
 
 from stream_split.errors import OutputError
-
-try:  # CPython's own SHA-256: hashlib would load OpenSSL for it (11.6 M instructions, 2 ms)
-    from _sha256 import sha256
-except ImportError:  # another Python (3.12 calls it _sha2): the standard library's
-    from hashlib import sha256
 
 #: Flags for every file written into a staging folder: a new file, never through a link.
 CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -94,7 +90,7 @@ def target_key(target: str) -> str:
     (two spellings of one folder share a lock)."""
     parent, name = os.path.split(os.path.abspath(target))
     path = os.path.join(os.path.realpath(parent), name)
-    return sha256(os.fsencode(path)).hexdigest()[:KEY_LENGTH]
+    return hashlib.sha256(os.fsencode(path)).hexdigest()[:KEY_LENGTH]
 
 
 def runtime_dir() -> str:

@@ -10,12 +10,11 @@ from __future__ import annotations
 import gc
 import signal
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import stream_split
 from stream_split.allocator import give_back_free_pages
 from stream_split.core import Splitter, SplitOptions
-from stream_split.core.records import Slotted
 from stream_split.decode import MAX_EVENT_BYTES
 from stream_split.errors import ReadInterrupted, TraceEventError, TraceInputError
 from stream_split.follow import FollowedFile
@@ -79,27 +78,19 @@ class StopRequest:
             source.stop()
 
 
-class RunOutcome(Slotted):
+@dataclass(slots=True)
+class RunOutcome:
     """How a run ended: the reader's account (``reader_info``), the input error (one line)
     or None, whether a stop cut it short, and the reader (None when the input could not be
     opened; its header keys are still there after the run), and the verdicts on its
     iterations (``stats.finish``, made once: the manifest's steady state and outliers are
     taken from it, not from another pass over the records; None when the splitter was
     closed without a run)."""
-    __slots__ = ("reader_info", "error", "stopped", "reader", "stats")
     reader_info: dict
     error: str | None
-    stopped: bool
-    reader: TraceReader | None
-    stats: IterationStats | None
-
-    def __init__(self, reader_info: dict, error: str | None, stopped: bool = False,
-                 reader: TraceReader | None = None, stats: IterationStats | None = None):
-        self.reader_info = reader_info
-        self.error = error
-        self.stopped = stopped
-        self.reader = reader
-        self.stats = stats
+    stopped: bool = False
+    reader: TraceReader | None = None
+    stats: IterationStats | None = None
 
 
 #: The ``stop_reason`` of a run a signal stopped.

@@ -26,10 +26,11 @@ The rules (also in the README, "Steady state and outliers"):
 from __future__ import annotations
 
 from array import array
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from stream_split.core.records import KIND_IDLE, IterationRecord, Slotted
+from stream_split.core.records import KIND_IDLE, IterationRecord
 from stream_split.core.serving import IDLE as PHASE_IDLE
 from stream_split.pages import reading
 
@@ -58,41 +59,26 @@ def quantile(sorted_values: list, q: float) -> float | None:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
-class GroupStats(Slotted):
+@dataclass(slots=True)
+class GroupStats:
     """Statistics of one group of (non-idle) iterations."""
-    __slots__ = ("count", "median_us", "p90_us", "mad_us", "warmup")
-    count: int
-    median_us: float | None
-    p90_us: float | None
-    mad_us: float | None
-    warmup: int  # leading iterations of the group taken as warm-up
-
-    def __init__(self, count: int = 0, median_us: float | None = None,
-                 p90_us: float | None = None, mad_us: float | None = None, warmup: int = 0):
-        self.count = count
-        self.median_us = median_us
-        self.p90_us = p90_us
-        self.mad_us = mad_us
-        self.warmup = warmup
+    count: int = 0
+    median_us: float | None = None
+    p90_us: float | None = None
+    mad_us: float | None = None
+    warmup: int = 0  # leading iterations of the group taken as warm-up
 
 
-class IterationStats(Slotted):
+@dataclass(slots=True)
+class IterationStats:
     """The verdicts for a list of ``count`` iterations (indices into the input)."""
-    __slots__ = ("count", "reasons", "steady_state", "groups")
     count: int
     #: {index: reason} of the outliers only (a million iterations with a handful of outliers
     #: hold a handful of entries, not two lists of a million).
     reasons: dict[int, str]
     #: ``{"first": i, "last": j}`` (indices into the input), or None with no iteration.
     steady_state: dict | None
-    groups: dict  # group key -> GroupStats
-
-    def __init__(self, count: int, reasons: dict[int, str], steady_state: dict | None,
-                 groups: dict | None = None):
-        self.count = count
-        self.reasons = reasons
-        self.steady_state = steady_state
-        self.groups = {} if groups is None else groups
+    groups: dict = field(default_factory=dict)  # group key -> GroupStats
 
     @property
     def overall(self) -> GroupStats:

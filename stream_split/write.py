@@ -26,7 +26,7 @@ What this module owns: how an event, a record and a piece look on disk or on a p
 An event arrives as its original JSON bytes when the reader had them (written as they came, so
 pieces hold the input's bytes) or as a dict (serialized with ``serialize.event_json``).
 It decides nothing about owners; it writes what the core decided. ``output`` (files created
-new) and ``schema`` (protobuf) are loaded where a file is written or a record encoded
+new; hashlib) and ``schema`` (protobuf) are loaded where a file is written or a record encoded
 so, ``manifest_entries`` and ``analysis`` (the outliers' explanations, from the pieces) where
 a manifest is made: ``boundaries`` and ``tag`` need none of them, nor the spool's thread
 (``queue``, ``threading``) and ``shutil``, imported where pieces are written (with tempfile,

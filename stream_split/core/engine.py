@@ -42,7 +42,7 @@ front end takes the same way.
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from heapq import heappop, heappush
 from itertools import groupby, islice, repeat
 from operator import itemgetter, length_hint
@@ -60,7 +60,7 @@ from stream_split.core.serving import (
     infer_phases, input_dims, loop_containers, role_of, tells_nothing)
 from stream_split.core.records import (
     Boundary, IterationRecord, KIND_ITERATION, METADATA, OUTSIDE, REVISION_MOVE, REVISION_RETRACT,
-    Revision, Slotted)
+    Revision)
 from stream_split.core.order import OpOrder
 from stream_split.core.stack import LIVE_THREADS, ThreadStacks
 from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPES as _ID_TYPES, \
@@ -310,9 +310,9 @@ def make_detector(options: SplitOptions):
     return StructureDetector(use_annotations=options.detector == "auto", level=options.level)
 
 
-class Decided(Slotted):
+@dataclass(slots=True)
+class Decided:
     """What one ``Splitter.decided()`` call hands out (the lists are the caller's now)."""
-    __slots__ = ("pairs", "records", "more")
     #: (owner, event) pairs: owner an iteration index, ``OUTSIDE`` or ``METADATA``; event the
     #: original bytes given to ``feed`` when there were some, else the dict. Empty unless
     #: ``keep_events``.
@@ -323,11 +323,6 @@ class Decided(Slotted):
     records: list
     #: Call ``decided()`` again: more held (spilled) events may be decidable now.
     more: bool
-
-    def __init__(self, pairs: list, records: list, more: bool):
-        self.pairs = pairs
-        self.records = records
-        self.more = more
 
 
 class Splitter:
@@ -886,7 +881,7 @@ class Splitter:
         # What the records still need of the detector's conclusion (its boundaries are in the
         # windows and the records now); the detector itself, and all it learnt of the trace
         # (a few hundred bytes an op), is let go: no event comes after this.
-        self._result = result._replace(boundaries=[])
+        self._result = replace(result, boundaries=[])
         self._detector = None
         self.closed = True
         self._needs_drain = True

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import types
 import typing
-from dataclasses import FrozenInstanceError, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from functools import cache
 from itertools import starmap
 from operator import attrgetter, is_
-from reprlib import recursive_repr
 
 #: Owner of an event that belongs to no iteration (prologue, epilogue, spanning wrappers,
 #: GPU work whose launch is not in the trace).
@@ -319,65 +318,3 @@ def restore_slots(cls, values: tuple):
     for name, value in zip(cls.__slots__, values):
         setattr(obj, name, value)
     return obj
-
-
-class Slotted:
-    """A class of named fields, as ``@dataclass(slots=True)`` makes one (``==``, ``repr`` and
-    ``_replace``, the ``dataclasses.replace`` of a copy with some fields changed, are the
-    same), for the package's inner classes: a subclass names its fields in ``__slots__``, in
-    order, and writes its ``__init__``. ``@dataclass`` writes each class's methods as source
-    and compiles it at every start: 0.3 to 1 ms a class, 1-6 M instructions (callgrind; a
-    ``boundaries`` run of a two-event trace costs 594 M in all).
-    The records callers get (``Boundary``, ``IterationRecord``, ``SplitOptions``...) stay
-    dataclasses: ``dataclasses.fields``, ``asdict`` and ``replace`` are theirs to use."""
-    __slots__ = ()
-    __hash__ = None  # as a dataclass's that compares and is not frozen
-
-    def __eq__(self, other):
-        if other.__class__ is self.__class__:
-            values = _field_values(self.__class__)
-            return values(self) == values(other)
-        return NotImplemented
-
-    @recursive_repr()
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
-        return f"{self.__class__.__qualname__}({fields})"
-
-    def _replace(self, **changes):
-        """A new one, of these fields but ``changes``."""
-        values = _field_values(self.__class__)(self)
-        return self.__class__(**{**dict(zip(self.__slots__, values)), **changes})
-
-
-@cache
-def _field_values(cls):
-    """A function giving the tuple of a ``Slotted`` object's fields, read in C."""
-    get = attrgetter(*cls.__slots__)
-    if len(cls.__slots__) == 1:
-        get = lambda obj, _get=get: (_get(obj),)  # noqa: E731
-    return get
-
-
-class FrozenSlotted(Slotted):
-    """A ``Slotted`` class as ``@dataclass(frozen=True)`` makes one: its fields are set once,
-    by ``__init__`` (``_set``); assigning or deleting one raises ``FrozenInstanceError``; it
-    hashes and pickles by its fields (its ``__init__`` takes them in order)."""
-    __slots__ = ()
-
-    def __setattr__(self, name, value):
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name):
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
-
-    def __hash__(self) -> int:
-        return hash(_field_values(self.__class__)(self))
-
-    def __reduce__(self) -> tuple:
-        return self.__class__, _field_values(self.__class__)(self)
-
-    def _set(self, *values) -> None:
-        """Set the fields to ``values``, in order (``__init__``)."""
-        for name, value in zip(self.__slots__, values):
-            object.__setattr__(self, name, value)

@@ -43,11 +43,12 @@ compiled region names nothing.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import msgspec
 
 from stream_split.core.coded import CodedList
-from stream_split.core.records import Slotted, slots_reduce
+from stream_split.core.records import slots_reduce
 from stream_split.trace_format import DIMS_ARG
 
 PREFILL, DECODE, MIXED, IDLE, DENOISE = "prefill", "decode", "mixed", "idle", "denoise"
@@ -136,24 +137,16 @@ def _dims(args, i: int):
     return None
 
 
-class PhaseFacts(Slotted):
+@dataclass(slots=True)
+class PhaseFacts:
     """What one iteration's ops say about its phase."""
-    __slots__ = ("annotation", "max_tokens", "decode_work", "prefill_work", "backward")
-    annotation: str | None  # the phase its framework step annotation names
-    max_tokens: int    # most rows of a GEMM-like op's input, or of a varlen
-    #                    attention query ([tokens, heads, dim]): tokens in the step
-    decode_work: int   # ops whose shapes show one token per sequence
-    prefill_work: int  # ops whose shapes show several tokens per sequence
-    backward: int      # autograd ops: a training step
+    annotation: str | None = None  # the phase its framework step annotation names
+    max_tokens: int = 0            # most rows of a GEMM-like op's input, or of a varlen
+    #                                attention query ([tokens, heads, dim]): tokens in the step
+    decode_work: int = 0           # ops whose shapes show one token per sequence
+    prefill_work: int = 0          # ops whose shapes show several tokens per sequence
+    backward: int = 0              # autograd ops: a training step
     __reduce__ = slots_reduce  # paged through a file (``pages.PagedList``): pickled fast
-
-    def __init__(self, annotation: str | None = None, max_tokens: int = 0, decode_work: int = 0,
-                 prefill_work: int = 0, backward: int = 0):
-        self.annotation = annotation
-        self.max_tokens = max_tokens
-        self.decode_work = decode_work
-        self.prefill_work = prefill_work
-        self.backward = backward
 
     def observe(self, role: int, name: str, args) -> None:
         if role == GEMM:

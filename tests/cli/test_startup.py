@@ -20,17 +20,17 @@ from stream_split.core.engine import DEFAULT_PENDING_LIMIT
 OPTIONAL = ("rich", "google.protobuf", "matplotlib", "concurrent.futures", "stream_split.progress",
             "stream_split.schema", "stream_split.plot", "stream_split.picture",
             "stream_split.parallel", "stream_split.ranks", "stream_split.merge",
-            "stream_split.watch", "stream_split.output", "stream_split.selection",
+            "stream_split.watch", "stream_split.output", "hashlib", "stream_split.selection",
             "stream_split.manifest_entries", "stream_split.analysis")
-#: What writes files (``output``: files created new), chooses the iterations to
+#: What writes files (``output``: files created new, and hashlib), chooses the iterations to
 #: write (``selection``) and makes a manifest (its entries, the outliers' explanations):
 #: ``split`` only.
-WRITING = {"stream_split.output", "stream_split.selection",
+WRITING = {"stream_split.output", "hashlib", "stream_split.selection",
            "stream_split.manifest_entries", "stream_split.analysis"}
 
 #: Standard modules imported only where they are needed (``test_house``'s
 #: ``LATE_STANDARD_IMPORTS``: the pieces of ``split``, a run that spills), and hashlib (OpenSSL),
-#: which ``output`` does without: a command that writes no pieces loads none of them.
+#: which only ``output`` imports: a command that writes no pieces loads none of them.
 LATE_STANDARD = ("tempfile", "shutil", "queue", "threading", "hashlib")
 
 _RUN = """

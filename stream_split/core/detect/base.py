@@ -19,8 +19,8 @@ Detectors:
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 
-from stream_split.core.records import FrozenSlotted, Slotted
 from stream_split.trace_format import PROFILER_STEP_PREFIX
 
 #: ``evidence["decided"]`` of a structural detector that took the iterations from
@@ -28,19 +28,16 @@ from stream_split.trace_format import PROFILER_STEP_PREFIX
 DECIDED_FROM_STEPS = "online"
 
 
-class TraceFacts(FrozenSlotted):
+@dataclass(frozen=True, slots=True)
+class TraceFacts:
     """What a trace's header says of the evidence that follows its CPU ops (Kineto writes the
     header first): ``None`` where it says nothing. The adapter reads the header and hands it
     over as data (``from_header``); the core never reads a file."""
-    __slots__ = ("gpu", "frames")
     #: False: ``"deviceProperties": []``, the profiler saw no GPU: no launch, no kernel.
-    gpu: bool | None
+    gpu: bool | None = None
     #: False: neither ``with_stack`` nor ``with_modules`` is set (the profiler writes them
     #: only when set): no ``python_function`` frames, so no ``nn.Module`` evidence.
-    frames: bool | None
-
-    def __init__(self, gpu: bool | None = None, frames: bool | None = None):
-        self._set(gpu, frames)
+    frames: bool | None = None
 
     @classmethod
     def from_header(cls, header: dict | None) -> "TraceFacts":
@@ -56,57 +53,38 @@ class TraceFacts(FrozenSlotted):
         return cls(gpu=gpu, frames=frames)
 
 
-class FoundBoundary(Slotted):
-    __slots__ = ("start_ts", "thread", "first_op", "moves_last", "why", "opens_after")
+@dataclass(slots=True)
+class FoundBoundary:
     start_ts: float
     thread: tuple
     first_op: str
     #: This replaces the latest boundary found (always later than it): the op that triggered
     #: it opened the instance, but the instance begins at this op.
-    moves_last: bool
-    why: str
+    moves_last: bool = False
+    why: str = ""
     #: Where the gap before the instance's first op begins (the end of the op before it on
     #: its row; -inf: none before it): Python frames of ``thread`` that begin there and hold
     #: the boundary open the step (``core.owners.StepOpeners``). None: no frame opens it here
     #: (the boundary is already at its opener, or no row is known).
-    opens_after: float | None
-
-    def __init__(self, start_ts: float, thread: tuple, first_op: str, moves_last: bool = False,
-                 why: str = "", opens_after: float | None = None):
-        self.start_ts = start_ts
-        self.thread = thread
-        self.first_op = first_op
-        self.moves_last = moves_last
-        self.why = why
-        self.opens_after = opens_after
+    opens_after: float | None = None
 
 
-class RetractLast(Slotted):
+@dataclass(slots=True)
+class RetractLast:
     """The latest boundary found was none: the op that triggered it did not open an
     instance (the unit's anchor never followed it)."""
-    __slots__ = ("why",)
     why: str
 
-    def __init__(self, why: str):
-        self.why = why
 
-
-class DetectorResult(Slotted):
+@dataclass(slots=True)
+class DetectorResult:
     """What a detector knows at the end of the input."""
-    __slots__ = ("boundaries", "last_end", "shapes", "evidence")
-    boundaries: list  # FoundBoundary not yet reported
-    last_end: float | None  # end of the last iteration (None: no epilogue cut)
+    boundaries: list = field(default_factory=list)  # FoundBoundary not yet reported
+    last_end: float | None = None  # end of the last iteration (None: no epilogue cut)
     #: Per iteration, a hashable "shape" (equal shapes = the same kind of cycle); empty when
     #: every iteration has the same shape. A list, or the matcher's ``CodedColumn``.
-    shapes: list
-    evidence: dict  # for the manifest and `explain`
-
-    def __init__(self, boundaries: list | None = None, last_end: float | None = None,
-                 shapes: list | None = None, evidence: dict | None = None):
-        self.boundaries = [] if boundaries is None else boundaries
-        self.last_end = last_end
-        self.shapes = [] if shapes is None else shapes
-        self.evidence = {} if evidence is None else evidence
+    shapes: list = field(default_factory=list)
+    evidence: dict = field(default_factory=dict)  # for the manifest and `explain`
 
 
 class StepAnnotationDetector:

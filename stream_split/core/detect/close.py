@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
+from dataclasses import dataclass
 from heapq import nlargest
 
 from stream_split.core.detect.base import DECIDED_FROM_STEPS, DetectorResult, FoundBoundary
@@ -41,7 +42,6 @@ from stream_split.core.detect.search import Unit, end_of_last, find_unit
 from stream_split.core.detect.skeleton import (
     ThreadSkeleton, occurrences, outermost_opener, start_of)
 from stream_split.core.detect.verdict import LOOP_INSIDE, dominant, iteration_test
-from stream_split.core.records import FrozenSlotted
 from stream_split.trace_format import PROFILER_STEP_PREFIX
 
 #: ``Unit.opening`` of the unit ``--level N`` found below the chosen one.
@@ -50,9 +50,9 @@ OPENS_LEVEL_BELOW = "level below"
 DECIDED_AT_CLOSE = "at close"
 
 
-class LoopThread(FrozenSlotted):
+@dataclass(frozen=True)
+class LoopThread:
     """What the close decision reads of the loop thread."""
-    __slots__ = ("skeleton", "sections", "modules", "names")
     #: The skeleton of the section searched (``loop_thread``'s choice).
     skeleton: ThreadSkeleton
     #: Every section's skeleton of the thread, in the order first read (Kineto writes a
@@ -62,10 +62,6 @@ class LoopThread(FrozenSlotted):
     modules: list | None
     #: The names of the skeleton's symbols.
     names: list
-
-    def __init__(self, skeleton: ThreadSkeleton, sections: list, modules: list | None,
-                 names: list):
-        self._set(skeleton, sections, modules, names)
 
 
 def loop_thread(skeletons, use_annotations: bool) -> ThreadSkeleton | None:

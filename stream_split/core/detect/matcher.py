@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
+from dataclasses import replace
 
 from stream_split.core.coded import CodedColumn
 from stream_split.core.detect.base import FoundBoundary, RetractLast
@@ -64,7 +65,7 @@ class RootMatcher:
         instances = [row[a:b] for a, b in zip(pos, pos[1:])]
         if instances:  # later ops carry no GPU work: compare by time, to the likest instance
             likest = max(range(len(instances)), key=unit.similarity.__getitem__)
-            unit = self.unit = unit._replace(reference=time_reference(instances[likest]))
+            unit = self.unit = replace(unit, reference=time_reference(instances[likest]))
         #: Each instance's shape and its similarity to the unit (evidence, a float): a byte
         #: or two an instance each (``CodedColumn``: a loop of 1 M one-op iterations is
         #: matched online).

@@ -118,6 +118,7 @@ import re
 from array import array
 from bisect import bisect_left, bisect_right, insort
 from collections import Counter
+from dataclasses import dataclass, field, replace
 from functools import lru_cache, reduce
 from itertools import chain, islice, repeat
 from operator import add, attrgetter
@@ -128,7 +129,7 @@ from stream_split.native import NATIVE as _native  # (None: the Python function)
 from stream_split.core.coded import CodedList
 from stream_split.core.detect.rules import (
     BOUND_CELLS, BOUND_MARGIN, BOUND_OPS, HOPE_MARGIN, HOPE_ROUNDING, HOPE_RUNS, REPEAT, RULES, Rules)
-from stream_split.core.records import KIND_IDLE, KIND_ITERATION, Slotted
+from stream_split.core.records import KIND_IDLE, KIND_ITERATION
 from stream_split.trace_format import (BLOCKING_SYNC_NAMES, INPUT_FETCH_PATTERN,
                                        LOOP_MARKER_PATTERN, LOOP_MARKER_SHORTEST,
                                        LOOP_MARKER_WORDS, TURN_END_PATTERN)
@@ -218,80 +219,48 @@ OPENS_AT_TURN_EDGE = "at the loop's edge after each turn's wait for the device"
 OPENS_AT_LOOP_EDGE = "at the loop's edge (the widest gap between two turns' own ops)"
 
 
-class Unit(Slotted):
+@dataclass(slots=True)
+class Unit:
     """A qualifying cut of one row: where its instances begin and how alike they are."""
-    __slots__ = ("positions", "pattern", "similarity", "like", "fragments", "coverage",
-                 "anchor", "shapes", "exact", "opening", "differing", "reference",
-                 "inner_worst", "pieces", "even", "head", "idle", "fetch", "spine", "merged",
-                 "turn_score")
-    positions: list  # index in the row where each instance begins (after ``_opening``)
-    pattern: tuple  # the representative instance's symbols
-    similarity: list  # each instance's similarity to the representative
-    like: int  # instances at least ``Rules.like`` similar
+    positions: list            # index in the row where each instance begins (after ``_opening``)
+    pattern: tuple                # the representative instance's symbols
+    similarity: list           # each instance's similarity to the representative
+    like: int                  # instances at least ``Rules.like`` similar
     fragments: int
     coverage: float
-    anchor: int  # the symbol that cut the row
-    shapes: list  # per instance: 0 if like the unit, else its ops
-    exact: int  # instances whose ops are exactly the representative's
-    opening: str  # how the beginning was chosen (see ``_opening``)
-    differing: list  # (symbol, weight gap) most unlike, worst
+    anchor: int                # the symbol that cut the row
+    shapes: list = field(default_factory=list)  # per instance: 0 if like the unit, else its ops
+    exact: int = 0             # instances whose ops are exactly the representative's
+    opening: str = OPENS_AT_ANCHOR  # how the beginning was chosen (see ``_opening``)
+    differing: list = field(default_factory=list)  # (symbol, weight gap) most unlike, worst
     #: The representative's bag and totals: to compare instances that come later (online).
-    reference: tuple
+    reference: tuple = ()
     #: The least similarity of an instance that is not idle, first or last.
-    inner_worst: float
+    inner_worst: float = 1.0
     #: Unlike instances (not idle, first or last) doing less work than the representative.
-    pieces: int
+    pieces: int = 0
     #: Every instance (but the last) has about the representative's number of ops: cycles of
     #: one loop head (an idle poll is as long as a step), not a step and a sub-step.
-    even: bool
+    even: bool = True
     #: Ops that may come before the anchor at an instance's beginning (the opening's head): a
     #: matcher reading later ops walks back over them from the anchor.
-    head: frozenset
+    head: frozenset = frozenset()
     #: Unlike instances that do (almost) none of the representative's GPU work: cycles that
     #: took another path (``idle_step``). They neither count for nor against the unit.
-    idle: int
+    idle: int = 0
     #: The symbol of the input fetch that opened the instances, when the loop's edge moved
     #: their beginnings before it (``_fetch_edge``: the profiler's step bookkeeping).
-    fetch: int | None
+    fetch: int | None = None
     #: Kinds of op found exactly once in every inner instance (``_loop_body``), when there are
     #: at least ``Rules.spine_ops`` of them: the program's own loop body.
-    spine: frozenset
+    spine: frozenset = frozenset()
     #: Inner instances that hold a loop marker more than once (``_merged_turns``): two turns
     #: of the loop in one, where the anchor was missing.
-    merged: int
+    merged: int = 0
     #: ``score`` with each instance that holds the whole spine, where the spine holds a loop
     #: marker and no GPU work is known, counted at least ``Rules.like`` (``_unit_of``): for
     #: ``_qualifies``.
-    turn_score: float
-
-    def __init__(self, positions: list, pattern: tuple, similarity: list, like: int,
-                 fragments: int, coverage: float, anchor: int, shapes: list | None = None,
-                 exact: int = 0, opening: str = OPENS_AT_ANCHOR, differing: list | None = None,
-                 reference: tuple = (), inner_worst: float = 1.0, pieces: int = 0,
-                 even: bool = True, head: frozenset = frozenset(), idle: int = 0,
-                 fetch: int | None = None, spine: frozenset = frozenset(), merged: int = 0,
-                 turn_score: float = 0.0):
-        self.positions = positions
-        self.pattern = pattern
-        self.similarity = similarity
-        self.like = like
-        self.fragments = fragments
-        self.coverage = coverage
-        self.anchor = anchor
-        self.shapes = [] if shapes is None else shapes
-        self.exact = exact
-        self.opening = opening
-        self.differing = [] if differing is None else differing
-        self.reference = reference
-        self.inner_worst = inner_worst
-        self.pieces = pieces
-        self.even = even
-        self.head = head
-        self.idle = idle
-        self.fetch = fetch
-        self.spine = spine
-        self.merged = merged
-        self.turn_score = turn_score
+    turn_score: float = 0.0
 
     @property
     def n(self) -> int:
@@ -813,67 +782,44 @@ class SearchBudget:
         return True
 
 
-class _Cut(Slotted):
+@dataclass(slots=True)
+class _Cut:
     """The instances of a cut but the last: what the row's growth does not change."""
-    __slots__ = ("positions", "spans", "ops", "time", "bags", "shapes", "alike", "spine",
-                 "trials", "covered")
     positions: tuple  # where each instance begins (the anchor's occurrences)
-    spans: list  # (start, end) of each instance but the last
-    ops: int  # the median of their op counts
-    time: float  # ... and of their summed times (weighed rules only)
+    spans: list       # (start, end) of each instance but the last
+    ops: int          # the median of their op counts
+    time: float       # ... and of their summed times (weighed rules only)
     #: Their ``_bag`` (``SearchMemo.bags``): made once the cut's count and coverage let it
     #: qualify (``_may_qualify``), None until then.
-    bags: list | None
+    bags: list | None = None
     #: What each search of the row reads of these instances, made at its first use (None
     #: until then) by the function named, and kept with them: the row's growth changes
     #: only the last instance, and a launch credited to one of these ops drops the cut
     #: (``SearchMemo.begin``). Their ops, a tuple each (``_shapes``) ...
-    shapes: list | None
+    shapes: list | None = None
     #: ... how many of them are alike, for ``_most_exact`` (``_cut_shapes``) ...
-    alike: tuple | None
+    alike: tuple | None = None
     #: ... the cut's spine (``_loop_body``) ...
-    spine: frozenset | None
+    spine: frozenset | None = None
     #: ... the instances tried as the representative (``_trials``) ...
-    trials: list | None
+    trials: list | None = None
     #: ... and those that count for its coverage (``_covered``).
-    covered: _Covered | None
-
-    def __init__(self, positions: tuple, spans: list, ops: int, time: float,
-                 bags: list | None = None, shapes: list | None = None,
-                 alike: tuple | None = None, spine: frozenset | None = None,
-                 trials: list | None = None, covered: _Covered | None = None):
-        self.positions = positions
-        self.spans = spans
-        self.ops = ops
-        self.time = time
-        self.bags = bags
-        self.shapes = shapes
-        self.alike = alike
-        self.spine = spine
-        self.trials = trials
-        self.covered = covered
+    covered: _Covered | None = None
 
 
-class _Covered(Slotted):
+@dataclass(slots=True)
+class _Covered:
     """The instances of a cut but the last that count for its coverage (``_coverage``):
     those of about the median instance's length (``Rules.cover_shortest`` to
     ``Rules.cover_longest`` times it). Kept with the cut (``_Cut.covered``): only the
     last instance's part is new at each search."""
-    __slots__ = ("spans", "ops", "gpu", "times")
     spans: list
     ops: int  # their ops, summed
     #: Their kernels, summed (``SearchMemo.gpu``), once GPU work is known; None until then.
-    gpu: int | None
+    gpu: int | None = None
     #: Each one's window (its start to the next instance's start), sorted; None until a
     #: row without GPU work asks.
-    times: list | None
-
-    def __init__(self, spans: list, ops: int, gpu: int | None = None,
-                 times: list | None = None):
-        self.spans = spans
-        self.ops = ops
-        self.gpu = gpu
-        self.times = times
+    times: list | None = None
 
 
 def _weights_of(bag_totals: tuple, active: tuple, rules: Rules) -> dict:
@@ -1752,8 +1698,8 @@ def _turns_apart(unit: Unit, row: list, syms: list, names: list, rules: Rules) -
         starts, ends = [0] + starts, [starts[0]] + ends
     shapes, sims = zip(*(shape_and_similarity(row[a:b], unit, rules)
                          for a, b in zip(starts, ends)))
-    return unit._replace(positions=starts, shapes=list(shapes), similarity=list(sims),
-                         opening=OPENS_AT_TURN_EDGE)
+    return replace(unit, positions=starts, shapes=list(shapes), similarity=list(sims),
+                   opening=OPENS_AT_TURN_EDGE)
 
 
 def _waits_apart(unit: Unit, row: list, syms: list, rules: Rules) -> Unit:
@@ -1795,7 +1741,7 @@ def _waits_apart(unit: Unit, row: list, syms: list, rules: Rules) -> Unit:
             sims.append(sim)
     if len(starts) - len(pos) < rules.min_instances:
         return unit  # a pause now and then is no server's idle poll: a poll recurs
-    return unit._replace(positions=starts, shapes=shapes, similarity=sims)
+    return replace(unit, positions=starts, shapes=shapes, similarity=sims)
 
 
 def _idle_runs(row: list, syms: list, gaps: list, p: int, end: int, wait: float, body: set,

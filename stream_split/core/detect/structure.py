@@ -59,6 +59,7 @@ replayed alone), the 56 k ops read while learning 425 M besides (471 M).
 from __future__ import annotations
 
 import enum
+from dataclasses import replace
 from functools import cache, partial
 
 from stream_split.core.detect.base import DetectorResult, FoundBoundary, TraceFacts
@@ -584,7 +585,7 @@ class StructureDetector:
         result = decide(self._loop(thread), self._level, self.name)
         result.evidence["decided"] = DECIDED_AT_SECTION_END
         result.evidence["why_then"] = WHY_AT_SECTION_END
-        self._early = result._replace(boundaries=[])
+        self._early = replace(result, boundaries=[])
         self._move(Event.DECIDED_AT_SECTION_END)
         self._skeletons.drop()  # the skeleton is no longer needed
         self._forget_tries()
