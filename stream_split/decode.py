@@ -55,6 +55,7 @@ import orjson
 # 16 KiB, copying it at each step (on the 10x stripped resnet tile, 150 M instructions).
 from isal import igzip_lib
 
+from stream_split.core.serving import DIFFUSION_CODE
 from stream_split.core.validate import SlimEvent, SlimEventWithDims
 from stream_split.errors import TraceInputError
 from stream_split.trace_format import (
@@ -112,6 +113,22 @@ _DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x2E for b in range(256))
 _DIGIT_RUN = b"0" * 19
 
 
+class _RunText:
+    """The bytes of a run of frames read in bulk where the native reader read them in place
+    (``_frame_items``): ``buf[start:end]``, made a JSON array (``_array_of``) only when they
+    are asked for (``FrameRun._bytes``: the engine reads most runs by their times alone), then
+    kept here for every copy of the run (``FrameRun.shifted``, ``cut``)."""
+    __slots__ = ("buf", "start", "end", "text")
+
+    def __init__(self, buf: bytes, start: int, end: int):
+        self.buf, self.start, self.end, self.text = buf, start, end, None
+
+    def made(self) -> bytes:
+        if self.text is None:
+            self.text, self.buf = _array_of(self.buf, self.start, self.end), None
+        return self.text
+
+
 class FrameRun:
     """Events ``i`` to ``j`` (excluded) of a batch begin as Kineto writes a Python frame
     (``FRAME_PREFIX``), at least ``MIN_FRAME_RUN`` of them in a row: a hint for the engine,
@@ -152,7 +169,8 @@ class FrameRun:
         (``_plain_frames``): pickling the structs themselves cost more than decoding the
         run did (10 ms against 0.6 for 4.5 k frames)."""
         packed = None if self._frames is None else _FRAMES_PACKER.encode(self._frames)
-        return _unpickled_run, (self.i, self.j, self.starts, self.ends, self._text,
+        return _unpickled_run, (self.i, self.j, self.starts, self.ends,
+                                self._bytes() if self._text else self._text,
                                 self._events, packed, self._part_of, self._text_holds,
                                 self._sent)
 
@@ -203,7 +221,7 @@ class FrameRun:
             elif self._sent:
                 raise ValueError("a run of frames sent without its bytes has no events")
             else:
-                self._events = _parse_items(self._text)
+                self._events = _parse_items(self._bytes())
         return self._events
 
     def names_begin_with(self, prefix: str) -> bool:
@@ -245,8 +263,16 @@ class FrameRun:
                 frames = whole._plain_frames()
                 self._frames = None if frames is None else frames[a:b]
             elif self._text:
-                self._frames = _PLAIN_FRAMES.decode(self._text)
+                self._frames = _PLAIN_FRAMES.decode(self._bytes())
         return self._frames
+
+    def _bytes(self) -> bytes:
+        """The run's bytes as a JSON array (a run read in bulk), made the first time they are
+        asked for where the native reader read the run in place (``_RunText``)."""
+        text = self._text
+        if text.__class__ is _RunText:
+            text = self._text = text.made()
+        return text
 
     def _holds(self, needle: bytes) -> bool | None:
         """``needle`` is in the run's bytes: looked for once (each part of a run cut into
@@ -254,7 +280,7 @@ class FrameRun:
         without its bytes, and not asked before: ``without_bytes``)."""
         found = self._text_holds.get(needle)
         if found is None and not self._sent:
-            found = self._text_holds[needle] = contains(self._text, needle)
+            found = self._text_holds[needle] = contains(self._bytes(), needle)
         return found
 
     def threads_and_names(self, picked: list | None = None) -> tuple[list, list]:
@@ -490,16 +516,43 @@ def _frame_columns(text: bytes):
     if times is not None:  # what msgspec would read, without a struct and a name per frame
         frames = None
         starts, durs = np.frombuffer(times[0], np.float64), np.frombuffer(times[1], np.float64)
-    else:
-        try:
-            frames = _PLAIN_FRAMES.decode(text)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return None
-        n = len(frames)
-        # (The attributes read in comprehensions: a quarter of the cost of ``attrgetter``.)
-        starts = np.fromiter([frame.ts for frame in frames], np.float64, n)
-        durs = np.fromiter([frame.dur for frame in frames], np.float64, n)  # null: NaN
-        durs[np.isnan(durs)] = 0.0  # (JSON holds no NaN)
+        return _frame_times_columns(starts, durs, frames)
+    try:
+        frames = _PLAIN_FRAMES.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    n = len(frames)
+    # (The attributes read in comprehensions: a quarter of the cost of ``attrgetter``.)
+    starts = np.fromiter([frame.ts for frame in frames], np.float64, n)
+    durs = np.fromiter([frame.dur for frame in frames], np.float64, n)  # null: NaN
+    durs[np.isnan(durs)] = 0.0  # (JSON holds no NaN)
+    return _frame_times_columns(starts, durs, frames)
+
+
+#: What a run of frames read in place is asked about (``_frame_items``): whether one of its
+#: names begins with diffusion code (``FrameRun.names_begin_with``, by the engine).
+_NAME_PREFIX = DIFFUSION_CODE.encode()
+
+
+def _frame_items(buf: bytes, start: int, end: int):
+    """``_frame_columns`` of the run of frames ``buf[start:end]`` (UTF-8), read in place by
+    the native reader (``_native.frame_items``: no copy of the run made an array), with
+    what the run's ``_holds`` would find of ``_quoted(DIFFUSION_CODE)`` and of a backslash
+    (one of its strings begins with the prefix; none holds a backslash): (starts, ends,
+    None, text_holds), or None (the caller then reads the run as ``_frame_columns``)."""
+    times = _native.frame_items(buf, start, end, _NAME_PREFIX)
+    if times is None:
+        return None
+    columns = _frame_times_columns(np.frombuffer(times[0], np.float64),
+                                   np.frombuffer(times[1], np.float64), None)
+    if columns is None:
+        return None
+    return (*columns, {_quoted(DIFFUSION_CODE): times[2], b"\\": False})
+
+
+def _frame_times_columns(starts: np.ndarray, durs: np.ndarray, frames):
+    """``_frame_columns``' answer from the frames' times (and ``frames``), or None where a
+    time is beyond what a float holds of an integer exactly."""
     if not (np.abs(starts).max(initial=0.0) < _EXACT_FLOAT_INTEGERS and
             np.abs(durs).max(initial=0.0) < _EXACT_FLOAT_INTEGERS):
         return None
@@ -1529,10 +1582,11 @@ class TraceDecoder:
             else:
                 raws = _raws(buf, starts_l[i:j], ends_l[i:j]) if self.keep_raws else None
             if got.__class__ is tuple:  # a frame run read in bulk
-                text, (run_starts, run_ends, frames) = got
+                text, (run_starts, run_ends, frames, *holds) = got
                 out.events.extend([None] * (j - i))
                 out.frame_runs.append(FrameRun(base + i, base + j, run_starts, run_ends, text,
-                                               frames=frames))
+                                               frames=frames,
+                                               text_holds=holds[0] if holds else None))
             else:
                 out.events.extend(got)
                 if run:
@@ -1546,6 +1600,10 @@ class TraceDecoder:
         msgspec call), or, for a frame run, (its bytes as an array, ``_frame_columns``); None
         where msgspec refuses them. With it, whether they are checked (``Events.checked``).
         ``utf8``: the bytes are known to be UTF-8 (else they are checked here)."""
+        if run and utf8 and _native is not None:
+            columns = _frame_items(buf, start, end)
+            if columns is not None:
+                return (_RunText(buf, start, end), columns), True
         text = _array_of(buf, start, end)
         if not (utf8 or _utf8(text)):
             return None, False

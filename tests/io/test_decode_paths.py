@@ -174,6 +174,25 @@ def test_a_frame_run_sent_without_its_bytes_answers_as_the_run(names):
         sent.events()
 
 
+@pytest.mark.parametrize("names", [["a.py(1): f"] * 12,
+                                   ["a.py(1): f"] * 6 + ["diffusers/unet.py(3): g"] * 6,
+                                   ["x.py(2): h"] * 11 + ["diffusers/unet.py(3): g"]])
+def test_a_frame_run_read_in_place_tells_whether_a_name_is_diffusion_code(names):
+    """A run the native reader read in place (``decode._frame_items``) answers the engine's
+    question (``names_begin_with(DIFFUSION_CODE)``) without its bytes made an array; asked
+    anything else, or for its events, it makes them then."""
+    import stream_split.decode as decode_module
+    run = _frame_run_of(names)
+    in_place = decode_module._native is not None
+    assert (run._text.__class__ is decode_module._RunText) == in_place
+    assert run.names_begin_with("diffusers/") == any(n.startswith("diffusers/") for n in names)
+    assert (run._text.__class__ is decode_module._RunText) == in_place  # not made
+    for prefix in ("a.py", "x.py(2)", "b"):
+        assert run.names_begin_with(prefix) == any(n.startswith(prefix) for n in names)
+    assert [e["name"] for e in run.events()] == names
+    assert run.threads_and_names()[1] == names
+
+
 def test_a_plain_frame_is_read_in_the_order_kineto_writes_its_keys():
     """``decode._PlainFrame`` lists its fields in the order of a Kineto frame's keys (msgspec
     looks each key up first after the one before: a speed matter only): a run whose frames
