@@ -29,6 +29,9 @@
    says None, and msgspec reads the run, at anything else (another key or order, an escape
    in a string, a control character, an exponent, a number longer than it reads exactly,
    ``correlation`` or ``External id`` in ``args``, nesting deeper than 32).
+   ``frame_items(buf, start, end, prefix)`` reads the frames of ``buf[start:end]`` so, in
+   place (no brackets around them, no copy), and says whether one of their strings begins
+   with ``prefix`` (see its comment below).
 
    ``Node`` is the structural detector's op (``core.detect.skeleton.Node``), made without a
    Python frame (see its comment below).

@@ -79,6 +79,12 @@ MAX_EVENT_BYTES = 64 << 20
 _GAP_KEEP = 64 << 10
 #: Bytes between two framing states kept by the header's reader (``_read_head``).
 _MARK_EVERY = 4096
+#: The smallest piece of plain bytes that ``TraceDecoder._straddled`` takes without a copy:
+#: below, the copy costs less than emitting the event it ends alone (an ``_emit`` more).
+_STRADDLE_MIN = 64 << 10
+#: ... and the most brackets it looks among for the end of the event open before it (an
+#: event of more is joined to it the usual way).
+_STRADDLE_BRACKETS = 256
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -899,6 +905,15 @@ class Framing:
         end_depth = int(self.depth[-1]) if self.depth.size else depth0
         self.end_state = (end_in_string, end_depth, end_escaped)
 
+    def after(self, i: int) -> "Framing":
+        """The framing of the same bytes from just after bracket ``i`` on, where the state
+        is outside strings at depth 0 (an element closed there: ``TraceDecoder._straddled``):
+        the same brackets, depths and end state as framed from there (not ``quotes``)."""
+        tail = object.__new__(Framing)
+        tail.brackets, tail.depth = self.brackets[i + 1:], self.depth[i + 1:]
+        tail.end_state, tail._a, tail._start, tail._quotes = self.end_state, None, None, None
+        return tail
+
     @property
     def quotes(self) -> np.ndarray:
         """Offsets in ``buf`` of the real (unescaped) quotes."""
@@ -1062,6 +1077,12 @@ class TraceDecoder:
         self._scan_from = 0
         self._scan_state = (False, 0, False)
         self._first_open = -1
+        # Where the events of _buf begin (the bytes before are the end of an event read
+        # apart: ``_straddled``), their framing when made already (None: not yet), and that
+        # event, handed out with them (None: none).
+        self._events_from = 0
+        self._framed: Framing | None = None
+        self._alone: Events | None = None
         self._after_event = False  # a comma is due before the next event
         self._probe_at = 1 << 20  # an unfinished element this long is checked (doubling)
         self._bom_checked = False
@@ -1229,8 +1250,41 @@ class TraceDecoder:
               or self._stage in ("head", "tail") and len(buf) >= PLAIN_PIECE):
             self._buf = bytearray(buf)
             self._buf += plain
-        else:
+        elif not (self._first_open >= 0 and self._stage == "events" and
+                  self._straddled(plain)):
             self._buf = buf + plain
+
+    def _straddled(self, plain: bytes) -> bool:
+        """``_join`` of a large piece while an event is open (``_first_open``): the event
+        that ``plain`` ends (what ``_buf`` holds and the bytes of ``plain`` up to its end) is
+        emitted apart, to be handed out with the events after it (``_alone``: as one batch
+        would be), and ``plain`` itself becomes ``_buf``, its events from there on
+        (``_events_from``), framed already (``_framed``): the piece is not copied after the
+        bytes held (on the 10x stripped resnet tile each of its 152 MB was). True when done
+        so; False (nothing done) where ``plain`` is small, or does not end that event within
+        its first ``_STRADDLE_BRACKETS`` brackets, or nests too deep before (the usual way
+        tells)."""
+        if len(plain) < _STRADDLE_MIN or self._scan_from != len(self._buf):
+            return False
+        framing = Framing(plain, 0, self._scan_state, self._scratch)
+        depth = framing.depth[:_STRADDLE_BRACKETS]
+        closes = np.flatnonzero(depth == 0)
+        if not closes.size:
+            return False
+        close = int(closes[0])
+        base = {"object": 2, "array": 1, "jsonl": 0}[self.form]
+        if int(depth[:close + 1].max()) + base > self.max_depth:
+            return False
+        held, end = self._buf, int(framing.brackets[close]) + 1
+        alone = Events(checked=True)
+        self._emit(held + plain[:end], np.array([self._first_open], np.int64),
+                   np.array([len(held) + end], np.int64), alone)
+        self._after_event = True
+        self._buf, self._buf_offset = plain, self._buf_offset + len(held)
+        self._scan_from = self._events_from = end
+        self._scan_state, self._first_open = (False, 0, False), -1
+        self._framed, self._alone = framing.after(close), alone
+        return True
 
     def _skip_blank(self, plain: bytes) -> bool:
         """``plain`` is whitespace where no element is open (before the document, between
@@ -1384,7 +1438,9 @@ class TraceDecoder:
 
     def _read_events(self, out: Events, final: bool) -> None:
         buf = self._buf
-        framing = Framing(buf, self._scan_from, self._scan_state, self._scratch)
+        framing, self._framed = self._framed, None
+        if framing is None:
+            framing = Framing(buf, self._scan_from, self._scan_state, self._scratch)
         depth = framing.depth
         brackets = framing.brackets
         base = {"object": 2, "array": 1, "jsonl": 0}[self.form]
@@ -1402,15 +1458,21 @@ class TraceDecoder:
             closes = closes[brackets[closes] < too_deep]  # the elements that end before it
         if buf.__class__ is bytearray and (closes.size or below.size or too_deep >= 0):
             buf = self._buf = bytes(buf)  # a long event closed (``_join``): bytes again
-        consumed = 0
+        # (``_straddled``: the bytes before ``_events_from`` are the event read apart)
+        alone, self._alone, consumed = self._alone, None, self._events_from
         if closes.size:
             ends = brackets.take(closes) + 1
             starts = np.empty(closes.size, np.int64)
             starts[0] = self._first_open if self._first_open >= 0 else brackets[0]
             starts[1:] = brackets.take(closes[:-1] + 1)
-            self._emit(buf, starts, ends, out)
+            # (after the event read apart, ``_straddled``: handed out with these, as one batch
+            # would be, or not at all where they fail)
+            self._emit(buf, starts, ends, out if alone is None else alone)
             consumed = int(ends[-1])
             self._after_event = True
+        self._events_from = 0
+        if alone is not None:
+            out.extend(alone)
         if too_deep >= 0:
             self._check_gap(buf, consumed, too_deep, final=False)
             raise self._too_deep(too_deep)
@@ -1422,7 +1484,7 @@ class TraceDecoder:
             next_open = int(closes[-1]) + 1
             first_open = int(brackets[next_open]) - consumed if next_open < brackets.size else -1
         elif self._first_open < 0 and brackets.size:
-            first_open = int(brackets[0])
+            first_open = int(brackets[0]) - consumed
         else:
             first_open = self._first_open
         state = framing.end_state
@@ -1627,7 +1689,7 @@ class TraceDecoder:
         """The separators before each stretch of events (``_emit_slim``) are whitespace and
         (array) one comma, none before the array's first event."""
         for i, _, _ in stretches:
-            gap = buf[ends[i - 1] if i else 0:starts[i]].strip(_WHITESPACE)
+            gap = buf[ends[i - 1] if i else self._events_from:starts[i]].strip(_WHITESPACE)
             if gap != (b"," if i or self._after_event else b""):
                 return False
         return True
@@ -1668,7 +1730,7 @@ class TraceDecoder:
         a = np.frombuffer(buf, np.uint8)
         n = starts.size
         lengths = np.empty(n, np.int64)
-        lengths[0] = starts[0]
+        lengths[0] = starts[0] - self._events_from
         lengths[1:] = starts[1:] - ends[:-1]
         total = int(lengths.sum())
         if total > _GAP_KEEP and total > 8 * n:  # long runs of whitespace: no array per byte
@@ -1680,7 +1742,8 @@ class TraceDecoder:
         if total == 0:
             return commas_due == 0
         gap_of = np.repeat(np.arange(n), lengths)
-        first = np.zeros(n, np.int64)
+        first = np.empty(n, np.int64)
+        first[0] = self._events_from
         first[1:] = ends[:-1]
         positions = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths) \
             + np.repeat(first, lengths)
@@ -1697,7 +1760,7 @@ class TraceDecoder:
 
     def _check_gaps_slowly(self, buf: bytes, starts: list, ends: list) -> None:
         """Find and report the first bad separator (``_gaps_ok`` said there is one)."""
-        prev = 0
+        prev = self._events_from
         comma_due = self._after_event and self.form != "jsonl"
         for s, e in zip(starts, ends):
             gap = buf[prev:s]
