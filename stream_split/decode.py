@@ -55,6 +55,7 @@ import orjson
 # 16 KiB, copying it at each step (on the 10x stripped resnet tile, 150 M instructions).
 from isal import igzip_lib
 
+from stream_split.core.serving import DIFFUSION_CODE
 from stream_split.core.validate import SlimEvent, SlimEventWithDims
 from stream_split.errors import TraceInputError
 from stream_split.trace_format import (
@@ -78,6 +79,12 @@ MAX_EVENT_BYTES = 64 << 20
 _GAP_KEEP = 64 << 10
 #: Bytes between two framing states kept by the header's reader (``_read_head``).
 _MARK_EVERY = 4096
+#: The smallest piece of plain bytes that ``TraceDecoder._straddled`` takes without a copy:
+#: below, the copy costs less than emitting the event it ends alone (an ``_emit`` more).
+_STRADDLE_MIN = 64 << 10
+#: ... and the most brackets it looks among for the end of the event open before it (an
+#: event of more is joined to it the usual way).
+_STRADDLE_BRACKETS = 256
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -110,6 +117,22 @@ _FORM_LINE_LIMIT = 1 << 20
 # A run of 19 digits: the value may not fit 64 bits (orjson would make it a float).
 _DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x2E for b in range(256))
 _DIGIT_RUN = b"0" * 19
+
+
+class _RunText:
+    """The bytes of a run of frames read in bulk where the native reader read them in place
+    (``_frame_items``): ``buf[start:end]``, made a JSON array (``_array_of``) only when they
+    are asked for (``FrameRun._bytes``: the engine reads most runs by their times alone), then
+    kept here for every copy of the run (``FrameRun.shifted``, ``cut``)."""
+    __slots__ = ("buf", "start", "end", "text")
+
+    def __init__(self, buf: bytes, start: int, end: int):
+        self.buf, self.start, self.end, self.text = buf, start, end, None
+
+    def made(self) -> bytes:
+        if self.text is None:
+            self.text, self.buf = _array_of(self.buf, self.start, self.end), None
+        return self.text
 
 
 class FrameRun:
@@ -152,7 +175,8 @@ class FrameRun:
         (``_plain_frames``): pickling the structs themselves cost more than decoding the
         run did (10 ms against 0.6 for 4.5 k frames)."""
         packed = None if self._frames is None else _FRAMES_PACKER.encode(self._frames)
-        return _unpickled_run, (self.i, self.j, self.starts, self.ends, self._text,
+        return _unpickled_run, (self.i, self.j, self.starts, self.ends,
+                                self._bytes() if self._text else self._text,
                                 self._events, packed, self._part_of, self._text_holds,
                                 self._sent)
 
@@ -203,7 +227,7 @@ class FrameRun:
             elif self._sent:
                 raise ValueError("a run of frames sent without its bytes has no events")
             else:
-                self._events = _parse_items(self._text)
+                self._events = _parse_items(self._bytes())
         return self._events
 
     def names_begin_with(self, prefix: str) -> bool:
@@ -245,8 +269,16 @@ class FrameRun:
                 frames = whole._plain_frames()
                 self._frames = None if frames is None else frames[a:b]
             elif self._text:
-                self._frames = _PLAIN_FRAMES.decode(self._text)
+                self._frames = _PLAIN_FRAMES.decode(self._bytes())
         return self._frames
+
+    def _bytes(self) -> bytes:
+        """The run's bytes as a JSON array (a run read in bulk), made the first time they are
+        asked for where the native reader read the run in place (``_RunText``)."""
+        text = self._text
+        if text.__class__ is _RunText:
+            text = self._text = text.made()
+        return text
 
     def _holds(self, needle: bytes) -> bool | None:
         """``needle`` is in the run's bytes: looked for once (each part of a run cut into
@@ -254,7 +286,7 @@ class FrameRun:
         without its bytes, and not asked before: ``without_bytes``)."""
         found = self._text_holds.get(needle)
         if found is None and not self._sent:
-            found = self._text_holds[needle] = contains(self._text, needle)
+            found = self._text_holds[needle] = contains(self._bytes(), needle)
         return found
 
     def threads_and_names(self, picked: list | None = None) -> tuple[list, list]:
@@ -490,16 +522,43 @@ def _frame_columns(text: bytes):
     if times is not None:  # what msgspec would read, without a struct and a name per frame
         frames = None
         starts, durs = np.frombuffer(times[0], np.float64), np.frombuffer(times[1], np.float64)
-    else:
-        try:
-            frames = _PLAIN_FRAMES.decode(text)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return None
-        n = len(frames)
-        # (The attributes read in comprehensions: a quarter of the cost of ``attrgetter``.)
-        starts = np.fromiter([frame.ts for frame in frames], np.float64, n)
-        durs = np.fromiter([frame.dur for frame in frames], np.float64, n)  # null: NaN
-        durs[np.isnan(durs)] = 0.0  # (JSON holds no NaN)
+        return _frame_times_columns(starts, durs, frames)
+    try:
+        frames = _PLAIN_FRAMES.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    n = len(frames)
+    # (The attributes read in comprehensions: a quarter of the cost of ``attrgetter``.)
+    starts = np.fromiter([frame.ts for frame in frames], np.float64, n)
+    durs = np.fromiter([frame.dur for frame in frames], np.float64, n)  # null: NaN
+    durs[np.isnan(durs)] = 0.0  # (JSON holds no NaN)
+    return _frame_times_columns(starts, durs, frames)
+
+
+#: What a run of frames read in place is asked about (``_frame_items``): whether one of its
+#: names begins with diffusion code (``FrameRun.names_begin_with``, by the engine).
+_NAME_PREFIX = DIFFUSION_CODE.encode()
+
+
+def _frame_items(buf: bytes, start: int, end: int):
+    """``_frame_columns`` of the run of frames ``buf[start:end]`` (UTF-8), read in place by
+    the native reader (``_native.frame_items``: no copy of the run made an array), with
+    what the run's ``_holds`` would find of ``_quoted(DIFFUSION_CODE)`` and of a backslash
+    (one of its strings begins with the prefix; none holds a backslash): (starts, ends,
+    None, text_holds), or None (the caller then reads the run as ``_frame_columns``)."""
+    times = _native.frame_items(buf, start, end, _NAME_PREFIX)
+    if times is None:
+        return None
+    columns = _frame_times_columns(np.frombuffer(times[0], np.float64),
+                                   np.frombuffer(times[1], np.float64), None)
+    if columns is None:
+        return None
+    return (*columns, {_quoted(DIFFUSION_CODE): times[2], b"\\": False})
+
+
+def _frame_times_columns(starts: np.ndarray, durs: np.ndarray, frames):
+    """``_frame_columns``' answer from the frames' times (and ``frames``), or None where a
+    time is beyond what a float holds of an integer exactly."""
     if not (np.abs(starts).max(initial=0.0) < _EXACT_FLOAT_INTEGERS and
             np.abs(durs).max(initial=0.0) < _EXACT_FLOAT_INTEGERS):
         return None
@@ -846,6 +905,15 @@ class Framing:
         end_depth = int(self.depth[-1]) if self.depth.size else depth0
         self.end_state = (end_in_string, end_depth, end_escaped)
 
+    def after(self, i: int) -> "Framing":
+        """The framing of the same bytes from just after bracket ``i`` on, where the state
+        is outside strings at depth 0 (an element closed there: ``TraceDecoder._straddled``):
+        the same brackets, depths and end state as framed from there (not ``quotes``)."""
+        tail = object.__new__(Framing)
+        tail.brackets, tail.depth = self.brackets[i + 1:], self.depth[i + 1:]
+        tail.end_state, tail._a, tail._start, tail._quotes = self.end_state, None, None, None
+        return tail
+
     @property
     def quotes(self) -> np.ndarray:
         """Offsets in ``buf`` of the real (unescaped) quotes."""
@@ -1009,6 +1077,12 @@ class TraceDecoder:
         self._scan_from = 0
         self._scan_state = (False, 0, False)
         self._first_open = -1
+        # Where the events of _buf begin (the bytes before are the end of an event read
+        # apart: ``_straddled``), their framing when made already (None: not yet), and that
+        # event, handed out with them (None: none).
+        self._events_from = 0
+        self._framed: Framing | None = None
+        self._alone: Events | None = None
         self._after_event = False  # a comma is due before the next event
         self._probe_at = 1 << 20  # an unfinished element this long is checked (doubling)
         self._bom_checked = False
@@ -1176,8 +1250,41 @@ class TraceDecoder:
               or self._stage in ("head", "tail") and len(buf) >= PLAIN_PIECE):
             self._buf = bytearray(buf)
             self._buf += plain
-        else:
+        elif not (self._first_open >= 0 and self._stage == "events" and
+                  self._straddled(plain)):
             self._buf = buf + plain
+
+    def _straddled(self, plain: bytes) -> bool:
+        """``_join`` of a large piece while an event is open (``_first_open``): the event
+        that ``plain`` ends (what ``_buf`` holds and the bytes of ``plain`` up to its end) is
+        emitted apart, to be handed out with the events after it (``_alone``: as one batch
+        would be), and ``plain`` itself becomes ``_buf``, its events from there on
+        (``_events_from``), framed already (``_framed``): the piece is not copied after the
+        bytes held (on the 10x stripped resnet tile each of its 152 MB was). True when done
+        so; False (nothing done) where ``plain`` is small, or does not end that event within
+        its first ``_STRADDLE_BRACKETS`` brackets, or nests too deep before (the usual way
+        tells)."""
+        if len(plain) < _STRADDLE_MIN or self._scan_from != len(self._buf):
+            return False
+        framing = Framing(plain, 0, self._scan_state, self._scratch)
+        depth = framing.depth[:_STRADDLE_BRACKETS]
+        closes = np.flatnonzero(depth == 0)
+        if not closes.size:
+            return False
+        close = int(closes[0])
+        base = {"object": 2, "array": 1, "jsonl": 0}[self.form]
+        if int(depth[:close + 1].max()) + base > self.max_depth:
+            return False
+        held, end = self._buf, int(framing.brackets[close]) + 1
+        alone = Events(checked=True)
+        self._emit(held + plain[:end], np.array([self._first_open], np.int64),
+                   np.array([len(held) + end], np.int64), alone)
+        self._after_event = True
+        self._buf, self._buf_offset = plain, self._buf_offset + len(held)
+        self._scan_from = self._events_from = end
+        self._scan_state, self._first_open = (False, 0, False), -1
+        self._framed, self._alone = framing.after(close), alone
+        return True
 
     def _skip_blank(self, plain: bytes) -> bool:
         """``plain`` is whitespace where no element is open (before the document, between
@@ -1331,7 +1438,9 @@ class TraceDecoder:
 
     def _read_events(self, out: Events, final: bool) -> None:
         buf = self._buf
-        framing = Framing(buf, self._scan_from, self._scan_state, self._scratch)
+        framing, self._framed = self._framed, None
+        if framing is None:
+            framing = Framing(buf, self._scan_from, self._scan_state, self._scratch)
         depth = framing.depth
         brackets = framing.brackets
         base = {"object": 2, "array": 1, "jsonl": 0}[self.form]
@@ -1349,15 +1458,21 @@ class TraceDecoder:
             closes = closes[brackets[closes] < too_deep]  # the elements that end before it
         if buf.__class__ is bytearray and (closes.size or below.size or too_deep >= 0):
             buf = self._buf = bytes(buf)  # a long event closed (``_join``): bytes again
-        consumed = 0
+        # (``_straddled``: the bytes before ``_events_from`` are the event read apart)
+        alone, self._alone, consumed = self._alone, None, self._events_from
         if closes.size:
             ends = brackets.take(closes) + 1
             starts = np.empty(closes.size, np.int64)
             starts[0] = self._first_open if self._first_open >= 0 else brackets[0]
             starts[1:] = brackets.take(closes[:-1] + 1)
-            self._emit(buf, starts, ends, out)
+            # (after the event read apart, ``_straddled``: handed out with these, as one batch
+            # would be, or not at all where they fail)
+            self._emit(buf, starts, ends, out if alone is None else alone)
             consumed = int(ends[-1])
             self._after_event = True
+        self._events_from = 0
+        if alone is not None:
+            out.extend(alone)
         if too_deep >= 0:
             self._check_gap(buf, consumed, too_deep, final=False)
             raise self._too_deep(too_deep)
@@ -1369,7 +1484,7 @@ class TraceDecoder:
             next_open = int(closes[-1]) + 1
             first_open = int(brackets[next_open]) - consumed if next_open < brackets.size else -1
         elif self._first_open < 0 and brackets.size:
-            first_open = int(brackets[0])
+            first_open = int(brackets[0]) - consumed
         else:
             first_open = self._first_open
         state = framing.end_state
@@ -1529,10 +1644,11 @@ class TraceDecoder:
             else:
                 raws = _raws(buf, starts_l[i:j], ends_l[i:j]) if self.keep_raws else None
             if got.__class__ is tuple:  # a frame run read in bulk
-                text, (run_starts, run_ends, frames) = got
+                text, (run_starts, run_ends, frames, *holds) = got
                 out.events.extend([None] * (j - i))
                 out.frame_runs.append(FrameRun(base + i, base + j, run_starts, run_ends, text,
-                                               frames=frames))
+                                               frames=frames,
+                                               text_holds=holds[0] if holds else None))
             else:
                 out.events.extend(got)
                 if run:
@@ -1546,6 +1662,10 @@ class TraceDecoder:
         msgspec call), or, for a frame run, (its bytes as an array, ``_frame_columns``); None
         where msgspec refuses them. With it, whether they are checked (``Events.checked``).
         ``utf8``: the bytes are known to be UTF-8 (else they are checked here)."""
+        if run and utf8 and _native is not None:
+            columns = _frame_items(buf, start, end)
+            if columns is not None:
+                return (_RunText(buf, start, end), columns), True
         text = _array_of(buf, start, end)
         if not (utf8 or _utf8(text)):
             return None, False
@@ -1569,7 +1689,7 @@ class TraceDecoder:
         """The separators before each stretch of events (``_emit_slim``) are whitespace and
         (array) one comma, none before the array's first event."""
         for i, _, _ in stretches:
-            gap = buf[ends[i - 1] if i else 0:starts[i]].strip(_WHITESPACE)
+            gap = buf[ends[i - 1] if i else self._events_from:starts[i]].strip(_WHITESPACE)
             if gap != (b"," if i or self._after_event else b""):
                 return False
         return True
@@ -1610,7 +1730,7 @@ class TraceDecoder:
         a = np.frombuffer(buf, np.uint8)
         n = starts.size
         lengths = np.empty(n, np.int64)
-        lengths[0] = starts[0]
+        lengths[0] = starts[0] - self._events_from
         lengths[1:] = starts[1:] - ends[:-1]
         total = int(lengths.sum())
         if total > _GAP_KEEP and total > 8 * n:  # long runs of whitespace: no array per byte
@@ -1622,7 +1742,8 @@ class TraceDecoder:
         if total == 0:
             return commas_due == 0
         gap_of = np.repeat(np.arange(n), lengths)
-        first = np.zeros(n, np.int64)
+        first = np.empty(n, np.int64)
+        first[0] = self._events_from
         first[1:] = ends[:-1]
         positions = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths) \
             + np.repeat(first, lengths)
@@ -1639,7 +1760,7 @@ class TraceDecoder:
 
     def _check_gaps_slowly(self, buf: bytes, starts: list, ends: list) -> None:
         """Find and report the first bad separator (``_gaps_ok`` said there is one)."""
-        prev = 0
+        prev = self._events_from
         comma_due = self._after_event and self.form != "jsonl"
         for s, e in zip(starts, ends):
             gap = buf[prev:s]

@@ -492,7 +492,8 @@ class IterationBreakdown:
                 union.compact()
 
     def add_launch_delay(self, delay_us: float) -> None:
-        delay_us = max(0.0, delay_us)  # as HTA: clipped at 0
+        if not delay_us > 0.0:  # as HTA: clipped at 0 (``max(0.0, delay_us)``, without a call)
+            delay_us = 0.0
         self.delay_sum_us += delay_us
         self.delays += 1
         if delay_us > self.delay_max_us:
@@ -656,7 +657,10 @@ class LaunchTimes:
         early = self.early
         if early and (first := early.pop(corr, None)) is not None:
             return first[0], first[1] - end
-        _bounded_put(self.ends, corr, end)
+        ends = self.ends  # (``_bounded_put``, inline: once a launch)
+        ends[corr] = end
+        if len(ends) > KEPT_LAUNCHES:
+            del ends[next(iter(ends))]
         return None
 
     def delay(self, corr, start: float, owner: int = -1) -> float | None:

@@ -174,6 +174,25 @@ def test_a_frame_run_sent_without_its_bytes_answers_as_the_run(names):
         sent.events()
 
 
+@pytest.mark.parametrize("names", [["a.py(1): f"] * 12,
+                                   ["a.py(1): f"] * 6 + ["diffusers/unet.py(3): g"] * 6,
+                                   ["x.py(2): h"] * 11 + ["diffusers/unet.py(3): g"]])
+def test_a_frame_run_read_in_place_tells_whether_a_name_is_diffusion_code(names):
+    """A run the native reader read in place (``decode._frame_items``) answers the engine's
+    question (``names_begin_with(DIFFUSION_CODE)``) without its bytes made an array; asked
+    anything else, or for its events, it makes them then."""
+    import stream_split.decode as decode_module
+    run = _frame_run_of(names)
+    in_place = decode_module._native is not None
+    assert (run._text.__class__ is decode_module._RunText) == in_place
+    assert run.names_begin_with("diffusers/") == any(n.startswith("diffusers/") for n in names)
+    assert (run._text.__class__ is decode_module._RunText) == in_place  # not made
+    for prefix in ("a.py", "x.py(2)", "b"):
+        assert run.names_begin_with(prefix) == any(n.startswith(prefix) for n in names)
+    assert [e["name"] for e in run.events()] == names
+    assert run.threads_and_names()[1] == names
+
+
 def test_a_plain_frame_is_read_in_the_order_kineto_writes_its_keys():
     """``decode._PlainFrame`` lists its fields in the order of a Kineto frame's keys (msgspec
     looks each key up first after the one before: a speed matter only): a run whose frames
@@ -212,3 +231,61 @@ def test_a_slim_event_lists_its_fields_in_the_order_kineto_writes_an_ops_keys():
     shuffled = [dict(rng.sample(list(event.items()), len(event))) for event in written]
     decoder = msgspec.json.Decoder(list[SlimEvent])
     assert decoder.decode(json.dumps(written)) == decoder.decode(json.dumps(shuffled))
+
+
+def _decoded_in_pieces(data: bytes, piece: int, straddle_min: int, monkeypatch) -> tuple:
+    """Every event a slim decoder hands out (as dicts), their bytes and frame runs' places,
+    given ``data`` ``piece`` bytes at a time, and the error it ends with (None: none)."""
+    import stream_split.decode as decode_module
+    monkeypatch.setattr(decode_module, "_STRADDLE_MIN", straddle_min)
+    decoder = TraceDecoder()
+    decoder.slim = True
+    events, raws, runs, checked, error = [], [], [], [], None
+    try:
+        for at in [*range(0, len(data), piece), len(data)]:
+            batch = decoder.receive_data(data[at:at + piece])
+            while True:
+                runs.extend((len(events) + r.i, len(events) + r.j) for r in batch.frame_runs)
+                for k, event in enumerate(batch.events):
+                    if event is None:
+                        (run,) = [r for r in batch.frame_runs if r.i <= k < r.j]
+                        event = run.events()[k - run.i]
+                    events.append(event if event.__class__ is dict else
+                                  {f: getattr(event, f) for f in event.__struct_fields__})
+                raws.extend(batch.raws)
+                checked.append(batch.checked)
+                if not decoder.backlog:
+                    break
+                batch = decoder.receive_more()
+    except TraceInputError as e:
+        error = str(e)
+    return events, raws, runs, checked, error
+
+
+@pytest.mark.parametrize("damage", [None, b"x", b",,", b"{]"])
+def test_an_event_across_two_large_pieces_is_read_apart_as_it_was_read_joined(damage,
+                                                                               monkeypatch):
+    """A large piece of plain bytes is not copied after the open event the piece before
+    left (``TraceDecoder._straddled``): that event is read apart and handed out with the
+    events after it, in the same batch; the events, their bytes, the runs of frames, and
+    where broken bytes stop the decoder are the same as with the pieces joined."""
+    rng = random.Random(1)
+    events = []
+    for k in range(3000):
+        if rng.random() < 0.6:
+            events.append({"ph": "X", "cat": "python_function", "name": f"a.py({k % 7}): f",
+                           "pid": 1, "tid": 1, "ts": 10.0 + k, "dur": 0.5,
+                           "args": {"Python id": k}})
+        else:
+            events.append({"ph": "X", "cat": "cpu_op", "name": f"aten::op{k % 5}", "pid": 1,
+                           "tid": 1, "ts": 10.0 + k, "dur": 0.25,
+                           "args": {"External id": k, "Input Dims": [[k, 2]]}})
+    parts = [json.dumps(e).encode() for e in events]
+    if damage is not None:  # before an event of the third large piece
+        parts[2000] = damage + parts[2000]
+    data = b'{"traceEvents": [\n' + b",\n".join(parts) + b'\n], "x": 1}'
+    for piece in (65_536 + 17, 100_003):
+        joined = _decoded_in_pieces(data, piece, 1 << 40, monkeypatch)
+        apart = _decoded_in_pieces(data, piece, 1 << 10, monkeypatch)
+        assert apart == joined
+        assert (joined[4] is None) == (damage is None)

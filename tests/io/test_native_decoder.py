@@ -188,6 +188,45 @@ def test_native_frame_times_read_what_msgspec_reads_and_nothing_it_refuses(frame
 
 
 @needs_native
+@settings(max_examples=int(os.environ.get("FRAMING_EXAMPLES", 2000)) // 4, deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(frames=_FRAMES, indent=st.sampled_from([None, 1]), ascii_only=st.booleans(),
+       prefix=st.sampled_from([b"diffusers/", b"a.", b"b.", b"(", b"\xc3", b"a.py(1"]))
+@example(frames=[_kineto_frame(0), _kineto_frame(1)], indent=None, ascii_only=True,
+         prefix=b"train")
+def test_native_frame_items_read_a_run_in_place_as_frame_times_reads_it(frames, indent,
+                                                                       ascii_only, prefix):
+    """``frame_items`` reads the frames of ``buf[start:end]`` (no brackets, bytes around
+    them) as ``frame_times`` reads them made an array, and says whether the array's text
+    holds ``'"' + prefix`` (what ``FrameRun._holds`` would look for)."""
+    text = re.sub(r'"@@([^@]*)@@"', r"\1", json.dumps(frames, indent=indent,
+                                                     ensure_ascii=ascii_only))
+    inner = text.encode("utf-8", "surrogatepass").strip()[1:-1]
+    try:
+        inner.decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    array = b"[" + inner + b"]"
+    native = decode_module._built_native
+    got = native.frame_items(b"{}, " + inner + b" ]", 4, 4 + len(inner), prefix)
+    whole = native.frame_times(array)
+    assert (got is None) == (whole is None)
+    if got is not None:
+        assert got[:2] == whole and got[2] == (b'"' + prefix in array)
+
+
+@needs_native
+def test_native_frame_items_refuse_a_prefix_it_cannot_answer_for():
+    native = decode_module._built_native
+    text = json.dumps(_kineto_frame(0)).encode()
+    for prefix in (b"", b",", b" x", b"python", b"ts"):
+        with pytest.raises(ValueError):
+            native.frame_items(text, 0, len(text), prefix)
+    with pytest.raises(ValueError):
+        native.frame_items(text, 0, len(text) + 1, b"a")
+
+
+@needs_native
 def test_native_frame_times_read_kineto_frames():
     frames = [_kineto_frame(i) for i in range(20)]
     for indent in (None, 2):
