@@ -1203,13 +1203,19 @@ def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_i
 
 
 class JsonlRecordSink:
-    """Records as JSON Lines, flushed one by one (a reader may be waiting on them)."""
+    """Records as JSON Lines, flushed as soon as they are written (a reader may be waiting
+    on them): one by one (``write``), or those decided together at once (``write_many``,
+    ``run.drive``'s ``on_records``: 60 k records of one-op iterations were 60 k flushes)."""
 
     def __init__(self, stream):
         self._stream = stream
 
     def write(self, record) -> None:
-        self._stream.write(strict_event_json(record.to_dict(shared=True)) + b"\n")
+        self.write_many((record,))
+
+    def write_many(self, records) -> None:
+        self._stream.write(b"".join([strict_event_json(record.to_dict(shared=True)) + b"\n"
+                                     for record in records]))
         self._stream.flush()
 
     def close(self) -> None:
@@ -1224,9 +1230,14 @@ class ProtobufRecordSink:
         self._trace = trace
 
     def write(self, record) -> None:
+        self.write_many((record,))
+
+    def write_many(self, records) -> None:
+        """As ``JsonlRecordSink.write_many``: one flush for them."""
         schema = stream_split.schema  # protobuf: loaded only where records are encoded so
-        message = schema.record_message(record, trace=self._trace)
-        self._stream.write(schema.length_prefixed(message))
+        trace = self._trace
+        self._stream.write(b"".join([schema.length_prefixed(schema.record_message(
+            record, trace=trace)) for record in records]))
         self._stream.flush()
 
     def close(self) -> None:

@@ -56,8 +56,8 @@ from stream_split.core.detect.evidence import at_outermost_frame
 from stream_split.core.finish import FinalRecords
 from stream_split.core.owners import AnnotationOwners, MonotonicOwnerMap, Windows
 from stream_split.core.serving import (
-    DIFFUSION_CODE, NONE as _NO_ROLE, NOTHING_SEEN, ROLES as _PHASE_ROLES, PhaseFacts, SeenFacts,
-    infer_phases, input_dims, loop_containers, role_of, tells_nothing)
+    DIFFUSION_CODE, GEMM as _GEMM, NONE as _NO_ROLE, NOTHING_SEEN, ROLES as _PHASE_ROLES,
+    PhaseFacts, SeenFacts, infer_phases, input_dims, loop_containers, role_of)
 from stream_split.core.records import (
     Boundary, IterationRecord, KIND_ITERATION, METADATA, OUTSIDE, REVISION_MOVE, REVISION_RETRACT,
     Revision)
@@ -1019,7 +1019,8 @@ class Splitter:
             if not self._ignored_last:  # a revision of an ignored boundary is ignored too
                 self._revise_last(found)
             return
-        self._ignored_last = bool(windows.starts) and found.start_ts <= windows.starts[-1]
+        # (``latest_start``: the latest start, -inf where none; no float made of the array)
+        self._ignored_last = found.start_ts <= windows.latest_start
         if self._ignored_last:
             return  # a detector may only move forward
         # no caller of ``_add_boundary`` holds per-iteration state: ``_trim_paged``, inline
@@ -1585,21 +1586,28 @@ class Splitter:
         if cat in CPU_OP_CATS:
             record.cpu_ops += 1
         name = name or ""
+        if record.step is None and name.startswith(PROFILER_STEP_PREFIX):
+            # a step's number first: ``ProfilerStep#N`` (ASCII digits) has no phase role, and
+            # a name that is one step's only was looked up in vain, the table filled with
+            # them (``serving.ROLES``: 30 k annotated one-op steps, 30 k ``role_of`` calls)
+            number = profiler_step_number(name)
+            if number is not None:
+                record.step = number
+                return
         role = _PHASE_ROLES[name] if name in _PHASE_ROLES else role_of(name)
-        if role:
+        # (not ``serving.tells_nothing``, inline: a GEMM without its ``Input Dims``, most of
+        # them, calls nothing)
+        if role and (role != _GEMM or args and DIMS_ARG in args):
             self._observe_phase(owner, role, name, args)
-        elif record.step is None and name.startswith(PROFILER_STEP_PREFIX):
-            record.step = profiler_step_number(name)
 
     def _observe_phase(self, owner: int, role: int, name: str, args) -> None:
         """An op of iteration ``owner`` with a phase ``role``: into its ``PhaseFacts``, made
         at its first such op that tells something (None before: most iterations of a
         training loop have none, and a None is nothing to page through a file; an op that
-        tells nothing, a GEMM without its ``Input Dims`` (``tells_nothing``), leaves it None:
-        30 k annotated steps of one ``aten::mm`` each, ``testing.attacks.many_iterations``,
-        paged 30 k facts of nothing through the file, each pickled by a call of Python)."""
-        if tells_nothing(role, args):
-            return
+        tells nothing, a GEMM without its ``Input Dims`` (``serving.tells_nothing``: tested by
+        the caller, ``_structure_facts``), leaves it None: 30 k annotated steps of one
+        ``aten::mm`` each, ``testing.attacks.many_iterations``, paged 30 k facts of nothing
+        through the file, each pickled by a call of Python)."""
         facts = self._phase_facts[owner]
         if facts is None:
             facts = PhaseFacts()
