@@ -1117,7 +1117,43 @@ static PyObject *ascii_without(PyObject *self, PyObject *args) {
 /* The offsets of the slots ``names`` (a tuple of str) in the instances of ``type`` (its own
    ``__slots__``: ``tp_members`` of kind T_OBJECT_EX), in the order of ``names``; -1 and a
    ValueError where one is no such slot. */
+#define SLOTS_MAX 64
+#define SLOT_LAYOUTS 8
+
+/* The offsets found last, by class and tuple of names (each held: neither can be freed and
+   its address reused while it is here): a caller names its slots with one tuple, kept, and
+   finding 26 names among 26 members by their text took some 7,000 instructions a call (a
+   new record a boundary, ``records.made_of``). */
+static struct {
+    PyTypeObject *type;
+    PyObject *names;
+    Py_ssize_t offsets[SLOTS_MAX];
+} slot_layouts[SLOT_LAYOUTS];
+static int slot_layouts_next;
+
+static int slot_offsets_found(PyTypeObject *type, PyObject *names, Py_ssize_t *offsets);
+
 static int slot_offsets(PyTypeObject *type, PyObject *names, Py_ssize_t *offsets) {
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    for (int k = 0; k < SLOT_LAYOUTS; k++) {
+        if (slot_layouts[k].type == type && slot_layouts[k].names == names) {
+            memcpy(offsets, slot_layouts[k].offsets, (size_t)n * sizeof(Py_ssize_t));
+            return 0;
+        }
+    }
+    if (slot_offsets_found(type, names, offsets) < 0) return -1;
+    int k = slot_layouts_next;
+    slot_layouts_next = (k + 1) % SLOT_LAYOUTS;
+    Py_XDECREF(slot_layouts[k].type);
+    Py_XDECREF(slot_layouts[k].names);
+    slot_layouts[k].type = (PyTypeObject *)Py_NewRef((PyObject *)type);
+    slot_layouts[k].names = Py_NewRef(names);
+    memcpy(slot_layouts[k].offsets, offsets, (size_t)n * sizeof(Py_ssize_t));
+    return 0;
+}
+
+/* ``slot_offsets`` found by their names among the type's members. */
+static int slot_offsets_found(PyTypeObject *type, PyObject *names, Py_ssize_t *offsets) {
     Py_ssize_t n = PyTuple_GET_SIZE(names);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *name = PyTuple_GET_ITEM(names, i);
@@ -1140,8 +1176,6 @@ static int slot_offsets(PyTypeObject *type, PyObject *names, Py_ssize_t *offsets
     }
     return 0;
 }
-
-#define SLOTS_MAX 64
 
 /* slot_rows(objects, names): the tuple of each object's slots ``names``, in order (what
    ``operator.attrgetter(*names)`` gives, without a look-up in the type per value). Every

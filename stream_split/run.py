@@ -233,7 +233,7 @@ def _listen(splitter: Splitter, on_records) -> RecordColumns:
     (returned: read once, not in a pass of its own over a long trace's records)."""
     splitter.boundary_records = on_records is not None
     columns = RecordColumns()
-    splitter.watch_final(columns.add)
+    splitter.watch_final(columns.add_page)
     return columns
 
 

@@ -227,12 +227,15 @@ class PieceWriter:
         """A batch of decided events: one string per piece, spooled by the spool thread
         once enough are gathered. Events are separated by ``,\\n``; a piece's first
         event has none before it."""
-        wants = None if self._select is None else self.wants  # None: every owner (no call)
-        for owner, chunk in _by_owner(pairs).items():
-            if owner == METADATA:
-                self._add_metadata(_as_bytes(chunk))
-            elif wants is None or wants(owner):
-                self._add(owner, chunk)
+        groups = _by_owner(pairs)
+        if self._select is None and METADATA not in groups:  # most: every group, at once
+            self._add(groups.items())
+        else:
+            for owner, chunk in groups.items():
+                if owner == METADATA:
+                    self._add_metadata(_as_bytes(chunk))
+                elif self.wants(owner):
+                    self._add(((owner, chunk),))
         if self._pending_size >= SPOOL_TASK_BYTES:
             self._hand_over()
 
@@ -261,16 +264,30 @@ class PieceWriter:
         self._hand_over()
         self._spool.put([(owner, encoded, (crc, size)) for owner, encoded, crc, size in segments])
 
-    def _add(self, owner: int, chunk: list) -> None:
-        """Events of ``owner`` (a list this takes), joined and pending for the spool."""
-        if self.separated(owner):
-            chunk.insert(0, b"")
-        try:
-            data = b",\n".join(chunk)
-        except TypeError:  # events given as dicts
-            data = b",\n".join(_as_bytes(chunk))
-        self._pending.setdefault(owner, []).append(data)
-        self._pending_size += len(data)
+    def _add(self, groups) -> None:
+        """Events of owners, ``(owner, events)`` (a list this takes) each: joined and pending
+        for the spool (``separated``, inline: a batch of one-op iterations has an owner an
+        event)."""
+        started, pending, size = self._started, self._pending, 0
+        for owner, chunk in groups:
+            at = owner - METADATA
+            if at >= len(started):
+                started.extend(bytes(at + 1 - len(started)))
+            if started[at]:
+                chunk.insert(0, b"")
+            else:
+                started[at] = 1
+            try:
+                data = b",\n".join(chunk)
+            except TypeError:  # events given as dicts
+                data = b",\n".join(_as_bytes(chunk))
+            parts = pending.get(owner)
+            if parts is None:
+                pending[owner] = [data]
+            else:
+                parts.append(data)
+            size += len(data)
+        self._pending_size += size
 
     def _add_metadata(self, events: list) -> None:
         """Metadata events: kept to copy into every piece while they are small
@@ -282,7 +299,7 @@ class PieceWriter:
                 return
             self.metadata_apart = True
             events, self.metadata = self.metadata, []
-        self._add(METADATA, events)
+        self._add(((METADATA, events),))
 
     def _hand_over(self) -> None:
         if self._pending:

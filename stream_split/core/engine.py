@@ -60,7 +60,7 @@ from stream_split.core.serving import (
     PhaseFacts, SeenFacts, infer_phases, input_dims, loop_containers, role_of)
 from stream_split.core.records import (
     Boundary, IterationRecord, KIND_ITERATION, METADATA, OUTSIDE, REVISION_MOVE, REVISION_RETRACT,
-    Revision)
+    Revision, made_of)
 from stream_split.core.order import OpOrder
 from stream_split.core.stack import LIVE_THREADS, ThreadStacks
 from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPES as _ID_TYPES, \
@@ -159,6 +159,8 @@ _INTEGER_BULK_MIN = 32
 
 #: The category an op held named (``_hold_cpu``) is decided as: a CPU op's (``_own_cpu``).
 _NAMED_OP_CAT = "cpu_op"
+#: New boundary records, made without a frame of Python each (``records.made_of``).
+_new_boundaries = made_of(Boundary)
 
 #: The fields of an op's view (``_held_view``), and its ``args``: an event with no other
 #: field is copied, ``args`` left out (3x as fast as made field by field; a field it lacks
@@ -821,8 +823,9 @@ class Splitter:
             pass
 
     def watch_final(self, visit) -> None:
-        """Call ``visit(record)`` with each iteration record once its numbers are final (its
-        ``breakdown`` may be made later: ``core.finish``), in index order, in the one pass
+        """Call ``visit(records)`` with each page of iteration records (a list, in index
+        order) once their numbers are final (their ``breakdown`` may be made later:
+        ``core.finish``), in the one pass
         that reads them at the end: a caller that needs every final record once
         (``stats.RecordColumns``) reads it there, not in a pass of its own over a long
         trace's records, each of which reads every page of them back from the file."""
@@ -1041,7 +1044,8 @@ class Splitter:
         if index >= 2:  # (not the one before: this boundary's held events come to it now)
             self._breakdowns[index - 2].compact_host()
         if self.boundary_records:
-            self._records.append(Boundary(index, found.start_ts, pid, tid, found.first_op))
+            self._records.append(_new_boundaries([(index, found.start_ts, pid, tid,
+                                                   found.first_op)])[0])
         self._resolve_pending(found.start_ts)
         # What the next boundary decides mostly falls in the iteration this one opens (a
         # loop of one-op iterations: every event): its state at hand (``_hot_state``)
