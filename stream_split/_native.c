@@ -1186,6 +1186,157 @@ static PyObject *frame_items(PyObject *self, PyObject *args) {
     return times_result(got, &out, got > 0 ? PyBool_FromLong(c.prefixed) : NULL);
 }
 
+/* ---- slot_rows / with_slots: objects of a class with __slots__ to and from their values ---- */
+
+/* The offsets of the slots ``names`` (a tuple of str) in the instances of ``type`` (its own
+   ``__slots__``: ``tp_members`` of kind T_OBJECT_EX), in the order of ``names``; -1 and a
+   ValueError where one is no such slot. */
+#define SLOTS_MAX 64
+#define SLOT_LAYOUTS 8
+
+/* The offsets found last, by class and tuple of names (each held: neither can be freed and
+   its address reused while it is here): a caller names its slots with one tuple, kept, and
+   finding 26 names among 26 members by their text took some 7,000 instructions a call (a
+   new record a boundary, ``records.made_of``). */
+static struct {
+    PyTypeObject *type;
+    PyObject *names;
+    Py_ssize_t offsets[SLOTS_MAX];
+} slot_layouts[SLOT_LAYOUTS];
+static int slot_layouts_next;
+
+static int slot_offsets_found(PyTypeObject *type, PyObject *names, Py_ssize_t *offsets);
+
+static int slot_offsets(PyTypeObject *type, PyObject *names, Py_ssize_t *offsets) {
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    for (int k = 0; k < SLOT_LAYOUTS; k++) {
+        if (slot_layouts[k].type == type && slot_layouts[k].names == names) {
+            memcpy(offsets, slot_layouts[k].offsets, (size_t)n * sizeof(Py_ssize_t));
+            return 0;
+        }
+    }
+    if (slot_offsets_found(type, names, offsets) < 0) return -1;
+    int k = slot_layouts_next;
+    slot_layouts_next = (k + 1) % SLOT_LAYOUTS;
+    Py_XDECREF(slot_layouts[k].type);
+    Py_XDECREF(slot_layouts[k].names);
+    slot_layouts[k].type = (PyTypeObject *)Py_NewRef((PyObject *)type);
+    slot_layouts[k].names = Py_NewRef(names);
+    memcpy(slot_layouts[k].offsets, offsets, (size_t)n * sizeof(Py_ssize_t));
+    return 0;
+}
+
+/* ``slot_offsets`` found by their names among the type's members. */
+static int slot_offsets_found(PyTypeObject *type, PyObject *names, Py_ssize_t *offsets) {
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = PyTuple_GET_ITEM(names, i);
+        const char *text = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+        if (text == NULL) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "slot names are str");
+            return -1;
+        }
+        offsets[i] = -1;
+        for (PyMemberDef *m = type->tp_members; m != NULL && m->name != NULL; m++) {
+            if (m->type == T_OBJECT_EX && !(m->flags & READONLY) && strcmp(m->name, text) == 0) {
+                offsets[i] = m->offset;
+                break;
+            }
+        }
+        if (offsets[i] < 0) {
+            PyErr_Format(PyExc_ValueError, "%s has no slot %R", type->tp_name, name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* slot_rows(objects, names): the tuple of each object's slots ``names``, in order (what
+   ``operator.attrgetter(*names)`` gives, without a look-up in the type per value). Every
+   object is of the class of the first, exactly (else TypeError); an unset slot raises
+   AttributeError. */
+static PyObject *slot_rows(PyObject *self, PyObject *args) {
+    PyObject *objects, *names;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &objects, &PyTuple_Type, &names))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(objects), n = PyTuple_GET_SIZE(names);
+    Py_ssize_t offsets[SLOTS_MAX];
+    if (n > SLOTS_MAX) {
+        PyErr_SetString(PyExc_ValueError, "slot_rows() reads at most 64 slots");
+        return NULL;
+    }
+    PyObject *rows = PyList_New(count);
+    if (rows == NULL || count == 0) return rows;
+    PyTypeObject *type = Py_TYPE(PyList_GET_ITEM(objects, 0));
+    if (slot_offsets(type, names, offsets) < 0) goto fail;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *obj = PyList_GET_ITEM(objects, k);
+        if (Py_TYPE(obj) != type) {
+            PyErr_SetString(PyExc_TypeError, "slot_rows() takes objects of one class");
+            goto fail;
+        }
+        PyObject *row = PyTuple_New(n);
+        if (row == NULL) goto fail;
+        PyList_SET_ITEM(rows, k, row);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *value = *(PyObject **)((char *)obj + offsets[i]);
+            if (value == NULL) {
+                PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute %R",
+                             type->tp_name, PyTuple_GET_ITEM(names, i));
+                goto fail;
+            }
+            PyTuple_SET_ITEM(row, i, Py_NewRef(value));
+        }
+    }
+    return rows;
+fail:
+    Py_DECREF(rows);
+    return NULL;
+}
+
+/* with_slots(cls, names, rows): for each row (a tuple of len(names) values), a new object of
+   ``cls`` (its ``tp_alloc``: no ``__new__`` nor ``__init__`` called) whose slots ``names``
+   hold the row's values, in order: what a dataclass's ``__init__`` given every field makes,
+   without a frame of Python per object. */
+static PyObject *with_slots(PyObject *self, PyObject *args) {
+    PyObject *cls, *names, *rows;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyType_Type, &cls, &PyTuple_Type, &names,
+                          &PyList_Type, &rows))
+        return NULL;
+    PyTypeObject *type = (PyTypeObject *)cls;
+    Py_ssize_t count = PyList_GET_SIZE(rows), n = PyTuple_GET_SIZE(names);
+    Py_ssize_t offsets[SLOTS_MAX];
+    if (n > SLOTS_MAX) {
+        PyErr_SetString(PyExc_ValueError, "with_slots() sets at most 64 slots");
+        return NULL;
+    }
+    if (!(type->tp_flags & Py_TPFLAGS_HEAPTYPE) || type->tp_alloc == NULL) {
+        PyErr_SetString(PyExc_TypeError, "with_slots() makes objects of a class of Python");
+        return NULL;
+    }
+    if (slot_offsets(type, names, offsets) < 0) return NULL;
+    PyObject *objects = PyList_New(count);
+    if (objects == NULL) return NULL;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *row = PyList_GET_ITEM(rows, k);
+        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != n) {
+            PyErr_SetString(PyExc_ValueError, "with_slots() takes a tuple of a value a slot");
+            goto fail;
+        }
+        PyObject *obj = type->tp_alloc(type, 0);
+        if (obj == NULL) goto fail;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject **slot = (PyObject **)((char *)obj + offsets[i]);
+            Py_XSETREF(*slot, Py_NewRef(PyTuple_GET_ITEM(row, i)));
+        }
+        PyList_SET_ITEM(objects, k, obj);
+    }
+    return objects;
+fail:
+    Py_DECREF(objects);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped) -> (brackets, depths, end_in_string, "
@@ -1224,13 +1375,21 @@ static PyMethodDef methods[] = {
      "frame_items(buf, start, end, prefix) -> (ts, dur, prefixed), or None: frame_times of "
      "the frames buf[start:end] holds, read in place, and whether one of its strings begins "
      "with prefix (see decode._frame_columns)."},
+    {"slot_rows", slot_rows, METH_VARARGS,
+     "slot_rows(objects, names) -> [tuple]: each object's slots names (a tuple of str), in "
+     "order; every object of the first one's class exactly (records.IterationRecord.pack_page)."},
+    {"with_slots", with_slots, METH_VARARGS,
+     "with_slots(cls, names, rows) -> [object]: for each row (a tuple), a new object of cls "
+     "(no __init__ called) whose slots names hold its values (records.IterationRecord."
+     "unpack_page)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_native",
     "Hot passes in native code: the decoder's framing, the manifest's layout, the pieces of "
-    "tiny iterations, the detector's op and name folding (each has a Python fallback).",
+    "tiny iterations, the detector's op and name folding, the records' pages (each has a "
+    "Python fallback).",
     -1, methods,
 };
 

@@ -435,7 +435,7 @@ def cmd_split_ranks(args, paths: list[str]) -> int:
 def cmd_boundaries(args) -> int:
     sink = record_sink(args.format, sys.stdout.buffer, trace=args.trace)
     splitter = new_splitter(_options(args, keep_events=False))
-    error, info = _run(args, splitter, on_record=sink.write)
+    error, info = _run(args, splitter, on_records=sink.write_many)
     sink.close()
     return _finish(error, info)
 

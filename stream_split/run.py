@@ -19,7 +19,7 @@ from stream_split.decode import MAX_EVENT_BYTES
 from stream_split.errors import ReadInterrupted, TraceEventError, TraceInputError
 from stream_split.follow import FollowedFile
 from stream_split.options import check_honoured
-from stream_split.pages import PagedList
+from stream_split.pages import PagedList, read_pages
 from stream_split.read import TraceReader
 from stream_split.spill import TempFileSpill
 from stream_split.stats import IterationStats, RecordColumns, finish
@@ -112,12 +112,24 @@ def new_splitter(options: SplitOptions, spill_dir: str | None = None) -> Splitte
 
 
 def drive(reader: TraceReader, splitter: Splitter, *, on_pairs=None, on_record=None,
-          stop: StopRequest | None = None) -> RunOutcome:
+          stop: StopRequest | None = None, on_records=None) -> RunOutcome:
     """Feed all of ``reader`` to ``splitter``, a batch (one chunk of input) at a time, until
     the end or until ``stop`` is requested; end its input; hand out every decision as it is
-    made (``on_pairs(pairs)``, ``on_record(record)``)."""
+    made (``on_pairs(pairs)``, ``on_record(record)``; or ``on_records(records)``, a list of
+    the records decided together, in order: a sink that flushes once for them, not once a
+    record, ``write.JsonlRecordSink.write_many``)."""
+    if on_records is None and on_record is not None:
+        on_records = _one_by_one(on_record)
     with splitter, young_collections_only():  # the spill file is given back on every path
-        return _drive(reader, splitter, on_pairs, on_record, stop)
+        return _drive(reader, splitter, on_pairs, on_records, stop)
+
+
+def _one_by_one(on_record):
+    """``on_records`` of a sink that takes one record at a time."""
+    def on_records(records) -> None:
+        for record in records:
+            on_record(record)
+    return on_records
 
 
 @contextmanager
@@ -215,22 +227,22 @@ def _parts(batches, size: int = FEED_EVENTS):
         yield carry
 
 
-def _listen(splitter: Splitter, on_record) -> RecordColumns:
+def _listen(splitter: Splitter, on_records) -> RecordColumns:
     """Make ``splitter`` tell what this run hands out (boundary records only to
-    ``on_record``), and gather what ``stats.finish`` judges as it makes each record final
+    ``on_records``), and gather what ``stats.finish`` judges as it makes each record final
     (returned: read once, not in a pass of its own over a long trace's records)."""
-    splitter.boundary_records = on_record is not None
+    splitter.boundary_records = on_records is not None
     columns = RecordColumns()
-    splitter.watch_final(columns.add)
+    splitter.watch_final(columns.add_page)
     return columns
 
 
-def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
+def _drive(reader, splitter, on_pairs, on_records, stop) -> RunOutcome:
     error = None
     interrupted = False
     feed_batch = splitter.feed_batch
     keep = splitter.options.keep_events
-    columns = _listen(splitter, on_record)
+    columns = _listen(splitter, on_records)
 
     def hand_out(final: RecordColumns | None = None) -> IterationStats | None:
         """Hand out what is decided; ``final`` (after ``end_of_input``: what is gathered of
@@ -242,11 +254,10 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
             if on_pairs is not None and decided.pairs:
                 on_pairs(decided.pairs)
             if final is not None:
-                if on_record is not None:
+                if on_records is not None:
                     held.extend(decided.records)
-            elif on_record is not None:
-                for record in decided.records:
-                    on_record(record)
+            elif on_records is not None and decided.records:
+                on_records(decided.records)
             if not decided.more:
                 break
         if final is None:
@@ -254,11 +265,11 @@ def _drive(reader, splitter, on_pairs, on_record, stop) -> RunOutcome:
         stats = finish(splitter.iterations, columns=final)  # final after the last decision
         if isinstance(splitter.iterations, PagedList):
             splitter.iterations.seal()  # final: read from now on
-        if on_record is not None:
-            for record in held:
-                on_record(record)
-            for record in splitter.iterations:  # in order, a page at a time
-                on_record(record)
+        if on_records is not None:
+            if held:
+                on_records(held)
+            for page in read_pages(splitter.iterations):  # in order, a page at a time
+                on_records(page)
         return stats
 
     splitter.note_header(reader.header_before)  # known once the reader has its form
@@ -315,7 +326,8 @@ def open_reader(source, *, stop: StopRequest | None = None, name: str | None = N
 def read_through(source, splitter: Splitter, *, stop: StopRequest | None = None,
                  name: str | None = None, follow: float | None = None,
                  idle_timeout: float | None = None, progress: bool = False, check: bool = False, on_warning=None,
-                 on_pairs=None, on_record=None, reader: TraceReader | None = None,
+                 on_pairs=None, on_record=None, on_records=None,
+                 reader: TraceReader | None = None,
                  max_event_bytes: int = MAX_EVENT_BYTES) -> RunOutcome:
     """Open ``source`` (``open_reader``; ``reader``: opened already) and ``drive`` all of it
     through ``splitter``, with a progress display on stderr when ``progress``. An input that
@@ -337,7 +349,8 @@ def read_through(source, splitter: Splitter, *, stop: StopRequest | None = None,
              if progress else reader)  # rich: loaded only to draw
     try:
         with reader:
-            outcome = drive(shown, splitter, stop=stop, on_pairs=on_pairs, on_record=on_record)
+            outcome = drive(shown, splitter, stop=stop, on_pairs=on_pairs, on_record=on_record,
+                            on_records=on_records)
     finally:
         if shown is not reader:
             shown.close()

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import attrgetter, eq, or_
 
 import numpy as np
 
@@ -261,11 +263,32 @@ class RecordColumns:
         elif phase is not None:
             self.phases = [None] * (len(self.idle) - 1) + [phase]
 
+    def add_page(self, records: list) -> None:
+        """``add`` each of ``records`` (a page of them, made final: ``Splitter.watch_final``),
+        a column at a time where each is an ``IterationRecord``: no call of Python a record
+        but its ``JUDGED_ON`` (a property)."""
+        if set(map(type, records)) != _RECORD_CLASS:
+            for record in records:
+                self.add(record)
+            return
+        phases = list(map(_PHASE, records))
+        self.times.extend(map(_JUDGED, records))  # (never None: see ``add``)
+        self.idle.extend(map(or_, map(eq, phases, repeat(PHASE_IDLE)),
+                             map(eq, map(_KIND, records), repeat(KIND_IDLE))))
+        if self.phases is not None:
+            self.phases.extend(phases)
+        elif phases.count(None) < len(phases):
+            self.phases = [None] * (len(self.idle) - len(phases)) + phases
+
     def analyze(self, groups: list | None = None) -> IterationStats:
         """``analyze_records`` of the records added."""
         return _analyze(np.frombuffer(self.times, dtype=np.float64),
                         np.frombuffer(self.idle, dtype=bool),
                         self.phases if groups is None else groups)
+
+
+_RECORD_CLASS = {IterationRecord}
+_PHASE, _KIND, _JUDGED = attrgetter("phase"), attrgetter("kind"), attrgetter(JUDGED_ON)
 
 
 def analyze_records(records: list, groups: list | None = None) -> IterationStats:

@@ -503,8 +503,11 @@ class IterationBreakdown:
         """A CPU op: the time in ops is the union of ops per thread (a nested op adds
         nothing), summed over threads."""
         union = self.cpu_ops.get(thread)
-        if union is None:
+        if union is None:  # the thread's first op: its interval (as ``add`` keeps it)
             union = self.cpu_ops[thread] = IntervalUnion()
+            union.starts.append(start)
+            union.ends.append(end)
+            return
         starts = union.starts
         if starts and start >= starts[-1] and end <= union.ends[-1]:
             return  # inside the latest interval (``add``'s first case, inline: most ops nest)

@@ -22,8 +22,8 @@ class CodedList(Sequence):
         return len(self._codes)
 
     def __getitem__(self, index):
-        if isinstance(index, slice):
-            return [self._values[code] for code in self._codes[index]]
+        if isinstance(index, slice):  # (each code's value looked up in C: no bytecode an item)
+            return list(map(self._values.__getitem__, self._codes[index]))
         return self._values[self._codes[index]]
 
     def __setitem__(self, index: int, value) -> None:
@@ -37,8 +37,7 @@ class CodedList(Sequence):
         self._codes[index] = code
 
     def __iter__(self):
-        values = self._values
-        return (values[code] for code in self._codes)
+        return map(self._values.__getitem__, self._codes)
 
     def __eq__(self, other) -> bool:
         if isinstance(other, (list, CodedList)):

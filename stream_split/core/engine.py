@@ -56,11 +56,11 @@ from stream_split.core.detect.evidence import at_outermost_frame
 from stream_split.core.finish import FinalRecords
 from stream_split.core.owners import AnnotationOwners, MonotonicOwnerMap, Windows
 from stream_split.core.serving import (
-    DIFFUSION_CODE, NONE as _NO_ROLE, NOTHING_SEEN, ROLES as _PHASE_ROLES, PhaseFacts, SeenFacts,
-    infer_phases, input_dims, loop_containers, role_of, tells_nothing)
+    DIFFUSION_CODE, GEMM as _GEMM, NONE as _NO_ROLE, NOTHING_SEEN, ROLES as _PHASE_ROLES,
+    PhaseFacts, SeenFacts, infer_phases, input_dims, loop_containers, role_of)
 from stream_split.core.records import (
     Boundary, IterationRecord, KIND_ITERATION, METADATA, OUTSIDE, REVISION_MOVE, REVISION_RETRACT,
-    Revision)
+    Revision, made_of)
 from stream_split.core.order import OpOrder
 from stream_split.core.stack import LIVE_THREADS, ThreadStacks
 from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPES as _ID_TYPES, \
@@ -159,6 +159,8 @@ _INTEGER_BULK_MIN = 32
 
 #: The category an op held named (``_hold_cpu``) is decided as: a CPU op's (``_own_cpu``).
 _NAMED_OP_CAT = "cpu_op"
+#: New boundary records, made without a frame of Python each (``records.made_of``).
+_new_boundaries = made_of(Boundary)
 
 #: The fields of an op's view (``_held_view``), and its ``args``: an event with no other
 #: field is copied, ``args`` left out (3x as fast as made field by field; a field it lacks
@@ -837,8 +839,9 @@ class Splitter:
             pass
 
     def watch_final(self, visit) -> None:
-        """Call ``visit(record)`` with each iteration record once its numbers are final (its
-        ``breakdown`` may be made later: ``core.finish``), in index order, in the one pass
+        """Call ``visit(records)`` with each page of iteration records (a list, in index
+        order) once their numbers are final (their ``breakdown`` may be made later:
+        ``core.finish``), in the one pass
         that reads them at the end: a caller that needs every final record once
         (``stats.RecordColumns``) reads it there, not in a pass of its own over a long
         trace's records, each of which reads every page of them back from the file."""
@@ -1035,7 +1038,8 @@ class Splitter:
             if not self._ignored_last:  # a revision of an ignored boundary is ignored too
                 self._revise_last(found)
             return
-        self._ignored_last = bool(windows.starts) and found.start_ts <= windows.starts[-1]
+        # (``latest_start``: the latest start, -inf where none; no float made of the array)
+        self._ignored_last = found.start_ts <= windows.latest_start
         if self._ignored_last:
             return  # a detector may only move forward
         # no caller of ``_add_boundary`` holds per-iteration state: ``_trim_paged``, inline
@@ -1056,7 +1060,8 @@ class Splitter:
         if index >= 2:  # (not the one before: this boundary's held events come to it now)
             self._breakdowns[index - 2].compact_host()
         if self.boundary_records:
-            self._records.append(Boundary(index, found.start_ts, pid, tid, found.first_op))
+            self._records.append(_new_boundaries([(index, found.start_ts, pid, tid,
+                                                   found.first_op)])[0])
         self._resolve_pending(found.start_ts)
         # What the next boundary decides mostly falls in the iteration this one opens (a
         # loop of one-op iterations: every event): its state at hand (``_hot_state``)
@@ -1608,21 +1613,28 @@ class Splitter:
         if cat in CPU_OP_CATS:
             record.cpu_ops += 1
         name = name or ""
+        if record.step is None and name.startswith(PROFILER_STEP_PREFIX):
+            # a step's number first: ``ProfilerStep#N`` (ASCII digits) has no phase role, and
+            # a name that is one step's only was looked up in vain, the table filled with
+            # them (``serving.ROLES``: 30 k annotated one-op steps, 30 k ``role_of`` calls)
+            number = profiler_step_number(name)
+            if number is not None:
+                record.step = number
+                return
         role = _PHASE_ROLES[name] if name in _PHASE_ROLES else role_of(name)
-        if role:
+        # (not ``serving.tells_nothing``, inline: a GEMM without its ``Input Dims``, most of
+        # them, calls nothing)
+        if role and (role != _GEMM or args and DIMS_ARG in args):
             self._observe_phase(owner, role, name, args)
-        elif record.step is None and name.startswith(PROFILER_STEP_PREFIX):
-            record.step = profiler_step_number(name)
 
     def _observe_phase(self, owner: int, role: int, name: str, args) -> None:
         """An op of iteration ``owner`` with a phase ``role``: into its ``PhaseFacts``, made
         at its first such op that tells something (None before: most iterations of a
         training loop have none, and a None is nothing to page through a file; an op that
-        tells nothing, a GEMM without its ``Input Dims`` (``tells_nothing``), leaves it None:
-        30 k annotated steps of one ``aten::mm`` each, ``testing.attacks.many_iterations``,
-        paged 30 k facts of nothing through the file, each pickled by a call of Python)."""
-        if tells_nothing(role, args):
-            return
+        tells nothing, a GEMM without its ``Input Dims`` (``serving.tells_nothing``: tested by
+        the caller, ``_structure_facts``), leaves it None: 30 k annotated steps of one
+        ``aten::mm`` each, ``testing.attacks.many_iterations``, paged 30 k facts of nothing
+        through the file, each pickled by a call of Python)."""
         facts = self._phase_facts[owner]
         if facts is None:
             facts = PhaseFacts()

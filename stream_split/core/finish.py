@@ -11,7 +11,8 @@ entries), not written back final by a pass of their own and read again.
 """
 from __future__ import annotations
 
-from itertools import repeat
+from itertools import islice, repeat
+from operator import attrgetter
 
 from stream_split.core.breakdown import final_dicts
 from stream_split.pages import PagedList
@@ -35,8 +36,9 @@ class FinalRecords:
         self._starts_after: list = []
 
     def read(self, records, visit=None) -> int:
-        """Read ``records`` (a list, or a ``PagedList``) once, a page at a time, each record
-        handed to ``visit`` once its numbers are final; returns the events in them. A list is
+        """Read ``records`` (a list, or a ``PagedList``) once, a page at a time, each page (a
+        list) handed to ``visit`` once its numbers are final; returns the events in them. A
+        list is
         made final whole; a ``PagedList`` is made final where it is read next
         (``PagedList.finish_with``), the breakdowns of its pages not final yet kept until
         then, the others let go."""
@@ -77,39 +79,43 @@ class FinalRecords:
 
     def _finish(self, number: int, records: list, visit, breakdowns: bool) -> int:
         """Make the records of page ``number`` final (``breakdowns``: their breakdowns too),
-        each handed to ``visit`` then; returns the events in them."""
+        then handed to ``visit`` (the list); returns the events in them."""
         first, n = self._firsts[number], len(records)
-        start_after, count, opened = self._starts_after[number], self._count, self._opened
-        last_end = self._last_end
-        if last_end == float("inf"):
-            last_end = None
+        count, opened = self._count, self._opened
+        # Each one's end: the next one's start as given (taken before any start moves to the
+        # frame that opens it), or that frame's start; the page's last one's, the next
+        # page's first start (none after the last page)
+        ends = list(map(_START_TS, islice(records, 1, None)))
+        ends.append(self._starts_after[number])
+        if opened:  # (most traces: no frame opens a step after its boundary)
+            for at, record in enumerate(records):
+                if first + at + 1 in opened:
+                    ends[at] = opened[first + at + 1][0]
+                if first + at in opened:
+                    record.start_ts, record.first_op = opened[first + at]
+        if n and first + n == count:  # the last record of all
+            last = records[-1]
+            last_end = self._last_end
+            if last_end is not None and last_end != float("inf"):
+                ends[-1] = last_end
+            else:
+                ends[-1] = last.start_ts if last.end_ts < last.start_ts else last.end_ts
         complete = self._complete
-        events = 0
-        for at, (record, kind, (phase, evidence), breakdown) in enumerate(zip(
-                records, self._kinds[first:first + n], self._phases[first:first + n],
-                self._breakdown_dicts(number, records) if breakdowns else repeat(None))):
-            i = first + at
-            events += record.events
-            if i in opened:
-                record.start_ts, record.first_op = opened[i]
+        for record, end, kind, (phase, evidence), breakdown in zip(
+                records, ends, self._kinds[first:first + n], self._phases[first:first + n],
+                self._breakdown_dicts(number, records) if breakdowns else repeat(None)):
             if record.gpu_events:  # see ``Splitter._own_linked``: work decided out of order
                 record.gpu_active_us = min(record.gpu_active_us, record.gpu_busy_us,
                                            record.gpu_end_ts - record.gpu_start_ts)
-            if i + 1 < count:  # the next one's start, as given (``Windows`` has a float)
-                record.end_ts = (opened[i + 1][0] if i + 1 in opened
-                                 else records[at + 1].start_ts if at + 1 < n else start_after)
-            elif last_end is not None:
-                record.end_ts = last_end
-            elif record.end_ts < record.start_ts:
-                record.end_ts = record.start_ts
+            record.end_ts = end
             record.kind = kind
             record.complete = complete
             record.phase, record.phase_evidence = phase, evidence
             if breakdown is not None:
                 record.breakdown = breakdown
-            if visit is not None:
-                visit(record)
-        return events
+        if visit is not None:
+            visit(records)
+        return sum(map(_EVENTS, records))
 
     def _breakdown_dicts(self, number: int, records: list) -> list:
         """The final dicts of the breakdowns of page ``number``'s ``records``
@@ -121,3 +127,6 @@ class FinalRecords:
             return final_dicts(breakdowns.read_page(number, packed=True), spans)
         first = self._firsts[number]
         return final_dicts(breakdowns[first:first + len(records)], spans)
+
+
+_START_TS, _EVENTS = attrgetter("start_ts"), attrgetter("events")

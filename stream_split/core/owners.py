@@ -192,7 +192,9 @@ class Windows:
         """A boundary at ``ts`` (after the latest): returns its index. ``opens_after``: where
         the gap before it begins, in which frames of ``thread`` may open its step
         (``StepOpeners``); None: none may."""
-        starts = self._exact_for(ts)
+        starts = self.starts
+        if ts.__class__ is not float and not -_EXACT_IN_FLOAT <= ts <= _EXACT_IN_FLOAT:
+            starts = self._exact_for(ts)  # (its test of a float, most times, inline)
         if starts and not ts >= starts[-1]:
             self._descents += 1
         starts.append(ts)

@@ -1,5 +1,6 @@
 """``STREAM_SPLIT_NO_NATIVE`` turns every native part off at once (``stream_split.native``:
-the decoder's passes, the detector's op and name folding, the pieces of tiny iterations), and
+the decoder's passes, the detector's op and name folding, the pieces of tiny iterations, the
+records made and paged), and
 a split on the Python fallbacks writes what the native parts write."""
 import gzip
 import os
@@ -18,8 +19,10 @@ needs_native = pytest.mark.skipif(native.BUILT is None, reason="stream_split._na
 _PARTS_IN_USE = """
 import stream_split.core.detect.search as search, stream_split.core.detect.skeleton as skeleton
 import stream_split.decode as decode, stream_split.native as native
+import stream_split.core.records as records
 print(native.NATIVE is None, decode._native is None, skeleton.Node is skeleton.PyNode,
-      skeleton._family is skeleton.family, search._ascii_without is search.ascii_without)
+      skeleton._family is skeleton.family, search._ascii_without is search.ascii_without,
+      records.IterationRecord.unpack_page is records._records_of)
 """
 
 
@@ -28,7 +31,7 @@ def test_the_switch_turns_every_native_part_off_together(value, off):
     env = {**os.environ, native.NO_NATIVE_ENV: value}
     out = subprocess.run([sys.executable, "-c", _PARTS_IN_USE], env=env, capture_output=True,
                          text=True, check=True).stdout.split()
-    assert out == [str(off or native.BUILT is None)] * 5  # not built: always the fallbacks
+    assert out == [str(off or native.BUILT is None)] * 6  # not built: always the fallbacks
 
 
 def _pieces(folder):

@@ -2339,8 +2339,8 @@ def cycle_kinds(shapes: list, kernels: list, rules: Rules = RULES) -> CodedList:
     so is a last cycle unlike the unit that does none. A prefill among decode steps is unlike
     them too, but busier, and on the same path. One byte a cycle (``CodedList``)."""
     kinds = CodedList((KIND_ITERATION, KIND_IDLE), len(kernels))
-    if len(shapes) != len(kernels) or not kernels:
-        return kinds
+    if len(shapes) != len(kernels) or not any(kernels):
+        return kinds  # (no kernel: no cycle does less GPU work than the median, 0)
     # int32: a cycle's kernels are far below 2**31 (4 bytes a cycle, 1 M cycles)
     like = np.fromiter((k for shape, k in zip(shapes, kernels) if shape == 0), dtype=np.int32)
     median = _upper_median_of(like if len(like) else np.fromiter(kernels, dtype=np.int32))

@@ -208,10 +208,19 @@ class StructureDetector:
 
     def _observe_stepping(self, thread, stack: list, start: float, end: float, name: str,
                           section: int):
-        """``observe`` in ``Mode.STEPS``: decided, only step annotations matter now."""
-        if name.startswith(PROFILER_STEP_PREFIX) and thread == self._online_thread:
-            return self._observe_step(thread, start, end, name, len(stack) == 1)
-        return ()
+        """``observe`` in ``Mode.STEPS``: decided, only step annotations matter now: each
+        new step of the loop thread (not nested in, nor overlapping, its previous one, as
+        ``_observe_step`` keeps them) is a boundary."""
+        if not name.startswith(PROFILER_STEP_PREFIX) or thread != self._online_thread:
+            return ()
+        steps = self._step_runs.setdefault(thread, [])
+        if steps and start < steps[-1][1]:
+            return ()  # nested in (or overlapping) the previous step: not a new step
+        steps[-1:] = [(start, end, name, len(stack) == 1)]
+        self._online_count += 1
+        if end > self._online_last_end:  # (``max``'s answer, without a call)
+            self._online_last_end = end
+        return (FoundBoundary(start, thread, name),)
 
     def _observe_learning(self, thread, stack: list, start: float, end: float, name: str,
                           section: int):
@@ -423,17 +432,13 @@ class StructureDetector:
 
     def _observe_step(self, thread, start: float, end: float, name: str, at_top: bool):
         """A ``ProfilerStep`` span of ``thread`` (``at_top``: a top-level op of it), whatever
-        its nesting: kept unless nested in (or overlapping) the thread's previous one. Once
-        the steps kept are regular (``verdict.regular_steps``) they are the loop: each one
-        is a boundary (``Mode.STEPS``), and so is each new one of that thread."""
+        its nesting, while the unit is learnt: kept unless nested in (or overlapping) the
+        thread's previous one. Once the steps kept are regular (``verdict.regular_steps``)
+        they are the loop: each one is a boundary (``Mode.STEPS``), and so is each new one
+        of that thread (``_observe_stepping``)."""
         steps = self._step_runs.setdefault(thread, [])
         if steps and start < steps[-1][1]:
             return ()  # nested in (or overlapping) the previous step: not a new step
-        if self.mode is Mode.STEPS:
-            steps[-1:] = [(start, end, name, at_top)]
-            self._online_count += 1
-            self._online_last_end = max(self._online_last_end, end)
-            return (FoundBoundary(start, thread, name),)
         steps.append((start, end, name, at_top))
         del steps[:-RULES.memory.max_steps_kept]  # bounded, whatever the steps
         trusted, why = regular_steps(steps)
