@@ -1438,9 +1438,8 @@ class TraceDecoder:
 
     def _read_events(self, out: Events, final: bool) -> None:
         buf = self._buf
-        framing, self._framed = self._framed, None
-        if framing is None:
-            framing = Framing(buf, self._scan_from, self._scan_state, self._scratch)
+        framing = self._framed or Framing(buf, self._scan_from, self._scan_state, self._scratch)
+        self._framed = None
         depth = framing.depth
         brackets = framing.brackets
         base = {"object": 2, "array": 1, "jsonl": 0}[self.form]
@@ -1458,15 +1457,12 @@ class TraceDecoder:
             closes = closes[brackets[closes] < too_deep]  # the elements that end before it
         if buf.__class__ is bytearray and (closes.size or below.size or too_deep >= 0):
             buf = self._buf = bytes(buf)  # a long event closed (``_join``): bytes again
-        # (``_straddled``: the bytes before ``_events_from`` are the event read apart)
-        alone, self._alone, consumed = self._alone, None, self._events_from
+        alone, self._alone, consumed = self._alone, None, self._events_from  # (``_straddled``)
         if closes.size:
             ends = brackets.take(closes) + 1
             starts = np.empty(closes.size, np.int64)
             starts[0] = self._first_open if self._first_open >= 0 else brackets[0]
             starts[1:] = brackets.take(closes[:-1] + 1)
-            # (after the event read apart, ``_straddled``: handed out with these, as one batch
-            # would be, or not at all where they fail)
             self._emit(buf, starts, ends, out if alone is None else alone)
             consumed = int(ends[-1])
             self._after_event = True

@@ -1161,14 +1161,7 @@ class Splitter:
                 event = None
             else:
                 event = _held_view(event, None)
-            rows = self._cpu_rows  # (``HeldRows.add``, inline: once a held event)
-            rows.ends.append(end)
-            rows.seqs.append(self._seq)
-            rows.starts.append(start)
-            rows.events.append(event)
-            rows.raws.append(raw)
-            if end.__class__ is not float or start.__class__ is not float:
-                rows.exact = True
+            self._cpu_rows.add(end, self._seq, start, event, raw)
             self._cpu_held_n += 1
         else:
             if raw is not None or not keep:
