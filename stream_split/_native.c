@@ -423,8 +423,58 @@ static int thread_id(Cursor *c) {
 
 #define KEY(c, k) (expect((c), "\"" k "\"", sizeof(k) + 1) && expect((c), ":", 1))
 
+/* The bytes of the string constant ``lit`` at the cursor exactly, stepped over: a part of
+   a frame as Kineto spells it, whitespace included (``kineto_frame``). */
+#define EXACT(c, lit) ((size_t)((c)->end - (c)->p) >= sizeof(lit) - 1 && \
+                       memcmp((c)->p, (lit), sizeof(lit) - 1) == 0 && \
+                       ((c)->p += sizeof(lit) - 1, 1))
+
+/* ``args`` as Kineto writes them: null, or an object of keys each followed by ``": "``, its
+   items separated by ``", "``; the keys read as ``frame_args`` reads them, the values by
+   ``value``. 0 where it is written otherwise (``frame_args`` then reads it). */
+static int kineto_args(Cursor *c) {
+    if (EXACT(c, "null")) return 1;
+    if (!EXACT(c, "{")) return 0;
+    do {
+        const unsigned char *key;
+        size_t n;
+        if (!string(c, &key, &n)) return 0;
+        if ((n == 11 && memcmp(key, "correlation", 11) == 0) ||
+            (n == 11 && memcmp(key, "External id", 11) == 0))
+            return 0;
+        if (!(EXACT(c, ": ") && value(c, MAX_ARGS_DEPTH))) return 0;
+    } while (EXACT(c, ", "));
+    return EXACT(c, "}");
+}
+
+/* ``one_frame`` of a frame spelled exactly as Kineto writes it (``json.dumps``' separators,
+   its keys in their order): each run of fixed bytes between two values compared at once,
+   where ``one_frame`` reads a token at a time, each after any whitespace. 0 where the frame
+   is written otherwise: ``one_frame`` then reads it from its start, so that this path only
+   makes faster what that one accepts, to the same numbers. On the 10x stripped resnet
+   tile's 344 k frames: 2,590 -> 1,760 instructions a frame (its ``boundaries``: 11,238.6 ->
+   10,954.3 M). */
+static int kineto_frame(Cursor *c, double *ts, double *dur) {
+    skip_ws(c);
+    if (!EXACT(c, "{\"ph\": \"X\", \"cat\": \"python_function\", \"name\": ")) return 0;
+    if (!(EXACT(c, "null") || string(c, NULL, NULL))) return 0;
+    if (!(EXACT(c, ", \"pid\": ") && thread_id(c) && EXACT(c, ", \"tid\": ") && thread_id(c) &&
+          EXACT(c, ", \"ts\": ") && number(c, ts)))
+        return 0;
+    *dur = 0.0;
+    if (EXACT(c, "}")) return 1;
+    if (EXACT(c, ", \"dur\": ")) {
+        if (!(EXACT(c, "null") || number(c, dur))) return 0;
+        if (EXACT(c, "}")) return 1;
+    }
+    return EXACT(c, ", \"args\": ") && kineto_args(c) && EXACT(c, "}");
+}
+
 /* One frame, its ``ts`` and ``dur`` out. */
 static int one_frame(Cursor *c, double *ts, double *dur) {
+    const unsigned char *start = c->p;
+    if (kineto_frame(c, ts, dur)) return 1;
+    c->p = start;
     if (!expect(c, "{", 1)) return 0;
     if (!(KEY(c, "ph") && expect(c, "\"X\"", 3))) return 0;
     if (!(expect(c, ",", 1) && KEY(c, "cat") && expect(c, "\"python_function\"", 17))) return 0;

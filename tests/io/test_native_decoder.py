@@ -236,6 +236,23 @@ def test_native_frame_times_read_kineto_frames():
         assert bits(np.frombuffer(native[0]).tolist()) == bits(msgspec_times(text)[0])
 
 
+@needs_native
+def test_native_frames_spelled_otherwise_than_kineto_read_alike():
+    """A frame spelled as Kineto writes it is read at once (``kineto_frame``), one spelled
+    otherwise a token at a time: the same numbers, and what the one refuses the other does."""
+    read = decode_module._built_native.frame_times
+    frames = [_kineto_frame(i) for i in range(3)]
+    frames[1]["dur"], frames[2]["args"] = None, None
+    kineto = json.dumps(frames).encode()
+    assert read(kineto) is not None
+    for other in (kineto.replace(b'": ', b'":  '), kineto.replace(b", ", b",\n"),
+                  json.dumps(frames, separators=(",", ":")).encode()):
+        assert read(other) == read(kineto)
+    linked = [dict(frames[0], args={"Python id": 1, "correlation": 7})]
+    assert read(json.dumps(linked).encode()) is None
+    assert msgspec_times(json.dumps(linked).encode()) is None
+
+
 @decoder_is_native
 def test_a_run_read_natively_makes_its_frames_when_asked(tmp_path):
     """The engine asks a run read in bulk for each frame's thread and name (``FrameRun``):
