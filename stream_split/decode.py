@@ -153,7 +153,7 @@ class FrameRun:
     process without its bytes (``without_bytes``: ``split --workers``), to be decided there."""
 
     __slots__ = ("i", "j", "starts", "ends", "_text", "_events", "_frames", "_part_of",
-                 "_text_holds", "_packed", "_sent")
+                 "_text_holds", "_packed", "_sent", "_places")
 
     def __init__(self, i: int, j: int, starts=None, ends=None, text: bytes = b"",
                  events: list | None = None, frames: list | None = None,
@@ -168,6 +168,7 @@ class FrameRun:
         self._text_holds = {} if text_holds is None else text_holds
         self._packed = None  # ``_frames`` as MessagePack, after a pickle (``__reduce__``)
         self._sent = False  # read in bulk, its bytes left behind (``without_bytes``)
+        self._places = None  # where each frame lies in the bytes, once found (``_apart``)
 
     def __reduce__(self):
         """Pickled (a worker of ``split --workers`` sends its ranges' runs) with each frame's
@@ -200,7 +201,7 @@ class FrameRun:
     def shifted(self, by: int) -> "FrameRun":
         run = FrameRun(self.i + by, self.j + by, self.starts, self.ends, self._text,
                        self._events, self._frames, self._part_of, self._text_holds)
-        run._packed, run._sent = self._packed, self._sent
+        run._packed, run._sent, run._places = self._packed, self._sent, self._places
         return run
 
     def cut(self, k: int) -> tuple:
@@ -264,13 +265,61 @@ class FrameRun:
         if self._frames is None and self.starts is not None:
             if self._packed is not None:
                 self._frames, self._packed = _FRAMES_UNPACKER.decode(self._packed), None
-            elif self._part_of is not None:
-                whole, a, b = self._part_of
-                frames = whole._plain_frames()
-                self._frames = None if frames is None else frames[a:b]
+            elif self._part_of is not None:  # its own frames alone, where they can be
+                self._frames = self._apart(range(self.j - self.i))
+                if self._frames is None:
+                    whole, a, b = self._part_of
+                    frames = whole._plain_frames()
+                    self._frames = None if frames is None else frames[a:b]
             elif self._text:
                 self._frames = _PLAIN_FRAMES.decode(self._bytes())
         return self._frames
+
+    def _apart(self, picked) -> list | None:
+        """The ``_PlainFrame`` of the frames ``picked`` (indices in this run) alone: taken
+        from the run read in bulk that this one is or was cut from (``_bulk_run``) where it
+        has its frames, else decoded apart from its other frames, from its bytes (where each
+        frame lies found once by framing them again: ``_native.frame``, 2 instructions a
+        byte, where msgspec takes some 25 to decode them). None: not so (a run sent or
+        pickled, or no native reader), for the caller to decode the run. ``run.drive`` feeds
+        the engine parts of 1,024 events, so most runs are cut, and the engine asks for the
+        frames of a part (``Splitter._feed_frames``) or a few of them
+        (``_frames_opening_steps``): on the 10x stripped resnet tile, 5.8 k frames decoded
+        where their whole runs made 63 k (``boundaries`` 10,929.7 -> 10,674.5 M
+        instructions)."""
+        if not picked:
+            return []
+        run, first = self, 0
+        while run._frames is None and not (run._text or run._sent) and \
+                run._part_of is not None:
+            run, first = run._part_of[0], first + run._part_of[1]
+        if run._frames is not None:
+            frames = run._frames
+            return [frames[first + k] for k in picked]
+        if not run._text or run._packed is not None or _native is None:
+            return None
+        text = run._text
+        if text.__class__ is _RunText and text.text is None:  # read in place: not copied
+            buf, start, end = text.buf, text.start, text.end
+        else:
+            buf = run._bytes()
+            start, end = 1, len(buf) - 1
+        if run._places is None:
+            at, depths, *_ = _native.frame(memoryview(buf)[start:end], 0, False, 0, False)
+            brackets, depth = np.frombuffer(at, np.int64), np.frombuffer(depths, np.int32)
+            closes = np.flatnonzero(depth == 0)  # each frame's last bracket
+            if closes.size != run.j - run.i:
+                return None
+            opens = np.empty(closes.size, np.int64)  # and its first
+            opens[0], opens[1:] = 0, closes[:-1] + 1
+            run._places = (brackets.take(opens).tolist(), (brackets.take(closes) + 1).tolist())
+        starts, ends = run._places
+        try:
+            return _PLAIN_FRAMES.decode(b"[%b]" % b",".join(
+                [buf[start + starts[k]:start + ends[k]] for k in
+                 (picked if first == 0 else [first + k for k in picked])]))
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
 
     def _bytes(self) -> bytes:
         """The run's bytes as a JSON array (a run read in bulk), made the first time they are
@@ -292,10 +341,15 @@ class FrameRun:
     def threads_and_names(self, picked: list | None = None) -> tuple[list, list]:
         """Each frame's (pid, tid), and its name (None as ""); of the frames ``picked`` (their
         indices in the run) only, when given."""
-        frames = self._plain_frames()
-        if frames is not None:
-            if picked is not None:
+        frames = None
+        if picked is not None and self._frames is None and \
+                len(picked) <= (self.j - self.i) * _PICKED_SHARE:
+            frames = self._apart(picked)
+        if frames is None:
+            frames = self._plain_frames()
+            if frames is not None and picked is not None:
                 frames = [frames[k] for k in picked]
+        if frames is not None:
             threads = list(map(_FRAME_THREAD, frames))
             names = list(map(_FRAME_NAME, frames))
             if None in names:
@@ -452,6 +506,9 @@ class _PlainFrame(msgspec.Struct, gc=False, kw_only=True):
 
 
 _PLAIN_FRAMES = msgspec.json.Decoder(list[_PlainFrame])
+#: The largest share of a run's frames decoded apart when a few are asked for
+#: (``FrameRun._apart``): beyond, the run's are decoded, and kept for the next question.
+_PICKED_SHARE = 0.5
 _FRAMES_PACKER = msgspec.msgpack.Encoder()
 _FRAMES_UNPACKER = msgspec.msgpack.Decoder(list[_PlainFrame])
 _FRAME_NAME = attrgetter("name")
@@ -1277,8 +1334,7 @@ class TraceDecoder:
             return False
         held, end = self._buf, int(framing.brackets[close]) + 1
         alone = Events(checked=True)
-        self._emit(held + plain[:end], np.array([self._first_open], np.int64),
-                   np.array([len(held) + end], np.int64), alone)
+        self._emit_one(held + plain[:end], self._first_open, len(held) + end, alone)
         self._after_event = True
         self._buf, self._buf_offset = plain, self._buf_offset + len(held)
         self._scan_from = self._events_from = end
@@ -1569,6 +1625,27 @@ class TraceDecoder:
                                    f"(near byte {self._buf_offset + where})")
         return TraceInputError("not a trace: an element of the events array is not an "
                                f"object (near byte {self._buf_offset + where})")
+
+    def _emit_one(self, buf: bytes, start: int, end: int, out: Events) -> None:
+        """``_emit`` of the one event ``buf[start:end]`` (``_straddled``'s): for the engine
+        alone (``slim``), where the separators before it are right and msgspec reads it with
+        the engine's fields, as ``_emit_slim`` reads a stretch of one event, without its
+        numpy passes (on the 10x stripped resnet tile, 309 such events: ``boundaries``
+        10,954.3 -> 10,929.7 M instructions); anything else as ``_emit`` does (errors told
+        alike)."""
+        if self.slim and self.form != "jsonl" and buf[start] == 0x7B and \
+                end - start <= self.max_event_bytes and \
+                buf[self._events_from:start].strip(_WHITESPACE) == \
+                (b"," if self._after_event else b""):
+            got, checked = self._decode_stretch(buf, start, end, False, False)
+            if got is not None:
+                out.events.extend(got)
+                if not checked:
+                    out.checked = False
+                if self.keep_raws:
+                    out.raws.append(buf[start:end])
+                return
+        self._emit(buf, np.array([start], np.int64), np.array([end], np.int64), out)
 
     def _emit(self, buf: bytes, starts: np.ndarray, ends: np.ndarray, out: Events) -> None:
         """Parse the framed elements ``buf[starts[i]:ends[i]]`` into ``out``."""

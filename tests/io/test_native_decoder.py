@@ -272,6 +272,47 @@ def test_a_run_read_natively_makes_its_frames_when_asked(tmp_path):
     assert sent.threads_and_names() == (threads, names)
 
 
+@decoder_is_native
+def test_a_run_read_natively_decodes_only_the_frames_asked_for():
+    """A few frames of a run read in bulk, or those of a part of it (``FrameRun.cut``), are
+    decoded apart from the others (``FrameRun._apart``): their threads and names are those
+    of the run decoded whole, read in place or made an array, and the run keeps no frame of
+    its own (it decodes them all when asked for all, or for more than ``_PICKED_SHARE``)."""
+    frames = [_kineto_frame(i) for i in range(12)]
+    frames[3]["args"]["Ev Idx"] = {"nested": [1, {"deep": "{[}]"}]}  # brackets in strings
+    frames[5]["pid"], frames[6]["name"] = "host", None
+    data = json.dumps({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "x", "pid": 1,
+                                        "tid": 1, "ts": 1, "dur": 1}] + frames}).encode()
+
+    def run_read(made: bool):
+        decoder = decode_module.TraceDecoder()
+        decoder.slim = True
+        batch = decoder.receive_data(data)
+        batch.extend(decoder.receive_data(b""))
+        (run,) = batch.frame_runs
+        if made:
+            run._bytes()  # (the array made: as asked for before)
+        return run
+
+    threads, names = run_read(False).threads_and_names()
+    for made in (False, True):
+        for picked in ([], [3], [0, 5, 6, 11], list(range(6)), list(range(7)), list(range(12))):
+            run = run_read(made)
+            assert run.threads_and_names(picked) == ([threads[k] for k in picked],
+                                                     [names[k] for k in picked])
+            assert (run._frames is None) == (len(picked) <= 12 * decode_module._PICKED_SHARE)
+        run = run_read(made)
+        first, rest = run.cut(5)
+        middle, last = rest.cut(4)
+        assert middle.shifted(3).threads_and_names([0, 2]) == ([threads[5], threads[7]],
+                                                                [names[5], names[7]])
+        assert middle.threads_and_names() == (threads[5:9], names[5:9])
+        assert run._frames is None and rest._frames is None
+        assert last.threads_and_names() == (threads[9:], names[9:])
+        assert first.threads_and_names() == (threads[:5], names[:5])
+        assert run._frames is None
+
+
 # -- each event's bytes -----------------------------------------------------------------------
 
 @needs_native
