@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import replace
 
 from stream_split.core.coded import CodedColumn
-from stream_split.core.detect.base import FoundBoundary, RetractLast
+from stream_split.core.detect.base import FoundBoundary, RetractLast, found_boundary
 from stream_split.core.detect.evidence import at_outermost_frame
 from stream_split.core.detect.rules import RULES
 from stream_split.core.detect.search import (
@@ -180,8 +180,16 @@ class RootMatcher:
             self.frames = open_pending(node, self.recent[-1].end, self.frames)
         self.recent.append(node)
         current = self.current
-        current.append(node)
         sym = node.sym
+        if sym == self.anchor and len(current) == 1 and not self.waiting and \
+                not self.tentative and sym != self.trigger:
+            # An anchor right after the one op of the instance before (a loop of one-op
+            # instances): a boundary at it, as below (no head op before it to walk back
+            # over, nothing tentative), without the lists' copies
+            self._begin(current, node)
+            self.current = [node]
+            return (self._boundary(node),)
+        current.append(node)
         if sym == self.trigger and not self.waiting:
             out = []
             if self.tentative:  # the previous trigger saw no anchor: it opened nothing
@@ -273,7 +281,7 @@ class RootMatcher:
                     break
         if kw:
             return FoundBoundary(start, self.thread, name, opens_after=opens_after, **kw)
-        return FoundBoundary(start, self.thread, name, False, "", opens_after)
+        return found_boundary(start, self.thread, name, False, "", opens_after)
 
     def _gap_before(self, first: Node) -> float | None:
         """Where the gap before ``first`` begins on the row: the end of the op read before

@@ -62,7 +62,8 @@ import enum
 from dataclasses import replace
 from functools import cache, partial
 
-from stream_split.core.detect.base import DetectorResult, FoundBoundary, TraceFacts
+from stream_split.core.detect.base import (
+    DetectorResult, FoundBoundary, TraceFacts, found_boundary)
 from stream_split.core.detect.close import (
     LoopThread, decide, from_matcher, from_steps, leading_threads, loop_thread, no_loop,
     section_openers)
@@ -220,7 +221,7 @@ class StructureDetector:
         self._online_count += 1
         if end > self._online_last_end:  # (``max``'s answer, without a call)
             self._online_last_end = end
-        return (FoundBoundary(start, thread, name),)
+        return (found_boundary(start, thread, name, False, "", None),)
 
     def _observe_learning(self, thread, stack: list, start: float, end: float, name: str,
                           section: int):
