@@ -274,8 +274,9 @@ class RecordColumns:
         phases = list(map(_PHASE, records))
         gpu_starts = list(map(_GPU_START, records))
         if gpu_starts.count(None) == len(gpu_starts):  # no GPU work (a CPU trace's pages)
-            # each one's ``wall_us`` is its CPU window (``IterationRecord.wall_us``'s first
-            # case, mapped in C: no call of Python a record)
+            # each one's ``wall_us`` (``JUDGED_ON``) is its CPU window
+            # (``IterationRecord.wall_us``'s first case, mapped in C: no call of Python a
+            # record)
             self.times.extend(map(round, map(sub, map(_END, records), map(_START, records)),
                                   repeat(3)))
         else:

@@ -426,7 +426,7 @@ class StructureDetector:
         state = self._skeletons.latest  # the row's (``Skeletons.keep_only``)
         if section != state.section or thread != state.key:
             return ()
-        transparent = name.startswith(PROFILER_STEP_PREFIX) and not self._use_annotations
+        transparent = not self._use_annotations and name.startswith(PROFILER_STEP_PREFIX)
         node = self._skeletons.on_row(state, self._matcher_path, len(stack) - 1, start, end,
                                       name, transparent)
         return () if node is None else self._matcher.push(node)
@@ -612,7 +612,7 @@ class StructureDetector:
             if found:
                 self._online_evidence["decided"] = (
                     f"at the end of the loop thread's CPU section, after "
-                    f"{len(self._matcher.shapes) + 1} instances")
+                    f"{self._matcher.measured + 1} instances")
                 for node in trailing:
                     found += self._matcher.push(node)
                 return found
