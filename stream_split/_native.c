@@ -1344,6 +1344,33 @@ fail:
     return NULL;
 }
 
+/* Whether ``with_slots`` and ``one_with_slots`` can make objects of ``type`` with ``n`` slots
+   set; a ValueError or TypeError where not. */
+static int makes_slotted(PyTypeObject *type, Py_ssize_t n, const char *caller) {
+    if (n > SLOTS_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s() sets at most 64 slots", caller);
+        return 0;
+    }
+    if (!(type->tp_flags & Py_TPFLAGS_HEAPTYPE) || type->tp_alloc == NULL) {
+        PyErr_Format(PyExc_TypeError, "%s() makes objects of a class of Python", caller);
+        return 0;
+    }
+    return 1;
+}
+
+/* A new object of ``type`` (its ``tp_alloc``) whose slots at ``offsets`` hold ``values``
+   (``n`` of them), in order. */
+static PyObject *slotted(PyTypeObject *type, const Py_ssize_t *offsets, PyObject *const *values,
+                         Py_ssize_t n) {
+    PyObject *obj = type->tp_alloc(type, 0);
+    if (obj == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject **slot = (PyObject **)((char *)obj + offsets[i]);
+        Py_XSETREF(*slot, Py_NewRef(values[i]));
+    }
+    return obj;
+}
+
 /* with_slots(cls, names, rows): for each row (a tuple of len(names) values), a new object of
    ``cls`` (its ``tp_alloc``: no ``__new__`` nor ``__init__`` called) whose slots ``names``
    hold the row's values, in order: what a dataclass's ``__init__`` given every field makes,
@@ -1356,14 +1383,7 @@ static PyObject *with_slots(PyObject *self, PyObject *args) {
     PyTypeObject *type = (PyTypeObject *)cls;
     Py_ssize_t count = PyList_GET_SIZE(rows), n = PyTuple_GET_SIZE(names);
     Py_ssize_t offsets[SLOTS_MAX];
-    if (n > SLOTS_MAX) {
-        PyErr_SetString(PyExc_ValueError, "with_slots() sets at most 64 slots");
-        return NULL;
-    }
-    if (!(type->tp_flags & Py_TPFLAGS_HEAPTYPE) || type->tp_alloc == NULL) {
-        PyErr_SetString(PyExc_TypeError, "with_slots() makes objects of a class of Python");
-        return NULL;
-    }
+    if (!makes_slotted(type, n, "with_slots")) return NULL;
     if (slot_offsets(type, names, offsets) < 0) return NULL;
     PyObject *objects = PyList_New(count);
     if (objects == NULL) return NULL;
@@ -1373,18 +1393,35 @@ static PyObject *with_slots(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "with_slots() takes a tuple of a value a slot");
             goto fail;
         }
-        PyObject *obj = type->tp_alloc(type, 0);
+        PyObject *obj = slotted(type, offsets, &PyTuple_GET_ITEM(row, 0), n);
         if (obj == NULL) goto fail;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject **slot = (PyObject **)((char *)obj + offsets[i]);
-            Py_XSETREF(*slot, Py_NewRef(PyTuple_GET_ITEM(row, i)));
-        }
         PyList_SET_ITEM(objects, k, obj);
     }
     return objects;
 fail:
     Py_DECREF(objects);
     return NULL;
+}
+
+/* one_with_slots(cls, names, *values): one object, as ``with_slots(cls, names, [values])[0]``
+   makes it, its values given as arguments (vectorcall: no argument tuple parsed, no list made
+   for one record): a new ``Boundary`` a boundary (``records.made_one``). */
+static PyObject *one_with_slots(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 2 || !PyType_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "one_with_slots(cls, names, *values)");
+        return NULL;
+    }
+    PyTypeObject *type = (PyTypeObject *)args[0];
+    PyObject *names = args[1];
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    Py_ssize_t offsets[SLOTS_MAX];
+    if (!makes_slotted(type, n, "one_with_slots")) return NULL;
+    if (nargs - 2 != n) {
+        PyErr_SetString(PyExc_ValueError, "one_with_slots() takes a value a slot");
+        return NULL;
+    }
+    if (slot_offsets(type, names, offsets) < 0) return NULL;
+    return slotted(type, offsets, args + 2, n);
 }
 
 static PyMethodDef methods[] = {
@@ -1432,6 +1469,9 @@ static PyMethodDef methods[] = {
      "with_slots(cls, names, rows) -> [object]: for each row (a tuple), a new object of cls "
      "(no __init__ called) whose slots names hold its values (records.IterationRecord."
      "unpack_page)."},
+    {"one_with_slots", (PyCFunction)(void (*)(void))one_with_slots, METH_FASTCALL,
+     "one_with_slots(cls, names, *values) -> object: with_slots(cls, names, [values])[0], "
+     "its values given as arguments (records.made_one)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -293,17 +293,19 @@ class MemorySpill:
     def __init__(self):
         self._batches: dict = {}
         self._next = 0
-        self._count = 0
+        #: The events held (``len``; read without a call at each boundary: the engine's
+        #: ``_resolve_pending``).
+        self.count = 0
 
     def __len__(self) -> int:
-        return self._count
+        return self.count
 
     def put(self, items) -> None:
         """A batch: held items, ``HeldColumns`` or ``HeldLinks``."""
         items = _batch(items)
         self._batches[self._next] = (batch_key(items), items)
         self._next += 1
-        self._count += len(items)
+        self.count += len(items)
 
     def due(self, until: float) -> list:
         """Handles of the batches holding an event that ends by ``until``, oldest first."""
@@ -311,13 +313,13 @@ class MemorySpill:
 
     def take(self, handle) -> list:
         _, items = self._batches.pop(handle)
-        self._count -= len(items)
+        self.count -= len(items)
         return items
 
     def close(self) -> None:
         """Drop what is held (idempotent); a file-backed store gives its file back."""
         self._batches.clear()
-        self._count = 0
+        self.count = 0
 
     def __enter__(self):
         return self
@@ -352,14 +354,14 @@ class TempFileSpill(MemorySpill):
         pickle.dump(items, self._file, protocol=pickle.HIGHEST_PROTOCOL)
         self._batches[self._next] = (batch_key(items), (offset, len(items)))
         self._next += 1
-        self._count += len(items)
+        self.count += len(items)
         self.spilled_total += len(items)
 
     def take(self, handle) -> list:
         _, (offset, n) = self._batches.pop(handle)
         self._file.seek(offset)
         items = pickle.load(self._file)
-        self._count -= n
+        self.count -= n
         if not self._batches:  # empty: give the file back
             self.close()
         return items
@@ -371,4 +373,4 @@ class TempFileSpill(MemorySpill):
         if not self._batches:
             return
         self._batches.clear()
-        self._count = 0
+        self.count = 0

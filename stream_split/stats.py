@@ -28,7 +28,7 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import attrgetter, eq, or_
+from operator import attrgetter, eq, or_, sub
 
 import numpy as np
 
@@ -272,7 +272,15 @@ class RecordColumns:
                 self.add(record)
             return
         phases = list(map(_PHASE, records))
-        self.times.extend(map(_JUDGED, records))  # (never None: see ``add``)
+        gpu_starts = list(map(_GPU_START, records))
+        if gpu_starts.count(None) == len(gpu_starts):  # no GPU work (a CPU trace's pages)
+            # each one's ``wall_us`` (``JUDGED_ON``) is its CPU window
+            # (``IterationRecord.wall_us``'s first case, mapped in C: no call of Python a
+            # record)
+            self.times.extend(map(round, map(sub, map(_END, records), map(_START, records)),
+                                  repeat(3)))
+        else:
+            self.times.extend(map(_JUDGED, records))  # (never None: see ``add``)
         self.idle.extend(map(or_, map(eq, phases, repeat(PHASE_IDLE)),
                              map(eq, map(_KIND, records), repeat(KIND_IDLE))))
         if self.phases is not None:
@@ -289,6 +297,7 @@ class RecordColumns:
 
 _RECORD_CLASS = {IterationRecord}
 _PHASE, _KIND, _JUDGED = attrgetter("phase"), attrgetter("kind"), attrgetter(JUDGED_ON)
+_GPU_START, _START, _END = attrgetter("gpu_start_ts"), attrgetter("start_ts"), attrgetter("end_ts")
 
 
 def analyze_records(records: list, groups: list | None = None) -> IterationStats:

@@ -39,13 +39,14 @@ import re
 import sys
 from array import array
 from bisect import bisect_left
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import chain, islice, repeat, starmap
 from operator import add, attrgetter, sub
 
 import numpy as np
 
 from stream_split.core.records import rounded_us
+from stream_split.native import NATIVE as _native  # (None: the Python fallbacks)
 from stream_split.trace_format import MEMCPY_CATS, MEMSET_CATS
 
 #: A kernel whose name matches is communication (collectives).
@@ -323,6 +324,13 @@ def _union_of(state: tuple) -> IntervalUnion:
     return union
 
 
+#: A union whose slots hold these values, in the order of ``__slots__`` (``_native.
+#: one_with_slots`` where built: no frame of Python; a breakdown's first op of a thread, once
+#: an iteration on a trace of one-op iterations).
+_union_with = (partial(_native.one_with_slots, IntervalUnion, IntervalUnion.__slots__)
+               if _native is not None else lambda *state: _union_of(state))
+
+
 def _breakdown_of(layers: list, kernels: dict, cpu_ops: dict, *rest) -> "IterationBreakdown":
     """The breakdown ``IterationBreakdown.__reduce__`` describes."""
     return _breakdown_with(list(map(_union_of, layers)),  # (mapped in C: no frame per union)
@@ -343,15 +351,15 @@ def _breakdown_page(breakdowns: list) -> tuple:
     which each one's layers are their count and its ``cpu_ops`` its threads, and the states
     (``_union_state``) of all their unions, layers first: read in C, no call per breakdown
     nor per union (a ``__reduce__`` each was some 40 k instructions a breakdown to write and
-    read back on a trace of one-op iterations)."""
-    columns = list(zip(*map(_SLOT_VALUES, breakdowns)))
+    read back on a trace of one-op iterations; the slots' values read by ``_slot_rows``)."""
+    columns = list(zip(*_breakdown_rows(breakdowns)))
     layers, cpu_ops = columns[0], columns[2]
     unions = chain(chain.from_iterable(layers), chain.from_iterable(map(dict.values, cpu_ops)))
     columns[0], columns[2] = list(map(len, layers)), list(map(tuple, cpu_ops))
     for at in _MOSTLY_EMPTY_SLOTS:
-        if columns[at].count({}) == len(columns[at]):
+        if not any(columns[at]):  # (every dict empty: a truth test each, no ==)
             columns[at] = None
-    return columns, _flat_states(list(map(_union_state, unions)))
+    return columns, _flat_states(_union_rows(list(unions)))
 
 
 def _flat_states(states: list):
@@ -504,9 +512,7 @@ class IterationBreakdown:
         nothing), summed over threads."""
         union = self.cpu_ops.get(thread)
         if union is None:  # the thread's first op: its interval (as ``add`` keeps it)
-            union = self.cpu_ops[thread] = IntervalUnion()
-            union.starts.append(start)
-            union.ends.append(end)
+            self.cpu_ops[thread] = _union_with([start], [end], 0.0, False)
             return
         starts = union.starts
         if starts and start >= starts[-1] and end <= union.ends[-1]:
@@ -637,6 +643,22 @@ _MOSTLY_EMPTY_SLOTS = (IterationBreakdown.__slots__.index("kernels"),
 _LIST = {list}
 #: Every slot's value of a breakdown, in order, read in C (``_breakdown_page``).
 _SLOT_VALUES = attrgetter(*IterationBreakdown.__slots__)
+
+
+def _slot_rows(cls, get):
+    """A function of a list of objects of ``cls`` giving each one's slots' values, in the
+    order of ``__slots__``, as tuples: ``_native.slot_rows`` where built (no look-up of each
+    slot in the type, as ``attrgetter`` does: a page of 64 breakdowns packed in some half the
+    time), else ``get`` (their ``attrgetter``) mapped."""
+    if _native is None:
+        return lambda objects: list(map(get, objects))
+    names = cls.__slots__
+    return lambda objects: _native.slot_rows(objects, names)
+
+
+#: Every breakdown's, every union's slots' values (``_breakdown_page``).
+_breakdown_rows = _slot_rows(IterationBreakdown, _SLOT_VALUES)
+_union_rows = _slot_rows(IntervalUnion, _union_state)
 
 #: ``IterationBreakdown.gpu_dict`` of an iteration without GPU work.
 _NO_GPU = {"span_us": 0.0, **dict.fromkeys(LAYER_NAMES, 0.0), "idle_us": 0.0}

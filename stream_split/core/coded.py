@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
+from itertools import repeat
 
 
 class CodedList(Sequence):
@@ -105,6 +106,11 @@ class CodedColumn:
         # before ``_codes`` is read (a new code may widen it)
         code = self._last_code if value is self._last else self._code(value)
         self._codes.append(code)
+
+    def append_many(self, value, count: int) -> None:
+        """``append(value)`` ``count`` times, at once."""
+        code = self._last_code if value is self._last else self._code(value)
+        self._codes.extend(repeat(code, count))
 
     def insert(self, index: int, value) -> None:
         code = self._code(value)

@@ -59,8 +59,8 @@ from stream_split.core.serving import (
     DIFFUSION_CODE, GEMM as _GEMM, NONE as _NO_ROLE, NOTHING_SEEN, ROLES as _PHASE_ROLES,
     PhaseFacts, SeenFacts, infer_phases, input_dims, loop_containers, role_of)
 from stream_split.core.records import (
-    Boundary, IterationRecord, KIND_ITERATION, METADATA, OUTSIDE, REVISION_MOVE, REVISION_RETRACT,
-    Revision, made_of)
+    Boundary, IterationRecord, METADATA, OUTSIDE, REVISION_MOVE, REVISION_RETRACT,
+    Revision, made_fresh, made_one)
 from stream_split.core.order import OpOrder
 from stream_split.core.stack import LIVE_THREADS, ThreadStacks
 from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPES as _ID_TYPES, \
@@ -144,7 +144,7 @@ _WAITING_IN_MEMORY = 4096
 
 
 #: ``Splitter._hot`` while no iteration's state is kept at hand.
-_NO_HOT = (None, None, None)
+_NO_HOT = (None, None, None, None)
 #: Integers up to this size are held as floats (``HeldColumns``) without change: a float
 #: column holds a time exactly when it is a float or such an integer (``_hold_cpu``).
 _FLOAT_INTEGERS = 2 ** 53
@@ -159,8 +159,11 @@ _INTEGER_BULK_MIN = 32
 
 #: The category an op held named (``_hold_cpu``) is decided as: a CPU op's (``_own_cpu``).
 _NAMED_OP_CAT = "cpu_op"
-#: New boundary records, made without a frame of Python each (``records.made_of``).
-_new_boundaries = made_of(Boundary)
+#: A new boundary record, made without a frame of Python (``records.made_one``).
+_new_boundary = made_one(Boundary)
+#: A new iteration's record: ``(index, start_ts, first_op)``, its kind an iteration, the rest
+#: its fields' defaults (``records.made_fresh``).
+_new_iteration = made_fresh(IterationRecord, ("index", "start_ts", "first_op"))
 
 #: The fields of an op's view (``_held_view``), and its ``args``: an event with no other
 #: field is copied, ``args`` left out (3x as fast as made field by field; a field it lacks
@@ -1052,23 +1055,27 @@ class Splitter:
             if paged.needs_trim:
                 self._hot = _NO_HOT
                 paged.trim()
-        index = windows.add(found.start_ts, found.opens_after, found.thread)
+        start = found.start_ts
+        index = windows.add(start, found.opens_after, found.thread)
         pid, tid = self._last_thread = found.thread
-        # (the fields by position: some 30 % less time than by keyword)
-        record = IterationRecord(index, KIND_ITERATION, found.start_ts, 0.0, found.first_op)
+        record = _new_iteration(index, start, found.first_op)
         breakdown = IterationBreakdown()
         self._iterations.append(record)
         self._phase_facts.append(None)  # nothing seen yet: see ``_observe_phase``
         self._breakdowns.append(breakdown)
+        # The breakdowns of the iterations before, most often at hand where the boundary
+        # before left them (``_hot``: no look-up in a ``PagedList``)
+        hot = self._hot
+        before, older = (hot[2], hot[3]) if hot[0] == index - 1 else (None, None)
         if index >= 2:  # (not the one before: this boundary's held events come to it now)
-            self._breakdowns[index - 2].compact_host()
+            (self._breakdowns[index - 2] if older is None else older).compact_host()
         if self.boundary_records:
-            self._records.append(_new_boundaries([(index, found.start_ts, pid, tid,
-                                                   found.first_op)])[0])
-        self._resolve_pending(found.start_ts)
+            self._records.append(_new_boundary(index, start, pid, tid, found.first_op))
+        self._resolve_pending(start)
         # What the next boundary decides mostly falls in the iteration this one opens (a
-        # loop of one-op iterations: every event): its state at hand (``_hot_state``)
-        self._hot = (index, record, breakdown)
+        # loop of one-op iterations: every event): its state at hand (``_hot_state``), with
+        # the breakdown of the one before (its ``compact_host`` at the next boundary)
+        self._hot = (index, record, breakdown, before)
 
     def _revise_last(self, found) -> None:
         """The detector revised its latest boundary. Nothing was owned by its iteration yet
@@ -1504,7 +1511,7 @@ class Splitter:
     def _resolve_pending(self, until: float) -> None:
         """A boundary at ``until``: decide the in-memory held events it decides; spilled
         ones are left to ``decided()`` so that one call never loads the whole spill."""
-        spilled = len(self._spill)
+        spilled = self._spill.count  # (``len``, without a call)
         # ``_note_held(spilled)``, inline (once a boundary)
         held = len(self._pending) + len(self._pending_links.raws) + self._cpu_held_n + spilled
         if held > self.max_pending:
@@ -1550,11 +1557,30 @@ class Splitter:
         """Held CPU-side events, none a plain frame, that a boundary decides (each ends
         before it), in the order they came, as columns: each one's end, start, what is held
         of it and its original bytes (``_own_rows``)."""
-        windows, own_cpu = self._windows, self._own_cpu
+        windows, own_cpu, keep = self._windows, self._own_cpu, self._keep
         for end, start, event, raw in zip(ends, starts, events, raws):
             # the window found last (``Windows.owner``'s first case, inline: most items)
-            own_cpu(windows.cached_owner if windows.cached_lo <= start <= end < windows.cached_hi
-                    else windows.owner(start, end), event, start, end, raw)
+            owner = windows.cached_owner if windows.cached_lo <= start <= end < \
+                windows.cached_hi else windows.owner(start, end)
+            if owner < 0 or event.__class__ is not tuple:
+                own_cpu(owner, event, start, end, raw)
+                continue
+            # ``_own_cpu``'s most common case, inline: an op held as its thread, or named
+            # (it links nothing: counted, its time in ops, what its name tells), of an
+            # iteration (a loop of one-op iterations: each boundary decides one or two)
+            if keep:
+                self._assigned.append((owner, event if raw is None else raw))
+            hot = self._hot if self._hot[0] == owner else self._hot_state(owner)
+            record = hot[1]
+            record.events += 1
+            if len(event) == 2:
+                record.cpu_ops += 1
+            else:
+                self._structure_facts(owner, record, _NAMED_OP_CAT, event[2], None)
+                event = event[:2]
+            hot[2].add_op(event, start, end)
+            if end > record.end_ts:
+                record.end_ts = end
 
     def _own_cpu(self, owner: int, event, start, end, raw=None, cat=False) -> None:
         """A CPU-side event owned by ``owner``: ``event`` the event, or what ``_hold_cpu``
@@ -1758,11 +1784,12 @@ class Splitter:
             (hot if hot[0] == owner else self._hot_state(owner))[1].events += 1
 
     def _hot_state(self, owner: int) -> tuple:
-        """(owner, its record, its breakdown), kept as ``_hot``: the events of one
-        iteration mostly come together, and each look-up in a ``PagedList`` is a call.
-        Forgotten wherever the lists may change what they hold (``_trim_paged``, a
-        retracted boundary)."""
-        self._hot = hot = (owner, self._iterations[owner], self._breakdowns[owner])
+        """(owner, its record, its breakdown, the breakdown of the iteration before it or
+        None), kept as ``_hot``: the events of one iteration mostly come together, and each
+        look-up in a ``PagedList`` is a call (``_add_boundary`` keeps the breakdown before,
+        here None). Forgotten wherever the lists may change what they hold
+        (``_trim_paged``, a retracted boundary)."""
+        self._hot = hot = (owner, self._iterations[owner], self._breakdowns[owner], None)
         return hot
 
     def _launch_counts(self) -> tuple:
@@ -1793,7 +1820,7 @@ class Splitter:
         records = self._iterations
         kernels, graph_launches, launches = self._launch_counts()
         self.kinds = kinds = cycle_kinds(result.shapes, kernels)
-        phases = infer_phases(kinds, SeenFacts(reading(self._phase_facts)), graph_launches,
+        phases = infer_phases(kinds, SeenFacts(self._phase_facts), graph_launches,
                               launches, loop_containers(result.evidence), self._diffusion_code)
         final = FinalRecords(len(records), opened, self._windows.last_end, kinds, phases,
                              self._input_complete, self._breakdowns)

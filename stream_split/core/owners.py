@@ -78,7 +78,7 @@ class StepOpeners:
     per boundary then; from the first gap on, 8 bytes a boundary (a float64 each, and the
     thread once per run of boundaries of one thread: a matcher gives every boundary one, and
     a dict of 1 M of them took some 140 MB)."""
-    __slots__ = ("_floors", "_floor_copy", "_runs", "_run_starts", "frames", "_n")
+    __slots__ = ("_floors", "_floor_copy", "_runs", "_run_starts", "frames", "any")
 
     def __init__(self):
         #: Boundary -> where its gap begins (NaN: its step no frame may open), from the first
@@ -91,30 +91,29 @@ class StepOpeners:
         #: Boundary -> the (start, end, name) of the frames that begin in its gap and hold
         #: it (at most ``MemoryRules.max_openers``, the outermost kept).
         self.frames: dict = {}
-        self._n = 0  # boundaries
+        #: Some boundary has a gap (``_floors`` is kept): an attribute, read without a call
+        #: (``Windows.add`` tells this one of a boundary only from then on).
+        self.any = False
 
-    @property
-    def any(self) -> bool:
-        """Some boundary has a gap."""
-        return self._floors is not None
-
-    def add(self, opens_after: float | None, thread) -> None:
-        k = self._n
-        self._n += 1
+    def add(self, k: int, opens_after: float | None, thread) -> None:
+        """Boundary ``k`` (the next one: as many came before it) has its gap from
+        ``opens_after`` (None: none), in which frames of ``thread`` may open its step. Only
+        needed once some boundary has a gap (``any``), or this one has: the boundaries
+        before the first gap are known by their number alone."""
         if opens_after is None:
             if self._floors is not None:
                 self._floors.append(_NONE)
             return
         if self._floors is None:
             self._floors = array("d", [_NONE]) * k
+            self.any = True
         self._floors.append(opens_after)
         if not self._runs or self._runs[-1] != thread:
             self._runs.append(thread)
             self._run_starts.append(k)
 
-    def drop_last(self) -> None:
-        self._n -= 1
-        k = self._n
+    def drop_last(self, k: int) -> None:
+        """Boundary ``k``, the latest, is withdrawn."""
         self.frames.pop(k, None)
         if self._floors is not None:
             self._floors.pop()
@@ -126,7 +125,7 @@ class StepOpeners:
     def in_gap(self, k: int, thread, start: float) -> bool:
         """Does a frame of ``thread`` that starts at ``start`` (before boundary ``k``) begin
         in the gap before boundary ``k``?"""
-        if self._floors is None or not 0 <= k < self._n:
+        if self._floors is None or not 0 <= k < len(self._floors):
             return False
         floor = self._floors[k]
         return floor == floor and start >= floor and \
@@ -199,8 +198,9 @@ class Windows:
             self._descents += 1
         starts.append(ts)
         self.latest_start = starts[-1]
-        self.openers.add(opens_after, thread)
         latest = len(starts) - 1
+        if opens_after is not None or self.openers.any:  # (else nothing to keep: no call)
+            self.openers.add(latest, opens_after, thread)
         if latest:  # the window it closes: what is decided next mostly falls in it
             self.cached_lo, self.cached_hi, self.cached_owner = starts[-2], ts, latest - 1
         else:
@@ -219,7 +219,7 @@ class Windows:
             self._descents -= 1
         self.latest_start = self.starts[-1] if self.starts else float("-inf")
         self._start_copy.truncate(len(self.starts))
-        self.openers.drop_last()
+        self.openers.drop_last(len(self.starts))
         self.forget()
 
     def _exact_for(self, ts) -> list | array:

@@ -49,6 +49,7 @@ import msgspec
 
 from stream_split.core.coded import CodedList
 from stream_split.core.records import slots_reduce
+from stream_split.pages import read_pages, reading
 from stream_split.trace_format import DIMS_ARG
 
 PREFILL, DECODE, MIXED, IDLE, DENOISE = "prefill", "decode", "mixed", "idle", "denoise"
@@ -213,10 +214,10 @@ NOTHING_SEEN = PhaseFacts()
 
 
 class SeenFacts:
-    """Iterations' ``PhaseFacts`` to be read, as often as wanted (``facts``: a sequence that
-    can be iterated again), where None stands for an iteration none of whose ops told
-    anything (the facts of a new ``PhaseFacts``): the engine makes one at an iteration's
-    first op with a role only."""
+    """Iterations' ``PhaseFacts`` to be read, as often as wanted (``facts``: a list, or a
+    ``pages.PagedList``, read only: ``reading``), where None stands for an iteration none of
+    whose ops told anything (the facts of a new ``PhaseFacts``): the engine makes one at an
+    iteration's first op with a role only."""
     __slots__ = ("_facts",)
 
     def __init__(self, facts):
@@ -226,13 +227,22 @@ class SeenFacts:
         return len(self._facts)
 
     def __iter__(self):
-        for facts in self._facts:
+        for facts in reading(self._facts):
             yield NOTHING_SEEN if facts is None else facts
+
+    def all_nothing(self) -> bool:
+        """Whether no iteration's ops told anything (every one None: a loop without phase
+        evidence), read a page at a time (``pages.read_pages``: no step of Python an
+        iteration)."""
+        return all(page.count(None) == len(page) for page in read_pages(self._facts))
 
 
 def is_serving(facts: list[PhaseFacts], graph_launches: list[int]) -> bool:
     """A serving loop: no backward pass, and decode evidence somewhere. The facts are read
-    once (a long trace's are paged through a file)."""
+    once (a long trace's are paged through a file); ``SeenFacts`` of which none tells
+    anything, a page at a time (``SeenFacts.all_nothing``)."""
+    if facts.__class__ is SeenFacts and facts.all_nothing():
+        return any(graph_launches)  # (no backward pass, no evidence: as the loop below)
     evidence = False
     for f in facts:
         if f.backward:

@@ -51,3 +51,14 @@ def test_a_column_of_one_value_takes_a_byte_an_item():
     for _ in range(100_000):
         column.append(0)
     assert column._codes.itemsize == 1 and len(column._values) == 1
+
+
+def test_a_value_appended_many_times_at_once_reads_as_appended_one_by_one():
+    once, many = CodedColumn(), CodedColumn()
+    for value, count in [(0.5, 3), (0.5, 2), ("x", 1), (0.5, 0), (-0.0, 2)] + [
+            (k, 1) for k in range(300)] + [(7, 4)]:
+        for _ in range(count):
+            once.append(value)
+        many.append_many(value, count)
+    assert list(many) == list(once) and len(many) == len(once)
+    assert all(type(a) is type(b) for a, b in zip(many, once))

@@ -141,3 +141,23 @@ def test_steps_of_a_trace_that_runs_diffusers_code_are_denoise_whatever_its_cont
 def test_real_diffusion_traces_get_no_llm_phase(trace):
     records = list(stream_split.iterations(str(SHARED_TRACES / "tracelens" / trace)))
     assert records and {(r.phase, r.phase_evidence) for r in records} == {(DENOISE, "frames")}
+
+
+@pytest.mark.parametrize("graphs", [0, 1])
+def test_facts_that_tell_nothing_are_read_a_page_at_a_time_to_the_same_answer(graphs):
+    """``SeenFacts.all_nothing`` (no iteration's ops told anything: read a page at a time,
+    paged or not) answers ``is_serving`` as the facts read one by one do."""
+    from stream_split.core.serving import NOTHING_SEEN, PhaseFacts, SeenFacts, is_serving
+    from stream_split.pages import PagedList
+    paged = PagedList(page_items=4, resident_pages=1)
+    for _ in range(10):
+        paged.append(None)
+        paged.trim()
+    launches = [0] * 9 + [graphs]
+    assert SeenFacts(paged).all_nothing() and SeenFacts([None] * 10).all_nothing()
+    assert is_serving(SeenFacts(paged), launches) == is_serving([NOTHING_SEEN] * 10, launches) \
+        == bool(graphs)
+    told = PhaseFacts()
+    told.decode_work = 1
+    facts = SeenFacts([None] * 9 + [told])
+    assert not facts.all_nothing() and is_serving(facts, [0] * 10)

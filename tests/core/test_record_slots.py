@@ -1,11 +1,15 @@
-"""Records made and paged in native code (``_native.slot_rows`` and ``with_slots``, where it is
-built) are those of their Python fallbacks (``records._record_values``, ``_records_of`` and
-``made_of``'s ``cls(*row)``): the same values, of the same types, in the same fields."""
+"""Records made and paged in native code (``_native.slot_rows``, ``with_slots`` and
+``one_with_slots``, where it is built) are those of their Python fallbacks
+(``records._record_values``, ``_records_of``, ``made_of``'s ``cls(*row)`` and ``made_one``'s
+``cls(*values)``): the same values, of the same types, in the same fields."""
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from stream_split.core import records
-from stream_split.core.records import Boundary, IterationRecord, KIND_ITERATION, made_of
+from stream_split.core.breakdown import IntervalUnion, _union_state, _union_with
+from stream_split.core.detect.base import FoundBoundary, found_boundary
+from stream_split.core.records import (
+    Boundary, IterationRecord, KIND_ITERATION, Revision, made_fresh, made_of, made_one)
 
 _native = records._native
 needs_native = pytest.mark.skipif(_native is None, reason="stream_split._native is not built")
@@ -70,3 +74,67 @@ def test_native_pages_refuse_what_they_cannot_read():
     empty = IterationRecord.__new__(IterationRecord)
     with pytest.raises(AttributeError):
         _native.slot_rows([empty], _FIELDS)  # a slot never set
+
+
+@given(st.integers(), _scalars, _scalars, _scalars, st.text(max_size=8))
+@settings(max_examples=60, deadline=None)
+def test_one_record_is_made_as_its_constructor_makes_it(index, start, pid, tid, first_op):
+    made = made_one(Boundary)(index, start, pid, tid, first_op)
+    assert _same_fields(made, Boundary(index, start, pid, tid, first_op))
+    assert hash(made) == hash(Boundary(index, start, pid, tid, first_op))
+    with pytest.raises(AttributeError):
+        made.index = 2  # frozen still
+    found = found_boundary(start, (pid, tid), first_op, True, "why", None)
+    assert _same_fields(found, FoundBoundary(start, (pid, tid), first_op, True, "why", None))
+
+
+def test_a_fresh_record_holds_the_defaults_of_the_fields_not_given():
+    fresh = made_fresh(IterationRecord, ("index", "start_ts", "first_op"))
+    made, other = fresh(3, 2.5, "op"), fresh(4, 1, "")
+    assert _same_fields(made, IterationRecord(3, KIND_ITERATION, 2.5, 0.0, "op"))
+    assert _same_fields(other, IterationRecord(4, start_ts=1, first_op=""))
+    assert made.extra == {} and made.extra is not other.extra  # a default_factory's, anew
+    with pytest.raises(ValueError):
+        made_fresh(IterationRecord, ("index", "no_such_field"))
+
+
+def test_a_union_of_one_interval_is_the_one_add_makes():
+    union = IntervalUnion()
+    union.add(1.5, 2.0)
+    assert _union_state(_union_with([1.5], [2.0], 0.0, False)) == _union_state(union)
+
+
+def test_the_scalar_records_dicts_hold_their_fields_in_order():
+    assert Boundary(1, 2.0, "p", 3, "op").to_dict() == {
+        "type": "boundary", "index": 1, "start_ts": 2.0, "pid": "p", "tid": 3, "first_op": "op"}
+    revision = Revision(2, "move", 3.0, 1, 1, "op", "why")
+    assert list(revision.to_dict(shared=True).items()) == [
+        ("type", "revision"), ("index", 2), ("action", "move"), ("start_ts", 3.0), ("pid", 1),
+        ("tid", 1), ("first_op", "op"), ("reason", "why")]
+
+
+def test_an_iteration_record_dict_shares_its_parts_only_where_asked():
+    record = IterationRecord(1, breakdown={"host": {"cpu_op_us": 1.0}}, extra={"x": [1]})
+    copied, shared = record.to_dict(), record.to_dict(shared=True)
+    assert copied == shared and list(copied)[-1] == "x"
+    assert shared["breakdown"] is record.breakdown and shared["x"] is record.extra["x"]
+    assert copied["breakdown"] is not record.breakdown and copied["x"] is not record.extra["x"]
+
+
+@needs_native
+def test_one_record_refuses_what_it_cannot_make():
+    names = records._fields_of(Boundary)[0]
+    with pytest.raises(ValueError):
+        _native.one_with_slots(Boundary, names, 1, 2)  # values short
+    with pytest.raises(TypeError):
+        _native.one_with_slots(int, ())  # not a class of Python
+    with pytest.raises(TypeError):
+        _native.one_with_slots(Boundary)  # no names
+
+
+def _same_fields(a, b) -> bool:
+    """Two records alike field for field, value and type."""
+    names = a.__slots__
+    return type(a) is type(b) and all(
+        type(getattr(a, f)) is type(getattr(b, f)) and getattr(a, f) == getattr(b, f)
+        for f in names)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from stream_split.core.records import made_one
 from stream_split.trace_format import PROFILER_STEP_PREFIX
 
 #: ``evidence["decided"]`` of a structural detector that took the iterations from
@@ -67,6 +68,11 @@ class FoundBoundary:
     #: the boundary open the step (``core.owners.StepOpeners``). None: no frame opens it here
     #: (the boundary is already at its opener, or no row is known).
     opens_after: float | None = None
+
+
+#: A new ``FoundBoundary`` of every field's value, in order (``records.made_one``: no frame
+#: of Python; a matcher finds one a boundary, 0.25 against 0.5 µs by its ``__init__``).
+found_boundary = made_one(FoundBoundary)
 
 
 @dataclass(slots=True)

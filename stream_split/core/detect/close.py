@@ -34,6 +34,8 @@ from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass
 from heapq import nlargest
+from itertools import repeat
+from operator import ge, ne
 
 from stream_split.core.detect.base import DECIDED_FROM_STEPS, DetectorResult, FoundBoundary
 from stream_split.core.detect.evidence import at_outermost_frame, row_entry, unit_evidence
@@ -163,10 +165,11 @@ def from_matcher(matcher, online_evidence: dict) -> DetectorResult:
     # instance (``CodedColumn``): 8 bytes an instance of the evidence (1 M iterations matched
     # online).
     sims = list(matcher.similarity)
+    # (counted in C: ``map`` of an operator, not a generator's step an instance)
     evidence = dict(online_evidence, instances=len(shapes),
                     phase=online_evidence["phase"] + matcher.frames_note(),
-                    variants=sum(1 for sh in shapes if sh != 0), similarity=sims,
-                    like=sum(1 for x in sims if x >= RULES.like),
+                    variants=sum(map(ne, shapes, repeat(0))), similarity=sims,
+                    like=sum(map(ge, sims, repeat(RULES.like))),
                     worst_similarity=min(sims, default=0.0))
     return DetectorResult(boundaries=revisions, last_end=last_end, shapes=shapes,
                           evidence=evidence)

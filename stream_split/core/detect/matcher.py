@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import replace
 
 from stream_split.core.coded import CodedColumn
-from stream_split.core.detect.base import FoundBoundary, RetractLast
+from stream_split.core.detect.base import FoundBoundary, RetractLast, found_boundary
 from stream_split.core.detect.evidence import at_outermost_frame
 from stream_split.core.detect.rules import RULES
 from stream_split.core.detect.search import (
@@ -72,6 +72,7 @@ class RootMatcher:
         self.shapes = CodedColumn()
         self.similarity = CodedColumn()
         self._measured = (None, None)  # the last instance measured: (its key, its measure)
+        self._alike = 0  # instances measured alike it since, not appended yet
         for ops in instances:
             self._measure(ops)
         opener = row[pos[0]].sym
@@ -99,6 +100,7 @@ class RootMatcher:
         one (``minor``: a warm-up step before the loop's container, failure mode 3), as the
         close path finds them (``close._instance_starts``)."""
         found = []
+        self._append_alike()
         for node, after in zip(minor, [n.start for n in minor[1:]] + [first]):
             shape, sim = shape_and_similarity([node], self.unit)
             self.shapes.insert(len(found), shape)
@@ -142,6 +144,10 @@ class RootMatcher:
         else:
             key = [(n.sym, n.end - n.start, n.gpu) for n in instance]
         alike = key == self._measured[0]
+        if alike and not replace_last:
+            self._alike += 1  # appended with the others alike (``_append_alike``)
+            return True
+        self._append_alike()
         if alike:
             shape, sim = self._measured[1]
         else:
@@ -154,6 +160,22 @@ class RootMatcher:
             self.shapes.append(shape)
             self.similarity.append(sim)
         return alike
+
+    def _append_alike(self) -> None:
+        """Append the shape and similarity of the instances measured alike the one measured
+        last, not appended yet (``_alike``), a column at a time (``CodedColumn.append_many``:
+        a loop of 1 M one-op iterations, two calls of Python fewer an instance). Before each
+        read or change of ``shapes`` and ``similarity`` but an append alike."""
+        if self._alike:
+            shape, sim = self._measured[1]
+            self.shapes.append_many(shape, self._alike)
+            self.similarity.append_many(sim, self._alike)
+            self._alike = 0
+
+    @property
+    def measured(self) -> int:
+        """The instances measured so far (the length of ``shapes`` once appended)."""
+        return len(self.shapes) + self._alike
 
     def _begin(self, instance: list, first: Node) -> None:
         """An instance ends (``instance``, its ops) and the next begins at ``first``."""
@@ -168,6 +190,7 @@ class RootMatcher:
 
     def _undo(self) -> list:
         """Withdraw the latest (tentative) boundary: its ops go back to the instance before."""
+        self._append_alike()
         self.shapes.pop()
         self.similarity.pop()
         self.starts.pop()
@@ -180,8 +203,16 @@ class RootMatcher:
             self.frames = open_pending(node, self.recent[-1].end, self.frames)
         self.recent.append(node)
         current = self.current
-        current.append(node)
         sym = node.sym
+        if sym == self.anchor and len(current) == 1 and not self.waiting and \
+                not self.tentative and sym != self.trigger:
+            # An anchor right after the one op of the instance before (a loop of one-op
+            # instances): a boundary at it, as below (no head op before it to walk back
+            # over, nothing tentative), without the lists' copies
+            self._begin(current, node)
+            self.current = [node]
+            return (self._boundary(node),)
+        current.append(node)
         if sym == self.trigger and not self.waiting:
             out = []
             if self.tentative:  # the previous trigger saw no anchor: it opened nothing
@@ -232,14 +263,14 @@ class RootMatcher:
 
     def _boundary(self, first: Node, ceiling: float = float("inf"),
                   floor: float | None = None, upto: float | None = None,
-                  **kw) -> FoundBoundary:
+                  moves_last: bool = False, why: str = "") -> FoundBoundary:
         """The boundary of an instance whose first op is ``first``: at the outermost Python
         frame that opens it, if one was
         read before it (the boundary at the outermost frame of the step, as
         ``close.at_outermost_frames`` at close), or at the op of the thread's
         other sections that opens it (``opening``: a ``zero_grad`` annotation before the
         step's first cpu_op, as ``close.align_sections`` at close), whichever
-        is first."""
+        is first. ``moves_last`` and ``why``: ``FoundBoundary``'s (a revision)."""
         start, name = first.start, self.names[first.sym]
         # (``outermost_opener``'s common case, inline: no frame opens most ops)
         frame = None if first.opener is None else outermost_opener(first, ceiling)
@@ -271,9 +302,7 @@ class RootMatcher:
                 if o_start > first.start or self._little_work_after(o_start, first.start):
                     start, name = o_start, o_name
                     break
-        if kw:
-            return FoundBoundary(start, self.thread, name, opens_after=opens_after, **kw)
-        return FoundBoundary(start, self.thread, name, False, "", opens_after)
+        return found_boundary(start, self.thread, name, moves_last, why, opens_after)
 
     def _gap_before(self, first: Node) -> float | None:
         """Where the gap before ``first`` begins on the row: the end of the op read before
@@ -330,6 +359,7 @@ class RootMatcher:
         last = self.current
         width = len(self.pattern)
         self._measure(last[:width])
+        self._append_alike()
         starts = [n.start for n in self.starts[-RULES.online.typical_of:]]
         end = end_of_last(last, [self.shortest], self.seen, starts)
         frame = outermost_opener(self.starts[-1])  # it holds the whole step, as at close

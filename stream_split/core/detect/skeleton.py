@@ -649,7 +649,9 @@ class Skeletons:
         if transparent:
             stack.append(None)
             return None
-        node = Node(self.symbols.of(name), start, end, 0)
+        symbols = self.symbols  # (``Symbols.of``, inline: once an op of the row)
+        sym = symbols.sym_of.get(name)
+        node = Node(symbols.new(name) if sym is None else sym, start, end, 0)
         stack.append(node)
         return node
 

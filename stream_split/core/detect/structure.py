@@ -62,7 +62,8 @@ import enum
 from dataclasses import replace
 from functools import cache, partial
 
-from stream_split.core.detect.base import DetectorResult, FoundBoundary, TraceFacts
+from stream_split.core.detect.base import (
+    DetectorResult, FoundBoundary, TraceFacts, found_boundary)
 from stream_split.core.detect.close import (
     LoopThread, decide, from_matcher, from_steps, leading_threads, loop_thread, no_loop,
     section_openers)
@@ -220,7 +221,7 @@ class StructureDetector:
         self._online_count += 1
         if end > self._online_last_end:  # (``max``'s answer, without a call)
             self._online_last_end = end
-        return (FoundBoundary(start, thread, name),)
+        return (found_boundary(start, thread, name, False, "", None),)
 
     def _observe_learning(self, thread, stack: list, start: float, end: float, name: str,
                           section: int):
@@ -425,7 +426,7 @@ class StructureDetector:
         state = self._skeletons.latest  # the row's (``Skeletons.keep_only``)
         if section != state.section or thread != state.key:
             return ()
-        transparent = name.startswith(PROFILER_STEP_PREFIX) and not self._use_annotations
+        transparent = not self._use_annotations and name.startswith(PROFILER_STEP_PREFIX)
         node = self._skeletons.on_row(state, self._matcher_path, len(stack) - 1, start, end,
                                       name, transparent)
         return () if node is None else self._matcher.push(node)
@@ -611,7 +612,7 @@ class StructureDetector:
             if found:
                 self._online_evidence["decided"] = (
                     f"at the end of the loop thread's CPU section, after "
-                    f"{len(self._matcher.shapes) + 1} instances")
+                    f"{self._matcher.measured + 1} instances")
                 for node in trailing:
                     found += self._matcher.push(node)
                 return found
