@@ -1448,6 +1448,46 @@ static PyObject *rounded(PyObject *self, PyObject *values) {
     return out;
 }
 
+/* set_slots(objects, names, columns): for each object k (every one of the first one's class
+   exactly), its slot ``names[i]`` set to ``columns[i][k]`` (each column a list of one value
+   an object): what ``setattr`` a value at a time does, without a look-up in the type. */
+static PyObject *set_slots(PyObject *self, PyObject *args) {
+    PyObject *objects, *names, *columns;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyList_Type, &objects, &PyTuple_Type, &names,
+                          &PyTuple_Type, &columns))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(objects), n = PyTuple_GET_SIZE(names);
+    Py_ssize_t offsets[SLOTS_MAX];
+    if (n > SLOTS_MAX || PyTuple_GET_SIZE(columns) != n) {
+        PyErr_SetString(PyExc_ValueError, "set_slots() sets at most 64 slots, a column each");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *column = PyTuple_GET_ITEM(columns, i);
+        if (!PyList_Check(column) || PyList_GET_SIZE(column) != count) {
+            PyErr_SetString(PyExc_ValueError, "set_slots() takes a list of a value an object");
+            return NULL;
+        }
+    }
+    if (count == 0) Py_RETURN_NONE;
+    PyTypeObject *type = Py_TYPE(PyList_GET_ITEM(objects, 0));
+    if (slot_offsets(type, names, offsets) < 0) return NULL;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        if (Py_TYPE(PyList_GET_ITEM(objects, k)) != type) {
+            PyErr_SetString(PyExc_TypeError, "set_slots() takes objects of one class");
+            return NULL;
+        }
+    }
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *obj = PyList_GET_ITEM(objects, k);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject **slot = (PyObject **)((char *)obj + offsets[i]);
+            Py_XSETREF(*slot, Py_NewRef(PyList_GET_ITEM(PyTuple_GET_ITEM(columns, i), k)));
+        }
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped) -> (brackets, depths, end_in_string, "
@@ -1500,6 +1540,9 @@ static PyMethodDef methods[] = {
      "columns values[k] (manifest_entries._shared_entries)."},
     {"rounded", rounded, METH_O,
      "rounded(values) -> [round(v, 3) for v in values] (a list; manifest_entries)."},
+    {"set_slots", set_slots, METH_VARARGS,
+     "set_slots(objects, names, columns) -> None: each object's (of the first one's class "
+     "exactly) slot names[i] set to columns[i][k], k its place (core.finish.FinalRecords)."},
     {NULL, NULL, 0, NULL},
 };
 
