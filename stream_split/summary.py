@@ -209,7 +209,7 @@ class TableBuilder:
         (``add`` an entry at a time, and ``ShownRows.append``: some 9,000 instructions an
         entry of a split of one-op iterations)."""
         self._rows.extend(map(self._make_row, entries) if self._limit is None else entries)
-        judged = list(map(judged_time, entries))
+        judged = _judged_times(entries)
         kinds = list(map(_KIND, entries))
         phases = list(map(_PHASE, entries))
         if KIND_IDLE in kinds or any(phases):
@@ -250,6 +250,16 @@ class TableBuilder:
         }
         return {"input": manifest.get("input"), "complete": manifest.get("complete"),
                 "rows": rows, "footer": footer}
+
+
+def _judged_times(entries) -> list:
+    """``judged_time`` of each of ``entries`` (a sequence): their ``JUDGED_ON`` read a key at
+    a time over all of them where each is a dict that has one (no call of Python an entry)."""
+    if set(map(type, entries)) == _DICT:
+        judged = list(map(dict.get, entries, repeat(JUDGED_ON)))
+        if None not in judged:
+            return judged
+    return list(map(judged_time, entries))
 
 
 def _may_have_optional(entries) -> bool:
