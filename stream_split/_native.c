@@ -1428,17 +1428,17 @@ fail:
     return NULL;
 }
 
-/* rounded(values): ``[round(v, 3) for v in values]`` (a list), as ``rounded3`` makes each. */
-static PyObject *rounded(PyObject *self, PyObject *values) {
-    if (!PyList_Check(values)) {
-        PyErr_SetString(PyExc_TypeError, "rounded() takes a list");
-        return NULL;
-    }
+/* rounded(values, truthy): ``[round(v, 3) for v in values]`` (a list), as ``rounded3`` makes
+   each (``truthy``: ``v`` itself where it is false). */
+static PyObject *rounded(PyObject *self, PyObject *args) {
+    PyObject *values;
+    int truthy;
+    if (!PyArg_ParseTuple(args, "O!p", &PyList_Type, &values, &truthy)) return NULL;
     Py_ssize_t count = PyList_GET_SIZE(values);
     PyObject *out = PyList_New(count);
     if (out == NULL) return NULL;
     for (Py_ssize_t k = 0; k < count; k++) {
-        PyObject *value = rounded3(PyList_GET_ITEM(values, k), 0);
+        PyObject *value = rounded3(PyList_GET_ITEM(values, k), truthy);
         if (value == NULL) {
             Py_DECREF(out);
             return NULL;
@@ -1486,6 +1486,48 @@ static PyObject *set_slots(PyObject *self, PyObject *args) {
         }
     }
     Py_RETURN_NONE;
+}
+
+/* column_dicts(template, columns): for each place k, a copy of the dict ``template`` (its
+   keys in the order wanted) whose key ``key`` holds ``values[k]`` for each ``(key, values)``
+   of ``columns`` (a tuple, at least one; each ``values`` a list, all of one length). */
+static PyObject *column_dicts(PyObject *self, PyObject *args) {
+    PyObject *template, *columns;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyDict_Type, &template, &PyTuple_Type, &columns))
+        return NULL;
+    Py_ssize_t c = PyTuple_GET_SIZE(columns), count = -1;
+    for (Py_ssize_t j = 0; j < c; j++) {
+        PyObject *pair = PyTuple_GET_ITEM(columns, j);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2
+                || !PyList_Check(PyTuple_GET_ITEM(pair, 1))
+                || (count >= 0 && PyList_GET_SIZE(PyTuple_GET_ITEM(pair, 1)) != count)) {
+            PyErr_SetString(PyExc_ValueError,
+                            "column_dicts() takes columns of (key, a list), all of one length");
+            return NULL;
+        }
+        count = PyList_GET_SIZE(PyTuple_GET_ITEM(pair, 1));
+    }
+    if (count < 0) {
+        PyErr_SetString(PyExc_ValueError, "column_dicts() takes a column at least");
+        return NULL;
+    }
+    PyObject *dicts = PyList_New(count);
+    if (dicts == NULL) return NULL;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *d = PyDict_Copy(template);
+        if (d == NULL) goto fail;
+        PyList_SET_ITEM(dicts, k, d);
+        for (Py_ssize_t j = 0; j < c; j++) {
+            PyObject *pair = PyTuple_GET_ITEM(columns, j);
+            if (PyDict_SetItem(d, PyTuple_GET_ITEM(pair, 0),
+                               PyList_GET_ITEM(PyTuple_GET_ITEM(pair, 1), k)) < 0)
+                goto fail;
+        }
+    }
+    return dicts;
+fail:
+    Py_DECREF(dicts);
+    return NULL;
 }
 
 static PyMethodDef methods[] = {
@@ -1538,8 +1580,12 @@ static PyMethodDef methods[] = {
      "the first one's class exactly), a copy of template whose keys names hold its slots of "
      "those names, keys rounded its slots round(v, 3) where true, and each (key, values) of "
      "columns values[k] (manifest_entries._shared_entries)."},
-    {"rounded", rounded, METH_O,
-     "rounded(values) -> [round(v, 3) for v in values] (a list; manifest_entries)."},
+    {"rounded", rounded, METH_VARARGS,
+     "rounded(values, truthy) -> [round(v, 3) for v in values] (a list; truthy: v itself "
+     "where it is false; manifest_entries, core.breakdown.final_dicts)."},
+    {"column_dicts", column_dicts, METH_VARARGS,
+     "column_dicts(template, columns) -> [dict]: for each place k, a copy of template whose "
+     "key holds values[k] for each (key, values) of columns (core.breakdown.final_dicts)."},
     {"set_slots", set_slots, METH_VARARGS,
      "set_slots(objects, names, columns) -> None: each object's (of the first one's class "
      "exactly) slot names[i] set to columns[i][k], k its place (core.finish.FinalRecords)."},

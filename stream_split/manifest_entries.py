@@ -81,8 +81,8 @@ def _entry_dicts(records: list, names: list) -> list:
     30 k one-op iterations, ``_shared_entries`` 391 -> 323 M instructions."""
     if _native is None or not records or records[0].__class__ is not IterationRecord:
         return list(map(untyped_dict, records, names))
-    durations = _native.rounded(list(map(sub, map(_END_TS, records),
-                                         map(_START_TS, records))))
+    durations = _native.rounded(list(map(sub, map(_END_TS, records), map(_START_TS, records))),
+                                False)
     gpu_starts = list(map(_GPU_START_TS, records))
     walls = durations if gpu_starts.count(None) == len(gpu_starts) else [
         duration if gpu_start is None else record.wall_us

@@ -50,9 +50,11 @@ def test_a_page_of_entries_is_made_natively_as_in_python(rows):
 @needs_native
 def test_rounded_rounds_as_round_does():
     values = [0, 0.0, -0.0, 3, 2.5, 1.23456, 1e300, math.inf, -math.inf, 10**40, True]
-    assert list(map(_typed, _native.rounded(values))) == [
+    assert list(map(_typed, _native.rounded(values, False))) == [
         _typed(round(value, 3)) for value in values]
-    nan = _native.rounded([math.nan])[0]
+    assert list(map(_typed, _native.rounded(values, True))) == [
+        _typed(round(value, 3) if value else value) for value in values]
+    nan = _native.rounded([math.nan], False)[0]
     assert math.isnan(nan)
 
 
