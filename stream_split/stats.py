@@ -297,8 +297,8 @@ def _judged_times(records: list):
     """The ``JUDGED_ON`` of each of ``records`` (``IterationRecord``s): where none has GPU
     work, its wall span is its CPU window (``IterationRecord.wall_us``), taken a column at a
     time and rounded by ``_native.rounded`` where built (a whole float is its own rounding:
-    no decimal conversion; callgrind, split of 30 k one-op iterations,
-    ``RecordColumns.add_page`` 129 -> 0 M instructions); else the property a record at a time."""
+    no decimal conversion: ``round`` of a float to 3 digits is some 2,000 instructions; its
+    figure with ``core.finish._set_final``'s); else the property a record at a time."""
     gpu_starts = list(map(_GPU_START, records))
     if _native is None or JUDGED_ON != "wall_us" or gpu_starts.count(None) != len(gpu_starts):
         return map(_JUDGED, records)

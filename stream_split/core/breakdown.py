@@ -636,8 +636,8 @@ def _native_cpu_dicts(lengths, comm_kernels: tuple, comm_kernel_us: tuple) -> li
     """``final_dicts``' dicts of a page of breakdowns of one thread each, without GPU work
     nor a launch timed (a trace of CPU iterations): each a copy of ``_CPU_FINAL`` (and its
     host's of ``_CPU_HOST``) with its values stored by ``_native.column_dicts``, rounded by
-    ``_native.rounded`` (``rounded_us``): no frame of Python a breakdown (callgrind, split of
-    30 k one-op iterations, ``final_dicts`` 200 -> 0 M instructions)."""
+    ``_native.rounded`` (``rounded_us``): no frame of Python a breakdown (callgrind: with
+    the other columns of ``core.finish._set_final``, whose figure it shares)."""
     rounded, column_dicts = _native.rounded, _native.column_dicts
     hosts = column_dicts(_CPU_HOST, (("cpu_op_us", rounded(list(lengths), True)),))
     return column_dicts(_CPU_FINAL, (("top_kernels", list(map(list, repeat((), len(hosts))))),
