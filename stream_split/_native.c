@@ -1424,6 +1424,199 @@ static PyObject *one_with_slots(PyObject *self, PyObject *const *args, Py_ssize_
     return slotted(type, offsets, args + 2, n);
 }
 
+/* ---- slot_dicts: a dict of each object's slots (a manifest's entries) ---- */
+
+/* ``round(value, 3)`` as the builtin gives it (``truthy``: ``value`` itself where it is
+   false, ``round(v, 3) if v else v``): an exact int, a float that is 0, whole or not finite
+   is its own rounding (a whole float's decimal rounding gives it back), without the call
+   (``float.__round__`` with digits converts to decimal: some 2,000 instructions). New
+   reference, or NULL with an error set. */
+static PyObject *rounded3(PyObject *value, int truthy) {
+    if (PyLong_CheckExact(value)) return Py_NewRef(value);
+    if (PyFloat_CheckExact(value)) {
+        double v = PyFloat_AS_DOUBLE(value);
+        if (v == 0.0 || !isfinite(v) || v == floor(v)) return Py_NewRef(value);
+    } else if (truthy) {
+        int true_ = PyObject_IsTrue(value);
+        if (true_ < 0) return NULL;
+        if (!true_) return Py_NewRef(value);
+    }
+    return PyObject_CallMethod(value, "__round__", "i", 3);
+}
+
+/* slot_dicts(objects, template, names, rounded, columns): for each object (every one of the
+   first one's class exactly), a copy of the dict ``template`` (its keys in the order wanted)
+   whose key ``name`` holds the object's slot ``name`` for each of ``names``, the slot
+   rounded (``rounded3``, truthy) for each of ``rounded``, and ``values[k]`` for each
+   ``(key, values)`` of ``columns`` (a tuple; ``values`` a list of one value an object). */
+static PyObject *slot_dicts(PyObject *self, PyObject *args) {
+    PyObject *objects, *template, *names, *rounded, *columns;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!", &PyList_Type, &objects, &PyDict_Type, &template,
+                          &PyTuple_Type, &names, &PyTuple_Type, &rounded, &PyTuple_Type,
+                          &columns))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(objects), n = PyTuple_GET_SIZE(names);
+    Py_ssize_t m = PyTuple_GET_SIZE(rounded), c = PyTuple_GET_SIZE(columns);
+    Py_ssize_t offsets[SLOTS_MAX], rounded_offsets[SLOTS_MAX];
+    if (n > SLOTS_MAX || m > SLOTS_MAX) {
+        PyErr_SetString(PyExc_ValueError, "slot_dicts() reads at most 64 slots of each kind");
+        return NULL;
+    }
+    for (Py_ssize_t j = 0; j < c; j++) {
+        PyObject *pair = PyTuple_GET_ITEM(columns, j);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2
+                || !PyList_Check(PyTuple_GET_ITEM(pair, 1))
+                || PyList_GET_SIZE(PyTuple_GET_ITEM(pair, 1)) != count) {
+            PyErr_SetString(PyExc_ValueError,
+                            "slot_dicts() takes columns of (key, a list of a value an object)");
+            return NULL;
+        }
+    }
+    PyObject *dicts = PyList_New(count);
+    if (dicts == NULL || count == 0) return dicts;
+    PyTypeObject *type = Py_TYPE(PyList_GET_ITEM(objects, 0));
+    if (slot_offsets(type, names, offsets) < 0 || slot_offsets(type, rounded, rounded_offsets) < 0)
+        goto fail;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *obj = PyList_GET_ITEM(objects, k);
+        if (Py_TYPE(obj) != type) {
+            PyErr_SetString(PyExc_TypeError, "slot_dicts() takes objects of one class");
+            goto fail;
+        }
+        PyObject *d = PyDict_Copy(template);
+        if (d == NULL) goto fail;
+        PyList_SET_ITEM(dicts, k, d);
+        for (Py_ssize_t i = 0; i < n + m; i++) {
+            int plain = i < n;
+            PyObject *name = plain ? PyTuple_GET_ITEM(names, i) : PyTuple_GET_ITEM(rounded, i - n);
+            PyObject *value = *(PyObject **)((char *)obj + (plain ? offsets[i]
+                                                                  : rounded_offsets[i - n]));
+            if (value == NULL) {
+                PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute %R",
+                             type->tp_name, name);
+                goto fail;
+            }
+            value = plain ? Py_NewRef(value) : rounded3(value, 1);
+            if (value == NULL) goto fail;
+            int set = PyDict_SetItem(d, name, value);
+            Py_DECREF(value);
+            if (set < 0) goto fail;
+        }
+        for (Py_ssize_t j = 0; j < c; j++) {
+            PyObject *pair = PyTuple_GET_ITEM(columns, j);
+            if (PyDict_SetItem(d, PyTuple_GET_ITEM(pair, 0),
+                               PyList_GET_ITEM(PyTuple_GET_ITEM(pair, 1), k)) < 0)
+                goto fail;
+        }
+    }
+    return dicts;
+fail:
+    Py_DECREF(dicts);
+    return NULL;
+}
+
+/* rounded(values, truthy): ``[round(v, 3) for v in values]`` (a list), as ``rounded3`` makes
+   each (``truthy``: ``v`` itself where it is false). */
+static PyObject *rounded(PyObject *self, PyObject *args) {
+    PyObject *values;
+    int truthy;
+    if (!PyArg_ParseTuple(args, "O!p", &PyList_Type, &values, &truthy)) return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(values);
+    PyObject *out = PyList_New(count);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *value = rounded3(PyList_GET_ITEM(values, k), truthy);
+        if (value == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, k, value);
+    }
+    return out;
+}
+
+/* set_slots(objects, names, columns): for each object k (every one of the first one's class
+   exactly), its slot ``names[i]`` set to ``columns[i][k]`` (each column a list of one value
+   an object): what ``setattr`` a value at a time does, without a look-up in the type. */
+static PyObject *set_slots(PyObject *self, PyObject *args) {
+    PyObject *objects, *names, *columns;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyList_Type, &objects, &PyTuple_Type, &names,
+                          &PyTuple_Type, &columns))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(objects), n = PyTuple_GET_SIZE(names);
+    Py_ssize_t offsets[SLOTS_MAX];
+    if (n > SLOTS_MAX || PyTuple_GET_SIZE(columns) != n) {
+        PyErr_SetString(PyExc_ValueError, "set_slots() sets at most 64 slots, a column each");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *column = PyTuple_GET_ITEM(columns, i);
+        if (!PyList_Check(column) || PyList_GET_SIZE(column) != count) {
+            PyErr_SetString(PyExc_ValueError, "set_slots() takes a list of a value an object");
+            return NULL;
+        }
+    }
+    if (count == 0) Py_RETURN_NONE;
+    PyTypeObject *type = Py_TYPE(PyList_GET_ITEM(objects, 0));
+    if (slot_offsets(type, names, offsets) < 0) return NULL;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        if (Py_TYPE(PyList_GET_ITEM(objects, k)) != type) {
+            PyErr_SetString(PyExc_TypeError, "set_slots() takes objects of one class");
+            return NULL;
+        }
+    }
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *obj = PyList_GET_ITEM(objects, k);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject **slot = (PyObject **)((char *)obj + offsets[i]);
+            Py_XSETREF(*slot, Py_NewRef(PyList_GET_ITEM(PyTuple_GET_ITEM(columns, i), k)));
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+/* column_dicts(template, columns): for each place k, a copy of the dict ``template`` (its
+   keys in the order wanted) whose key ``key`` holds ``values[k]`` for each ``(key, values)``
+   of ``columns`` (a tuple, at least one; each ``values`` a list, all of one length). */
+static PyObject *column_dicts(PyObject *self, PyObject *args) {
+    PyObject *template, *columns;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyDict_Type, &template, &PyTuple_Type, &columns))
+        return NULL;
+    Py_ssize_t c = PyTuple_GET_SIZE(columns), count = -1;
+    for (Py_ssize_t j = 0; j < c; j++) {
+        PyObject *pair = PyTuple_GET_ITEM(columns, j);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2
+                || !PyList_Check(PyTuple_GET_ITEM(pair, 1))
+                || (count >= 0 && PyList_GET_SIZE(PyTuple_GET_ITEM(pair, 1)) != count)) {
+            PyErr_SetString(PyExc_ValueError,
+                            "column_dicts() takes columns of (key, a list), all of one length");
+            return NULL;
+        }
+        count = PyList_GET_SIZE(PyTuple_GET_ITEM(pair, 1));
+    }
+    if (count < 0) {
+        PyErr_SetString(PyExc_ValueError, "column_dicts() takes a column at least");
+        return NULL;
+    }
+    PyObject *dicts = PyList_New(count);
+    if (dicts == NULL) return NULL;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *d = PyDict_Copy(template);
+        if (d == NULL) goto fail;
+        PyList_SET_ITEM(dicts, k, d);
+        for (Py_ssize_t j = 0; j < c; j++) {
+            PyObject *pair = PyTuple_GET_ITEM(columns, j);
+            if (PyDict_SetItem(d, PyTuple_GET_ITEM(pair, 0),
+                               PyList_GET_ITEM(PyTuple_GET_ITEM(pair, 1), k)) < 0)
+                goto fail;
+        }
+    }
+    return dicts;
+fail:
+    Py_DECREF(dicts);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped) -> (brackets, depths, end_in_string, "
@@ -1472,6 +1665,20 @@ static PyMethodDef methods[] = {
     {"one_with_slots", (PyCFunction)(void (*)(void))one_with_slots, METH_FASTCALL,
      "one_with_slots(cls, names, *values) -> object: with_slots(cls, names, [values])[0], "
      "its values given as arguments (records.made_one)."},
+    {"slot_dicts", slot_dicts, METH_VARARGS,
+     "slot_dicts(objects, template, names, rounded, columns) -> [dict]: for each object (of "
+     "the first one's class exactly), a copy of template whose keys names hold its slots of "
+     "those names, keys rounded its slots round(v, 3) where true, and each (key, values) of "
+     "columns values[k] (manifest_entries._shared_entries)."},
+    {"rounded", rounded, METH_VARARGS,
+     "rounded(values, truthy) -> [round(v, 3) for v in values] (a list; truthy: v itself "
+     "where it is false; manifest_entries, core.breakdown.final_dicts)."},
+    {"column_dicts", column_dicts, METH_VARARGS,
+     "column_dicts(template, columns) -> [dict]: for each place k, a copy of template whose "
+     "key holds values[k] for each (key, values) of columns (core.breakdown.final_dicts)."},
+    {"set_slots", set_slots, METH_VARARGS,
+     "set_slots(objects, names, columns) -> None: each object's (of the first one's class "
+     "exactly) slot names[i] set to columns[i][k], k its place (core.finish.FinalRecords)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -21,12 +21,14 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 from itertools import chain
-from operator import attrgetter, itemgetter
+from operator import attrgetter, itemgetter, sub
 
 import msgspec
 
 import stream_split
-from stream_split.core.records import untyped_dict
+from stream_split.core.records import (_ROUNDED_FIELDS, _SCALAR_FIELDS, IterationRecord,
+                                       untyped_dict)
+from stream_split.native import NATIVE as _native  # (None: the Python fallbacks)
 from stream_split.pages import read_pages, reading
 from stream_split.serialize import finite, strict_json
 
@@ -57,8 +59,8 @@ def _shared_entries(records: list, files: dict) -> list:
     entry of a manifest of 10 k one-op iterations)."""
     indices = list(map(_INDEX, records))
     names_of = getattr(files, "names_of", None)  # (``write.PieceFiles``: a page's at once)
-    names = names_of(indices) if names_of is not None else map(files.get, indices)
-    entries = list(map(untyped_dict, records, names))
+    names = names_of(indices) if names_of is not None else list(map(files.get, indices))
+    entries = _entry_dicts(records, names)
     if any(map(_EXTRA, records)):  # (rare) spread as ``to_dict`` spreads it, the file kept
         for entry, record in zip(entries, records):
             if record.extra:
@@ -69,6 +71,38 @@ def _shared_entries(records: list, files: dict) -> list:
 
 
 _INDEX, _EXTRA, _KIND = attrgetter("index"), attrgetter("extra"), itemgetter("kind")
+
+
+def _entry_dicts(records: list, names: list) -> list:
+    """``list(map(records.untyped_dict, records, names))``: made by ``_native.slot_dicts``
+    where built and every record is an ``IterationRecord`` (exactly), its derived values a
+    column at a time (``duration_us`` rounded by ``_native.rounded``, which rounds a whole
+    float without its decimal conversion), no call of Python an entry: callgrind, split of
+    30 k one-op iterations, ``_shared_entries`` 391 -> 323 M instructions."""
+    if _native is None or not records or records[0].__class__ is not IterationRecord:
+        return list(map(untyped_dict, records, names))
+    durations = _native.rounded(list(map(sub, map(_END_TS, records), map(_START_TS, records))),
+                                False)
+    gpu_starts = list(map(_GPU_START_TS, records))
+    walls = durations if gpu_starts.count(None) == len(gpu_starts) else [
+        duration if gpu_start is None else record.wall_us
+        for record, duration, gpu_start in zip(records, durations, gpu_starts)]
+    try:
+        return _native.slot_dicts(records, _ENTRY_TEMPLATE, _ENTRY_SLOTS, _ROUNDED_FIELDS,
+                                  (("file", names), ("duration_us", durations),
+                                   ("wall_us", walls)))
+    except TypeError:  # (a record of another class among them)
+        return list(map(untyped_dict, records, names))
+
+
+_START_TS, _END_TS, _GPU_START_TS = (attrgetter("start_ts"), attrgetter("end_ts"),
+                                     attrgetter("gpu_start_ts"))
+#: An entry's keys in order (``records.untyped_dict``'s: the one place that orders them).
+_ENTRY_TEMPLATE = dict.fromkeys(untyped_dict(IterationRecord(0), None))
+#: The slots of a record an entry holds as they are (``_entry_dicts``): its fields but
+#: ``file`` (the name given) and the rounded ones, and its breakdown (shared).
+_ENTRY_SLOTS = tuple(name for name in _SCALAR_FIELDS
+                     if name != "file" and name not in _ROUNDED_FIELDS) + ("breakdown",)
 
 
 class ManifestIterations(Sequence):

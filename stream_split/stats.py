@@ -34,6 +34,7 @@ import numpy as np
 
 from stream_split.core.records import KIND_IDLE, IterationRecord
 from stream_split.core.serving import IDLE as PHASE_IDLE
+from stream_split.native import NATIVE as _native  # (None: the Python fallbacks)
 from stream_split.pages import reading
 
 #: A time a manifest holds as null (beyond a double): in a column of float64, NaN.
@@ -272,15 +273,7 @@ class RecordColumns:
                 self.add(record)
             return
         phases = list(map(_PHASE, records))
-        gpu_starts = list(map(_GPU_START, records))
-        if gpu_starts.count(None) == len(gpu_starts):  # no GPU work (a CPU trace's pages)
-            # each one's ``wall_us`` (``JUDGED_ON``) is its CPU window
-            # (``IterationRecord.wall_us``'s first case, mapped in C: no call of Python a
-            # record)
-            self.times.extend(map(round, map(sub, map(_END, records), map(_START, records)),
-                                  repeat(3)))
-        else:
-            self.times.extend(map(_JUDGED, records))  # (never None: see ``add``)
+        self.times.extend(_judged_times(records))  # (never None: see ``add``)
         self.idle.extend(map(or_, map(eq, phases, repeat(PHASE_IDLE)),
                              map(eq, map(_KIND, records), repeat(KIND_IDLE))))
         if self.phases is not None:
@@ -297,7 +290,19 @@ class RecordColumns:
 
 _RECORD_CLASS = {IterationRecord}
 _PHASE, _KIND, _JUDGED = attrgetter("phase"), attrgetter("kind"), attrgetter(JUDGED_ON)
-_GPU_START, _START, _END = attrgetter("gpu_start_ts"), attrgetter("start_ts"), attrgetter("end_ts")
+_START, _END, _GPU_START = attrgetter("start_ts"), attrgetter("end_ts"), attrgetter("gpu_start_ts")
+
+
+def _judged_times(records: list):
+    """The ``JUDGED_ON`` of each of ``records`` (``IterationRecord``s): where none has GPU
+    work, its wall span is its CPU window (``IterationRecord.wall_us``), taken a column at a
+    time and rounded by ``_native.rounded`` where built (a whole float is its own rounding:
+    no decimal conversion: ``round`` of a float to 3 digits is some 2,000 instructions; its
+    figure with ``core.finish._set_final``'s); else the property a record at a time."""
+    gpu_starts = list(map(_GPU_START, records))
+    if _native is None or JUDGED_ON != "wall_us" or gpu_starts.count(None) != len(gpu_starts):
+        return map(_JUDGED, records)
+    return _native.rounded(list(map(sub, map(_END, records), map(_START, records))), False)
 
 
 def analyze_records(records: list, groups: list | None = None) -> IterationStats:

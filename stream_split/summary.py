@@ -15,7 +15,7 @@ import sys
 from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from itertools import compress, islice
+from itertools import chain, compress, islice, repeat
 from operator import itemgetter, methodcaller
 from types import MappingProxyType
 
@@ -209,7 +209,7 @@ class TableBuilder:
         (``add`` an entry at a time, and ``ShownRows.append``: some 9,000 instructions an
         entry of a split of one-op iterations)."""
         self._rows.extend(map(self._make_row, entries) if self._limit is None else entries)
-        judged = list(map(judged_time, entries))
+        judged = _judged_times(entries)
         kinds = list(map(_KIND, entries))
         phases = list(map(_PHASE, entries))
         if KIND_IDLE in kinds or any(phases):
@@ -250,6 +250,34 @@ class TableBuilder:
         }
         return {"input": manifest.get("input"), "complete": manifest.get("complete"),
                 "rows": rows, "footer": footer}
+
+
+def _judged_times(entries) -> list:
+    """``judged_time`` of each of ``entries`` (a sequence): their ``JUDGED_ON`` read a key at
+    a time over all of them where each is a dict that has one (no call of Python an entry)."""
+    if set(map(type, entries)) == _DICT:
+        judged = list(map(dict.get, entries, repeat(JUDGED_ON)))
+        if None not in judged:
+            return judged
+    return list(map(judged_time, entries))
+
+
+def _may_have_optional(entries) -> bool:
+    """Whether an entry of ``entries`` (a sequence) may have a value for an optional column
+    (``_optional_keys``): False where each is a dict without a phase whose breakdown is a
+    dict without a span (a CPU-only trace's every entry: read a key at a time over all of
+    them, not a call of Python an entry)."""
+    if set(map(type, entries)) != _DICT:
+        return True
+    if list(map(dict.get, entries, repeat("phase"))).count(None) != len(entries):
+        return True
+    breakdowns = list(map(dict.get, entries, repeat("breakdown")))
+    if set(map(type, breakdowns)) != _DICT:
+        return any(breakdowns)  # (None and {} have no span)
+    return any(map(dict.get, breakdowns, repeat("span_us")))
+
+
+_DICT = {dict}
 
 
 def _optional_keys(it: dict) -> list:
@@ -301,7 +329,7 @@ class ShownRows:
         self._make = make
         # Entries kept as [entry, its row once made] (``_row_of``):
         self._first: list = []  # every one while there are at most ``limit``, then the first
-        self._tail: deque = deque()  # and the last ``edge``
+        self._tail: deque = deque(maxlen=self._edge)  # and the last ``edge``
         self._middle: list = []  # rows: the outliers after the first ones, up to the room
         self._n = 0
         self._optional: set = set()  # the optional columns a row has a value for
@@ -329,12 +357,12 @@ class ShownRows:
         starts = [start for start in map(_START, entries) if start is not None]
         if starts and (self.first_start is None or min(starts) < self.first_start):
             self.first_start = min(starts)
-        if len(self._optional) < len(_OPTIONAL_KEYS):  # (only entries with GPU work or a
-            for it in entries:  # phase have an optional column: ``_optional_keys``)
-                breakdown = it.get("breakdown")
+        if len(self._optional) < len(_OPTIONAL_KEYS) and _may_have_optional(entries):
+            for it in entries:  # (only entries with GPU work or a phase have an optional
+                breakdown = it.get("breakdown")  # column: ``_optional_keys``)
                 if breakdown and breakdown.get("span_us") or it.get("phase") is not None:
                     self._optional.update(_optional_keys(it))
-        items = [[it, None] for it in entries]
+        items = list(map(list, zip(entries, repeat(None))))
         for item in compress(items, map(_OUTLIER, entries)):  # (most are not)
             if ", " in (item[0].get("outlier_reason") or ""):
                 self._said.append(self._row_of(item))
@@ -349,12 +377,14 @@ class ShownRows:
             self._tail.extend(kept[len(kept) + 1 - self._edge:])
             for item in kept[self._edge:len(kept) + 1 - self._edge]:
                 self._to_middle(item)
-        tail = self._tail
-        tail.extend(items[first:])
-        while len(tail) > self._edge:
-            item = tail.popleft()
-            if item[0].get("outlier"):  # (most are not: no call)
-                self._to_middle(item)
+        # the last ``edge`` kept (``_tail``'s ``maxlen``), the outliers among those that fall
+        # out to the middle, in order (a step over all of them, not a call of Python an entry)
+        tail, items = self._tail, items[first:]
+        out = len(tail) + len(items) - self._edge
+        left = list(islice(chain(tail, items), out)) if out > 0 else []
+        tail.extend(items)
+        for item in compress(left, map(_OUTLIER, map(_ENTRY, left))):  # (most are not)
+            self._to_middle(item)
 
     def _row_of(self, item: list) -> dict:
         """The row of a kept ``[entry, row]``, made once."""
@@ -421,7 +451,7 @@ def _phase_footer(by_phase: dict) -> dict:
 
 
 #: An entry's kind, start, phase and outlier flag (read in C, a chunk of entries at once).
-_KIND, _START = itemgetter("kind"), itemgetter("start_ts")
+_KIND, _START, _ENTRY = itemgetter("kind"), itemgetter("start_ts"), itemgetter(0)
 _PHASE, _OUTLIER = methodcaller("get", "phase"), methodcaller("get", "outlier")
 
 

@@ -351,15 +351,16 @@ def _breakdown_page(breakdowns: list) -> tuple:
     which each one's layers are their count and its ``cpu_ops`` its threads, and the states
     (``_union_state``) of all their unions, layers first: read in C, no call per breakdown
     nor per union (a ``__reduce__`` each was some 40 k instructions a breakdown to write and
-    read back on a trace of one-op iterations; the slots' values read by ``_slot_rows``)."""
-    columns = list(zip(*_breakdown_rows(breakdowns)))
+    read back on a trace of one-op iterations)."""
+    columns = list(zip(*_SLOT_ROWS(breakdowns)))
     layers, cpu_ops = columns[0], columns[2]
-    unions = chain(chain.from_iterable(layers), chain.from_iterable(map(dict.values, cpu_ops)))
+    unions = list(chain(chain.from_iterable(layers),
+                        chain.from_iterable(map(dict.values, cpu_ops))))
     columns[0], columns[2] = list(map(len, layers)), list(map(tuple, cpu_ops))
     for at in _MOSTLY_EMPTY_SLOTS:
         if not any(columns[at]):  # (every dict empty: a truth test each, no ==)
             columns[at] = None
-    return columns, _flat_states(_union_rows(list(unions)))
+    return columns, _flat_states(_UNION_ROWS(unions))
 
 
 def _flat_states(states: list):
@@ -618,6 +619,8 @@ def final_dicts(page, spans: list) -> list:
     if delays_of.count(0) == len(delays_of) and list(map(len, threads_of)).count(1) == len(
             threads_of):  # one thread each, no launch timed (a trace of CPU iterations):
         # ``_final_dict`` and ``_host_dict`` inline, ``rounded_us`` too (no call a breakdown)
+        if _native is not None:  # (each dict a copy of its keys, its values stored in C)
+            return _native_cpu_dicts(lengths, columns[6], columns[7])
         return [{**_NO_GPU, "top_kernels": [], "host": {
                     "cpu_op_us": round(us, 3) if us and not (
                         us.__class__ is float and us.is_integer()) else us,
@@ -634,6 +637,19 @@ def final_dicts(page, spans: list) -> list:
             in zip(columns[2], *columns[3:8])]
 
 
+def _native_cpu_dicts(lengths, comm_kernels: tuple, comm_kernel_us: tuple) -> list:
+    """``final_dicts``' dicts of a page of breakdowns of one thread each, without GPU work
+    nor a launch timed (a trace of CPU iterations): each a copy of ``_CPU_FINAL`` (and its
+    host's of ``_CPU_HOST``) with its values stored by ``_native.column_dicts``, rounded by
+    ``_native.rounded`` (``rounded_us``): no frame of Python a breakdown (callgrind: with
+    the other columns of ``core.finish._set_final``, whose figure it shares)."""
+    rounded, column_dicts = _native.rounded, _native.column_dicts
+    hosts = column_dicts(_CPU_HOST, (("cpu_op_us", rounded(list(lengths), True)),))
+    return column_dicts(_CPU_FINAL, (("top_kernels", list(map(list, repeat((), len(hosts))))),
+                                     ("host", hosts), ("comm_kernels", list(comm_kernels)),
+                                     ("comm_kernel_us", rounded(list(comm_kernel_us), True))))
+
+
 #: The slots (their places in ``__slots__``) that a page holds as None where every one of
 #: its breakdowns has an empty dict there (kernels, the work per stream: those of a trace of
 #: CPU iterations): a pickle of 64 empty dicts, each one remembered by the pickler, was a
@@ -641,27 +657,32 @@ def final_dicts(page, spans: list) -> list:
 _MOSTLY_EMPTY_SLOTS = (IterationBreakdown.__slots__.index("kernels"),
                        IterationBreakdown.__slots__.index("stream_work"))
 _LIST = {list}
-#: Every slot's value of a breakdown, in order, read in C (``_breakdown_page``).
-_SLOT_VALUES = attrgetter(*IterationBreakdown.__slots__)
 
 
-def _slot_rows(cls, get):
-    """A function of a list of objects of ``cls`` giving each one's slots' values, in the
-    order of ``__slots__``, as tuples: ``_native.slot_rows`` where built (no look-up of each
-    slot in the type, as ``attrgetter`` does: a page of 64 breakdowns packed in some half the
-    time), else ``get`` (their ``attrgetter``) mapped."""
-    if _native is None:
-        return lambda objects: list(map(get, objects))
+def _slot_rows(cls):
+    """A function of a list of objects of ``cls`` (exactly) giving the tuple of each one's
+    slots' values, in the order of ``__slots__`` (what ``attrgetter(*cls.__slots__)`` gives
+    each): ``_native.slot_rows`` where built, which finds each slot at its offset where
+    ``attrgetter`` looks each name up in the type (``_breakdown_page``, callgrind, a page of
+    64 breakdowns of one-op iterations: 587 k -> 397 k instructions)."""
     names = cls.__slots__
-    return lambda objects: _native.slot_rows(objects, names)
+    if _native is None:
+        get = attrgetter(*names)
+        return lambda objects: list(map(get, objects))
+    slot_rows = _native.slot_rows
+    return lambda objects: slot_rows(objects, names)
 
 
-#: Every breakdown's, every union's slots' values (``_breakdown_page``).
-_breakdown_rows = _slot_rows(IterationBreakdown, _SLOT_VALUES)
-_union_rows = _slot_rows(IntervalUnion, _union_state)
+#: Every slot's value of each of a page of breakdowns, and of unions (``_breakdown_page``).
+_SLOT_ROWS, _UNION_ROWS = _slot_rows(IterationBreakdown), _slot_rows(IntervalUnion)
+
 
 #: ``IterationBreakdown.gpu_dict`` of an iteration without GPU work.
 _NO_GPU = {"span_us": 0.0, **dict.fromkeys(LAYER_NAMES, 0.0), "idle_us": 0.0}
+#: ``host_dict`` of a breakdown without a launch timed, and ``to_dict`` of one without GPU
+#: work, their other values to be stored (``_native_cpu_dicts``).
+_CPU_HOST = _host_dict([0.0], 0, 0.0, 0.0)
+_CPU_FINAL = _final_dict(dict(_NO_GPU), None, None, 0, 0.0)
 
 
 class LaunchTimes:

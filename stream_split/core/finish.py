@@ -11,10 +11,12 @@ entries), not written back final by a pass of their own and read again.
 """
 from __future__ import annotations
 
-from itertools import islice, repeat
-from operator import attrgetter
+from itertools import islice
+from operator import attrgetter, itemgetter
 
 from stream_split.core.breakdown import final_dicts
+from stream_split.core.records import IterationRecord
+from stream_split.native import NATIVE as _native  # (None: the Python fallbacks)
 from stream_split.pages import PagedList
 
 
@@ -100,19 +102,16 @@ class FinalRecords:
                 ends[-1] = last_end
             else:
                 ends[-1] = last.start_ts if last.end_ts < last.start_ts else last.end_ts
-        complete = self._complete
-        for record, end, kind, (phase, evidence), breakdown in zip(
-                records, ends, self._kinds[first:first + n], self._phases[first:first + n],
-                self._breakdown_dicts(number, records) if breakdowns else repeat(None)):
-            if record.gpu_events:  # see ``Splitter._own_linked``: work decided out of order
-                record.gpu_active_us = min(record.gpu_active_us, record.gpu_busy_us,
-                                           record.gpu_end_ts - record.gpu_start_ts)
-            record.end_ts = end
-            record.kind = kind
-            record.complete = complete
-            record.phase, record.phase_evidence = phase, evidence
-            if breakdown is not None:
-                record.breakdown = breakdown
+        if any(map(_GPU_EVENTS, records)):
+            for record in records:
+                if record.gpu_events:  # see ``Splitter._own_linked``: work decided out of order
+                    record.gpu_active_us = min(record.gpu_active_us, record.gpu_busy_us,
+                                               record.gpu_end_ts - record.gpu_start_ts)
+        phases = self._phases[first:first + n]
+        _set_final(records, (ends, self._kinds[first:first + n], [self._complete] * n,
+                             list(map(_PHASE, phases)), list(map(_EVIDENCE, phases)),
+                             self._breakdown_dicts(number, records) if breakdowns
+                             else list(map(_BREAKDOWN, records))))
         if visit is not None:
             visit(records)
         return sum(map(_EVENTS, records))
@@ -130,3 +129,31 @@ class FinalRecords:
 
 
 _START_TS, _EVENTS = attrgetter("start_ts"), attrgetter("events")
+_GPU_EVENTS, _BREAKDOWN = attrgetter("gpu_events"), attrgetter("breakdown")
+_PHASE, _EVIDENCE = itemgetter(0), itemgetter(1)
+#: The fields that ``FinalRecords._finish`` sets, in the order of its columns.
+_FINAL_FIELDS = ("end_ts", "kind", "complete", "phase", "phase_evidence", "breakdown")
+
+
+def _set_final_fallback(records: list, names: tuple, columns: tuple) -> None:
+    """``_native.set_slots``'s fallback: each record's field ``names[i]`` set to
+    ``columns[i][k]``, ``k`` its place."""
+    for name, column in zip(names, columns):
+        for record, value in zip(records, column):
+            setattr(record, name, value)
+
+
+def _set_final(records: list, columns: tuple) -> None:
+    """Each of ``records`` (a page) given its final values of ``_FINAL_FIELDS``, a column of
+    each: by ``_native.set_slots`` where built (no frame of Python a record), else a value at a
+    time. Callgrind, 47 pages of one-op records made final as a split makes them (``read``
+    with ``stats.RecordColumns.add_page``, then every page loaded again with its breakdowns),
+    with ``breakdown._native_cpu_dicts`` and ``stats._judged_times``: 91.5 -> 76.3 M
+    instructions."""
+    if _native is not None and records and records[0].__class__ is IterationRecord:
+        try:
+            _native.set_slots(records, _FINAL_FIELDS, columns)
+            return
+        except TypeError:  # (a record of another class among them)
+            pass
+    _set_final_fallback(records, _FINAL_FIELDS, columns)
