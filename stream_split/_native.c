@@ -41,7 +41,8 @@
    ``prefixed_runs`` is ``decode._frame_runs``'s search for runs of Python frames.
 
    ``small_pieces`` writes the pieces of a split whose events are a few bytes each, each a
-   file of its own (``write.PieceWriter._assemble_small``: see there). */
+   file of its own (``write.PieceWriter._assemble_small``: see there); ``joined_runs`` joins
+   a batch of decided events into one part a run of one owner (``write.PieceWriter.add_many``). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <fcntl.h>
@@ -1337,6 +1338,90 @@ fail:
     return NULL;
 }
 
+/* ---- joined_runs: a batch of decided events as one part an owner's run ---- */
+
+/* ``joined_runs(pairs, started, base)`` -> ``(owners, parts, size)``, or None (nothing
+   changed) where a pair is not a 2-tuple of an int above ``base`` and bytes: each run of
+   pairs of one owner in a row as one part, its events joined by ",\n" with one before them
+   where the owner's piece has begun (``started``, a bytearray, at owner - base: set for every
+   run, grown as needed), and the parts' bytes in all (write.PieceWriter.add_many; the Python
+   way is write._joined_parts). A run of one event whose piece has not begun is the event's
+   own bytes object. */
+static PyObject *joined_runs(PyObject *self, PyObject *args) {
+    PyObject *pairs, *started;
+    long long base;
+    if (!PyArg_ParseTuple(args, "O!O!L", &PyList_Type, &pairs, &PyByteArray_Type, &started,
+                          &base))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(pairs), most = 0;
+    long long *at = PyMem_Malloc(sizeof(long long) * (size_t)(n ? n : 1));
+    if (at == NULL) return PyErr_NoMemory();
+    PyObject *owners = NULL, *parts = NULL, *result = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {  /* all checked before anything changes */
+        PyObject *pair = PyList_GET_ITEM(pairs, i);
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2
+                || !PyLong_CheckExact(PyTuple_GET_ITEM(pair, 0))
+                || !PyBytes_CheckExact(PyTuple_GET_ITEM(pair, 1))) {
+            result = Py_NewRef(Py_None);
+            goto end;
+        }
+        int overflow;
+        long long owner = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(pair, 0), &overflow);
+        if (overflow || owner <= base || owner - base > PY_SSIZE_T_MAX / 2) {
+            result = Py_NewRef(Py_None);
+            goto end;
+        }
+        at[i] = owner - base;
+        if (at[i] >= most) most = (Py_ssize_t)at[i] + 1;
+    }
+    Py_ssize_t had = PyByteArray_GET_SIZE(started);
+    if (most > had) {
+        if (PyByteArray_Resize(started, most) < 0) goto end;
+        memset(PyByteArray_AS_STRING(started) + had, 0, (size_t)(most - had));
+    }
+    char *begun = PyByteArray_AS_STRING(started);
+    owners = PyList_New(0);
+    parts = PyList_New(0);
+    if (owners == NULL || parts == NULL) goto end;
+    Py_ssize_t size = 0;
+    for (Py_ssize_t i = 0, j; i < n; i = j) {
+        Py_ssize_t length = PyBytes_GET_SIZE(PyTuple_GET_ITEM(PyList_GET_ITEM(pairs, i), 1));
+        for (j = i + 1; j < n && at[j] == at[i]; j++)
+            length += 2 + PyBytes_GET_SIZE(PyTuple_GET_ITEM(PyList_GET_ITEM(pairs, j), 1));
+        int separated = begun[at[i]] != 0;
+        begun[at[i]] = 1;
+        PyObject *first = PyTuple_GET_ITEM(PyList_GET_ITEM(pairs, i), 1), *part;
+        if (j == i + 1 && !separated) {
+            part = Py_NewRef(first);
+        } else {
+            part = PyBytes_FromStringAndSize(NULL, length + (separated ? 2 : 0));
+            if (part == NULL) goto end;
+            char *to = PyBytes_AS_STRING(part);
+            for (Py_ssize_t k = i; k < j; k++) {
+                PyObject *event = PyTuple_GET_ITEM(PyList_GET_ITEM(pairs, k), 1);
+                if (k > i || separated) {
+                    to[0] = ',';
+                    to[1] = '\n';
+                    to += 2;
+                }
+                memcpy(to, PyBytes_AS_STRING(event), (size_t)PyBytes_GET_SIZE(event));
+                to += PyBytes_GET_SIZE(event);
+            }
+        }
+        size += PyBytes_GET_SIZE(part);
+        int failed = PyList_Append(parts, part) < 0
+            || PyList_Append(owners, PyTuple_GET_ITEM(PyList_GET_ITEM(pairs, i), 0)) < 0;
+        Py_DECREF(part);
+        if (failed) goto end;
+    }
+    result = Py_BuildValue("(OOn)", owners, parts, size);
+end:
+    PyMem_Free(at);
+    Py_XDECREF(owners);
+    Py_XDECREF(parts);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped) -> (brackets, depths, end_in_string, "
@@ -1382,6 +1467,11 @@ static PyMethodDef methods[] = {
      "with_slots(cls, names, rows) -> [object]: for each row (a tuple), a new object of cls "
      "(no __init__ called) whose slots names hold its values (records.IterationRecord."
      "unpack_page)."},
+    {"joined_runs", joined_runs, METH_VARARGS,
+     "joined_runs(pairs, started, base) -> (owners, parts, size), or None where a pair is "
+     "not (int above base, bytes): each run of one owner's events in a row joined by ',\\n', "
+     "one before them where started[owner - base] was set (set for each, grown as needed) "
+     "(write.PieceWriter.add_many)."},
     {NULL, NULL, 0, NULL},
 };
 

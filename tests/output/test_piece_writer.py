@@ -11,6 +11,7 @@ import zlib
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import stream_split.decode as decode_module
 
@@ -160,7 +161,8 @@ def test_small_pieces_written_in_native_code_are_those_written_one_by_one(tmp_pa
     def small_pieces(*args):
         runs.append(native.small_pieces(*args))
         return runs[-1]
-    monkeypatch.setattr(decode_module, "_native", SimpleNamespace(small_pieces=small_pieces))
+    monkeypatch.setattr(decode_module, "_native", SimpleNamespace(
+        small_pieces=small_pieces, joined_runs=native.joined_runs))
     written = {}
     for passes in ("native", "numpy"):
         out = tmp_path / passes
@@ -176,6 +178,52 @@ def test_small_pieces_written_in_native_code_are_those_written_one_by_one(tmp_pa
     assert 0 < sum(runs) < len(chosen) - 3  # (not the deflated, the two-part, the spooled)
     assert len(written["native"]) == len(chosen) + 1  # and the events outside
     assert gzip.decompress(written["native"]["iteration_00149.json.gz"]).count(b"again") == 1
+
+
+PAIR_BATCHES = st.lists(st.lists(st.tuples(
+    st.sampled_from([METADATA, OUTSIDE, 0, 1, 2, 7, 300]),
+    st.one_of(st.binary(min_size=1, max_size=9),
+              st.integers(0, 99).map(lambda ts: {"ph": "i", "ts": ts}))), max_size=30),
+    max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(PAIR_BATCHES)
+def test_batches_joined_in_native_code_are_handed_over_as_grouped_in_python(batches):
+    # ``_native.joined_runs`` (runs of pairs in a row; None where a pair is metadata or an
+    # event given as a dict, nothing changed) and ``_grouped_parts`` (the Python way): the
+    # same tasks for the spool thread, the same separators, the same metadata
+    native = decode_module._native
+    if native is None:
+        pytest.skip("stream_split._native is not built")
+    handed = {}
+    for passes in ("native", "numpy"):
+        writer = PieceWriter.__new__(PieceWriter)  # no folder, no spool thread: the tasks
+        writer._started, writer._select = bytearray(), None
+        writer._pending_owners, writer._pending_parts, writer._pending_size = [], [], 0
+        writer.metadata, writer._metadata_size, writer.metadata_apart = [], 0, False
+        tasks = []
+        writer._spool = SimpleNamespace(put=tasks.append)
+        with decoder_passes(passes):
+            for batch in batches:
+                writer.add_many(list(batch))
+                writer._hand_over()
+        handed[passes] = (tasks, writer.metadata, writer._started.rstrip(b"\0"))
+    assert handed["native"] == handed["numpy"]
+
+
+def test_joined_runs_leaves_what_it_refuses_unchanged():
+    native = decode_module._native
+    if native is None:
+        pytest.skip("stream_split._native is not built")
+    started = bytearray(b"\0\0\1")
+    for pairs in ([(0, b"a"), (METADATA, b"m")], [(0, b"a"), (1, {"ts": 1})], [(0, "a")],
+                  [(0, b"a"), (2 ** 70, b"b")], [(0, b"a"), (True, b"b")]):
+        assert native.joined_runs(pairs, started, METADATA) is None
+    assert started == b"\0\0\1"
+    assert native.joined_runs([(0, b"a"), (0, b"b"), (5, b"c"), (0, b"d")], started,
+                              METADATA) == ([0, 5, 0], [b",\na,\nb", b"c", b",\nd"], 10)
+    assert started == b"\0\0\1\0\0\0\0\1"
 
 
 def test_the_trailer_checksum_is_checked_by_readers(tmp_path):
