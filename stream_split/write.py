@@ -129,9 +129,13 @@ def piece_name(index: int, kind: str = KIND_ITERATION, step: int | None = None) 
     return _BY_INDEX[KIND_ITERATION] % index
 
 
-#: ``piece_name`` by index, of an iteration and of an idle cycle: ``%`` formats of the index
-#: (a quarter fewer instructions than ``str.format``'s ``{:05d}``: two names an iteration).
-_BY_INDEX = {KIND_ITERATION: "iteration_%05d", KIND_IDLE: "idle_%05d"}
+#: ``piece_name`` by index, of an iteration and of an idle cycle: what comes before the index,
+#: and the digits the index is zero-padded to.
+_NAME_HEADS = {KIND_ITERATION: "iteration_", KIND_IDLE: "idle_"}
+INDEX_DIGITS = 5
+#: ... as ``%`` formats of the index (a quarter fewer instructions than ``str.format``'s
+#: ``{:05d}``: two names an iteration).
+_BY_INDEX = {kind: f"{head}%0{INDEX_DIGITS}d" for kind, head in _NAME_HEADS.items()}
 
 
 def _by_owner(pairs) -> dict:
@@ -522,6 +526,8 @@ class PieceFiles(Mapping):
         self._namers = {self._ITERATION: (_BY_INDEX[KIND_ITERATION] + suffix).__mod__,
                         self._IDLE: (_BY_INDEX[KIND_IDLE] + suffix).__mod__,
                         self._NAMED: self._named.__getitem__}
+        #: By code: what comes before the index in a name (``_run_names``).
+        self._heads = {code: _NAME_HEADS[kind] for kind, code in self._KINDS.items()}
         self._count = 0
 
     def add_by_index(self, index: int, kind: str) -> None:
@@ -586,8 +592,19 @@ class PieceFiles(Mapping):
                 and owners[-1] - owners[0] == len(owners) - 1:
             block = self._codes[owners[0]:owners[-1] + 1]
             if len(block) == len(owners) and block[0] and block.count(block[0]) == len(block):
-                return list(map(self._namers[block[0]], owners))
+                return self._run_names(block[0], range(owners[0], owners[-1] + 1))
         return list(map(self.get, owners))
+
+    def _run_names(self, code: int, indices: range) -> list:
+        """The names of the pieces of ``indices`` (iterations in a row), all named as
+        ``code`` says: by ``_native.index_names`` where by index (a tenth of the
+        instructions of ``str.__mod__``'s format: some 1,800 a name fewer)."""
+        native = stream_split.decode._native  # (read here: the tests switch it)
+        head = self._heads.get(code)
+        if native is None or head is None:
+            return list(map(self._namers[code], indices))
+        return native.index_names(head, indices.start, len(indices), INDEX_DIGITS,
+                                  self._suffix)
 
     def items(self):
         """(owner, name) of every piece, in order (made as iterated: ``chunks``)."""
@@ -607,7 +624,7 @@ class PieceFiles(Mapping):
             code = block[0]
             if code and block.count(code) == len(block):
                 indices = range(at, at + len(block))
-                yield list(zip(indices, map(namers[code], indices)))
+                yield list(zip(indices, self._run_names(code, indices)))
             elif chunk := [(index, namers[code](index))  # ``_name``'s, inline
                            for index, code in enumerate(block, at) if code]:
                 yield chunk

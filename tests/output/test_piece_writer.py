@@ -161,8 +161,9 @@ def test_small_pieces_written_in_native_code_are_those_written_one_by_one(tmp_pa
     def small_pieces(*args):
         runs.append(native.small_pieces(*args))
         return runs[-1]
-    monkeypatch.setattr(decode_module, "_native", SimpleNamespace(
-        small_pieces=small_pieces, joined_runs=native.joined_runs))
+    monkeypatch.setattr(decode_module, "_native", SimpleNamespace(**{
+        **{name: getattr(native, name) for name in dir(native) if not name.startswith("_")},
+        "small_pieces": small_pieces}))
     written = {}
     for passes in ("native", "numpy"):
         out = tmp_path / passes
@@ -320,12 +321,16 @@ def test_pieces_named_by_step_keep_a_repeated_step_apart_by_index(tmp_path):
                                             "iteration_00002.json.gz", "iteration_00003.json.gz"]
 
 
+@pytest.mark.parametrize("passes", ["native", "numpy"])
 @pytest.mark.parametrize("odd_kind", [None, "warmup"])
-def test_pieces_named_a_block_at_a_time_are_those_named_one_by_one(tmp_path, odd_kind):
+def test_pieces_named_a_block_at_a_time_are_those_named_one_by_one(tmp_path, odd_kind,
+                                                                   passes):
     """``PieceFiles.chunks`` (``finish``'s blocks) and ``names_of`` (a page of the manifest's
     entries) name the pieces as ``get`` does one by one: blocks of one kind, of two, with a
-    kind named apart, with iterations left out (a selection), and owners not in a row."""
+    kind named apart, with iterations left out (a selection), and owners not in a row;
+    named in C (``_native.index_names``) or in Python. Indices past 99999 take more digits."""
     kinds = [KIND_IDLE if 130 <= i < 140 or i == 7 else KIND_ITERATION for i in range(300)]
+    kinds += [KIND_ITERATION] * 99_800
     if odd_kind is not None:
         kinds[151] = odd_kind
     records = [IterationRecord(index=i, kind=kind) for i, kind in enumerate(kinds)]
@@ -334,10 +339,13 @@ def test_pieces_named_a_block_at_a_time_are_those_named_one_by_one(tmp_path, odd
         writer = PieceWriter(str(tmp_path / str(at)), select=select)
         files = writer.file_names(records, kinds)
         writer.discard()
-        chunks = list(files.chunks(64))
-        assert all(0 < len(chunk) <= 64 for chunk in chunks)
-        assert [pair for chunk in chunks for pair in chunk] == [
-            (owner, files.get(owner)) for owner in files]
-        for owners in ([], list(range(64)), list(range(120, 150)), list(range(140, 204)),
-                       [1, 2, 5], [OUTSIDE, 0], list(range(280, 310)), [153]):
-            assert files.names_of(owners) == [files.get(owner) for owner in owners]
+        with decoder_passes(passes):
+            chunks = list(files.chunks(64))
+            assert all(0 < len(chunk) <= 64 for chunk in chunks)
+            assert [pair for chunk in chunks for pair in chunk] == [
+                (owner, files.get(owner)) for owner in files]
+            for owners in ([], list(range(64)), list(range(120, 150)), list(range(140, 204)),
+                           [1, 2, 5], [OUTSIDE, 0], list(range(280, 310)), [153],
+                           list(range(99_990, 100_010))):
+                assert files.names_of(owners) == [files.get(owner) for owner in owners]
+        assert files.get(100_000) == "iteration_100000.json.gz"
