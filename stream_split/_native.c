@@ -860,21 +860,35 @@ done:
 
 /* ---- small_pieces: many tiny compressed pieces, each a file created new ---- */
 
-/* CRC-32 as zlib's ``crc32(data, crc)`` computes it (the gzip trailer's), a byte at a time:
-   the parts it reads are a few hundred bytes. */
-static uint32_t crc_table[256];
+/* CRC-32 as zlib's ``crc32(data, crc)`` computes it (the gzip trailer's), eight bytes at a
+   time by eight tables ("slicing by 8"), the bytes left one at a time: the parts it reads are
+   a few hundred bytes (a byte at a time it took 690 instructions a piece of one-op
+   iterations, 82 bytes each). */
+static uint32_t crc_table[8][256];
 
 static void crc_table_make(void) {
     for (uint32_t n = 0; n < 256; n++) {
         uint32_t c = n;
         for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320U ^ (c >> 1) : c >> 1;
-        crc_table[n] = c;
+        crc_table[0][n] = c;
     }
+    for (uint32_t n = 0; n < 256; n++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][n] = crc_table[0][crc_table[t - 1][n] & 0xFF]
+                ^ (crc_table[t - 1][n] >> 8);
 }
 
 static uint32_t crc32_on(uint32_t crc, const unsigned char *at, Py_ssize_t n) {
     crc = ~crc;
-    for (Py_ssize_t i = 0; i < n; i++) crc = crc_table[(crc ^ at[i]) & 0xFF] ^ (crc >> 8);
+    for (; n >= 8; n -= 8, at += 8) {
+        uint32_t low = crc ^ ((uint32_t)at[0] | (uint32_t)at[1] << 8 | (uint32_t)at[2] << 16
+                              | (uint32_t)at[3] << 24);
+        crc = crc_table[7][low & 0xFF] ^ crc_table[6][(low >> 8) & 0xFF]
+            ^ crc_table[5][(low >> 16) & 0xFF] ^ crc_table[4][low >> 24]
+            ^ crc_table[3][at[4]] ^ crc_table[2][at[5]] ^ crc_table[1][at[6]]
+            ^ crc_table[0][at[7]];
+    }
+    for (; n > 0; n--, at++) crc = crc_table[0][(crc ^ *at) & 0xFF] ^ (crc >> 8);
     return ~crc;
 }
 
@@ -967,7 +981,7 @@ static PyObject *small_pieces(PyObject *self, PyObject *args) {
             goto end;
         at += size;
     }
-    result = PyLong_FromSsize_t(done);
+    result = Py_BuildValue("(nn)", done, at);
 end:
     PyMem_Free(piece);
     PyBuffer_Release(&data); PyBuffer_Release(&sizes); PyBuffer_Release(&lead);
@@ -1502,7 +1516,8 @@ static PyMethodDef methods[] = {
      "written), a float that is not finite, or nesting deeper than 64."},
     {"small_pieces", small_pieces, METH_VARARGS,
      "small_pieces(folder_fd, flags, names, data, sizes, lead, lead_crc, trail, tail, "
-     "head_size, stored_max) -> how many were written: pieces from the first on, each "
+     "head_size, stored_max) -> (how many were written, their parts' bytes in all): pieces "
+     "from the first on, each "
      "the file names[i] created new (os.open's flags) in the folder open as folder_fd, "
      "holding lead, its part of data (sizes[i] bytes, int32, the parts one after another) "
      "as one stored deflate block, trail and the gzip trailer (the CRC-32 of the part taken "

@@ -383,14 +383,15 @@ class PieceWriter:
         native = stream_split.decode._native  # (read here: the tests switch it)
         small = native is not None and self.compress and not by_index
         try:
-            for chunk in files.chunks(STOP_CHECK_PIECES):
+            for owners, names in files.blocks(STOP_CHECK_PIECES):
                 _check_stop(stop)
                 at = 0
-                while at < len(chunk):
-                    if small and (done := self._assemble_small(chunk, at, folder_fd, ends)):
+                while at < len(owners):
+                    if small and (done := self._assemble_small(owners, names, at, folder_fd,
+                                                               ends)):
                         at += done
                         continue
-                    owner, name = chunk[at]
+                    owner, name = owners[at], names[at]
                     at += 1
                     own_ends = ends
                     if owner in by_index:
@@ -440,15 +441,16 @@ class PieceWriter:
             files.add_named(record.index, name)
         return files
 
-    def _assemble_small(self, pieces: list, at: int, folder_fd: int, ends: _Ends) -> int:
-        """How many of ``pieces`` (``(owner, name)``) from ``at`` on were assembled here, a
-        run at once (0: none; the caller assembles the next one, ``_assemble``): compressed
+    def _assemble_small(self, owners: list, names: list, at: int, folder_fd: int,
+                        ends: _Ends) -> int:
+        """How many of the pieces of ``owners`` (named ``names``) from ``at`` on were
+        assembled here, a run at once (0: none; the caller assembles the next one, ``_assemble``): compressed
         pieces whose events are the next parts of the pack, one part each, of at most
         ``STORED_PACK_BYTES`` (a stored block: ``_encode_packed``), without a spool file,
         each written by ``_native.small_pieces`` (what ``_assemble`` writes, byte for byte,
         with no call of Python a piece: some 11,000 instructions a piece of one-op
         iterations, most of ``_assemble``'s own)."""
-        owners = [owner for owner, _ in pieces[at:]]
+        owners = owners[at:]
         on_file = self._spool.file_sums
         if on_file:  # (rare with small pieces) those before the first with a spool file
             owners = list(takewhile(lambda owner: owner not in on_file, owners))
@@ -457,12 +459,11 @@ class PieceWriter:
         if found is None:
             return 0
         data, sizes = found
-        done = stream_split.decode._native.small_pieces(
-            folder_fd, stream_split.output.CREATE_FLAGS,
-            [name for _, name in pieces[at:at + len(sizes)]], data, sizes, ends.lead,
-            ends.lead_crc, ends.trail, ends.tail, len(ends.head_before_events),
-            STORED_PACK_BYTES)
-        pack.taken(done, sum(sizes[:done]))
+        done, used = stream_split.decode._native.small_pieces(
+            folder_fd, stream_split.output.CREATE_FLAGS, names[at:at + len(sizes)], data,
+            sizes, ends.lead, ends.lead_crc, ends.trail, ends.tail,
+            len(ends.head_before_events), STORED_PACK_BYTES)
+        pack.taken(done, used)
         return done
 
     def _assemble(self, name: str, folder_fd: int, ends: _Ends, owner: int) -> None:
@@ -612,22 +613,28 @@ class PieceFiles(Mapping):
             yield from chunk
 
     def chunks(self, size: int):
-        """``items()`` as lists of at most ``size`` (none empty), made as iterated: the
-        special owners' pieces, then the iterations' from ``size`` indices at a time, named
-        by functions written in C where all of them are named alike (every piece named by
-        index, where all are iterations: no call of Python a piece)."""
+        """``items()`` as lists of at most ``size`` (none empty), made as iterated
+        (``blocks``, paired)."""
+        for owners, names in self.blocks(size):
+            yield list(zip(owners, names))
+
+    def blocks(self, size: int):
+        """The pieces in order as ``(owners, names)``, two lists of at most ``size`` (none
+        empty), made as iterated: the special owners' pieces, then the iterations' from
+        ``size`` indices at a time, named by functions written in C where all of them are
+        named alike (every piece named by index, where all are iterations: no call of
+        Python a piece, ``_run_names``)."""
         if self._special:
-            yield list(self._special.items())
+            yield list(self._special), list(self._special.values())
         codes, namers = self._codes, self._namers
         for at in range(0, len(codes), size):
             block = codes[at:at + size]
             code = block[0]
             if code and block.count(code) == len(block):
                 indices = range(at, at + len(block))
-                yield list(zip(indices, self._run_names(code, indices)))
-            elif chunk := [(index, namers[code](index))  # ``_name``'s, inline
-                           for index, code in enumerate(block, at) if code]:
-                yield chunk
+                yield list(indices), self._run_names(code, indices)
+            elif owners := [index for index, code in enumerate(block, at) if code]:
+                yield owners, [namers[codes[owner]](owner) for owner in owners]
 
     def __contains__(self, owner) -> bool:
         if owner in self._special:
