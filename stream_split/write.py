@@ -284,7 +284,7 @@ class PieceWriter:
         taken a task at a time: ``_SpoolThread._spool_parts``); else grouped here."""
         native = stream_split.decode._native  # (read here: the tests switch it)
         runs = None
-        if native is not None and self._select is None:
+        if native is not None and self._select is None and pairs.__class__ is list:
             runs = native.joined_runs(pairs, self._started, METADATA)
         if runs is None:
             runs = self._grouped_parts(pairs)
