@@ -236,3 +236,31 @@ def test_a_read_only_output_folder_is_one_line(small_trace, tmp_path):
         one_error_line(done.stderr)
     finally:
         os.chmod(tmp_path / "ro", 0o755)
+
+
+# -- the marker: what the tool wrote, as json.dump(indent=0) writes it ------------------------------
+
+def test_a_marker_lists_every_file_under_the_folder_as_json_dump_would(tmp_path, monkeypatch):
+    # names quoted as they are (``_marker_items``) and names the encoder escapes, in one batch
+    # or several (``MARKER_BATCH``); a subfolder looked into, a link to a folder listed as a
+    # file (not followed); the marker itself and the one being written left out
+    from stream_split import output
+    folder = tmp_path / "out"
+    (folder / "sub").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    names = ["iteration_00001.json.gz", 'quo"te', "back\\slash", "caf\u00e9", "tab\there",
+             "del\x7f", os.fsdecode(b"bytes\xff"), "manifest.json"]
+    for name in names + [output.FOLDER_MARKER, output.MARKER_BEING_WRITTEN]:
+        (folder / name).write_bytes(b"")
+    (folder / "sub" / "inner.json").write_bytes(b"")
+    (folder / "link").symlink_to(tmp_path / "elsewhere")
+    for batch in (output.MARKER_BATCH, 3):
+        monkeypatch.setattr(output, "MARKER_BATCH", batch)
+        listed = [path for paths in output._files_under(str(folder)) for path in paths]
+        assert sorted(listed) == sorted(names + ["sub/inner.json", "link"])
+        (folder / output.MARKER_BEING_WRITTEN).unlink(missing_ok=True)
+        output._write_marker(str(folder), output._files_under(str(folder)))
+        text = (folder / FOLDER_MARKER).read_text(encoding="utf-8")
+        assert text == json.dumps({"format": output.MARKER_FORMAT,
+                                   "version": output.MARKER_VERSION, "files": listed},
+                                  indent=0) + "\n"

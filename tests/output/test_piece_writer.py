@@ -11,6 +11,7 @@ import zlib
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import stream_split.decode as decode_module
 
@@ -158,9 +159,12 @@ def test_small_pieces_written_in_native_code_are_those_written_one_by_one(tmp_pa
     runs = []  # how many pieces each call of the native pass wrote
 
     def small_pieces(*args):
-        runs.append(native.small_pieces(*args))
-        return runs[-1]
-    monkeypatch.setattr(decode_module, "_native", SimpleNamespace(small_pieces=small_pieces))
+        written = native.small_pieces(*args)
+        runs.append(written[0])
+        return written
+    monkeypatch.setattr(decode_module, "_native", SimpleNamespace(**{
+        **{name: getattr(native, name) for name in dir(native) if not name.startswith("_")},
+        "small_pieces": small_pieces}))
     written = {}
     for passes in ("native", "numpy"):
         out = tmp_path / passes
@@ -176,6 +180,52 @@ def test_small_pieces_written_in_native_code_are_those_written_one_by_one(tmp_pa
     assert 0 < sum(runs) < len(chosen) - 3  # (not the deflated, the two-part, the spooled)
     assert len(written["native"]) == len(chosen) + 1  # and the events outside
     assert gzip.decompress(written["native"]["iteration_00149.json.gz"]).count(b"again") == 1
+
+
+PAIR_BATCHES = st.lists(st.lists(st.tuples(
+    st.sampled_from([METADATA, OUTSIDE, 0, 1, 2, 7, 300]),
+    st.one_of(st.binary(min_size=1, max_size=9),
+              st.integers(0, 99).map(lambda ts: {"ph": "i", "ts": ts}))), max_size=30),
+    max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(PAIR_BATCHES)
+def test_batches_joined_in_native_code_are_handed_over_as_grouped_in_python(batches):
+    # ``_native.joined_runs`` (runs of pairs in a row; None where a pair is metadata or an
+    # event given as a dict, nothing changed) and ``_grouped_parts`` (the Python way): the
+    # same tasks for the spool thread, the same separators, the same metadata
+    native = decode_module._native
+    if native is None:
+        pytest.skip("stream_split._native is not built")
+    handed = {}
+    for passes in ("native", "numpy"):
+        writer = PieceWriter.__new__(PieceWriter)  # no folder, no spool thread: the tasks
+        writer._started, writer._select = bytearray(), None
+        writer._pending_owners, writer._pending_parts, writer._pending_size = [], [], 0
+        writer.metadata, writer._metadata_size, writer.metadata_apart = [], 0, False
+        tasks = []
+        writer._spool = SimpleNamespace(put=tasks.append)
+        with decoder_passes(passes):
+            for batch in batches:
+                writer.add_many(list(batch))
+                writer._hand_over()
+        handed[passes] = (tasks, writer.metadata, writer._started.rstrip(b"\0"))
+    assert handed["native"] == handed["numpy"]
+
+
+def test_joined_runs_leaves_what_it_refuses_unchanged():
+    native = decode_module._native
+    if native is None:
+        pytest.skip("stream_split._native is not built")
+    started = bytearray(b"\0\0\1")
+    for pairs in ([(0, b"a"), (METADATA, b"m")], [(0, b"a"), (1, {"ts": 1})], [(0, "a")],
+                  [(0, b"a"), (2 ** 70, b"b")], [(0, b"a"), (True, b"b")]):
+        assert native.joined_runs(pairs, started, METADATA) is None
+    assert started == b"\0\0\1"
+    assert native.joined_runs([(0, b"a"), (0, b"b"), (5, b"c"), (0, b"d")], started,
+                              METADATA) == ([0, 5, 0], [b",\na,\nb", b"c", b",\nd"], 10)
+    assert started == b"\0\0\1\0\0\0\0\1"
 
 
 def test_the_trailer_checksum_is_checked_by_readers(tmp_path):
@@ -272,12 +322,16 @@ def test_pieces_named_by_step_keep_a_repeated_step_apart_by_index(tmp_path):
                                             "iteration_00002.json.gz", "iteration_00003.json.gz"]
 
 
+@pytest.mark.parametrize("passes", ["native", "numpy"])
 @pytest.mark.parametrize("odd_kind", [None, "warmup"])
-def test_pieces_named_a_block_at_a_time_are_those_named_one_by_one(tmp_path, odd_kind):
+def test_pieces_named_a_block_at_a_time_are_those_named_one_by_one(tmp_path, odd_kind,
+                                                                   passes):
     """``PieceFiles.chunks`` (``finish``'s blocks) and ``names_of`` (a page of the manifest's
     entries) name the pieces as ``get`` does one by one: blocks of one kind, of two, with a
-    kind named apart, with iterations left out (a selection), and owners not in a row."""
+    kind named apart, with iterations left out (a selection), and owners not in a row;
+    named in C (``_native.index_names``) or in Python. Indices past 99999 take more digits."""
     kinds = [KIND_IDLE if 130 <= i < 140 or i == 7 else KIND_ITERATION for i in range(300)]
+    kinds += [KIND_ITERATION] * 99_800
     if odd_kind is not None:
         kinds[151] = odd_kind
     records = [IterationRecord(index=i, kind=kind) for i, kind in enumerate(kinds)]
@@ -286,10 +340,13 @@ def test_pieces_named_a_block_at_a_time_are_those_named_one_by_one(tmp_path, odd
         writer = PieceWriter(str(tmp_path / str(at)), select=select)
         files = writer.file_names(records, kinds)
         writer.discard()
-        chunks = list(files.chunks(64))
-        assert all(0 < len(chunk) <= 64 for chunk in chunks)
-        assert [pair for chunk in chunks for pair in chunk] == [
-            (owner, files.get(owner)) for owner in files]
-        for owners in ([], list(range(64)), list(range(120, 150)), list(range(140, 204)),
-                       [1, 2, 5], [OUTSIDE, 0], list(range(280, 310)), [153]):
-            assert files.names_of(owners) == [files.get(owner) for owner in owners]
+        with decoder_passes(passes):
+            chunks = list(files.chunks(64))
+            assert all(0 < len(chunk) <= 64 for chunk in chunks)
+            assert [pair for chunk in chunks for pair in chunk] == [
+                (owner, files.get(owner)) for owner in files]
+            for owners in ([], list(range(64)), list(range(120, 150)), list(range(140, 204)),
+                           [1, 2, 5], [OUTSIDE, 0], list(range(280, 310)), [153],
+                           list(range(99_990, 100_010))):
+                assert files.names_of(owners) == [files.get(owner) for owner in owners]
+        assert files.get(100_000) == "iteration_100000.json.gz"
