@@ -1460,6 +1460,36 @@ static PyObject *rounded3(PyObject *value, int truthy) {
     return PyObject_CallMethod(value, "__round__", "i", 3);
 }
 
+/* The length shared by ``columns``, a tuple of ``(key, a list)`` pairs: each list's length,
+   which must be ``count`` where ``count`` is not -1 (and is -1 where there is no column and
+   ``count`` is -1); -2 with ``ValueError(message)`` where a pair is not so (``slot_dicts``,
+   ``column_dicts``). */
+static Py_ssize_t columns_length(PyObject *columns, Py_ssize_t count, const char *message) {
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(columns); j++) {
+        PyObject *pair = PyTuple_GET_ITEM(columns, j);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2
+                || !PyList_Check(PyTuple_GET_ITEM(pair, 1))
+                || (count >= 0 && PyList_GET_SIZE(PyTuple_GET_ITEM(pair, 1)) != count)) {
+            PyErr_SetString(PyExc_ValueError, message);
+            return -2;
+        }
+        count = PyList_GET_SIZE(PyTuple_GET_ITEM(pair, 1));
+    }
+    return count;
+}
+
+/* ``d[key] = values[k]`` for each ``(key, values)`` of ``columns`` (checked by
+   ``columns_length``); -1 where a store fails. */
+static int set_columns(PyObject *d, PyObject *columns, Py_ssize_t k) {
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(columns); j++) {
+        PyObject *pair = PyTuple_GET_ITEM(columns, j);
+        if (PyDict_SetItem(d, PyTuple_GET_ITEM(pair, 0),
+                           PyList_GET_ITEM(PyTuple_GET_ITEM(pair, 1), k)) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* slot_dicts(objects, template, names, rounded, columns): for each object (every one of the
    first one's class exactly), a copy of the dict ``template`` (its keys in the order wanted)
    whose key ``name`` holds the object's slot ``name`` for each of ``names``, the slot
@@ -1472,22 +1502,15 @@ static PyObject *slot_dicts(PyObject *self, PyObject *args) {
                           &columns))
         return NULL;
     Py_ssize_t count = PyList_GET_SIZE(objects), n = PyTuple_GET_SIZE(names);
-    Py_ssize_t m = PyTuple_GET_SIZE(rounded), c = PyTuple_GET_SIZE(columns);
+    Py_ssize_t m = PyTuple_GET_SIZE(rounded);
     Py_ssize_t offsets[SLOTS_MAX], rounded_offsets[SLOTS_MAX];
     if (n > SLOTS_MAX || m > SLOTS_MAX) {
         PyErr_SetString(PyExc_ValueError, "slot_dicts() reads at most 64 slots of each kind");
         return NULL;
     }
-    for (Py_ssize_t j = 0; j < c; j++) {
-        PyObject *pair = PyTuple_GET_ITEM(columns, j);
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2
-                || !PyList_Check(PyTuple_GET_ITEM(pair, 1))
-                || PyList_GET_SIZE(PyTuple_GET_ITEM(pair, 1)) != count) {
-            PyErr_SetString(PyExc_ValueError,
-                            "slot_dicts() takes columns of (key, a list of a value an object)");
-            return NULL;
-        }
-    }
+    if (columns_length(columns, count,
+                       "slot_dicts() takes columns of (key, a list of a value an object)") < -1)
+        return NULL;
     PyObject *dicts = PyList_New(count);
     if (dicts == NULL || count == 0) return dicts;
     PyTypeObject *type = Py_TYPE(PyList_GET_ITEM(objects, 0));
@@ -1518,12 +1541,7 @@ static PyObject *slot_dicts(PyObject *self, PyObject *args) {
             Py_DECREF(value);
             if (set < 0) goto fail;
         }
-        for (Py_ssize_t j = 0; j < c; j++) {
-            PyObject *pair = PyTuple_GET_ITEM(columns, j);
-            if (PyDict_SetItem(d, PyTuple_GET_ITEM(pair, 0),
-                               PyList_GET_ITEM(PyTuple_GET_ITEM(pair, 1), k)) < 0)
-                goto fail;
-        }
+        if (set_columns(d, columns, k) < 0) goto fail;
     }
     return dicts;
 fail:
@@ -1598,18 +1616,9 @@ static PyObject *column_dicts(PyObject *self, PyObject *args) {
     PyObject *template, *columns;
     if (!PyArg_ParseTuple(args, "O!O!", &PyDict_Type, &template, &PyTuple_Type, &columns))
         return NULL;
-    Py_ssize_t c = PyTuple_GET_SIZE(columns), count = -1;
-    for (Py_ssize_t j = 0; j < c; j++) {
-        PyObject *pair = PyTuple_GET_ITEM(columns, j);
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2
-                || !PyList_Check(PyTuple_GET_ITEM(pair, 1))
-                || (count >= 0 && PyList_GET_SIZE(PyTuple_GET_ITEM(pair, 1)) != count)) {
-            PyErr_SetString(PyExc_ValueError,
-                            "column_dicts() takes columns of (key, a list), all of one length");
-            return NULL;
-        }
-        count = PyList_GET_SIZE(PyTuple_GET_ITEM(pair, 1));
-    }
+    Py_ssize_t count = columns_length(
+        columns, -1, "column_dicts() takes columns of (key, a list), all of one length");
+    if (count == -2) return NULL;
     if (count < 0) {
         PyErr_SetString(PyExc_ValueError, "column_dicts() takes a column at least");
         return NULL;
@@ -1620,12 +1629,7 @@ static PyObject *column_dicts(PyObject *self, PyObject *args) {
         PyObject *d = PyDict_Copy(template);
         if (d == NULL) goto fail;
         PyList_SET_ITEM(dicts, k, d);
-        for (Py_ssize_t j = 0; j < c; j++) {
-            PyObject *pair = PyTuple_GET_ITEM(columns, j);
-            if (PyDict_SetItem(d, PyTuple_GET_ITEM(pair, 0),
-                               PyList_GET_ITEM(PyTuple_GET_ITEM(pair, 1), k)) < 0)
-                goto fail;
-        }
+        if (set_columns(d, columns, k) < 0) goto fail;
     }
     return dicts;
 fail:
