@@ -82,6 +82,7 @@ def run_case(attack, size: int, work: Path, cli: list, timeout: float,
             runs.append(row)
         row = median_run(runs)
         row["floor_us_per_event"] = floor_us(work, row)
+        row["floor_c_us_per_event"] = floor_c_us(work, row)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return row
@@ -109,7 +110,29 @@ def floor_us(work: Path, row: dict) -> float:
     the run's output is still there (deleting a million files first makes the next million
     slower to create). A run of 1 M one-op iterations writes 1 M pieces (the output contract:
     one file per iteration), so this much of its time is the file system's whatever the
-    splitter does. 0 below ``FLOOR_MIN_FILES`` files."""
+    splitter does. 0 below ``FLOOR_MIN_FILES`` files. Sets ``row["files"]``."""
+    written = _written(work, row)
+    if written is None:
+        return 0.0
+    return _floor([sys.executable, "-c", _FLOOR_CHILD], written, work / "floor", row)
+
+
+def floor_c_us(work: Path, row: dict) -> float:
+    """``floor_us`` with the files created by a C program (``CREATE_FILES_SOURCE``, compiled
+    with ``cc``), not by Python: the kernel's work per file alone, with no interpreter around
+    it (the project's writer creates tiny pieces in C too: ``_native.small_pieces``). On
+    ``/dev/shm`` it was 5.9-6.4 us a file against 10.3 from Python (session 42). 0 below
+    ``FLOOR_MIN_FILES`` files or without a C compiler."""
+    written = _written(work, row)
+    program = _create_files_program()
+    if written is None or program is None:
+        return 0.0
+    return _floor([program], written, work / "floor-c", row)
+
+
+def _written(work: Path, row: dict):
+    """``(count, mean size)`` of the files the run of ``row`` wrote (its manifest aside), None
+    below ``FLOOR_MIN_FILES``."""
     out = work / (row["case"] + ".out")
     count = total = 0
     if out.is_dir():
@@ -119,11 +142,35 @@ def floor_us(work: Path, row: dict) -> float:
                     count += 1
                     total += entry.stat().st_size
     row["files"] = count
-    if count < FLOOR_MIN_FILES:
-        return 0.0
-    run = subprocess.run([sys.executable, "-c", _FLOOR_CHILD, str(count), str(total // count),
-                          str(work / "floor")], capture_output=True, text=True, check=True)
+    return (count, total // count) if count >= FLOOR_MIN_FILES else None
+
+
+def _floor(child: list, written: tuple, folder: Path, row: dict) -> float:
+    """CPU microseconds per event of ``row`` that ``child COUNT SIZE FOLDER`` reports."""
+    count, size = written
+    run = subprocess.run(child + [str(count), str(size), str(folder)], capture_output=True,
+                         text=True, check=True)
     return 1e6 * float(run.stdout) / max(row["events"], 1)
+
+
+#: The C child of ``floor_c_us``.
+CREATE_FILES_SOURCE = HERE / "probes" / "create_files.c"
+_program: list = []  # [the compiled program, or None without a compiler], once a process
+
+
+def _create_files_program():
+    """``CREATE_FILES_SOURCE`` compiled with ``cc -O2`` into a temporary folder (once a
+    process), or None where it cannot be."""
+    if not _program:
+        out = Path(tempfile.mkdtemp(prefix="create-files-")) / "create_files"
+        try:
+            subprocess.run(["cc", "-O2", "-o", str(out), str(CREATE_FILES_SOURCE)],
+                           check=True, capture_output=True)
+            _program.append(str(out))
+        except (OSError, subprocess.CalledProcessError) as e:
+            print(f"no C floor (cc: {e})", file=sys.stderr)
+            _program.append(None)
+    return _program[0]
 
 
 #: The child of ``floor_us``: creates argv[1] files of argv[2] bytes in the new folder
@@ -203,7 +250,7 @@ def print_table(rows: list, startup_s: float, out=None) -> None:
     repeated = any(len(r.get("vs_tile_runs", ())) > 1 for r in rows)
     head = (f"{'case':<18} {'events':>9} {'rc':>4}  {'outcome':<52} {'RSS MB':>7} "
             f"{'wall s':>7} {'cpu s':>7} {'us/ev':>8} {'tile':>5} {'vs tile':>7} "
-            + (f"{'runs':>11} " if repeated else "") + f"{'floor':>6} {'beyond':>6}")
+            + (f"{'runs':>11} " if repeated else "") + f"{'floor':>6} {'beyond':>6} {'floorC':>6}")
     print(head, file=out)
     for r in rows:
         ref = r.get("reference_us")
@@ -212,6 +259,7 @@ def print_table(rows: list, startup_s: float, out=None) -> None:
         judged = ref and r["events"] > 2 and not timed_out and \
             r["net_us_per_event"] * r["events"] >= 1e6 * MIN_JUDGED_CPU_S
         floor = r.get("floor_us_per_event") or 0.0
+        floor_c = r.get("floor_c_us_per_event") or 0.0
         ratio = f"{r['vs_tile']:7.2f}" if judged else "      -"
         spread = r.get("vs_tile_runs") or ()
         if repeated:  # the lowest and highest ratio of the case's runs
@@ -225,7 +273,8 @@ def print_table(rows: list, startup_s: float, out=None) -> None:
               f"{rss} {r['wall_s']:7.1f} {cpu} "
               f"{r['net_us_per_event']:8.1f} " + (f"{ref:5.1f}" if ref else "    -")
               + f" {ratio} "
-              + (f"{floor:6.1f}" if floor else "     -") + f" {beyond}", file=out)
+              + (f"{floor:6.1f}" if floor else "     -") + f" {beyond} "
+              + (f"{floor_c:6.1f}" if floor_c else "     -"), file=out)
     print(f"(us/ev: CPU microseconds per event beyond the start-up of {startup_s:.2f} s; "
           "tile: the 10x resnet tile's, the mean of its runs before and after the case; "
           + ("runs: the lowest and highest ratio of the case's runs, the row being the run "
@@ -233,7 +282,8 @@ def print_table(rows: list, startup_s: float, out=None) -> None:
           f"the bounds: RSS <= {RSS_LIMIT_MB} MB, <= {TIME_RATIO_LIMIT:g}x the tile's "
           f"time per event, judged where the case takes {MIN_JUDGED_CPU_S:g} s beyond the "
           f"start-up; floor: us/ev of creating as many files of the same size alone "
-          f"(from {FLOOR_MIN_FILES} files), beyond: the ratio net of it)", file=out)
+          f"(from {FLOOR_MIN_FILES} files), beyond: the ratio net of it; floorC: the same "
+          f"files created by a C program, the kernel's share alone)", file=out)
 
 
 def main(argv=None) -> int:
