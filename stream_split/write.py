@@ -930,7 +930,6 @@ class _Pack:
     def __init__(self, path: str):
         self._path = path
         self._file = None
-        self._size = 0
         self._owners = array("i")
         self._lengths = array("i")
         #: (owners, offsets, lengths) in owner order once closed; offsets None where the
@@ -952,7 +951,6 @@ class _Pack:
         self._owners.frombytes(owners.astype(np.int32).tobytes())
         self._lengths.frombytes(lengths.astype(np.int32).tobytes())
         self._file.write(data)
-        self._size += len(data)
 
     def close(self) -> None:
         if self._file is not None:
