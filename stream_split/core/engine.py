@@ -400,6 +400,8 @@ class Splitter:
         # (``core.breakdown``), each in a list made by ``per_iteration``: a plain list, or one
         # that keeps old pages in a file (``pages.PagedList``, trimmed between batches).
         self._iterations: list[IterationRecord] = per_iteration()
+        #: (The phase facts up to the last iteration that has some, None where none: an
+        #: iteration after the last one has none, ``_observe_phase``.)
         self._phase_facts: list[PhaseFacts | None] = per_iteration()
         self._breakdowns: list[IterationBreakdown] = per_iteration()
         self._keep_paged()  # ``_paged``: those of them that page (``_trim_paged``)
@@ -1060,8 +1062,7 @@ class Splitter:
         pid, tid = self._last_thread = found.thread
         record = _new_iteration(index, start, found.first_op)
         breakdown = IterationBreakdown()
-        self._iterations.append(record)
-        self._phase_facts.append(None)  # nothing seen yet: see ``_observe_phase``
+        self._iterations.append(record)  # (no phase facts yet: see ``_observe_phase``)
         self._breakdowns.append(breakdown)
         # The breakdowns of the iterations before, most often at hand where the boundary
         # before left them (``_hot``: no look-up in a ``PagedList``)
@@ -1092,7 +1093,8 @@ class Splitter:
             windows.drop_last()
             self._iterations.pop()
             self._breakdowns.pop()
-            self._phase_facts.pop()  # index for index with the records, like the breakdowns
+            if len(self._phase_facts) > index:  # index for index with the records, up to
+                self._phase_facts.pop()  # the last that has facts (``_observe_phase``)
             self._hot = _NO_HOT
             if self.boundary_records:
                 self._records.append(Revision(index, REVISION_RETRACT, None, pid, tid,
@@ -1656,13 +1658,22 @@ class Splitter:
         tells nothing, a GEMM without its ``Input Dims`` (``serving.tells_nothing``: tested by
         the caller, ``_structure_facts``), leaves it None: 30 k annotated steps of one
         ``aten::mm`` each, ``testing.attacks.many_iterations``, paged 30 k facts of nothing
-        through the file, each pickled by a call of Python)."""
-        facts = self._phase_facts[owner]
+        through the file, each pickled by a call of Python). The list of them reaches only
+        as far as the last iteration that has some (a boundary appends nothing to it: a
+        loop without phase evidence, 30 k one-op iterations, pays no call an iteration for
+        it), the iterations between padded with None."""
+        known = self._phase_facts
+        facts = known[owner] if owner < len(known) else None
         if facts is None:
             facts = PhaseFacts()
             facts.observe(role, name, args)
             if facts != NOTHING_SEEN:
-                self._phase_facts[owner] = facts
+                while len(known) < owner:
+                    known.append(None)
+                if owner < len(known):
+                    known[owner] = facts
+                else:
+                    known.append(facts)
             return
         facts.observe(role, name, args)
 
@@ -1820,8 +1831,9 @@ class Splitter:
         records = self._iterations
         kernels, graph_launches, launches = self._launch_counts()
         self.kinds = kinds = cycle_kinds(result.shapes, kernels)
-        phases = infer_phases(kinds, SeenFacts(self._phase_facts), graph_launches,
-                              launches, loop_containers(result.evidence), self._diffusion_code)
+        seen = SeenFacts(self._phase_facts, len(records))
+        phases = infer_phases(kinds, seen, graph_launches, launches,
+                              loop_containers(result.evidence), self._diffusion_code)
         final = FinalRecords(len(records), opened, self._windows.last_end, kinds, phases,
                              self._input_complete, self._breakdowns)
         self.events_in_iterations = final.read(records, self._visit_final)
