@@ -208,9 +208,24 @@ class RootMatcher:
                 not self.tentative and sym != self.trigger:
             # An anchor right after the one op of the instance before (a loop of one-op
             # instances): a boundary at it, as below (no head op before it to walk back
-            # over, nothing tentative), without the lists' copies
-            self._begin(current, node)
+            # over, nothing tentative), without the lists' copies; ``_boundary``'s common
+            # case inline (no frame nor opening op before it; the op read before it kept),
+            # and ``_begin``'s where the instance is measured alike the one before
+            ended = current[0]
+            if [(ended.sym, ended.end - ended.start, ended.gpu)] == self._measured[0] and \
+                    self.shortest == 1:  # (each of its symbols ``seen`` already)
+                self._alike += 1
+                starts = self.starts
+                starts.append(node)
+                if len(starts) > self._typical_of:  # (as ``_begin``)
+                    del starts[:-self._typical_of]
+            else:
+                self._begin(current, node)
             self.current = [node]
+            recent = self.recent
+            if node.opener is None and not self.opening and len(recent) > 1:
+                return (found_boundary(node.start, self.thread, self.names[sym], False, "",
+                                       recent[-2].end),)
             return (self._boundary(node),)
         current.append(node)
         if sym == self.trigger and not self.waiting:
