@@ -1227,22 +1227,12 @@ class Splitter:
         if until is None:
             self._cpu_held, self._cpu_held_n = [], 0
             return columns
-        due = columns.ends < until
+        taken, kept = columns.split_before(until)
         self._cpu_held = [p for p in self._cpu_held if p.earliest >= until]
-        # The due ones first, the others after (columns back from the spill, sorted by end,
-        # decided a boundary at a time: the first iterations of a loop the detector held
-        # until it was sure): views of both (slices), not copies of the columns kept at
-        # each boundary (split of 30 k one-op iterations, whose first 1,243 boundaries
-        # took one event each of those held: 9,877.1 -> 9,680.3 M instructions).
-        count = int(np.count_nonzero(due))
-        if due[:count].all():
-            taken, kept = slice(0, count), slice(count, len(due))
-        else:
-            taken, kept = np.flatnonzero(due), np.flatnonzero(~due)
-        if count < len(due):
-            self._cpu_held.append(columns.take(kept))
+        if kept is not None:
+            self._cpu_held.append(kept)
         self._cpu_held_n = sum(map(len, self._cpu_held))
-        return columns.take(taken)
+        return taken
 
     def _hold_items(self, items: list) -> None:
         """Hold again items taken back from the spill that are not decided yet."""
@@ -1541,7 +1531,16 @@ class Splitter:
                 elif items:  # in the order they came already
                     self._own_rows(items)
         else:
-            self._resolve_in_order(decided, self._take_held(until))
+            held = self._take_held(until)
+            if not decided and held is not None and len(held) <= _FEW_HELD:
+                # a few of the held columns alone (the first iterations of a loop, held
+                # until the detector was sure, decided a boundary at a time): each ends
+                # before ``until``, so as rows are, in the order they came (``_own_rows``)
+                items = held.items(_HELD_FRAME)
+                items.sort(key=_arrival)
+                self._own_rows(items)
+            else:
+                self._resolve_in_order(decided, held)
         if self._pending_links.raws:  # (no head: see ``_held_in_memory``)
             self._pending_links = self._resolve_links(self._pending_links)
 
