@@ -40,12 +40,13 @@ class HeldColumns:
     __slots__ = ("ends", "seqs", "starts", "raws", "events", "exact", "earliest", "rising")
 
     def __init__(self, ends, seqs, starts, raws, events=None, exact: np.ndarray | None = None,
-                 *, rising: bool | None = None):
+                 *, rising: bool | None = False):
         self.ends, self.seqs, self.starts = ends, seqs, starts
         self.raws = _objects(raws)
         self.events = None if events is None else _objects(events)
         self.exact = exact
-        #: Whether ``ends`` never fall (None: not looked at yet; ``split_before``).
+        #: True: ``ends`` never fall; None: to be looked at by the next ``split_before``
+        #: (the part kept by a split before); False: not known (``split_before`` masks).
         self.rising = rising
         if not len(ends):
             self.earliest = float("inf")
@@ -69,8 +70,10 @@ class HeldColumns:
         loop the detector held until it was sure), views of both (slices), not copies of
         the columns kept at each boundary (split of 30 k one-op iterations, whose first
         1,243 boundaries took one event each of those held: 9,877.1 -> 9,680.3 M
-        instructions); where ``ends`` never fall (``rising``: looked at once, and so are
-        their slices), found by a binary search, without a pass over them."""
+        instructions); where ``ends`` never fall, found by a binary search, without a pass
+        over them: looked at where the part kept by a split is split again (``rising``: a
+        loop's first iterations, some 1,200 boundaries of one event each; not columns joined
+        anew at each boundary, the resnet tile's) and known for its slices from then on."""
         ends = self.ends
         n = len(ends)
         if self.rising is None:
@@ -80,11 +83,13 @@ class HeldColumns:
             return self._part(0, count), None if count == n else self._part(count, n)
         due = ends < until
         count = int(np.count_nonzero(due))
+        if count == n:
+            return self, None
         if due[:count].all():
-            taken, kept = slice(0, count), slice(count, n)
-        else:
-            taken, kept = np.flatnonzero(due), np.flatnonzero(~due)
-        return self.take(taken), None if count == n else self.take(kept)
+            kept = self.take(slice(count, n))
+            kept.rising = None  # (split again before anything joins it: looked at then)
+            return self.take(slice(0, count)), kept
+        return self.take(np.flatnonzero(due)), self.take(np.flatnonzero(~due))
 
     def _part(self, lo: int, hi: int) -> "HeldColumns":
         """The events from ``lo`` to ``hi`` of columns whose ends never fall (views)."""

@@ -178,7 +178,8 @@ def test_held_columns_split_before_a_time_as_their_ends_say(ends, until):
                        [bytes([k]) for k in range(n)], [(1, k) for k in range(n)],
                        np.ones(n, np.int8))
     items = held.items(frame)
-    for _ in range(2):  # (the second time: ``rising`` known, and the kept part's too)
+    for rising in (False, None, None):  # (not asked; asked; known after the first split)
+        held.rising = rising
         taken, kept = held.split_before(until)
         assert taken.items(frame) == [i for i in items if i[0] < until]
         rest = [i for i in items if not i[0] < until]

@@ -250,21 +250,27 @@ class RootMatcher:
             j -= 1
         while self.after_sync and j > lowest and self._opens_after_sync(current[j - 1]):
             j -= 1
-        if self.tentative:  # the anchor confirms the trigger's boundary, or moves it later
-            self.tentative = False
-            if j == 0 or self._at_loop_edge(current):
-                return ()
-            instance = self.previous + current[:j]
-            self._measure(instance, replace_last=True)
-            self.seen.update(n.sym for n in current[:j])
-            first = self.current[j]
-            self.starts[-1] = first
-            self.current = current[j:]
-            return (self._boundary(first, moves_last=True,
-                                   why="the instance begins after the op that triggered it"),)
+        if self.tentative:
+            return self._after_trigger(current, j)
         self._begin(current[:j], current[j])
         self.current = current[j:]
         return (self._boundary(current[j]),)
+
+    def _after_trigger(self, current: list, j: int) -> tuple:
+        """The anchor read after a trigger's tentative boundary (``current``: the ops since
+        the trigger, the anchor last; the instance begins at ``current[j]``): it confirms the
+        boundary, or moves it later."""
+        self.tentative = False
+        if j == 0 or self._at_loop_edge(current):
+            return ()
+        instance = self.previous + current[:j]
+        self._measure(instance, replace_last=True)
+        self.seen.update(n.sym for n in current[:j])
+        first = self.current[j]
+        self.starts[-1] = first
+        self.current = current[j:]
+        return (self._boundary(first, moves_last=True,
+                               why="the instance begins after the op that triggered it"),)
 
     def _at_loop_edge(self, ops: list) -> bool:
         """Where the loop's edge opens the unit (``search._fetch_edge``: the step's own first
