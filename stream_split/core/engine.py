@@ -400,6 +400,8 @@ class Splitter:
         # (``core.breakdown``), each in a list made by ``per_iteration``: a plain list, or one
         # that keeps old pages in a file (``pages.PagedList``, trimmed between batches).
         self._iterations: list[IterationRecord] = per_iteration()
+        #: (The phase facts up to the last iteration that has some, None where none: an
+        #: iteration after the last one has none, ``_observe_phase``.)
         self._phase_facts: list[PhaseFacts | None] = per_iteration()
         self._breakdowns: list[IterationBreakdown] = per_iteration()
         self._keep_paged()  # ``_paged``: those of them that page (``_trim_paged``)
@@ -1060,8 +1062,7 @@ class Splitter:
         pid, tid = self._last_thread = found.thread
         record = _new_iteration(index, start, found.first_op)
         breakdown = IterationBreakdown()
-        self._iterations.append(record)
-        self._phase_facts.append(None)  # nothing seen yet: see ``_observe_phase``
+        self._iterations.append(record)  # (no phase facts yet: see ``_observe_phase``)
         self._breakdowns.append(breakdown)
         # The breakdowns of the iterations before, most often at hand where the boundary
         # before left them (``_hot``: no look-up in a ``PagedList``)
@@ -1092,7 +1093,8 @@ class Splitter:
             windows.drop_last()
             self._iterations.pop()
             self._breakdowns.pop()
-            self._phase_facts.pop()  # index for index with the records, like the breakdowns
+            if len(self._phase_facts) > index:  # index for index with the records, up to
+                self._phase_facts.pop()  # the last that has facts (``_observe_phase``)
             self._hot = _NO_HOT
             if self.boundary_records:
                 self._records.append(Revision(index, REVISION_RETRACT, None, pid, tid,
@@ -1225,22 +1227,12 @@ class Splitter:
         if until is None:
             self._cpu_held, self._cpu_held_n = [], 0
             return columns
-        due = columns.ends < until
+        taken, kept = columns.split_before(until)
         self._cpu_held = [p for p in self._cpu_held if p.earliest >= until]
-        # The due ones first, the others after (columns back from the spill, sorted by end,
-        # decided a boundary at a time: the first iterations of a loop the detector held
-        # until it was sure): views of both (slices), not copies of the columns kept at
-        # each boundary (split of 30 k one-op iterations, whose first 1,243 boundaries
-        # took one event each of those held: 9,877.1 -> 9,680.3 M instructions).
-        count = int(np.count_nonzero(due))
-        if due[:count].all():
-            taken, kept = slice(0, count), slice(count, len(due))
-        else:
-            taken, kept = np.flatnonzero(due), np.flatnonzero(~due)
-        if count < len(due):
-            self._cpu_held.append(columns.take(kept))
+        if kept is not None:
+            self._cpu_held.append(kept)
         self._cpu_held_n = sum(map(len, self._cpu_held))
-        return columns.take(taken)
+        return taken
 
     def _hold_items(self, items: list) -> None:
         """Hold again items taken back from the spill that are not decided yet."""
@@ -1539,7 +1531,16 @@ class Splitter:
                 elif items:  # in the order they came already
                     self._own_rows(items)
         else:
-            self._resolve_in_order(decided, self._take_held(until))
+            held = self._take_held(until)
+            if not decided and held is not None and len(held) <= _FEW_HELD:
+                # a few of the held columns alone (the first iterations of a loop, held
+                # until the detector was sure, decided a boundary at a time): each ends
+                # before ``until``, so as rows are, in the order they came (``_own_rows``)
+                items = held.items(_HELD_FRAME)
+                items.sort(key=_arrival)
+                self._own_rows(items)
+            else:
+                self._resolve_in_order(decided, held)
         if self._pending_links.raws:  # (no head: see ``_held_in_memory``)
             self._pending_links = self._resolve_links(self._pending_links)
 
@@ -1656,13 +1657,22 @@ class Splitter:
         tells nothing, a GEMM without its ``Input Dims`` (``serving.tells_nothing``: tested by
         the caller, ``_structure_facts``), leaves it None: 30 k annotated steps of one
         ``aten::mm`` each, ``testing.attacks.many_iterations``, paged 30 k facts of nothing
-        through the file, each pickled by a call of Python)."""
-        facts = self._phase_facts[owner]
+        through the file, each pickled by a call of Python). The list of them reaches only
+        as far as the last iteration that has some (a boundary appends nothing to it: a
+        loop without phase evidence, 30 k one-op iterations, pays no call an iteration for
+        it), the iterations between padded with None."""
+        known = self._phase_facts
+        facts = known[owner] if owner < len(known) else None
         if facts is None:
             facts = PhaseFacts()
             facts.observe(role, name, args)
             if facts != NOTHING_SEEN:
-                self._phase_facts[owner] = facts
+                while len(known) < owner:
+                    known.append(None)
+                if owner < len(known):
+                    known[owner] = facts
+                else:
+                    known.append(facts)
             return
         facts.observe(role, name, args)
 
@@ -1820,8 +1830,9 @@ class Splitter:
         records = self._iterations
         kernels, graph_launches, launches = self._launch_counts()
         self.kinds = kinds = cycle_kinds(result.shapes, kernels)
-        phases = infer_phases(kinds, SeenFacts(self._phase_facts), graph_launches,
-                              launches, loop_containers(result.evidence), self._diffusion_code)
+        seen = SeenFacts(self._phase_facts, len(records))
+        phases = infer_phases(kinds, seen, graph_launches, launches,
+                              loop_containers(result.evidence), self._diffusion_code)
         final = FinalRecords(len(records), opened, self._windows.last_end, kinds, phases,
                              self._input_complete, self._breakdowns)
         self.events_in_iterations = final.read(records, self._visit_final)

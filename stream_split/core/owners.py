@@ -35,6 +35,8 @@ from stream_split.core.records import OUTSIDE
 
 #: ``StepOpeners``' floor of a boundary without a gap (a time is never NaN).
 _NONE = float("nan")
+#: ``StepOpeners.run_thread`` before any run: equal to no thread (None included).
+_NO_RUN = object()
 
 
 class ColumnCopy:
@@ -78,7 +80,8 @@ class StepOpeners:
     per boundary then; from the first gap on, 8 bytes a boundary (a float64 each, and the
     thread once per run of boundaries of one thread: a matcher gives every boundary one, and
     a dict of 1 M of them took some 140 MB)."""
-    __slots__ = ("_floors", "_floor_copy", "_runs", "_run_starts", "frames", "any")
+    __slots__ = ("_floors", "_floor_copy", "_runs", "_run_starts", "frames", "any",
+                 "run_thread")
 
     def __init__(self):
         #: Boundary -> where its gap begins (NaN: its step no frame may open), from the first
@@ -94,6 +97,9 @@ class StepOpeners:
         #: Some boundary has a gap (``_floors`` is kept): an attribute, read without a call
         #: (``Windows.add`` tells this one of a boundary only from then on).
         self.any = False
+        #: The thread of the latest run (``_runs[-1]``; ``_NO_RUN`` before the first): a
+        #: boundary with a gap in it only appends its floor (``Windows.add`` does so inline).
+        self.run_thread = _NO_RUN
 
     def add(self, k: int, opens_after: float | None, thread) -> None:
         """Boundary ``k`` (the next one: as many came before it) has its gap from
@@ -111,6 +117,7 @@ class StepOpeners:
         if not self._runs or self._runs[-1] != thread:
             self._runs.append(thread)
             self._run_starts.append(k)
+            self.run_thread = thread
 
     def drop_last(self, k: int) -> None:
         """Boundary ``k``, the latest, is withdrawn."""
@@ -121,6 +128,7 @@ class StepOpeners:
         if self._run_starts and self._run_starts[-1] == k:
             self._runs.pop()
             self._run_starts.pop()
+            self.run_thread = self._runs[-1] if self._runs else _NO_RUN
 
     def in_gap(self, k: int, thread, start: float) -> bool:
         """Does a frame of ``thread`` that starts at ``start`` (before boundary ``k``) begin
@@ -199,8 +207,14 @@ class Windows:
         starts.append(ts)
         self.latest_start = starts[-1]
         latest = len(starts) - 1
-        if opens_after is not None or self.openers.any:  # (else nothing to keep: no call)
-            self.openers.add(latest, opens_after, thread)
+        openers = self.openers
+        if opens_after is None:
+            if openers.any:  # (else nothing to keep: no call)
+                openers.add(latest, opens_after, thread)
+        elif openers.run_thread == thread:  # ``StepOpeners.add``'s case of a gap in the
+            openers._floors.append(opens_after)  # latest run, inline (a matcher's boundaries)
+        else:
+            openers.add(latest, opens_after, thread)
         if latest:  # the window it closes: what is decided next mostly falls in it
             self.cached_lo, self.cached_hi, self.cached_owner = starts[-2], ts, latest - 1
         else:

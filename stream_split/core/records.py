@@ -42,6 +42,141 @@ def rounded_us(us: float) -> float:
     return round(us, 3) if us and not (us.__class__ is float and us.is_integer()) else us
 
 
+#: Keys of ``IterationRecord.to_dict()`` that are not scalar columns: ``breakdown`` (a nested
+#: object: a ``Breakdown`` message of its own in ``records.proto``, no Parquet column) and
+#: ``extra`` (spread into the dict).
+NESTED_FIELDS = ("breakdown", "extra")
+#: The fields whose values ``to_dict`` gives ``rounded_us``.
+_ROUNDED_FIELDS = ("gpu_busy_us", "gpu_active_us")
+
+
+def with_to_dict(record_type: str, scalars_only: bool = True):
+    """Class decorator: the dataclass gets its ``to_dict(shared=False)`` method, a function
+    generated from its fields (``_scalar_to_dict`` where every field is a scalar, else
+    ``_dict_of``: ``IterationRecord``'s), ``{"type": record_type}`` first. Made once, when
+    the class is: a method like any other, no cost a call."""
+    def decorate(cls):
+        cls.to_dict = _scalar_to_dict(record_type, cls) if scalars_only \
+            else _dict_of(cls, record_type, method=True)
+        return cls
+    return decorate
+
+
+def _scalar_to_dict(record_type: str, cls):
+    """``to_dict(shared=False)`` of the dataclass ``cls``, whose fields are all scalars:
+    ``{"type": record_type}`` and its fields in order, their values as they are, as one dict
+    display of a function made from the names (``dataclasses.asdict`` copies each value
+    deeply, a third of ``boundaries``' time on a trace of one-op iterations; a dict updated
+    with the names and the values zipped, two frames and a call of the cached names more,
+    took some three times as long as the display: 0.85 against 0.27 µs a ``Boundary``)."""
+    names = _fields_of(cls)[0]
+    items = "".join(f"{name!r}: r.{name}, " for name in names)
+    scope: dict = {}
+    exec(f"def to_dict(r, shared=False):\n    return {{'type': {record_type!r}, {items}}}",
+         scope)  # the names: ours (``_values_of`` checks them)
+    to_dict = scope["to_dict"]
+    to_dict.__qualname__ = f"{cls.__name__}.to_dict"
+    to_dict.__doc__ = f"Its fields in order after ``type`` ({record_type!r}); ``shared`` as " \
+                      f"``IterationRecord.to_dict``'s (every field is a scalar: nothing to share)."
+    return to_dict
+
+
+@cache
+def _fields_of(cls) -> tuple:
+    """(the names of the fields of the dataclass ``cls``, in the constructor's order; a
+    function giving a record's values of them: ``_values_of``)."""
+    names = tuple(f.name for f in fields(cls))
+    return names, _values_of(names)
+
+
+def _values_of(names: tuple):
+    """A function of an object giving the tuple of its attributes ``names``, in order: a
+    function of one expression (``(r.index, r.kind, ...)``), whose attribute loads the
+    interpreter specializes for slots, where ``operator.attrgetter`` looks each one up in
+    the type: a third of the time for the 26 fields of an ``IterationRecord`` (1.39 against
+    0.48 µs; a page of records written is read so, ``_record_values``), 0.12 against
+    0.08 µs for a ``Boundary``'s 5."""
+    if not all(map(str.isidentifier, names)):
+        raise ValueError(f"not attribute names: {names!r}")
+    scope: dict = {}
+    exec(f"def values(r):\n    return ({''.join(f'r.{name}, ' for name in names)})",
+         scope)  # the names: ours
+    return scope["values"]
+
+
+def _copied(value):
+    """A copy of ``value`` (nested dicts and lists of JSON values) sharing no container."""
+    if isinstance(value, dict):
+        return {k: _copied(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copied(v) for v in value)
+    return value
+
+
+def _scalar_fields(cls) -> tuple:
+    """The fields of the dataclass ``cls`` that ``to_dict`` copies as they are, in order
+    (``NESTED_FIELDS`` aside)."""
+    return tuple(f.name for f in fields(cls) if f.name not in NESTED_FIELDS)
+
+
+def _dict_of(cls, record_type: str | None, method: bool = False):
+    """A function of a record of ``cls`` (``IterationRecord``) and a file name giving
+    ``to_dict(shared=True)``'s dict before ``extra`` is spread: ``{"type": record_type}``
+    (none where None), the fields ``_scalar_fields(cls)`` in order (``file`` the name given; ``gpu_busy_us`` and
+    ``gpu_active_us`` ``rounded_us``), ``duration_us``, ``wall_us`` and ``breakdown`` (shared),
+    made from the names with no call per derived value (``dict.update`` with the names and
+    the values zipped took about twice the instructions; with
+    ``manifest_entries._shared_entries`` some 3,000 instructions fewer an entry than
+    ``to_dict`` and ``manifest_entry`` a record at a time, split of 10 k one-op iterations).
+    The dict is a copy of one holding every key in order (``type``'s value with it), each
+    value then stored under its key: a dict display of its 26 keys is built in parts that
+    are merged (past 15 items the compiler splits it), each part growing and the merge
+    inserting anew, some 14 k instructions a dict against 9.9 k for the copy and the stores
+    (callgrind, 2,048 records of one-op iterations).
+
+    ``method``: ``IterationRecord.to_dict`` instead, a function of a record and ``shared``:
+    the same dict, its file the record's, ``breakdown`` copied unless ``shared``, and
+    ``extra``'s keys spread at the end (one frame of Python a record, not two: a
+    ``boundaries`` run writes every record so)."""
+    scalars = _scalar_fields(cls)
+    if not all(map(str.isidentifier, scalars)):
+        raise ValueError(f"not field names: {scalars!r}")
+    stores = []
+    for name in scalars:
+        value = f"r.{name}"
+        if name == "file":
+            value = "r.file" if method else "file"
+        elif name in _ROUNDED_FIELDS:  # ``rounded_us``, inline
+            value = f"round(r.{name}, 3) if r.{name} else r.{name}"
+        stores.append((name, value))
+    # ``duration_us``'s and ``wall_us``'s values, inline (without GPU work its wall span is
+    # its CPU window: no second ``round``, some 2,000 instructions)
+    stores += [("duration_us", "duration = round(r.end_ts - r.start_ts, 3)"),
+               ("wall_us", "duration if r.gpu_start_ts is None else r.wall_us"),
+               ("breakdown", "r.breakdown")]
+    template = {} if record_type is None else {"type": record_type}
+    template.update(dict.fromkeys(name for name, _ in stores))
+    lines = ["def to_dict(r, shared=False):" if method else "def dict_of(r, file):",
+             "    d = template.copy()"]
+    lines += [f"    d[{name!r}] = {value}" for name, value in stores]
+    if method:
+        lines += ["    if not shared:", "        d['breakdown'] = copied(r.breakdown)",
+                  "    if r.extra:", "        d.update(r.extra if shared else copied(r.extra))"]
+    lines.append("    return d")
+    scope = {"template": template, "copied": _copied}
+    exec("\n".join(lines), scope)  # the names: ours
+    if not method:
+        return scope["dict_of"]
+    to_dict = scope["to_dict"]
+    to_dict.__qualname__ = f"{cls.__name__}.to_dict"
+    to_dict.__doc__ = ("Its fields in order as a new dict (``breakdown`` and ``extra`` copied, "
+                       "not shared; ``shared``: shared, for a dict that is encoded at once and "
+                       "dropped), with the derived ``duration_us`` and ``wall_us``; ``extra``'s "
+                       "keys spread at the end.")
+    return to_dict
+
+
+@with_to_dict("boundary")
 @dataclass(frozen=True, slots=True)
 class Boundary:
     """Iteration ``index`` begins at ``start_ts`` with op ``first_op`` on the loop thread
@@ -55,13 +190,14 @@ class Boundary:
 
     # to_dict(shared=False) -> dict: its fields in order after ``type``; ``shared`` as
     # ``IterationRecord.to_dict``'s (every field is a scalar here: nothing to share). Made
-    # below the class (``_scalar_to_dict``).
+    # from the fields by the decorator ``with_to_dict`` (``_scalar_to_dict``).
 
 
 REVISION_MOVE = "move"
 REVISION_RETRACT = "retract"
 
 
+@with_to_dict("revision")
 @dataclass(frozen=True, slots=True)
 class Revision:
     """Boundary ``index`` (always the latest one emitted) was wrong: ``move`` puts it at
@@ -75,7 +211,7 @@ class Revision:
     first_op: str
     reason: str
 
-    # to_dict(shared=False) -> dict: as ``Boundary.to_dict`` (``_scalar_to_dict``).
+    # to_dict(shared=False) -> dict: as ``Boundary.to_dict`` (``with_to_dict``).
 
 
 def apply_revision(boundaries: list, revision: dict) -> list:
@@ -88,6 +224,7 @@ def apply_revision(boundaries: list, revision: dict) -> list:
     return kept
 
 
+@with_to_dict("iteration", scalars_only=False)
 @dataclass(slots=True)
 class IterationRecord:
     """The numbers of one iteration (or of a cycle of another kind, e.g. ``idle``)."""
@@ -148,64 +285,15 @@ class IterationRecord:
     # to_dict(shared=False) -> dict: its fields in order as a new dict (``breakdown`` and
     # ``extra`` copied, not shared; ``shared``: shared, for a dict that is encoded at once
     # and dropped), with the derived ``duration_us`` and ``wall_us``; ``extra``'s keys spread
-    # at the end. Made below the class (``_dict_of``), not ``dataclasses.asdict``.
+    # at the end. Made from the fields by the decorator ``with_to_dict`` (``_dict_of``), not
+    # ``dataclasses.asdict``. (``pack_page`` and ``unpack_page``, for ``pages.PagedList``:
+    # given at the end of the module, ``_native_record_values`` where built.)
 
     def __reduce__(self):
         """Pickled as its fields' values, rebuilt by the constructor: a quarter of the time
         of the default for slots (a long trace's records are paged through a file,
         ``pages.PagedList``, and read back a few times at the end)."""
         return IterationRecord, _RECORD_VALUES(self)
-
-
-def _scalar_to_dict(record_type: str, cls):
-    """``to_dict(shared=False)`` of the dataclass ``cls``, whose fields are all scalars:
-    ``{"type": record_type}`` and its fields in order, their values as they are, as one dict
-    display of a function made from the names (``dataclasses.asdict`` copies each value
-    deeply, a third of ``boundaries``' time on a trace of one-op iterations; a dict updated
-    with the names and the values zipped, two frames and a call of the cached names more,
-    took some three times as long as the display: 0.85 against 0.27 µs a ``Boundary``)."""
-    names = _fields_of(cls)[0]
-    items = "".join(f"{name!r}: r.{name}, " for name in names)
-    scope: dict = {}
-    exec(f"def to_dict(r, shared=False):\n    return {{'type': {record_type!r}, {items}}}",
-         scope)  # the names: ours (``_values_of`` checks them)
-    to_dict = scope["to_dict"]
-    to_dict.__qualname__ = f"{cls.__name__}.to_dict"
-    to_dict.__doc__ = f"Its fields in order after ``type`` ({record_type!r}); ``shared`` as " \
-                      f"``IterationRecord.to_dict``'s (every field is a scalar: nothing to share)."
-    return to_dict
-
-
-@cache
-def _fields_of(cls) -> tuple:
-    """(the names of the fields of the dataclass ``cls``, in the constructor's order; a
-    function giving a record's values of them: ``_values_of``)."""
-    names = tuple(f.name for f in fields(cls))
-    return names, _values_of(names)
-
-
-def _values_of(names: tuple):
-    """A function of an object giving the tuple of its attributes ``names``, in order: a
-    function of one expression (``(r.index, r.kind, ...)``), whose attribute loads the
-    interpreter specializes for slots, where ``operator.attrgetter`` looks each one up in
-    the type: a third of the time for the 26 fields of an ``IterationRecord`` (1.39 against
-    0.48 µs; a page of records written is read so, ``_record_values``), 0.12 against
-    0.08 µs for a ``Boundary``'s 5."""
-    if not all(map(str.isidentifier, names)):
-        raise ValueError(f"not attribute names: {names!r}")
-    scope: dict = {}
-    exec(f"def values(r):\n    return ({''.join(f'r.{name}, ' for name in names)})",
-         scope)  # the names: ours
-    return scope["values"]
-
-
-def _copied(value):
-    """A copy of ``value`` (nested dicts and lists of JSON values) sharing no container."""
-    if isinstance(value, dict):
-        return {k: _copied(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_copied(v) for v in value)
-    return value
 
 
 def _field_type(hint) -> tuple[type, bool]:
@@ -234,75 +322,12 @@ def iteration_fields() -> tuple[tuple[str, type, bool], ...]:
     return tuple(out)
 
 
-#: Keys of ``IterationRecord.to_dict()`` that are not scalar columns: ``breakdown`` (a nested
-#: object: a ``Breakdown`` message of its own in ``records.proto``, no Parquet column) and
-#: ``extra`` (spread into the dict).
-NESTED_FIELDS = ("breakdown", "extra")
 #: The fields of ``IterationRecord`` that ``to_dict`` copies as they are, in order.
-_SCALAR_FIELDS = tuple(f.name for f in fields(IterationRecord) if f.name not in NESTED_FIELDS)
+_SCALAR_FIELDS = _scalar_fields(IterationRecord)
 
 
-def _dict_of(record_type: str | None, method: bool = False):
-    """A function of a record and a file name giving ``to_dict(shared=True)``'s dict before
-    ``extra`` is spread: ``{"type": record_type}`` (none where None), the fields
-    ``_SCALAR_FIELDS`` in order (``file`` the name given; ``gpu_busy_us`` and
-    ``gpu_active_us`` ``rounded_us``), ``duration_us``, ``wall_us`` and ``breakdown`` (shared),
-    made from the names with no call per derived value (``dict.update`` with the names and
-    the values zipped took about twice the instructions; with
-    ``manifest_entries._shared_entries`` some 3,000 instructions fewer an entry than
-    ``to_dict`` and ``manifest_entry`` a record at a time, split of 10 k one-op iterations).
-    The dict is a copy of one holding every key in order (``type``'s value with it), each
-    value then stored under its key: a dict display of its 26 keys is built in parts that
-    are merged (past 15 items the compiler splits it), each part growing and the merge
-    inserting anew, some 14 k instructions a dict against 9.9 k for the copy and the stores
-    (callgrind, 2,048 records of one-op iterations).
-
-    ``method``: ``IterationRecord.to_dict`` instead, a function of a record and ``shared``:
-    the same dict, its file the record's, ``breakdown`` copied unless ``shared``, and
-    ``extra``'s keys spread at the end (one frame of Python a record, not two: a
-    ``boundaries`` run writes every record so)."""
-    if not all(map(str.isidentifier, _SCALAR_FIELDS)):
-        raise ValueError(f"not field names: {_SCALAR_FIELDS!r}")
-    stores = []
-    for name in _SCALAR_FIELDS:
-        value = f"r.{name}"
-        if name == "file":
-            value = "r.file" if method else "file"
-        elif name in _ROUNDED_FIELDS:  # ``rounded_us``, inline
-            value = f"round(r.{name}, 3) if r.{name} else r.{name}"
-        stores.append((name, value))
-    # ``duration_us``'s and ``wall_us``'s values, inline (without GPU work its wall span is
-    # its CPU window: no second ``round``, some 2,000 instructions)
-    stores += [("duration_us", "duration = round(r.end_ts - r.start_ts, 3)"),
-               ("wall_us", "duration if r.gpu_start_ts is None else r.wall_us"),
-               ("breakdown", "r.breakdown")]
-    template = {} if record_type is None else {"type": record_type}
-    template.update(dict.fromkeys(name for name, _ in stores))
-    lines = ["def to_dict(r, shared=False):" if method else "def dict_of(r, file):",
-             "    d = template.copy()"]
-    lines += [f"    d[{name!r}] = {value}" for name, value in stores]
-    if method:
-        lines += ["    if not shared:", "        d['breakdown'] = copied(r.breakdown)",
-                  "    if r.extra:", "        d.update(r.extra if shared else copied(r.extra))"]
-    lines.append("    return d")
-    scope = {"template": template, "copied": _copied}
-    exec("\n".join(lines), scope)  # the names: ours
-    if not method:
-        return scope["dict_of"]
-    to_dict = scope["to_dict"]
-    to_dict.__qualname__ = "IterationRecord.to_dict"
-    to_dict.__doc__ = ("Its fields in order as a new dict (``breakdown`` and ``extra`` copied, "
-                       "not shared; ``shared``: shared, for a dict that is encoded at once and "
-                       "dropped), with the derived ``duration_us`` and ``wall_us``; ``extra``'s "
-                       "keys spread at the end.")
-    return to_dict
-
-
-#: The fields whose values ``to_dict`` gives ``rounded_us``.
-_ROUNDED_FIELDS = ("gpu_busy_us", "gpu_active_us")
-IterationRecord.to_dict = _dict_of("iteration", method=True)
 #: The same without ``type``: a manifest's entry (``manifest_entries``) before its ``extra``.
-untyped_dict = _dict_of(None)
+untyped_dict = _dict_of(IterationRecord, None)
 #: Every field's value of a record, in the constructor's order (``IterationRecord.__reduce__``).
 _RECORD_VALUES = _fields_of(IterationRecord)[1]
 
@@ -394,8 +419,6 @@ _LITERAL_TYPES = (bool, int, float, str, type(None))
 _INF = float("inf")
 
 
-Boundary.to_dict = _scalar_to_dict("boundary", Boundary)
-Revision.to_dict = _scalar_to_dict("revision", Revision)
 IterationRecord.pack_page, IterationRecord.unpack_page = (
     (_record_values, _records_of) if _native is None
     else (_native_record_values, _native_records_of))

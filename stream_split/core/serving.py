@@ -214,21 +214,26 @@ NOTHING_SEEN = PhaseFacts()
 
 
 class SeenFacts:
-    """Iterations' ``PhaseFacts`` to be read, as often as wanted (``facts``: a list, or a
-    ``pages.PagedList``, read only: ``reading``), where None stands for an iteration none of
-    whose ops told anything (the facts of a new ``PhaseFacts``): the engine makes one at an
-    iteration's first op with a role only."""
-    __slots__ = ("_facts",)
+    """The ``PhaseFacts`` of ``iterations`` iterations (all of ``facts`` where None) to be
+    read, as often as wanted (``facts``: a list, or a ``pages.PagedList``, read only:
+    ``reading``), where None stands for an iteration none of whose ops told anything (the
+    facts of a new ``PhaseFacts``), and so does each iteration past the end of ``facts``:
+    the engine makes one at an iteration's first op with a role only, and keeps the list
+    no longer than its last one (``Splitter._observe_phase``)."""
+    __slots__ = ("_facts", "_len")
 
-    def __init__(self, facts):
+    def __init__(self, facts, iterations: int | None = None):
         self._facts = facts
+        self._len = len(facts) if iterations is None else iterations
 
     def __len__(self) -> int:
-        return len(self._facts)
+        return self._len
 
     def __iter__(self):
         for facts in reading(self._facts):
             yield NOTHING_SEEN if facts is None else facts
+        for _ in range(self._len - len(self._facts)):
+            yield NOTHING_SEEN
 
     def all_nothing(self) -> bool:
         """Whether no iteration's ops told anything (every one None: a loop without phase

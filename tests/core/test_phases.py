@@ -161,3 +161,34 @@ def test_facts_that_tell_nothing_are_read_a_page_at_a_time_to_the_same_answer(gr
     told.decode_work = 1
     facts = SeenFacts([None] * 9 + [told])
     assert not facts.all_nothing() and is_serving(facts, [0] * 10)
+
+
+def test_iterations_past_the_last_facts_kept_have_told_nothing():
+    """The engine keeps phase facts up to the last iteration that has some
+    (``Splitter._observe_phase``): ``SeenFacts`` of more iterations reads the others as
+    having told nothing, and answers as the facts padded with None do."""
+    from stream_split.core.serving import NOTHING_SEEN, PhaseFacts, SeenFacts, is_serving
+    told = PhaseFacts()
+    told.decode_work = 1
+    short, padded = SeenFacts([None, told], 5), SeenFacts([None, told, None, None, None])
+    assert len(short) == len(padded) == 5
+    assert list(short) == list(padded) == [NOTHING_SEEN, told] + [NOTHING_SEEN] * 3
+    assert not short.all_nothing() and is_serving(short, [0] * 5) == is_serving(padded, [0] * 5)
+    assert SeenFacts([], 3).all_nothing() and list(SeenFacts([], 3)) == [NOTHING_SEEN] * 3
+
+
+def test_phase_facts_of_a_late_iteration_alone_are_kept_at_its_index():
+    """Phase evidence in the third of five iterations only: the facts list reaches it,
+    padded with None before it (``Splitter._observe_phase``), and its phase is read there."""
+    splitter = stream_split.Splitter(SplitOptions(detector="steps"))
+    for i in range(5):
+        splitter.feed({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}",
+                       "pid": 1, "tid": 1, "ts": 100 * i, "dur": 90})
+        name = "step[DECODE bs=1]" if i == 2 else "aten::add"
+        splitter.feed({"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1,
+                       "ts": 100 * i + 10, "dur": 20})
+    splitter.end_of_input()
+    while splitter.decided().more:
+        pass
+    phases = [(r.phase, r.phase_evidence) for r in splitter.iterations]
+    assert len(phases) == 5 and phases[2] == ("decode", "annotation")

@@ -162,6 +162,32 @@ def test_held_columns_taken_and_joined_in_numpy_give_the_events_one_by_one_would
         assert spill.take(spill.due(3.0)[0]).items(frame) == items(range(4))
 
 
+@pytest.mark.parametrize("ends", [[1.0, 2.0, 2.0, 5.0, 7.0], [5.0, 1.0, 7.0, 2.0, 2.0],
+                                  [3.0], [4.0, 4.0, 4.0]])
+@pytest.mark.parametrize("until", [0.5, 2.0, 2.5, 7.0, 8.0])
+def test_held_columns_split_before_a_time_as_their_ends_say(ends, until):
+    # ``split_before``: those that end before ``until`` and the others, each in their order,
+    # by a binary search where the ends never fall (and in their slices after), as a mask
+    # of the ends would take them; a part that ends wholly before is None.
+    import numpy as np
+
+    from stream_split.spill import HeldColumns
+    frame = {"ph": "X", "cat": "python_function"}
+    n = len(ends)
+    held = HeldColumns(np.array(ends), np.arange(n), np.array(ends) - 0.5,
+                       [bytes([k]) for k in range(n)], [(1, k) for k in range(n)],
+                       np.ones(n, np.int8))
+    items = held.items(frame)
+    for rising in (False, None, None):  # (not asked; asked; known after the first split)
+        held.rising = rising
+        taken, kept = held.split_before(until)
+        assert taken.items(frame) == [i for i in items if i[0] < until]
+        rest = [i for i in items if not i[0] < until]
+        assert (kept is None) == (not rest) and (kept is None or kept.items(frame) == rest)
+        assert kept is None or kept.earliest == min(i[0] for i in rest)
+    assert held.rising == (ends == sorted(ends))
+
+
 def test_held_columns_give_integer_times_back_as_integers_through_take_join_and_spill(tmp_path):
     # A time given as an integer is held in the float columns (exactly: the engine holds no
     # larger one there) with a bit of ``exact`` saying so, and given back as the integer

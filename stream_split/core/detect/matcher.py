@@ -208,9 +208,24 @@ class RootMatcher:
                 not self.tentative and sym != self.trigger:
             # An anchor right after the one op of the instance before (a loop of one-op
             # instances): a boundary at it, as below (no head op before it to walk back
-            # over, nothing tentative), without the lists' copies
-            self._begin(current, node)
+            # over, nothing tentative), without the lists' copies; ``_boundary``'s common
+            # case inline (no frame nor opening op before it; the op read before it kept),
+            # and ``_begin``'s where the instance is measured alike the one before
+            ended = current[0]
+            if [(ended.sym, ended.end - ended.start, ended.gpu)] == self._measured[0] and \
+                    self.shortest == 1:  # (each of its symbols ``seen`` already)
+                self._alike += 1
+                starts = self.starts
+                starts.append(node)
+                if len(starts) > self._typical_of:  # (as ``_begin``)
+                    del starts[:-self._typical_of]
+            else:
+                self._begin(current, node)
             self.current = [node]
+            recent = self.recent
+            if node.opener is None and not self.opening and len(recent) > 1:
+                return (found_boundary(node.start, self.thread, self.names[sym], False, "",
+                                       recent[-2].end),)
             return (self._boundary(node),)
         current.append(node)
         if sym == self.trigger and not self.waiting:
@@ -235,21 +250,27 @@ class RootMatcher:
             j -= 1
         while self.after_sync and j > lowest and self._opens_after_sync(current[j - 1]):
             j -= 1
-        if self.tentative:  # the anchor confirms the trigger's boundary, or moves it later
-            self.tentative = False
-            if j == 0 or self._at_loop_edge(current):
-                return ()
-            instance = self.previous + current[:j]
-            self._measure(instance, replace_last=True)
-            self.seen.update(n.sym for n in current[:j])
-            first = self.current[j]
-            self.starts[-1] = first
-            self.current = current[j:]
-            return (self._boundary(first, moves_last=True,
-                                   why="the instance begins after the op that triggered it"),)
+        if self.tentative:
+            return self._after_trigger(current, j)
         self._begin(current[:j], current[j])
         self.current = current[j:]
         return (self._boundary(current[j]),)
+
+    def _after_trigger(self, current: list, j: int) -> tuple:
+        """The anchor read after a trigger's tentative boundary (``current``: the ops since
+        the trigger, the anchor last; the instance begins at ``current[j]``): it confirms the
+        boundary, or moves it later."""
+        self.tentative = False
+        if j == 0 or self._at_loop_edge(current):
+            return ()
+        instance = self.previous + current[:j]
+        self._measure(instance, replace_last=True)
+        self.seen.update(n.sym for n in current[:j])
+        first = self.current[j]
+        self.starts[-1] = first
+        self.current = current[j:]
+        return (self._boundary(first, moves_last=True,
+                               why="the instance begins after the op that triggered it"),)
 
     def _at_loop_edge(self, ops: list) -> bool:
         """Where the loop's edge opens the unit (``search._fetch_edge``: the step's own first

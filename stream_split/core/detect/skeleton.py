@@ -636,24 +636,23 @@ class Skeletons:
             return [sym for sym in syms if sym not in below] if below else syms
         return [sym for sym in syms if sym not in below and not any(sym in o for o in others)]
 
-    def on_row(self, state: ThreadSkeleton, path: tuple, depth: int, start: float,
-               end: float, name: str, transparent: bool) -> Node | None:
-        """Once matching: the op read at ``depth``, a node if it is on the row matched (the
-        children of the containers ``path``, or the top level), else None."""
+    def on_row(self, state: ThreadSkeleton, path: tuple, depth: int,
+               transparent: bool) -> bool:
+        """Once matching: is the op read at ``depth`` on the row matched (the children of the
+        containers ``path``, or the top level)? Its ancestors are cut to ``depth``; where it
+        is not, it is pushed as ``SKIPPED`` (inside an op of the row) or None
+        (``transparent``); where it is, the caller pushes its node
+        (``StructureDetector._observe_matching``)."""
         stack = state.stack
         del stack[depth:]
         for node in stack:
             if node is not None and node not in path:  # (an op's == is its identity)
                 stack.append(SKIPPED)  # inside an op of the row, not on it
-                return None
+                return False
         if transparent:
             stack.append(None)
-            return None
-        symbols = self.symbols  # (``Symbols.of``, inline: once an op of the row)
-        sym = symbols.sym_of.get(name)
-        node = Node(symbols.new(name) if sym is None else sym, start, end, 0)
-        stack.append(node)
-        return node
+            return False
+        return True
 
     def credit_launch(self, thread, ts: float, correlation, graph: bool, copy: bool) -> None:
         """A launch at ``ts``: one kernel (or a memory copy) more for the ops of ``thread``

@@ -427,9 +427,17 @@ class StructureDetector:
         if section != state.section or thread != state.key:
             return ()
         transparent = not self._use_annotations and name.startswith(PROFILER_STEP_PREFIX)
-        node = self._skeletons.on_row(state, self._matcher_path, len(stack) - 1, start, end,
-                                      name, transparent)
-        return () if node is None else self._matcher.push(node)
+        row = state.stack
+        if len(stack) == 1 and not transparent:  # a top-level op: on the row, whatever the
+            row.clear()  # containers (``on_row``'s case with no ancestor, without a call)
+        elif not self._skeletons.on_row(state, self._matcher_path, len(stack) - 1,
+                                        transparent):
+            return ()
+        symbols = self._skeletons.symbols  # (``Symbols.of``, inline: once an op of the row)
+        sym = symbols.sym_of.get(name)
+        node = Node(symbols.new(name) if sym is None else sym, start, end, 0)
+        row.append(node)
+        return self._matcher.push(node)
 
     def _observe_step(self, thread, start: float, end: float, name: str, at_top: bool):
         """A ``ProfilerStep`` span of ``thread`` (``at_top``: a top-level op of it), whatever
