@@ -659,11 +659,26 @@ done:
    look at each of their characters). */
 #define PLAIN_SLOTS 128
 
+/* The text that begins a dict's item, a comma first (left out before the first item), its
+   line break and indent, its key quoted and ``": "`` (``",\n   \"index\": "``), made once a
+   ``laid_out`` call for each plain key at each level (by the key's address, as ``plain``)
+   and copied whole: a comma, a line, a key and a colon written apart were some 200
+   instructions a key of a manifest's entry (39 keys an entry of a one-op iteration). */
+#define KEY_SLOTS 512
+#define KEY_TEXT_MAX 64
+typedef struct {
+    PyObject *key;
+    int level;
+    int size;
+    char text[KEY_TEXT_MAX];
+} KeyText;
+
 /* The text grows in one buffer; ``laid_out`` makes the str of it at the end. */
 typedef struct {
     char *at;
     Py_ssize_t size, cap;
     PyObject *plain[PLAIN_SLOTS];
+    KeyText *keys;  /* KEY_SLOTS of them (heap: 32 KB), made at the first key */
 } Text;
 
 /* Whether none of the ``n`` ASCII ``bytes`` needs an escape (a control, DEL, ``"``, ``\``),
@@ -781,19 +796,63 @@ static int text_string(Text *text, PyObject *str) {
     return 0;
 }
 
+/* The text that begins an item of a dict at ``level`` whose key is ``key`` (a str), a comma
+   first unless ``first``: from ``text->keys`` where the key is plain ASCII and short
+   (``KeyText``), else written a part at a time. */
+static int text_key(Text *text, PyObject *key, Py_ssize_t indent, int level, int first) {
+    if (text->keys == NULL && (text->keys = PyMem_Calloc(KEY_SLOTS, sizeof(KeyText))) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    uintptr_t at = (uintptr_t)key >> 4;
+    KeyText *slot = &text->keys[(at ^ (at >> 9) ^ ((uintptr_t)level * 0x9e5)) % KEY_SLOTS];
+    if (slot->key != key || slot->level != level) {
+        if (PyUnicode_READY(key) < 0) return -1;
+        Py_ssize_t n = PyUnicode_GET_LENGTH(key), spaces = indent * level;
+        if (!PyUnicode_IS_ASCII(key) || 6 + spaces + n >= KEY_TEXT_MAX
+            || !ascii_plain(PyUnicode_1BYTE_DATA(key), n)) {  /* (rare) a part at a time */
+            if ((!first && text_add(text, ",", 1) < 0) || text_line(text, indent, level) < 0
+                || text_string(text, key) < 0 || text_add(text, ": ", 2) < 0)
+                return -1;
+            return 0;
+        }
+        char *out = slot->text;
+        *out++ = ',';
+        *out++ = '\n';
+        memset(out, ' ', (size_t)spaces);
+        out += spaces;
+        *out++ = '"';
+        memcpy(out, PyUnicode_1BYTE_DATA(key), (size_t)n);
+        out += n;
+        memcpy(out, "\": ", 3);
+        out += 3;
+        slot->key = key;
+        slot->level = level;
+        slot->size = (int)(out - slot->text);
+    }
+    /* (a copy of a size known here, made inline: the bytes past the key's are not counted) */
+    if (text_room(text, KEY_TEXT_MAX) < 0) return -1;
+    memcpy(text->at + text->size, slot->text + first, KEY_TEXT_MAX - 1);
+    text->size += slot->size - first;
+    return 0;
+}
+
 /* The decimal digits of ``v`` (``"%lld"``), and ``tail``: snprintf took several times longer. */
 static int text_integer(Text *text, long long v, const char *tail, Py_ssize_t tail_size) {
-    char digits[24];
-    int n = 0;
     unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    int n = v < 0;  /* its characters: written from the last, in place (no copy of them) */
+    for (unsigned long long rest = u; ; rest /= 10) {
+        n++;
+        if (rest < 10) break;
+    }
+    if (text_room(text, n + tail_size) < 0) return -1;
+    char *out = text->at + text->size + n;
     do {
-        digits[sizeof digits - 1 - n++] = (char)('0' + u % 10);
+        *--out = (char)('0' + u % 10);
         u /= 10;
     } while (u);
-    if (v < 0) digits[sizeof digits - 1 - n++] = '-';
-    if (text_room(text, n + tail_size) < 0) return -1;
-    memcpy(text->at + text->size, digits + sizeof digits - n, (size_t)n);
-    memcpy(text->at + text->size + n, tail, (size_t)tail_size);
+    if (v < 0) *--out = '-';
+    for (Py_ssize_t i = 0; i < tail_size; i++) text->at[text->size + n + i] = tail[i];
     text->size += n + tail_size;
     return 0;
 }
@@ -850,9 +909,7 @@ static int text_value(Text *text, PyObject *value, Py_ssize_t indent, int level)
         int first = 1;
         while (PyDict_Next(value, &pos, &key, &item)) {
             if (Py_TYPE(key) != &PyUnicode_Type) return 1;
-            if ((!first && text_add(text, ",", 1) < 0) || text_line(text, indent, level + 1) < 0
-                || text_string(text, key) < 0 || text_add(text, ": ", 2) < 0)
-                return -1;
+            if (text_key(text, key, indent, level + 1, first) < 0) return -1;
             first = 0;
             int result = text_value(text, item, indent, level + 1);
             if (result) return result;
@@ -885,7 +942,7 @@ static PyObject *laid_out(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "indent: 0 to 64; level: 0 to 64");
         return NULL;
     }
-    Text text = {NULL, 0, 0, {NULL}};
+    Text text = {NULL, 0, 0, {NULL}, NULL};
     PyObject *result = NULL;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
         if ((i && text_add(&text, ",", 1) < 0) || text_line(&text, indent, level) < 0)
@@ -904,6 +961,7 @@ static PyObject *laid_out(PyObject *self, PyObject *args) {
     if (result != NULL && text.size) memcpy(PyUnicode_1BYTE_DATA(result), text.at, (size_t)text.size);
 done:
     PyMem_Free(text.at);
+    PyMem_Free(text.keys);
     return result;
 }
 
