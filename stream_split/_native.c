@@ -1836,6 +1836,117 @@ static PyObject *index_names(PyObject *self, PyObject *args) {
     return names;
 }
 
+/* ---- fin42 ---- */
+
+/* slot_columns(objects, names): for each of the slots ``names``, the column of every object's
+   value there (a list, objects in order), or, where every object holds the very same object
+   there, that one in a 1-tuple: a page of iteration records as a file holds it
+   (``records.pack_page``: most of a page's values are the same defaults, each pickled once
+   then, not once a record). Every object is of the class of the first, exactly (else
+   TypeError); an unset slot raises AttributeError. */
+static PyObject *slot_columns(PyObject *self, PyObject *args) {
+    PyObject *objects, *names;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &objects, &PyTuple_Type, &names))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(objects), n = PyTuple_GET_SIZE(names);
+    Py_ssize_t offsets[SLOTS_MAX];
+    if (n > SLOTS_MAX) {
+        PyErr_SetString(PyExc_ValueError, "slot_columns() reads at most 64 slots");
+        return NULL;
+    }
+    if (count == 0) {
+        PyErr_SetString(PyExc_ValueError, "slot_columns() takes at least one object");
+        return NULL;
+    }
+    PyTypeObject *type = Py_TYPE(PyList_GET_ITEM(objects, 0));
+    if (slot_offsets(type, names, offsets) < 0) return NULL;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *obj = PyList_GET_ITEM(objects, k);
+        if (Py_TYPE(obj) != type) {
+            PyErr_SetString(PyExc_TypeError, "slot_columns() takes objects of one class");
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (*(PyObject **)((char *)obj + offsets[i]) == NULL) {
+                PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute %R",
+                             type->tp_name, PyTuple_GET_ITEM(names, i));
+                return NULL;
+            }
+        }
+    }
+    PyObject *columns = PyList_New(n);
+    if (columns == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t at = offsets[i];
+        PyObject *first = *(PyObject **)((char *)PyList_GET_ITEM(objects, 0) + at);
+        Py_ssize_t k = 1;
+        while (k < count && *(PyObject **)((char *)PyList_GET_ITEM(objects, k) + at) == first)
+            k++;
+        PyObject *column;
+        if (k == count) {
+            column = PyTuple_Pack(1, first);
+        } else {
+            column = PyList_New(count);
+            if (column != NULL)
+                for (k = 0; k < count; k++)
+                    PyList_SET_ITEM(column, k, Py_NewRef(
+                        *(PyObject **)((char *)PyList_GET_ITEM(objects, k) + at)));
+        }
+        if (column == NULL) {
+            Py_DECREF(columns);
+            return NULL;
+        }
+        PyList_SET_ITEM(columns, i, column);
+    }
+    return columns;
+}
+
+/* with_slot_columns(cls, names, columns, count): ``count`` new objects of ``cls``, as
+   ``with_slots`` makes them, object ``k``'s slot ``names[i]`` holding ``columns[i][k]``, or
+   ``columns[i][0]`` where that is a 1-tuple (``slot_columns``' value). */
+static PyObject *with_slot_columns(PyObject *self, PyObject *args) {
+    PyObject *cls, *names, *columns;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "O!O!O!n", &PyType_Type, &cls, &PyTuple_Type, &names,
+                          &PyList_Type, &columns, &count))
+        return NULL;
+    PyTypeObject *type = (PyTypeObject *)cls;
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    Py_ssize_t offsets[SLOTS_MAX];
+    if (!makes_slotted(type, n, "with_slot_columns")) return NULL;
+    if (PyList_GET_SIZE(columns) != n || count < 0) {
+        PyErr_SetString(PyExc_ValueError, "with_slot_columns() takes a column a slot");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *column = PyList_GET_ITEM(columns, i);
+        if (!(PyTuple_CheckExact(column) && PyTuple_GET_SIZE(column) == 1)
+            && !(PyList_CheckExact(column) && PyList_GET_SIZE(column) == count)) {
+            PyErr_SetString(PyExc_ValueError, "with_slot_columns() takes a list of a value an "
+                                              "object, or a 1-tuple, a slot");
+            return NULL;
+        }
+    }
+    if (slot_offsets(type, names, offsets) < 0) return NULL;
+    PyObject *objects = PyList_New(count);
+    if (objects == NULL) return NULL;
+    PyObject *values[SLOTS_MAX];
+    for (Py_ssize_t k = 0; k < count; k++) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *column = PyList_GET_ITEM(columns, i);
+            values[i] = PyTuple_CheckExact(column) ? PyTuple_GET_ITEM(column, 0)
+                                                   : PyList_GET_ITEM(column, k);
+        }
+        PyObject *obj = slotted(type, offsets, values, n);
+        if (obj == NULL) {
+            Py_DECREF(objects);
+            return NULL;
+        }
+        PyList_SET_ITEM(objects, k, obj);
+    }
+    return objects;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped) -> (brackets, depths, end_in_string, "
@@ -1907,6 +2018,15 @@ static PyMethodDef methods[] = {
     {"index_names", index_names, METH_VARARGS,
      "index_names(head, first, count, digits, tail) -> [head + '%0<digits>d' % index + tail "
      "for index in range(first, first + count)] (write.PieceFiles._run_names)."},
+    /* ---- fin42 ---- */
+    {"slot_columns", slot_columns, METH_VARARGS,
+     "slot_columns(objects, names) -> [column a slot]: every object's (of the first one's "
+     "class exactly) value of slot names[i] in a list, or (value,) where each holds that very "
+     "object (records.pack_page)."},
+    {"with_slot_columns", with_slot_columns, METH_VARARGS,
+     "with_slot_columns(cls, names, columns, count) -> [count new objects of cls]: as "
+     "with_slots, object k's slot names[i] holding columns[i][k], or columns[i][0] where that "
+     "is a 1-tuple (records.unpack_page)."},
     {NULL, NULL, 0, NULL},
 };
 
