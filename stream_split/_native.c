@@ -1845,15 +1845,16 @@ static PyObject *index_names(PyObject *self, PyObject *args) {
 
 /* ---- fin42 ---- */
 
-/* slot_columns(objects, names): for each of the slots ``names``, the column of every object's
-   value there (a list, objects in order), or, where every object holds the very same object
-   there, that one in a 1-tuple: a page of iteration records as a file holds it
+/* slot_columns(objects, names, alike=True): for each of the slots ``names``, the column of
+   every object's value there (a list, objects in order), or, where every object holds the
+   very same object there and ``alike``, that one in a 1-tuple: a page of iteration records as a file holds it
    (``records.pack_page``: most of a page's values are the same defaults, each pickled once
    then, not once a record). Every object is of the class of the first, exactly (else
    TypeError); an unset slot raises AttributeError. */
 static PyObject *slot_columns(PyObject *self, PyObject *args) {
     PyObject *objects, *names;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &objects, &PyTuple_Type, &names))
+    int alike = 1;
+    if (!PyArg_ParseTuple(args, "O!O!|p", &PyList_Type, &objects, &PyTuple_Type, &names, &alike))
         return NULL;
     Py_ssize_t count = PyList_GET_SIZE(objects), n = PyTuple_GET_SIZE(names);
     Py_ssize_t offsets[SLOTS_MAX];
@@ -1887,10 +1888,11 @@ static PyObject *slot_columns(PyObject *self, PyObject *args) {
         Py_ssize_t at = offsets[i];
         PyObject *first = *(PyObject **)((char *)PyList_GET_ITEM(objects, 0) + at);
         Py_ssize_t k = 1;
-        while (k < count && *(PyObject **)((char *)PyList_GET_ITEM(objects, k) + at) == first)
+        while (alike && k < count
+               && *(PyObject **)((char *)PyList_GET_ITEM(objects, k) + at) == first)
             k++;
         PyObject *column;
-        if (k == count) {
+        if (alike && k == count) {
             column = PyTuple_Pack(1, first);
         } else {
             column = PyList_New(count);
@@ -2027,9 +2029,9 @@ static PyMethodDef methods[] = {
      "for index in range(first, first + count)] (write.PieceFiles._run_names)."},
     /* ---- fin42 ---- */
     {"slot_columns", slot_columns, METH_VARARGS,
-     "slot_columns(objects, names) -> [column a slot]: every object's (of the first one's "
-     "class exactly) value of slot names[i] in a list, or (value,) where each holds that very "
-     "object (records.pack_page)."},
+     "slot_columns(objects, names, alike=True) -> [column a slot]: every object's (of the "
+     "first one's class exactly) value of slot names[i] in a list, or, where alike, (value,) "
+     "where each holds that very object (records.pack_page, core.finish.record_columns)."},
     {"with_slot_columns", with_slot_columns, METH_VARARGS,
      "with_slot_columns(cls, names, columns, count) -> [count new objects of cls]: as "
      "with_slots, object k's slot names[i] holding columns[i][k], or columns[i][0] where that "
