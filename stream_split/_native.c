@@ -659,11 +659,26 @@ done:
    look at each of their characters). */
 #define PLAIN_SLOTS 128
 
+/* The text that begins a dict's item, a comma first (left out before the first item), its
+   line break and indent, its key quoted and ``": "`` (``",\n   \"index\": "``), made once a
+   ``laid_out`` call for each plain key at each level (by the key's address, as ``plain``)
+   and copied whole: a comma, a line, a key and a colon written apart were some 200
+   instructions a key of a manifest's entry (39 keys an entry of a one-op iteration). */
+#define KEY_SLOTS 512
+#define KEY_TEXT_MAX 64
+typedef struct {
+    PyObject *key;
+    int level;
+    int size;
+    char text[KEY_TEXT_MAX];
+} KeyText;
+
 /* The text grows in one buffer; ``laid_out`` makes the str of it at the end. */
 typedef struct {
     char *at;
     Py_ssize_t size, cap;
     PyObject *plain[PLAIN_SLOTS];
+    KeyText *keys;  /* KEY_SLOTS of them (heap: 32 KB), made at the first key */
 } Text;
 
 /* Whether none of the ``n`` ASCII ``bytes`` needs an escape (a control, DEL, ``"``, ``\``),
@@ -781,19 +796,63 @@ static int text_string(Text *text, PyObject *str) {
     return 0;
 }
 
+/* The text that begins an item of a dict at ``level`` whose key is ``key`` (a str), a comma
+   first unless ``first``: from ``text->keys`` where the key is plain ASCII and short
+   (``KeyText``), else written a part at a time. */
+static int text_key(Text *text, PyObject *key, Py_ssize_t indent, int level, int first) {
+    if (text->keys == NULL && (text->keys = PyMem_Calloc(KEY_SLOTS, sizeof(KeyText))) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    uintptr_t at = (uintptr_t)key >> 4;
+    KeyText *slot = &text->keys[(at ^ (at >> 9) ^ ((uintptr_t)level * 0x9e5)) % KEY_SLOTS];
+    if (slot->key != key || slot->level != level) {
+        if (PyUnicode_READY(key) < 0) return -1;
+        Py_ssize_t n = PyUnicode_GET_LENGTH(key), spaces = indent * level;
+        if (!PyUnicode_IS_ASCII(key) || 6 + spaces + n >= KEY_TEXT_MAX
+            || !ascii_plain(PyUnicode_1BYTE_DATA(key), n)) {  /* (rare) a part at a time */
+            if ((!first && text_add(text, ",", 1) < 0) || text_line(text, indent, level) < 0
+                || text_string(text, key) < 0 || text_add(text, ": ", 2) < 0)
+                return -1;
+            return 0;
+        }
+        char *out = slot->text;
+        *out++ = ',';
+        *out++ = '\n';
+        memset(out, ' ', (size_t)spaces);
+        out += spaces;
+        *out++ = '"';
+        memcpy(out, PyUnicode_1BYTE_DATA(key), (size_t)n);
+        out += n;
+        memcpy(out, "\": ", 3);
+        out += 3;
+        slot->key = key;
+        slot->level = level;
+        slot->size = (int)(out - slot->text);
+    }
+    /* (a copy of a size known here, made inline: the bytes past the key's are not counted) */
+    if (text_room(text, KEY_TEXT_MAX) < 0) return -1;
+    memcpy(text->at + text->size, slot->text + first, KEY_TEXT_MAX - 1);
+    text->size += slot->size - first;
+    return 0;
+}
+
 /* The decimal digits of ``v`` (``"%lld"``), and ``tail``: snprintf took several times longer. */
 static int text_integer(Text *text, long long v, const char *tail, Py_ssize_t tail_size) {
-    char digits[24];
-    int n = 0;
     unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    int n = v < 0;  /* its characters: written from the last, in place (no copy of them) */
+    for (unsigned long long rest = u; ; rest /= 10) {
+        n++;
+        if (rest < 10) break;
+    }
+    if (text_room(text, n + tail_size) < 0) return -1;
+    char *out = text->at + text->size + n;
     do {
-        digits[sizeof digits - 1 - n++] = (char)('0' + u % 10);
+        *--out = (char)('0' + u % 10);
         u /= 10;
     } while (u);
-    if (v < 0) digits[sizeof digits - 1 - n++] = '-';
-    if (text_room(text, n + tail_size) < 0) return -1;
-    memcpy(text->at + text->size, digits + sizeof digits - n, (size_t)n);
-    memcpy(text->at + text->size + n, tail, (size_t)tail_size);
+    if (v < 0) *--out = '-';
+    for (Py_ssize_t i = 0; i < tail_size; i++) text->at[text->size + n + i] = tail[i];
     text->size += n + tail_size;
     return 0;
 }
@@ -819,6 +878,9 @@ static int text_float(Text *text, double v) {
    bool, None), a float not finite, or nesting deeper than ``LAID_OUT_DEPTH``: the caller
    answers None. */
 #define LAID_OUT_DEPTH 64
+/* The room made at once for the text of an item of ``laid_out``: a manifest's entry without
+   GPU work takes some 900 bytes. */
+#define LAID_OUT_ITEM_BYTES 1024
 static int text_value(Text *text, PyObject *value, Py_ssize_t indent, int level) {
     PyTypeObject *type = Py_TYPE(value);
     if (type == &PyUnicode_Type) return text_string(text, value);
@@ -850,9 +912,7 @@ static int text_value(Text *text, PyObject *value, Py_ssize_t indent, int level)
         int first = 1;
         while (PyDict_Next(value, &pos, &key, &item)) {
             if (Py_TYPE(key) != &PyUnicode_Type) return 1;
-            if ((!first && text_add(text, ",", 1) < 0) || text_line(text, indent, level + 1) < 0
-                || text_string(text, key) < 0 || text_add(text, ": ", 2) < 0)
-                return -1;
+            if (text_key(text, key, indent, level + 1, first) < 0) return -1;
             first = 0;
             int result = text_value(text, item, indent, level + 1);
             if (result) return result;
@@ -885,8 +945,12 @@ static PyObject *laid_out(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "indent: 0 to 64; level: 0 to 64");
         return NULL;
     }
-    Text text = {NULL, 0, 0, {NULL}};
+    Text text = {NULL, 0, 0, {NULL}, NULL};
     PyObject *result = NULL;
+    /* room for the text of most items at once: grown from 4 KB by doubling, the text of 256
+       entries (some 230 KB) was copied once more on the way (callgrind, a manifest of 30 k
+       one-op iterations: 27.9 M instructions of realloc) */
+    if (text_room(&text, LAID_OUT_ITEM_BYTES * PyList_GET_SIZE(items)) < 0) return NULL;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
         if ((i && text_add(&text, ",", 1) < 0) || text_line(&text, indent, level) < 0)
             goto done;
@@ -904,6 +968,7 @@ static PyObject *laid_out(PyObject *self, PyObject *args) {
     if (result != NULL && text.size) memcpy(PyUnicode_1BYTE_DATA(result), text.at, (size_t)text.size);
 done:
     PyMem_Free(text.at);
+    PyMem_Free(text.keys);
     return result;
 }
 
@@ -1778,6 +1843,119 @@ static PyObject *index_names(PyObject *self, PyObject *args) {
     return names;
 }
 
+/* ---- fin42 ---- */
+
+/* slot_columns(objects, names, alike=True): for each of the slots ``names``, the column of
+   every object's value there (a list, objects in order), or, where every object holds the
+   very same object there and ``alike``, that one in a 1-tuple: a page of iteration records as a file holds it
+   (``records.pack_page``: most of a page's values are the same defaults, each pickled once
+   then, not once a record). Every object is of the class of the first, exactly (else
+   TypeError); an unset slot raises AttributeError. */
+static PyObject *slot_columns(PyObject *self, PyObject *args) {
+    PyObject *objects, *names;
+    int alike = 1;
+    if (!PyArg_ParseTuple(args, "O!O!|p", &PyList_Type, &objects, &PyTuple_Type, &names, &alike))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(objects), n = PyTuple_GET_SIZE(names);
+    Py_ssize_t offsets[SLOTS_MAX];
+    if (n > SLOTS_MAX) {
+        PyErr_SetString(PyExc_ValueError, "slot_columns() reads at most 64 slots");
+        return NULL;
+    }
+    if (count == 0) {
+        PyErr_SetString(PyExc_ValueError, "slot_columns() takes at least one object");
+        return NULL;
+    }
+    PyTypeObject *type = Py_TYPE(PyList_GET_ITEM(objects, 0));
+    if (slot_offsets(type, names, offsets) < 0) return NULL;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *obj = PyList_GET_ITEM(objects, k);
+        if (Py_TYPE(obj) != type) {
+            PyErr_SetString(PyExc_TypeError, "slot_columns() takes objects of one class");
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (*(PyObject **)((char *)obj + offsets[i]) == NULL) {
+                PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute %R",
+                             type->tp_name, PyTuple_GET_ITEM(names, i));
+                return NULL;
+            }
+        }
+    }
+    PyObject *columns = PyList_New(n);
+    if (columns == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t at = offsets[i];
+        PyObject *first = *(PyObject **)((char *)PyList_GET_ITEM(objects, 0) + at);
+        Py_ssize_t k = 1;
+        while (alike && k < count
+               && *(PyObject **)((char *)PyList_GET_ITEM(objects, k) + at) == first)
+            k++;
+        PyObject *column;
+        if (alike && k == count) {
+            column = PyTuple_Pack(1, first);
+        } else {
+            column = PyList_New(count);
+            if (column != NULL)
+                for (k = 0; k < count; k++)
+                    PyList_SET_ITEM(column, k, Py_NewRef(
+                        *(PyObject **)((char *)PyList_GET_ITEM(objects, k) + at)));
+        }
+        if (column == NULL) {
+            Py_DECREF(columns);
+            return NULL;
+        }
+        PyList_SET_ITEM(columns, i, column);
+    }
+    return columns;
+}
+
+/* with_slot_columns(cls, names, columns, count): ``count`` new objects of ``cls``, as
+   ``with_slots`` makes them, object ``k``'s slot ``names[i]`` holding ``columns[i][k]``, or
+   ``columns[i][0]`` where that is a 1-tuple (``slot_columns``' value). */
+static PyObject *with_slot_columns(PyObject *self, PyObject *args) {
+    PyObject *cls, *names, *columns;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "O!O!O!n", &PyType_Type, &cls, &PyTuple_Type, &names,
+                          &PyList_Type, &columns, &count))
+        return NULL;
+    PyTypeObject *type = (PyTypeObject *)cls;
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    Py_ssize_t offsets[SLOTS_MAX];
+    if (!makes_slotted(type, n, "with_slot_columns")) return NULL;
+    if (PyList_GET_SIZE(columns) != n || count < 0) {
+        PyErr_SetString(PyExc_ValueError, "with_slot_columns() takes a column a slot");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *column = PyList_GET_ITEM(columns, i);
+        if (!(PyTuple_CheckExact(column) && PyTuple_GET_SIZE(column) == 1)
+            && !(PyList_CheckExact(column) && PyList_GET_SIZE(column) == count)) {
+            PyErr_SetString(PyExc_ValueError, "with_slot_columns() takes a list of a value an "
+                                              "object, or a 1-tuple, a slot");
+            return NULL;
+        }
+    }
+    if (slot_offsets(type, names, offsets) < 0) return NULL;
+    PyObject *objects = PyList_New(count);
+    if (objects == NULL) return NULL;
+    PyObject *values[SLOTS_MAX];
+    for (Py_ssize_t k = 0; k < count; k++) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *column = PyList_GET_ITEM(columns, i);
+            values[i] = PyTuple_CheckExact(column) ? PyTuple_GET_ITEM(column, 0)
+                                                   : PyList_GET_ITEM(column, k);
+        }
+        PyObject *obj = slotted(type, offsets, values, n);
+        if (obj == NULL) {
+            Py_DECREF(objects);
+            return NULL;
+        }
+        PyList_SET_ITEM(objects, k, obj);
+    }
+    return objects;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped) -> (brackets, depths, end_in_string, "
@@ -1849,6 +2027,15 @@ static PyMethodDef methods[] = {
     {"index_names", index_names, METH_VARARGS,
      "index_names(head, first, count, digits, tail) -> [head + '%0<digits>d' % index + tail "
      "for index in range(first, first + count)] (write.PieceFiles._run_names)."},
+    /* ---- fin42 ---- */
+    {"slot_columns", slot_columns, METH_VARARGS,
+     "slot_columns(objects, names, alike=True) -> [column a slot]: every object's (of the "
+     "first one's class exactly) value of slot names[i] in a list, or, where alike, (value,) "
+     "where each holds that very object (records.pack_page, core.finish.record_columns)."},
+    {"with_slot_columns", with_slot_columns, METH_VARARGS,
+     "with_slot_columns(cls, names, columns, count) -> [count new objects of cls]: as "
+     "with_slots, object k's slot names[i] holding columns[i][k], or columns[i][0] where that "
+     "is a 1-tuple (records.unpack_page)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -21,11 +21,12 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 from itertools import chain
-from operator import attrgetter, itemgetter, sub
+from operator import itemgetter, sub
 
 import msgspec
 
 import stream_split
+from stream_split.core.finish import record_columns
 from stream_split.core.records import (_ROUNDED_FIELDS, _SCALAR_FIELDS, IterationRecord,
                                        untyped_dict)
 from stream_split.native import NATIVE as _native  # (None: the Python fallbacks)
@@ -57,11 +58,11 @@ def _shared_entries(records: list, files: dict) -> list:
     (``records.untyped_dict``) and the file's name: no other call of Python per entry
     (``to_dict``, its derived values, ``manifest_entry`` itself: some 3,000 instructions an
     entry of a manifest of 10 k one-op iterations)."""
-    indices = list(map(_INDEX, records))
+    indices, extras, *spans = record_columns(records, _ENTRY_READS)
     names_of = getattr(files, "names_of", None)  # (``write.PieceFiles``: a page's at once)
     names = names_of(indices) if names_of is not None else list(map(files.get, indices))
-    entries = _entry_dicts(records, names)
-    if any(map(_EXTRA, records)):  # (rare) spread as ``to_dict`` spreads it, the file kept
+    entries = _entry_dicts(records, names, spans)
+    if any(extras):  # (rare) spread as ``to_dict`` spreads it, the file kept
         for entry, record in zip(entries, records):
             if record.extra:
                 file = entry["file"]
@@ -70,20 +71,23 @@ def _shared_entries(records: list, files: dict) -> list:
     return entries
 
 
-_INDEX, _EXTRA, _KIND = attrgetter("index"), attrgetter("extra"), itemgetter("kind")
+_KIND = itemgetter("kind")
+#: The fields of each record that ``_shared_entries`` reads (``core.finish.record_columns``:
+#: in one call), the last three ``_entry_dicts``' (its spans).
+_ENTRY_READS = ("index", "extra", "end_ts", "start_ts", "gpu_start_ts")
 
 
-def _entry_dicts(records: list, names: list) -> list:
+def _entry_dicts(records: list, names: list, spans: list | None = None) -> list:
     """``list(map(records.untyped_dict, records, names))``: made by ``_native.slot_dicts``
     where built and every record is an ``IterationRecord`` (exactly), its derived values a
     column at a time (``duration_us`` rounded by ``_native.rounded``, which rounds a whole
     float without its decimal conversion), no call of Python an entry: callgrind, split of
-    30 k one-op iterations, ``_shared_entries`` 391 -> 323 M instructions."""
+    30 k one-op iterations, ``_shared_entries`` 391 -> 323 M instructions. ``spans``: their
+    columns of ``end_ts``, ``start_ts`` and ``gpu_start_ts`` where read already."""
     if _native is None or not records or records[0].__class__ is not IterationRecord:
         return list(map(untyped_dict, records, names))
-    durations = _native.rounded(list(map(sub, map(_END_TS, records), map(_START_TS, records))),
-                                False)
-    gpu_starts = list(map(_GPU_START_TS, records))
+    ends, starts, gpu_starts = spans or record_columns(records, _ENTRY_READS[2:])
+    durations = _native.rounded(list(map(sub, ends, starts)), False)
     walls = durations if gpu_starts.count(None) == len(gpu_starts) else [
         duration if gpu_start is None else record.wall_us
         for record, duration, gpu_start in zip(records, durations, gpu_starts)]
@@ -95,8 +99,6 @@ def _entry_dicts(records: list, names: list) -> list:
         return list(map(untyped_dict, records, names))
 
 
-_START_TS, _END_TS, _GPU_START_TS = (attrgetter("start_ts"), attrgetter("end_ts"),
-                                     attrgetter("gpu_start_ts"))
 #: An entry's keys in order (``records.untyped_dict``'s: the one place that orders them).
 _ENTRY_TEMPLATE = dict.fromkeys(untyped_dict(IterationRecord(0), None))
 #: The slots of a record an entry holds as they are (``_entry_dicts``): its fields but
@@ -168,7 +170,7 @@ class ManifestIterations(Sequence):
         kinds = Counter()
         chunk, first = [], 0
         for _, entries in self._shared_pages():
-            kinds.update(map(_KIND, entries))
+            count_kinds(kinds, entries)
             chunk += entries
             while len(chunk) >= CHUNK_ENTRIES:
                 full, chunk = chunk[:CHUNK_ENTRIES], chunk[CHUNK_ENTRIES:]
@@ -213,6 +215,18 @@ class ManifestIterations(Sequence):
 
     def __reduce__(self):
         return list, (list(self),)
+
+
+def count_kinds(counts: dict, entries: list) -> None:
+    """Add the kinds of ``entries`` (a list of entries) to ``counts`` ({kind: how many}, in
+    the order first seen): where every one is of the first one's kind (mostly), by one count
+    in C (``Counter.update`` hashed each entry's kind: some 700 instructions an entry)."""
+    kinds = list(map(_KIND, entries))
+    if kinds and kinds.count(kinds[0]) == len(kinds):
+        counts[kinds[0]] = counts.get(kinds[0], 0) + len(kinds)
+    else:
+        for kind in kinds:
+            counts[kind] = counts.get(kind, 0) + 1
 
 
 def entries_to_read(entries):
@@ -265,7 +279,9 @@ def dump_manifest(manifest: dict, stream, read=None) -> None:
                 read(entries[at:at + CHUNK_ENTRIES])
     stream.write("[")
     for count, text in enumerate(texts):  # written as made: 1 M entries' text is ~1 GB
-        stream.write("," + text if count else text)
+        if count:  # (apart: ``"," + text`` copied every chunk's text once more)
+            stream.write(",")
+        stream.write(text)
     stream.write("\n" + " " * INDENT + "]" if entries else "]")
     stream.write(after)
 

@@ -32,6 +32,7 @@ from operator import attrgetter, eq, or_, sub
 
 import numpy as np
 
+from stream_split.core.finish import record_columns
 from stream_split.core.records import KIND_IDLE, IterationRecord
 from stream_split.core.serving import IDLE as PHASE_IDLE
 from stream_split.native import NATIVE as _native  # (None: the Python fallbacks)
@@ -272,10 +273,13 @@ class RecordColumns:
             for record in records:
                 self.add(record)
             return
-        phases = list(map(_PHASE, records))
-        self.times.extend(_judged_times(records))  # (never None: see ``add``)
-        self.idle.extend(map(or_, map(eq, phases, repeat(PHASE_IDLE)),
-                             map(eq, map(_KIND, records), repeat(KIND_IDLE))))
+        phases, kinds, *spans = record_columns(records, _PAGE_READS)
+        self.times.extend(_judged_times(records, spans))  # (never None: see ``add``)
+        if PHASE_IDLE in phases or KIND_IDLE in kinds:
+            self.idle.extend(map(or_, map(eq, phases, repeat(PHASE_IDLE)),
+                                 map(eq, kinds, repeat(KIND_IDLE))))
+        else:  # (most pages: none idle, a zero each at once)
+            self.idle.extend(bytes(len(phases)))
         if self.phases is not None:
             self.phases.extend(phases)
         elif phases.count(None) < len(phases):
@@ -289,20 +293,24 @@ class RecordColumns:
 
 
 _RECORD_CLASS = {IterationRecord}
-_PHASE, _KIND, _JUDGED = attrgetter("phase"), attrgetter("kind"), attrgetter(JUDGED_ON)
-_START, _END, _GPU_START = attrgetter("start_ts"), attrgetter("end_ts"), attrgetter("gpu_start_ts")
+_JUDGED = attrgetter(JUDGED_ON)
+#: The fields ``RecordColumns.add_page`` reads of each record (``core.finish.record_columns``:
+#: in one call), the last three its spans' (``_judged_times``).
+_PAGE_READS = ("phase", "kind", "gpu_start_ts", "end_ts", "start_ts")
 
 
-def _judged_times(records: list):
+def _judged_times(records: list, spans: list | None = None):
     """The ``JUDGED_ON`` of each of ``records`` (``IterationRecord``s): where none has GPU
     work, its wall span is its CPU window (``IterationRecord.wall_us``), taken a column at a
     time and rounded by ``_native.rounded`` where built (a whole float is its own rounding:
     no decimal conversion: ``round`` of a float to 3 digits is some 2,000 instructions; its
-    figure with ``core.finish._set_final``'s); else the property a record at a time."""
-    gpu_starts = list(map(_GPU_START, records))
+    figure with ``core.finish._set_final``'s); else the property a record at a time.
+    ``spans``: their columns of ``gpu_start_ts``, ``end_ts`` and ``start_ts`` where read
+    already (``record_columns``)."""
+    gpu_starts, ends, starts = spans or record_columns(records, _PAGE_READS[2:])
     if _native is None or JUDGED_ON != "wall_us" or gpu_starts.count(None) != len(gpu_starts):
         return map(_JUDGED, records)
-    return _native.rounded(list(map(sub, map(_END, records), map(_START, records))), False)
+    return _native.rounded(list(map(sub, ends, starts)), False)
 
 
 def analyze_records(records: list, groups: list | None = None) -> IterationStats:

@@ -12,7 +12,7 @@ import errno
 import json
 import os
 import sys
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import chain, compress, islice, repeat
@@ -24,7 +24,7 @@ from rich.table import Table
 
 from stream_split.core.records import KIND_IDLE
 from stream_split.explain import shown
-from stream_split.manifest_entries import entries_to_read
+from stream_split.manifest_entries import count_kinds, entries_to_read
 from stream_split.serialize import strict_json
 from stream_split.stats import JUDGED_ON, judged_time, quantile
 from stream_split.trace_format import profiler_step_number
@@ -350,9 +350,7 @@ class ShownRows:
         (``TableBuilder.add_many``)."""
         before = self._n
         self._n += len(entries)
-        kinds = self.kinds
-        for kind, count in Counter(map(_KIND, entries)).items():  # (in the order first seen)
-            kinds[kind] = kinds.get(kind, 0) + count
+        count_kinds(self.kinds, entries)  # (in the order first seen)
         # their rows' ``start_ms``, in µs until ``build_table`` is done (finite: the manifest's)
         starts = [start for start in map(_START, entries) if start is not None]
         if starts and (self.first_start is None or min(starts) < self.first_start):

@@ -351,28 +351,46 @@ def _breakdown_page(breakdowns: list) -> tuple:
     which each one's layers are their count and its ``cpu_ops`` its threads, and the states
     (``_union_state``) of all their unions, layers first: read in C, no call per breakdown
     nor per union (a ``__reduce__`` each was some 40 k instructions a breakdown to write and
-    read back on a trace of one-op iterations)."""
-    columns = list(zip(*_SLOT_ROWS(breakdowns)))
-    layers, cpu_ops = columns[0], columns[2]
+    read back on a trace of one-op iterations). A column whose every value is the very same
+    object is that one in a 1-tuple (``_SLOT_COLUMNS``: ``_full`` makes it whole again)."""
+    columns = _SLOT_COLUMNS(breakdowns)
+    count = len(breakdowns)
+    layers, cpu_ops = _full(columns[0], count), _full(columns[2], count)
     unions = list(chain(chain.from_iterable(layers),
                         chain.from_iterable(map(dict.values, cpu_ops))))
     columns[0], columns[2] = list(map(len, layers)), list(map(tuple, cpu_ops))
     for at in _MOSTLY_EMPTY_SLOTS:
         if not any(columns[at]):  # (every dict empty: a truth test each, no ==)
             columns[at] = None
-    return columns, _flat_states(_UNION_ROWS(unions))
+    return columns, _flat_states(unions)
 
 
-def _flat_states(states: list):
-    """``states`` (``_union_state``'s, a list) as a page holds them: where every union's
-    intervals are lists, ``(their counts, every start, every end, each one's frozen_us,
-    each one's frozen)``, columns of plain values (no list nor tuple a union to pickle and
-    load); else ``states`` as they are."""
-    if not states:
-        return states
-    starts, ends, frozen_us, frozen = zip(*states)
+def _full(column, count: int):
+    """``column`` (a list or tuple of ``count`` values, or ``_SLOT_COLUMNS``' 1-tuple of the
+    one value of them all) with its ``count`` values."""
+    return column * count if column.__class__ is tuple and len(column) == 1 else column
+
+
+def _full_columns(columns: list) -> list:
+    """The columns of a page as ``_breakdown_page`` made them, each with a value a breakdown
+    (``_full``; those left out as None stay so)."""
+    count = len(columns[2])  # (its threads: a list of a tuple each)
+    return [column if column is None else _full(column, count) for column in columns]
+
+
+def _flat_states(unions: list):
+    """The states (``_union_state``'s) of ``unions`` as a page holds them: where every
+    union's intervals are lists, ``(their counts, every start, every end, each one's
+    frozen_us, each one's frozen)``, columns of plain values (no list nor tuple a union to
+    pickle and load; the last two a 1-tuple where each holds the very same object, most
+    often: ``_SLOT_COLUMNS``); else a list of their states."""
+    if not unions:
+        return []
+    count = len(unions)
+    starts, ends, frozen_us, frozen = _UNION_COLUMNS(unions)
+    starts, ends = _full(starts, count), _full(ends, count)
     if set(map(type, starts)) != _LIST or set(map(type, ends)) != _LIST:
-        return states
+        return list(zip(starts, ends, _full(frozen_us, count), _full(frozen, count)))
     return (list(map(len, starts)), list(chain.from_iterable(starts)),
             list(chain.from_iterable(ends)), frozen_us, frozen)
 
@@ -384,7 +402,8 @@ def _states_of(states) -> list:
     counts, starts, ends, frozen_us, frozen = states
     starts, ends = iter(starts), iter(ends)
     return list(zip(map(list, map(islice, repeat(starts), counts)),
-                    map(list, map(islice, repeat(ends), counts)), frozen_us, frozen))
+                    map(list, map(islice, repeat(ends), counts)),
+                    _full(frozen_us, len(counts)), _full(frozen, len(counts))))
 
 
 def _empty_dicts(columns: list) -> None:
@@ -397,6 +416,7 @@ def _empty_dicts(columns: list) -> None:
 def _breakdowns_of(page: tuple) -> list:
     """The breakdowns of a page as ``_breakdown_page`` made it."""
     columns, states = page
+    columns = _full_columns(columns)
     _empty_dicts(columns)
     unions = iter(list(map(_union_of, _states_of(states))))
     # each one's unions taken in turn from the one list: its layers' count, then its threads
@@ -610,11 +630,13 @@ def final_dicts(page, spans: list) -> list:
     skip = sum(columns[0])
     if states.__class__ is tuple and states[0].count(1) == len(states[0]):
         # (``_flat_states``, an interval a union: ``_union_length``'s sum of one, 0 + it)
-        _, starts, ends, frozen_us, _ = states
+        counts, starts, ends, frozen_us, _ = states
+        frozen_us = _full(frozen_us, len(counts))
         lengths = iter(list(map(add, frozen_us[skip:], map(add, repeat(0), map(
             sub, ends[skip:], starts[skip:])))))
     else:
         lengths = iter(list(starmap(_union_length, islice(_states_of(states), skip, None))))
+    columns = _full_columns(columns)
     threads_of, delays_of = columns[2], columns[5]
     if delays_of.count(0) == len(delays_of) and list(map(len, threads_of)).count(1) == len(
             threads_of):  # one thread each, no launch timed (a trace of CPU iterations):
@@ -659,22 +681,24 @@ _MOSTLY_EMPTY_SLOTS = (IterationBreakdown.__slots__.index("kernels"),
 _LIST = {list}
 
 
-def _slot_rows(cls):
-    """A function of a list of objects of ``cls`` (exactly) giving the tuple of each one's
-    slots' values, in the order of ``__slots__`` (what ``attrgetter(*cls.__slots__)`` gives
-    each): ``_native.slot_rows`` where built, which finds each slot at its offset where
-    ``attrgetter`` looks each name up in the type (``_breakdown_page``, callgrind, a page of
-    64 breakdowns of one-op iterations: 587 k -> 397 k instructions)."""
+def _slot_columns(cls):
+    """A function of a list of objects of ``cls`` (exactly, at least one) giving a column a
+    slot, in the order of ``__slots__``: every object's value there (a list), or, by
+    ``_native.slot_columns`` where built, that value in a 1-tuple where every object holds
+    the very same object there (a breakdown's zeros and Nones: each pickled once a page,
+    not once a breakdown); read at each slot's offset, no look-up in the type a value
+    (``attrgetter`` a row at a time: ``_breakdown_page``, callgrind, a page of 64 breakdowns
+    of one-op iterations, 587 k -> 397 k instructions by ``_native.slot_rows`` then)."""
     names = cls.__slots__
     if _native is None:
         get = attrgetter(*names)
-        return lambda objects: list(map(get, objects))
-    slot_rows = _native.slot_rows
-    return lambda objects: slot_rows(objects, names)
+        return lambda objects: list(map(list, zip(*map(get, objects))))
+    slot_columns = _native.slot_columns
+    return lambda objects: slot_columns(objects, names)
 
 
-#: Every slot's value of each of a page of breakdowns, and of unions (``_breakdown_page``).
-_SLOT_ROWS, _UNION_ROWS = _slot_rows(IterationBreakdown), _slot_rows(IntervalUnion)
+#: Every slot's column of a page of breakdowns, and of unions (``_breakdown_page``).
+_SLOT_COLUMNS, _UNION_COLUMNS = _slot_columns(IterationBreakdown), _slot_columns(IntervalUnion)
 
 
 #: ``IterationBreakdown.gpu_dict`` of an iteration without GPU work.

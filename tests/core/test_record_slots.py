@@ -33,7 +33,7 @@ def _same(a: list, b: list) -> bool:
 def test_the_records_use_the_native_parts_where_they_are_built():
     native = _native is not None
     assert (IterationRecord.unpack_page is records._native_records_of) is native
-    assert (IterationRecord.pack_page is records._native_record_values) is native
+    assert (IterationRecord.pack_page is records._native_record_columns) is native
 
 
 @needs_native
@@ -43,9 +43,30 @@ def test_a_page_is_packed_and_unpacked_natively_as_in_python(rows):
     made = records._records_of(rows)
     unpacked = records._native_records_of(rows)
     assert _same(unpacked, made)
-    assert records._native_record_values(made) == records._record_values(made) == rows
-    values = records._native_record_values(unpacked)
+    assert records._record_values(made) == rows
+    # as columns (the very same object in every record: one value), and back
+    packed = records._native_record_columns(unpacked)
+    again = records._native_records_of(packed)
+    assert _same(again, made)
+    values = records._record_values(again)
     assert all(map(lambda a, b: all(map(lambda x, y: x is y, a, b)), values, rows))  # as kept
+    if rows:
+        count, columns = packed
+        assert count == len(rows) and len(columns) == len(_FIELDS)
+        for at, column in enumerate(columns):
+            same = all(row[at] is rows[0][at] for row in rows)
+            assert column == ((rows[0][at],) if same else [row[at] for row in rows])
+
+
+@needs_native
+def test_a_page_of_default_records_is_mostly_single_values():
+    """A page of records that hold the same defaults keeps one value of each such field."""
+    page = [IterationRecord(i, start_ts=6 * i, end_ts=6 * i + 6, first_op="op")
+            for i in range(64)]
+    count, columns = records._native_record_columns(page)
+    varied = [name for name, column in zip(_FIELDS, columns) if column.__class__ is list]
+    assert count == 64 and varied == ["index", "start_ts", "end_ts", "extra"]
+    assert _same(records._native_records_of((count, columns)), page)
 
 
 @needs_native
@@ -74,6 +95,17 @@ def test_native_pages_refuse_what_they_cannot_read():
     empty = IterationRecord.__new__(IterationRecord)
     with pytest.raises(AttributeError):
         _native.slot_rows([empty], _FIELDS)  # a slot never set
+    with pytest.raises(AttributeError):
+        _native.slot_columns([record, empty], _FIELDS)
+    with pytest.raises(TypeError):
+        _native.slot_columns([record, Boundary(0, 0.0, 1, 1, "")], _FIELDS)
+    with pytest.raises(ValueError):
+        _native.slot_columns([], _FIELDS)  # no object
+    columns = _native.slot_columns([record, IterationRecord(1)], _FIELDS)
+    with pytest.raises(ValueError):
+        _native.with_slot_columns(IterationRecord, _FIELDS, columns, 3)  # a column short
+    with pytest.raises(ValueError):
+        _native.with_slot_columns(IterationRecord, _FIELDS, columns[1:], 2)  # a field short
 
 
 @given(st.integers(), _scalars, _scalars, _scalars, st.text(max_size=8))

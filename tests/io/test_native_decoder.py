@@ -376,6 +376,7 @@ def _is_plain(value) -> bool:
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(items=st.lists(_JSON_VALUES, max_size=4), level=st.integers(0, 3))
 @example(items=[{"index": 5, "host": {"cpu_op_us": 5.0, "launches": []}, "x": None}], level=2)
+@example(items=[{"k": {"k": {"k": 1}, "k" * 60: [{"k" * 60: 2}]}}, {"k": 3, "é": 4}], level=3)
 def test_laid_out_is_the_text_of_json_dumps_or_none(items, level):
     """``_native.laid_out`` (``manifest_entries._chunk_text``'s first try): each item after a
     line break at ``level``, joined by commas, byte for byte ``json.dumps(indent=1)``'s text
