@@ -356,3 +356,33 @@ def test_pair_columns_refuses_what_it_cannot_read():
     for pairs in ([(1, b"x")], [(1 << 70, 2)], [(1, -1)], [(1, 2.0)], [(1, 2, 3)], [[1, 2]]):
         assert columns(pairs, METADATA) is None
     assert columns([], METADATA) == bytearray()
+
+
+@pytest.mark.parametrize("scenario", ["training", "serving_phases", "diffusion"])
+def test_events_read_back_as_rows_hold_the_slim_events_fields(scenario):
+    """What the engine reads of a range (``decode_for_engine`` then ``batch_of``: a checked
+    event as an ``EventRow``) has each slim event's fields, of the same types and values,
+    and ``get`` reads them as the slim event's does."""
+    from msgspec.structs import fields
+    document = render(generate(scenario), "object").encode()
+    batch, _ = parallel.decode_range(document, "only", "object", 1 << 30)
+    decoded, _ = parallel.decode_for_engine(document, "only", "object", 1 << 30)
+    events = parallel.DecodedRanges(batch_reader_face()).batch_of(0, decoded).events
+    assert len(events) == len(batch.events) and batch.checked
+    names = [f.name for f in fields(parallel.SlimEvent)]
+    assert [f.name for f in fields(parallel.EventRow)] == names
+    for slim, row in zip(batch.events, events):
+        if slim is None:
+            assert row is None
+            continue
+        for name in names:
+            value = getattr(row, name)
+            assert value == getattr(slim, name) and type(value) is type(getattr(slim, name))
+            assert row.get(name) == slim.get(name)
+
+
+def batch_reader_face():
+    """What ``DecodedRanges`` reads of an opened trace."""
+    class Opened:
+        form, compression, header_before = "object", "plain", {}
+    return Opened()
