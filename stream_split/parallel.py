@@ -53,7 +53,7 @@ from typing import Union
 
 import msgspec
 import numpy as np
-from msgspec.structs import astuple
+from msgspec.structs import astuple, fields
 
 import stream_split.decode
 from stream_split.core.records import METADATA
@@ -67,7 +67,7 @@ from stream_split.write import encode_segment, segment_text
 
 __all__ = ["NotParallel", "ParallelSplit", "takes_parallel_path", "takes_ranges", "placed",
            "cut_ranges", "range_document", "decode_range", "decode_for_engine", "DecodedRanges",
-           "cut_segments",
+           "cut_segments", "EventRow",
            "RANGE_BYTES", "RANGE_SHIFT"]
 
 #: Bytes of JSON text per range dealt (the first cut after this many).
@@ -109,7 +109,7 @@ _FRAME_NAME_PREFIXES = (DIFFUSION_CODE,)
 #: types (checked again as read back), its ``get``, written as a JSON array of its fields
 #: (``array_like``: read back without matching a key a field; see ``decode_for_engine``).
 EventRow = msgspec.defstruct(
-    "EventRow", [(f.name, f.type, f.default) for f in msgspec.structs.fields(SlimEvent)],
+    "EventRow", [(f.name, f.type, f.default) for f in fields(SlimEvent)],
     namespace={"get": SlimEvent.get}, module=__name__, gc=False, array_like=True)
 #: A range's events read back, by whether they are ``checked``: ``EventRow`` (a frame run
 #: read in bulk holds None), or dicts.
