@@ -1956,6 +1956,47 @@ static PyObject *with_slot_columns(PyObject *self, PyObject *args) {
     return objects;
 }
 
+/* ---- par42 ---- */
+
+/* ---- pair_columns: decided (owner, place) pairs as two int64 columns ---- */
+
+/* ``pair_columns(pairs, metadata)`` -> a bytearray of 2 * len(pairs) int64: the owners, then
+   the places (-1 for a metadata event's, its bytes), or None where a pair is not a 2-tuple of
+   an int and an int >= 0 (or bytes, its owner ``metadata``), or an int does not fit 64 bits
+   (parallel._pair_columns; the Python way is two numpy.fromiter over the pairs). */
+static PyObject *pair_columns(PyObject *self, PyObject *args) {
+    PyObject *pairs;
+    long long metadata;
+    if (!PyArg_ParseTuple(args, "O!L", &PyList_Type, &pairs, &metadata)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(pairs);
+    PyObject *out = PyByteArray_FromStringAndSize(NULL, 2 * n * (Py_ssize_t)sizeof(int64_t));
+    if (out == NULL) return NULL;
+    int64_t *owners = (int64_t *)PyByteArray_AS_STRING(out), *places = owners + n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PyList_GET_ITEM(pairs, i);
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2
+                || !PyLong_CheckExact(PyTuple_GET_ITEM(pair, 0)))
+            goto refuse;
+        int overflow;
+        long long owner = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(pair, 0), &overflow);
+        if (overflow) goto refuse;
+        PyObject *place = PyTuple_GET_ITEM(pair, 1);
+        long long at = -1;
+        if (PyLong_CheckExact(place)) {
+            at = PyLong_AsLongLongAndOverflow(place, &overflow);
+            if (overflow || at < 0) goto refuse;
+        } else if (!PyBytes_CheckExact(place) || owner != metadata) {
+            goto refuse;
+        }
+        owners[i] = (int64_t)owner;
+        places[i] = (int64_t)at;
+    }
+    return out;
+refuse:
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped) -> (brackets, depths, end_in_string, "
@@ -2036,6 +2077,11 @@ static PyMethodDef methods[] = {
      "with_slot_columns(cls, names, columns, count) -> [count new objects of cls]: as "
      "with_slots, object k's slot names[i] holding columns[i][k], or columns[i][0] where that "
      "is a 1-tuple (records.unpack_page)."},
+    /* ---- par42 ---- */
+    {"pair_columns", pair_columns, METH_VARARGS,
+     "pair_columns(pairs, metadata) -> bytearray, or None: the int64 owners then places of "
+     "decided (owner, place) pairs (a list), -1 for a place of bytes; None where a pair is "
+     "not (int, int >= 0), nor (metadata, bytes), within 64 bits (parallel._pair_columns)."},
     {NULL, NULL, 0, NULL},
 };
 

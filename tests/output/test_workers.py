@@ -17,10 +17,13 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 
 import stream_split
+import stream_split.native as native_module
 import stream_split.parallel as parallel
 from stream_split.run import _parts
+from stream_split.core.records import METADATA
 from stream_split.decode import Events, FrameRun
 from stream_split.testing.generate import SCENARIOS, generate, render, write_trace
 
@@ -311,3 +314,75 @@ def test_events_phases_read_in_bulk_are_those_read_one_by_one():
     assert parallel._phases(Events(mixed)) == ["M", None, None, "X"]
     assert parallel._phases(Events(slim, checked=True)) == [
         None if event is None else event.get("ph") for event in slim]
+
+
+class _Order:
+    """What ``cut_segments`` asks a ``write.PieceWriter`` (every owner wanted; a piece's
+    first segment not separated)."""
+
+    def __init__(self):
+        self.started = set()
+
+    def wants(self, owner: int) -> bool:
+        return True
+
+    def separated(self, owner: int) -> bool:
+        separated = owner in self.started
+        self.started.add(owner)
+        return separated
+
+
+@given(st.lists(st.one_of(
+    st.tuples(st.integers(-1, 4), st.integers(0, 3), st.integers(0, 9)).map(
+        lambda t: (t[0], t[1] << parallel.RANGE_SHIFT | t[2])),
+    st.binary(max_size=4).map(lambda raw: (METADATA, raw))), max_size=40))
+def test_pairs_cut_natively_are_cut_as_in_python(pairs):
+    """``cut_segments`` by ``_native.pair_columns`` and by its Python fallback: the same
+    metadata pairs and segments, in order."""
+    def cut(native):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(stream_split.decode, "_native", native)
+            metadata, segments = parallel.cut_segments(list(pairs), _Order())
+        return metadata, [(owner, r, separated, indices.tolist())
+                          for owner, r, separated, indices in segments]
+    assert cut(native_module.BUILT) == cut(None)
+
+
+@pytest.mark.skipif(native_module.BUILT is None, reason="stream_split._native is not built")
+def test_pair_columns_refuses_what_it_cannot_read():
+    """None (the Python fallback reads them, or raises as it does) for pairs that are not
+    ``(int, int >= 0)`` or ``(METADATA, bytes)`` within 64 bits."""
+    columns = native_module.BUILT.pair_columns
+    for pairs in ([(1, b"x")], [(1 << 70, 2)], [(1, -1)], [(1, 2.0)], [(1, 2, 3)], [[1, 2]]):
+        assert columns(pairs, METADATA) is None
+    assert columns([], METADATA) == bytearray()
+
+
+@pytest.mark.parametrize("scenario", ["training", "serving_phases", "diffusion"])
+def test_events_read_back_as_rows_hold_the_slim_events_fields(scenario):
+    """What the engine reads of a range (``decode_for_engine`` then ``batch_of``: a checked
+    event as an ``EventRow``) has each slim event's fields, of the same types and values,
+    and ``get`` reads them as the slim event's does."""
+    from msgspec.structs import fields
+    document = render(generate(scenario), "object").encode()
+    batch, _ = parallel.decode_range(document, "only", "object", 1 << 30)
+    decoded, _ = parallel.decode_for_engine(document, "only", "object", 1 << 30)
+    events = parallel.DecodedRanges(batch_reader_face()).batch_of(0, decoded).events
+    assert len(events) == len(batch.events) and batch.checked
+    names = [f.name for f in fields(parallel.SlimEvent)]
+    assert [f.name for f in fields(parallel.EventRow)] == names
+    for slim, row in zip(batch.events, events):
+        if slim is None:
+            assert row is None
+            continue
+        for name in names:
+            value = getattr(row, name)
+            assert value == getattr(slim, name) and type(value) is type(getattr(slim, name))
+            assert row.get(name) == slim.get(name)
+
+
+def batch_reader_face():
+    """What ``DecodedRanges`` reads of an opened trace."""
+    class Opened:
+        form, compression, header_before = "object", "plain", {}
+    return Opened()
