@@ -1735,10 +1735,15 @@ class TraceDecoder:
         msgspec call), or, for a frame run, (its bytes as an array, ``_frame_columns``); None
         where msgspec refuses them. With it, whether they are checked (``Events.checked``).
         ``utf8``: the bytes are known to be UTF-8 (else they are checked here)."""
-        if run and utf8 and _native is not None:
-            columns = _frame_items(buf, start, end)
-            if columns is not None:
-                return (_RunText(buf, start, end), columns), True
+        if utf8 and _native is not None:
+            if run:
+                columns = _frame_items(buf, start, end)
+                if columns is not None:
+                    return (_RunText(buf, start, end), columns), True
+            elif self.lazy_dims:  # in place, as msgspec reads them (``_native.kineto_events``)
+                events = _native.kineto_events(buf, start, end, SlimEvent, msgspec.Raw)
+                if events is not None:
+                    return events, True
         text = _array_of(buf, start, end)
         if not (utf8 or _utf8(text)):
             return None, False
