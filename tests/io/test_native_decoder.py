@@ -376,21 +376,23 @@ _EVENTS = st.tuples(
 @settings(max_examples=int(os.environ.get("FRAMING_EXAMPLES", 2000)), deadline=None,
           suppress_health_check=list(HealthCheck))
 @given(events=_EVENTS, indent=st.sampled_from([None, None, 1]), ascii_only=st.booleans(),
-       cut=st.integers(0, 400), drop=st.sampled_from([0] * 6 + [1, 2, 3]))
+       compact=st.booleans(), cut=st.integers(0, 400), drop=st.sampled_from([0] * 6 + [1, 2, 3]))
 @example(events=[{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 542, "tid": 639,
                   "ts": 3743411230047.485, "dur": 67.32,
                   "args": {"External id": 1025, "Input Dims": [[10, 1000], []], "Ev Idx": 0}},
                  {"ph": "s", "id": 5179, "pid": 542, "tid": 542, "ts": 3743411223546.042,
                   "cat": "ac2g", "name": "ac2g"}],
-         indent=None, ascii_only=True, cut=0, drop=0)
+         indent=None, ascii_only=True, compact=False, cut=0, drop=0)
 def test_native_kineto_events_read_what_msgspec_reads_and_nothing_it_refuses(
-        events, indent, ascii_only, cut, drop):
+        events, indent, ascii_only, compact, cut, drop):
     """``kineto_events`` reads the events of ``buf[start:end]`` into the structs the checked
     slim decoder makes of them made an array (each field of the same type and value, ``args``
     with the same keys in the same order, ``Input Dims`` the same text), or says None; never
     an event that decoder refuses."""
+    separators = (",", ":") if compact else None
     text = re.sub(r'"@@([^@]*)@@"', r"\1", json.dumps(events, indent=indent,
-                                                     ensure_ascii=ascii_only))
+                                                     ensure_ascii=ascii_only,
+                                                     separators=separators))
     text = text.encode("utf-8", "surrogatepass")
     if drop and cut < len(text):  # a byte or a few gone: mostly not JSON any more
         text = text[:cut] + text[cut + drop:]
@@ -411,18 +413,19 @@ def test_native_kineto_events_read_what_msgspec_reads_and_nothing_it_refuses(
 
 @needs_native
 def test_native_kineto_events_leave_to_msgspec_what_they_do_not_read():
-    """A key twice, an escape, an exponent, a float External id or another spelling of
-    ``args``' separators: None (msgspec reads the stretch); the same events written so are read."""
+    """A key twice, an escape, an exponent or a float External id: None (msgspec reads the
+    stretch); the same events written otherwise (whitespace, compact) are read."""
     read = decode_module._built_native.kineto_events
     op = ('{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 1.5, '
           '"dur": 2, "args": {"External id": 7, "Input Dims": [[1, 2]]}}')
-    for text in (op, op + ",\n" + op, op.replace('", "', '",  "')):
+    compact = json.dumps(json.loads(op), separators=(",", ":"))
+    for text in (op, op + ",\n" + op, op.replace('", "', '",  "'), compact,
+                 op.replace(": ", " :\t")):
         events = read(text.encode(), 0, len(text), decode_module.SlimEvent, msgspec.Raw)
         assert [[_shape(getattr(e, f)) for f in e.__struct_fields__] for e in events] == \
             msgspec_slim(b"[" + text.encode() + b"]")
     for odd in (op.replace('"tid": 2', '"tid": 2, "pid": 3'), op.replace("aten", "a\\u0074en"),
                 op.replace('"ts": 1.5', '"ts": 1.5e0'), op.replace('"External id": 7', '"External id": 7.0'),
-                op.replace('"External id": 7, ', '"External id": 7,"x": 1, '),
                 op.replace('"Input Dims": [[1, 2]]', '"Input Dims": [[1, 2]], "Input Dims": 1'),
                 op[:-1], op + ","):
         assert read(odd.encode(), 0, len(odd), decode_module.SlimEvent, msgspec.Raw) is None, odd
