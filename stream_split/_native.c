@@ -1947,6 +1947,20 @@ static inline int null_value(Cursor *c, PyObject **out) {
     return 1;
 }
 
+/* The separator ``sep`` (':' or ','): as Kineto writes it, followed by one space (both
+   compared at once: any whitespace read as ``expect`` reads it cost the 10x stripped resnet
+   tile's ``boundaries`` 95 M instructions more), else after and before any whitespace. */
+static inline int separator(Cursor *c, unsigned char sep) {
+    if (c->end - c->p >= 2 && c->p[0] == sep && c->p[1] == ' ') {
+        c->p += 2;
+        return 1;
+    }
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != sep) return 0;
+    c->p++;
+    return 1;
+}
+
 /* The ``args`` keys that a slim event keeps (``validate.ARG_TYPES`` and ``Input Dims``). */
 static PyObject *arg_correlation, *arg_external_id, *arg_dims;
 
@@ -1964,7 +1978,7 @@ static int args_value(Cursor *c, PyObject *raw_type, PyObject **out) {
         do {
             const unsigned char *key;
             size_t n;
-            if (!string(c, &key, &n) || !expect(c, ":", 1)) {
+            if (!string(c, &key, &n) || !separator(c, ':')) {
                 got = 0;
                 break;
             }
@@ -2003,7 +2017,7 @@ static int args_value(Cursor *c, PyObject *raw_type, PyObject **out) {
             }
             if (got > 0 && PyDict_SetItem(d, name, v) < 0) got = -1;
             Py_XDECREF(v);
-        } while (got > 0 && expect(c, ",", 1));
+        } while (got > 0 && separator(c, ','));
         if (got > 0 && !expect(c, "}", 1)) got = 0;
     }
     if (got <= 0) {
@@ -2068,7 +2082,7 @@ static int kineto_event(Cursor *c, PyObject *event_type, PyObject *raw_type, PyO
         do {
             const unsigned char *key;
             size_t n;
-            if (!string(c, &key, &n) || !expect(c, ":", 1)) {
+            if (!string(c, &key, &n) || !separator(c, ':')) {
                 got = 0;
                 break;
             }
@@ -2081,7 +2095,7 @@ static int kineto_event(Cursor *c, PyObject *event_type, PyObject *raw_type, PyO
             } else {
                 got = field_value(c, f, raw_type, &fields[f]);
             }
-        } while (got > 0 && expect(c, ",", 1));
+        } while (got > 0 && separator(c, ','));
         if (got > 0 && !expect(c, "}", 1)) got = 0;
     }
     if (got > 0) {
