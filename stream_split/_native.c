@@ -31,7 +31,10 @@
    ``correlation`` or ``External id`` in ``args``, nesting deeper than 32).
    ``frame_items(buf, start, end, prefix)`` reads the frames of ``buf[start:end]`` so, in
    place (no brackets around them, no copy), and says whether one of their strings begins
-   with ``prefix`` (see its comment below).
+   with ``prefix`` (see its comment below). ``kineto_events(buf, start, end, event_type,
+   raw_type)`` reads the other events of ``buf[start:end]`` (ops, runtime calls, kernels,
+   flows) into the structs ``decode``'s checked slim decoder (msgspec) makes of them, or says
+   None, and msgspec reads them, at anything it does not read exactly as msgspec would.
 
    ``Node`` is the structural detector's op (``core.detect.skeleton.Node``), made without a
    Python frame (see its comment below).
@@ -252,6 +255,7 @@ typedef struct {
 } Cursor;
 
 static inline void skip_ws(Cursor *c) {
+    if (c->p < c->end && *c->p > ' ') return;  /* (most often: no whitespace at all) */
     while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t'))
         c->p++;
 }
@@ -309,12 +313,52 @@ static const double exact_tens[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8,
 
 static inline int is_digit(unsigned char b) { return (unsigned)(b - '0') <= 9; }
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* Eight digits at once (simdjson's SWAR tricks): whether the 8 bytes (little-endian) are all
+   ASCII digits, and their value. A Kineto time (``3743411230047.485``) is read so in three
+   steps where it took sixteen. */
+#define EIGHT_DIGITS 1
+static inline int eight_digits(uint64_t v) {
+    return ((v & 0xF0F0F0F0F0F0F0F0ull) |
+            (((v + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) == 0x3333333333333333ull;
+}
+
+static inline uint64_t eight_digits_value(uint64_t v) {
+    v -= 0x3030303030303030ull;
+    v = v * 10 + (v >> 8);
+    return (((v & 0x000000FF000000FFull) * 0x000F424000000064ull) +
+            (((v >> 16) & 0x000000FF000000FFull) * 0x0000271000000001ull)) >> 32;
+}
+#endif
+
+/* The digits from ``q`` on (before ``e``) added to ``*digits`` (wrapping: past 19 digits the
+   value is not used), their count added to ``*count``; where they end. */
+static inline const unsigned char *digits_from(const unsigned char *q, const unsigned char *e,
+                                               uint64_t *digits, int *count) {
+    uint64_t d = *digits;
+    int n = 0;
+#ifdef EIGHT_DIGITS
+    uint64_t word;
+    while (e - q >= 8 && (memcpy(&word, q, 8), eight_digits(word))) {
+        d = d * 100000000u + eight_digits_value(word);
+        q += 8;
+        n += 8;
+    }
+#endif
+    for (; q < e && is_digit(*q); q++, n++) d = d * 10 + (uint64_t)(*q - '0');
+    *digits = d;
+    *count += n;
+    return q;
+}
+
 /* A JSON number, no exponent, at most MAX_NUMBER bytes (an integer at most MAX_INT_DIGITS
    digits); its value in *value when value is not NULL, correctly rounded as msgspec's is:
    where its digits make an integer below 2^53 and at most 22 of them follow the point, that
    integer over an exact power of ten (one division: Clinger's fast path), else strtod's. A
-   negative zero, which msgspec reads as the integer 0 when it has no fraction, is refused. */
-static int number(Cursor *c, double *value) {
+   negative zero, which msgspec reads as the integer 0 when it has no fraction, is refused.
+   ``integer`` (where not NULL): a number without a fraction is an integer, its value there
+   (``value`` is then not set) and 2 returned (``kineto_events``: msgspec makes an int). */
+static int number_parts(Cursor *c, double *value, long long *integer) {
     skip_ws(c);
     const unsigned char *s = c->p, *q = c->p, *e = c->end;
     if (q < e && *q == '-') q++;
@@ -325,16 +369,21 @@ static int number(Cursor *c, double *value) {
         q++;
     } else {
         digits = (uint64_t)(*q++ - '0');
-        for (; q < e && is_digit(*q); q++, count++) digits = digits * 10 + (uint64_t)(*q - '0');
+        q = digits_from(q, e, &digits, &count);
     }
     if (q < e && *q == '.') {
-        q++;
-        for (; q < e && is_digit(*q); q++, after++) digits = digits * 10 + (uint64_t)(*q - '0');
+        q = digits_from(q + 1, e, &digits, &after);
         if (after == 0) return 0;
     }
     if (q < e && (*q == 'e' || *q == 'E')) return 0;
     size_t n = (size_t)(q - s);
     if (n > MAX_NUMBER || (!after && count > MAX_INT_DIGITS)) return 0;
+    if (integer != NULL && !after) {
+        if (digits == 0 && *s == '-') return 0;
+        *integer = *s == '-' ? -(long long)digits : (long long)digits;
+        c->p = q;
+        return 2;
+    }
     if (value != NULL) {
         double v;
         if (count + after <= 16 && digits <= ((uint64_t)1 << 53) && after <= 22) {
@@ -354,6 +403,34 @@ static int number(Cursor *c, double *value) {
     }
     c->p = q;
     return 1;
+}
+
+/* ``number(c, NULL)``: a number checked as ``number`` reads it, not valued (no digit kept
+   nor double made; a negative zero accepted, as there): most numbers of a trace are ids and
+   indices that are only checked (``value``, ``thread_id``). */
+static int skip_number(Cursor *c) {
+    skip_ws(c);
+    const unsigned char *s = c->p, *q = c->p, *e = c->end;
+    if (q < e && *q == '-') q++;
+    if (q >= e || !is_digit(*q)) return 0;
+    const unsigned char *first = q++;
+    if (*first != '0')
+        while (q < e && is_digit(*q)) q++;
+    Py_ssize_t whole = q - first;
+    if (q < e && *q == '.') {
+        const unsigned char *fraction = ++q;
+        while (q < e && is_digit(*q)) q++;
+        if (q == fraction) return 0;
+        whole = 0;
+    }
+    if (q < e && (*q | 0x20) == 'e') return 0;
+    if (q - s > MAX_NUMBER || whole > MAX_INT_DIGITS) return 0;
+    c->p = q;
+    return 1;
+}
+
+static int number(Cursor *c, double *value) {
+    return value == NULL ? skip_number(c) : number_parts(c, value, NULL) != 0;
 }
 
 static int literal_null(Cursor *c) { return expect(c, "null", 4); }
@@ -1997,6 +2074,309 @@ refuse:
     Py_RETURN_NONE;
 }
 
+/* ---- op42 ---- */
+/* kineto_events: a stretch of the other events (ops, runtime calls, kernels, flows), read
+   into the structs msgspec makes of them (``validate.SlimEvent``) where they are written as
+   Kineto (or ``json.dumps``, compact or not) writes them: no escape, no exponent, no number
+   longer than ``number`` reads; anything else is left to msgspec. On the 10x stripped resnet
+   tile's 220 k such events, 6,400 instructions an event where msgspec took 7,000, and each
+   name made once (``cached_str``): ``boundaries`` 10,680.9 -> 10,326.1 M. */
+
+/* Direct-mapped cache of the ASCII strings ``kineto_events`` made (names, categories,
+   phases: a few hundred in a trace, each met thousands of times): a string met again is the
+   same object, not made again, and its hash, once computed by the engine's look-ups, is
+   kept. Strings longer than STR_CACHE_LONGEST are not kept (the cache holds at most
+   STR_CACHE_SLOTS * STR_CACHE_LONGEST bytes, for the life of the process). */
+#define STR_CACHE_BITS 11
+#define STR_CACHE_SLOTS (1 << STR_CACHE_BITS)
+#define STR_CACHE_LONGEST 512
+static PyObject *str_cache[STR_CACHE_SLOTS];
+
+static inline uint64_t load8(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* The cache slot of the ``n`` bytes at ``s``: their length, first, middle and last 8 bytes
+   mixed (a slot shared by two strings only costs a miss: the bytes are compared). */
+static inline size_t str_slot(const unsigned char *s, size_t n) {
+    uint64_t h = (uint64_t)n * 0x9E3779B97F4A7C15ull;
+    if (n >= 8) {
+        h = (h ^ load8(s)) * 0xff51afd7ed558ccdull;
+        h = (h ^ load8(s + n - 8)) * 0xc4ceb9fe1a85ec53ull;
+        h = (h ^ load8(s + n / 2 - 4)) * 0x9E3779B97F4A7C15ull;
+    } else {
+        for (size_t k = 0; k < n; k++) h = (h ^ s[k]) * 0x100000001b3ull;
+    }
+    return (size_t)(h >> (64 - STR_CACHE_BITS));
+}
+
+/* The str of the UTF-8 bytes ``s`` (``n``): 1 (``*out`` a new reference), 0 (not UTF-8: not
+   read here) or -1 (an error set). */
+static int cached_str(const unsigned char *s, size_t n, PyObject **out) {
+    size_t slot = str_slot(s, n);
+    PyObject *hit = str_cache[slot];
+    if (hit != NULL && (size_t)PyUnicode_GET_LENGTH(hit) == n &&
+        memcmp(PyUnicode_1BYTE_DATA(hit), s, n) == 0) {
+        *out = Py_NewRef(hit);
+        return 1;
+    }
+    PyObject *str = PyUnicode_DecodeUTF8((const char *)s, (Py_ssize_t)n, NULL);
+    if (str == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    if (PyUnicode_IS_COMPACT_ASCII(str) && n <= STR_CACHE_LONGEST)
+        Py_XSETREF(str_cache[slot], Py_NewRef(str));
+    *out = str;
+    return 1;
+}
+
+/* A string value (no escape, no control character: ``string``) as a str: as ``cached_str``. */
+static int str_value(Cursor *c, PyObject **out) {
+    const unsigned char *s;
+    size_t n;
+    if (!string(c, &s, &n)) return 0;
+    return cached_str(s, n, out);
+}
+
+/* A number as ``number`` reads it, as msgspec makes it: an int where it has no fraction (at
+   most MAX_INT_DIGITS digits: exact), else a float. 1, 0 (not read here) or -1. ``whole``:
+   only an integer is read. */
+static int number_value(Cursor *c, int whole, PyObject **out) {
+    double real;
+    long long integer;
+    int got = number_parts(c, &real, &integer);
+    if (got == 2) {
+        *out = PyLong_FromLongLong(integer);
+    } else if (got == 1 && !whole) {
+        *out = PyFloat_FromDouble(real);
+    } else {
+        return 0;
+    }
+    return *out == NULL ? -1 : 1;
+}
+
+/* ``null``, as None: 1, or 0 where the value is not null. */
+static inline int null_value(Cursor *c, PyObject **out) {
+    if (!EXACT(c, "null")) return 0;
+    *out = Py_NewRef(Py_None);
+    return 1;
+}
+
+/* The separator ``sep`` (':' or ','): as Kineto writes it, followed by one space (both
+   compared at once: any whitespace read as ``expect`` reads it cost the 10x stripped resnet
+   tile's ``boundaries`` 95 M instructions more), else after and before any whitespace. */
+static inline int separator(Cursor *c, unsigned char sep) {
+    if (c->end - c->p >= 2 && c->p[0] == sep && c->p[1] == ' ') {
+        c->p += 2;
+        return 1;
+    }
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != sep) return 0;
+    c->p++;
+    return 1;
+}
+
+/* The ``args`` keys that a slim event keeps (``validate.ARG_TYPES`` and ``Input Dims``). */
+static PyObject *arg_correlation, *arg_external_id, *arg_dims;
+
+/* ``args`` as ``validate.SlimEvent`` types them: null, or an object whose ``correlation`` and ``External id`` are integers or null and whose ``Input Dims``
+   is kept as its text (``raw_type``: ``msgspec.Raw``), the other keys' values checked and
+   dropped; a dict of the keys kept, in their order. 1, 0 (not read here: another type, a key
+   twice, a value ``value`` does not read) or -1. */
+static int args_value(Cursor *c, PyObject *raw_type, PyObject **out) {
+    if (null_value(c, out)) return 1;
+    if (!EXACT(c, "{")) return 0;
+    PyObject *d = PyDict_New();
+    if (d == NULL) return -1;
+    int got = 1, seen = 0;  /* (bits: the keys kept so far) */
+    if (!expect(c, "}", 1)) {
+        do {
+            const unsigned char *key;
+            size_t n;
+            if (!string(c, &key, &n) || !separator(c, ':')) {
+                got = 0;
+                break;
+            }
+            skip_ws(c);
+            PyObject *name = NULL, *v = NULL;
+            int bit = 0;
+            if (n == 11 && memcmp(key, "correlation", 11) == 0)
+                name = arg_correlation, bit = 1;
+            else if (n == 11 && memcmp(key, "External id", 11) == 0)
+                name = arg_external_id, bit = 2;
+            else if (n == 10 && memcmp(key, "Input Dims", 10) == 0)
+                name = arg_dims, bit = 4;
+            if (name == NULL) {
+                if (!value(c, MAX_ARGS_DEPTH)) got = 0;
+                continue;
+            }
+            if (seen & bit) {
+                got = 0;
+                break;
+            }
+            seen |= bit;
+            if (name == arg_dims) {
+                const unsigned char *s = c->p;
+                if (!value(c, MAX_ARGS_DEPTH)) {
+                    got = 0;
+                    break;
+                }
+                PyObject *text = PyBytes_FromStringAndSize((const char *)s, c->p - s);
+                if (text != NULL) {
+                    v = PyObject_CallOneArg(raw_type, text);
+                    Py_DECREF(text);
+                }
+                got = v == NULL ? -1 : 1;
+            } else if (!null_value(c, &v)) {
+                got = number_value(c, 1, &v);
+            }
+            if (got > 0 && PyDict_SetItem(d, name, v) < 0) got = -1;
+            Py_XDECREF(v);
+        } while (got > 0 && separator(c, ','));
+        if (got > 0 && !expect(c, "}", 1)) got = 0;
+    }
+    if (got <= 0) {
+        Py_DECREF(d);
+        return got;
+    }
+    *out = d;
+    return 1;
+}
+
+/* A slim event's fields, in the order of its struct (``validate.FIELD_TYPES``, ``args``). */
+enum { F_PH, F_CAT, F_NAME, F_PID, F_TID, F_TS, F_DUR, F_ID, F_ARGS, F_COUNT };
+
+/* Which field the key ``key`` (``n`` bytes) names, or -1: one the engine does not read. */
+static int field_of(const unsigned char *key, size_t n) {
+    if (n == 2) {
+        if (key[0] == 'p' && key[1] == 'h') return F_PH;
+        if (key[0] == 't' && key[1] == 's') return F_TS;
+        if (key[0] == 'i' && key[1] == 'd') return F_ID;
+    } else if (n == 3) {
+        if (memcmp(key, "cat", 3) == 0) return F_CAT;
+        if (memcmp(key, "pid", 3) == 0) return F_PID;
+        if (memcmp(key, "tid", 3) == 0) return F_TID;
+        if (memcmp(key, "dur", 3) == 0) return F_DUR;
+    } else if (n == 4) {
+        if (memcmp(key, "name", 4) == 0) return F_NAME;
+        if (memcmp(key, "args", 4) == 0) return F_ARGS;
+    }
+    return -1;
+}
+
+/* The value of field ``f``, of a type ``validate.SlimEvent`` takes there: 1, 0 or -1. */
+static int field_value(Cursor *c, int f, PyObject *raw_type, PyObject **out) {
+    switch (f) {
+    case F_PH:
+        return str_value(c, out);
+    case F_CAT:
+    case F_NAME:
+        return null_value(c, out) ? 1 : str_value(c, out);
+    case F_PID:
+    case F_TID:
+    case F_ID:  /* (``Any``: read here when a number, a string or null) */
+        if (null_value(c, out)) return 1;
+        if (c->p < c->end && *c->p == '"') return str_value(c, out);
+        return number_value(c, 0, out);
+    case F_TS:
+        return number_value(c, 0, out);
+    case F_DUR:
+        return null_value(c, out) ? 1 : number_value(c, 0, out);
+    default:
+        return args_value(c, raw_type, out);
+    }
+}
+
+/* One event (any keys in any order) as ``event_type`` (its fields
+   ``F_*``, in order; None where absent): 1 (``*out``), 0 or -1. */
+static int kineto_event(Cursor *c, PyObject *event_type, PyObject *raw_type, PyObject **out) {
+    PyObject *fields[F_COUNT] = {NULL};
+    if (!expect(c, "{", 1)) return 0;
+    int got = 1;
+    if (!expect(c, "}", 1)) {
+        do {
+            const unsigned char *key;
+            size_t n;
+            if (!string(c, &key, &n) || !separator(c, ':')) {
+                got = 0;
+                break;
+            }
+            skip_ws(c);
+            int f = field_of(key, n);
+            if (f < 0) {
+                if (!value(c, MAX_ARGS_DEPTH)) got = 0;
+            } else if (fields[f] != NULL) {
+                got = 0;  /* a key twice */
+            } else {
+                got = field_value(c, f, raw_type, &fields[f]);
+            }
+        } while (got > 0 && separator(c, ','));
+        if (got > 0 && !expect(c, "}", 1)) got = 0;
+    }
+    if (got > 0) {
+        for (int k = 0; k < F_COUNT; k++)
+            if (fields[k] == NULL) fields[k] = Py_NewRef(Py_None);
+        *out = PyObject_Vectorcall(event_type, fields, F_COUNT, NULL);
+        if (*out == NULL) got = -1;
+    }
+    for (int k = 0; k < F_COUNT; k++) Py_XDECREF(fields[k]);
+    return got;
+}
+
+/* kineto_events(buf, start, end, event_type, raw_type): the events of ``buf[start:end]``
+   (UTF-8; separated by commas, no brackets around them) as ``event_type`` (``SlimEvent``)
+   made of what msgspec would read of each, or None where one is not read here (a key
+   twice, an escape, an exponent, another type: msgspec then reads the stretch). */
+static PyObject *kineto_events(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t start, end;
+    PyObject *event_type, *raw_type;
+    if (!PyArg_ParseTuple(args, "y*nnOO", &view, &start, &end, &event_type, &raw_type))
+        return NULL;
+    if (start < 0 || end < start || end > view.len) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "kineto_events() takes 0 <= start <= end <= len(buf)");
+        return NULL;
+    }
+    if (arg_correlation == NULL) {
+        arg_correlation = PyUnicode_InternFromString("correlation");
+        arg_external_id = PyUnicode_InternFromString("External id");
+        arg_dims = PyUnicode_InternFromString("Input Dims");
+        if (arg_correlation == NULL || arg_external_id == NULL || arg_dims == NULL) {
+            Py_CLEAR(arg_correlation);
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+    }
+    const unsigned char *text = (const unsigned char *)view.buf;
+    Cursor c = {text + start, text + end, NULL, 0, 0};
+    PyObject *events = PyList_New(0);
+    int got = events == NULL ? -1 : 1;
+    while (got > 0) {
+        PyObject *event = NULL;
+        got = kineto_event(&c, event_type, raw_type, &event);
+        if (got <= 0) break;
+        if (PyList_Append(events, event) < 0) got = -1;
+        Py_DECREF(event);
+        if (!expect(&c, ",", 1)) break;
+    }
+    if (got > 0) {
+        skip_ws(&c);
+        if (c.p != c.end) got = 0;
+    }
+    PyBuffer_Release(&view);
+    if (got <= 0) {
+        Py_XDECREF(events);
+        if (got < 0) return NULL;
+        Py_RETURN_NONE;
+    }
+    return events;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped) -> (brackets, depths, end_in_string, "
@@ -2082,6 +2462,12 @@ static PyMethodDef methods[] = {
      "pair_columns(pairs, metadata) -> bytearray, or None: the int64 owners then places of "
      "decided (owner, place) pairs (a list), -1 for a place of bytes; None where a pair is "
      "not (int, int >= 0), nor (metadata, bytes), within 64 bits (parallel._pair_columns)."},
+    /* ---- op42 ---- */
+    {"kineto_events", kineto_events, METH_VARARGS,
+     "kineto_events(buf, start, end, event_type, raw_type) -> [event], or None: the events of "
+     "buf[start:end] as msgspec decodes them into event_type (validate.SlimEvent, Input Dims "
+     "as raw_type), where each is written as Kineto writes it: no escape, no exponent (see "
+     "decode._decode_stretch)."},
     {NULL, NULL, 0, NULL},
 };
 

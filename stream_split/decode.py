@@ -26,7 +26,9 @@ off, and ``stream-split --version`` says which one runs).
 
 For the engine alone (``slim``, what ``run.drive`` reads), ``msgspec`` parses each run of
 events between Python frames into structs holding only the fields the engine reads, typed as
-it needs them (``validate.SlimEvent``; dicts where a type is not), and each run
+it needs them (``validate.SlimEvent``; dicts where a type is not; where the native passes
+are built and ``Input Dims`` is left as text, ``_native.kineto_events`` makes the same
+structs of events written as Kineto writes them, in place), and each run
 of Python frames (``FrameRun``) into the columns the engine decides them by (their times), with
 no dict per frame; msgspec checks every byte as JSON all the same, and whatever it refuses
 (or any doubt: a 64-bit-unsafe time, bytes that are not UTF-8) is parsed in full as below.
@@ -1732,13 +1734,20 @@ class TraceDecoder:
 
     def _decode_stretch(self, buf: bytes, start: int, end: int, run: bool, utf8: bool):
         """The events of ``buf[start:end]`` with the fields the engine reads (a list, one
-        msgspec call), or, for a frame run, (its bytes as an array, ``_frame_columns``); None
-        where msgspec refuses them. With it, whether they are checked (``Events.checked``).
-        ``utf8``: the bytes are known to be UTF-8 (else they are checked here)."""
-        if run and utf8 and _native is not None:
-            columns = _frame_items(buf, start, end)
-            if columns is not None:
-                return (_RunText(buf, start, end), columns), True
+        msgspec call, or read in place by ``_native.kineto_events`` where they are written
+        as Kineto writes them: the same structs), or, for a frame run, (its bytes as an
+        array, ``_frame_columns``); None where msgspec refuses them. With it, whether they
+        are checked (``Events.checked``). ``utf8``: the bytes are known to be UTF-8 (else
+        they are checked here)."""
+        if utf8 and _native is not None:
+            if run:
+                columns = _frame_items(buf, start, end)
+                if columns is not None:
+                    return (_RunText(buf, start, end), columns), True
+            elif self.lazy_dims:  # in place, as msgspec reads them (``_native.kineto_events``)
+                events = _native.kineto_events(buf, start, end, SlimEvent, msgspec.Raw)
+                if events is not None:
+                    return events, True
         text = _array_of(buf, start, end)
         if not (utf8 or _utf8(text)):
             return None, False

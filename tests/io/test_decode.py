@@ -17,20 +17,24 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from conftest import decoder_passes, large_ones_slow
 
 from stream_split.cli import sample_trace_path
+from stream_split.core.serving import input_dims
 from stream_split.core.validate import unusable_field
 from stream_split.decode import TraceDecoder, _bracket_offsets, contains
 from stream_split.read import TraceReader
 from stream_split.testing.reference import reference_events
-from stream_split.trace_format import ENGINE_ARGS, ENGINE_FIELDS
+from stream_split.trace_format import DIMS_ARG, ENGINE_ARGS, ENGINE_FIELDS
 
 SHARED_TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
 
 
-def decode(data: bytes, cuts=(), slim: bool = False):
+def decode(data: bytes, cuts=(), slim: bool = False, lazy_dims: bool = False):
     """All events of ``data`` fed in pieces cut at ``cuts``; (events, raws, decoder). With
-    ``slim``, the events of frame runs read in bulk are (ts, end) pairs from their columns."""
+    ``slim``, the events of frame runs read in bulk are (ts, end) pairs from their columns;
+    ``lazy_dims``, as ``run.drive`` reads (the other events may be read natively then:
+    ``_native.kineto_events``)."""
     decoder = TraceDecoder()
     decoder.slim = slim
+    decoder.lazy_dims = lazy_dims
     events, raws = [], []
     pos = 0
 
@@ -59,11 +63,12 @@ def engine_view(event):
     if isinstance(event, tuple):
         return event
     # each field as the engine reads it (``get``: a dict's, or a slim struct's, absent or
-    # null alike), ``args`` with the keys it reads
+    # null alike), ``args`` with the keys it reads (``Input Dims`` parsed where left raw)
     view = {key: event.get(key) for key in ENGINE_FIELDS}
     args = view["args"] = event.get("args")
     if isinstance(args, dict):
-        view["args"] = {key: args[key] for key in ENGINE_ARGS if key in args}
+        view["args"] = {key: input_dims(args) if key == DIMS_ARG else args[key]
+                        for key in ENGINE_ARGS if key in args}
     return view
 
 
@@ -104,7 +109,7 @@ def test_decoder_equals_ijson_on_every_shared_trace(path):
     if complete:
         assert {**reader.header_before, **reader.header_after} == header
     # The engine's own read (slim batches, Python frames in bulk): the same fields and bytes.
-    slim, slim_raws, _ = decode(data, [1 << 16, 1 << 20], slim=True)
+    slim, slim_raws, _ = decode(data, [1 << 16, 1 << 20], slim=True, lazy_dims=True)
     assert_slim_matches(slim, expected)
     assert slim_raws == decode(data, [1 << 16, 1 << 20])[1]
 
@@ -152,9 +157,9 @@ def _render(events, form, indent, ascii_only, header):
        header=st.dictionaries(_NASTY_TEXT, _VALUES, max_size=3),
        cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=12),
        gz=st.booleans(), long_event=st.booleans(), frames=st.lists(_FRAME, max_size=12),
-       slim=st.booleans(), passes=st.sampled_from(["native", "numpy"]))
+       slim=st.booleans(), lazy_dims=st.booleans(), passes=st.sampled_from(["native", "numpy"]))
 def test_decoder_equals_ijson_on_a_nasty_corpus(events, form, indent, ascii_only, header, cuts,
-                                                gz, long_event, frames, slim, passes):
+                                                gz, long_event, frames, slim, lazy_dims, passes):
     if long_event:  # one event longer than any chunk, strings full of brackets
         events = events + [{"ph": "X", "ts": 1, "args": {"s": '{"]\\' * 30_000}}]
     events = events[:1] + frames + events[1:]  # Python frames as Kineto writes them
@@ -176,7 +181,8 @@ def test_decoder_equals_ijson_on_a_nasty_corpus(events, form, indent, ascii_only
     assert complete
     # ijson's pure-Python backend gives Decimal for floats unless use_float: it was asked to.
     with decoder_passes(passes):
-        got, raws, decoder = decode(data, cuts + [len(data) // 2, 1, 65536], slim=slim)
+        got, raws, decoder = decode(data, cuts + [len(data) // 2, 1, 65536], slim=slim,
+                                    lazy_dims=lazy_dims)
     if slim:
         assert_slim_matches(got, expected)
         got = expected  # the original bytes of each event, below

@@ -313,6 +313,126 @@ def test_a_run_read_natively_decodes_only_the_frames_asked_for():
         assert run._frames is None
 
 
+# -- the other events of a trace (ops, runtime calls, kernels, flows) --------------------------
+
+_SLIM_EVENTS = decode_module._SLIM_DECODERS[True][0]  # the checked decoder, ``Input Dims`` raw
+
+
+def _shape(value):
+    """A field's value with its type (a float by its bits; ``Input Dims`` by its text)."""
+    if isinstance(value, msgspec.Raw):
+        return "raw", bytes(value)
+    if isinstance(value, dict):
+        return "dict", [(key, _shape(item)) for key, item in value.items()]
+    if isinstance(value, float):
+        return "float", struct.pack("<d", value)
+    return type(value).__name__, value
+
+
+def msgspec_slim(text: bytes):
+    """Each event's fields as the checked slim decoder makes them, or None where it refuses."""
+    try:
+        events = _SLIM_EVENTS.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return [[_shape(getattr(e, f)) for f in e.__struct_fields__] for e in events]
+
+
+_ID = st.integers(-10 ** 18 + 1, 10 ** 18 - 1)
+_KINETO_ARGS = st.fixed_dictionaries({}, optional={
+    "External id": st.none() | _ID, "Record function id": _ARGS_VALUE,
+    "Concrete Inputs": _ARGS_VALUE, "Input type": st.lists(_PLAIN_TEXT, max_size=3),
+    "Input Dims": _ARGS_VALUE, "correlation": st.none() | _ID, "kind": _PLAIN_TEXT})
+# An op, a runtime call or a kernel, and a flow, as Kineto writes them (their keys in any
+# order), which the native reader reads unless a number is beyond what it reads exactly ...
+_KINETO_EVENT = st.one_of(
+    st.fixed_dictionaries(
+        {"ph": st.sampled_from(["X", "i"]), "cat": st.sampled_from(["cpu_op", "kernel"]),
+         "name": st.none() | _PLAIN_TEXT, "pid": st.integers(0, 999) | _PLAIN_TEXT,
+         "tid": st.integers(0, 999) | _PLAIN_NUMBER, "ts": _PLAIN_NUMBER},
+        optional={"dur": st.none() | _PLAIN_NUMBER, "args": st.none() | _KINETO_ARGS}),
+    st.fixed_dictionaries(
+        {"ph": st.sampled_from(["s", "f"]), "id": _ID | _PLAIN_TEXT, "pid": st.integers(0, 999),
+         "tid": st.integers(0, 999), "ts": _PLAIN_NUMBER, "cat": st.just("ac2g"),
+         "name": st.just("ac2g")}, optional={"bp": st.just("e")}))
+# ... and one that is not (a field of another type, another key, a nasty string).
+_ODD_EVENT = st.fixed_dictionaries(
+    {"ph": _SCALAR, "cat": st.sampled_from(["cpu_op", "ac2g"]) | _SCALAR,
+     "name": st.none() | _TEXT, "pid": _SCALAR, "tid": _SCALAR, "ts": _NUMBER | _SCALAR},
+    optional={"dur": st.none() | _SCALAR, "id": _ARGS_VALUE, "extra": _ARGS_VALUE,
+              "args": _SCALAR | st.dictionaries(st.sampled_from(["correlation", "External id",
+                                                                "Input Dims"]) | _TEXT,
+                                                _ARGS_VALUE, max_size=4)})
+_EVENTS = st.tuples(
+    st.lists(st.one_of(_KINETO_EVENT, _ODD_EVENT).flatmap(
+        lambda event: st.permutations(list(event.items())).map(dict)), min_size=1, max_size=5),
+    st.lists(st.booleans(), min_size=5, max_size=5)).map(
+    # (mostly events as Kineto writes them: an odd one where its flag is set, or kept)
+    lambda t: [e for e, odd in zip(t[0], t[1]) if odd or e.keys() >= {"ph", "pid", "ts"}] or
+    t[0][:1])
+
+
+@needs_native
+@settings(max_examples=int(os.environ.get("FRAMING_EXAMPLES", 2000)), deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(events=_EVENTS, indent=st.sampled_from([None, None, 1]), ascii_only=st.booleans(),
+       compact=st.booleans(), cut=st.integers(0, 400), drop=st.sampled_from([0] * 6 + [1, 2, 3]))
+@example(events=[{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 542, "tid": 639,
+                  "ts": 3743411230047.485, "dur": 67.32,
+                  "args": {"External id": 1025, "Input Dims": [[10, 1000], []], "Ev Idx": 0}},
+                 {"ph": "s", "id": 5179, "pid": 542, "tid": 542, "ts": 3743411223546.042,
+                  "cat": "ac2g", "name": "ac2g"}],
+         indent=None, ascii_only=True, compact=False, cut=0, drop=0)
+def test_native_kineto_events_read_what_msgspec_reads_and_nothing_it_refuses(
+        events, indent, ascii_only, compact, cut, drop):
+    """``kineto_events`` reads the events of ``buf[start:end]`` into the structs the checked
+    slim decoder makes of them made an array (each field of the same type and value, ``args``
+    with the same keys in the same order, ``Input Dims`` the same text), or says None; never
+    an event that decoder refuses."""
+    separators = (",", ":") if compact else None
+    text = re.sub(r'"@@([^@]*)@@"', r"\1", json.dumps(events, indent=indent,
+                                                     ensure_ascii=ascii_only,
+                                                     separators=separators))
+    text = text.encode("utf-8", "surrogatepass")
+    if drop and cut < len(text):  # a byte or a few gone: mostly not JSON any more
+        text = text[:cut] + text[cut + drop:]
+    inner = text.strip()[1:-1]
+    try:
+        inner.decode("utf-8")
+    except UnicodeDecodeError:
+        return  # (the caller reads only UTF-8 here: ``_ascii`` first)
+    got = decode_module._built_native.kineto_events(b"{}, " + inner + b" ]", 4, 4 + len(inner),
+                                                    decode_module.SlimEvent, msgspec.Raw)
+    expected = msgspec_slim(b"[" + inner + b"]")
+    event(f"native {'read' if got is not None else 'refused'}, msgspec "
+          f"{'read' if expected is not None else 'refused'}")
+    if got is not None:
+        assert expected is not None, inner
+        assert [[_shape(getattr(e, f)) for f in e.__struct_fields__] for e in got] == expected
+
+
+@needs_native
+def test_native_kineto_events_leave_to_msgspec_what_they_do_not_read():
+    """A key twice, an escape, an exponent or a float External id: None (msgspec reads the
+    stretch); the same events written otherwise (whitespace, compact) are read."""
+    read = decode_module._built_native.kineto_events
+    op = ('{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 1.5, '
+          '"dur": 2, "args": {"External id": 7, "Input Dims": [[1, 2]]}}')
+    compact = json.dumps(json.loads(op), separators=(",", ":"))
+    for text in (op, op + ",\n" + op, op.replace('", "', '",  "'), compact,
+                 op.replace(": ", " :\t")):
+        events = read(text.encode(), 0, len(text), decode_module.SlimEvent, msgspec.Raw)
+        assert [[_shape(getattr(e, f)) for f in e.__struct_fields__] for e in events] == \
+            msgspec_slim(b"[" + text.encode() + b"]")
+    for odd in (op.replace('"tid": 2', '"tid": 2, "pid": 3'), op.replace("aten", "a\\u0074en"),
+                op.replace('"ts": 1.5', '"ts": 1.5e0'), op.replace('"External id": 7', '"External id": 7.0'),
+                op.replace('"Input Dims": [[1, 2]]', '"Input Dims": [[1, 2]], "Input Dims": 1'),
+                op[:-1], op + ","):
+        assert read(odd.encode(), 0, len(odd), decode_module.SlimEvent, msgspec.Raw) is None, odd
+    with pytest.raises(ValueError):
+        read(op.encode(), 0, len(op) + 1, decode_module.SlimEvent, msgspec.Raw)
+
+
 # -- each event's bytes -----------------------------------------------------------------------
 
 @needs_native
