@@ -2180,6 +2180,14 @@ static inline int separator(Cursor *c, unsigned char sep) {
     return 1;
 }
 
+/* An object's member up to its value: its key (a string without escapes: ``*key``, ``*n``),
+   the colon and the whitespace after it. 0 where they are not there. */
+static inline int member_key(Cursor *c, const unsigned char **key, size_t *n) {
+    if (!string(c, key, n) || !separator(c, ':')) return 0;
+    skip_ws(c);
+    return 1;
+}
+
 /* The ``args`` keys that a slim event keeps (``validate.ARG_TYPES`` and ``Input Dims``). */
 static PyObject *arg_correlation, *arg_external_id, *arg_dims;
 
@@ -2197,11 +2205,10 @@ static int args_value(Cursor *c, PyObject *raw_type, PyObject **out) {
         do {
             const unsigned char *key;
             size_t n;
-            if (!string(c, &key, &n) || !separator(c, ':')) {
+            if (!member_key(c, &key, &n)) {
                 got = 0;
                 break;
             }
-            skip_ws(c);
             PyObject *name = NULL, *v = NULL;
             int bit = 0;
             if (n == 11 && memcmp(key, "correlation", 11) == 0)
@@ -2301,11 +2308,10 @@ static int kineto_event(Cursor *c, PyObject *event_type, PyObject *raw_type, PyO
         do {
             const unsigned char *key;
             size_t n;
-            if (!string(c, &key, &n) || !separator(c, ':')) {
+            if (!member_key(c, &key, &n)) {
                 got = 0;
                 break;
             }
-            skip_ws(c);
             int f = field_of(key, n);
             if (f < 0) {
                 if (!value(c, MAX_ARGS_DEPTH)) got = 0;
