@@ -1459,6 +1459,29 @@ static int slot_offsets_found(PyTypeObject *type, PyObject *names, Py_ssize_t *o
     return 0;
 }
 
+/* Whether each of the ``count`` objects of the list ``objects`` is of ``type`` exactly and
+   holds a value in each slot at ``offsets`` (``names``' slots): 1, or 0 with a TypeError or an
+   AttributeError (``caller`` names the function), as ``slot_rows`` and ``slot_columns`` read. */
+static int all_slotted(PyObject *objects, Py_ssize_t count, PyTypeObject *type,
+                       const Py_ssize_t *offsets, PyObject *names, const char *caller) {
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *obj = PyList_GET_ITEM(objects, k);
+        if (Py_TYPE(obj) != type) {
+            PyErr_Format(PyExc_TypeError, "%s() takes objects of one class", caller);
+            return 0;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (*(PyObject **)((char *)obj + offsets[i]) == NULL) {
+                PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute %R",
+                             type->tp_name, PyTuple_GET_ITEM(names, i));
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
 /* slot_rows(objects, names): the tuple of each object's slots ``names``, in order (what
    ``operator.attrgetter(*names)`` gives, without a look-up in the type per value). Every
    object is of the class of the first, exactly (else TypeError); an unset slot raises
@@ -1476,25 +1499,16 @@ static PyObject *slot_rows(PyObject *self, PyObject *args) {
     PyObject *rows = PyList_New(count);
     if (rows == NULL || count == 0) return rows;
     PyTypeObject *type = Py_TYPE(PyList_GET_ITEM(objects, 0));
-    if (slot_offsets(type, names, offsets) < 0) goto fail;
+    if (slot_offsets(type, names, offsets) < 0
+        || !all_slotted(objects, count, type, offsets, names, "slot_rows"))
+        goto fail;
     for (Py_ssize_t k = 0; k < count; k++) {
         PyObject *obj = PyList_GET_ITEM(objects, k);
-        if (Py_TYPE(obj) != type) {
-            PyErr_SetString(PyExc_TypeError, "slot_rows() takes objects of one class");
-            goto fail;
-        }
         PyObject *row = PyTuple_New(n);
         if (row == NULL) goto fail;
         PyList_SET_ITEM(rows, k, row);
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *value = *(PyObject **)((char *)obj + offsets[i]);
-            if (value == NULL) {
-                PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute %R",
-                             type->tp_name, PyTuple_GET_ITEM(names, i));
-                goto fail;
-            }
-            PyTuple_SET_ITEM(row, i, Py_NewRef(value));
-        }
+        for (Py_ssize_t i = 0; i < n; i++)
+            PyTuple_SET_ITEM(row, i, Py_NewRef(*(PyObject **)((char *)obj + offsets[i])));
     }
     return rows;
 fail:
@@ -1944,21 +1958,9 @@ static PyObject *slot_columns(PyObject *self, PyObject *args) {
         return NULL;
     }
     PyTypeObject *type = Py_TYPE(PyList_GET_ITEM(objects, 0));
-    if (slot_offsets(type, names, offsets) < 0) return NULL;
-    for (Py_ssize_t k = 0; k < count; k++) {
-        PyObject *obj = PyList_GET_ITEM(objects, k);
-        if (Py_TYPE(obj) != type) {
-            PyErr_SetString(PyExc_TypeError, "slot_columns() takes objects of one class");
-            return NULL;
-        }
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (*(PyObject **)((char *)obj + offsets[i]) == NULL) {
-                PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute %R",
-                             type->tp_name, PyTuple_GET_ITEM(names, i));
-                return NULL;
-            }
-        }
-    }
+    if (slot_offsets(type, names, offsets) < 0
+        || !all_slotted(objects, count, type, offsets, names, "slot_columns"))
+        return NULL;
     PyObject *columns = PyList_New(n);
     if (columns == NULL) return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
