@@ -102,7 +102,8 @@ class FinalRecords:
                 ends[-1] = last_end
             else:
                 ends[-1] = last.start_ts if last.end_ts < last.start_ts else last.end_ts
-        if any(gpu_events):
+        any_gpu = any(gpu_events)
+        if any_gpu:
             for record in records:
                 if record.gpu_events:  # see ``Splitter._own_linked``: work decided out of order
                     record.gpu_active_us = min(record.gpu_active_us, record.gpu_busy_us,
@@ -110,16 +111,17 @@ class FinalRecords:
         phases = self._phases[first:first + n]
         _set_final(records, (ends, self._kinds[first:first + n], [self._complete] * n,
                              list(map(_PHASE, phases)), list(map(_EVIDENCE, phases)),
-                             self._breakdown_dicts(number, records) if breakdowns
+                             self._breakdown_dicts(number, records, any_gpu) if breakdowns
                              else list(map(_BREAKDOWN, records))))
         if visit is not None:
             visit(records)
         return sum(events)
 
-    def _breakdown_dicts(self, number: int, records: list) -> list:
+    def _breakdown_dicts(self, number: int, records: list, any_gpu: bool) -> list:
         """The final dicts of the breakdowns of page ``number``'s ``records``
-        (``breakdown.final_dicts``: from a page as the file holds it, where it is there)."""
-        if not any(record_columns(records, _GPU_EVENTS_READ)[0]):  # (a trace of CPU iterations)
+        (``breakdown.final_dicts``: from a page as the file holds it, where it is there);
+        ``any_gpu``: whether any of them has GPU work (``_finish`` read it already)."""
+        if not any_gpu:  # (a trace of CPU iterations)
             spans = [None] * len(records)
         else:
             spans = [record.gpu_end_ts - record.gpu_start_ts if record.gpu_events else None
@@ -133,9 +135,8 @@ class FinalRecords:
 
 _BREAKDOWN = attrgetter("breakdown")
 _PHASE, _EVIDENCE = itemgetter(0), itemgetter(1)
-#: The fields ``FinalRecords._finish`` reads of every record of a page, and
-#: ``_breakdown_dicts``'s first look (``record_columns``).
-_FINISH_READS, _GPU_EVENTS_READ = ("start_ts", "gpu_events", "events"), ("gpu_events",)
+#: The fields ``FinalRecords._finish`` reads of every record of a page (``record_columns``).
+_FINISH_READS = ("start_ts", "gpu_events", "events")
 
 
 def record_columns(records: list, names: tuple) -> list:
