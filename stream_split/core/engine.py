@@ -1133,6 +1133,8 @@ class Splitter:
         tuple, not a view's dict (a spilled batch of 4,096 pickles and loads in about a
         third of the time; a split of 200 k ``aten::mm``, phase evidence, on as many
         threads, ``testing.attacks.threads``: 15,563 -> 13,916 M instructions);
+        an annotation without ``args`` (it links nothing) its name, a string (no view made:
+        30 k annotated steps of one op each, ``testing.attacks.many_iterations``);
         an event that is no structure and links nothing, with float times, nothing (None:
         counted as a plain Python frame is, ``_count_cpu``); any other its ``_held_view``."""
         if cat == ANNOTATION_CAT and args:
@@ -1169,7 +1171,11 @@ class Splitter:
                     else:
                         self._held_name = name
                     event = (pid, tid, name)
-            elif cat != ANNOTATION_CAT and end.__class__ is float and start.__class__ is float:
+            elif cat == ANNOTATION_CAT:
+                # one that links nothing (no ``args``): its name alone, a string (what
+                # deciding it reads: ``_own_cpu``); else its view
+                event = _held_view(event, None) if args else name or ""
+            elif end.__class__ is float and start.__class__ is float:
                 event = None
             else:
                 event = _held_view(event, None)
@@ -1434,13 +1440,13 @@ class Splitter:
     def _count_outside_quiet(self, rest: np.ndarray, owners: np.ndarray, events: list) -> None:
         """Of the held ``rest`` rows that ``_own_held`` would hand ``_own_cpu`` one by one,
         those owned by ``OUTSIDE`` that link nothing (an op held as its thread, or named,
-        or a dict without ``args``: ``_own_cpu`` only counts them) are counted at once here,
+        an annotation as its name, or a dict without ``args``: ``_own_cpu`` only counts them) are counted at once here,
         and taken out of ``rest`` (their pairs are made with the rows only counted)."""
         outside = np.flatnonzero(rest & (owners == OUTSIDE)).tolist()
         if not outside:
             return
-        quiet = [k for k in outside if (event := events[k]).__class__ is tuple
-                 or event.__class__ is dict and "args" not in event]
+        quiet = [k for k in outside if (kind := (event := events[k]).__class__) is tuple
+                 or kind is str or kind is dict and "args" not in event]
         self.outside_events += len(quiet)
         rest[np.fromiter(quiet, np.intp, len(quiet))] = False  # (a list: 7x the instructions)
 
@@ -1458,8 +1464,8 @@ class Splitter:
         # each row's thread, as an object array (read at rows in numpy): an op's is its event
         threads, rows_of_ops = held.events, ops
         views = [k for k in np.flatnonzero(~(ops | plain)).tolist()
-                 if (event := events[k]).__class__ is tuple  # held named
-                 or event.get("cat") in CPU_OP_CATS and event.get("ph") == "X"]
+                 if (kind := (event := events[k]).__class__) is tuple  # held named
+                 or kind is dict and event.get("cat") in CPU_OP_CATS and event.get("ph") == "X"]
         if views:
             threads, rows_of_ops = threads.copy(), ops.copy()
             for k in views:
@@ -1588,9 +1594,12 @@ class Splitter:
         keeps of it (not None), with its times; ``cat``: its category where known."""
         if self._keep:
             self._assigned.append((owner, event if raw is None else raw))
-        # an op held as its thread (pid, tid), or named: (pid, tid, name) (``_hold_cpu``)
-        thread = event if event.__class__ is tuple else None
-        if thread is None and cat is False:
+        # an op held as its thread (pid, tid), or named: (pid, tid, name); an annotation
+        # that links nothing as its name (``_hold_cpu``)
+        thread = event if (kind := event.__class__) is tuple else None
+        if kind is str:
+            cat = ANNOTATION_CAT
+        elif thread is None and cat is False:
             cat = event.get("cat")
         if owner == OUTSIDE:
             self.outside_events += 1
@@ -1607,13 +1616,15 @@ class Splitter:
                     self._structure_facts(owner, record, _NAMED_OP_CAT, thread[2], None)
                     thread = thread[:2]
                 hot[2].add_op(thread, start, end)
+            elif kind is str:  # an annotation held as its name: no ``args``, no CPU op
+                self._structure_facts(owner, record, cat, event, None)
             elif cat in STRUCTURE_CATS:
                 self._structure_facts(owner, record, cat, event.get("name"), event.get("args"))
                 if cat in CPU_OP_CATS and event.get("ph") == "X":
                     hot[2].add_op((event.get("pid"), event.get("tid")), start, end)
             if end > record.end_ts:
                 record.end_ts = end
-        if thread is not None:
+        if thread is not None or kind is str:  # it links nothing
             return
         args = event.get("args")
         if args:

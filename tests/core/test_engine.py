@@ -6,6 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import REPO, SHARED_TRACES, owners_of
 from stream_split.core import OUTSIDE, SplitOptions, Splitter, TraceEventError
+from stream_split.spill import HeldRows
 from stream_split.testing.generate import generate
 
 STEPS = SplitOptions(detector="steps")
@@ -248,6 +249,69 @@ def test_records_are_the_same_whether_held_events_are_kept_whole_or_not(scenario
         records[keep] = [record.to_dict() for record in splitter.iterations]
         assert splitter.max_pending > 100  # the loop's structure is decided late: ops wait
     assert records[False] == records[True]
+
+
+class _WatchedRows(HeldRows):
+    """Held rows that note each event held as a string (an annotation's name)."""
+    __slots__ = ("strings",)
+
+    def __init__(self, strings: list | None = None):  # (``columns`` empties it so)
+        super().__init__()
+        if strings is not None:
+            self.strings = strings
+
+    def add(self, end, seq: int, start, event, raw) -> None:
+        if event.__class__ is str:
+            self.strings.append(event)
+        super().add(end, seq, start, event, raw)
+
+
+def _annotated_steps(n: int) -> list:
+    """``n`` annotated steps, each of an ``aten::mm`` and an annotation of a phase role,
+    one annotation in three with ``args`` (an External id, or none it links by), times in
+    integers and floats, an instant annotation and one before the first step (outside)."""
+    events = [{"ph": "i", "cat": "user_annotation", "name": "forward", "pid": 1, "tid": 1,
+               "ts": 0.5, "s": "t"}]
+    for i in range(n):
+        ts = 10 + 20 * i
+        step = {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1,
+                "tid": 1, "ts": ts if i % 2 else float(ts), "dur": 15}
+        if i % 3 == 1:
+            step["args"] = {"External id": 1000 + i}
+        elif i % 3 == 2:
+            step["args"] = {"Record function id": 0}
+        events.append(step)
+        events.append({"ph": "X", "cat": "user_annotation", "name": "backward" if i % 2
+                       else None, "pid": 1, "tid": 1, "ts": ts + 1, "dur": 3})
+        events.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1,
+                       "ts": ts + 5, "dur": 5})
+        if i % 4 == 0:
+            events.append({"ph": "i", "cat": "user_annotation", "name": "mark", "pid": 1,
+                           "tid": 1, "ts": ts + 12, "s": "t"})
+    return events
+
+
+@pytest.mark.parametrize("limit", [7, 100_000])
+@pytest.mark.parametrize("detector", ["steps", "auto"])
+def test_annotations_held_as_their_names_give_the_records_of_whole_ones(limit, detector):
+    # Not handed out, a held annotation without ``args`` keeps its name alone, a string
+    # (``Splitter._hold_cpu``); one with ``args`` its view. The pairs' owners, counts and
+    # records are those of events held whole (``keep_events``), held in memory or spilled
+    # (counted at once there: ``_own_held``, ``_count_outside_quiet``).
+    events = _annotated_steps(40)
+    results, held = {}, []
+    for keep in (True, False):
+        splitter = Splitter(SplitOptions(detector=detector, keep_events=keep,
+                                         pending_limit=limit))
+        splitter._cpu_rows = _WatchedRows(held)
+        for event in events:
+            splitter.feed(event)
+        splitter.close()
+        results[keep] = (repr([record.to_dict() for record in splitter.iterations]),
+                         splitter.outside_events, splitter.events_out)
+    assert results[False] == results[True]
+    assert len(results[True][0]) > 1000  # (the steps were found)
+    assert "ProfilerStep#0" in held and "" in held and "mark" in held
 
 
 @pytest.mark.parametrize("limit", [7, 100_000])
