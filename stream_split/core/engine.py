@@ -1569,23 +1569,27 @@ class Splitter:
             # the window found last (``Windows.owner``'s first case, inline: most items)
             owner = windows.cached_owner if windows.cached_lo <= start <= end < \
                 windows.cached_hi else windows.owner(start, end)
-            if owner < 0 or event.__class__ is not tuple:
+            if owner < 0 or (kind := event.__class__) is not tuple and kind is not str:
                 own_cpu(owner, event, start, end, raw)
                 continue
-            # ``_own_cpu``'s most common case, inline: an op held as its thread, or named
-            # (it links nothing: counted, its time in ops, what its name tells), of an
-            # iteration (a loop of one-op iterations: each boundary decides one or two)
+            # ``_own_cpu``'s most common cases, inline: an op held as its thread, or named
+            # (it links nothing: counted, its time in ops, what its name tells), or an
+            # annotation held as its name (what its name tells), of an iteration (a loop of
+            # one-op iterations: each boundary decides one or two)
             if keep:
                 self._assigned.append((owner, event if raw is None else raw))
             hot = self._hot if self._hot[0] == owner else self._hot_state(owner)
             record = hot[1]
             record.events += 1
-            if len(event) == 2:
-                record.cpu_ops += 1
+            if kind is str:
+                self._structure_facts(owner, record, ANNOTATION_CAT, event, None)
             else:
-                self._structure_facts(owner, record, _NAMED_OP_CAT, event[2], None)
-                event = event[:2]
-            hot[2].add_op(event, start, end)
+                if len(event) == 2:
+                    record.cpu_ops += 1
+                else:
+                    self._structure_facts(owner, record, _NAMED_OP_CAT, event[2], None)
+                    event = event[:2]
+                hot[2].add_op(event, start, end)
             if end > record.end_ts:
                 record.end_ts = end
 
