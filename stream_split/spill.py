@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import pickle
 from itertools import compress, repeat
+from operator import itemgetter
 
 import numpy as np
 
@@ -237,78 +238,73 @@ class HeldLinks:
 
 
 class HeldRows:
-    """Held CPU-side events as the engine holds them, one at a time (``add``), until they are
-    made ``HeldColumns`` (``columns``)."""
-    __slots__ = ("ends", "seqs", "starts", "events", "raws", "exact")
+    """Held CPU-side events as the engine holds them one at a time, until they are made
+    ``HeldColumns`` (``columns``) or taken back (``take_all_before``, ``items_before``): in
+    ``items`` the engine's held items ``(end, seq, start, event, None, raw)`` (``event`` None:
+    counted as a plain Python frame; ``end`` and ``start`` floats, or integers that a float
+    holds exactly), appended by the engine itself, which sets ``exact`` where a time is not
+    a float (``Splitter._hold_cpu``: a call less per held event; a boundary hands its items
+    on as they are)."""
+    __slots__ = ("items", "exact")
 
     def __init__(self):
-        self.ends, self.seqs, self.starts, self.events, self.raws = [], [], [], [], []
+        self.items: list = []
         self.exact = False  # a time that is not a float was added
 
     def __len__(self) -> int:
-        return len(self.raws)
+        return len(self.items)
 
-    def add(self, end, seq: int, start, event, raw) -> None:
-        """One event (``event`` None: counted as a plain Python frame); ``end`` and
-        ``start`` floats, or integers that a float holds exactly."""
-        self.ends.append(end)
-        self.seqs.append(seq)
-        self.starts.append(start)
-        self.events.append(event)
-        self.raws.append(raw)
-        if end.__class__ is not float or start.__class__ is not float:
-            self.exact = True
+    def _taken(self) -> list:
+        """Every item, no longer here."""
+        items = self.items
+        self.items, self.exact = [], False
+        return items
 
-    def take_all_before(self, until: float, frame: dict):
-        """``(ends, starts, events, raws)`` of the events added, no longer here, where every
-        one ends before ``until`` and none is a plain frame (its event None, or ``frame``);
-        None otherwise (all stay: ``items_before`` decides)."""
-        ends, events = self.ends, self.events
-        if not ends or not max(ends) < until or None in events or frame in events:
+    def take_all_before(self, until: float, frame: dict) -> list | None:
+        """The items, no longer here, where every one ends before ``until`` and none is a
+        plain frame (its event None, or ``frame``); None otherwise (all stay:
+        ``items_before`` decides)."""
+        items = self.items
+        if not items or not max(map(_END_OF, items)) < until:
             return None
-        taken = ends, self.starts, events, self.raws
-        self.ends, self.seqs, self.starts, self.events, self.raws = [], [], [], [], []
-        self.exact = False
-        return taken
+        events = list(map(_EVENT_OF, items))
+        if None in events or frame in events:
+            return None
+        return self._taken()
 
     def items_before(self, until: float, frame: dict) -> list:
-        """The events added that end before ``until``, as the engine's held items
-        ``(end, seq, start, event, None, raw)`` in the order added (a plain frame's event:
+        """The items that end before ``until`` in the order added (a plain frame's event:
         ``frame``), no longer here; the others stay."""
-        ends = self.ends
-        if not ends:
+        items = self.items
+        if not items:
             return []
-        if max(ends) < until:  # most often every one (the times are finite: ``feed``)
-            items = [(end, seq, start, frame if event is None else event, None, raw)
-                     for end, seq, start, event, raw in zip(ends, self.seqs, self.starts,
-                                                             self.events, self.raws)]
-            self.ends, self.seqs, self.starts, self.events, self.raws = [], [], [], [], []
-            self.exact = False
-            return items
-        due = [k for k, end in enumerate(ends) if end < until]
-        if not due:
-            return []
-        events = self.events
-        items = [(ends[k], self.seqs[k], self.starts[k],
-                  frame if events[k] is None else events[k], None, self.raws[k]) for k in due]
-        kept = [k for k, end in enumerate(ends) if not end < until]
-        for name in ("ends", "seqs", "starts", "events", "raws"):
-            column = getattr(self, name)
-            setattr(self, name, [column[k] for k in kept])
-        return items
+        if max(map(_END_OF, items)) < until:  # most often every one (the times are finite)
+            due = self._taken()
+        else:
+            due = [item for item in items if item[0] < until]
+            if not due:
+                return []
+            self.items = [item for item in items if not item[0] < until]
+        if None not in map(_EVENT_OF, due):
+            return due
+        return [item if item[3] is not None else (*item[:3], frame, *item[4:])
+                for item in due]
 
     def columns(self) -> HeldColumns | None:
         """What was added, as columns (None if nothing), no longer here."""
-        if not self.raws:
+        if not self.items:
             return None
-        n = len(self.raws)  # (``fromiter``: a list of numbers read in a seventh of the
+        exact = self.exact
+        ends, seqs, starts, events, _, raws = zip(*self._taken())
+        n = len(ends)  # (``fromiter``: a list of numbers read in a seventh of the
         # instructions ``np.array`` takes, which looks for nested sequences first)
-        columns = HeldColumns(np.fromiter(self.ends, np.float64, n),
-                              np.fromiter(self.seqs, np.int64, n),
-                              np.fromiter(self.starts, np.float64, n), self.raws, self.events,
-                              _integer_times(self.ends, self.starts) if self.exact else None)
-        self.__init__()
-        return columns
+        return HeldColumns(np.fromiter(ends, np.float64, n), np.fromiter(seqs, np.int64, n),
+                           np.fromiter(starts, np.float64, n), raws, events,
+                           _integer_times(ends, starts) if exact else None)
+
+
+#: A held item's end and what it keeps of its event (``HeldRows``).
+_END_OF, _EVENT_OF = itemgetter(0), itemgetter(3)
 
 
 def batch_key(items) -> float:

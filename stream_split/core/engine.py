@@ -136,9 +136,8 @@ def _arrival(item) -> int:
     return item[1]
 
 
-#: What a held item keeps of its event (``_hold_cpu``); its end, start and original bytes.
+#: What a held item keeps of its event (``_hold_cpu``).
 _HELD_OF = itemgetter(3)
-_HELD_END, _HELD_START, _HELD_RAW = itemgetter(0), itemgetter(2), itemgetter(5)
 
 _WAITING_IN_MEMORY = 4096
 
@@ -1179,7 +1178,9 @@ class Splitter:
                 event = None
             else:
                 event = _held_view(event, None)
-            self._cpu_rows.add(end, self._seq, start, event, raw)
+            self._cpu_rows.items.append((end, self._seq, start, event, None, raw))
+            if end.__class__ is not float or start.__class__ is not float:
+                self._cpu_rows.exact = True  # (``HeldRows``: held so, without a call)
             self._cpu_held_n += 1
         else:
             if raw is not None or not keep:
@@ -1521,16 +1522,16 @@ class Splitter:
         while pending and pending[0][0] < until:
             decided.append(heappop(pending))
         rows = self._cpu_rows
-        if not self._cpu_held and len(rows.raws) <= _FEW_HELD:  # a few, held one by one:
+        if not self._cpu_held and len(rows.items) <= _FEW_HELD:  # a few, held one by one:
             # (most often each ends before ``until`` and none is a frame: decided as they
-            # lie, no item made: ``HeldRows.take_all_before``)
+            # lie: ``HeldRows.take_all_before``)
             taken = None if decided else rows.take_all_before(until, _HELD_FRAME)
             if taken is not None:
                 self._cpu_held_n = 0
-                self._own_each(*taken)
+                self._own_each(taken)
             else:
-                items = rows.items_before(until, _HELD_FRAME)  # as items
-                self._cpu_held_n = len(rows.raws)
+                items = rows.items_before(until, _HELD_FRAME)
+                self._cpu_held_n = len(rows.items)
                 if decided:
                     decided.extend(items)
                     self._resolve_in_order(decided, None)
@@ -1557,15 +1558,13 @@ class Splitter:
         if _HELD_FRAME in map(_HELD_OF, items):
             self._resolve_all(items)
             return
-        self._own_each(map(_HELD_END, items), map(_HELD_START, items), map(_HELD_OF, items),
-                       map(_HELD_RAW, items))
+        self._own_each(items)
 
-    def _own_each(self, ends, starts, events, raws) -> None:
-        """Held CPU-side events, none a plain frame, that a boundary decides (each ends
-        before it), in the order they came, as columns: each one's end, start, what is held
-        of it and its original bytes (``_own_rows``)."""
+    def _own_each(self, items: list) -> None:
+        """Held items of CPU-side events, none a plain frame, that a boundary decides (each
+        ends before it), in the order they came (``_own_rows``)."""
         windows, own_cpu, keep = self._windows, self._own_cpu, self._keep
-        for end, start, event, raw in zip(ends, starts, events, raws):
+        for end, _, start, event, _, raw in items:
             # the window found last (``Windows.owner``'s first case, inline: most items)
             owner = windows.cached_owner if windows.cached_lo <= start <= end < \
                 windows.cached_hi else windows.owner(start, end)

@@ -6,7 +6,6 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import REPO, SHARED_TRACES, owners_of
 from stream_split.core import OUTSIDE, SplitOptions, Splitter, TraceEventError
-from stream_split.spill import HeldRows
 from stream_split.testing.generate import generate
 
 STEPS = SplitOptions(detector="steps")
@@ -251,21 +250,6 @@ def test_records_are_the_same_whether_held_events_are_kept_whole_or_not(scenario
     assert records[False] == records[True]
 
 
-class _WatchedRows(HeldRows):
-    """Held rows that note each event held as a string (an annotation's name)."""
-    __slots__ = ("strings",)
-
-    def __init__(self, strings: list | None = None):  # (``columns`` empties it so)
-        super().__init__()
-        if strings is not None:
-            self.strings = strings
-
-    def add(self, end, seq: int, start, event, raw) -> None:
-        if event.__class__ is str:
-            self.strings.append(event)
-        super().add(end, seq, start, event, raw)
-
-
 def _annotated_steps(n: int) -> list:
     """``n`` annotated steps, each of an ``aten::mm`` and an annotation of a phase role,
     one annotation in three with ``args`` (an External id, or none it links by), times in
@@ -303,9 +287,10 @@ def test_annotations_held_as_their_names_give_the_records_of_whole_ones(limit, d
     for keep in (True, False):
         splitter = Splitter(SplitOptions(detector=detector, keep_events=keep,
                                          pending_limit=limit))
-        splitter._cpu_rows = _WatchedRows(held)
         for event in events:
             splitter.feed(event)
+            held.extend(item[3] for item in splitter._cpu_rows.items
+                        if item[3].__class__ is str)
         splitter.close()
         results[keep] = (repr([record.to_dict() for record in splitter.iterations]),
                          splitter.outside_events, splitter.events_out)
