@@ -607,9 +607,15 @@ class Splitter:
             stack = stacks.note_start(thread, ts)
         else:
             if cat is not None:
-                ops = self._order.arrive(thread, ts, end, name, cat)
-                if ops is not None:  # (None: just this op, now: the common case)
-                    self._observe_ops(ops)
+                # an op of the settled thread only noted (``OpOrder.settled``: ``arrive``'s
+                # common case, inline), else through ``arrive``
+                order = self._order
+                settled = order.settled
+                if thread == order.settled_thread and ts >= settled.last_start and \
+                        ts >= order.flush_below:
+                    settled.last_start, settled.last_cat = ts, cat
+                elif (ops := order.arrive(thread, ts, end, name, cat)) is not None:
+                    self._observe_ops(ops)  # (None: just this op, now: the common case)
                     return
             stack = stacks.push(thread, name, ts, end)
         if found := self._detector.observe(thread, stack, ts, end, name, stacks.last_section):

@@ -69,6 +69,8 @@ HOLD_LIMIT = 32768
 HISTORY = 256
 
 _NOTHING_HELD = float("-inf")
+#: ``OpOrder.settled_thread`` while no thread is settled (equal to no thread).
+_NOT_SETTLED = object()
 
 
 class HeldOp:
@@ -127,6 +129,12 @@ class OpOrder:
         self.reordered_threads = 0
         self.late_ops = 0
         self.most_held = 0
+        #: The thread of the op that arrived last where it keeps to start order and its
+        #: first ops are no longer remembered (``HISTORY``), and its ``_Thread``: its next
+        #: op that starts no earlier than its last, nor than ``flush_below``, is only noted
+        #: (its start and category, ``arrive``'s common case): the engine notes it itself,
+        #: without a call (``Splitter._read_op``); _NOT_SETTLED, None otherwise.
+        self.settled_thread, self.settled = _NOT_SETTLED, None
 
     def arrive(self, thread, start: float, end: float, name: str, cat) -> list | None:
         """An op of ``thread`` as the file has it: None where it is read now, alone; else the
@@ -146,11 +154,12 @@ class OpOrder:
                     state.jumped = True
                 state.last_start, state.last_cat = start, cat
                 history = state.history
-                if history is not None:
-                    if len(history) < self._history_length:
-                        history += start, end, name
-                    else:
-                        state.history = None
+                if history is None:
+                    self.settled_thread, self.settled = thread, state
+                elif len(history) < self._history_length:
+                    history += start, end, name
+                else:
+                    state.history = None
                 if out is not None:  # read after the ops it freed
                     out.append((thread, start, end, name))
                 return out
@@ -189,6 +198,7 @@ class OpOrder:
         begins it anew."""
         for thread in threads:
             self._threads.pop(thread, None)
+        self.settled_thread, self.settled = _NOT_SETTLED, None  # (it may be among them)
 
     def _made(self, start: float, end: float, name: str, cat) -> _Thread:
         """A thread's state after its first op (``start`` to ``cat``), made at its second."""
@@ -197,6 +207,7 @@ class OpOrder:
     def _reorder(self, state: _Thread) -> None:
         """``state``'s thread is not in start order: its ops are held from now on, its first
         ops again among them."""
+        self.settled_thread, self.settled = _NOT_SETTLED, None  # (it may be this one)
         self.reordered_threads += 1
         state.roots = []
         history = state.history or ()

@@ -184,3 +184,100 @@ def test_the_valve_bounds_what_a_thread_holds_and_counts_a_late_parent():
     assert order.most_held <= 17
     assert order.late_ops == 1
     assert sum(1 for op in read if op[3].startswith("op")) == 99
+
+
+def test_a_settled_thread_is_the_last_in_start_order_past_its_history():
+    """``OpOrder.settled``: the thread whose op came last, in start order, its first ops no
+    longer remembered; none once it is reordered or forgotten."""
+    order = OpOrder(history=2)
+    for k in range(3):  # its first op kept as it came, then two remembered
+        order.arrive("t", k, k + 0.5, "op", "cpu_op")
+        assert order.settled is None
+    order.arrive("t", 3, 3.5, "op", "cpu_op")
+    assert order.settled_thread == "t" and order.settled.last_start == 3
+    order.arrive("t", 2, 2.2, "late", "cpu_op")  # back in time in its category: reordered
+    assert order.settled is None and order.reordered_threads == 1
+    other = OpOrder(history=0)
+    for k in range(2):
+        other.arrive("u", k, k + 0.5, "op", "cpu_op")
+    assert other.settled_thread == "u"
+    other.forget(["u"])
+    assert other.settled is None
+
+
+class _NeverSettled(OpOrder):
+    """An order that settles no thread: every op through ``arrive``."""
+    settled_thread = property(lambda self: None, lambda self, thread: None)
+
+
+@pytest.mark.parametrize("order", ("start",) + ORDERS)
+@pytest.mark.parametrize("scenario", ["training", "dynamic_shapes_cpu", "noisy_training"])
+def test_the_engine_notes_a_settled_threads_ops_as_arrive_does(monkeypatch, scenario, order):
+    """``Splitter._read_op`` notes the op of a settled thread itself (``OpOrder.settled``):
+    the owners, records and evidence are those of every op through ``arrive``, with a thread
+    in start order for more than its history (``HISTORY``) and then in ``order``."""
+    from stream_split.core import engine
+
+    events = generate(scenario, seed=2).events
+    structural = [k for k, e in enumerate(events) if e.get("cat") in STRUCTURE_CATS]
+    cut = structural[len(structural) // 2]
+    assert len(structural) // 2 > 300  # past the history of the loop thread
+    copy = events[:cut] + reordered(events[cut:], order, window=8, seed=1)[0]
+    results = []
+    for kind in (OpOrder, _NeverSettled):
+        monkeypatch.setattr(engine, "OpOrder", kind)
+        got, splitter = owners(copy, SplitOptions(detector="auto"))
+        results.append((got, repr([r.to_dict() for r in splitter.iterations]),
+                        splitter.evidence))
+    assert results[0] == results[1]
+
+
+def _op(tid: int, ts: float, dur: float, name: str, cat: str = "cpu_op") -> dict:
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur}
+
+
+def _settled_then(tail: list) -> list:
+    """Thread 2's ops in start order, past its history (settled), then ``tail``."""
+    return [_op(2, 0.01 * k, 0.005, "b") for k in range(300)] + tail
+
+
+#: Settled thread 2, while thread 1 holds ops (end order) from 60 on, has an op before them:
+#: it hands them on (``flush_below``); then thread 2's ops in time order, a cpu_op, an
+#: annotation, and a cpu_op back in time after the annotation: a jump to another category
+#: (a Kineto section), not a reorder, as its last category says.
+_SETTLED_CASES = {
+    "flush": _settled_then([_op(1, 12, 8, "a1"), _op(1, 22, 16, "a2"), _op(1, 10, 30, "a"),
+                            _op(2, 5, 1, "b_5"), _op(1, 62, 8, "c1"), _op(1, 60, 20, "c"),
+                            _op(2, 7, 1, "b_before"), _op(2, 100, 1, "b_after")]),
+    "category": _settled_then([_op(2, 10, 1, "c"), _op(2, 12, 1, "u", "user_annotation"),
+                               _op(2, 11, 0.5, "c_back"), _op(2, 13, 1, "c_next")]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SETTLED_CASES))
+def test_a_settled_threads_ops_are_read_as_arrive_hands_them_on(monkeypatch, case):
+    """The ops the stacks read, in order, and the order's evidence are the same whether the
+    engine notes a settled thread's ops itself or hands each to ``arrive``."""
+    from stream_split.core import engine
+    from stream_split.core.stack import ThreadStacks
+
+    results = []
+    for kind in (OpOrder, _NeverSettled):
+        monkeypatch.setattr(engine, "OpOrder", kind)
+        read = []
+        push = ThreadStacks.push
+
+        def noted(self, thread, name, start, end, read=read):
+            read.append((thread, name, start))
+            return push(self, thread, name, start, end)
+        monkeypatch.setattr(ThreadStacks, "push", noted)
+        _, splitter = owners(_SETTLED_CASES[case], SplitOptions(detector="structure"))
+        monkeypatch.setattr(ThreadStacks, "push", push)
+        order = splitter._order
+        results.append((read, order.reordered_threads, order.late_ops, order.most_held))
+    assert results[0] == results[1]
+    if case == "flush":  # thread 1's held ops read before ``b_before``
+        read = [name for _, name, _ in results[0][0]]
+        assert read.index("c") < read.index("b_before")
+    else:
+        assert results[0][1] == 0  # no thread reordered
