@@ -1132,11 +1132,11 @@ class Splitter:
         decided by a boundary after its end. Unless it is handed out itself (kept, without
         its original bytes), it keeps what deciding it reads (``_own_cpu``), held as columns
         (``HeldRows``) where its times are floats, or integers a float holds: a CPU op
-        (``X``) that links nothing and whose name is neither phase evidence nor a step
-        number keeps its thread ``(pid, tid)`` alone (it is counted, with its time in ops),
-        one whose name is (and that has no ``Input Dims`` to keep) ``(pid, tid, name)``: a
-        tuple, not a view's dict (a spilled batch of 4,096 pickles and loads in about a
-        third of the time; a split of 200 k ``aten::mm``, phase evidence, on as many
+        (``X``) that links nothing and whose name tells nothing (no phase role, or a GEMM's
+        without its ``Input Dims``) nor is a step number keeps its thread ``(pid, tid)``
+        alone (it is counted, with its time in ops), one whose name does (and that has no
+        ``Input Dims`` to keep) ``(pid, tid, name)``: a tuple, not a view's dict (a spilled
+        batch of 4,096 pickles and loads in about a third of the time; a split of 200 k ``aten::mm``, phase evidence, on as many
         threads, ``testing.attacks.threads``: 15,563 -> 13,916 M instructions);
         an annotation without ``args`` (it links nothing) its name, a string (no view made:
         30 k annotated steps of one op each, ``testing.attacks.many_iterations``);
@@ -1157,8 +1157,10 @@ class Splitter:
             elif cat in CPU_OP_CATS:
                 if ph != "X":
                     event = _held_view(event, None)
-                elif not (_PHASE_ROLES[name] if name in _PHASE_ROLES else role_of(name)) \
+                elif (not (role := _PHASE_ROLES[name] if name in _PHASE_ROLES else
+                           role_of(name)) or role == _GEMM and not (args and DIMS_ARG in args)) \
                         and not name.startswith(PROFILER_STEP_PREFIX):
+                    # (``serving.tells_nothing`` of a GEMM, inline)
                     event = (pid, tid)
                     # the ops of a thread that follow each other hold one tuple, not one
                     # each: a spilled batch pickles it once, and groups them by identity
