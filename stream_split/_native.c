@@ -1678,6 +1678,17 @@ static int set_unshared_columns(PyObject *d, PyObject *columns, const char *shar
     return 0;
 }
 
+/* ``d[name]`` = the slot at ``offset`` of ``obj`` (a value there, checked), ``rounded3``
+   (truthy) where ``round``; -1 where it fails. */
+static int store_slot(PyObject *d, PyObject *name, PyObject *obj, Py_ssize_t offset, int round) {
+    PyObject *value = *(PyObject **)((char *)obj + offset);
+    value = round ? rounded3(value, 1) : Py_NewRef(value);
+    if (value == NULL) return -1;
+    int set = PyDict_SetItem(d, name, value);
+    Py_DECREF(value);
+    return set;
+}
+
 /* slot_dicts(objects, template, names, rounded, columns): for each object (every one of the
    first one's class exactly), a copy of the dict ``template`` (its keys in the order wanted)
    whose key ``name`` holds the object's slot ``name`` for each of ``names``, the slot
@@ -1740,13 +1751,7 @@ static PyObject *slot_dicts(PyObject *self, PyObject *args) {
         int stored = shared[i] ? PyDict_Contains(template, name) : 0;
         if (stored < 0) goto fail;
         shared[i] = (char)stored;  /* (a key not in ``template`` goes in each dict, in order) */
-        if (!stored) continue;
-        PyObject *value = *(PyObject **)((char *)first + offsets[i]);
-        value = i < n ? Py_NewRef(value) : rounded3(value, 1);
-        if (value == NULL) goto fail;
-        int set = PyDict_SetItem(base, name, value);
-        Py_DECREF(value);
-        if (set < 0) goto fail;
+        if (stored && store_slot(base, name, first, offsets[i], i >= n) < 0) goto fail;
     }
     for (Py_ssize_t k = 0; k < count; k++) {
         PyObject *obj = PyList_GET_ITEM(objects, k);
@@ -1754,15 +1759,10 @@ static PyObject *slot_dicts(PyObject *self, PyObject *args) {
         if (d == NULL) goto fail;
         PyList_SET_ITEM(dicts, k, d);
         for (Py_ssize_t i = 0; i < n + m; i++) {
-            if (shared[i]) continue;
-            PyObject *name = i < n ? PyTuple_GET_ITEM(names, i)
-                                   : PyTuple_GET_ITEM(rounded, i - n);
-            PyObject *value = *(PyObject **)((char *)obj + offsets[i]);
-            value = i < n ? Py_NewRef(value) : rounded3(value, 1);
-            if (value == NULL) goto fail;
-            int set = PyDict_SetItem(d, name, value);
-            Py_DECREF(value);
-            if (set < 0) goto fail;
+            if (!shared[i] && store_slot(d, i < n ? PyTuple_GET_ITEM(names, i)
+                                                  : PyTuple_GET_ITEM(rounded, i - n),
+                                         obj, offsets[i], i >= n) < 0)
+                goto fail;
         }
         if (set_unshared_columns(d, columns, column_shared, k) < 0) goto fail;
     }
