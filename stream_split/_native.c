@@ -1634,10 +1634,42 @@ static Py_ssize_t columns_length(PyObject *columns, Py_ssize_t count, const char
     return count;
 }
 
-/* ``d[key] = values[k]`` for each ``(key, values)`` of ``columns`` (checked by
-   ``columns_length``); -1 where a store fails. */
-static int set_columns(PyObject *d, PyObject *columns, Py_ssize_t k) {
+/* ---- fin43: the values every dict of a page shares, stored once ---- */
+
+/* A copy of the dict ``template`` holding, for each ``(key, values)`` of ``columns`` (checked
+   by ``columns_length``: ``count`` values each, ``count`` > 0) whose values are all the very
+   same object and whose key ``template`` has, that value; ``shared[j]`` tells which columns
+   it holds (``set_unshared_columns`` stores the others in each dict copied from it). A key
+   not in ``template`` is stored in each dict instead, after the others, in the order of the
+   columns (as a store a column at a time orders it; the keys of a call are distinct). At most
+   ``SLOTS_MAX`` columns. New reference, or NULL with an error set. */
+static PyObject *shared_template(PyObject *template, PyObject *columns, Py_ssize_t count,
+                                 char *shared) {
+    PyObject *base = PyDict_Copy(template);
+    if (base == NULL) return NULL;
     for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(columns); j++) {
+        PyObject *pair = PyTuple_GET_ITEM(columns, j);
+        PyObject *key = PyTuple_GET_ITEM(pair, 0), *values = PyTuple_GET_ITEM(pair, 1);
+        PyObject *value = PyList_GET_ITEM(values, 0);
+        Py_ssize_t k = 1;
+        while (k < count && PyList_GET_ITEM(values, k) == value) k++;
+        int stored = k == count ? PyDict_Contains(template, key) : 0;
+        if (stored > 0) stored = PyDict_SetItem(base, key, value) < 0 ? -1 : 1;
+        if (stored < 0) {
+            Py_DECREF(base);
+            return NULL;
+        }
+        shared[j] = (char)stored;
+    }
+    return base;
+}
+
+/* ``d[key] = values[k]`` for each ``(key, values)`` of ``columns`` that ``shared`` (as
+   ``shared_template`` set it) says its template does not hold; -1 where a store fails. */
+static int set_unshared_columns(PyObject *d, PyObject *columns, const char *shared,
+                                Py_ssize_t k) {
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(columns); j++) {
+        if (shared[j]) continue;
         PyObject *pair = PyTuple_GET_ITEM(columns, j);
         if (PyDict_SetItem(d, PyTuple_GET_ITEM(pair, 0),
                            PyList_GET_ITEM(PyTuple_GET_ITEM(pair, 1), k)) < 0)
@@ -1646,11 +1678,26 @@ static int set_columns(PyObject *d, PyObject *columns, Py_ssize_t k) {
     return 0;
 }
 
+/* ``d[name]`` = the slot at ``offset`` of ``obj`` (a value there, checked), ``rounded3``
+   (truthy) where ``round``; -1 where it fails. */
+static int store_slot(PyObject *d, PyObject *name, PyObject *obj, Py_ssize_t offset, int round) {
+    PyObject *value = *(PyObject **)((char *)obj + offset);
+    value = round ? rounded3(value, 1) : Py_NewRef(value);
+    if (value == NULL) return -1;
+    int set = PyDict_SetItem(d, name, value);
+    Py_DECREF(value);
+    return set;
+}
+
 /* slot_dicts(objects, template, names, rounded, columns): for each object (every one of the
    first one's class exactly), a copy of the dict ``template`` (its keys in the order wanted)
    whose key ``name`` holds the object's slot ``name`` for each of ``names``, the slot
    rounded (``rounded3``, truthy) for each of ``rounded``, and ``values[k]`` for each
-   ``(key, values)`` of ``columns`` (a tuple; ``values`` a list of one value an object). */
+   ``(key, values)`` of ``columns`` (a tuple; ``values`` a list of one value an object).
+   A value that every object holds (the very same object: most of a page of records' fields
+   are the same defaults) is stored once, in the copy of ``template`` that each dict is
+   copied from (``shared_template``): 7 stores an entry, not 28, of a page of one-op
+   iterations (a ``PyDict_SetItem`` is some 200 instructions). */
 static PyObject *slot_dicts(PyObject *self, PyObject *args) {
     PyObject *objects, *template, *names, *rounded, *columns;
     if (!PyArg_ParseTuple(args, "O!O!O!O!O!", &PyList_Type, &objects, &PyDict_Type, &template,
@@ -1658,10 +1705,12 @@ static PyObject *slot_dicts(PyObject *self, PyObject *args) {
                           &columns))
         return NULL;
     Py_ssize_t count = PyList_GET_SIZE(objects), n = PyTuple_GET_SIZE(names);
-    Py_ssize_t m = PyTuple_GET_SIZE(rounded);
-    Py_ssize_t offsets[SLOTS_MAX], rounded_offsets[SLOTS_MAX];
-    if (n > SLOTS_MAX || m > SLOTS_MAX) {
-        PyErr_SetString(PyExc_ValueError, "slot_dicts() reads at most 64 slots of each kind");
+    Py_ssize_t m = PyTuple_GET_SIZE(rounded), width = PyTuple_GET_SIZE(columns);
+    Py_ssize_t offsets[2 * SLOTS_MAX];
+    char shared[2 * SLOTS_MAX], column_shared[SLOTS_MAX];
+    if (n > SLOTS_MAX || m > SLOTS_MAX || width > SLOTS_MAX) {
+        PyErr_SetString(PyExc_ValueError,
+                        "slot_dicts() reads at most 64 slots of each kind, and 64 columns");
         return NULL;
     }
     if (columns_length(columns, count,
@@ -1669,38 +1718,58 @@ static PyObject *slot_dicts(PyObject *self, PyObject *args) {
         return NULL;
     PyObject *dicts = PyList_New(count);
     if (dicts == NULL || count == 0) return dicts;
+    PyObject *base = NULL;
     PyTypeObject *type = Py_TYPE(PyList_GET_ITEM(objects, 0));
-    if (slot_offsets(type, names, offsets) < 0 || slot_offsets(type, rounded, rounded_offsets) < 0)
+    /* the slots of ``names`` then of ``rounded``: one list of offsets */
+    if (slot_offsets(type, names, offsets) < 0 || slot_offsets(type, rounded, offsets + n) < 0)
         goto fail;
+    /* every object checked (its class, its slots set) before a dict is made, and which
+       slots hold the very same object in each */
+    PyObject *first = PyList_GET_ITEM(objects, 0);
+    memset(shared, 1, (size_t)(n + m));
     for (Py_ssize_t k = 0; k < count; k++) {
         PyObject *obj = PyList_GET_ITEM(objects, k);
         if (Py_TYPE(obj) != type) {
             PyErr_SetString(PyExc_TypeError, "slot_dicts() takes objects of one class");
             goto fail;
         }
-        PyObject *d = PyDict_Copy(template);
+        for (Py_ssize_t i = 0; i < n + m; i++) {
+            PyObject *value = *(PyObject **)((char *)obj + offsets[i]);
+            if (value == NULL) {
+                PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute %R",
+                             type->tp_name, i < n ? PyTuple_GET_ITEM(names, i)
+                                                  : PyTuple_GET_ITEM(rounded, i - n));
+                goto fail;
+            }
+            if (value != *(PyObject **)((char *)first + offsets[i])) shared[i] = 0;
+        }
+    }
+    base = shared_template(template, columns, count, column_shared);
+    if (base == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < n + m; i++) {
+        PyObject *name = i < n ? PyTuple_GET_ITEM(names, i) : PyTuple_GET_ITEM(rounded, i - n);
+        int stored = shared[i] ? PyDict_Contains(template, name) : 0;
+        if (stored < 0) goto fail;
+        shared[i] = (char)stored;  /* (a key not in ``template`` goes in each dict, in order) */
+        if (stored && store_slot(base, name, first, offsets[i], i >= n) < 0) goto fail;
+    }
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *obj = PyList_GET_ITEM(objects, k);
+        PyObject *d = PyDict_Copy(base);
         if (d == NULL) goto fail;
         PyList_SET_ITEM(dicts, k, d);
         for (Py_ssize_t i = 0; i < n + m; i++) {
-            int plain = i < n;
-            PyObject *name = plain ? PyTuple_GET_ITEM(names, i) : PyTuple_GET_ITEM(rounded, i - n);
-            PyObject *value = *(PyObject **)((char *)obj + (plain ? offsets[i]
-                                                                  : rounded_offsets[i - n]));
-            if (value == NULL) {
-                PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute %R",
-                             type->tp_name, name);
+            if (!shared[i] && store_slot(d, i < n ? PyTuple_GET_ITEM(names, i)
+                                                  : PyTuple_GET_ITEM(rounded, i - n),
+                                         obj, offsets[i], i >= n) < 0)
                 goto fail;
-            }
-            value = plain ? Py_NewRef(value) : rounded3(value, 1);
-            if (value == NULL) goto fail;
-            int set = PyDict_SetItem(d, name, value);
-            Py_DECREF(value);
-            if (set < 0) goto fail;
         }
-        if (set_columns(d, columns, k) < 0) goto fail;
+        if (set_unshared_columns(d, columns, column_shared, k) < 0) goto fail;
     }
+    Py_DECREF(base);
     return dicts;
 fail:
+    Py_XDECREF(base);
     Py_DECREF(dicts);
     return NULL;
 }
@@ -1767,11 +1836,18 @@ static PyObject *set_slots(PyObject *self, PyObject *args) {
 
 /* column_dicts(template, columns): for each place k, a copy of the dict ``template`` (its
    keys in the order wanted) whose key ``key`` holds ``values[k]`` for each ``(key, values)``
-   of ``columns`` (a tuple, at least one; each ``values`` a list, all of one length). */
+   of ``columns`` (a tuple, at least one, at most 64; each ``values`` a list, all of one
+   length). A column whose every value is the very same object is stored once
+   (``shared_template``). */
 static PyObject *column_dicts(PyObject *self, PyObject *args) {
     PyObject *template, *columns;
+    char column_shared[SLOTS_MAX];
     if (!PyArg_ParseTuple(args, "O!O!", &PyDict_Type, &template, &PyTuple_Type, &columns))
         return NULL;
+    if (PyTuple_GET_SIZE(columns) > SLOTS_MAX) {
+        PyErr_SetString(PyExc_ValueError, "column_dicts() takes at most 64 columns");
+        return NULL;
+    }
     Py_ssize_t count = columns_length(
         columns, -1, "column_dicts() takes columns of (key, a list), all of one length");
     if (count == -2) return NULL;
@@ -1780,15 +1856,19 @@ static PyObject *column_dicts(PyObject *self, PyObject *args) {
         return NULL;
     }
     PyObject *dicts = PyList_New(count);
-    if (dicts == NULL) return NULL;
+    if (dicts == NULL || count == 0) return dicts;
+    PyObject *base = shared_template(template, columns, count, column_shared);
+    if (base == NULL) goto fail;
     for (Py_ssize_t k = 0; k < count; k++) {
-        PyObject *d = PyDict_Copy(template);
+        PyObject *d = PyDict_Copy(base);
         if (d == NULL) goto fail;
         PyList_SET_ITEM(dicts, k, d);
-        if (set_columns(d, columns, k) < 0) goto fail;
+        if (set_unshared_columns(d, columns, column_shared, k) < 0) goto fail;
     }
+    Py_DECREF(base);
     return dicts;
 fail:
+    Py_XDECREF(base);
     Py_DECREF(dicts);
     return NULL;
 }

@@ -49,12 +49,22 @@ def test_a_page_is_packed_and_unpacked_natively_as_in_python(rows):
     again = records._native_records_of(packed)
     assert _same(again, made)
     values = records._record_values(again)
-    assert all(map(lambda a, b: all(map(lambda x, y: x is y, a, b)), values, rows))  # as kept
+    extra = records._EXTRA_AT
+    # as kept, but an ``extra`` that every one of them has empty: a new empty dict each
+    all_empty = rows and not any(row[extra] for row in rows) and not all(
+        row[extra] is rows[0][extra] for row in rows)
+    kept = [at for at in range(len(_FIELDS)) if not (all_empty and at == extra)]
+    assert all(all(a[at] is b[at] for at in kept) for a, b in zip(values, rows))
+    if all_empty:
+        assert len({id(value[extra]) for value in values}) == len(values)
     if rows:
         count, columns = packed
         assert count == len(rows) and len(columns) == len(_FIELDS)
         for at, column in enumerate(columns):
             same = all(row[at] is rows[0][at] for row in rows)
+            if all_empty and at == extra:
+                assert column is None
+                continue
             assert column == ((rows[0][at],) if same else [row[at] for row in rows])
 
 
@@ -65,8 +75,11 @@ def test_a_page_of_default_records_is_mostly_single_values():
             for i in range(64)]
     count, columns = records._native_record_columns(page)
     varied = [name for name, column in zip(_FIELDS, columns) if column.__class__ is list]
-    assert count == 64 and varied == ["index", "start_ts", "end_ts", "extra"]
-    assert _same(records._native_records_of((count, columns)), page)
+    assert count == 64 and varied == ["index", "start_ts", "end_ts"]
+    assert columns[records._EXTRA_AT] is None  # every one empty: none pickled
+    unpacked = records._native_records_of((count, columns))
+    assert _same(unpacked, page)
+    assert len({id(record.extra) for record in unpacked}) == 64  # a dict of its own each
 
 
 @needs_native
