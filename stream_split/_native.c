@@ -268,9 +268,23 @@ static inline int expect(Cursor *c, const char *lit, size_t n) {
     return 1;
 }
 
+/* The separator ``sep`` (':' or ','): as Kineto writes it, followed by one space (both
+   compared at once: any whitespace read as ``expect`` reads it cost the 10x stripped resnet
+   tile's ``boundaries`` 95 M instructions more), else after and before any whitespace. */
+static inline int separator(Cursor *c, unsigned char sep) {
+    if (c->end - c->p >= 2 && c->p[0] == sep && c->p[1] == ' ') {
+        c->p += 2;
+        return 1;
+    }
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != sep) return 0;
+    c->p++;
+    return 1;
+}
+
 /* A string with no escape and no control character (UTF-8 is checked by the caller): its
    text in [*at, *at + *len). Sixteen bytes at a time where SSE2 is. */
-static int string(Cursor *c, const unsigned char **at, size_t *len) {
+static inline __attribute__((always_inline)) int string(Cursor *c, const unsigned char **at, size_t *len) {
     skip_ws(c);
     if (c->p >= c->end || *c->p != '"') return 0;
     const unsigned char *s = ++c->p, *q = s;
@@ -285,13 +299,15 @@ static int string(Cursor *c, const unsigned char **at, size_t *len) {
         int bits = _mm_movemask_epi8(stop);
         if (bits) {
             q += __builtin_ctz((unsigned)bits);
-            break;
+            goto stop;  /* (the byte there is the one that stops it: not looked at twice) */
         }
         q += 16;
     }
 #endif
     while (q < c->end && *q != '"' && *q != '\\' && *q >= 0x20) q++;
-    if (q >= c->end || *q != '"') return 0;
+    if (q >= c->end) return 0;
+stop:
+    if (*q != '"') return 0;
     if (c->prefix_len && *s == *c->prefix && (size_t)(q - s) >= c->prefix_len &&
         memcmp(s, c->prefix, c->prefix_len) == 0)  /* (its first byte first: no call) */
         c->prefixed = 1;
@@ -454,15 +470,15 @@ static int value(Cursor *c, int depth) {
         if (expect(c, "]", 1)) return 1;
         do {
             if (!value(c, depth - 1)) return 0;
-        } while (expect(c, ",", 1));
+        } while (separator(c, ','));
         return expect(c, "]", 1);
     case '{':
         if (depth <= 0) return 0;
         c->p++;
         if (expect(c, "}", 1)) return 1;
         do {
-            if (!string(c, NULL, NULL) || !expect(c, ":", 1) || !value(c, depth - 1)) return 0;
-        } while (expect(c, ",", 1));
+            if (!string(c, NULL, NULL) || !separator(c, ':') || !value(c, depth - 1)) return 0;
+        } while (separator(c, ','));
         return expect(c, "}", 1);
     default:
         return number(c, NULL);
@@ -2165,20 +2181,6 @@ static int number_value(Cursor *c, int whole, PyObject **out) {
 static inline int null_value(Cursor *c, PyObject **out) {
     if (!EXACT(c, "null")) return 0;
     *out = Py_NewRef(Py_None);
-    return 1;
-}
-
-/* The separator ``sep`` (':' or ','): as Kineto writes it, followed by one space (both
-   compared at once: any whitespace read as ``expect`` reads it cost the 10x stripped resnet
-   tile's ``boundaries`` 95 M instructions more), else after and before any whitespace. */
-static inline int separator(Cursor *c, unsigned char sep) {
-    if (c->end - c->p >= 2 && c->p[0] == sep && c->p[1] == ' ') {
-        c->p += 2;
-        return 1;
-    }
-    skip_ws(c);
-    if (c->p >= c->end || *c->p != sep) return 0;
-    c->p++;
     return 1;
 }
 
