@@ -433,6 +433,37 @@ def test_native_kineto_events_leave_to_msgspec_what_they_do_not_read():
         read(op.encode(), 0, len(op) + 1, decode_module.SlimEvent, msgspec.Raw)
 
 
+
+@needs_native
+def test_native_kineto_events_foresee_keys_yet_read_any_order_as_msgspec():
+    """Each key is first compared with the ones met after the key before it (``Foresight``):
+    a stretch of ops, flows and events of other orders read alike, whatever came before (the
+    keys an event foresees by those before it, a key twice where it is foreseen, a foreseen
+    key written otherwise, the same pids and tids event after event and others between)."""
+    read = decode_module._built_native.kineto_events
+    op = ('{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 542, "tid": 639, '
+          '"ts": 1.5, "dur": 2, "args": {"External id": 7, "Input Dims": [[1, 2]]}}')
+    flow = ('{"ph": "f", "id": 5179, "pid": 542, "tid": 542, "ts": 3743411223546.042, '
+            '"cat": "ac2g", "name": "ac2g", "bp": "e"}')
+    other = '{"name": "n", "ph": "i", "s": "t", "ts": 2, "pid": 7, "tid": 640, "args": null}'
+    spaced = op.replace('"pid": ', '"pid" : ').replace('"ts": ', '"ts":\t')
+    compact = json.dumps(json.loads(op), separators=(",", ":"))
+    kinds = [op, flow, other, spaced, compact]
+    for order in ([0, 0, 1, 0, 1, 1, 2, 0, 3, 0, 4, 1, 0], [1, 1, 0, 2, 2, 1, 3, 4, 0],
+                  [2, 0, 1, 2, 4, 4, 3, 0]):
+        text = ",\n  ".join(kinds[k] for k in order).encode()
+        events = read(text, 0, len(text), decode_module.SlimEvent, msgspec.Raw)
+        assert [[_shape(getattr(e, f)) for f in e.__struct_fields__] for e in events] == \
+            msgspec_slim(b"[" + text + b"]")
+    for twice in (op.replace('"dur": 2', '"dur": 2, "cat": "x"'),  # foreseen after ts
+                  flow.replace('"bp": "e"', '"bp": "e", "ts": 3'),
+                  op.replace('"tid": 639', '"tid": 639, "tid": 639')):
+        text = (op + ", " + flow + ", " + twice).encode()  # (msgspec keeps the last: left to it)
+        assert read(text, 0, len(text), decode_module.SlimEvent, msgspec.Raw) is None, twice
+    escaped = (op + ", " + op.replace('"cat"', '"c\\u0061t"')).encode()  # not the word foreseen
+    assert read(escaped, 0, len(escaped), decode_module.SlimEvent, msgspec.Raw) is None
+
+
 # -- each event's bytes -----------------------------------------------------------------------
 
 @needs_native
