@@ -2160,15 +2160,35 @@ static int str_value(Cursor *c, PyObject **out) {
     return cached_str(s, n, out);
 }
 
+/* ---- dec43: the last int of a field kept ---- */
+/* The int made last for a field (``kineto_events``: the pid and the tid, the same in event
+   after event), made again only where the value changed. */
+typedef struct {
+    PyObject *made;  /* (a reference owned; NULL: none yet) */
+    long long value;
+} LastInt;
+
+/* ``value`` as an int: ``last``'s where it holds the same value (then kept there), else made. */
+static PyObject *int_of(long long value, LastInt *last) {
+    if (last == NULL) return PyLong_FromLongLong(value);
+    if (last->made == NULL || last->value != value) {
+        PyObject *made = PyLong_FromLongLong(value);
+        if (made == NULL) return NULL;
+        Py_XSETREF(last->made, made);
+        last->value = value;
+    }
+    return Py_NewRef(last->made);
+}
+
 /* A number as ``number`` reads it, as msgspec makes it: an int where it has no fraction (at
-   most MAX_INT_DIGITS digits: exact), else a float. 1, 0 (not read here) or -1. ``whole``:
-   only an integer is read. */
-static int number_value(Cursor *c, int whole, PyObject **out) {
+   most MAX_INT_DIGITS digits: exact; ``int_of``, with ``last`` where not NULL), else a
+   float. 1, 0 (not read here) or -1. ``whole``: only an integer is read. */
+static int number_value(Cursor *c, int whole, LastInt *last, PyObject **out) {
     double real;
     long long integer;
     int got = number_parts(c, &real, &integer);
     if (got == 2) {
-        *out = PyLong_FromLongLong(integer);
+        *out = int_of(integer, last);
     } else if (got == 1 && !whole) {
         *out = PyFloat_FromDouble(real);
     } else {
@@ -2243,7 +2263,7 @@ static int args_value(Cursor *c, PyObject *raw_type, PyObject **out) {
                 }
                 got = v == NULL ? -1 : 1;
             } else if (!null_value(c, &v)) {
-                got = number_value(c, 1, &v);
+                got = number_value(c, 1, NULL, &v);
             }
             if (got > 0 && PyDict_SetItem(d, name, v) < 0) got = -1;
             Py_XDECREF(v);
@@ -2279,8 +2299,9 @@ static int field_of(const unsigned char *key, size_t n) {
     return -1;
 }
 
-/* The value of field ``f``, of a type ``validate.SlimEvent`` takes there: 1, 0 or -1. */
-static int field_value(Cursor *c, int f, PyObject *raw_type, PyObject **out) {
+/* The value of field ``f``, of a type ``validate.SlimEvent`` takes there: 1, 0 or -1.
+   ``threads``: the last pid and tid made (``LastInt``). */
+static int field_value(Cursor *c, int f, PyObject *raw_type, LastInt *threads, PyObject **out) {
     switch (f) {
     case F_PH:
         return str_value(c, out);
@@ -2292,11 +2313,11 @@ static int field_value(Cursor *c, int f, PyObject *raw_type, PyObject **out) {
     case F_ID:  /* (``Any``: read here when a number, a string or null) */
         if (null_value(c, out)) return 1;
         if (c->p < c->end && *c->p == '"') return str_value(c, out);
-        return number_value(c, 0, out);
+        return number_value(c, 0, f == F_ID ? NULL : &threads[f - F_PID], out);
     case F_TS:
-        return number_value(c, 0, out);
+        return number_value(c, 0, NULL, out);
     case F_DUR:
-        return null_value(c, out) ? 1 : number_value(c, 0, out);
+        return null_value(c, out) ? 1 : number_value(c, 0, NULL, out);
     default:
         return args_value(c, raw_type, out);
     }
@@ -2378,8 +2399,8 @@ static inline void foresight_learn(Foresight *sight, int after, int f) {
    expects there (``foreseen_key``), else read and looked up (``field_of``), and then
    expected there next time: on the 10x stripped resnet tile's 220 k events, ??? -> ???
    instructions an event. */
-static int kineto_event(Cursor *c, Foresight *sight, PyObject *event_type, PyObject *raw_type,
-                        PyObject **out) {
+static int kineto_event(Cursor *c, Foresight *sight, LastInt *threads, PyObject *event_type,
+                        PyObject *raw_type, PyObject **out) {
     PyObject *fields[F_COUNT] = {NULL};
     if (!expect(c, "{", 1)) return 0;
     int got = 1, after = AT_START;
@@ -2401,7 +2422,7 @@ static int kineto_event(Cursor *c, Foresight *sight, PyObject *event_type, PyObj
             } else if (fields[f] != NULL) {
                 got = 0;  /* a key twice */
             } else {
-                got = field_value(c, f, raw_type, &fields[f]);
+                got = field_value(c, f, raw_type, threads, &fields[f]);
             }
             after = f < 0 ? AFTER_OTHER : f;
         } while (got > 0 && separator(c, ','));
@@ -2447,11 +2468,12 @@ static PyObject *kineto_events(PyObject *self, PyObject *args) {
     Cursor c = {text + start, text + end, NULL, 0, 0};
     Foresight sight;
     foresight_init(&sight);
+    LastInt threads[2] = {{NULL, 0}, {NULL, 0}};  /* (the pid's, the tid's) */
     PyObject *events = PyList_New(0);
     int got = events == NULL ? -1 : 1;
     while (got > 0) {
         PyObject *event = NULL;
-        got = kineto_event(&c, &sight, event_type, raw_type, &event);
+        got = kineto_event(&c, &sight, threads, event_type, raw_type, &event);
         if (got <= 0) break;
         if (PyList_Append(events, event) < 0) got = -1;
         Py_DECREF(event);
@@ -2462,6 +2484,8 @@ static PyObject *kineto_events(PyObject *self, PyObject *args) {
         if (c.p != c.end) got = 0;
     }
     PyBuffer_Release(&view);
+    Py_XDECREF(threads[0].made);
+    Py_XDECREF(threads[1].made);
     if (got <= 0) {
         Py_XDECREF(events);
         if (got < 0) return NULL;
