@@ -432,8 +432,17 @@ static int number_parts(Cursor *c, double *value, long long *integer) {
 /* ``number(c, NULL)``: a number checked as ``number`` reads it, not valued (no digit kept
    nor double made; a negative zero accepted, as there): most numbers of a trace are ids and
    indices that are only checked (``value``, ``thread_id``). */
+static inline __attribute__((always_inline)) int number_here(Cursor *c);
+
 static int skip_number(Cursor *c) {
     skip_ws(c);
+    return number_here(c);
+}
+
+/* ---- dec43: a number skipped where it begins ---- */
+/* ``skip_number`` at the cursor (no whitespace before it), inlined in ``value``'s arrays and
+   objects, where most numbers a trace skips are (``Input Strides``, ``Ev Idx``). */
+static inline __attribute__((always_inline)) int number_here(Cursor *c) {
     const unsigned char *s = c->p, *q = c->p, *e = c->end;
     if (q < e && *q == '-') q++;
     if (q >= e || !is_digit(*q)) return 0;
@@ -460,6 +469,20 @@ static int number(Cursor *c, double *value) {
 static int literal_null(Cursor *c) { return expect(c, "null", 4); }
 
 /* Any JSON value (strings and numbers as above), nested at most ``depth`` more levels. */
+static int value(Cursor *c, int depth);
+
+/* ``value`` of an array's item or an object's member: a string or a number read here at
+   once (no call, no whitespace looked for twice), anything else by ``value``. */
+static inline int item(Cursor *c, int depth) {
+    skip_ws(c);
+    if (c->p < c->end) {
+        unsigned char b = *c->p;
+        if (b == '"') return string(c, NULL, NULL);
+        if (is_digit(b) || b == '-') return number_here(c);
+    }
+    return value(c, depth);
+}
+
 static int value(Cursor *c, int depth) {
     skip_ws(c);
     if (c->p >= c->end) return 0;
@@ -477,7 +500,7 @@ static int value(Cursor *c, int depth) {
         c->p++;
         if (expect(c, "]", 1)) return 1;
         do {
-            if (!value(c, depth - 1)) return 0;
+            if (!item(c, depth - 1)) return 0;
         } while (separator(c, ','));
         return expect(c, "]", 1);
     case '{':
@@ -485,7 +508,7 @@ static int value(Cursor *c, int depth) {
         c->p++;
         if (expect(c, "}", 1)) return 1;
         do {
-            if (!string(c, NULL, NULL) || !separator(c, ':') || !value(c, depth - 1)) return 0;
+            if (!string(c, NULL, NULL) || !separator(c, ':') || !item(c, depth - 1)) return 0;
         } while (separator(c, ','));
         return expect(c, "}", 1);
     default:
@@ -510,7 +533,7 @@ static int frame_args(Cursor *c) {
         if ((n == 11 && memcmp(key, "correlation", 11) == 0) ||
             (n == 11 && memcmp(key, "External id", 11) == 0))
             return 0;
-        if (!expect(c, ":", 1) || !value(c, MAX_ARGS_DEPTH)) return 0;
+        if (!expect(c, ":", 1) || !item(c, MAX_ARGS_DEPTH)) return 0;
     } while (expect(c, ",", 1));
     return expect(c, "}", 1);
 }
@@ -545,7 +568,7 @@ static int kineto_args(Cursor *c) {
         if ((n == 11 && memcmp(key, "correlation", 11) == 0) ||
             (n == 11 && memcmp(key, "External id", 11) == 0))
             return 0;
-        if (!(EXACT(c, ": ") && value(c, MAX_ARGS_DEPTH))) return 0;
+        if (!(EXACT(c, ": ") && item(c, MAX_ARGS_DEPTH))) return 0;
     } while (EXACT(c, ", "));
     return EXACT(c, "}");
 }
@@ -2250,7 +2273,7 @@ static int args_value(Cursor *c, PyObject *raw_type, PyObject **out) {
             else if (n == 10 && memcmp(key, "Input Dims", 10) == 0)
                 name = arg_dims, bit = 4;
             if (name == NULL) {
-                if (!value(c, MAX_ARGS_DEPTH)) got = 0;
+                if (!item(c, MAX_ARGS_DEPTH)) got = 0;
                 continue;
             }
             if (seen & bit) {
@@ -2426,7 +2449,7 @@ static int kineto_event(Cursor *c, Foresight *sight, LastInt *threads, PyObject 
                 if (f >= 0) foresight_learn(sight, after, f);
             }
             if (f < 0) {
-                if (!value(c, MAX_ARGS_DEPTH)) got = 0;
+                if (!item(c, MAX_ARGS_DEPTH)) got = 0;
             } else if (fields[f] != NULL) {
                 got = 0;  /* a key twice */
             } else {
