@@ -464,6 +464,28 @@ def test_native_kineto_events_foresee_keys_yet_read_any_order_as_msgspec():
     assert read(escaped, 0, len(escaped), decode_module.SlimEvent, msgspec.Raw) is None
 
 
+
+@needs_native
+def test_native_kineto_events_make_each_name_once():
+    """A name, category or phase met again is the str made the first time (``cached_str``):
+    the one-byte phases of ops and flows each kept apart, a kernel's name of 2 k bytes too."""
+    read = decode_module._built_native.kineto_events
+    kernel = "void ck::kernel_gemm<" + "ck::Sequence<1, 2, 3>, " * 85 + ">"
+    events = []
+    for k, ph in enumerate("XfXsfXiX"):
+        name = kernel if k % 2 else "aten::view"
+        events.append(json.dumps({"ph": ph, "cat": "kernel" if k % 2 else "cpu_op",
+                                  "name": name, "pid": 1, "tid": 2, "ts": k}))
+    text = ", ".join(events).encode()
+    got = read(text, 0, len(text), decode_module.SlimEvent, msgspec.Raw)
+    for field in ("ph", "cat", "name"):
+        made = {}
+        for e in got:
+            value = getattr(e, field)
+            assert made.setdefault(value, value) is value, (field, value[:20])
+    assert 1900 < len(kernel) <= 2048 and got[1].name == kernel
+
+
 # -- each event's bytes -----------------------------------------------------------------------
 
 @needs_native
