@@ -433,6 +433,59 @@ def test_native_kineto_events_leave_to_msgspec_what_they_do_not_read():
         read(op.encode(), 0, len(op) + 1, decode_module.SlimEvent, msgspec.Raw)
 
 
+
+@needs_native
+def test_native_kineto_events_foresee_keys_yet_read_any_order_as_msgspec():
+    """Each key is first compared with the ones met after the key before it (``Foresight``):
+    a stretch of ops, flows and events of other orders read alike, whatever came before (the
+    keys an event foresees by those before it, a key twice where it is foreseen, a foreseen
+    key written otherwise, the same pids and tids event after event and others between)."""
+    read = decode_module._built_native.kineto_events
+    op = ('{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 542, "tid": 639, '
+          '"ts": 1.5, "dur": 2, "args": {"External id": 7, "Input Dims": [[1, 2]]}}')
+    flow = ('{"ph": "f", "id": 5179, "pid": 542, "tid": 542, "ts": 3743411223546.042, '
+            '"cat": "ac2g", "name": "ac2g", "bp": "e"}')
+    other = '{"name": "n", "ph": "i", "s": "t", "ts": 2, "pid": 7, "tid": 640, "args": null}'
+    spaced = op.replace('"pid": ', '"pid" : ').replace('"ts": ', '"ts":\t')
+    compact = json.dumps(json.loads(op), separators=(",", ":"))
+    kinds = [op, flow, other, spaced, compact]
+    for order in ([0, 0, 1, 0, 1, 1, 2, 0, 3, 0, 4, 1, 0], [1, 1, 0, 2, 2, 1, 3, 4, 0],
+                  [2, 0, 1, 2, 4, 4, 3, 0]):
+        text = ",\n  ".join(kinds[k] for k in order).encode()
+        events = read(text, 0, len(text), decode_module.SlimEvent, msgspec.Raw)
+        assert [[_shape(getattr(e, f)) for f in e.__struct_fields__] for e in events] == \
+            msgspec_slim(b"[" + text + b"]")
+    for twice in (op.replace('"dur": 2', '"dur": 2, "cat": "x"'),  # foreseen after ts
+                  flow.replace('"bp": "e"', '"bp": "e", "ts": 3'),
+                  op.replace('"tid": 639', '"tid": 639, "tid": 639')):
+        text = (op + ", " + flow + ", " + twice).encode()  # (msgspec keeps the last: left to it)
+        assert read(text, 0, len(text), decode_module.SlimEvent, msgspec.Raw) is None, twice
+    escaped = (op + ", " + op.replace('"cat"', '"c\\u0061t"')).encode()  # not the word foreseen
+    assert read(escaped, 0, len(escaped), decode_module.SlimEvent, msgspec.Raw) is None
+
+
+
+@needs_native
+def test_native_kineto_events_make_each_name_once():
+    """A name, category or phase met again is the str made the first time (``cached_str``):
+    the one-byte phases of ops and flows each kept apart, a kernel's name of 2 k bytes too."""
+    read = decode_module._built_native.kineto_events
+    kernel = "void ck::kernel_gemm<" + "ck::Sequence<1, 2, 3>, " * 85 + ">"
+    events = []
+    for k, ph in enumerate("XfXsfXiX"):
+        name = kernel if k % 2 else "aten::view"
+        events.append(json.dumps({"ph": ph, "cat": "kernel" if k % 2 else "cpu_op",
+                                  "name": name, "pid": 1, "tid": 2, "ts": k}))
+    text = ", ".join(events).encode()
+    got = read(text, 0, len(text), decode_module.SlimEvent, msgspec.Raw)
+    for field in ("ph", "cat", "name"):
+        made = {}
+        for e in got:
+            value = getattr(e, field)
+            assert made.setdefault(value, value) is value, (field, value[:20])
+    assert 1900 < len(kernel) <= 2048 and got[1].name == kernel
+
+
 # -- each event's bytes -----------------------------------------------------------------------
 
 @needs_native
