@@ -1136,12 +1136,13 @@ class Splitter:
         without its ``Input Dims``) nor is a step number keeps its thread ``(pid, tid)``
         alone (it is counted, with its time in ops), one whose name does (and that has no
         ``Input Dims`` to keep) ``(pid, tid, name)``: a tuple, not a view's dict (a spilled
-        batch of 4,096 pickles and loads in about a third of the time; a split of 200 k ``aten::mm``, phase evidence, on as many
-        threads, ``testing.attacks.threads``: 15,563 -> 13,916 M instructions);
-        an annotation without ``args`` (it links nothing) its name, a string (no view made:
-        30 k annotated steps of one op each, ``testing.attacks.many_iterations``);
-        an event that is no structure and links nothing, with float times, nothing (None:
-        counted as a plain Python frame is, ``_count_cpu``); any other its ``_held_view``."""
+        batch of 4,096 pickles and loads in about a third of the time; a split of 200 k
+        ``aten::mm``, phase evidence, on as many threads, ``testing.attacks.threads``: 15,563
+        -> 13,916 M instructions); an annotation without ``args`` (it links nothing) its
+        name, a string (no view made: 30 k annotated steps of one op each,
+        ``testing.attacks.many_iterations``); an event that is no structure and links
+        nothing, with float times, nothing (None: counted as a plain Python frame is,
+        ``_count_cpu``); any other its ``_held_view``."""
         if cat == ANNOTATION_CAT and args:
             self._annotations.hold(args.get("External id"))
         keep = self._keep
@@ -1448,9 +1449,10 @@ class Splitter:
 
     def _count_outside_quiet(self, rest: np.ndarray, owners: np.ndarray, events: list) -> None:
         """Of the held ``rest`` rows that ``_own_held`` would hand ``_own_cpu`` one by one,
-        those owned by ``OUTSIDE`` that link nothing (an op held as its thread, or named,
-        an annotation as its name, or a dict without ``args``: ``_own_cpu`` only counts them) are counted at once here,
-        and taken out of ``rest`` (their pairs are made with the rows only counted)."""
+        those owned by ``OUTSIDE`` that link nothing (an op held as its thread, or named, an
+        annotation as its name, or a dict without ``args``: ``_own_cpu`` only counts them)
+        are counted at once here, and taken out of ``rest`` (their pairs are made with the
+        rows only counted)."""
         outside = np.flatnonzero(rest & (owners == OUTSIDE)).tolist()
         if not outside:
             return
