@@ -1127,22 +1127,23 @@ class Splitter:
         if self._held_in_memory() >= self.options.pending_limit:
             self._bound_held()
 
+    # What a held CPU-side event keeps (``_hold_cpu``). Unless it is handed out itself (kept,
+    # without its original bytes), what deciding it reads (``_own_cpu``), held as columns
+    # (``HeldRows``) where its times are floats, or integers a float holds: a CPU op (``X``)
+    # that links nothing and whose name tells nothing (no phase role, or a GEMM's without
+    # its ``Input Dims``) nor is a step number keeps its thread ``(pid, tid)`` alone (it is
+    # counted, with its time in ops), one whose name does (and that has no ``Input Dims`` to
+    # keep) ``(pid, tid, name)``: a tuple, not a view's dict (a spilled batch of 4,096
+    # pickles and loads in about a third of the time; a split of 200 k ``aten::mm``, phase
+    # evidence, on as many threads, ``testing.attacks.threads``: 15,563 -> 13,916 M
+    # instructions); an annotation without ``args`` (it links nothing) its name, a string
+    # (no view made: 30 k annotated steps of one op each,
+    # ``testing.attacks.many_iterations``); an event that is no structure and links nothing,
+    # with float times, nothing (None: counted as a plain Python frame is, ``_count_cpu``);
+    # any other its ``_held_view``.
     def _hold_cpu(self, end, start, event: dict, raw, ph, cat, name, pid, tid, args) -> None:
         """Hold a CPU-side event (``ph`` to ``args``: its fields, as ``feed`` read them):
-        decided by a boundary after its end. Unless it is handed out itself (kept, without
-        its original bytes), it keeps what deciding it reads (``_own_cpu``), held as columns
-        (``HeldRows``) where its times are floats, or integers a float holds: a CPU op
-        (``X``) that links nothing and whose name tells nothing (no phase role, or a GEMM's
-        without its ``Input Dims``) nor is a step number keeps its thread ``(pid, tid)``
-        alone (it is counted, with its time in ops), one whose name does (and that has no
-        ``Input Dims`` to keep) ``(pid, tid, name)``: a tuple, not a view's dict (a spilled
-        batch of 4,096 pickles and loads in about a third of the time; a split of 200 k
-        ``aten::mm``, phase evidence, on as many threads, ``testing.attacks.threads``: 15,563
-        -> 13,916 M instructions); an annotation without ``args`` (it links nothing) its
-        name, a string (no view made: 30 k annotated steps of one op each,
-        ``testing.attacks.many_iterations``); an event that is no structure and links
-        nothing, with float times, nothing (None: counted as a plain Python frame is,
-        ``_count_cpu``); any other its ``_held_view``."""
+        decided by a boundary after its end; what it keeps: the comment above."""
         if cat == ANNOTATION_CAT and args:
             self._annotations.hold(args.get("External id"))
         keep = self._keep
