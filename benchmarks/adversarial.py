@@ -257,7 +257,8 @@ def print_table(rows: list, startup_s: float, out=None) -> None:
     repeated = any(len(r.get("vs_tile_runs", ())) > 1 for r in rows)
     head = (f"{'case':<18} {'events':>9} {'rc':>4}  {'outcome':<52} {'RSS MB':>7} "
             f"{'wall s':>7} {'cpu s':>7} {'us/ev':>8} {'tile':>5} {'vs tile':>7} "
-            + (f"{'runs':>11} " if repeated else "") + f"{'floor':>6} {'beyond':>6} {'floorC':>6}")
+            + (f"{'runs':>11} " if repeated else "")
+            + f"{'floor':>6} {'beyond':>6} {'floorC':>6} {'beyondC':>7}")
     print(head, file=out)
     for r in rows:
         ref = r.get("reference_us")
@@ -272,8 +273,8 @@ def print_table(rows: list, startup_s: float, out=None) -> None:
         if repeated:  # the lowest and highest ratio of the case's runs
             ratio += f" {spread[0]:5.2f}-{spread[-1]:<5.2f}" if judged and len(spread) > 1 \
                 else f" {'-':>11}"
-        beyond = f"{(r['net_us_per_event'] - floor) / ref:6.2f}" if judged and floor \
-            else "     -"
+        beyond = _net_ratio(r, floor, ref, 6) if judged and floor else "     -"
+        beyond_c = _net_ratio(r, floor_c, ref, 7) if judged and floor_c else "      -"
         rss, cpu = ("      -", "      -") if timed_out else \
             (f"{r['rss_mb']:7.0f}", f"{r['cpu_s']:7.1f}")
         print(f"{r['case']:<18} {r['events']:>9} {r['rc']:>4}  {r['outcome'][:52]:<52} "
@@ -281,7 +282,7 @@ def print_table(rows: list, startup_s: float, out=None) -> None:
               f"{r['net_us_per_event']:8.1f} " + (f"{ref:5.1f}" if ref else "    -")
               + f" {ratio} "
               + (f"{floor:6.1f}" if floor else "     -") + f" {beyond} "
-              + (f"{floor_c:6.1f}" if floor_c else "     -"), file=out)
+              + (f"{floor_c:6.1f}" if floor_c else "     -") + f" {beyond_c}", file=out)
     print(f"(us/ev: CPU microseconds per event beyond the start-up of {startup_s:.2f} s; "
           "tile: the 10x resnet tile's, the mean of its runs before and after the case; "
           + ("runs: the lowest and highest ratio of the case's runs, the row being the run "
@@ -290,7 +291,13 @@ def print_table(rows: list, startup_s: float, out=None) -> None:
           f"time per event, judged where the case takes {MIN_JUDGED_CPU_S:g} s beyond the "
           f"start-up; floor: us/ev of creating as many files of the same size alone "
           f"(from {FLOOR_MIN_FILES} files), beyond: the ratio net of it; floorC: the same "
-          f"files created by a C program, the kernel's share alone)", file=out)
+          f"files created by a C program, the kernel's share alone (as the writer creates tiny "
+          f"pieces in C), beyondC: the ratio net of that, the splitter's own share)", file=out)
+
+
+def _net_ratio(row: dict, floor_us: float, reference: float, width: int) -> str:
+    """The case's CPU time per event net of ``floor_us``, against the tile's."""
+    return f"{(row['net_us_per_event'] - floor_us) / reference:{width}.2f}"
 
 
 def main(argv=None) -> int:
