@@ -120,3 +120,17 @@ def test_the_code_line_names_the_tree_the_cli_imports(tmp_path, monkeypatch):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_the_adversarial_table_gives_each_case_net_of_both_floors(capsys):
+    """``beyond`` is a case's ratio to the tile net of the Python floor, ``beyondC`` net of the
+    C floor (the kernel's work per file alone): (12 - 8) / 2 = 2.00 and (12 - 5) / 2 = 3.50."""
+    adversarial = load("adversarial")
+    row = {"case": "one_op_iterations", "events": 1_000_000, "rc": 0, "outcome": "ok",
+           "rss_mb": 100.0, "wall_s": 12.0, "cpu_s": 12.0, "net_us_per_event": 12.0,
+           "reference_us": 2.0, "vs_tile": 6.0, "floor_us_per_event": 8.0,
+           "floor_c_us_per_event": 5.0}
+    adversarial.print_table([row], 0.2)
+    head, line = capsys.readouterr().out.splitlines()[:2]
+    assert head.split()[-4:] == ["floor", "beyond", "floorC", "beyondC"]
+    assert line.split()[-4:] == ["8.0", "2.00", "5.0", "3.50"]
