@@ -153,3 +153,16 @@ def test_a_table_made_a_chunk_at_a_time_is_the_one_made_an_entry_at_a_time(limit
         for table, text in zip(tables, texts):
             render_text(table, text, limit=limit)
         assert texts[0].getvalue() == texts[1].getvalue()
+
+
+
+def test_a_key_read_over_a_chunk_of_entries_is_each_ones_get():
+    """``summary._gets`` (``dict.get`` mapped in C where each entry is a dict) reads what
+    each entry's ``get`` gives: dicts, other mappings, a mix, a key some lack."""
+    from types import MappingProxyType
+    from stream_split.summary import _gets
+    dicts = [{"phase": "decode", "outlier": 2.5}, {"phase": None}, {}, {"outlier": False}]
+    for entries in (dicts, [MappingProxyType(it) for it in dicts],
+                    [dicts[0], MappingProxyType(dicts[1]), *dicts[2:]], tuple(dicts), []):
+        for key in ("phase", "outlier"):
+            assert _gets(entries, key) == [it.get(key) for it in entries]
