@@ -360,13 +360,14 @@ class ShownRows:
                 breakdown = it.get("breakdown")  # column: ``_optional_keys``)
                 if breakdown and breakdown.get("span_us") or it.get("phase") is not None:
                     self._optional.update(_optional_keys(it))
-        items = list(map(list, zip(entries, repeat(None))))
-        for item in compress(items, _gets(entries, "outlier")):  # (most are not)
+        outliers = _gets(entries, "outlier")
+        first = max(0, self._limit - before)  # those among the first ``limit``
+        items = self._items(entries, outliers, first)
+        for item in compress(items, outliers):  # (most are not)
             if ", " in (item[0].get("outlier_reason") or ""):
                 self._said.append(self._row_of(item))
                 if len(self._said) > 8 * OUTLIERS_EXPLAINED:
                     self._said = _slowest(self._said)[:OUTLIERS_EXPLAINED]
-        first = max(0, self._limit - before)  # those among the first ``limit``
         self._first += items[:first]
         if len(items) <= first:
             return
@@ -376,13 +377,34 @@ class ShownRows:
             for item in kept[self._edge:len(kept) + 1 - self._edge]:
                 self._to_middle(item)
         # the last ``edge`` kept (``_tail``'s ``maxlen``), the outliers among those that fall
-        # out to the middle, in order (a step over all of them, not a call of Python an entry)
+        # out to the middle, in order (a step over all of them, not a call of Python an entry):
+        # of the tail's as their entries say, of this chunk's as read above
         tail, items = self._tail, items[first:]
         out = len(tail) + len(items) - self._edge
-        left = list(islice(chain(tail, items), out)) if out > 0 else []
+        if out > 0:
+            left = list(islice(tail, out))
+            flags = _gets(list(map(_ENTRY, left)), "outlier") + outliers[first:]
+            left += items[:out - len(left)]
+            for item in compress(left, flags):  # (most are not)
+                self._to_middle(item)
         tail.extend(items)
-        for item in compress(left, _gets(list(map(_ENTRY, left)), "outlier")):  # (most are not)
-            self._to_middle(item)
+
+    def _items(self, entries, outliers: list, first: int) -> list:
+        """The items ``[entry, its row once made]`` of ``entries`` (``outliers``: each one's
+        outlier flag), made only where they may be kept (``_row_of``): the first ``first``,
+        the last ``edge`` (the tail), the outliers; None for the others, which leave the
+        tail at once, not shown (a split of 30 k one-op iterations, a table of 40 rows:
+        30 k lists made for nothing)."""
+        count = len(entries)
+        last = max(first, count - self._edge)
+        if last <= first:
+            return list(map(list, zip(entries, repeat(None))))
+        items = list(map(list, zip(entries[:first], repeat(None))))
+        items += repeat(None, last - len(items))
+        items += map(list, zip(entries[last:], repeat(None)))
+        for at in compress(range(first, last), outliers[first:last]):
+            items[at] = [entries[at], None]
+        return items
 
     def _row_of(self, item: list) -> dict:
         """The row of a kept ``[entry, row]``, made once."""

@@ -72,7 +72,8 @@ def _with_reasons(durations, outliers):
 
 @pytest.mark.parametrize("n, outliers", [
     (10, {3}), (40, {0, 39}), (41, {20}), (100, set(range(0, 100, 3))),
-    (1000, {5, 11, 500, 501, 502, 990, 999})])
+    (1000, {5, 11, 500, 501, 502, 990, 999}),
+    (2000, {30, 255, 256, 511, 1024, 1990, 1999})])  # (at the edges of chunks: ``_items``)
 def test_a_table_built_for_a_limit_is_drawn_as_the_whole_table_is(n, outliers):
     durations = [1000 + (7 * i) % 13 * 1000 for i in range(n)]
     whole, kept = io.StringIO(), io.StringIO()
