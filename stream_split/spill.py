@@ -239,12 +239,13 @@ class HeldLinks:
 
 class HeldRows:
     """Held CPU-side events as the engine holds them one at a time, until they are made
-    ``HeldColumns`` (``columns``) or taken back (``take_all_before``, ``items_before``): in
-    ``items`` the engine's held items ``(end, seq, start, event, None, raw)`` (``event`` None:
-    counted as a plain Python frame; ``end`` and ``start`` floats, or integers that a float
-    holds exactly), appended by the engine itself, which sets ``exact`` where a time is not
-    a float (``Splitter._hold_cpu``: a call less per held event; a boundary hands its items
-    on as they are)."""
+    ``HeldColumns`` (``columns``) or taken back (``items_before``; all at once by the engine
+    itself where each ends before a boundary and none is a plain frame, emptying ``items``
+    and ``exact``: ``Splitter._resolve_pending``): in ``items`` the engine's held items
+    ``(end, seq, start, event, None, raw)`` (``event`` None: counted as a plain Python frame;
+    ``end`` and ``start`` floats, or integers that a float holds exactly), appended by the
+    engine itself, which sets ``exact`` where a time is not a float (``Splitter._hold_cpu``:
+    a call less per held event; a boundary hands its items on as they are)."""
     __slots__ = ("items", "exact")
 
     def __init__(self):
@@ -259,18 +260,6 @@ class HeldRows:
         items = self.items
         self.items, self.exact = [], False
         return items
-
-    def take_all_before(self, until: float, frame: dict) -> list | None:
-        """The items, no longer here, where every one ends before ``until`` and none is a
-        plain frame (its event None, or ``frame``); None otherwise (all stay:
-        ``items_before`` decides)."""
-        items = self.items
-        if not items or not max(map(_END_OF, items)) < until:
-            return None
-        events = list(map(_EVENT_OF, items))
-        if None in events or frame in events:
-            return None
-        return self._taken()
 
     def items_before(self, until: float, frame: dict) -> list:
         """The items that end before ``until`` in the order added (a plain frame's event:

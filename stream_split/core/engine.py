@@ -136,8 +136,8 @@ def _arrival(item) -> int:
     return item[1]
 
 
-#: What a held item keeps of its event (``_hold_cpu``).
-_HELD_OF = itemgetter(3)
+#: What a held item keeps of its event (``_hold_cpu``), and its end.
+_HELD_OF, _HELD_END = itemgetter(3), itemgetter(0)
 
 _WAITING_IN_MEMORY = 4096
 
@@ -1533,13 +1533,15 @@ class Splitter:
         while pending and pending[0][0] < until:
             decided.append(heappop(pending))
         rows = self._cpu_rows
-        if not self._cpu_held and len(rows.items) <= _FEW_HELD:  # a few, held one by one:
-            # (most often each ends before ``until`` and none is a frame: decided as they
-            # lie: ``HeldRows.take_all_before``)
-            taken = None if decided else rows.take_all_before(until, _HELD_FRAME)
-            if taken is not None:
+        if not self._cpu_held and len(items := rows.items) <= _FEW_HELD:  # a few, held one
+            # by one: most often (a loop of tiny iterations: every boundary) each ends before
+            # ``until`` and none is a frame (kept as None, or ``_HELD_FRAME``), so all are
+            # taken as they lie, tested here (no call: a method of ``HeldRows`` cost two)
+            if not decided and items and max(map(_HELD_END, items)) < until and \
+                    None not in (kept := list(map(_HELD_OF, items))) and _HELD_FRAME not in kept:
+                rows.items, rows.exact = [], False  # (``HeldRows``: emptied so)
                 self._cpu_held_n = 0
-                self._own_each(taken)
+                self._own_each(items)
             else:
                 items = rows.items_before(until, _HELD_FRAME)
                 self._cpu_held_n = len(rows.items)

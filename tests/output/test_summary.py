@@ -72,7 +72,8 @@ def _with_reasons(durations, outliers):
 
 @pytest.mark.parametrize("n, outliers", [
     (10, {3}), (40, {0, 39}), (41, {20}), (100, set(range(0, 100, 3))),
-    (1000, {5, 11, 500, 501, 502, 990, 999})])
+    (1000, {5, 11, 500, 501, 502, 990, 999}),
+    (2000, {30, 255, 256, 511, 1024, 1990, 1999})])  # (at the edges of chunks: ``_items``)
 def test_a_table_built_for_a_limit_is_drawn_as_the_whole_table_is(n, outliers):
     durations = [1000 + (7 * i) % 13 * 1000 for i in range(n)]
     whole, kept = io.StringIO(), io.StringIO()
@@ -153,3 +154,16 @@ def test_a_table_made_a_chunk_at_a_time_is_the_one_made_an_entry_at_a_time(limit
         for table, text in zip(tables, texts):
             render_text(table, text, limit=limit)
         assert texts[0].getvalue() == texts[1].getvalue()
+
+
+
+def test_a_key_read_over_a_chunk_of_entries_is_each_ones_get():
+    """``summary._gets`` (``dict.get`` mapped in C where each entry is a dict) reads what
+    each entry's ``get`` gives: dicts, other mappings, a mix, a key some lack."""
+    from types import MappingProxyType
+    from stream_split.summary import _gets
+    dicts = [{"phase": "decode", "outlier": 2.5}, {"phase": None}, {}, {"outlier": False}]
+    for entries in (dicts, [MappingProxyType(it) for it in dicts],
+                    [dicts[0], MappingProxyType(dicts[1]), *dicts[2:]], tuple(dicts), []):
+        for key in ("phase", "outlier"):
+            assert _gets(entries, key) == [it.get(key) for it in entries]
