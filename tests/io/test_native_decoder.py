@@ -237,6 +237,42 @@ def test_native_frame_times_read_kineto_frames():
 
 
 @needs_native
+def test_native_numbers_of_every_length_read_as_msgspec_reads_them():
+    """Digits are read eight at a time and the run's end in one step (``digits_from``,
+    ``digit_run_end``) where eight bytes are left, else a byte at a time: every length of an
+    integer part and a fraction, each way, gives msgspec's number (an int kept exact, a float
+    correctly rounded, a skipped id checked alike)."""
+    native = decode_module._built_native
+    texts = [whole + fraction for n in range(1, 20) for k in (0, 1, 3, 7, 8, 9, 16, 17, 24)
+             for whole in ("7" * n, "1" + "0" * (n - 1), "9" * n)
+             for fraction in ([""] if k == 0 else ["." + "5" * k, "." + "0" * (k - 1) + "3"])]
+    for text in texts:
+        for tail in ("}", "}" + " " * 9):  # the number's end within eight bytes of the end, or not
+            frame = ('[{"ph": "X", "cat": "python_function", "name": "f", "pid": %s, "tid": 1, '
+                     '"ts": %s, "dur": %s, "args": {"Ev Idx": %s}%s]' % (
+                         text.split(".")[0], text, text, text, tail[1:])).encode()
+            got = native.frame_times(frame)
+            want = msgspec_times(frame)
+            assert (got is None) == (want is None), text
+            if got is not None:
+                assert bits(np.frombuffer(got[0]).tolist() + np.frombuffer(got[1]).tolist()) \
+                    == bits(want[0] + want[1]), text
+            event_text = ('{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 2, '
+                          '"ts": %s, "args": {"External id": %s, "Ev Idx": %s%s' % (
+                              text, text.split(".")[0], text, tail)).encode()
+            inner = event_text + b"}"
+            events = native.kineto_events(inner, 0, len(inner), decode_module.SlimEvent,
+                                          msgspec.Raw)
+            expected = msgspec_slim(b"[" + inner + b"]")
+            if events is not None:
+                assert expected is not None, text
+                assert [[_shape(getattr(e, f)) for f in e.__struct_fields__]
+                        for e in events] == expected, text
+            elif len(text.split(".")[0]) <= 18 and len(text) <= 40:
+                raise AssertionError(f"not read natively: {text}")
+
+
+@needs_native
 def test_native_frames_spelled_otherwise_than_kineto_read_alike():
     """A frame spelled as Kineto writes it is read at once (``kineto_frame``), one spelled
     otherwise a token at a time: the same numbers, and what the one refuses the other does."""
