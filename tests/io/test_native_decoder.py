@@ -71,6 +71,22 @@ def test_native_framing_equals_numpy_on_any_bytes_from_any_state(buf, start, in_
 
 
 @needs_native
+@settings(max_examples=int(os.environ.get("FRAMING_EXAMPLES", 2000)), deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(buf=_BYTES, start=st.integers(0, 4000), in_string=st.booleans(),
+       depth=st.integers(-5, 5), escaped=st.booleans())
+def test_native_framing_with_or_without_the_carryless_prefix_xor_alike(buf, start, in_string,
+                                                                       depth, escaped):
+    """``frame`` takes the scan whose prefix XOR is one carry-less multiplication where the
+    CPU has it (PCLMULQDQ), else the shifts: ``carryless=False`` asks for the shifts; both
+    give the same brackets, depths and end state (where the CPU lacks it, both are the
+    shifts)."""
+    args = (buf, min(start, len(buf)), in_string, depth, escaped)
+    frame = decode_module._built_native.frame
+    assert frame(*args, False) == frame(*args) == frame(*args, True)
+
+
+@needs_native
 @pytest.mark.parametrize("piece", [1, 63, 64, 65, 4096, 1 << 20])
 def test_native_framing_equals_numpy_across_the_pieces_of_a_real_trace(piece):
     with open(sample_trace_path(), "rb") as f:
