@@ -19,7 +19,9 @@
    - ``end_escaped``: the last byte of ``buf`` is a backslash at or after ``start`` and the run
      of backslashes ending ``buf`` (counted over the whole of ``buf``) is odd.
    It reads 64 bytes at a time: their quotes, backslashes and brackets as bit masks (SSE2
-   where the machine has it), the bytes inside strings as a prefix XOR of the real quotes.
+   where the machine has it), the bytes inside strings as a prefix XOR of the real quotes
+   (one carry-less multiplication where the CPU has PCLMULQDQ; a sixth argument False
+   asks for the shifts, to the same answer).
 
    ``frame_times(text)`` reads a run of Python frames as Kineto writes them (``text``: a JSON
    array of objects with the keys ``ph`` "X", ``cat`` "python_function", ``name``, ``pid``,
@@ -89,11 +91,16 @@ static int grow(Brackets *b) {
 /* Bytes scanned at once: one bit of a 64-bit mask each. */
 #define BLOCK 64
 
-/* The masks of one block (bit i: byte i): quotes, backslashes, opening and closing brackets. */
+/* The masks of one block (bit i: byte i): quotes, backslashes, brackets (opening or
+   closing: which one, the byte's bit 1 tells, set in ``{`` and ``[`` alone). */
 typedef struct {
-    uint64_t quote, slash, open, close;
+    uint64_t quote, slash, bracket;
 } Masks;
 
+/* ---- dec44: one mask of brackets, the backslashes looked for once a block ---- */
+/* (dec44: where an opening and a closing mask were made, and a backslash mask a 16 bytes,
+   each a compare, a movemask, a shift and an or; backslashes are rare: their mask is made
+   only where one block-wide movemask sees one) */
 #if defined(__SSE2__)
 #include <emmintrin.h>
 static inline uint64_t mask16(__m128i eq, int k) {
@@ -103,26 +110,28 @@ static inline void classify(const unsigned char *block, Masks *m) {
     const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\');
     const __m128i open = _mm_set1_epi8('{'), close = _mm_set1_epi8('}');
     const __m128i fold = _mm_set1_epi8(0x20); /* "[" | 0x20 is "{", "]" | 0x20 is "}" */
-    m->quote = m->slash = m->open = m->close = 0;
+    __m128i v[4], slashes = _mm_setzero_si128();
+    m->quote = m->slash = m->bracket = 0;
     for (int k = 0; k < 4; k++) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(block + 16 * k));
-        __m128i folded = _mm_or_si128(v, fold);
-        m->quote |= mask16(_mm_cmpeq_epi8(v, quote), k);
-        m->slash |= mask16(_mm_cmpeq_epi8(v, slash), k);
-        m->open |= mask16(_mm_cmpeq_epi8(folded, open), k);
-        m->close |= mask16(_mm_cmpeq_epi8(folded, close), k);
+        v[k] = _mm_loadu_si128((const __m128i *)(block + 16 * k));
+        __m128i folded = _mm_or_si128(v[k], fold);
+        m->quote |= mask16(_mm_cmpeq_epi8(v[k], quote), k);
+        m->bracket |= mask16(_mm_or_si128(_mm_cmpeq_epi8(folded, open),
+                                          _mm_cmpeq_epi8(folded, close)), k);
+        slashes = _mm_or_si128(slashes, _mm_cmpeq_epi8(v[k], slash));
     }
+    if (_mm_movemask_epi8(slashes))
+        for (int k = 0; k < 4; k++) m->slash |= mask16(_mm_cmpeq_epi8(v[k], slash), k);
 }
 #else
 static inline void classify(const unsigned char *block, Masks *m) {
-    m->quote = m->slash = m->open = m->close = 0;
+    m->quote = m->slash = m->bracket = 0;
     for (int i = 0; i < BLOCK; i++) {
         unsigned char c = block[i], folded = c | 0x20;
         uint64_t bit = (uint64_t)1 << i;
         if (c == '"') m->quote |= bit;
         else if (c == '\\') m->slash |= bit;
-        else if (folded == '{') m->open |= bit;
-        else if (folded == '}') m->close |= bit;
+        else if (folded == '{' || folded == '}') m->bracket |= bit;
     }
 }
 #endif
@@ -157,11 +166,42 @@ static uint64_t real_quotes(const Masks *m, int n, int *odd) {
     return real;
 }
 
+/* ---- dec44: the prefix XOR by one carry-less multiplication ---- */
+/* Where the machine has PCLMULQDQ (x86-64 since 2010), ``prefix_xor`` is the low word of
+   ``x`` multiplied carry-less by all ones: bit i the XOR of bits 0 to i. ``scan`` is made
+   twice, once with each (``scan_body`` given the one it calls), and ``frame`` takes this one
+   where the CPU has the instruction (``carryless_ok``): 12 instructions a block of 64 bytes
+   where it took 3. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang_analyzer__)
+#include <wmmintrin.h>
+#define CARRYLESS 1
+__attribute__((target("sse2,pclmul"))) static inline uint64_t prefix_xor_carryless(uint64_t x) {
+    __m128i product = _mm_clmulepi64_si128(_mm_set_epi64x(0, (long long)x),
+                                           _mm_set1_epi8((char)0xFF), 0);
+    return (uint64_t)_mm_cvtsi128_si64(product);
+}
+#endif
+
+/* Whether ``frame`` may take the carry-less scan (the CPU has the instruction). */
+static int carryless_ok(void) {
+#ifdef CARRYLESS
+    static int known = -1;
+    if (known < 0) {
+        __builtin_cpu_init();
+        known = __builtin_cpu_supports("pclmul") ? 1 : 0;
+    }
+    return known;
+#else
+    return 0;
+#endif
+}
+
 /* The scan itself: 0, or -1 when memory ran out. A block at a time: the quotes that are
-   real, the bytes inside strings (a prefix XOR of those quotes), then the brackets outside
-   them one bit at a time (about one in a hundred bytes of a trace). */
-static int scan(const unsigned char *buf, Py_ssize_t start, Py_ssize_t len, int *in_string,
-                int64_t *depth, Brackets *out) {
+   real, the bytes inside strings (a prefix XOR of those quotes, ``prefix``), then the
+   brackets outside them one bit at a time (about one in a hundred bytes of a trace). */
+static inline __attribute__((always_inline)) int scan_body(
+        const unsigned char *buf, Py_ssize_t start, Py_ssize_t len, int *in_string,
+        int64_t *depth, Brackets *out, uint64_t (*prefix)(uint64_t)) {
     int inside = *in_string, odd = 0;
     int64_t d = *depth;
     unsigned char tail[BLOCK];
@@ -176,16 +216,19 @@ static int scan(const unsigned char *buf, Py_ssize_t start, Py_ssize_t len, int 
         Masks m;
         classify(block, &m);
         uint64_t real = (m.slash || odd) ? real_quotes(&m, n, &odd) : m.quote;
-        uint64_t strings = prefix_xor(real);
+        uint64_t strings = prefix(real);
+        /* dec44: the parity of the block's real quotes is the prefix XOR's top bit (a
+           popcount without the instruction was 12 more a block) */
+        int odd_quotes = (int)(strings >> 63);
         if (inside) strings = ~strings;
-        inside ^= __builtin_popcountll(real) & 1;
-        uint64_t brackets = (m.open | m.close) & ~strings;
+        inside ^= odd_quotes;
+        uint64_t brackets = m.bracket & ~strings;
         if (!brackets) continue;
         if (out->cap - out->size < BLOCK && grow(out) < 0) return -1;
         Py_ssize_t k = out->size;
         do {
             int i = __builtin_ctzll(brackets);
-            d += (m.open >> i) & 1 ? 1 : -1;
+            d += (block[i] & 2) ? 1 : -1;  /* ("{" and "[" alone have bit 1: dec44) */
             out->at[k] = (int64_t)(base + i);
             out->depth[k] = (int32_t)d;
             k++;
@@ -198,6 +241,20 @@ static int scan(const unsigned char *buf, Py_ssize_t start, Py_ssize_t len, int 
     return 0;
 }
 
+/* ``scan_body`` with each prefix XOR (dec44). */
+static int scan(const unsigned char *buf, Py_ssize_t start, Py_ssize_t len, int *in_string,
+                int64_t *depth, Brackets *out) {
+    return scan_body(buf, start, len, in_string, depth, out, prefix_xor);
+}
+
+#ifdef CARRYLESS
+__attribute__((target("sse2,pclmul"))) static int scan_carryless(
+        const unsigned char *buf, Py_ssize_t start, Py_ssize_t len, int *in_string,
+        int64_t *depth, Brackets *out) {
+    return scan_body(buf, start, len, in_string, depth, out, prefix_xor_carryless);
+}
+#endif
+
 /* Bytes of a trace a bracket at least, mostly (Kineto writes one every 36 or so): ``frame``
    makes room for that many at first. */
 #define BYTES_PER_BRACKET 32
@@ -205,10 +262,12 @@ static int scan(const unsigned char *buf, Py_ssize_t start, Py_ssize_t len, int 
 static PyObject *frame(PyObject *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t start;
-    int in_string, escaped;
+    int in_string, escaped, carryless = 1;
     long long depth0;
-    if (!PyArg_ParseTuple(args, "y*npLp", &view, &start, &in_string, &depth0, &escaped))
+    if (!PyArg_ParseTuple(args, "y*npLp|p", &view, &start, &in_string, &depth0, &escaped,
+                          &carryless))
         return NULL;
+    carryless = carryless && carryless_ok();
     const unsigned char *buf = view.buf;
     Py_ssize_t len = view.len;
     if (start < 0) start = 0;
@@ -223,6 +282,11 @@ static PyObject *frame(PyObject *self, PyObject *args) {
        4096 by doubling, each step a copy (on the 10x stripped resnet tile, 5 a call) */
     failed = grow_columns((void **)&out.at, sizeof(int64_t), (void **)&out.depth,
                           sizeof(int32_t), &out.cap, (len - start) / BYTES_PER_BRACKET + BLOCK);
+#ifdef CARRYLESS
+    if (!failed && carryless)
+        failed = scan_carryless(buf, start, len, &inside, &depth, &out);
+    else
+#endif
     if (!failed) failed = scan(buf, start, len, &inside, &depth, &out);
     Py_END_ALLOW_THREADS
     int end_escaped = 0;
@@ -338,15 +402,10 @@ static const double exact_tens[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8,
 static inline int is_digit(unsigned char b) { return (unsigned)(b - '0') <= 9; }
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-/* Eight digits at once (simdjson's SWAR tricks): whether the 8 bytes (little-endian) are all
-   ASCII digits, and their value. A Kineto time (``3743411230047.485``) is read so in three
-   steps where it took sixteen. */
+/* Eight digits at once (simdjson's SWAR tricks): the value of 8 bytes (little-endian) that
+   are all ASCII digits (which they are: ``non_digits`` below). A Kineto time
+   (``3743411230047.485``) is read so in three steps where it took sixteen. */
 #define EIGHT_DIGITS 1
-static inline int eight_digits(uint64_t v) {
-    return ((v & 0xF0F0F0F0F0F0F0F0ull) |
-            (((v + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) == 0x3333333333333333ull;
-}
-
 static inline uint64_t eight_digits_value(uint64_t v) {
     v -= 0x3030303030303030ull;
     v = v * 10 + (v >> 8);
@@ -355,15 +414,67 @@ static inline uint64_t eight_digits_value(uint64_t v) {
 }
 #endif
 
+/* ---- dec44: a run of digits ended in one step ---- */
+#ifdef EIGHT_DIGITS
+/* The bytes of ``v`` (little-endian) that are not ASCII digits: a byte of the answer is 0
+   where ``v``'s is a digit. Exact up to the first byte that is not one (a carry of ``+ 6``
+   only leaves a byte of 0xFA or more, no digit, for the bytes after it). */
+static inline uint64_t non_digits(uint64_t v) {
+    return ((v & 0xF0F0F0F0F0F0F0F0ull) |
+            (((v + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) ^ 0x3333333333333333ull;
+}
+
+/* Integral powers of ten up to 10^7 (the value of a shorter run than eight digits). */
+static const uint64_t int_tens[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
+
+/* The first ``k`` (1 to 7) bytes of ``v``, all digits, as their value: moved to the top of
+   the word, '0's put before them, read as eight digits. */
+static inline uint64_t leading_digits_value(uint64_t v, int k) {
+    return eight_digits_value((v << (64 - 8 * k)) | (0x3030303030303030ull >> (8 * k)));
+}
+#endif
+
+/* Where the run of digits from ``q`` on (before ``e``) ends: eight bytes looked at a step,
+   the end found at once in the last (``non_digits``), where a byte at a time took four
+   instructions a digit (the skipped ids and sizes of ``value`` and ``thread_id``). */
+static inline const unsigned char *digit_run_end(const unsigned char *q, const unsigned char *e) {
+#ifdef EIGHT_DIGITS
+    while (e - q >= 8) {
+        uint64_t word, other;
+        memcpy(&word, q, 8);
+        other = non_digits(word);
+        if (other) return q + (__builtin_ctzll(other) >> 3);
+        q += 8;
+    }
+#endif
+    while (q < e && is_digit(*q)) q++;
+    return q;
+}
+
 /* The digits from ``q`` on (before ``e``) added to ``*digits`` (wrapping: past 19 digits the
-   value is not used), their count added to ``*count``; where they end. */
+   value is not used), their count added to ``*count``; where they end. Eight at a time, the
+   last fewer than eight in one step too (``leading_digits_value``: the same value, modulo
+   2^64, as a digit at a time; a Kineto time's four and three last digits were 7 steps). */
 static inline const unsigned char *digits_from(const unsigned char *q, const unsigned char *e,
                                                uint64_t *digits, int *count) {
     uint64_t d = *digits;
     int n = 0;
 #ifdef EIGHT_DIGITS
-    uint64_t word;
-    while (e - q >= 8 && (memcpy(&word, q, 8), eight_digits(word))) {
+    while (e - q >= 8) {
+        uint64_t word, other;
+        memcpy(&word, q, 8);
+        other = non_digits(word);
+        if (other) {
+            int k = __builtin_ctzll(other) >> 3;
+            if (k) {
+                d = d * int_tens[k] + leading_digits_value(word, k);
+                q += k;
+                n += k;
+            }
+            *digits = d;
+            *count += n;
+            return q;
+        }
         d = d * 100000000u + eight_digits_value(word);
         q += 8;
         n += 8;
@@ -448,7 +559,7 @@ static inline __attribute__((always_inline)) int number_here(Cursor *c) {
     if (q >= e || !is_digit(*q)) return 0;
     const unsigned char *first = q++;
     if (*first != '0')
-        while (q < e && is_digit(*q)) q++;
+        q = digit_run_end(q, e);  /* (dec44) */
     Py_ssize_t whole = q - first;
     if (q < e && *q == '.') {
         const unsigned char *fraction = ++q;
@@ -538,13 +649,15 @@ static int frame_args(Cursor *c) {
     return expect(c, "}", 1);
 }
 
-/* ``pid`` or ``tid``: a number, a string or null (``decode._PlainFrame``). */
+/* ``pid`` or ``tid``: a number, a string or null (``decode._PlainFrame``). A number is
+   checked where it begins (dec44: ``number_here``, where ``number`` and ``skip_number`` were
+   two calls more and whitespace looked for again: 80 instructions a frame's pid). */
 static int thread_id(Cursor *c) {
     skip_ws(c);
     if (c->p >= c->end) return 0;
     if (*c->p == '"') return string(c, NULL, NULL);
     if (*c->p == 'n') return literal_null(c);
-    return number(c, NULL);
+    return number_here(c);
 }
 
 #define KEY(c, k) (expect((c), "\"" k "\"", sizeof(k) + 1) && expect((c), ":", 1))
@@ -2627,9 +2740,10 @@ static PyObject *kineto_events(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
-     "frame(buf, start, in_string, depth, escaped) -> (brackets, depths, end_in_string, "
-     "end_depth, end_escaped): the brackets outside strings of buf[start:] (int64 offsets) "
-     "and the depth after each (int32), as bytearrays; see decode.Framing."},
+     "frame(buf, start, in_string, depth, escaped[, carryless]) -> (brackets, depths, "
+     "end_in_string, end_depth, end_escaped): the brackets outside strings of buf[start:] "
+     "(int64 offsets) and the depth after each (int32), as bytearrays; see decode.Framing. "
+     "carryless False: the scan without PCLMULQDQ even where the CPU has it (tests)."},
     {"frame_times", frame_times, METH_VARARGS,
      "frame_times(text) -> (ts, dur) float64 bytearrays, or None: a run of plain Python "
      "frames as Kineto writes them (see decode._frame_columns)."},

@@ -71,6 +71,22 @@ def test_native_framing_equals_numpy_on_any_bytes_from_any_state(buf, start, in_
 
 
 @needs_native
+@settings(max_examples=int(os.environ.get("FRAMING_EXAMPLES", 2000)), deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(buf=_BYTES, start=st.integers(0, 4000), in_string=st.booleans(),
+       depth=st.integers(-5, 5), escaped=st.booleans())
+def test_native_framing_with_or_without_the_carryless_prefix_xor_alike(buf, start, in_string,
+                                                                       depth, escaped):
+    """``frame`` takes the scan whose prefix XOR is one carry-less multiplication where the
+    CPU has it (PCLMULQDQ), else the shifts: ``carryless=False`` asks for the shifts; both
+    give the same brackets, depths and end state (where the CPU lacks it, both are the
+    shifts)."""
+    args = (buf, min(start, len(buf)), in_string, depth, escaped)
+    frame = decode_module._built_native.frame
+    assert frame(*args, False) == frame(*args) == frame(*args, True)
+
+
+@needs_native
 @pytest.mark.parametrize("piece", [1, 63, 64, 65, 4096, 1 << 20])
 def test_native_framing_equals_numpy_across_the_pieces_of_a_real_trace(piece):
     with open(sample_trace_path(), "rb") as f:
@@ -234,6 +250,42 @@ def test_native_frame_times_read_kineto_frames():
         native = decode_module._built_native.frame_times(text)
         assert native is not None
         assert bits(np.frombuffer(native[0]).tolist()) == bits(msgspec_times(text)[0])
+
+
+@needs_native
+def test_native_numbers_of_every_length_read_as_msgspec_reads_them():
+    """Digits are read eight at a time and the run's end in one step (``digits_from``,
+    ``digit_run_end``) where eight bytes are left, else a byte at a time: every length of an
+    integer part and a fraction, each way, gives msgspec's number (an int kept exact, a float
+    correctly rounded, a skipped id checked alike)."""
+    native = decode_module._built_native
+    texts = [whole + fraction for n in range(1, 20) for k in (0, 1, 3, 7, 8, 9, 16, 17, 24)
+             for whole in ("7" * n, "1" + "0" * (n - 1), "9" * n)
+             for fraction in ([""] if k == 0 else ["." + "5" * k, "." + "0" * (k - 1) + "3"])]
+    for text in texts:
+        for tail in ("}", "}" + " " * 9):  # the number's end within eight bytes of the end, or not
+            frame = ('[{"ph": "X", "cat": "python_function", "name": "f", "pid": %s, "tid": 1, '
+                     '"ts": %s, "dur": %s, "args": {"Ev Idx": %s}%s]' % (
+                         text.split(".")[0], text, text, text, tail[1:])).encode()
+            got = native.frame_times(frame)
+            want = msgspec_times(frame)
+            assert (got is None) == (want is None), text
+            if got is not None:
+                assert bits(np.frombuffer(got[0]).tolist() + np.frombuffer(got[1]).tolist()) \
+                    == bits(want[0] + want[1]), text
+            event_text = ('{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 2, '
+                          '"ts": %s, "args": {"External id": %s, "Ev Idx": %s%s' % (
+                              text, text.split(".")[0], text, tail)).encode()
+            inner = event_text + b"}"
+            events = native.kineto_events(inner, 0, len(inner), decode_module.SlimEvent,
+                                          msgspec.Raw)
+            expected = msgspec_slim(b"[" + inner + b"]")
+            if events is not None:
+                assert expected is not None, text
+                assert [[_shape(getattr(e, f)) for f in e.__struct_fields__]
+                        for e in events] == expected, text
+            elif len(text.split(".")[0]) <= 18 and len(text) <= 40:
+                raise AssertionError(f"not read natively: {text}")
 
 
 @needs_native
