@@ -2625,6 +2625,185 @@ static PyObject *kineto_events(PyObject *self, PyObject *args) {
     return events;
 }
 
+
+/* ---- names44: a main thread's new top-level op, counted (skeleton.add_root) ---- */
+
+/* The slots ``add_root`` reads and sets: of the skeleton (``skeleton.ThreadSkeleton``) and
+   of its counts (``skeleton.RootCounts``), found by name once per class (``slot_offsets``). */
+enum { ROOT_ROOTS, ROOT_BUSY, ROOT_SEEN, ROOT_KID_SEEN, ROOT_SIFT_AT, ROOT_SLOTS };
+enum { COUNT_SEEN, COUNT_PAIRS, COUNT_LAST, COUNT_LAST_COUNT, COUNT_EXACT, COUNT_MARKED,
+       COUNT_SINGLES, COUNT_SLOTS };
+static PyObject *root_slot_names, *count_slot_names;
+
+#define SLOT_AT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
+
+/* The slot at ``offset`` of ``obj`` set to ``value`` (a new reference, taken). */
+static void slot_set(PyObject *obj, Py_ssize_t offset, PyObject *value) {
+    PyObject *old = SLOT_AT(obj, offset);
+    SLOT_AT(obj, offset) = value;
+    Py_XDECREF(old);
+}
+
+/* The pair (``before``, ``sym``) counted once more in ``counts``' pairs (``RootCounts._pair``):
+   once some pair is seen ``least`` times (one of a kind with itself, ``least - 1``), the row is
+   exact and the pairs are dropped. 0, or -1 with an exception. */
+static int count_pair(PyObject *counts, const Py_ssize_t *at, PyObject *before, PyObject *sym,
+                      Py_ssize_t least) {
+    PyObject *pairs = SLOT_AT(counts, at[COUNT_PAIRS]);
+    if (pairs == Py_None) {
+        pairs = PyDict_New();
+        if (pairs == NULL) return -1;
+        slot_set(counts, at[COUNT_PAIRS], pairs);
+    }
+    PyObject *key = PyTuple_Pack(2, before, sym);
+    if (key == NULL) return -1;
+    PyObject *had = PyDict_GetItemWithError(pairs, key);
+    Py_ssize_t n = 1;
+    if (had != NULL) {
+        n = PyLong_AsSsize_t(had) + 1;
+        if (n == 0 && PyErr_Occurred()) { Py_DECREF(key); return -1; }
+    } else if (PyErr_Occurred()) { Py_DECREF(key); return -1; }
+    PyObject *count = PyLong_FromSsize_t(n);
+    int failed = count == NULL || PyDict_SetItem(pairs, key, count) < 0;
+    Py_XDECREF(count);
+    Py_DECREF(key);
+    if (failed) return -1;
+    int alike = 0;
+    if (n == least - 1 && (alike = PyObject_RichCompareBool(before, sym, Py_EQ)) < 0) return -1;
+    if (n >= least || alike) {
+        slot_set(counts, at[COUNT_EXACT], Py_NewRef(Py_True));
+        slot_set(counts, at[COUNT_PAIRS], Py_NewRef(Py_None));
+    }
+    return 0;
+}
+
+/* ``counts`` (a ``RootCounts``) takes the next top-level op ``node`` (``RootCounts.add``, the
+   fallback; ``marker``: its kind is a loop marker). 0, or -1 with an exception. */
+static int count_root(PyObject *counts, const Py_ssize_t *at, PyObject *node, int marker,
+                      Py_ssize_t least, PyObject *repeat) {
+    PyObject *seen = SLOT_AT(counts, at[COUNT_SEEN]);
+    if (!PyDict_CheckExact(seen)) {
+        PyErr_SetString(PyExc_TypeError, "add_root: the counts' _seen is not a dict");
+        return -1;
+    }
+    PyObject *sym = ((NodeObject *)node)->sym, *before = SLOT_AT(counts, at[COUNT_LAST]);
+    if (before != Py_None) {
+        Py_ssize_t last = PyLong_AsSsize_t(SLOT_AT(counts, at[COUNT_LAST_COUNT]));
+        if (last == -1 && PyErr_Occurred()) return -1;
+        if (last == 1) {  /* its only occurrence, just before: ``node`` follows it */
+            if (PyDict_SetItem(seen, before, node) < 0) return -1;
+        } else if (SLOT_AT(counts, at[COUNT_EXACT]) != Py_True) {
+            if (count_pair(counts, at, before, sym, least) < 0) return -1;
+        }
+    }
+    PyObject *count = PyDict_GetItemWithError(seen, sym), *now;
+    Py_ssize_t singles = PyLong_AsSsize_t(SLOT_AT(counts, at[COUNT_SINGLES]));
+    if (singles == -1 && PyErr_Occurred()) return -1;
+    if (count == NULL && PyErr_Occurred()) return -1;
+    PyObject *first = NULL;  /* the node that followed its first occurrence */
+    if (count == NULL || PyLong_CheckExact(count)) {
+        Py_ssize_t n = count == NULL ? 0 : PyLong_AsSsize_t(count);
+        if (n == -1 && PyErr_Occurred()) return -1;
+        now = PyLong_FromSsize_t(n + 1);
+        singles += n == 0 ? 1 : n == 1 ? -1 : 0;
+    } else {  /* its second occurrence: the pair of its first is counted now */
+        first = Py_NewRef(count);
+        now = Py_NewRef(repeat);
+        singles -= 1;
+    }
+    if (now == NULL || PyDict_SetItem(seen, sym, now) < 0) {
+        Py_XDECREF(now); Py_XDECREF(first);
+        return -1;
+    }
+    slot_set(counts, at[COUNT_LAST_COUNT], now);
+    PyObject *left = PyLong_FromSsize_t(singles);
+    if (left == NULL) { Py_XDECREF(first); return -1; }
+    slot_set(counts, at[COUNT_SINGLES], left);
+    if (first != NULL) {
+        int failed = 0;
+        if (SLOT_AT(counts, at[COUNT_EXACT]) != Py_True) {
+            PyObject *after = PyObject_GetAttrString(first, "sym");
+            failed = after == NULL || count_pair(counts, at, sym, after, least) < 0;
+            Py_XDECREF(after);
+        }
+        Py_DECREF(first);
+        if (failed) return -1;
+    }
+    slot_set(counts, at[COUNT_LAST], Py_NewRef(sym));
+    if (marker) slot_set(counts, at[COUNT_MARKED], Py_NewRef(Py_True));
+    return 0;
+}
+
+/* add_root(state, node, marker, least, repeat) -> bool: see the method table. */
+static PyObject *add_root(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "add_root(state, node, marker, least, repeat)");
+        return NULL;
+    }
+    PyObject *state = args[0], *node = args[1], *repeat = args[4];
+    if (Py_TYPE(node) != &NodeType || !PyLong_CheckExact(repeat)) {
+        PyErr_SetString(PyExc_TypeError, "add_root takes a native Node and an int repeat");
+        return NULL;
+    }
+    int marker = PyObject_IsTrue(args[2]);
+    Py_ssize_t least = PyLong_AsSsize_t(args[3]);
+    if (marker < 0 || (least == -1 && PyErr_Occurred())) return NULL;
+    if (root_slot_names == NULL) {
+        root_slot_names = Py_BuildValue("(sssss)", "roots", "busy", "seen", "kid_seen",
+                                        "sift_at");
+        count_slot_names = Py_BuildValue("(sssssss)", "_seen", "_pairs", "_last", "last_count",
+                                         "exact", "marked", "singles");
+        if (root_slot_names == NULL || count_slot_names == NULL) {
+            Py_CLEAR(root_slot_names); Py_CLEAR(count_slot_names);
+            return NULL;
+        }
+    }
+    Py_ssize_t at[ROOT_SLOTS], count_at[COUNT_SLOTS];
+    if (slot_offsets(Py_TYPE(state), root_slot_names, at) < 0) return NULL;
+    for (int i = 0; i < ROOT_SLOTS; i++) {
+        if (SLOT_AT(state, at[i]) == NULL) {
+            PyErr_SetString(PyExc_AttributeError, "add_root: a slot of the skeleton is unset");
+            return NULL;
+        }
+    }
+    PyObject *counts = SLOT_AT(state, at[ROOT_SEEN]), *roots = SLOT_AT(state, at[ROOT_ROOTS]);
+    if (slot_offsets(Py_TYPE(counts), count_slot_names, count_at) < 0) return NULL;
+    for (int i = 0; i < COUNT_SLOTS; i++) {
+        if (SLOT_AT(counts, count_at[i]) == NULL) {
+            PyErr_SetString(PyExc_AttributeError, "add_root: a slot of the counts is unset");
+            return NULL;
+        }
+    }
+    if (!PyList_Check(roots) || PyList_Append(roots, node) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "add_root: roots not a list");
+        return NULL;
+    }
+    NodeObject *op = (NodeObject *)node;
+    PyObject *took = PyNumber_Subtract(op->end, op->start);
+    if (took == NULL) return NULL;
+    PyObject *busy = PyNumber_InPlaceAdd(SLOT_AT(state, at[ROOT_BUSY]), took);
+    Py_DECREF(took);
+    if (busy == NULL) return NULL;
+    slot_set(state, at[ROOT_BUSY], busy);
+    Py_INCREF(counts);  /* (held while it is changed) */
+    int failed = count_root(counts, count_at, node, marker, least, repeat) < 0;
+    PyObject *singles = Py_NewRef(SLOT_AT(counts, count_at[COUNT_SINGLES]));
+    Py_DECREF(counts);
+    if (failed) { Py_DECREF(singles); return NULL; }
+    PyObject *kid_seen = SLOT_AT(state, at[ROOT_KID_SEEN]);
+    if (kid_seen != Py_None) {
+        if (!PyDict_Check(kid_seen)) {
+            Py_DECREF(singles);
+            PyErr_SetString(PyExc_TypeError, "add_root: kid_seen is neither None nor a dict");
+            return NULL;
+        }
+        PyDict_Clear(kid_seen);
+    }
+    PyObject *sift = PyObject_RichCompare(singles, SLOT_AT(state, at[ROOT_SIFT_AT]), Py_GT);
+    Py_DECREF(singles);
+    return sift;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped) -> (brackets, depths, end_in_string, "
@@ -2716,6 +2895,13 @@ static PyMethodDef methods[] = {
      "buf[start:end] as msgspec decodes them into event_type (validate.SlimEvent, Input Dims "
      "as raw_type), where each is written as Kineto writes it: no escape, no exponent (see "
      "decode._decode_stretch)."},
+    /* ---- names44 ---- */
+    {"add_root", (PyCFunction)(void (*)(void))add_root, METH_FASTCALL,
+     "add_root(state, node, marker, least, repeat) -> bool: node (a Node), a new top-level "
+     "op of the main thread's skeleton state, appended to its roots, its time added to its "
+     "busy, counted by its seen (RootCounts.add: marker, least, repeat as it reads them), its "
+     "kid_seen cleared; whether the kinds seen once now outnumber its sift_at "
+     "(core.detect.skeleton.add_root)."},
     {NULL, NULL, 0, NULL},
 };
 
