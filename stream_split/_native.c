@@ -2630,7 +2630,8 @@ static PyObject *kineto_events(PyObject *self, PyObject *args) {
 
 /* The slots ``add_root`` reads and sets: of the skeleton (``skeleton.ThreadSkeleton``) and
    of its counts (``skeleton.RootCounts``), found by name once per class (``slot_offsets``). */
-enum { ROOT_ROOTS, ROOT_BUSY, ROOT_SEEN, ROOT_KID_SEEN, ROOT_SIFT_AT, ROOT_SLOTS };
+enum { ROOT_ROOTS, ROOT_BUSY, ROOT_SEEN, ROOT_KID_SEEN, ROOT_SIFT_AT, ROOT_MAIN, ROOT_FRAMES,
+       ROOT_STACK, ROOT_SLOTS };
 enum { COUNT_SEEN, COUNT_PAIRS, COUNT_LAST, COUNT_LAST_COUNT, COUNT_EXACT, COUNT_MARKED,
        COUNT_SINGLES, COUNT_SLOTS };
 static PyObject *root_slot_names, *count_slot_names;
@@ -2734,46 +2735,43 @@ static int count_root(PyObject *counts, const Py_ssize_t *at, PyObject *node, in
     return 0;
 }
 
-/* add_root(state, node, marker, least, repeat) -> bool: see the method table. */
-static PyObject *add_root(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "add_root(state, node, marker, least, repeat)");
-        return NULL;
-    }
-    PyObject *state = args[0], *node = args[1], *repeat = args[4];
-    if (Py_TYPE(node) != &NodeType || !PyLong_CheckExact(repeat)) {
-        PyErr_SetString(PyExc_TypeError, "add_root takes a native Node and an int repeat");
-        return NULL;
-    }
-    int marker = PyObject_IsTrue(args[2]);
-    Py_ssize_t least = PyLong_AsSsize_t(args[3]);
-    if (marker < 0 || (least == -1 && PyErr_Occurred())) return NULL;
+/* The offsets of the slots of the skeleton ``state`` (``at``) and of its counts
+   (``count_at``; NULL: not asked), every one of them set: 0, or -1 with an exception. */
+static int root_offsets(PyObject *state, Py_ssize_t *at, Py_ssize_t *count_at) {
     if (root_slot_names == NULL) {
-        root_slot_names = Py_BuildValue("(sssss)", "roots", "busy", "seen", "kid_seen",
-                                        "sift_at");
+        root_slot_names = Py_BuildValue("(ssssssss)", "roots", "busy", "seen", "kid_seen",
+                                        "sift_at", "main", "frames", "stack");
         count_slot_names = Py_BuildValue("(sssssss)", "_seen", "_pairs", "_last", "last_count",
                                          "exact", "marked", "singles");
         if (root_slot_names == NULL || count_slot_names == NULL) {
             Py_CLEAR(root_slot_names); Py_CLEAR(count_slot_names);
-            return NULL;
+            return -1;
         }
     }
-    Py_ssize_t at[ROOT_SLOTS], count_at[COUNT_SLOTS];
-    if (slot_offsets(Py_TYPE(state), root_slot_names, at) < 0) return NULL;
+    if (slot_offsets(Py_TYPE(state), root_slot_names, at) < 0) return -1;
     for (int i = 0; i < ROOT_SLOTS; i++) {
         if (SLOT_AT(state, at[i]) == NULL) {
             PyErr_SetString(PyExc_AttributeError, "add_root: a slot of the skeleton is unset");
-            return NULL;
+            return -1;
         }
     }
-    PyObject *counts = SLOT_AT(state, at[ROOT_SEEN]), *roots = SLOT_AT(state, at[ROOT_ROOTS]);
-    if (slot_offsets(Py_TYPE(counts), count_slot_names, count_at) < 0) return NULL;
+    if (count_at == NULL) return 0;  /* (the skeleton's alone) */
+    PyObject *counts = SLOT_AT(state, at[ROOT_SEEN]);
+    if (slot_offsets(Py_TYPE(counts), count_slot_names, count_at) < 0) return -1;
     for (int i = 0; i < COUNT_SLOTS; i++) {
         if (SLOT_AT(counts, count_at[i]) == NULL) {
             PyErr_SetString(PyExc_AttributeError, "add_root: a slot of the counts is unset");
-            return NULL;
+            return -1;
         }
     }
+    return 0;
+}
+
+/* ``add_root``'s work on ``state`` (its slots and its counts' at ``at`` and ``count_at``):
+   the answer (a new reference), or NULL with an exception. */
+static PyObject *root_added(PyObject *state, const Py_ssize_t *at, const Py_ssize_t *count_at,
+                            PyObject *node, int marker, Py_ssize_t least, PyObject *repeat) {
+    PyObject *counts = SLOT_AT(state, at[ROOT_SEEN]), *roots = SLOT_AT(state, at[ROOT_ROOTS]);
     if (!PyList_Check(roots) || PyList_Append(roots, node) < 0) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "add_root: roots not a list");
         return NULL;
@@ -2802,6 +2800,106 @@ static PyObject *add_root(PyObject *self, PyObject *const *args, Py_ssize_t narg
     PyObject *sift = PyObject_RichCompare(singles, SLOT_AT(state, at[ROOT_SIFT_AT]), Py_GT);
     Py_DECREF(singles);
     return sift;
+}
+
+/* ``least`` and ``repeat`` (``Rules.min_instances``, ``REPEAT``) of an argument list: 0, or
+   -1 with an exception. */
+static int root_rules(PyObject *least_arg, PyObject *repeat, Py_ssize_t *least) {
+    if (!PyLong_CheckExact(repeat)) {
+        PyErr_SetString(PyExc_TypeError, "repeat is an int");
+        return -1;
+    }
+    *least = PyLong_AsSsize_t(least_arg);
+    return *least == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* add_root(state, node, marker, least, repeat) -> bool: see the method table. */
+static PyObject *add_root(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "add_root(state, node, marker, least, repeat)");
+        return NULL;
+    }
+    PyObject *state = args[0], *node = args[1];
+    Py_ssize_t least, at[ROOT_SLOTS], count_at[COUNT_SLOTS];
+    if (Py_TYPE(node) != &NodeType) {
+        PyErr_SetString(PyExc_TypeError, "add_root takes a native Node");
+        return NULL;
+    }
+    int marker = PyObject_IsTrue(args[2]);
+    if (marker < 0 || root_rules(args[3], args[4], &least) < 0) return NULL;
+    if (root_offsets(state, at, count_at) < 0) return NULL;
+    return root_added(state, at, count_at, node, marker, least, args[4]);
+}
+
+/* root_op(skeletons, state, start, end, name, least, repeat) -> Node: see the method table. */
+static PyObject *root_op(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    static PyObject *add_name, *symbols_name, *sym_of_name, *markers_name, *new_name,
+        *sift_name;
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError,
+                        "root_op(skeletons, state, start, end, name, least, repeat)");
+        return NULL;
+    }
+    if (add_name == NULL) {
+        add_name = PyUnicode_InternFromString("add");
+        symbols_name = PyUnicode_InternFromString("symbols");
+        sym_of_name = PyUnicode_InternFromString("sym_of");
+        markers_name = PyUnicode_InternFromString("markers");
+        new_name = PyUnicode_InternFromString("new");
+        sift_name = PyUnicode_InternFromString("forget_singles");
+        if (!add_name || !symbols_name || !sym_of_name || !markers_name || !new_name ||
+            !sift_name)
+            return NULL;
+    }
+    PyObject *skeletons = args[0], *state = args[1], *start = args[2], *end = args[3],
+        *name = args[4];
+    Py_ssize_t least, at[ROOT_SLOTS], count_at[COUNT_SLOTS];
+    if (root_rules(args[5], args[6], &least) < 0 || root_offsets(state, at, NULL) < 0)
+        return NULL;
+    int frames = PyObject_IsTrue(SLOT_AT(state, at[ROOT_FRAMES]));
+    if (frames < 0) return NULL;
+    if (SLOT_AT(state, at[ROOT_MAIN]) != Py_True || frames) {  /* the general way */
+        PyObject *call[] = {skeletons, state, Py_None, start, end, name};
+        return PyObject_VectorcallMethod(add_name, call, 6, NULL);
+    }
+    if (root_offsets(state, at, count_at) < 0) return NULL;
+    PyObject *symbols = PyObject_GetAttr(skeletons, symbols_name);
+    if (symbols == NULL) return NULL;
+    PyObject *sym_of = PyObject_GetAttr(symbols, sym_of_name), *sym = NULL, *node = NULL;
+    PyObject *markers = sym_of == NULL ? NULL : PyObject_GetAttr(symbols, markers_name);
+    if (markers == NULL) goto done;
+    if (!PyDict_Check(sym_of) || !PyAnySet_Check(markers)) {
+        PyErr_SetString(PyExc_TypeError, "root_op: sym_of is a dict, markers a set");
+        goto done;
+    }
+    sym = Py_XNewRef(PyDict_GetItemWithError(sym_of, name));
+    if (sym == NULL) {
+        if (PyErr_Occurred()) goto done;
+        sym = PyObject_CallMethodOneArg(symbols, new_name, name);
+        if (sym == NULL) goto done;
+    }
+    int marker = PySet_Contains(markers, sym);
+    if (marker < 0) goto done;
+    PyObject *fields[] = {sym, start, end, PyLong_FromLong(0)};  /* (a small int) */
+    node = node_vectorcall((PyObject *)&NodeType, fields, 4, NULL);
+    Py_DECREF(fields[3]);
+    if (node == NULL) goto done;
+    PyObject *sift = root_added(state, at, count_at, node, marker, least, args[6]);
+    if (sift == NULL) { Py_CLEAR(node); goto done; }
+    if (sift == Py_True) {
+        PyObject *done_sifting = PyObject_CallMethodOneArg(skeletons, sift_name, state);
+        if (done_sifting == NULL) { Py_DECREF(sift); Py_CLEAR(node); goto done; }
+        Py_DECREF(done_sifting);
+    }
+    Py_DECREF(sift);
+    PyObject *stack = SLOT_AT(state, at[ROOT_STACK]);  /* (read again: a sift may set it) */
+    if (!PyList_Check(stack) || PyList_Append(stack, node) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "root_op: stack not a list");
+        Py_CLEAR(node);
+    }
+done:
+    Py_XDECREF(sym); Py_XDECREF(markers); Py_XDECREF(sym_of); Py_DECREF(symbols);
+    return node;
 }
 
 static PyMethodDef methods[] = {
@@ -2902,6 +3000,12 @@ static PyMethodDef methods[] = {
      "busy, counted by its seen (RootCounts.add: marker, least, repeat as it reads them), its "
      "kid_seen cleared; whether the kinds seen once now outnumber its sift_at "
      "(core.detect.skeleton.add_root)."},
+    {"root_op", (PyCFunction)(void (*)(void))root_op, METH_FASTCALL,
+     "root_op(skeletons, state, start, end, name, least, repeat) -> Node: "
+     "skeletons.add(state, None, start, end, name) (core.detect.skeleton.Skeletons.add: a "
+     "top-level op read), in one call where state is a main thread's skeleton with no Python "
+     "frame waiting (its symbol, its Node, add_root, forget_singles where due, its push); "
+     "least, repeat as add_root reads them (core.detect.skeleton.root_op)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -146,3 +146,41 @@ def test_native_add_root_arguments_are_checked():
         _native.add_root(state, _native.Node(1, 0.0, 1.0, 0), False, 3)
     with pytest.raises(ValueError):  # a class without those slots
         _native.add_root(object(), _native.Node(1, 0.0, 1.0, 0), False, 3, 2)
+
+
+# ``skeleton.root_op`` (a top-level op read: ``Skeletons.add``) against ``_native.root_op``:
+# skeletons fed the same ops, main thread or not, Python frames waiting or not, names new,
+# seen, numbered or loop markers, sifted where due, hold the same
+
+
+def _skeletons_state(skeletons) -> list:
+    """What the skeletons hold, each node told by its place on its top level."""
+    held = []
+    for state in skeletons.threads.values():
+        held.append((state.key, [(n.sym, n.start, n.end, n.opener) for n in state.roots],
+                     state.busy, [n if n is None or n is skeleton.SKIPPED else state.roots.index(n)
+                                  for n in state.stack],
+                     _root_state(state, state.seen)[2:] if state.main else sorted(state.seen),
+                     state.frames, state.sifted, state.forgotten))
+    return held + [skeletons.names, dict(skeletons.symbols.sym_of), skeletons.symbols.markers]
+
+
+@needs_native
+@settings(max_examples=150, deadline=None)
+@given(ops=st.lists(st.tuples(st.sampled_from([(1, 1), (1, 2)]),
+                              st.sampled_from(["a", "b", "c_1", "c_2", "d", "get_batch", "e"]),
+                              st.booleans()), max_size=50))
+def test_a_native_top_level_op_is_read_as_the_python_one(ops):
+    runs = []
+    for add in (skeleton.root_op, _native.root_op):
+        skeletons = skeleton.Skeletons(100, 8)
+        for k, (thread, name, frame) in enumerate(ops):
+            state = skeletons.of(thread, 0)
+            state.sift_at = 3  # (sifted often)
+            if frame:
+                state.frames = [(6.0 * k - 0.5, 6.0 * k + 5.5, "frame")]
+            state.stack.clear()
+            add(skeletons, state, 6.0 * k, 6.0 * k + 5, name, skeleton._MIN_INSTANCES,
+                skeleton.REPEAT)
+        runs.append(_skeletons_state(skeletons))
+    assert runs[0] == runs[1]
