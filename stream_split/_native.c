@@ -2738,6 +2738,283 @@ static PyObject *kineto_events(PyObject *self, PyObject *args) {
     return events;
 }
 
+
+/* ---- names44: a main thread's new top-level op, counted (skeleton.add_root) ---- */
+
+/* The slots ``add_root`` reads and sets: of the skeleton (``skeleton.ThreadSkeleton``) and
+   of its counts (``skeleton.RootCounts``), found by name once per class (``slot_offsets``). */
+enum { ROOT_ROOTS, ROOT_BUSY, ROOT_SEEN, ROOT_KID_SEEN, ROOT_SIFT_AT, ROOT_MAIN, ROOT_FRAMES,
+       ROOT_STACK, ROOT_SLOTS };
+enum { COUNT_SEEN, COUNT_PAIRS, COUNT_LAST, COUNT_LAST_COUNT, COUNT_EXACT, COUNT_MARKED,
+       COUNT_SINGLES, COUNT_SLOTS };
+static PyObject *root_slot_names, *count_slot_names;
+
+#define SLOT_AT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
+
+/* The slot at ``offset`` of ``obj`` set to ``value`` (a new reference, taken). */
+static void slot_set(PyObject *obj, Py_ssize_t offset, PyObject *value) {
+    PyObject *old = SLOT_AT(obj, offset);
+    SLOT_AT(obj, offset) = value;
+    Py_XDECREF(old);
+}
+
+/* The pair (``before``, ``sym``) counted once more in ``counts``' pairs (``RootCounts._pair``):
+   once some pair is seen ``least`` times (one of a kind with itself, ``least - 1``), the row is
+   exact and the pairs are dropped. 0, or -1 with an exception. */
+static int count_pair(PyObject *counts, const Py_ssize_t *at, PyObject *before, PyObject *sym,
+                      Py_ssize_t least) {
+    PyObject *pairs = SLOT_AT(counts, at[COUNT_PAIRS]);
+    if (pairs == Py_None) {
+        pairs = PyDict_New();
+        if (pairs == NULL) return -1;
+        slot_set(counts, at[COUNT_PAIRS], pairs);
+    }
+    PyObject *key = PyTuple_Pack(2, before, sym);
+    if (key == NULL) return -1;
+    PyObject *had = PyDict_GetItemWithError(pairs, key);
+    Py_ssize_t n = 1;
+    if (had != NULL) {
+        n = PyLong_AsSsize_t(had) + 1;
+        if (n == 0 && PyErr_Occurred()) { Py_DECREF(key); return -1; }
+    } else if (PyErr_Occurred()) { Py_DECREF(key); return -1; }
+    PyObject *count = PyLong_FromSsize_t(n);
+    int failed = count == NULL || PyDict_SetItem(pairs, key, count) < 0;
+    Py_XDECREF(count);
+    Py_DECREF(key);
+    if (failed) return -1;
+    int alike = 0;
+    if (n == least - 1 && (alike = PyObject_RichCompareBool(before, sym, Py_EQ)) < 0) return -1;
+    if (n >= least || alike) {
+        slot_set(counts, at[COUNT_EXACT], Py_NewRef(Py_True));
+        slot_set(counts, at[COUNT_PAIRS], Py_NewRef(Py_None));
+    }
+    return 0;
+}
+
+/* ``counts`` (a ``RootCounts``) takes the next top-level op ``node`` (``RootCounts.add``, the
+   fallback; ``marker``: its kind is a loop marker). 0, or -1 with an exception. */
+static int count_root(PyObject *counts, const Py_ssize_t *at, PyObject *node, int marker,
+                      Py_ssize_t least, PyObject *repeat) {
+    PyObject *seen = SLOT_AT(counts, at[COUNT_SEEN]);
+    if (!PyDict_CheckExact(seen)) {
+        PyErr_SetString(PyExc_TypeError, "add_root: the counts' _seen is not a dict");
+        return -1;
+    }
+    PyObject *sym = ((NodeObject *)node)->sym, *before = SLOT_AT(counts, at[COUNT_LAST]);
+    if (before != Py_None) {
+        Py_ssize_t last = PyLong_AsSsize_t(SLOT_AT(counts, at[COUNT_LAST_COUNT]));
+        if (last == -1 && PyErr_Occurred()) return -1;
+        if (last == 1) {  /* its only occurrence, just before: ``node`` follows it */
+            if (PyDict_SetItem(seen, before, node) < 0) return -1;
+        } else if (SLOT_AT(counts, at[COUNT_EXACT]) != Py_True) {
+            if (count_pair(counts, at, before, sym, least) < 0) return -1;
+        }
+    }
+    PyObject *count = PyDict_GetItemWithError(seen, sym), *now;
+    Py_ssize_t singles = PyLong_AsSsize_t(SLOT_AT(counts, at[COUNT_SINGLES]));
+    if (singles == -1 && PyErr_Occurred()) return -1;
+    if (count == NULL && PyErr_Occurred()) return -1;
+    PyObject *first = NULL;  /* the node that followed its first occurrence */
+    if (count == NULL || PyLong_CheckExact(count)) {
+        Py_ssize_t n = count == NULL ? 0 : PyLong_AsSsize_t(count);
+        if (n == -1 && PyErr_Occurred()) return -1;
+        now = PyLong_FromSsize_t(n + 1);
+        singles += n == 0 ? 1 : n == 1 ? -1 : 0;
+    } else {  /* its second occurrence: the pair of its first is counted now */
+        first = Py_NewRef(count);
+        now = Py_NewRef(repeat);
+        singles -= 1;
+    }
+    if (now == NULL || PyDict_SetItem(seen, sym, now) < 0) {
+        Py_XDECREF(now); Py_XDECREF(first);
+        return -1;
+    }
+    slot_set(counts, at[COUNT_LAST_COUNT], now);
+    PyObject *left = PyLong_FromSsize_t(singles);
+    if (left == NULL) { Py_XDECREF(first); return -1; }
+    slot_set(counts, at[COUNT_SINGLES], left);
+    if (first != NULL) {
+        int failed = 0;
+        if (SLOT_AT(counts, at[COUNT_EXACT]) != Py_True) {
+            PyObject *after = PyObject_GetAttrString(first, "sym");
+            failed = after == NULL || count_pair(counts, at, sym, after, least) < 0;
+            Py_XDECREF(after);
+        }
+        Py_DECREF(first);
+        if (failed) return -1;
+    }
+    slot_set(counts, at[COUNT_LAST], Py_NewRef(sym));
+    if (marker) slot_set(counts, at[COUNT_MARKED], Py_NewRef(Py_True));
+    return 0;
+}
+
+/* The offsets of the slots of the skeleton ``state`` (``at``) and of its counts
+   (``count_at``; NULL: not asked), every one of them set: 0, or -1 with an exception. */
+static int root_offsets(PyObject *state, Py_ssize_t *at, Py_ssize_t *count_at) {
+    if (root_slot_names == NULL) {
+        root_slot_names = Py_BuildValue("(ssssssss)", "roots", "busy", "seen", "kid_seen",
+                                        "sift_at", "main", "frames", "stack");
+        count_slot_names = Py_BuildValue("(sssssss)", "_seen", "_pairs", "_last", "last_count",
+                                         "exact", "marked", "singles");
+        if (root_slot_names == NULL || count_slot_names == NULL) {
+            Py_CLEAR(root_slot_names); Py_CLEAR(count_slot_names);
+            return -1;
+        }
+    }
+    if (slot_offsets(Py_TYPE(state), root_slot_names, at) < 0) return -1;
+    for (int i = 0; i < ROOT_SLOTS; i++) {
+        if (SLOT_AT(state, at[i]) == NULL) {
+            PyErr_SetString(PyExc_AttributeError, "add_root: a slot of the skeleton is unset");
+            return -1;
+        }
+    }
+    if (count_at == NULL) return 0;  /* (the skeleton's alone) */
+    PyObject *counts = SLOT_AT(state, at[ROOT_SEEN]);
+    if (slot_offsets(Py_TYPE(counts), count_slot_names, count_at) < 0) return -1;
+    for (int i = 0; i < COUNT_SLOTS; i++) {
+        if (SLOT_AT(counts, count_at[i]) == NULL) {
+            PyErr_SetString(PyExc_AttributeError, "add_root: a slot of the counts is unset");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ``add_root``'s work on ``state`` (its slots and its counts' at ``at`` and ``count_at``):
+   the answer (a new reference), or NULL with an exception. */
+static PyObject *root_added(PyObject *state, const Py_ssize_t *at, const Py_ssize_t *count_at,
+                            PyObject *node, int marker, Py_ssize_t least, PyObject *repeat) {
+    PyObject *counts = SLOT_AT(state, at[ROOT_SEEN]), *roots = SLOT_AT(state, at[ROOT_ROOTS]);
+    if (!PyList_Check(roots) || PyList_Append(roots, node) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "add_root: roots not a list");
+        return NULL;
+    }
+    NodeObject *op = (NodeObject *)node;
+    PyObject *took = PyNumber_Subtract(op->end, op->start);
+    if (took == NULL) return NULL;
+    PyObject *busy = PyNumber_InPlaceAdd(SLOT_AT(state, at[ROOT_BUSY]), took);
+    Py_DECREF(took);
+    if (busy == NULL) return NULL;
+    slot_set(state, at[ROOT_BUSY], busy);
+    Py_INCREF(counts);  /* (held while it is changed) */
+    int failed = count_root(counts, count_at, node, marker, least, repeat) < 0;
+    PyObject *singles = Py_NewRef(SLOT_AT(counts, count_at[COUNT_SINGLES]));
+    Py_DECREF(counts);
+    if (failed) { Py_DECREF(singles); return NULL; }
+    PyObject *kid_seen = SLOT_AT(state, at[ROOT_KID_SEEN]);
+    if (kid_seen != Py_None) {
+        if (!PyDict_Check(kid_seen)) {
+            Py_DECREF(singles);
+            PyErr_SetString(PyExc_TypeError, "add_root: kid_seen is neither None nor a dict");
+            return NULL;
+        }
+        PyDict_Clear(kid_seen);
+    }
+    PyObject *sift = PyObject_RichCompare(singles, SLOT_AT(state, at[ROOT_SIFT_AT]), Py_GT);
+    Py_DECREF(singles);
+    return sift;
+}
+
+/* ``least`` and ``repeat`` (``Rules.min_instances``, ``REPEAT``) of an argument list: 0, or
+   -1 with an exception. */
+static int root_rules(PyObject *least_arg, PyObject *repeat, Py_ssize_t *least) {
+    if (!PyLong_CheckExact(repeat)) {
+        PyErr_SetString(PyExc_TypeError, "repeat is an int");
+        return -1;
+    }
+    *least = PyLong_AsSsize_t(least_arg);
+    return *least == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* add_root(state, node, marker, least, repeat) -> bool: see the method table. */
+static PyObject *add_root(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "add_root(state, node, marker, least, repeat)");
+        return NULL;
+    }
+    PyObject *state = args[0], *node = args[1];
+    Py_ssize_t least, at[ROOT_SLOTS], count_at[COUNT_SLOTS];
+    if (Py_TYPE(node) != &NodeType) {
+        PyErr_SetString(PyExc_TypeError, "add_root takes a native Node");
+        return NULL;
+    }
+    int marker = PyObject_IsTrue(args[2]);
+    if (marker < 0 || root_rules(args[3], args[4], &least) < 0) return NULL;
+    if (root_offsets(state, at, count_at) < 0) return NULL;
+    return root_added(state, at, count_at, node, marker, least, args[4]);
+}
+
+/* root_op(skeletons, state, start, end, name, least, repeat) -> Node: see the method table. */
+static PyObject *root_op(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    static PyObject *add_name, *symbols_name, *sym_of_name, *markers_name, *new_name,
+        *sift_name;
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError,
+                        "root_op(skeletons, state, start, end, name, least, repeat)");
+        return NULL;
+    }
+    if (add_name == NULL) {
+        add_name = PyUnicode_InternFromString("add");
+        symbols_name = PyUnicode_InternFromString("symbols");
+        sym_of_name = PyUnicode_InternFromString("sym_of");
+        markers_name = PyUnicode_InternFromString("markers");
+        new_name = PyUnicode_InternFromString("new");
+        sift_name = PyUnicode_InternFromString("forget_singles");
+        if (!add_name || !symbols_name || !sym_of_name || !markers_name || !new_name ||
+            !sift_name)
+            return NULL;
+    }
+    PyObject *skeletons = args[0], *state = args[1], *start = args[2], *end = args[3],
+        *name = args[4];
+    Py_ssize_t least, at[ROOT_SLOTS], count_at[COUNT_SLOTS];
+    if (root_rules(args[5], args[6], &least) < 0 || root_offsets(state, at, NULL) < 0)
+        return NULL;
+    int frames = PyObject_IsTrue(SLOT_AT(state, at[ROOT_FRAMES]));
+    if (frames < 0) return NULL;
+    if (SLOT_AT(state, at[ROOT_MAIN]) != Py_True || frames) {  /* the general way */
+        PyObject *call[] = {skeletons, state, Py_None, start, end, name};
+        return PyObject_VectorcallMethod(add_name, call, 6, NULL);
+    }
+    if (root_offsets(state, at, count_at) < 0) return NULL;
+    PyObject *symbols = PyObject_GetAttr(skeletons, symbols_name);
+    if (symbols == NULL) return NULL;
+    PyObject *sym_of = PyObject_GetAttr(symbols, sym_of_name), *sym = NULL, *node = NULL;
+    PyObject *markers = sym_of == NULL ? NULL : PyObject_GetAttr(symbols, markers_name);
+    if (markers == NULL) goto done;
+    if (!PyDict_Check(sym_of) || !PyAnySet_Check(markers)) {
+        PyErr_SetString(PyExc_TypeError, "root_op: sym_of is a dict, markers a set");
+        goto done;
+    }
+    sym = Py_XNewRef(PyDict_GetItemWithError(sym_of, name));
+    if (sym == NULL) {
+        if (PyErr_Occurred()) goto done;
+        sym = PyObject_CallMethodOneArg(symbols, new_name, name);
+        if (sym == NULL) goto done;
+    }
+    int marker = PySet_Contains(markers, sym);
+    if (marker < 0) goto done;
+    PyObject *fields[] = {sym, start, end, PyLong_FromLong(0)};  /* (a small int) */
+    node = node_vectorcall((PyObject *)&NodeType, fields, 4, NULL);
+    Py_DECREF(fields[3]);
+    if (node == NULL) goto done;
+    PyObject *sift = root_added(state, at, count_at, node, marker, least, args[6]);
+    if (sift == NULL) { Py_CLEAR(node); goto done; }
+    if (sift == Py_True) {
+        PyObject *done_sifting = PyObject_CallMethodOneArg(skeletons, sift_name, state);
+        if (done_sifting == NULL) { Py_DECREF(sift); Py_CLEAR(node); goto done; }
+        Py_DECREF(done_sifting);
+    }
+    Py_DECREF(sift);
+    PyObject *stack = SLOT_AT(state, at[ROOT_STACK]);  /* (read again: a sift may set it) */
+    if (!PyList_Check(stack) || PyList_Append(stack, node) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "root_op: stack not a list");
+        Py_CLEAR(node);
+    }
+done:
+    Py_XDECREF(sym); Py_XDECREF(markers); Py_XDECREF(sym_of); Py_DECREF(symbols);
+    return node;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped[, carryless]) -> (brackets, depths, "
@@ -2830,6 +3107,19 @@ static PyMethodDef methods[] = {
      "buf[start:end] as msgspec decodes them into event_type (validate.SlimEvent, Input Dims "
      "as raw_type), where each is written as Kineto writes it: no escape, no exponent (see "
      "decode._decode_stretch)."},
+    /* ---- names44 ---- */
+    {"add_root", (PyCFunction)(void (*)(void))add_root, METH_FASTCALL,
+     "add_root(state, node, marker, least, repeat) -> bool: node (a Node), a new top-level "
+     "op of the main thread's skeleton state, appended to its roots, its time added to its "
+     "busy, counted by its seen (RootCounts.add: marker, least, repeat as it reads them), its "
+     "kid_seen cleared; whether the kinds seen once now outnumber its sift_at "
+     "(core.detect.skeleton.add_root)."},
+    {"root_op", (PyCFunction)(void (*)(void))root_op, METH_FASTCALL,
+     "root_op(skeletons, state, start, end, name, least, repeat) -> Node: "
+     "skeletons.add(state, None, start, end, name) (core.detect.skeleton.Skeletons.add: a "
+     "top-level op read), in one call where state is a main thread's skeleton with no Python "
+     "frame waiting (its symbol, its Node, add_root, forget_singles where due, its push); "
+     "least, repeat as add_root reads them (core.detect.skeleton.root_op)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -100,3 +100,87 @@ def test_ascii_without_is_the_same_native_or_not(name, words):
 def test_ascii_without_the_loop_marker_words(name):
     assert _native.ascii_without(name, LOOP_MARKER_WORDS) == \
         search.ascii_without(name, LOOP_MARKER_WORDS)
+
+
+# ``skeleton.add_root`` (a main thread's new top-level op, counted) against ``_native.add_root``,
+# op by op: the same top level, time, counts (the node that followed a kind seen once, by its
+# place), pairs, exactness, marks and answer (``Skeletons.forget_singles`` is due)
+
+
+def _root_state(state, counts) -> tuple:
+    """What ``add_root`` sets, with each node told by its place on the top level."""
+    at = {id(node): k for k, node in enumerate(state.roots)}
+    seen = {sym: ("node", at[id(v)]) if type(v) is not int else v
+            for sym, v in counts._seen.items()}
+    return ([n.sym for n in state.roots], state.busy, seen, counts._pairs, counts._last,
+            counts.last_count, counts.exact, counts.marked, counts.singles, state.kid_seen)
+
+
+@needs_native
+@settings(max_examples=200, deadline=None)
+@given(ops=st.lists(st.tuples(st.integers(0, 9), st.booleans(), st.integers(0, 3),
+                              st.sampled_from([0.5, 2, 7.25])), max_size=60),
+       sift_at=st.integers(0, 6))
+def test_a_native_root_is_added_and_counted_as_the_python_one(ops, sift_at):
+    states = [skeleton.ThreadSkeleton((1, 1), 10) for _ in range(2)]
+    for state in states:
+        state.sift_at = sift_at
+    for k, (sym, marker, kids, took) in enumerate(ops):
+        answers = []
+        for state, add, cls in zip(states, (skeleton.add_root, _native.add_root),
+                                   (PyNode, _native.Node)):
+            state.kid_seen = {"container": kids} if kids else (None if k % 2 else {})
+            answers.append(add(state, cls(sym, k, k + took, 0), marker,
+                               skeleton._MIN_INSTANCES, skeleton.REPEAT))
+        python, native = (_root_state(state, state.seen) for state in states)
+        assert native == python and answers[0] is answers[1]
+        assert type(native[1]) is type(python[1])  # busy: int + float as Python adds them
+
+
+@needs_native
+def test_native_add_root_arguments_are_checked():
+    state = skeleton.ThreadSkeleton((1, 1), 10)
+    with pytest.raises(TypeError):
+        _native.add_root(state, PyNode(1, 0.0, 1.0, 0), False, 3, 2)  # a native node only
+    with pytest.raises(TypeError):
+        _native.add_root(state, _native.Node(1, 0.0, 1.0, 0), False, 3)
+    with pytest.raises(ValueError):  # a class without those slots
+        _native.add_root(object(), _native.Node(1, 0.0, 1.0, 0), False, 3, 2)
+
+
+# ``skeleton.root_op`` (a top-level op read: ``Skeletons.add``) against ``_native.root_op``:
+# skeletons fed the same ops, main thread or not, Python frames waiting or not, names new,
+# seen, numbered or loop markers, sifted where due, hold the same
+
+
+def _skeletons_state(skeletons) -> list:
+    """What the skeletons hold, each node told by its place on its top level."""
+    held = []
+    for state in skeletons.threads.values():
+        held.append((state.key, [(n.sym, n.start, n.end, n.opener) for n in state.roots],
+                     state.busy, [n if n is None or n is skeleton.SKIPPED else state.roots.index(n)
+                                  for n in state.stack],
+                     _root_state(state, state.seen)[2:] if state.main else sorted(state.seen),
+                     state.frames, state.sifted, state.forgotten))
+    return held + [skeletons.names, dict(skeletons.symbols.sym_of), skeletons.symbols.markers]
+
+
+@needs_native
+@settings(max_examples=150, deadline=None)
+@given(ops=st.lists(st.tuples(st.sampled_from([(1, 1), (1, 2)]),
+                              st.sampled_from(["a", "b", "c_1", "c_2", "d", "get_batch", "e"]),
+                              st.booleans()), max_size=50))
+def test_a_native_top_level_op_is_read_as_the_python_one(ops):
+    runs = []
+    for add in (skeleton.root_op, _native.root_op):
+        skeletons = skeleton.Skeletons(100, 8)
+        for k, (thread, name, frame) in enumerate(ops):
+            state = skeletons.of(thread, 0)
+            state.sift_at = 3  # (sifted often)
+            if frame:
+                state.frames = [(6.0 * k - 0.5, 6.0 * k + 5.5, "frame")]
+            state.stack.clear()
+            add(skeletons, state, 6.0 * k, 6.0 * k + 5, name, skeleton._MIN_INSTANCES,
+                skeleton.REPEAT)
+        runs.append(_skeletons_state(skeletons))
+    assert runs[0] == runs[1]

@@ -1640,8 +1640,13 @@ class _Positions(dict):
         ends = np.append(starts[1:], len(ordered))
         repeated = np.flatnonzero(ends - starts >= REPEAT)
         firsts = order[starts[repeated]]
-        for k in repeated[np.argsort(firsts, kind="stable")].tolist():
-            self[int(ordered[starts[k]])] = order[starts[k]:ends[k]].tolist()
+        chosen = repeated[np.argsort(firsts, kind="stable")]
+        # (the lists sliced from one list, not each from the array: thousands of kinds
+        # recur in a row of names drawn at random)
+        where = order.tolist()
+        for sym, lo, hi in zip(ordered[starts[chosen]].tolist(), starts[chosen].tolist(),
+                               ends[chosen].tolist()):
+            self[sym] = where[lo:hi]
 
     def __missing__(self, sym: int) -> list:
         return [i for i, s in enumerate(self._syms) if s == sym]

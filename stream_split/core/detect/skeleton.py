@@ -416,6 +416,39 @@ class RootCounts:
             self._pairs = None
 
 
+def add_root(state: ThreadSkeleton, node: Node, marker: bool, least: int = _MIN_INSTANCES,
+             repeat: int = REPEAT) -> bool:
+    """``node``, a new top-level op of a main thread's skeleton ``state`` (the Python frames
+    read before it that open it already matched): appended to its top level, its time added
+    to ``busy``, counted (``RootCounts.add``; ``marker``: its kind is a loop marker), the
+    children counts of the op before it dropped. True where the top level now holds more
+    kinds seen once than ``sift_at`` (``Skeletons.forget_singles`` is due). The Python
+    fallback of ``_native.add_root``, which does it in one call (``least`` and ``repeat``:
+    ``Rules.min_instances`` and ``REPEAT``, as ``RootCounts.add`` reads them; a test ties
+    the two, op by op): the skeleton's most common step while it learns a row of names that
+    do not repeat."""
+    state.roots.append(node)
+    state.busy += node.end - node.start
+    seen = state.seen
+    seen.add(node, marker)
+    if state.kid_seen:
+        state.kid_seen.clear()
+    return seen.singles > state.sift_at
+
+
+def root_op(skeletons: "Skeletons", state: ThreadSkeleton, start: float, end: float, name: str,
+            least: int = _MIN_INSTANCES, repeat: int = REPEAT) -> Node:
+    """A top-level op read into ``state``: ``skeletons.add(state, None, start, end, name)``. The
+    Python fallback of ``_native.root_op``, which does it in one call where ``state`` is a
+    main thread's skeleton with no Python frame waiting (the symbol, the node, ``add_root``,
+    ``Skeletons.forget_singles`` where due, the push; elsewhere it calls ``add``), the op
+    the detector reads most while it learns (``StructureDetector._observe_learning``): 0.75 k
+    instructions an op less than ``add`` with ``add_root`` on 200 k ops drawn at random from
+    40 k names (callgrind of the detector's calls alone; ``least`` and ``repeat`` as
+    ``add_root`` reads them; a test ties the two, op by op)."""
+    return skeletons.add(state, None, start, end, name)
+
+
 class Skeletons:
     """Every thread's skeletons while the detector learns: one ``ThreadSkeleton`` per section
     of each thread, built op by op, and credited with the GPU work launched beneath each op
@@ -537,17 +570,13 @@ class Skeletons:
                 if state.frames:
                     state.frames = open_pending(node, roots[-1].end if roots else float("-inf"),
                                                 state.frames)
-                roots.append(node)
-                state.busy += end - start
-                seen = state.seen
                 if main:
-                    seen.add(node, sym in symbols.markers)
-                    if state.kid_seen:
-                        state.kid_seen.clear()
-                    if seen.singles > state.sift_at:
+                    if _add_root(state, node, sym in symbols.markers, _MIN_INSTANCES, REPEAT):
                         self.forget_singles(state)
                 else:
-                    seen.add(node.sym)
+                    roots.append(node)
+                    state.busy += end - start
+                    state.seen.add(sym)
             else:
                 node = SKIPPED
         elif state.main and parent.depth + 1 < self._max_depth and \
@@ -918,6 +947,10 @@ def family(name: str) -> str:
 
 #: A name's family, in native code where it is built (``family``).
 _family = family if _native is None else _native.family
+#: A main thread's new top-level op, added in native code where it is built (``add_root``).
+_add_root = add_root if _native is None else _native.add_root
+#: A top-level op read, in native code where it is built (``root_op``).
+top_level_op = root_op if _native is None else _native.root_op
 
 #: Times beyond this may not be exact in float64 (an integer ``ts``): compared one by one.
 _EXACT_IN_FLOAT = 2.0 ** 53

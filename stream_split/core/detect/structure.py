@@ -69,12 +69,13 @@ from stream_split.core.detect.close import (
     section_openers)
 from stream_split.core.detect.evidence import online_evidence
 from stream_split.core.detect.matcher import RootMatcher
-from stream_split.core.detect.rules import RULES
+from stream_split.core.detect.rules import REPEAT, RULES
 from stream_split.core.detect.search import RecentMemos, SearchBudget, Unit, find_unit
 from stream_split.core.detect.section import (
     DECIDED_AT_SECTION_END, WAITED_FOR_FRAMES, WAITED_FOR_GPU, WHY_AT_SECTION_END, LoopSection)
 from stream_split.core.detect.skeleton import (
-    SKIPPED, Node, RowExtremes, Skeletons, ThreadSkeleton, after_containers, before_containers)
+    SKIPPED, Node, RowExtremes, Skeletons, ThreadSkeleton, after_containers, before_containers,
+    top_level_op)
 from stream_split.core.detect.verdict import (
     confirmed_online, dominant, exact_needed, exact_possible, iteration_test, regular_steps)
 from stream_split.trace_format import PROFILER_STEP_PREFIX, is_main_thread
@@ -261,8 +262,9 @@ class StructureDetector:
                 return ()
         if is_step:
             state.add_step(start, end, name)  # the loop thread's rank at close
-        roots = state.roots
-        node = self._skeletons.add(state, parent, start, end, name)
+        roots = state.roots  # (a top-level op through ``skeleton.root_op``: one native call)
+        node = top_level_op(self._skeletons, state, start, end, name, _MIN_INSTANCES, REPEAT) \
+            if parent is None else self._skeletons.add(state, parent, start, end, name)
         if (main := state.main) and len(state.roots) > RULES.memory.max_roots:  # (top level)
             found = self._at_the_bound(state)
             if found is not None:
@@ -274,10 +276,9 @@ class StructureDetector:
         self._budget.credit += RULES.online.search_work_per_op  # (``SearchBudget.earn``)
         if parent is not None:
             return self._try_under(state, parent, node)
-        # The top level (``_try_under``'s twin, inline: a call less per op): a moment to try
-        # when grown enough since the last try, or where a symbol begins to repeat and a unit
-        # found may be believed (asked here, not put off by ``_try_online``: 78 k of 200 k ops
-        # drawn at random from 40 k names are such moments).
+        # The top level (``_try_under``'s twin, inline): a moment to try when grown enough since
+        # the last try, or where a symbol begins to repeat and a unit found may be believed
+        # (asked here, not by ``_try_online``: 78 k of 200 k ops drawn at random from 40 k names).
         seen = state.seen
         if len(state.roots) >= state.next_try or _MIN_INSTANCES <= seen.last_count <= \
                 _EAGER_TRIES and seen.may_confirm:
