@@ -267,14 +267,14 @@ class HeldRows:
         items = self.items
         if not items:
             return []
-        if max(map(_END_OF, items)) < until:  # most often every one (the times are finite)
+        if max(map(HELD_END, items)) < until:  # most often every one (the times are finite)
             due = self._taken()
         else:
             due = [item for item in items if item[0] < until]
             if not due:
                 return []
             self.items = [item for item in items if not item[0] < until]
-        if None not in map(_EVENT_OF, due):
+        if None not in map(HELD_EVENT, due):
             return due
         return [item if item[3] is not None else (*item[:3], frame, *item[4:])
                 for item in due]
@@ -292,8 +292,9 @@ class HeldRows:
                            _integer_times(ends, starts) if exact else None)
 
 
-#: A held item's end and what it keeps of its event (``HeldRows``).
-_END_OF, _EVENT_OF = itemgetter(0), itemgetter(3)
+#: A held item's end and what it keeps of its event (``HeldRows``; the engine, which holds
+#: the items, reads them so too).
+HELD_END, HELD_EVENT = itemgetter(0), itemgetter(3)
 
 
 def batch_key(items) -> float:

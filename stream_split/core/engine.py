@@ -66,8 +66,8 @@ from stream_split.core.stack import LIVE_THREADS, ThreadStacks
 from stream_split.core.validate import TIME_LIMIT as _TIME_LIMIT, THREAD_ID_TYPES as _ID_TYPES, \
     unusable_field
 from stream_split.pages import reading
-from stream_split.spill import (END_INTEGER, START_INTEGER, HeldColumns, HeldLinks, HeldRows,
-                                MemorySpill)
+from stream_split.spill import (END_INTEGER, HELD_END, HELD_EVENT, START_INTEGER, HeldColumns,
+                                HeldLinks, HeldRows, MemorySpill)
 from stream_split.errors import TraceEventError
 from stream_split.trace_format import (
     ANNOTATION_CAT, BLOCKING_SYNC_NAMES, COPY_LAUNCH_NAMES, CPU_OP_CATS, DIMS_ARG, GPU_ANNOTATION_CAT, GPU_WORK_CATS,
@@ -135,9 +135,6 @@ _FEW_HELD = 32
 def _arrival(item) -> int:
     return item[1]
 
-
-#: What a held item keeps of its event (``_hold_cpu``), and its end.
-_HELD_OF, _HELD_END = itemgetter(3), itemgetter(0)
 
 _WAITING_IN_MEMORY = 4096
 
@@ -1537,8 +1534,8 @@ class Splitter:
             # by one: most often (a loop of tiny iterations: every boundary) each ends before
             # ``until`` and none is a frame (kept as None, or ``_HELD_FRAME``), so all are
             # taken as they lie, tested here (no call: a method of ``HeldRows`` cost two)
-            if not decided and items and max(map(_HELD_END, items)) < until and \
-                    None not in (kept := list(map(_HELD_OF, items))) and _HELD_FRAME not in kept:
+            if not decided and items and max(map(HELD_END, items)) < until and \
+                    None not in (kept := list(map(HELD_EVENT, items))) and _HELD_FRAME not in kept:
                 rows.items, rows.exact = [], False  # (``HeldRows``: emptied so)
                 self._cpu_held_n = 0
                 self._own_each(items)
@@ -1568,7 +1565,7 @@ class Splitter:
         """Held items of CPU-side events that a boundary decides (each ends before it), in
         the order they came: ``_resolve_all``, without its look for runs of plain frames
         and its test of each one's window where none is a plain frame."""
-        if _HELD_FRAME in map(_HELD_OF, items):
+        if _HELD_FRAME in map(HELD_EVENT, items):
             self._resolve_all(items)
             return
         self._own_each(items)
