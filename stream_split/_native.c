@@ -3015,6 +3015,62 @@ done:
     return node;
 }
 
+/* ---- eng45: a new object of a class with __slots__, given values and defaults ---- */
+
+/* fresh_with_slots(cls, names, defaults, factories, given, *values): a new object of ``cls``
+   (its ``tp_alloc``: no ``__init__`` called) whose slots ``names`` hold ``defaults`` (the
+   objects themselves), or where ``factories`` (a tuple as long, None where the default is
+   taken) has a callable, what it gives called with nothing (``dict`` and ``list``: a new
+   empty one, no call), then the slots at the indices ``given`` (into ``names``) ``values``,
+   in order: a new ``IterationRecord`` or ``IterationBreakdown`` a boundary without a frame
+   of Python (``records.made_fresh``, ``breakdown.new_breakdown``). */
+static PyObject *fresh_with_slots(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 5 || !PyType_Check(args[0]) || !PyTuple_Check(args[1])
+        || !PyTuple_Check(args[2]) || !PyTuple_Check(args[3]) || !PyTuple_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "fresh_with_slots(cls, names, defaults, factories, given, *values)");
+        return NULL;
+    }
+    PyTypeObject *type = (PyTypeObject *)args[0];
+    PyObject *names = args[1], *defaults = args[2], *factories = args[3], *given = args[4];
+    Py_ssize_t n = PyTuple_GET_SIZE(names), g = PyTuple_GET_SIZE(given);
+    Py_ssize_t offsets[SLOTS_MAX];
+    if (!makes_slotted(type, n, "fresh_with_slots")) return NULL;
+    if (PyTuple_GET_SIZE(defaults) != n || PyTuple_GET_SIZE(factories) != n || nargs - 5 != g) {
+        PyErr_SetString(PyExc_ValueError, "fresh_with_slots() takes a default and a factory "
+                        "a slot, and a value an index given");
+        return NULL;
+    }
+    Py_ssize_t at[SLOTS_MAX];
+    for (Py_ssize_t j = 0; j < g; j++) {
+        PyObject *index = PyTuple_GET_ITEM(given, j);
+        at[j] = PyLong_Check(index) ? PyLong_AsSsize_t(index) : -1;
+        if (at[j] < 0 || at[j] >= n) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "fresh_with_slots() given: slot indices");
+            return NULL;
+        }
+    }
+    if (slot_offsets(type, names, offsets) < 0) return NULL;
+    PyObject *obj = type->tp_alloc(type, 0);
+    if (obj == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *factory = PyTuple_GET_ITEM(factories, i), *value;
+        if (factory == Py_None) value = Py_NewRef(PyTuple_GET_ITEM(defaults, i));
+        else if (factory == (PyObject *)&PyDict_Type) value = PyDict_New();
+        else if (factory == (PyObject *)&PyList_Type) value = PyList_New(0);
+        else value = PyObject_CallNoArgs(factory);
+        if (value == NULL) {
+            Py_DECREF(obj);
+            return NULL;
+        }
+        Py_XSETREF(*(PyObject **)((char *)obj + offsets[i]), value);
+    }
+    for (Py_ssize_t j = 0; j < g; j++)
+        Py_XSETREF(*(PyObject **)((char *)obj + offsets[at[j]]), Py_NewRef(args[5 + j]));
+    return obj;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped[, carryless]) -> (brackets, depths, "
@@ -3120,6 +3176,12 @@ static PyMethodDef methods[] = {
      "top-level op read), in one call where state is a main thread's skeleton with no Python "
      "frame waiting (its symbol, its Node, add_root, forget_singles where due, its push); "
      "least, repeat as add_root reads them (core.detect.skeleton.root_op)."},
+    /* ---- eng45 ---- */
+    {"fresh_with_slots", (PyCFunction)(void (*)(void))fresh_with_slots, METH_FASTCALL,
+     "fresh_with_slots(cls, names, defaults, factories, given, *values) -> object: a new "
+     "object of cls (no __init__ called) whose slots names hold defaults, or a new one from "
+     "factories where not None (dict, list: empty), then those at the indices given the "
+     "values, in order (records.made_fresh, core.breakdown.new_breakdown)."},
     {NULL, NULL, 0, NULL},
 };
 

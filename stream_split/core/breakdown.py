@@ -45,7 +45,7 @@ from operator import add, attrgetter, sub
 
 import numpy as np
 
-from stream_split.core.records import rounded_us
+from stream_split.core.records import fresh_with_slots, rounded_us
 from stream_split.native import NATIVE as _native  # (None: the Python fallbacks)
 from stream_split.trace_format import MEMCPY_CATS, MEMSET_CATS
 
@@ -327,7 +327,7 @@ def _union_of(state: tuple) -> IntervalUnion:
 #: A union whose slots hold these values, in the order of ``__slots__`` (``_native.
 #: one_with_slots`` where built: no frame of Python; a breakdown's first op of a thread, once
 #: an iteration on a trace of one-op iterations).
-_union_with = (partial(_native.one_with_slots, IntervalUnion, IntervalUnion.__slots__)
+union_with = (partial(_native.one_with_slots, IntervalUnion, IntervalUnion.__slots__)
                if _native is not None else lambda *state: _union_of(state))
 
 
@@ -533,7 +533,7 @@ class IterationBreakdown:
         nothing), summed over threads."""
         union = self.cpu_ops.get(thread)
         if union is None:  # the thread's first op: its interval (as ``add`` keeps it)
-            self.cpu_ops[thread] = _union_with([start], [end], 0.0, False)
+            self.cpu_ops[thread] = union_with([start], [end], 0.0, False)
             return
         starts = union.starts
         if starts and start >= starts[-1] and end <= union.ends[-1]:
@@ -699,6 +699,22 @@ def _slot_columns(cls):
 
 #: Every slot's column of a page of breakdowns, and of unions (``_breakdown_page``).
 _SLOT_COLUMNS, _UNION_COLUMNS = _slot_columns(IterationBreakdown), _slot_columns(IntervalUnion)
+
+
+def _breakdown_maker():
+    """``IterationBreakdown`` itself, or where built a function giving what its ``__init__``
+    makes without a frame of Python (``records.fresh_with_slots``: the values of a new one,
+    each empty dict or list made anew; once a boundary, ``engine.Splitter._add_boundary``)."""
+    if _native is None:
+        return IterationBreakdown
+    values = _BREAKDOWN_STATE(IterationBreakdown())
+    return fresh_with_slots(IterationBreakdown, IterationBreakdown.__slots__, values,
+                            [type(v) if type(v) in _FRESH_EMPTY else None for v in values], ())
+
+
+_BREAKDOWN_STATE, _FRESH_EMPTY = attrgetter(*IterationBreakdown.__slots__), (dict, list)
+#: A new ``IterationBreakdown`` (``_breakdown_maker``).
+new_breakdown = _breakdown_maker()
 
 
 #: ``IterationBreakdown.gpu_dict`` of an iteration without GPU work.

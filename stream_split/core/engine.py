@@ -49,7 +49,7 @@ from operator import itemgetter, length_hint
 
 import numpy as np
 
-from stream_split.core.breakdown import IterationBreakdown, LaunchTimes
+from stream_split.core.breakdown import IterationBreakdown, LaunchTimes, new_breakdown
 from stream_split.core.detect import (
     StepAnnotationDetector, RetractLast, StructureDetector, TraceFacts, cycle_kinds)
 from stream_split.core.detect.evidence import at_outermost_frame
@@ -1063,7 +1063,7 @@ class Splitter:
         index = windows.add(start, found.opens_after, found.thread)
         pid, tid = self._last_thread = found.thread
         record = _new_iteration(index, start, found.first_op)
-        breakdown = IterationBreakdown()
+        breakdown = new_breakdown()
         self._iterations.append(record)  # (no phase facts yet: see ``_observe_phase``)
         self._breakdowns.append(breakdown)
         # The breakdowns of the iterations before, most often at hand where the boundary

@@ -199,10 +199,11 @@ class Windows:
         """A boundary at ``ts`` (after the latest): returns its index. ``opens_after``: where
         the gap before it begins, in which frames of ``thread`` may open its step
         (``StepOpeners``); None: none may."""
-        starts = self.starts
+        starts, before = self.starts, self.latest_start  # (``starts[-1]``, read without
+        # a float made of the array)
         if ts.__class__ is not float and not -_EXACT_IN_FLOAT <= ts <= _EXACT_IN_FLOAT:
             starts = self._exact_for(ts)  # (its test of a float, most times, inline)
-        if starts and not ts >= starts[-1]:
+        if not ts >= before and starts:
             self._descents += 1
         starts.append(ts)
         self.latest_start = starts[-1]
@@ -216,7 +217,7 @@ class Windows:
         else:
             openers.add(latest, opens_after, thread)
         if latest:  # the window it closes: what is decided next mostly falls in it
-            self.cached_lo, self.cached_hi, self.cached_owner = starts[-2], ts, latest - 1
+            self.cached_lo, self.cached_hi, self.cached_owner = before, ts, latest - 1
         else:
             self.forget()
         return latest

@@ -5,8 +5,8 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from stream_split.core import records
-from stream_split.core.breakdown import IntervalUnion, _union_state, _union_with
+from stream_split.core import breakdown, records
+from stream_split.core.breakdown import IntervalUnion, _union_state, union_with
 from stream_split.core.detect.base import FoundBoundary, found_boundary
 from stream_split.core.records import (
     Boundary, IterationRecord, KIND_ITERATION, Revision, made_fresh, made_of, made_one)
@@ -146,7 +146,7 @@ def test_a_fresh_record_holds_the_defaults_of_the_fields_not_given():
 def test_a_union_of_one_interval_is_the_one_add_makes():
     union = IntervalUnion()
     union.add(1.5, 2.0)
-    assert _union_state(_union_with([1.5], [2.0], 0.0, False)) == _union_state(union)
+    assert _union_state(union_with([1.5], [2.0], 0.0, False)) == _union_state(union)
 
 
 def test_the_scalar_records_dicts_hold_their_fields_in_order():
@@ -183,3 +183,46 @@ def _same_fields(a, b) -> bool:
     return type(a) is type(b) and all(
         type(getattr(a, f)) is type(getattr(b, f)) and getattr(a, f) == getattr(b, f)
         for f in names)
+
+
+@needs_native
+@given(st.integers(), _scalars, st.text(max_size=8))
+@settings(max_examples=60, deadline=None)
+def test_a_fresh_record_made_natively_is_the_one_its_fallback_makes(index, start, first_op):
+    given_names = ("index", "start_ts", "first_op")
+    native = made_fresh(IterationRecord, given_names)(index, start, first_op)
+    records._native = None
+    try:
+        fallback = made_fresh(IterationRecord, given_names)(index, start, first_op)
+    finally:
+        records._native = _native
+    assert _same_fields(native, fallback) and native.extra is not fallback.extra
+
+
+@needs_native
+def test_fresh_slots_take_defaults_factories_and_the_values_given_at_their_indices():
+    made = records.fresh_with_slots(IntervalUnion, IntervalUnion.__slots__,
+                                    (None, None, 1.5, True), (list, lambda: [7], None, None),
+                                    (3, 2))
+    one, two = made(False, 0.25), made(True, 0.5)
+    assert _union_state(one) == ([], [7], 0.25, False) and two.starts is not one.starts
+    with pytest.raises(ValueError):  # an index past the slots
+        records.fresh_with_slots(IntervalUnion, IntervalUnion.__slots__, (None,) * 4,
+                                 (None,) * 4, (4,))(1)
+    with pytest.raises(ValueError):  # a value short
+        made(False)
+    with pytest.raises(ValueError):  # a default short
+        _native.fresh_with_slots(IntervalUnion, IntervalUnion.__slots__, (None,) * 3,
+                                 (None,) * 4, ())
+    with pytest.raises(ZeroDivisionError):  # a factory's error, no object
+        records.fresh_with_slots(IntervalUnion, IntervalUnion.__slots__, (None,) * 4,
+                                 (None, lambda: 1 / 0, None, None), ())()
+
+
+def test_a_new_breakdown_is_the_one_its_constructor_makes():
+    made, other = breakdown.new_breakdown(), breakdown.new_breakdown()
+    assert breakdown._BREAKDOWN_STATE(made) == breakdown._BREAKDOWN_STATE(
+        breakdown.IterationBreakdown())
+    assert all(a is not b for a, b in zip(breakdown._BREAKDOWN_STATE(made),
+                                          breakdown._BREAKDOWN_STATE(other))
+               if a.__class__ in (list, dict))  # each container anew
