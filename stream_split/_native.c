@@ -3071,6 +3071,202 @@ static PyObject *fresh_with_slots(PyObject *self, PyObject *const *args, Py_ssiz
     return obj;
 }
 
+/* ---- eng45: held ops of the iteration at hand, owned in one call (engine._own_each) ---- */
+
+/* The slots ``own_held_ops`` reads and sets of one class (found by name at its first object
+   of a class, ``slot_offsets_found``; read at their offsets, no look-up in the type). */
+typedef struct {
+    const char *names;
+    PyObject *names_tuple;
+    PyTypeObject *type;
+    Py_ssize_t at[3];
+} eng45_layout;
+
+static eng45_layout eng45_record = {"events cpu_ops end_ts"},
+    eng45_breakdown = {"cpu_ops"}, eng45_union = {"starts ends"},
+    eng45_windows = {"cached_lo cached_hi cached_owner"};
+static PyObject *eng45_add, *eng45_one, *eng45_no_time;
+
+/* Whether ``obj``'s class has the slots of ``layout`` (found once a class): 1, 0 where not
+   (no error: the engine's loop owns the items then), -1 with an error. */
+static int eng45_laid_out(eng45_layout *layout, PyObject *obj) {
+    if (Py_TYPE(obj) == layout->type) return 1;
+    if (layout->names_tuple == NULL) {
+        PyObject *text = PyUnicode_FromString(layout->names);
+        PyObject *list = text == NULL ? NULL : PyUnicode_Split(text, NULL, -1);
+        Py_XDECREF(text);
+        layout->names_tuple = list == NULL ? NULL : PyList_AsTuple(list);
+        Py_XDECREF(list);
+        if (layout->names_tuple == NULL) return -1;
+    }
+    Py_ssize_t at[3];
+    if (slot_offsets_found(Py_TYPE(obj), layout->names_tuple, at) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_XSETREF(layout->type, (PyTypeObject *)Py_NewRef((PyObject *)Py_TYPE(obj)));
+    memcpy(layout->at, at, sizeof(at));
+    return 1;
+}
+
+/* The slot ``k`` of ``layout`` of ``obj`` (of its class: ``eng45_laid_out``), borrowed; NULL
+   with an AttributeError where it is unset. */
+static PyObject *eng45_get(PyObject *obj, const eng45_layout *layout, int k) {
+    PyObject *value = *(PyObject **)((char *)obj + layout->at[k]);
+    if (value == NULL)
+        PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute %R",
+                     Py_TYPE(obj)->tp_name, PyTuple_GET_ITEM(layout->names_tuple, k));
+    return value;
+}
+
+/* Slot ``k`` of ``layout`` of ``obj`` set to ``value`` (a new reference, taken). */
+static void eng45_set(PyObject *obj, const eng45_layout *layout, int k, PyObject *value) {
+    Py_XSETREF(*(PyObject **)((char *)obj + layout->at[k]), value);
+}
+
+/* Slot ``k`` of ``obj`` plus one; -1 with an error where it fails. */
+static int eng45_count(PyObject *obj, const eng45_layout *layout, int k) {
+    PyObject *value = eng45_get(obj, layout, k);
+    PyObject *more = value == NULL ? NULL : PyNumber_Add(value, eng45_one);
+    if (more == NULL) return -1;
+    eng45_set(obj, layout, k, more);
+    return 0;
+}
+
+/* Whether ``value`` compares ``op`` with the last item of ``list`` (a list, or not: 0);
+   -1 with an error. */
+static int eng45_last(PyObject *list, PyObject *value, int op) {
+    if (!PyList_CheckExact(list) || PyList_GET_SIZE(list) == 0) return 0;
+    PyObject *last = Py_NewRef(PyList_GET_ITEM(list, PyList_GET_SIZE(list) - 1));
+    int result = PyObject_RichCompareBool(value, last, op);
+    Py_DECREF(last);
+    return result;
+}
+
+/* ``breakdown.add_op(thread, start, end)`` (``core.breakdown.IterationBreakdown``, its
+   ``cpu_ops`` a dict): the thread's first op a union made by ``union_with([start], [end],
+   0.0, False)``, an op inside the latest interval of lists nothing, else ``union.add(start,
+   end)``. 0, or -1 with an error. */
+static int eng45_add_op(PyObject *unions, PyObject *thread, PyObject *start, PyObject *end,
+                        PyObject *union_with) {
+    PyObject *unit = PyDict_GetItemWithError(unions, thread), *made;
+    if (unit == NULL) {
+        if (PyErr_Occurred()) return -1;
+        PyObject *starts = PyList_New(1), *ends = PyList_New(1);
+        if (starts == NULL || ends == NULL) {
+            Py_XDECREF(starts);
+            Py_XDECREF(ends);
+            return -1;
+        }
+        PyList_SET_ITEM(starts, 0, Py_NewRef(start));
+        PyList_SET_ITEM(ends, 0, Py_NewRef(end));
+        made = PyObject_CallFunctionObjArgs(union_with, starts, ends, eng45_no_time, Py_False,
+                                            NULL);
+        Py_DECREF(starts);
+        Py_DECREF(ends);
+        int failed = made == NULL ? -1 : PyDict_SetItem(unions, thread, made);
+        Py_XDECREF(made);
+        return failed;
+    }
+    Py_INCREF(unit);
+    int inside = eng45_laid_out(&eng45_union, unit);
+    if (inside == 1) {
+        PyObject *starts = eng45_get(unit, &eng45_union, 0);
+        PyObject *ends = starts == NULL ? NULL : eng45_get(unit, &eng45_union, 1);
+        inside = ends == NULL ? -1 : eng45_last(starts, start, Py_GE);
+        inside = inside == 1 ? eng45_last(ends, end, Py_LE) : inside;
+    }
+    if (inside == 0) {
+        made = PyObject_CallMethodObjArgs(unit, eng45_add, start, end, NULL);
+        inside = made == NULL ? -1 : 0;
+        Py_XDECREF(made);
+    }
+    Py_DECREF(unit);
+    return inside < 0 ? -1 : 0;
+}
+
+/* One held op ``item`` (``(end, seq, start, event, None, raw)``, ``event`` its thread) of the
+   window ``lo``..``hi`` (1, else 0: not owned here), owned by ``owner`` (``own_held_ops``);
+   -1 with an error. */
+static int eng45_own(PyObject *item, PyObject *lo, PyObject *hi, PyObject *owner,
+                     PyObject *record, PyObject *unions, PyObject *assigned,
+                     PyObject *union_with) {
+    PyObject *end = PyTuple_GET_ITEM(item, 0), *start = PyTuple_GET_ITEM(item, 2);
+    PyObject *event = PyTuple_GET_ITEM(item, 3), *raw = PyTuple_GET_ITEM(item, 5);
+    int in = PyObject_RichCompareBool(lo, start, Py_LE);
+    in = in == 1 ? PyObject_RichCompareBool(start, end, Py_LE) : in;
+    in = in == 1 ? PyObject_RichCompareBool(end, hi, Py_LT) : in;
+    if (in != 1) return in;
+    if (assigned != Py_None) {
+        PyObject *pair = PyTuple_Pack(2, owner, raw == Py_None ? event : raw);
+        int failed = pair == NULL ? -1 : PyList_Append(assigned, pair);
+        Py_XDECREF(pair);
+        if (failed < 0) return -1;
+    }
+    if (eng45_count(record, &eng45_record, 0) < 0 || eng45_count(record, &eng45_record, 1) < 0
+        || eng45_add_op(unions, event, start, end, union_with) < 0)
+        return -1;
+    PyObject *latest = eng45_get(record, &eng45_record, 2);
+    int later = latest == NULL ? -1 : PyObject_RichCompareBool(end, latest, Py_GT);
+    if (later == 1) eng45_set(record, &eng45_record, 2, Py_NewRef(end));
+    return later < 0 ? -1 : 1;
+}
+
+/* own_held_ops(items, windows, hot, assigned, union_with) -> int: of the held items
+   ``(end, seq, start, event, None, raw)`` a boundary decides, in order, how many at the head
+   it owned, as ``engine.Splitter._own_each`` owns each: an op held as its thread (``event``
+   a pair) in the window found last (``windows.cached_lo <= start <= end < cached_hi``),
+   whose iteration (``cached_owner``, not below 0) is the one at hand (``hot``: ``(owner,
+   record, breakdown, ...)``): ``(owner, raw, or event where raw is None)`` appended to
+   ``assigned`` (None: nothing kept), ``record.events`` and ``record.cpu_ops`` counted, the
+   op in the breakdown (``eng45_add_op``), ``record.end_ts`` the later of it and ``end``. It
+   stops at the first item that is not such (the engine owns it and the rest), and owns none
+   where a class lacks a slot it reads. */
+static PyObject *own_held_ops(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5 || !PyList_Check(args[0]) || !PyTuple_Check(args[2])
+        || PyTuple_GET_SIZE(args[2]) < 3) {
+        PyErr_SetString(PyExc_TypeError,
+                        "own_held_ops(items, windows, hot, assigned, union_with)");
+        return NULL;
+    }
+    if (eng45_no_time == NULL) {
+        eng45_add = PyUnicode_InternFromString("add");
+        eng45_one = PyLong_FromLong(1);
+        eng45_no_time = eng45_add == NULL || eng45_one == NULL ? NULL : PyFloat_FromDouble(0.0);
+        if (eng45_no_time == NULL) return NULL;
+    }
+    PyObject *items = args[0], *windows = args[1], *hot = args[2], *assigned = args[3];
+    PyObject *record = PyTuple_GET_ITEM(hot, 1), *breakdown = PyTuple_GET_ITEM(hot, 2);
+    int ready = eng45_laid_out(&eng45_windows, windows);
+    ready = ready == 1 ? eng45_laid_out(&eng45_record, record) : ready;
+    ready = ready == 1 ? eng45_laid_out(&eng45_breakdown, breakdown) : ready;
+    if (ready != 1) return ready < 0 ? NULL : PyLong_FromLong(0);
+    PyObject *lo = eng45_get(windows, &eng45_windows, 0), *hi = eng45_get(windows, &eng45_windows, 1);
+    PyObject *owner = eng45_get(windows, &eng45_windows, 2);
+    PyObject *unions = eng45_get(breakdown, &eng45_breakdown, 0);
+    if (lo == NULL || hi == NULL || owner == NULL || unions == NULL) return NULL;
+    if (!PyLong_Check(owner) || !PyDict_CheckExact(unions)) return PyLong_FromLong(0);
+    int ours = PyLong_AsLong(owner) >= 0;
+    if (PyErr_Occurred()) return NULL;
+    ours = ours ? PyObject_RichCompareBool(PyTuple_GET_ITEM(hot, 0), owner, Py_EQ) : 0;
+    if (ours < 0) return NULL;
+    /* held here: a call may run code of Python */
+    PyObject *held[4] = {Py_NewRef(lo), Py_NewRef(hi), Py_NewRef(owner), Py_NewRef(unions)};
+    Py_ssize_t done = 0;
+    for (; ours == 1 && done < PyList_GET_SIZE(items); done += ours) {
+        PyObject *item = PyList_GET_ITEM(items, done), *event;
+        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 6
+            || !PyTuple_CheckExact(event = PyTuple_GET_ITEM(item, 3))
+            || PyTuple_GET_SIZE(event) != 2)
+            break;
+        Py_INCREF(item);
+        ours = eng45_own(item, lo, hi, owner, record, unions, assigned, args[4]);
+        Py_DECREF(item);
+    }
+    for (int k = 0; k < 4; k++) Py_DECREF(held[k]);
+    return ours < 0 ? NULL : PyLong_FromSsize_t(done);
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped[, carryless]) -> (brackets, depths, "
@@ -3182,6 +3378,10 @@ static PyMethodDef methods[] = {
      "object of cls (no __init__ called) whose slots names hold defaults, or a new one from "
      "factories where not None (dict, list: empty), then those at the indices given the "
      "values, in order (records.made_fresh, core.breakdown.new_breakdown)."},
+    {"own_held_ops", (PyCFunction)(void (*)(void))own_held_ops, METH_FASTCALL,
+     "own_held_ops(items, windows, hot, assigned, union_with) -> int: how many of the held "
+     "items at the head, ops held as their thread in the window found last, of the iteration "
+     "at hand, it owned as engine.Splitter._own_each owns each (stops at the first other)."},
     {NULL, NULL, 0, NULL},
 };
 

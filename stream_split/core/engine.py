@@ -49,7 +49,7 @@ from operator import itemgetter, length_hint
 
 import numpy as np
 
-from stream_split.core.breakdown import IterationBreakdown, LaunchTimes, new_breakdown
+from stream_split.core.breakdown import IterationBreakdown, LaunchTimes, new_breakdown, union_with
 from stream_split.core.detect import (
     StepAnnotationDetector, RetractLast, StructureDetector, TraceFacts, cycle_kinds)
 from stream_split.core.detect.evidence import at_outermost_frame
@@ -69,6 +69,7 @@ from stream_split.pages import reading
 from stream_split.spill import (END_INTEGER, HELD_END, HELD_EVENT, START_INTEGER, HeldColumns,
                                 HeldLinks, HeldRows, MemorySpill)
 from stream_split.errors import TraceEventError
+from stream_split.native import NATIVE as _native  # (None: the Python fallbacks)
 from stream_split.trace_format import (
     ANNOTATION_CAT, BLOCKING_SYNC_NAMES, COPY_LAUNCH_NAMES, CPU_OP_CATS, DIMS_ARG, GPU_ANNOTATION_CAT, GPU_WORK_CATS,
     GRAPH_LAUNCH_NAMES, KERNEL_CATS, LAUNCH_FLOW_CATS, LAUNCH_NAMES, PROFILER_STEP_PREFIX,
@@ -155,6 +156,9 @@ _INTEGER_BULK_MIN = 32
 
 #: The category an op held named (``_hold_cpu``) is decided as: a CPU op's (``_own_cpu``).
 _NAMED_OP_CAT = "cpu_op"
+#: ``Splitter._own_each``'s common case, ops held as their thread, in one call where built
+#: (``_native.own_held_ops``; None: that method's loop owns every item).
+_own_held_ops = None if _native is None else _native.own_held_ops
 #: A new boundary record, made without a frame of Python (``records.made_one``).
 _new_boundary = made_one(Boundary)
 #: A new iteration's record: ``(index, start_ts, first_op)``, its kind an iteration, the rest
@@ -1573,7 +1577,16 @@ class Splitter:
     def _own_each(self, items: list) -> None:
         """Held items of CPU-side events, none a plain frame, that a boundary decides (each
         ends before it), in the order they came (``_own_rows``)."""
-        windows, own_cpu, keep = self._windows, self._own_cpu, self._keep
+        windows, keep = self._windows, self._keep
+        if _own_held_ops is not None:  # those at the head that are ops held as their
+            # thread, of the iteration at hand, in one call (the case inline below)
+            done = _own_held_ops(items, windows, self._hot, self._assigned if keep else None,
+                                 union_with)
+            if done:
+                if done == len(items):
+                    return
+                items = items[done:]
+        own_cpu = self._own_cpu
         for end, _, start, event, _, raw in items:
             # the window found last (``Windows.owner``'s first case, inline: most items)
             owner = windows.cached_owner if windows.cached_lo <= start <= end < \
