@@ -72,6 +72,9 @@ class RootMatcher:
         self.shapes = CodedColumn()
         self.similarity = CodedColumn()
         self._measured = (None, None)  # the last instance measured: (its key, its measure)
+        #: Where that instance is one op: its key's one entry (symbol, time, GPU work), else
+        #: None (``push`` compares a one-op instance with it field by field, no key made).
+        self._measured_one = None
         self._alike = 0  # instances measured alike it since, not appended yet
         for ops in instances:
             self._measure(ops)
@@ -87,8 +90,9 @@ class RootMatcher:
         self.small = RULES.small_op_share * upper_median(
             (sum(n.end - n.start for n in ops) for ops in instances), 0.0)
         self.syncs = {sym for sym, name in enumerate(names) if name in BLOCKING_SYNC_NAMES}
-        self.starts = [row[p] for p in pos]  # the latest instances' first ops
-        self._typical_of = RULES.online.typical_of  # how many of them are kept
+        #: The latest instances' first ops, ``OnlineRules.typical_of`` of them kept (the
+        #: oldest go as new ones come: a ``deque``'s bound, no list trimmed an instance).
+        self.starts = deque((row[p] for p in pos), maxlen=RULES.online.typical_of)
         # Python frames read before the op they open (a file in time order): pending until
         # the next op of the row is read (``skeleton.open_pending``).
         self.frames: list = []
@@ -111,12 +115,13 @@ class RootMatcher:
     def _replay(self, row: list, pos: list) -> list:
         """The boundaries of the instances learned (at ``pos`` in ``row``), and of those begun
         in the ops read after them."""
-        ceilings = [n.start for n in self.starts[1:]] + [float("inf")]
+        firsts = [row[p] for p in pos]  # (every one: ``starts`` keeps the latest only)
+        ceilings = [n.start for n in firsts[1:]] + [float("inf")]
         found = []
-        for k, (n, c) in enumerate(zip(self.starts, ceilings)):
+        for k, (n, c) in enumerate(zip(firsts, ceilings)):
             self.recent = deque(row[pos[k - 1] if k else 0:pos[k]],
                                 maxlen=RULES.online.recent_ops)
-            floor = self.starts[k - 1].start if k else float("-inf")
+            floor = firsts[k - 1].start if k else float("-inf")
             anchor = next((m for m in row[pos[k]:] if m.sym == self.anchor), n)
             found.append(self._boundary(n, ceiling=c, floor=floor, upto=anchor.start))
         self.recent = deque(row[pos[-1]:], maxlen=RULES.online.recent_ops)
@@ -154,6 +159,7 @@ class RootMatcher:
             shape, sim = shape_and_similarity(instance, self.unit)
             sim = float(sim)
             self._measured = key, (shape, sim)
+            self._measured_one = key[0] if len(key) == 1 else None
         if replace_last:
             self.shapes[-1], self.similarity[-1] = shape, sim
         else:
@@ -183,10 +189,7 @@ class RootMatcher:
             self.shortest = len(instance)
         if not self._measure(instance):  # (alike the one before: no symbol new to ``seen``)
             self.seen.update([n.sym for n in instance])
-        starts = self.starts
-        starts.append(first)
-        if len(starts) > self._typical_of:  # (one more than kept: the oldest goes)
-            del starts[:-self._typical_of]
+        self.starts.append(first)
 
     def _undo(self) -> list:
         """Withdraw the latest (tentative) boundary: its ops go back to the instance before."""
@@ -210,18 +213,18 @@ class RootMatcher:
             # instances): a boundary at it, as below (no head op before it to walk back
             # over, nothing tentative), without the lists' copies; ``_boundary``'s common
             # case inline (no frame nor opening op before it; the op read before it kept),
-            # and ``_begin``'s where the instance is measured alike the one before
+            # and ``_begin``'s where the instance is measured alike the one before (its
+            # list, held by nothing else, then takes ``node`` in place)
             ended = current[0]
-            if [(ended.sym, ended.end - ended.start, ended.gpu)] == self._measured[0] and \
-                    self.shortest == 1:  # (each of its symbols ``seen`` already)
+            one = self._measured_one  # (``_measure``'s test, field by field)
+            if one is not None and ended.sym == one[0] and ended.end - ended.start == one[1] \
+                    and ended.gpu == one[2] and self.shortest == 1:  # (its symbol ``seen``)
                 self._alike += 1
-                starts = self.starts
-                starts.append(node)
-                if len(starts) > self._typical_of:  # (as ``_begin``)
-                    del starts[:-self._typical_of]
+                self.starts.append(node)
+                current[0] = node
             else:
                 self._begin(current, node)
-            self.current = [node]
+                self.current = [node]
             recent = self.recent
             if node.opener is None and not self.opening and len(recent) > 1:
                 return (found_boundary(node.start, self.thread, self.names[sym], False, "",
@@ -381,7 +384,7 @@ class RootMatcher:
         width = len(self.pattern)
         self._measure(last[:width])
         self._append_alike()
-        starts = [n.start for n in self.starts[-RULES.online.typical_of:]]
+        starts = [n.start for n in self.starts]
         end = end_of_last(last, [self.shortest], self.seen, starts)
         frame = outermost_opener(self.starts[-1])  # it holds the whole step, as at close
         if frame is not None and frame[0] <= self.starts[-1].start:
