@@ -46,6 +46,11 @@ class RootMatcher:
     - Inside containers, the unit's instances at shallower levels read before them
       (``minor``: a warm-up step before the engine's loop) are instances too, as at close.
     """
+    # (slots: each op reads and sets a dozen of them, none looked up in a dict)
+    __slots__ = ("thread", "opening", "at_frames", "names", "pattern", "anchor", "head",
+                 "seen", "unit", "shortest", "shapes", "similarity", "_measured",
+                 "_measured_one", "_alike", "trigger", "tentative", "previous", "after_sync",
+                 "small", "syncs", "starts", "frames", "recent", "found", "waiting", "current")
 
     def __init__(self, thread_key, row: list, unit: Unit, names: list, opening=(),
                  minor=()):
