@@ -244,3 +244,29 @@ def test_a_live_replay_is_on_time_and_ends_as_the_split_of_the_finished_file(mod
     assert result.scored >= 10 - FIRST_SCORED - 1 and result.missing == 0
     assert result.on_time == result.scored
     assert result.final_equals_file
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_loop_of_one_op_instances_is_matched_as_the_general_path_measures_it(seed):
+    # ``RootMatcher.push``'s case for a one-op instance (field by field against the one
+    # measured before, its list reused, the latest first ops a bounded deque): a boundary
+    # at each op, each instance's shape and similarity those of ``shape_and_similarity``
+    # on it alone, and the typical first ops the latest ones
+    import random
+    from stream_split.core.detect.rules import RULES
+    from stream_split.core.detect.search import shape_and_similarity
+    rng = random.Random(seed)
+    ops = [_Node(0, 10 * i, 10 * i + rng.choice((5, 5, 5, 7)), 0) for i in range(300)]
+    unit = Unit(positions=[0, 1, 2], pattern=(0,), similarity=[1.0] * 3, like=3,
+                fragments=0, coverage=1.0, anchor=0, shapes=[0, 0, 0], exact=3,
+                head=frozenset({0}))
+    matcher = RootMatcher(("p", "t"), ops[:3], unit, ["A"])
+    for before, node in zip(ops[2:], ops[3:]):
+        found = matcher.push(node)
+        assert [(f.start_ts, f.first_op, f.opens_after) for f in found] == [
+            (node.start, "A", before.end)]
+    shapes, _, _ = matcher.finish()
+    measured = [shape_and_similarity([node], matcher.unit) for node in ops]
+    assert list(shapes) == [shape for shape, _ in measured]
+    assert list(matcher.similarity) == [sim for _, sim in measured]
+    assert list(matcher.starts) == ops[-RULES.online.typical_of:]
