@@ -2,6 +2,7 @@
 a provisional boundary that later events disprove is revised in the record stream, and a
 live replay (a real pipe, a growing file) ends with the split of the finished file."""
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from stream_split.core import Revision, Splitter, SplitOptions
 from stream_split.core.detect import DetectorResult, FoundBoundary, RetractLast, structure
@@ -9,6 +10,7 @@ from stream_split.core.records import apply_revision
 from stream_split.core.detect.matcher import RootMatcher
 from stream_split.core.detect.search import OPENS_AFTER_SYNC, Unit
 from stream_split.core.detect.skeleton import Node as _Node
+from stream_split.native import NATIVE
 from stream_split.schema import record_message
 from stream_split.testing.generate import generate
 from stream_split.testing.replay import FIRST_SCORED, SCENARIOS, live_trace, replay
@@ -270,3 +272,46 @@ def test_a_loop_of_one_op_instances_is_matched_as_the_general_path_measures_it(s
     assert list(shapes) == [shape for shape, _ in measured]
     assert list(matcher.similarity) == [sim for _, sim in measured]
     assert list(matcher.starts) == ops[-RULES.online.typical_of:]
+
+
+# ``matcher.anchor_after_alike`` (``RootMatcher.push``'s case of a loop of one-op instances)
+# against ``_native.anchor_after_alike``: matchers pushed the same ops, anchors or not, alike
+# or not, with Python frames waiting or opening ops, answer and hold the same
+
+
+def _pushed(ops, opening, fast, monkeypatch) -> tuple:
+    """What a matcher of one-op instances answers to ``ops`` and holds, ``fast`` its
+    ``anchor_after_alike``."""
+    from stream_split.core.detect import matcher as matcher_module
+    monkeypatch.setattr(matcher_module, "_anchor_after_alike", fast)
+    unit = Unit(positions=[0, 1, 2], pattern=(0,), similarity=[1.0] * 3, like=3,
+                fragments=0, coverage=1.0, anchor=0, shapes=[0, 0, 0], exact=3,
+                head=frozenset({0}))
+    matcher = RootMatcher(("p", "t"), _nodes([0, 0, 0]), unit, ["A", "B"],
+                          opening=[(25 + 10 * k, "zero_grad") for k in opening])
+    answers = []
+    t = 30
+    for sym, took, frame in ops:
+        if frame:
+            matcher.observe_frame(t - 1, t + took + 1, "training_step")
+        answers.append(matcher.push(_Node(sym, t, t + took, 0)))
+        t += 10
+    held = (matcher._alike, [n.start for n in matcher.current],
+            [n.start for n in matcher.starts], [n.start for n in matcher.recent],
+            matcher.shortest, matcher.measured)
+    shapes, end, revisions = matcher.finish()
+    return answers, held, list(shapes), list(matcher.similarity), end, revisions
+
+
+@pytest.mark.skipif(NATIVE is None, reason="stream_split._native is not built")
+@settings(max_examples=150, deadline=None)
+@given(ops=st.lists(st.tuples(st.sampled_from([0, 0, 0, 1]), st.sampled_from([5, 5, 7]),
+                              st.sampled_from([False] * 9 + [True])), max_size=40),
+       opening=st.lists(st.integers(0, 40), max_size=3))
+def test_a_native_one_op_anchor_is_matched_as_the_python_one(ops, opening):
+    from stream_split.core.detect import matcher as matcher_module
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        python = _pushed(ops, opening, matcher_module.anchor_after_alike, monkeypatch)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        native = _pushed(ops, opening, NATIVE.anchor_after_alike, monkeypatch)
+    assert native == python

@@ -18,6 +18,7 @@ from stream_split.core.detect.search import (
     OPENS_AFTER_SYNC, Unit, end_of_last, loop_edge_in, shape_and_similarity, time_reference,
     upper_median)
 from stream_split.core.detect.skeleton import Node, open_pending, outermost_opener
+from stream_split.native import NATIVE as _native  # (None: the Python fallbacks)
 from stream_split.trace_format import BLOCKING_SYNC_NAMES
 
 
@@ -207,6 +208,9 @@ class RootMatcher:
         return merged
 
     def push(self, node: Node) -> tuple:
+        if node.sym == self.anchor and \
+                (found := _anchor_after_alike(self, node, found_boundary)) is not None:
+            return found  # (a loop of one-op instances: in one call)
         if self.frames:  # ``recent[-1]``: the op before ``node`` on the row
             self.frames = open_pending(node, self.recent[-1].end, self.frames)
         self.recent.append(node)
@@ -215,25 +219,11 @@ class RootMatcher:
         if sym == self.anchor and len(current) == 1 and not self.waiting and \
                 not self.tentative and sym != self.trigger:
             # An anchor right after the one op of the instance before (a loop of one-op
-            # instances): a boundary at it, as below (no head op before it to walk back
-            # over, nothing tentative), without the lists' copies; ``_boundary``'s common
-            # case inline (no frame nor opening op before it; the op read before it kept),
-            # and ``_begin``'s where the instance is measured alike the one before (its
-            # list, held by nothing else, then takes ``node`` in place)
-            ended = current[0]
-            one = self._measured_one  # (``_measure``'s test, field by field)
-            if one is not None and ended.sym == one[0] and ended.end - ended.start == one[1] \
-                    and ended.gpu == one[2] and self.shortest == 1:  # (its symbol ``seen``)
-                self._alike += 1
-                self.starts.append(node)
-                current[0] = node
-            else:
-                self._begin(current, node)
-                self.current = [node]
-            recent = self.recent
-            if node.opener is None and not self.opening and len(recent) > 1:
-                return (found_boundary(node.start, self.thread, self.names[sym], False, "",
-                                       recent[-2].end),)
+            # instances, ``anchor_after_alike`` declined it): a boundary at it, as below (no
+            # head op before it to walk back over, nothing tentative), without the lists'
+            # copies
+            self._begin(current, node)
+            self.current = [node]
             return (self._boundary(node),)
         current.append(node)
         if sym == self.trigger and not self.waiting:
@@ -395,3 +385,38 @@ class RootMatcher:
         if frame is not None and frame[0] <= self.starts[-1].start:
             end = max(end, frame[1])
         return self.shapes, end, revisions
+
+
+def anchor_after_alike(matcher: RootMatcher, node: Node, made=found_boundary) -> tuple | None:
+    """``RootMatcher.push``'s case of a loop of one-op instances, in one call: ``node`` is the
+    unit's anchor (no trigger), read right after the one op of the instance before, which
+    measures alike the one measured before it (field by field, as ``_measure`` compares
+    their keys; the shortest instance one op: its symbol ``seen`` already); no Python frame
+    waits, nothing is tentative, no op of another section opens it, an op was read before
+    it. Then it is counted alike (``_append_alike`` appends it later), kept as the latest
+    instance's first op, op read and instance (that instance's list, held by nothing else,
+    takes it in place), and its boundary, made by ``made`` (``found_boundary``: ``_boundary``'s
+    common case) is returned; else None, nothing done (``push`` reads it). The fallback of
+    ``_native.anchor_after_alike`` (a test ties the two)."""
+    current = matcher.current
+    sym = node.sym
+    if matcher.frames or not sym == matcher.anchor or len(current) != 1 or \
+            matcher.waiting or matcher.tentative or sym == matcher.trigger:
+        return None
+    ended, one = current[0], matcher._measured_one
+    if one is None or not (ended.sym == one[0] and ended.end - ended.start == one[1] and
+                           ended.gpu == one[2] and matcher.shortest == 1):
+        return None
+    recent = matcher.recent
+    if node.opener is not None or matcher.opening or not recent:
+        return None
+    opens_after = recent[-1].end  # the op read before it
+    recent.append(node)
+    matcher._alike += 1
+    matcher.starts.append(node)
+    current[0] = node
+    return (made(node.start, matcher.thread, matcher.names[sym], False, "", opens_after),)
+
+
+#: ``anchor_after_alike`` in native code where it is built.
+_anchor_after_alike = anchor_after_alike if _native is None else _native.anchor_after_alike
