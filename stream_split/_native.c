@@ -3267,6 +3267,137 @@ static PyObject *own_held_ops(PyObject *self, PyObject *const *args, Py_ssize_t 
     return ours < 0 ? NULL : PyLong_FromSsize_t(done);
 }
 
+/* ---- det45: a one-op instance's anchor, matched (matcher.anchor_after_alike) ---- */
+
+/* The slots of a ``matcher.RootMatcher`` that ``anchor_after_alike`` reads and sets. */
+enum { MATCH_FRAMES, MATCH_ANCHOR, MATCH_CURRENT, MATCH_WAITING, MATCH_TENTATIVE,
+       MATCH_TRIGGER, MATCH_MEASURED_ONE, MATCH_SHORTEST, MATCH_OPENING, MATCH_RECENT,
+       MATCH_ALIKE, MATCH_STARTS, MATCH_THREAD, MATCH_NAMES, MATCH_SLOTS };
+static PyObject *match_slot_names;
+
+/* Whether ``a == b`` (1), not (0), or -1 with an exception (an object is equal to itself, as
+   Python's ``==`` finds every symbol, time and count a matcher compares). */
+static int equal(PyObject *a, PyObject *b) {
+    return PyObject_RichCompareBool(a, b, Py_EQ);
+}
+
+/* Whether the matched one-op instance ``ended`` measures alike the one measured before
+   (``one``: its (symbol, time, GPU work), or None) and the shortest instance is one op:
+   1, 0, or -1 with an exception. */
+static int measured_alike(PyObject *ended, PyObject *one, PyObject *shortest) {
+    if (Py_TYPE(ended) != &NodeType || !PyTuple_CheckExact(one) || PyTuple_GET_SIZE(one) != 3)
+        return 0;
+    NodeObject *op = (NodeObject *)ended;
+    int same = equal(op->sym, PyTuple_GET_ITEM(one, 0));
+    if (same != 1) return same;
+    PyObject *took = PyNumber_Subtract(op->end, op->start);
+    if (took == NULL) return -1;
+    same = equal(took, PyTuple_GET_ITEM(one, 1));
+    Py_DECREF(took);
+    if (same != 1) return same;
+    same = equal(op->gpu, PyTuple_GET_ITEM(one, 2));
+    if (same != 1) return same;
+    PyObject *single = PyLong_FromLong(1);  /* (a small int) */
+    same = equal(shortest, single);
+    Py_DECREF(single);
+    return same;
+}
+
+/* Whether ``anchor_after_alike`` takes ``node`` on ``matcher`` (its slots at ``at``): 1, 0
+   (nothing done: ``push`` reads it), or -1 with an exception. Reads, changes nothing. */
+static int takes_anchor(PyObject *matcher, const Py_ssize_t *at, PyObject *node) {
+    for (int i = 0; i < MATCH_SLOTS; i++)
+        if (SLOT_AT(matcher, at[i]) == NULL) return 0;  /* (unset: ``push`` says so) */
+    PyObject *frames = SLOT_AT(matcher, at[MATCH_FRAMES]);
+    PyObject *current = SLOT_AT(matcher, at[MATCH_CURRENT]);
+    PyObject *sym = ((NodeObject *)node)->sym;
+    int truth = PyObject_IsTrue(frames);
+    if (truth != 0) return truth < 0 ? -1 : 0;
+    if ((truth = equal(sym, SLOT_AT(matcher, at[MATCH_ANCHOR]))) != 1) return truth;
+    if (!PyList_CheckExact(current) || PyList_GET_SIZE(current) != 1) return 0;
+    if ((truth = PyObject_IsTrue(SLOT_AT(matcher, at[MATCH_WAITING]))) != 0)
+        return truth < 0 ? -1 : 0;
+    if ((truth = PyObject_IsTrue(SLOT_AT(matcher, at[MATCH_TENTATIVE]))) != 0)
+        return truth < 0 ? -1 : 0;
+    if ((truth = equal(sym, SLOT_AT(matcher, at[MATCH_TRIGGER]))) != 0)
+        return truth < 0 ? -1 : 0;
+    if ((truth = measured_alike(PyList_GET_ITEM(current, 0),
+                                SLOT_AT(matcher, at[MATCH_MEASURED_ONE]),
+                                SLOT_AT(matcher, at[MATCH_SHORTEST]))) != 1)
+        return truth;
+    if (((NodeObject *)node)->opener != Py_None) return 0;
+    if ((truth = PyObject_IsTrue(SLOT_AT(matcher, at[MATCH_OPENING]))) != 0)
+        return truth < 0 ? -1 : 0;
+    return PyObject_IsTrue(SLOT_AT(matcher, at[MATCH_RECENT]));  /* (an op read before it) */
+}
+
+/* anchor_after_alike(matcher, node, made) -> (boundary,) or None: see the method table. */
+static PyObject *anchor_after_alike(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    static PyObject *append_name;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "anchor_after_alike(matcher, node, made)");
+        return NULL;
+    }
+    if (match_slot_names == NULL) {
+        append_name = PyUnicode_InternFromString("append");
+        match_slot_names = Py_BuildValue(
+            "(ssssssssssssss)", "frames", "anchor", "current", "waiting", "tentative",
+            "trigger", "_measured_one", "shortest", "opening", "recent", "_alike", "starts",
+            "thread", "names");
+        if (append_name == NULL || match_slot_names == NULL) {
+            Py_CLEAR(append_name); Py_CLEAR(match_slot_names);
+            return NULL;
+        }
+    }
+    PyObject *matcher = args[0], *node = args[1];
+    if (Py_TYPE(node) != &NodeType) {
+        PyErr_SetString(PyExc_TypeError, "anchor_after_alike takes a native Node");
+        return NULL;
+    }
+    Py_ssize_t at[MATCH_SLOTS];
+    if (slot_offsets(Py_TYPE(matcher), match_slot_names, at) < 0) return NULL;
+    int takes = takes_anchor(matcher, at, node);
+    if (takes <= 0) return takes < 0 ? NULL : Py_NewRef(Py_None);
+    /* taken: as the fallback does it, in its order */
+    NodeObject *op = (NodeObject *)node;
+    PyObject *recent = SLOT_AT(matcher, at[MATCH_RECENT]);
+    Py_ssize_t kept = PyObject_Size(recent);
+    if (kept < 0) return NULL;
+    PyObject *before = PySequence_GetItem(recent, kept - 1);  /* the op read before it */
+    if (before == NULL) return NULL;
+    PyObject *opens_after = Py_TYPE(before) == &NodeType
+        ? Py_NewRef(((NodeObject *)before)->end) : PyObject_GetAttrString(before, "end");
+    Py_DECREF(before);
+    if (opens_after == NULL) return NULL;
+    PyObject *done = PyObject_CallMethodOneArg(recent, append_name, node), *boundary = NULL;
+    if (done == NULL) goto fail;
+    Py_DECREF(done);
+    PyObject *single = PyLong_FromLong(1);  /* (a small int) */
+    PyObject *alike = PyNumber_Add(SLOT_AT(matcher, at[MATCH_ALIKE]), single);
+    Py_DECREF(single);
+    if (alike == NULL) goto fail;
+    slot_set(matcher, at[MATCH_ALIKE], alike);
+    done = PyObject_CallMethodOneArg(SLOT_AT(matcher, at[MATCH_STARTS]), append_name, node);
+    if (done == NULL) goto fail;
+    Py_DECREF(done);
+    if (PyList_SetItem(SLOT_AT(matcher, at[MATCH_CURRENT]), 0, Py_NewRef(node)) < 0) goto fail;
+    PyObject *name = PyObject_GetItem(SLOT_AT(matcher, at[MATCH_NAMES]), op->sym);
+    if (name == NULL) goto fail;
+    PyObject *empty = PyUnicode_FromStringAndSize("", 0);
+    if (empty == NULL) { Py_DECREF(name); goto fail; }
+    PyObject *values[] = {op->start, SLOT_AT(matcher, at[MATCH_THREAD]), name, Py_False,
+                          empty, opens_after};
+    boundary = PyObject_Vectorcall(args[2], values, 6, NULL);
+    Py_DECREF(empty);
+    Py_DECREF(name);
+fail:
+    Py_DECREF(opens_after);
+    if (boundary == NULL) return NULL;
+    PyObject *found = PyTuple_Pack(1, boundary);
+    Py_DECREF(boundary);
+    return found;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped[, carryless]) -> (brackets, depths, "
@@ -3382,6 +3513,14 @@ static PyMethodDef methods[] = {
      "own_held_ops(items, windows, hot, assigned, union_with) -> int: how many of the held "
      "items at the head, ops held as their thread in the window found last, of the iteration "
      "at hand, it owned as engine.Splitter._own_each owns each (stops at the first other)."},
+    /* ---- det45 ---- */
+    {"anchor_after_alike", (PyCFunction)(void (*)(void))anchor_after_alike, METH_FASTCALL,
+     "anchor_after_alike(matcher, node, made) -> (boundary,), or None: node (a Node) read by "
+     "the RootMatcher matcher, taken in one call where it is the unit's anchor right after "
+     "the one op of an instance measured alike the one before (a loop of one-op instances): "
+     "counted alike, kept as the latest first op and op read, the instance now, and its "
+     "boundary made by made(start, thread, name, False, '', the end of the op read before "
+     "it); None where push reads it, nothing done (core.detect.matcher.anchor_after_alike)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -2,6 +2,7 @@
 a provisional boundary that later events disprove is revised in the record stream, and a
 live replay (a real pipe, a growing file) ends with the split of the finished file."""
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from stream_split.core import Revision, Splitter, SplitOptions
 from stream_split.core.detect import DetectorResult, FoundBoundary, RetractLast, structure
@@ -9,6 +10,7 @@ from stream_split.core.records import apply_revision
 from stream_split.core.detect.matcher import RootMatcher
 from stream_split.core.detect.search import OPENS_AFTER_SYNC, Unit
 from stream_split.core.detect.skeleton import Node as _Node
+from stream_split.native import NATIVE
 from stream_split.schema import record_message
 from stream_split.testing.generate import generate
 from stream_split.testing.replay import FIRST_SCORED, SCENARIOS, live_trace, replay
@@ -244,3 +246,72 @@ def test_a_live_replay_is_on_time_and_ends_as_the_split_of_the_finished_file(mod
     assert result.scored >= 10 - FIRST_SCORED - 1 and result.missing == 0
     assert result.on_time == result.scored
     assert result.final_equals_file
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_loop_of_one_op_instances_is_matched_as_the_general_path_measures_it(seed):
+    # ``RootMatcher.push``'s case for a one-op instance (field by field against the one
+    # measured before, its list reused, the latest first ops a bounded deque): a boundary
+    # at each op, each instance's shape and similarity those of ``shape_and_similarity``
+    # on it alone, and the typical first ops the latest ones
+    import random
+    from stream_split.core.detect.rules import RULES
+    from stream_split.core.detect.search import shape_and_similarity
+    rng = random.Random(seed)
+    ops = [_Node(0, 10 * i, 10 * i + rng.choice((5, 5, 5, 7)), 0) for i in range(300)]
+    unit = Unit(positions=[0, 1, 2], pattern=(0,), similarity=[1.0] * 3, like=3,
+                fragments=0, coverage=1.0, anchor=0, shapes=[0, 0, 0], exact=3,
+                head=frozenset({0}))
+    matcher = RootMatcher(("p", "t"), ops[:3], unit, ["A"])
+    for before, node in zip(ops[2:], ops[3:]):
+        found = matcher.push(node)
+        assert [(f.start_ts, f.first_op, f.opens_after) for f in found] == [
+            (node.start, "A", before.end)]
+    shapes, _, _ = matcher.finish()
+    measured = [shape_and_similarity([node], matcher.unit) for node in ops]
+    assert list(shapes) == [shape for shape, _ in measured]
+    assert list(matcher.similarity) == [sim for _, sim in measured]
+    assert list(matcher.starts) == ops[-RULES.online.typical_of:]
+
+
+# ``matcher.anchor_after_alike`` (``RootMatcher.push``'s case of a loop of one-op instances)
+# against ``_native.anchor_after_alike``: matchers pushed the same ops, anchors or not, alike
+# or not, with Python frames waiting or opening ops, answer and hold the same
+
+
+def _pushed(ops, opening, fast, monkeypatch) -> tuple:
+    """What a matcher of one-op instances answers to ``ops`` and holds, ``fast`` its
+    ``anchor_after_alike``."""
+    from stream_split.core.detect import matcher as matcher_module
+    monkeypatch.setattr(matcher_module, "_anchor_after_alike", fast)
+    unit = Unit(positions=[0, 1, 2], pattern=(0,), similarity=[1.0] * 3, like=3,
+                fragments=0, coverage=1.0, anchor=0, shapes=[0, 0, 0], exact=3,
+                head=frozenset({0}))
+    matcher = RootMatcher(("p", "t"), _nodes([0, 0, 0]), unit, ["A", "B"],
+                          opening=[(25 + 10 * k, "zero_grad") for k in opening])
+    answers = []
+    t = 30
+    for sym, took, frame in ops:
+        if frame:
+            matcher.observe_frame(t - 1, t + took + 1, "training_step")
+        answers.append(matcher.push(_Node(sym, t, t + took, 0)))
+        t += 10
+    held = (matcher._alike, [n.start for n in matcher.current],
+            [n.start for n in matcher.starts], [n.start for n in matcher.recent],
+            matcher.shortest, matcher.measured)
+    shapes, end, revisions = matcher.finish()
+    return answers, held, list(shapes), list(matcher.similarity), end, revisions
+
+
+@pytest.mark.skipif(NATIVE is None, reason="stream_split._native is not built")
+@settings(max_examples=150, deadline=None)
+@given(ops=st.lists(st.tuples(st.sampled_from([0, 0, 0, 1]), st.sampled_from([5, 5, 7]),
+                              st.sampled_from([False] * 9 + [True])), max_size=40),
+       opening=st.lists(st.integers(0, 40), max_size=3))
+def test_a_native_one_op_anchor_is_matched_as_the_python_one(ops, opening):
+    from stream_split.core.detect import matcher as matcher_module
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        python = _pushed(ops, opening, matcher_module.anchor_after_alike, monkeypatch)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        native = _pushed(ops, opening, NATIVE.anchor_after_alike, monkeypatch)
+    assert native == python

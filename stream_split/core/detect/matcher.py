@@ -18,6 +18,7 @@ from stream_split.core.detect.search import (
     OPENS_AFTER_SYNC, Unit, end_of_last, loop_edge_in, shape_and_similarity, time_reference,
     upper_median)
 from stream_split.core.detect.skeleton import Node, open_pending, outermost_opener
+from stream_split.native import NATIVE as _native  # (None: the Python fallbacks)
 from stream_split.trace_format import BLOCKING_SYNC_NAMES
 
 
@@ -46,6 +47,11 @@ class RootMatcher:
     - Inside containers, the unit's instances at shallower levels read before them
       (``minor``: a warm-up step before the engine's loop) are instances too, as at close.
     """
+    # (slots: each op reads and sets a dozen of them, none looked up in a dict)
+    __slots__ = ("thread", "opening", "at_frames", "names", "pattern", "anchor", "head",
+                 "seen", "unit", "shortest", "shapes", "similarity", "_measured",
+                 "_measured_one", "_alike", "trigger", "tentative", "previous", "after_sync",
+                 "small", "syncs", "starts", "frames", "recent", "found", "waiting", "current")
 
     def __init__(self, thread_key, row: list, unit: Unit, names: list, opening=(),
                  minor=()):
@@ -72,6 +78,9 @@ class RootMatcher:
         self.shapes = CodedColumn()
         self.similarity = CodedColumn()
         self._measured = (None, None)  # the last instance measured: (its key, its measure)
+        #: Where that instance is one op: its key's one entry (symbol, time, GPU work), else
+        #: None (``push`` compares a one-op instance with it field by field, no key made).
+        self._measured_one = None
         self._alike = 0  # instances measured alike it since, not appended yet
         for ops in instances:
             self._measure(ops)
@@ -87,8 +96,9 @@ class RootMatcher:
         self.small = RULES.small_op_share * upper_median(
             (sum(n.end - n.start for n in ops) for ops in instances), 0.0)
         self.syncs = {sym for sym, name in enumerate(names) if name in BLOCKING_SYNC_NAMES}
-        self.starts = [row[p] for p in pos]  # the latest instances' first ops
-        self._typical_of = RULES.online.typical_of  # how many of them are kept
+        #: The latest instances' first ops, ``OnlineRules.typical_of`` of them kept (the
+        #: oldest go as new ones come: a ``deque``'s bound, no list trimmed an instance).
+        self.starts = deque((row[p] for p in pos), maxlen=RULES.online.typical_of)
         # Python frames read before the op they open (a file in time order): pending until
         # the next op of the row is read (``skeleton.open_pending``).
         self.frames: list = []
@@ -111,12 +121,13 @@ class RootMatcher:
     def _replay(self, row: list, pos: list) -> list:
         """The boundaries of the instances learned (at ``pos`` in ``row``), and of those begun
         in the ops read after them."""
-        ceilings = [n.start for n in self.starts[1:]] + [float("inf")]
+        firsts = [row[p] for p in pos]  # (every one: ``starts`` keeps the latest only)
+        ceilings = [n.start for n in firsts[1:]] + [float("inf")]
         found = []
-        for k, (n, c) in enumerate(zip(self.starts, ceilings)):
+        for k, (n, c) in enumerate(zip(firsts, ceilings)):
             self.recent = deque(row[pos[k - 1] if k else 0:pos[k]],
                                 maxlen=RULES.online.recent_ops)
-            floor = self.starts[k - 1].start if k else float("-inf")
+            floor = firsts[k - 1].start if k else float("-inf")
             anchor = next((m for m in row[pos[k]:] if m.sym == self.anchor), n)
             found.append(self._boundary(n, ceiling=c, floor=floor, upto=anchor.start))
         self.recent = deque(row[pos[-1]:], maxlen=RULES.online.recent_ops)
@@ -154,6 +165,7 @@ class RootMatcher:
             shape, sim = shape_and_similarity(instance, self.unit)
             sim = float(sim)
             self._measured = key, (shape, sim)
+            self._measured_one = key[0] if len(key) == 1 else None
         if replace_last:
             self.shapes[-1], self.similarity[-1] = shape, sim
         else:
@@ -183,10 +195,7 @@ class RootMatcher:
             self.shortest = len(instance)
         if not self._measure(instance):  # (alike the one before: no symbol new to ``seen``)
             self.seen.update([n.sym for n in instance])
-        starts = self.starts
-        starts.append(first)
-        if len(starts) > self._typical_of:  # (one more than kept: the oldest goes)
-            del starts[:-self._typical_of]
+        self.starts.append(first)
 
     def _undo(self) -> list:
         """Withdraw the latest (tentative) boundary: its ops go back to the instance before."""
@@ -199,6 +208,9 @@ class RootMatcher:
         return merged
 
     def push(self, node: Node) -> tuple:
+        if node.sym == self.anchor and \
+                (found := _anchor_after_alike(self, node, found_boundary)) is not None:
+            return found  # (a loop of one-op instances: in one call)
         if self.frames:  # ``recent[-1]``: the op before ``node`` on the row
             self.frames = open_pending(node, self.recent[-1].end, self.frames)
         self.recent.append(node)
@@ -207,25 +219,11 @@ class RootMatcher:
         if sym == self.anchor and len(current) == 1 and not self.waiting and \
                 not self.tentative and sym != self.trigger:
             # An anchor right after the one op of the instance before (a loop of one-op
-            # instances): a boundary at it, as below (no head op before it to walk back
-            # over, nothing tentative), without the lists' copies; ``_boundary``'s common
-            # case inline (no frame nor opening op before it; the op read before it kept),
-            # and ``_begin``'s where the instance is measured alike the one before
-            ended = current[0]
-            if [(ended.sym, ended.end - ended.start, ended.gpu)] == self._measured[0] and \
-                    self.shortest == 1:  # (each of its symbols ``seen`` already)
-                self._alike += 1
-                starts = self.starts
-                starts.append(node)
-                if len(starts) > self._typical_of:  # (as ``_begin``)
-                    del starts[:-self._typical_of]
-            else:
-                self._begin(current, node)
+            # instances, ``anchor_after_alike`` declined it): a boundary at it, as below (no
+            # head op before it to walk back over, nothing tentative), without the lists'
+            # copies
+            self._begin(current, node)
             self.current = [node]
-            recent = self.recent
-            if node.opener is None and not self.opening and len(recent) > 1:
-                return (found_boundary(node.start, self.thread, self.names[sym], False, "",
-                                       recent[-2].end),)
             return (self._boundary(node),)
         current.append(node)
         if sym == self.trigger and not self.waiting:
@@ -381,9 +379,44 @@ class RootMatcher:
         width = len(self.pattern)
         self._measure(last[:width])
         self._append_alike()
-        starts = [n.start for n in self.starts[-RULES.online.typical_of:]]
+        starts = [n.start for n in self.starts]
         end = end_of_last(last, [self.shortest], self.seen, starts)
         frame = outermost_opener(self.starts[-1])  # it holds the whole step, as at close
         if frame is not None and frame[0] <= self.starts[-1].start:
             end = max(end, frame[1])
         return self.shapes, end, revisions
+
+
+def anchor_after_alike(matcher: RootMatcher, node: Node, made=found_boundary) -> tuple | None:
+    """``RootMatcher.push``'s case of a loop of one-op instances, in one call: ``node`` is the
+    unit's anchor (no trigger), read right after the one op of the instance before, which
+    measures alike the one measured before it (field by field, as ``_measure`` compares
+    their keys; the shortest instance one op: its symbol ``seen`` already); no Python frame
+    waits, nothing is tentative, no op of another section opens it, an op was read before
+    it. Then it is counted alike (``_append_alike`` appends it later), kept as the latest
+    instance's first op, op read and instance (that instance's list, held by nothing else,
+    takes it in place), and its boundary, made by ``made`` (``found_boundary``: ``_boundary``'s
+    common case) is returned; else None, nothing done (``push`` reads it). The fallback of
+    ``_native.anchor_after_alike`` (a test ties the two)."""
+    current = matcher.current
+    sym = node.sym
+    if matcher.frames or not sym == matcher.anchor or len(current) != 1 or \
+            matcher.waiting or matcher.tentative or sym == matcher.trigger:
+        return None
+    ended, one = current[0], matcher._measured_one
+    if one is None or not (ended.sym == one[0] and ended.end - ended.start == one[1] and
+                           ended.gpu == one[2] and matcher.shortest == 1):
+        return None
+    recent = matcher.recent
+    if node.opener is not None or matcher.opening or not recent:
+        return None
+    opens_after = recent[-1].end  # the op read before it
+    recent.append(node)
+    matcher._alike += 1
+    matcher.starts.append(node)
+    current[0] = node
+    return (made(node.start, matcher.thread, matcher.names[sym], False, "", opens_after),)
+
+
+#: ``anchor_after_alike`` in native code where it is built.
+_anchor_after_alike = anchor_after_alike if _native is None else _native.anchor_after_alike

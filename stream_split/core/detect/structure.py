@@ -215,10 +215,13 @@ class StructureDetector:
         ``_observe_step`` keeps them) is a boundary."""
         if not name.startswith(PROFILER_STEP_PREFIX) or thread != self._online_thread:
             return ()
-        steps = self._step_runs.setdefault(thread, [])
-        if steps and start < steps[-1][1]:
+        steps = self._step_runs.get(thread)  # (``setdefault``'s, no list made an op)
+        if not steps:
+            self._step_runs[thread] = [(start, end, name, len(stack) == 1)]
+        elif start < steps[-1][1]:
             return ()  # nested in (or overlapping) the previous step: not a new step
-        steps[-1:] = [(start, end, name, len(stack) == 1)]
+        else:  # (the latest only is kept)
+            steps[-1] = (start, end, name, len(stack) == 1)
         self._online_count += 1
         if end > self._online_last_end:  # (``max``'s answer, without a call)
             self._online_last_end = end
