@@ -633,3 +633,24 @@ def test_the_manifest_text_is_the_same_with_or_without_the_native_layout():
             dump_manifest({"iterations": entries, "outside": {}}, out)
             texts.append(out.getvalue())
     assert texts[0] == texts[1] == json.dumps({"iterations": entries, "outside": {}}, indent=1)
+
+
+@pytest.mark.parametrize("odd", [None, float("nan"), (1, 2), {1: "int key"}])
+def test_the_manifest_head_is_the_same_with_or_without_the_native_layout(odd):
+    """``dump_manifest``'s head (``_head_text``: by ``_native.laid_out`` where built) with
+    evidence of a number per iteration, and a value it does not write (a number not finite,
+    written as null; a tuple; a key not a string: the encoder's text), with the native
+    layout and without: ``strict_json``'s text of the same manifest."""
+    import io
+    from stream_split.manifest_entries import dump_manifest
+    from stream_split.serialize import strict_json
+    manifest = {"format": "f", "detection": {"similarity": [1.0, 0.5, 1 / 3, 1e-05] * 50,
+                                             "odd": odd, "why": "a \"loop\" \u2028 é"},
+                "iterations": [{"index": 0}], "outside": {"file": None, "events": 0}}
+    texts = []
+    for passes in ("native", "numpy"):
+        with decoder_passes(passes):
+            out = io.StringIO()
+            dump_manifest(manifest, out)
+            texts.append(out.getvalue())
+    assert texts[0] == texts[1] == strict_json(manifest, indent=1)
