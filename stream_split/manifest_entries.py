@@ -221,7 +221,11 @@ def count_kinds(counts: dict, entries: list) -> None:
     """Add the kinds of ``entries`` (a list of entries) to ``counts`` ({kind: how many}, in
     the order first seen): where every one is of the first one's kind (mostly), by one count
     in C (``Counter.update`` hashed each entry's kind: some 700 instructions an entry)."""
-    kinds = list(map(_KIND, entries))
+    add_kinds(counts, list(map(_KIND, entries)))
+
+
+def add_kinds(counts: dict, kinds: list) -> None:
+    """``count_kinds`` of entries of these ``kinds`` (a list: each entry's)."""
     if kinds and kinds.count(kinds[0]) == len(kinds):
         counts[kinds[0]] = counts.get(kinds[0], 0) + len(kinds)
     else:
