@@ -609,6 +609,8 @@ def test_laid_out_is_the_text_of_json_dumps_or_none(items, level):
     item holds a value of another type (a tuple, a subclass, a key not a string) or a float
     that is not finite (the encoder decides those)."""
     text = stream_split._native.laid_out(items, 1, level)
+    as_bytes = stream_split._native.laid_out(items, 1, level, True)  # (``dump_manifest``'s)
+    assert as_bytes == (None if text is None else text.encode("ascii"))
     if not all(map(_is_plain, items)):
         assert text is None
         return
@@ -629,9 +631,9 @@ def test_the_manifest_text_is_the_same_with_or_without_the_native_layout():
     texts = []
     for passes in ("native", "numpy"):
         with decoder_passes(passes):
-            out = io.StringIO()
+            out = io.BytesIO()
             dump_manifest({"iterations": entries, "outside": {}}, out)
-            texts.append(out.getvalue())
+            texts.append(out.getvalue().decode())
     assert texts[0] == texts[1] == json.dumps({"iterations": entries, "outside": {}}, indent=1)
 
 
@@ -650,7 +652,7 @@ def test_the_manifest_head_is_the_same_with_or_without_the_native_layout(odd):
     texts = []
     for passes in ("native", "numpy"):
         with decoder_passes(passes):
-            out = io.StringIO()
+            out = io.BytesIO()
             dump_manifest(manifest, out)
-            texts.append(out.getvalue())
+            texts.append(out.getvalue().decode())
     assert texts[0] == texts[1] == strict_json(manifest, indent=1)
