@@ -910,12 +910,14 @@ typedef struct {
     char text[KEY_TEXT_MAX];
 } KeyText;
 
-/* The text grows in one buffer; ``laid_out`` makes the str of it at the end. */
+/* The text grows in one buffer; ``laid_out`` makes the str of it at the end, or (fin45) it
+   grows in the bytes object ``bytes`` that ``laid_out`` answers (no copy of it made). */
 typedef struct {
     char *at;
     Py_ssize_t size, cap;
     PyObject *plain[PLAIN_SLOTS];
     KeyText *keys;  /* KEY_SLOTS of them (heap: 32 KB), made at the first key */
+    PyObject *bytes;  /* NULL: ``at`` is PyMem's */
 } Text;
 
 /* Whether none of the ``n`` ASCII ``bytes`` needs an escape (a control, DEL, ``"``, ``\``),
@@ -937,11 +939,17 @@ static int ascii_plain(const unsigned char *bytes, Py_ssize_t n) {
     return 1;
 }
 
-/* Room for ``more`` bytes after ``text->size``: 0, or -1 (MemoryError set). */
-static int text_room(Text *text, Py_ssize_t more) {
-    if (text->size + more <= text->cap) return 0;
+/* ``text_room``'s growth (rare: out of line, so that the check inlined where text is
+   written stays small): 0, or -1 (MemoryError set). */
+static __attribute__((noinline, cold)) int text_grow(Text *text, Py_ssize_t more) {
     Py_ssize_t cap = text->cap ? text->cap : 4096;
     while (cap < text->size + more) cap *= 2;
+    if (text->bytes != NULL) {  /* (fin45) on failure it is released, NULL, MemoryError set */
+        if (_PyBytes_Resize(&text->bytes, cap) < 0) return -1;
+        text->at = PyBytes_AS_STRING(text->bytes);
+        text->cap = cap;
+        return 0;
+    }
     char *grown = PyMem_Realloc(text->at, (size_t)cap);
     if (grown == NULL) {
         PyErr_NoMemory();
@@ -950,6 +958,12 @@ static int text_room(Text *text, Py_ssize_t more) {
     text->at = grown;
     text->cap = cap;
     return 0;
+}
+
+/* Room for ``more`` bytes after ``text->size``: 0, or -1 (MemoryError set). */
+static inline int text_room(Text *text, Py_ssize_t more) {
+    if (text->size + more <= text->cap) return 0;
+    return text_grow(text, more);
 }
 
 static int text_add(Text *text, const char *bytes, Py_ssize_t n) {
@@ -1118,8 +1132,22 @@ static int text_float(Text *text, double v) {
 /* The room made at once for the text of an item of ``laid_out``: a manifest's entry without
    GPU work takes some 900 bytes. */
 #define LAID_OUT_ITEM_BYTES 1024
-static int text_value(Text *text, PyObject *value, Py_ssize_t indent, int level) {
-    PyTypeObject *type = Py_TYPE(value);
+/* (fin45) An int beyond a long long, by its repr (rare: out of line). */
+static __attribute__((noinline)) int text_big_integer(Text *text, PyObject *value) {
+    PyObject *repr = PyObject_Repr(value);
+    if (repr == NULL) return -1;
+    Py_ssize_t n;
+    const char *bytes = PyUnicode_AsUTF8AndSize(repr, &n);
+    int result = bytes == NULL ? -1 : text_add(text, bytes, n);
+    Py_DECREF(repr);
+    return result;
+}
+
+/* (fin45) ``value`` of ``type``, not a dict nor a list, as ``text_value`` writes it (0, -1, or
+   1), written where a dict's or a list's items are (no call a leaf: a manifest's entry of 39
+   values holds 2 dicts); 2: a dict or a list, for ``text_value``. */
+static inline __attribute__((always_inline)) int text_scalar(Text *text, PyObject *value,
+                                                             PyTypeObject *type) {
     if (type == &PyUnicode_Type) return text_string(text, value);
     if (type == &PyFloat_Type) return text_float(text, PyFloat_AS_DOUBLE(value));
     if (value == Py_None) return text_add(text, "null", 4);
@@ -1128,18 +1156,16 @@ static int text_value(Text *text, PyObject *value, Py_ssize_t indent, int level)
     if (type == &PyLong_Type) {
         int overflow;
         long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
-        if (overflow) {
-            PyObject *repr = PyObject_Repr(value);
-            if (repr == NULL) return -1;
-            Py_ssize_t n;
-            const char *bytes = PyUnicode_AsUTF8AndSize(repr, &n);
-            int result = bytes == NULL ? -1 : text_add(text, bytes, n);
-            Py_DECREF(repr);
-            return result;
-        }
+        if (overflow) return text_big_integer(text, value);
         if (v == -1 && PyErr_Occurred()) return -1;
         return text_integer(text, v, "", 0);
     }
+    return type == &PyDict_Type || type == &PyList_Type ? 2 : 1;
+}
+
+static int text_value(Text *text, PyObject *value, Py_ssize_t indent, int level) {
+    PyTypeObject *type = Py_TYPE(value);
+    if (type != &PyDict_Type && type != &PyList_Type) return text_scalar(text, value, type);
     if (level >= LAID_OUT_DEPTH) return 1;
     if (type == &PyDict_Type) {
         if (PyDict_GET_SIZE(value) == 0) return text_add(text, "{}", 2);
@@ -1151,7 +1177,8 @@ static int text_value(Text *text, PyObject *value, Py_ssize_t indent, int level)
             if (Py_TYPE(key) != &PyUnicode_Type) return 1;
             if (text_key(text, key, indent, level + 1, first) < 0) return -1;
             first = 0;
-            int result = text_value(text, item, indent, level + 1);
+            int result = text_scalar(text, item, Py_TYPE(item));
+            if (result == 2) result = text_value(text, item, indent, level + 1);
             if (result) return result;
         }
         if (text_line(text, indent, level) < 0) return -1;
@@ -1164,7 +1191,9 @@ static int text_value(Text *text, PyObject *value, Py_ssize_t indent, int level)
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++) {
             if ((i && text_add(text, ",", 1) < 0) || text_line(text, indent, level + 1) < 0)
                 return -1;
-            int result = text_value(text, PyList_GET_ITEM(value, i), indent, level + 1);
+            PyObject *item = PyList_GET_ITEM(value, i);
+            int result = text_scalar(text, item, Py_TYPE(item));
+            if (result == 2) result = text_value(text, item, indent, level + 1);
             if (result) return result;
         }
         if (text_line(text, indent, level) < 0) return -1;
@@ -1176,18 +1205,21 @@ static int text_value(Text *text, PyObject *value, Py_ssize_t indent, int level)
 static PyObject *laid_out(PyObject *self, PyObject *args) {
     PyObject *items;
     Py_ssize_t indent;
-    int level;
-    if (!PyArg_ParseTuple(args, "O!ni", &PyList_Type, &items, &indent, &level)) return NULL;
+    int level, as_bytes = 0;
+    if (!PyArg_ParseTuple(args, "O!ni|p", &PyList_Type, &items, &indent, &level, &as_bytes))
+        return NULL;
     if (indent < 0 || indent > 64 || level < 0 || level > LAID_OUT_DEPTH) {
         PyErr_SetString(PyExc_ValueError, "indent: 0 to 64; level: 0 to 64");
         return NULL;
     }
-    Text text = {NULL, 0, 0, {NULL}, NULL};
+    Text text = {NULL, 0, 0, {NULL}, NULL, NULL};
     PyObject *result = NULL;
+    /* (fin45) grown from the empty bytes, which ``_PyBytes_Resize`` replaces by a new one */
+    if (as_bytes && (text.bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL) return NULL;
     /* room for the text of most items at once: grown from 4 KB by doubling, the text of 256
        entries (some 230 KB) was copied once more on the way (callgrind, a manifest of 30 k
        one-op iterations: 27.9 M instructions of realloc) */
-    if (text_room(&text, LAID_OUT_ITEM_BYTES * PyList_GET_SIZE(items)) < 0) return NULL;
+    if (text_room(&text, LAID_OUT_ITEM_BYTES * PyList_GET_SIZE(items)) < 0) goto done;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
         if ((i && text_add(&text, ",", 1) < 0) || text_line(&text, indent, level) < 0)
             goto done;
@@ -1201,10 +1233,20 @@ static PyObject *laid_out(PyObject *self, PyObject *args) {
             goto done;
         }
     }
+    if (text.bytes != NULL) {  /* (fin45) its own size: shrunk in place */
+        if (_PyBytes_Resize(&text.bytes, text.size) == 0) {
+            result = text.bytes;
+            text.bytes = NULL;
+        }
+        goto done;
+    }
     result = PyUnicode_New(text.size, 127);
     if (result != NULL && text.size) memcpy(PyUnicode_1BYTE_DATA(result), text.at, (size_t)text.size);
 done:
-    PyMem_Free(text.at);
+    if (as_bytes)
+        Py_XDECREF(text.bytes);
+    else
+        PyMem_Free(text.at);
     PyMem_Free(text.keys);
     return result;
 }
@@ -3414,7 +3456,8 @@ static PyMethodDef methods[] = {
      "prefixed_runs(buf, starts, ends, prefix, min_run) -> [(i, j)]: the runs of min_run or "
      "more events in a row longer than prefix and beginning with it (decode._frame_runs)."},
     {"laid_out", laid_out, METH_VARARGS,
-     "laid_out(items, indent, level) -> str, or None: each of items (a list) after a line "
+     "laid_out(items, indent, level, as_bytes=False) -> str (its ASCII bytes where as_bytes), "
+     "or None: each of items (a list) after a line "
      "break and indent * level spaces, joined by commas, as json.dumps(indent=indent) writes "
      "a value at that level (manifest_entries._chunk_text); None where one holds a value of "
      "another type (exactly dict with str keys, list, str, int, float, bool, None are "

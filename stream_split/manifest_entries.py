@@ -161,11 +161,11 @@ class ManifestIterations(Sequence):
                     yield finite(entry)
 
     def texts(self, read=None):
-        """The text of the entries as ``dump_manifest`` writes them, ``CHUNK_ENTRIES`` at a
-        time (``_chunk_text``: each chunk's text begins with the line break before its first
-        entry; joined by commas they are the list's inside). Counts the kinds on the way
-        (``kinds``). ``read``: called with each chunk's entries (a list), in order, each as
-        ``to_read`` makes it, once the chunk is encoded."""
+        """The text of the entries (ASCII bytes) as ``dump_manifest`` writes them,
+        ``CHUNK_ENTRIES`` at a time (``_chunk_text``: each chunk's text begins with the line
+        break before its first entry; joined by commas they are the list's inside). Counts
+        the kinds on the way (``kinds``). ``read``: called with each chunk's entries (a
+        list), in order, each as ``to_read`` makes it, once the chunk is encoded."""
         not_finite = set()
         kinds = Counter()
         chunk, first = [], 0
@@ -221,7 +221,11 @@ def count_kinds(counts: dict, entries: list) -> None:
     """Add the kinds of ``entries`` (a list of entries) to ``counts`` ({kind: how many}, in
     the order first seen): where every one is of the first one's kind (mostly), by one count
     in C (``Counter.update`` hashed each entry's kind: some 700 instructions an entry)."""
-    kinds = list(map(_KIND, entries))
+    add_kinds(counts, list(map(_KIND, entries)))
+
+
+def add_kinds(counts: dict, kinds: list) -> None:
+    """``count_kinds`` of entries of these ``kinds`` (a list: each entry's)."""
     if kinds and kinds.count(kinds[0]) == len(kinds):
         counts[kinds[0]] = counts.get(kinds[0], 0) + len(kinds)
     else:
@@ -254,19 +258,18 @@ def kind_counts(entries) -> dict:
 
 
 def dump_manifest(manifest: dict, stream, read=None) -> None:
-    """Write ``manifest`` to the text ``stream`` as strict JSON with ``INDENT`` (the text of
-    ``serialize.strict_json(manifest, indent=INDENT)``), its ``iterations`` encoded
-    ``CHUNK_ENTRIES`` at a time. ``read``: called with the entries a chunk (a list) at a
-    time, in order, each as ``entries_to_read`` gives it (its pass over them made in this
-    one)."""
-    head = dict(manifest, iterations=_PLACEHOLDER)
-    try:
-        text = _laid_out(head)
-    except ValueError:  # a number that is not finite (rare): as null
-        text = _laid_out(finite(head))
-    at = text.rindex(strict_json(_PLACEHOLDER))  # the last key but ``outside``'s counts
+    """Write ``manifest`` to the binary ``stream`` as strict JSON with ``INDENT`` (the
+    ASCII text of ``serialize.strict_json(manifest, indent=INDENT)``), its ``iterations``
+    encoded ``CHUNK_ENTRIES`` at a time. ``read``: called with the entries a chunk (a list)
+    at a time, in order, each as ``entries_to_read`` gives it (its pass over them made in
+    this one). Written as bytes: a text stream copied the text of every chunk once more
+    to encode it, and the native layout made a str of its bytes (callgrind, split of 30 k
+    one-op iterations, a manifest of 27 MB: dump_manifest 910 -> 884 M instructions)."""
+    text = _head_text(dict(manifest, iterations=_PLACEHOLDER))
+    placeholder = strict_json(_PLACEHOLDER).encode("ascii")
+    at = text.rindex(placeholder)  # the last key but ``outside``'s counts
     _write_head(stream, text, at)
-    after = text[at + len(strict_json(_PLACEHOLDER)):]
+    after = text[at + len(placeholder):]
     del text
     entries = manifest["iterations"]
     if isinstance(entries, ManifestIterations):
@@ -277,18 +280,36 @@ def dump_manifest(manifest: dict, stream, read=None) -> None:
         if read is not None:  # read as they are: ``entries_to_read`` of a list
             for at in range(0, len(entries), CHUNK_ENTRIES):
                 read(entries[at:at + CHUNK_ENTRIES])
-    stream.write("[")
+    stream.write(b"[")
     for count, text in enumerate(texts):  # written as made: 1 M entries' text is ~1 GB
-        if count:  # (apart: ``"," + text`` copied every chunk's text once more)
-            stream.write(",")
+        if count:  # (apart: ``b"," + text`` copied every chunk's text once more)
+            stream.write(b",")
         stream.write(text)
-    stream.write("\n" + " " * INDENT + "]" if entries else "]")
+    stream.write(b"\n" + b" " * INDENT + b"]" if entries else b"]")
     stream.write(after)
 
 
-def _write_head(stream, text: str, end: int) -> None:
+def _head_text(head: dict) -> bytes:
+    """The text of the manifest ``head`` (its entries a placeholder), ASCII bytes: by
+    ``_native.laid_out``
+    where built and every value is of the types it writes (its evidence may list a number per
+    iteration: the standard library's encoder and ``msgspec.json.format`` took some 4,000
+    instructions an iteration of a split of 30 k one-op iterations, as many as the rest of
+    the head), else by ``_laid_out`` (a number that is not finite written as null)."""
+    native = stream_split.decode._native  # (read here: the tests switch it)
+    if native is not None:
+        text = native.laid_out([head], INDENT, 0, True)
+        if text is not None:
+            return text[1:]  # (without the line break it writes before an item)
+    try:
+        return _laid_out(head).encode("ascii")
+    except ValueError:  # a number that is not finite (rare): as null
+        return _laid_out(finite(head)).encode("ascii")
+
+
+def _write_head(stream, text: bytes, end: int) -> None:
     """``text[:end]`` written to ``stream`` ``WRITE_CHARS`` at a time, not as one copy (a slice
-    of a str is one): the evidence may list a number per iteration (a manifest of 1 M
+    of bytes is one): the evidence may list a number per iteration (a manifest of 1 M
     iterations: some 10 MB of similarities)."""
     for at in range(0, end, WRITE_CHARS):
         stream.write(text[at:min(at + WRITE_CHARS, end)])
@@ -302,25 +323,26 @@ WRITE_CHARS = 1 << 20
 CHUNK_ENTRIES = 256
 
 
-def _chunk_text(entries: list, first: int = 0, not_finite: set | None = None) -> str:
-    """The text of ``entries`` (a list) inside the manifest's list of iterations: from the
+def _chunk_text(entries: list, first: int = 0, not_finite: set | None = None) -> bytes:
+    """The text (ASCII bytes) of ``entries`` (a list) inside the manifest's list of
+    iterations: from the
     line break before the first to the end of the last (no comma after it), each at two
     levels down. A number that is not finite is null (``finite``); the positions (``first``
     the first's) of the entries that held one are added to ``not_finite``."""
     native = stream_split.decode._native  # (read here: the tests switch it)
     if native is not None and entries.__class__ is list:
-        text = native.laid_out(entries, INDENT, _ENTRY_LEVEL)
+        text = native.laid_out(entries, INDENT, _ENTRY_LEVEL, True)
         if text is not None:
             return text
     text = _plain_laid_out(entries)
     if text is not None:  # ASCII bytes of ``[[entries]]``: the entries at their depth already
-        return text[_NESTED_HEAD:-_NESTED_TAIL].decode("ascii")
+        return text[_NESTED_HEAD:-_NESTED_TAIL]
     try:
         text = _laid_out(entries)
     except ValueError:  # a number that is not finite (rare): the entries that hold one
         text = _laid_out(_finite_entries(entries, first, not_finite))
     # "[\n {...},\n {...}\n]": one level deeper, without the brackets
-    return text[1:-2].replace("\n", _DEEPER)
+    return text[1:-2].replace("\n", _DEEPER).encode("ascii")
 
 
 #: The level of an entry's text in the manifest (in its list of iterations).

@@ -24,7 +24,7 @@ from rich.table import Table
 
 from stream_split.core.records import KIND_IDLE
 from stream_split.explain import shown
-from stream_split.manifest_entries import count_kinds, entries_to_read
+from stream_split.manifest_entries import add_kinds, entries_to_read
 from stream_split.serialize import strict_json
 from stream_split.stats import JUDGED_ON, judged_time, quantile
 from stream_split.trace_format import profiler_step_number
@@ -207,12 +207,16 @@ class TableBuilder:
         time, each step over all of them (``dump_manifest`` hands them so), with no call of
         Python an entry where none is idle nor of a serving phase but ``judged_time``'s
         (``add`` an entry at a time, and ``ShownRows.append``: some 9,000 instructions an
-        entry of a split of one-op iterations)."""
-        self._rows.extend(map(self._make_row, entries) if self._limit is None else entries)
-        judged = _judged_times(entries)
-        kinds = list(map(_KIND, entries))
-        phases = _gets(entries, "phase")
-        if KIND_IDLE in kinds or any(phases):
+        entry of a split of one-op iterations), what it reads of each entry read once
+        (``_entry_columns``)."""
+        columns = _entry_columns(entries)
+        if self._limit is None:
+            self._rows.extend(map(self._make_row, entries))
+        else:
+            self._rows.extend(entries, columns)
+        kinds, _, phases, outliers, walls, _ = columns
+        if _holds(kinds, KIND_IDLE) or any(phases):
+            judged = walls if None not in walls else list(map(judged_time, entries))
             for kind, time, phase in zip(kinds, judged, phases):
                 if kind == KIND_IDLE:
                     self._idle += 1
@@ -220,9 +224,11 @@ class TableBuilder:
                     self._durations.append(time)
                     if phase:
                         self._by_phase.setdefault(phase, []).append(time)
-        else:
-            self._durations += [time for time in judged if time is not None]
-        self._outliers += [it["index"] for it in compress(entries, _gets(entries, "outlier"))]
+        elif None not in walls:  # (``None in``: a look at each, no frame of Python an entry)
+            self._durations += walls
+        else:  # (older manifests: no ``JUDGED_ON``) its duration
+            self._durations += [time for time in map(judged_time, entries) if time is not None]
+        self._outliers += [it["index"] for it in compress(entries, outliers)]
 
     def table(self) -> dict:
         """The table of the entries added (``build_table``'s)."""
@@ -252,29 +258,45 @@ class TableBuilder:
                 "rows": rows, "footer": footer}
 
 
-def _judged_times(entries) -> list:
-    """``judged_time`` of each of ``entries`` (a sequence): their ``JUDGED_ON`` read a key at
-    a time over all of them where each is a dict that has one (no call of Python an entry)."""
-    if set(map(type, entries)) == _DICT:
-        judged = list(map(dict.get, entries, repeat(JUDGED_ON)))
-        if None not in judged:
-            return judged
-    return list(map(judged_time, entries))
+#: What the table reads of every entry (``_entry_columns``), in this order.
+_COLUMN_KEYS = ("kind", "start_ts", "phase", "outlier", JUDGED_ON, "breakdown")
+_READ_COLUMNS = itemgetter(*_COLUMN_KEYS)
 
 
-def _may_have_optional(entries) -> bool:
-    """Whether an entry of ``entries`` (a sequence) may have a value for an optional column
-    (``_optional_keys``): False where each is a dict without a phase whose breakdown is a
-    dict without a span (a CPU-only trace's every entry: read a key at a time over all of
-    them, not a call of Python an entry)."""
-    if set(map(type, entries)) != _DICT:
+def _entry_columns(entries) -> tuple:
+    """A list a key of ``_COLUMN_KEYS`` of ``entries``' (a sequence) values of it (None where
+    an entry has none): read by one ``itemgetter`` an entry where each one has every key (a
+    manifest's entries), one step over all of them, and the entries then turned into columns
+    in one step (ten passes over them a key at a time, each a look at their types and a
+    ``dict.get``: callgrind, ``TableBuilder.add_many`` of 30 k one-op entries, 217.0 ->
+    130.6 M instructions); else ``entry.get`` a key at a time."""
+    try:
+        rows = list(map(_READ_COLUMNS, entries))
+    except (KeyError, TypeError):  # (rare) an entry without one of the keys
+        return tuple([entry.get(key) for entry in entries] for key in _COLUMN_KEYS)
+    return tuple(map(list, zip(*rows))) if rows else tuple([] for _ in _COLUMN_KEYS)
+
+
+def _holds(values: list, value) -> bool:
+    """``value in values``: where every one of ``values`` is one object (mostly: every entry
+    of a chunk of the same kind), by one count of it, by identity (``in`` compared each with
+    ``value``: a kind not the same object as ``KIND_IDLE``, some 50 instructions)."""
+    if values and values.count(values[0]) == len(values):
+        return values[0] == value
+    return value in values
+
+
+def _may_have_optional(phases: list, breakdowns: list) -> bool:
+    """Whether an entry may have a value for an optional column (``_optional_keys``), of
+    the ``phases`` and ``breakdowns`` of the entries (``_entry_columns``): False where none
+    has a phase and each breakdown is a dict without a span (a CPU-only trace's every entry:
+    read over all of them at once, not a call of Python an entry)."""
+    if phases.count(None) != len(phases):
         return True
-    if list(map(dict.get, entries, repeat("phase"))).count(None) != len(entries):
-        return True
-    breakdowns = list(map(dict.get, entries, repeat("breakdown")))
-    if set(map(type, breakdowns)) != _DICT:
+    try:
+        return any(map(dict.get, breakdowns, repeat("span_us")))
+    except TypeError:  # not every one a dict
         return any(breakdowns)  # (None and {} have no span)
-    return any(map(dict.get, breakdowns, repeat("span_us")))
 
 
 _DICT = {dict}
@@ -345,22 +367,25 @@ class ShownRows:
     def append(self, it: dict) -> None:
         self.extend((it,))
 
-    def extend(self, entries) -> None:
+    def extend(self, entries, columns: tuple | None = None) -> None:
         """``append`` each of ``entries`` (a sequence), each step over all of them at once
-        (``TableBuilder.add_many``)."""
+        (``TableBuilder.add_many``); ``columns``: their ``_entry_columns`` (read here if
+        None)."""
         before = self._n
         self._n += len(entries)
-        count_kinds(self.kinds, entries)  # (in the order first seen)
+        kinds, starts, phases, outliers, _, breakdowns = columns or _entry_columns(entries)
+        add_kinds(self.kinds, kinds)  # (in the order first seen)
         # their rows' ``start_ms``, in µs until ``build_table`` is done (finite: the manifest's)
-        starts = [start for start in map(_START, entries) if start is not None]
+        if None in starts:
+            starts = [start for start in starts if start is not None]
         if starts and (self.first_start is None or min(starts) < self.first_start):
             self.first_start = min(starts)
-        if len(self._optional) < len(_OPTIONAL_KEYS) and _may_have_optional(entries):
+        if len(self._optional) < len(_OPTIONAL_KEYS) and _may_have_optional(phases,
+                                                                            breakdowns):
             for it in entries:  # (only entries with GPU work or a phase have an optional
                 breakdown = it.get("breakdown")  # column: ``_optional_keys``)
                 if breakdown and breakdown.get("span_us") or it.get("phase") is not None:
                     self._optional.update(_optional_keys(it))
-        outliers = _gets(entries, "outlier")
         first = max(0, self._limit - before)  # those among the first ``limit``
         items = self._items(entries, outliers, first)
         for item in compress(items, outliers):  # (most are not)
@@ -470,15 +495,14 @@ def _phase_footer(by_phase: dict) -> dict:
     return out
 
 
-#: An entry's kind, start, phase and outlier flag (read in C, a chunk of entries at once).
-_KIND, _START, _ENTRY = itemgetter("kind"), itemgetter("start_ts"), itemgetter(0)
+#: The entry of a kept ``[entry, its row]`` (``ShownRows``).
+_ENTRY = itemgetter(0)
 
 
 def _gets(entries, key: str) -> list:
     """``entry.get(key)`` of each of ``entries`` (a sequence): read in C over all of them
     (``dict.get``) where each is a dict (a ``methodcaller`` took some 720 instructions an
-    entry, ``dict.get`` mapped 180: a split of 30 k one-op iterations reads three such
-    values of each entry, its phase and its outlier flag twice)."""
+    entry, ``dict.get`` mapped 180)."""
     if set(map(type, entries)) == _DICT:
         return list(map(dict.get, entries, repeat(key)))
     return [entry.get(key) for entry in entries]

@@ -1314,13 +1314,13 @@ def finish_split(writer: PieceWriter, splitter, reader, *, source: str, reader_i
                      outliers=None if stats is None else sorted(stats.reasons))
     _check_stop(stop)
     # Written once, last: a folder holding a manifest holds every piece it names.
-    with stream_split.output.create_new(os.path.join(writer.out_dir, "manifest.json"), "w",
-                                        encoding="utf-8") as f:
+    with stream_split.output.create_new(os.path.join(writer.out_dir, "manifest.json"),
+                                        "wb") as f:  # (ASCII: ``dump_manifest``)
         if table is not None:
             table.start(manifest)
         stream_split.manifest_entries.dump_manifest(manifest, f,
                                                     None if table is None else table.add_many)
-        f.write("\n")
+        f.write(b"\n")
     return manifest
 
 

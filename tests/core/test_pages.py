@@ -151,11 +151,11 @@ def test_the_manifest_written_entry_by_entry_is_the_text_of_json_dump(tmp_path):
         if chosen:
             entries[1] = {**entries[1], "outlier_reason": "2.0x median, eval x1"}
             assert entries[1]["outlier_reason"] == "2.0x median, eval x1"
-        text = io.StringIO()
+        text = io.BytesIO()
         dump_manifest(manifest, text)
         plain = dict(manifest, iterations=list(entries))
-        assert text.getvalue() == json.dumps(plain, indent=1)
-        assert json.loads(text.getvalue())["iterations"] == list(entries)
+        assert text.getvalue().decode() == json.dumps(plain, indent=1)
+        assert json.loads(text.getvalue().decode())["iterations"] == list(entries)
         assert pickle.loads(pickle.dumps(entries)) == list(entries)
 
 
@@ -190,9 +190,9 @@ def test_the_entries_made_a_page_at_a_time_are_those_made_one_by_one(count, tmp_
         one_by_one[count // 2]["outlier_reason"] = "changed"
         assert list(entries) == one_by_one
         assert [entry["file"] for entry in one_by_one] == [files.get(i) for i in range(count)]
-        text = io.StringIO()
+        text = io.BytesIO()
         dump_manifest({"iterations": entries}, text)
-        assert text.getvalue() == strict_json({"iterations": one_by_one}, indent=1)
+        assert text.getvalue().decode() == strict_json({"iterations": one_by_one}, indent=1)
         assert list(entries.to_read()) == one_by_one
     if count > 2:  # ``to_dict``: ``type`` first, ``extra`` spread over the field ``file``
         typed = records[2].to_dict()
@@ -215,7 +215,7 @@ def test_the_table_made_as_the_manifest_is_written_is_build_tables(limit):
                     "steady_state": {"first": 1, "last": len(records) - 1}}
         builder = TableBuilder(limit)
         builder.start(manifest)
-        dump_manifest(manifest, io.StringIO(), builder.add_many)
+        dump_manifest(manifest, io.BytesIO(), builder.add_many)
         made, wanted = builder.table(), build_table(manifest, limit)
         if limit is None:
             assert made == wanted
@@ -239,9 +239,9 @@ def test_the_manifest_text_is_json_dumps_whatever_the_strings_and_chunks(name, c
                 "breakdown": {"top_kernels": [{"name": name}], "host": {}}} for i in range(count)]
     manifest = {"detection": {"name": name, "similarity": [0.5, float("nan")]},
                 "iterations": entries, "outside": {}}
-    text = io.StringIO()
+    text = io.BytesIO()
     dump_manifest(manifest, text)
-    assert text.getvalue() == strict_json(manifest, indent=1)
+    assert text.getvalue().decode() == strict_json(manifest, indent=1)
 
 
 def test_the_manifest_text_is_json_dumps_for_numbers_of_every_size_and_odd_values():
@@ -260,9 +260,9 @@ def test_the_manifest_text_is_json_dumps_for_numbers_of_every_size_and_odd_value
         if extra is not None:
             entries[1]["extra"] = extra
         manifest = {"iterations": entries, "outside": {}}
-        text = io.StringIO()
+        text = io.BytesIO()
         dump_manifest(manifest, text)
-        assert text.getvalue() == strict_json(manifest, indent=1)
+        assert text.getvalue().decode() == strict_json(manifest, indent=1)
 
 
 def test_the_manifest_text_is_json_dumps_with_entries_of_the_same_keys_and_odd_values():
@@ -279,9 +279,9 @@ def test_the_manifest_text_is_json_dumps_with_entries_of_the_same_keys_and_odd_v
             entries[2][at] = value
             entries[3] = {key(k) if k == "index" else k: v for k, v in entries[3].items()}
             manifest = {"iterations": entries, "outside": {}}
-            text = io.StringIO()
+            text = io.BytesIO()
             dump_manifest(manifest, text)
-            assert text.getvalue() == strict_json(manifest, indent=1)
+            assert text.getvalue().decode() == strict_json(manifest, indent=1)
 
 
 def _records_of(path: Path) -> list:
@@ -301,9 +301,9 @@ def test_the_manifest_text_is_json_dumps_for_columns_of_mixed_floats():
         entries = [{"index": i, "value": value, "nested": {"x": value}}
                    for i, value in enumerate(column)]
         manifest = {"iterations": entries, "outside": {}}
-        text = io.StringIO()
+        text = io.BytesIO()
         dump_manifest(manifest, text)
-        assert text.getvalue() == strict_json(manifest, indent=1), column
+        assert text.getvalue().decode() == strict_json(manifest, indent=1), column
 
 
 def test_a_sealed_list_drops_the_pages_it_read_back_without_writing_them(tmp_path):

@@ -609,6 +609,8 @@ def test_laid_out_is_the_text_of_json_dumps_or_none(items, level):
     item holds a value of another type (a tuple, a subclass, a key not a string) or a float
     that is not finite (the encoder decides those)."""
     text = stream_split._native.laid_out(items, 1, level)
+    as_bytes = stream_split._native.laid_out(items, 1, level, True)  # (``dump_manifest``'s)
+    assert as_bytes == (None if text is None else text.encode("ascii"))
     if not all(map(_is_plain, items)):
         assert text is None
         return
@@ -629,7 +631,28 @@ def test_the_manifest_text_is_the_same_with_or_without_the_native_layout():
     texts = []
     for passes in ("native", "numpy"):
         with decoder_passes(passes):
-            out = io.StringIO()
+            out = io.BytesIO()
             dump_manifest({"iterations": entries, "outside": {}}, out)
-            texts.append(out.getvalue())
+            texts.append(out.getvalue().decode())
     assert texts[0] == texts[1] == json.dumps({"iterations": entries, "outside": {}}, indent=1)
+
+
+@pytest.mark.parametrize("odd", [None, float("nan"), (1, 2), {1: "int key"}])
+def test_the_manifest_head_is_the_same_with_or_without_the_native_layout(odd):
+    """``dump_manifest``'s head (``_head_text``: by ``_native.laid_out`` where built) with
+    evidence of a number per iteration, and a value it does not write (a number not finite,
+    written as null; a tuple; a key not a string: the encoder's text), with the native
+    layout and without: ``strict_json``'s text of the same manifest."""
+    import io
+    from stream_split.manifest_entries import dump_manifest
+    from stream_split.serialize import strict_json
+    manifest = {"format": "f", "detection": {"similarity": [1.0, 0.5, 1 / 3, 1e-05] * 50,
+                                             "odd": odd, "why": "a \"loop\" \u2028 é"},
+                "iterations": [{"index": 0}], "outside": {"file": None, "events": 0}}
+    texts = []
+    for passes in ("native", "numpy"):
+        with decoder_passes(passes):
+            out = io.BytesIO()
+            dump_manifest(manifest, out)
+            texts.append(out.getvalue().decode())
+    assert texts[0] == texts[1] == strict_json(manifest, indent=1)

@@ -157,6 +157,34 @@ def test_a_table_made_a_chunk_at_a_time_is_the_one_made_an_entry_at_a_time(limit
 
 
 
+def test_the_columns_read_of_a_chunk_of_entries_are_each_ones_get():
+    """``summary._entry_columns`` (one ``itemgetter`` an entry where each has every key the
+    table reads) gives each entry's ``get`` of each key: entries with every key, other
+    mappings, a key some lack (older manifests: no ``wall_us``), none at all; and a table
+    of entries without ``wall_us`` nor ``outlier`` made a chunk at a time is the one made an
+    entry at a time (each one's duration judged)."""
+    from types import MappingProxyType
+    from stream_split.summary import _COLUMN_KEYS, _entry_columns
+    full = {"kind": "iteration", "start_ts": 5, "phase": None, "outlier": False,
+            "wall_us": 7.5, "breakdown": {"span_us": 0.0}}
+    old = {"index": 1, "kind": "iteration", "start_ts": 9, "duration_us": 4, "step": None}
+    for entries in ([full, dict(full, start_ts=6)], [MappingProxyType(full)], [full, old],
+                    (old,), []):
+        assert _entry_columns(entries) == tuple([it.get(key) for it in entries]
+                                                for key in _COLUMN_KEYS)
+    olds = [dict(old, index=i, start_ts=i * 10, duration_us=1000 + i % 3 * 500)
+            for i in range(9)]
+    tables = []
+    for size in (1, 9):
+        builder = TableBuilder(4)
+        builder.start({"iterations": olds})
+        for at in range(0, 9, size):
+            builder.add_many(olds[at:at + size])
+        tables.append(builder.table())
+    assert tables[0]["footer"] == tables[1]["footer"]
+    assert tables[1]["footer"]["median_ms"] == 1.5
+
+
 def test_a_key_read_over_a_chunk_of_entries_is_each_ones_get():
     """``summary._gets`` (``dict.get`` mapped in C where each entry is a dict) reads what
     each entry's ``get`` gives: dicts, other mappings, a mix, a key some lack."""
