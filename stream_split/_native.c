@@ -3194,16 +3194,22 @@ static int compact_value(Text *text, PyObject *value, int level) {
     return 1;
 }
 
-/* The room made at once for a line of ``json_lines``: a record of a one-op iteration takes
-   some 700 bytes, a boundary's some 90. */
+/* The room made at once for the first lines of ``json_lines`` (the text then doubles as it
+   grows): a record of a one-op iteration takes some 700 bytes, a boundary's some 90; the
+   room of 64 lines, not of every one (a detector that confirms its unit only at the end of
+   the input hands out every boundary of the trace at once). */
 #define JSON_LINE_BYTES 512
+#define JSON_LINES_AT_ONCE 64
 
 static PyObject *json_lines(PyObject *self, PyObject *args) {
     PyObject *values;
     if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &values)) return NULL;
     Text text = {NULL, 0, 0, {NULL}, NULL};
     PyObject *result = NULL;
-    if (text_room(&text, JSON_LINE_BYTES * PyList_GET_SIZE(values) + 1) < 0) return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(values);
+    if (text_room(&text, JSON_LINE_BYTES * (count < JSON_LINES_AT_ONCE ? count : JSON_LINES_AT_ONCE)
+                         + 1) < 0)
+        return NULL;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(values); i++) {
         PyObject *value = PyList_GET_ITEM(values, i);
         Py_INCREF(value);  /* (a str's UTF-8 made, or a dict read, cannot drop it meanwhile) */
