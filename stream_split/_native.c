@@ -3440,6 +3440,220 @@ fail:
     return found;
 }
 
+/* ---- rec45: json_lines: values as orjson writes them, a line each (the JSONL records) ---- */
+
+/* The text of an item of a dict written compact whose key is ``key`` (a str): ``,"key":``, a
+   comma first unless ``first``. From ``text->keys`` (``KeyText``, its level -1: not one of
+   ``text_key``'s) where the key is plain ASCII and short, else written a part at a time. */
+static int compact_string(Text *text, PyObject *str);
+static int compact_key(Text *text, PyObject *key, int first) {
+    if (text->keys == NULL && (text->keys = PyMem_Calloc(KEY_SLOTS, sizeof(KeyText))) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    uintptr_t at = (uintptr_t)key >> 4;
+    KeyText *slot = &text->keys[(at ^ (at >> 9)) % KEY_SLOTS];
+    if (slot->key != key || slot->level != -1) {
+        if (PyUnicode_READY(key) < 0) return -1;
+        Py_ssize_t n = PyUnicode_GET_LENGTH(key);
+        if (!PyUnicode_IS_ASCII(key) || 5 + n >= KEY_TEXT_MAX
+            || !ascii_plain(PyUnicode_1BYTE_DATA(key), n)) {  /* (rare) a part at a time */
+            int refused;
+            if (!first && text_add(text, ",", 1) < 0) return -1;
+            if ((refused = compact_string(text, key)) != 0) return refused;
+            return text_add(text, ":", 1);
+        }
+        char *out = slot->text;
+        *out++ = ',';
+        *out++ = '"';
+        memcpy(out, PyUnicode_1BYTE_DATA(key), (size_t)n);
+        out += n;
+        *out++ = '"';
+        *out++ = ':';
+        slot->key = key;
+        slot->level = -1;
+        slot->size = (int)(out - slot->text);
+    }
+    if (text_room(text, KEY_TEXT_MAX) < 0) return -1;
+    memcpy(text->at + text->size, slot->text + first, KEY_TEXT_MAX - 1);
+    text->size += slot->size - first;
+    return 0;
+}
+
+/* A str as orjson writes it: quoted, ``"`` and ``\`` and the controls escaped (``\b``,
+   ``\t``, ``\n``, ``\f``, ``\r`` by their letters, the others as ``\u00XX``, lowercase), every
+   other character as its UTF-8 (DEL and U+2028 too). 1: a lone surrogate (no UTF-8: orjson
+   refuses it). */
+static int compact_string(Text *text, PyObject *str) {
+    static const char hex[] = "0123456789abcdef";
+    /* the letter that escapes a control, where it has one (else ``\u00XX``) */
+    static const char CONTROL_LETTER[32] = {['\b'] = 'b', ['\t'] = 't', ['\n'] = 'n',
+                                            ['\f'] = 'f', ['\r'] = 'r'};
+    if (PyUnicode_READY(str) < 0) return -1;
+    Py_ssize_t n;
+    const unsigned char *bytes;
+    if (PyUnicode_IS_ASCII(str)) {
+        n = PyUnicode_GET_LENGTH(str);
+        bytes = PyUnicode_1BYTE_DATA(str);
+        PyObject **slot = &text->plain[((uintptr_t)str >> 4) % PLAIN_SLOTS];
+        int plain = *slot == str;
+        if (!plain && (plain = ascii_plain(bytes, n)))
+            *slot = str;
+        if (plain) {  /* (most: copied as they are) */
+            if (text_room(text, n + 2) < 0) return -1;
+            char *out = text->at + text->size;
+            out[0] = '"';
+            memcpy(out + 1, bytes, (size_t)n);
+            out[n + 1] = '"';
+            text->size += n + 2;
+            return 0;
+        }
+    } else if ((bytes = (const unsigned char *)PyUnicode_AsUTF8AndSize(str, &n)) == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return -1;
+        PyErr_Clear();
+        return 1;
+    }
+    if (text_room(text, 6 * n + 2) < 0) return -1;
+    char *out = text->at + text->size, *start = out;
+    *out++ = '"';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = bytes[i];
+        if (c >= ' ' && c != '\\' && c != '"') {
+            *out++ = (char)c;
+            continue;
+        }
+        *out++ = '\\';
+        char letter = c >= ' ' ? (char)c : CONTROL_LETTER[c];  /* (``"`` and ``\``: themselves) */
+        if (letter) {
+            *out++ = letter;
+            continue;
+        }
+        memcpy(out, "u00", 3);
+        out[3] = hex[c >> 4];
+        out[4] = hex[c & 0xf];
+        out += 5;
+    }
+    *out++ = '"';
+    text->size += out - start;
+    return 0;
+}
+
+/* A float as orjson writes it: not finite as null; 0.0, whole numbers below 2**53 and the
+   multiples of 0.001 below 10**12 (``rounded_us``'s: their shortest repr is their three
+   decimals, trailing zeros left out, as no other decimal as short is within an ulp, below
+   2**-13 there) written here; the others of 1e-4 to 1e16 (where orjson writes what repr
+   does, without an exponent) by ``PyOS_double_to_string``. 1: a float beyond (an exponent:
+   orjson writes ``1e16``, repr ``1e+16``). */
+static int compact_float(Text *text, double v) {
+    if (!isfinite(v)) return text_add(text, "null", 4);
+    if (v == 0.0)
+        return text_add(text, signbit(v) ? "-0.0" : "0.0", signbit(v) ? 4 : 3);
+    double size = fabs(v);
+    if (v == floor(v) && size < 9007199254740992.0)
+        return text_integer(text, (long long)v, ".0", 2);
+    if (size < 1e12) {
+        long long milli = llround(v * 1000.0);
+        if ((double)milli / 1000.0 == v) {  /* the double nearest to milli / 1000 */
+            unsigned long long u = milli < 0 ? 0ULL - (unsigned long long)milli
+                                             : (unsigned long long)milli;
+            char decimals[4] = {'.', (char)('0' + u / 100 % 10), (char)('0' + u / 10 % 10),
+                                (char)('0' + u % 10)};
+            int kept = u % 10 ? 4 : u % 100 ? 3 : 2;  /* (u % 1000: not 0, or v is whole) */
+            if (u < 1000)  /* below 1: its whole part is a 0 */
+                return text_add(text, milli < 0 ? "-0" : "0", milli < 0 ? 2 : 1) < 0 ? -1
+                       : text_add(text, decimals, kept);
+            return text_integer(text, milli < 0 ? -(long long)(u / 1000) : (long long)(u / 1000),
+                                decimals, kept);
+        }
+    }
+    if (size < 1e-4 || size >= 1e16) return 1;
+    char *repr = PyOS_double_to_string(v, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    if (repr == NULL) return -1;
+    int result = text_add(text, repr, (Py_ssize_t)strlen(repr));
+    PyMem_Free(repr);
+    return result;
+}
+
+/* A dict written compact (``compact_value``'s answers; a key not a str: 1). */
+static int compact_value(Text *text, PyObject *value, int level);
+static int compact_dict(Text *text, PyObject *dict, int level) {
+    Py_ssize_t pos = 0;
+    PyObject *key, *item;
+    int result = text_add(text, "{", 1);
+    for (int first = 1; result == 0 && PyDict_Next(dict, &pos, &key, &item); first = 0) {
+        result = Py_TYPE(key) != &PyUnicode_Type ? 1 : compact_key(text, key, first);
+        if (result == 0) result = compact_value(text, item, level + 1);
+    }
+    return result ? result : text_add(text, "}", 1);
+}
+
+/* ``value`` written compact: 0, -1 (an error set), or 1: what orjson may write otherwise or
+   refuse (a value not of the exact types written here: dict with str keys, list, tuple, str,
+   int of 64 bits, float, bool, None; a float written with an exponent; a lone surrogate;
+   nesting deeper than ``LAID_OUT_DEPTH``): the caller answers None. */
+static int compact_value(Text *text, PyObject *value, int level) {
+    PyTypeObject *type = Py_TYPE(value);
+    if (type == &PyFloat_Type) return compact_float(text, PyFloat_AS_DOUBLE(value));
+    if (type == &PyLong_Type) {  /* (64 bits: orjson refuses more, or writes up to 2**64) */
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+        return overflow ? 1 : v == -1 && PyErr_Occurred() ? -1 : text_integer(text, v, "", 0);
+    }
+    if (type == &PyUnicode_Type) return compact_string(text, value);
+    if (value == Py_None || type == &PyBool_Type) {
+        const char *word = value == Py_None ? "null" : value == Py_True ? "true" : "false";
+        return text_add(text, word, (Py_ssize_t)strlen(word));
+    }
+    if (level >= LAID_OUT_DEPTH) return 1;
+    if (type == &PyDict_Type) return compact_dict(text, value, level);
+    if (type == &PyList_Type || type == &PyTuple_Type) {
+        PyObject **items = PySequence_Fast_ITEMS(value);
+        if (text_add(text, "[", 1) < 0) return -1;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(value); i++) {
+            if (i && text_add(text, ",", 1) < 0) return -1;
+            int result = compact_value(text, items[i], level + 1);
+            if (result) return result;
+        }
+        return text_add(text, "]", 1);
+    }
+    return 1;
+}
+
+/* The room made at once for the first lines of ``json_lines`` (the text then doubles as it
+   grows): a record of a one-op iteration takes some 700 bytes, a boundary's some 90; the
+   room of 64 lines, not of every one (a detector that confirms its unit only at the end of
+   the input hands out every boundary of the trace at once). */
+#define JSON_LINE_BYTES 512
+#define JSON_LINES_AT_ONCE 64
+
+static PyObject *json_lines(PyObject *self, PyObject *args) {
+    PyObject *values;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &values)) return NULL;
+    Text text = {NULL, 0, 0, {NULL}, NULL};
+    PyObject *result = NULL;
+    Py_ssize_t count = PyList_GET_SIZE(values);
+    if (text_room(&text, JSON_LINE_BYTES * (count < JSON_LINES_AT_ONCE ? count : JSON_LINES_AT_ONCE)
+                         + 1) < 0)
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(values); i++) {
+        PyObject *value = PyList_GET_ITEM(values, i);
+        Py_INCREF(value);  /* (a str's UTF-8 made, or a dict read, cannot drop it meanwhile) */
+        int made = compact_value(&text, value, 0);
+        Py_DECREF(value);
+        if (made < 0) goto done;
+        if (made > 0) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        if (text_add(&text, "\n", 1) < 0) goto done;
+    }
+    result = PyBytes_FromStringAndSize(text.at, text.size);
+done:
+    PyMem_Free(text.at);
+    PyMem_Free(text.keys);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped[, carryless]) -> (brackets, depths, "
@@ -3564,6 +3778,10 @@ static PyMethodDef methods[] = {
      "counted alike, kept as the latest first op and op read, the instance now, and its "
      "boundary made by made(start, thread, name, False, '', the end of the op read before "
      "it); None where push reads it, nothing done (core.detect.matcher.anchor_after_alike)."},
+    {"json_lines", json_lines, METH_VARARGS,
+     "json_lines(values) -> bytes, or None: each of values (a list) as orjson.dumps writes it "
+     "(a float not finite as null), a line each; None where it may write one otherwise or "
+     "refuse it (the caller encodes them: serialize.json_lines)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -19,7 +19,7 @@ from stream_split.decode import MAX_EVENT_BYTES
 from stream_split.errors import ReadInterrupted, TraceEventError, TraceInputError
 from stream_split.follow import FollowedFile
 from stream_split.options import check_honoured
-from stream_split.pages import PagedList, read_pages
+from stream_split.pages import PagedList, paged_lists, read_pages
 from stream_split.read import TraceReader
 from stream_split.spill import TempFileSpill
 from stream_split.stats import IterationStats, RecordColumns, finish
@@ -108,7 +108,7 @@ def new_splitter(options: SplitOptions, spill_dir: str | None = None) -> Splitte
     """A splitter whose held events (``spill``) and per-iteration state (``pages``) go to
     temporary files in ``spill_dir`` when there are many."""
     return Splitter(options, spill=TempFileSpill(spill_dir),
-                    per_iteration=lambda: PagedList(spill_dir))
+                    per_iteration=paged_lists(spill_dir))
 
 
 def drive(reader: TraceReader, splitter: Splitter, *, on_pairs=None, on_record=None,

@@ -16,6 +16,8 @@ import re
 
 import orjson
 
+from stream_split.native import NATIVE as _native  # (None: the Python fallbacks)
+
 
 # A lone surrogate as Python's "surrogatepass" writes it (never valid UTF-8).
 _SURROGATE_UTF8 = re.compile(rb"\xed[\xa0-\xbf][\x80-\xbf]")
@@ -43,6 +45,19 @@ def strict_event_json(value) -> bytes:
         return orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError):
         return event_json(finite(value))
+
+
+def json_lines(values: list) -> bytes:
+    """Each of ``values`` as ``strict_event_json`` writes it, a line each (JSON Lines: the
+    records of ``boundaries``). By ``_native.json_lines`` where built and it writes them all
+    (the exact JSON types, numbers as orjson writes them): no call of Python a value, no line
+    copied to add its newline (callgrind, the records of 30 k one-op iterations: orjson's
+    dumps was 44 % of the sink); else a value at a time."""
+    if _native is not None:
+        lines = _native.json_lines(values)
+        if lines is not None:
+            return lines
+    return b"".join([strict_event_json(value) + b"\n" for value in values])
 
 
 def spaced_json(value) -> bytes:

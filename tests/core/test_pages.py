@@ -18,7 +18,8 @@ from stream_split.core.records import IterationRecord
 from stream_split.core import Splitter
 from stream_split.manifest_entries import (
     CHUNK_ENTRIES, ManifestIterations, dump_manifest, manifest_entry)
-from stream_split.pages import PAGE_ITEMS, RESIDENT_PAGES, PagedList
+from stream_split.pages import (
+    MAX_PAGE_ITEMS, PAGE_BYTES, PAGE_ITEMS, RESIDENT_PAGES, PagedList, paged_lists)
 from stream_split.run import read_through, scan_records
 from stream_split.serialize import strict_json
 from stream_split.spill import TempFileSpill
@@ -511,3 +512,79 @@ def test_a_page_of_breakdowns_held_as_flat_columns_reads_back_as_its_objects(sha
     made = final_dicts(pages.read_page(0, packed=True), spans)
     assert list(map(repr, made)) == list(map(repr, expected))
     assert [_slots_of(b) for b in pages.read_page(0)] == [_slots_of(b) for b in page]
+
+
+def test_a_family_of_small_items_grows_every_members_pages_alike(tmp_path):
+    """``paged_lists``: at the first ``trim()`` of any member, before a page is written,
+    every member's pages hold ``MAX_PAGE_ITEMS`` where the items pickle small (the records
+    and their breakdowns stay page for page); the items stay in order, in memory and back
+    from the file."""
+    make = paged_lists(str(tmp_path))
+    records, breakdowns, facts = make(), make(), make()
+    count = 3 * MAX_PAGE_ITEMS + 5
+    for i in range(count):
+        records.append(i)
+        breakdowns.append(-i)
+        if i % 5 == 0:
+            facts.append(i)
+        if records.needs_trim:
+            records.trim()
+            breakdowns.trim()
+    facts.trim()
+    assert records.pages_written > 0 and facts.pages_written == 0
+    for paged, expected in ((records, list(range(count))),
+                            (breakdowns, [-i for i in range(count)]),
+                            (facts, list(range(0, count, 5)))):
+        assert len(paged.read_page(0)) == min(MAX_PAGE_ITEMS, len(expected))
+        assert list(paged.read()) == expected == list(paged)
+    assert records.read_page(2)[0] == -breakdowns.read_page(2)[0] == 2 * MAX_PAGE_ITEMS
+
+
+def test_a_family_of_large_items_keeps_its_pages(tmp_path):
+    """Items whose first page pickles beyond ``PAGE_BYTES`` halved: pages of
+    ``PAGE_ITEMS`` (memory bounded by pages, not by a number of items alone)."""
+    make = paged_lists(str(tmp_path))
+    small, large = make(), make()
+    item_bytes = PAGE_BYTES // PAGE_ITEMS  # a page of two PAGE_ITEMS is too large
+    for i in range(3 * PAGE_ITEMS):
+        small.append(i)
+        large.append(bytes([i % 256]) * item_bytes)
+    small.trim()
+    large.trim()
+    assert large.pages_written == small.pages_written == 1
+    assert len(small.read_page(0)) == len(large.read_page(0)) == PAGE_ITEMS
+    assert [item[0] for item in large.read()] == [i % 256 for i in range(3 * PAGE_ITEMS)]
+
+
+def test_a_family_grown_while_a_member_is_iterated_gives_every_item_once(tmp_path):
+    """The first ``trim()`` comes from iterating a member (``__iter__`` trims after each
+    page): its pages grow under the iteration, which goes on from the next item."""
+    make = paged_lists(str(tmp_path))
+    paged = make()
+    count = 5 * PAGE_ITEMS + 3
+    for i in range(count):
+        paged.append([i])
+    seen = []
+    for item in paged:
+        seen.append(item[0])
+        item.append(0)  # changed in place: kept
+    assert seen == list(range(count))
+    assert len(paged.read_page(0)) > PAGE_ITEMS
+    assert all(item == [i, 0] for i, item in enumerate(paged.read()))
+
+
+def test_a_split_through_a_family_of_lists_changes_no_record(tmp_path):
+    """One-op iterations (small state: the family's pages grow), some pages in the file:
+    the records of a split that keeps them in lists."""
+    path = tmp_path / "oneop.json"
+    events = [{"ph": "X", "cat": "cpu_op", "name": "train_step", "pid": 1, "tid": 1,
+               "ts": i * 6 + (i % 3) * 0.25, "dur": 5 + (i % 7) / 3} for i in range(1500)]
+    path.write_text(json.dumps({"traceEvents": events}))
+    make, made = paged_lists(str(tmp_path)), []
+
+    def paged_list():
+        made.append(make())
+        return made[-1]
+
+    assert _records(path, paged_list) == _records(path, list)
+    assert made[0].pages_written > 0 and len(made[0].read_page(0)) == MAX_PAGE_ITEMS

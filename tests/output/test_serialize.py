@@ -82,3 +82,77 @@ def test_walked_finite_is_finite_without_the_encoder_s_check():
         if json.dumps(value, default=repr) == json.dumps(walked, default=repr):
             assert walked is value  # nothing to change: the very same, no copy
     assert walked_finite({"it": opaque, "s": [1.0, inf]}) == {"it": opaque, "s": [1.0, None]}
+
+
+# ``json_lines``: ``_native.json_lines`` against the lines ``strict_event_json`` writes (its
+# fallback), on every JSON value and the odd ones (numbers orjson writes with an exponent,
+# not finite, beyond 64 bits; lone surrogates; controls; subclasses; tuples; deep nesting)
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from stream_split.native import NATIVE  # noqa: E402
+from stream_split.serialize import json_lines, strict_event_json  # noqa: E402
+
+_native_only = pytest.mark.skipif(NATIVE is None, reason="the native part is not built")
+
+
+def _fallback_lines(values: list) -> bytes:
+    return b"".join(strict_event_json(value) + b"\n" for value in values)
+
+
+_FLOATS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-10 ** 15, 10 ** 15).map(lambda milli: milli / 1000),  # ``rounded_us``'s
+    st.integers(-(2 ** 60), 2 ** 60).map(float),
+    st.floats(min_value=1e-5, max_value=1e17).map(lambda x: round(x, 3)))
+_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2 ** 65), 2 ** 65), _FLOATS,
+    st.text(), st.text(alphabet=st.characters(max_codepoint=0x9f)),
+    st.sampled_from(["\ud800 lone", "a\\b\"c", "\x7f\u2028", "\U0001f600"]))
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=5), st.tuples(inner, inner),
+                            st.dictionaries(st.text(max_size=70), inner, max_size=6),
+                            st.dictionaries(st.integers(0, 3), inner, min_size=1, max_size=2)),
+    max_leaves=25)
+
+
+@_native_only
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_VALUES, max_size=6))
+def test_native_json_lines_are_the_lines_of_strict_event_json(values):
+    written = NATIVE.json_lines(values)
+    if written is not None:
+        assert written == _fallback_lines(values)
+    assert json_lines(values) == _fallback_lines(values)
+
+
+@_native_only
+def test_native_json_lines_leave_to_orjson_what_it_may_write_otherwise():
+    """None (the caller encodes them): an exponent, beyond 64 bits, a lone surrogate, a key
+    not a str, a subclass, nesting beyond its depth; written: the rest of the same."""
+    class Name(str):
+        pass
+    deep: list = []
+    for _ in range(70):
+        deep = [deep]
+    for odd in (1e16, 1e-5, -2.5e-7, 2 ** 64, "\udc00", {1: 2}, Name("x"), deep):
+        assert NATIVE.json_lines([{"a": 1}, odd]) is None
+        assert json_lines([{"a": 1}, odd]) == _fallback_lines([{"a": 1}, odd])
+    assert NATIVE.json_lines([float("nan"), -0.0, 0.001, -0.5, 1234.5, 9.007e15, (1, [])]) == \
+        b"null\n-0.0\n0.001\n-0.5\n1234.5\n9007000000000000.0\n[1,[]]\n"
+
+
+def test_the_records_sink_writes_each_record_as_its_strict_event_json_line():
+    """``JsonlRecordSink.write_many``: the line ``strict_event_json`` writes of each
+    record's ``to_dict(shared=True)`` (one-op iterations, GPU times rounded, a boundary)."""
+    import io
+    from stream_split.core.records import Boundary, IterationRecord
+    from stream_split.write import JsonlRecordSink
+    records = [Boundary(index=0, start_ts=0, pid=1, tid=1, first_op="step \u00e9"),
+               IterationRecord(index=0, start_ts=0.5, end_ts=6.25, first_op="train_step",
+                               gpu_busy_us=1.2345, gpu_active_us=3.0, gpu_start_ts=1.0,
+                               gpu_end_ts=4.001, breakdown={"span_us": 2.5, "host": {}})]
+    stream = io.BytesIO()
+    JsonlRecordSink(stream).write_many(records)
+    assert stream.getvalue() == _fallback_lines([r.to_dict(shared=True) for r in records])
