@@ -3154,16 +3154,11 @@ static int eng45_laid_out(eng45_layout *layout, PyObject *obj) {
 /* The slot ``k`` of ``layout`` of ``obj`` (of its class: ``eng45_laid_out``), borrowed; NULL
    with an AttributeError where it is unset. */
 static PyObject *eng45_get(PyObject *obj, const eng45_layout *layout, int k) {
-    PyObject *value = *(PyObject **)((char *)obj + layout->at[k]);
+    PyObject *value = SLOT_AT(obj, layout->at[k]);
     if (value == NULL)
         PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute %R",
                      Py_TYPE(obj)->tp_name, PyTuple_GET_ITEM(layout->names_tuple, k));
     return value;
-}
-
-/* Slot ``k`` of ``layout`` of ``obj`` set to ``value`` (a new reference, taken). */
-static void eng45_set(PyObject *obj, const eng45_layout *layout, int k, PyObject *value) {
-    Py_XSETREF(*(PyObject **)((char *)obj + layout->at[k]), value);
 }
 
 /* Slot ``k`` of ``obj`` plus one; -1 with an error where it fails. */
@@ -3171,7 +3166,7 @@ static int eng45_count(PyObject *obj, const eng45_layout *layout, int k) {
     PyObject *value = eng45_get(obj, layout, k);
     PyObject *more = value == NULL ? NULL : PyNumber_Add(value, eng45_one);
     if (more == NULL) return -1;
-    eng45_set(obj, layout, k, more);
+    slot_set(obj, layout->at[k], more);
     return 0;
 }
 
@@ -3250,7 +3245,7 @@ static int eng45_own(PyObject *item, PyObject *lo, PyObject *hi, PyObject *owner
         return -1;
     PyObject *latest = eng45_get(record, &eng45_record, 2);
     int later = latest == NULL ? -1 : PyObject_RichCompareBool(end, latest, Py_GT);
-    if (later == 1) eng45_set(record, &eng45_record, 2, Py_NewRef(end));
+    if (later == 1) slot_set(record, eng45_record.at[2], Py_NewRef(end));
     return later < 0 ? -1 : 1;
 }
 
@@ -3283,7 +3278,8 @@ static PyObject *own_held_ops(PyObject *self, PyObject *const *args, Py_ssize_t 
     ready = ready == 1 ? eng45_laid_out(&eng45_record, record) : ready;
     ready = ready == 1 ? eng45_laid_out(&eng45_breakdown, breakdown) : ready;
     if (ready != 1) return ready < 0 ? NULL : PyLong_FromLong(0);
-    PyObject *lo = eng45_get(windows, &eng45_windows, 0), *hi = eng45_get(windows, &eng45_windows, 1);
+    PyObject *lo = eng45_get(windows, &eng45_windows, 0);
+    PyObject *hi = eng45_get(windows, &eng45_windows, 1);
     PyObject *owner = eng45_get(windows, &eng45_windows, 2);
     PyObject *unions = eng45_get(breakdown, &eng45_breakdown, 0);
     if (lo == NULL || hi == NULL || owner == NULL || unions == NULL) return NULL;

@@ -291,9 +291,8 @@ def dump_manifest(manifest: dict, stream, read=None) -> None:
 
 def _head_text(head: dict) -> bytes:
     """The text of the manifest ``head`` (its entries a placeholder), ASCII bytes: by
-    ``_native.laid_out``
-    where built and every value is of the types it writes (its evidence may list a number per
-    iteration: the standard library's encoder and ``msgspec.json.format`` took some 4,000
+    ``_native.laid_out`` where built and every value is of the types it writes (its evidence
+    may list a number per iteration: the standard library's encoder and ``msgspec.json.format`` took some 4,000
     instructions an iteration of a split of 30 k one-op iterations, as many as the rest of
     the head), else by ``_laid_out`` (a number that is not finite written as null)."""
     native = stream_split.decode._native  # (read here: the tests switch it)
@@ -325,9 +324,8 @@ CHUNK_ENTRIES = 256
 
 def _chunk_text(entries: list, first: int = 0, not_finite: set | None = None) -> bytes:
     """The text (ASCII bytes) of ``entries`` (a list) inside the manifest's list of
-    iterations: from the
-    line break before the first to the end of the last (no comma after it), each at two
-    levels down. A number that is not finite is null (``finite``); the positions (``first``
+    iterations: from the line break before the first to the end of the last (no comma after
+    it), each at two levels down. A number that is not finite is null (``finite``); the positions (``first``
     the first's) of the entries that held one are added to ``not_finite``."""
     native = stream_split.decode._native  # (read here: the tests switch it)
     if native is not None and entries.__class__ is list:

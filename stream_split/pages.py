@@ -6,11 +6,12 @@ CPU ops, so no iteration is ever certain to be done before the input ends. Kept 
 trace of hundreds of thousands of iterations, or ``--follow`` on a server that runs for weeks,
 grows without limit: by under 1 KB per iteration on a CPU-only trace, by some 21 KB on the
 resnet training trace (pickled, at the end of the input). ``PagedList`` keeps them in pages
-of ``PAGE_ITEMS`` (more where its family's first pages pickle small: ``paged_lists``); the ``RESIDENT_PAGES`` used most recently stay in memory, the others are
-pickled to an unnamed temporary file (read back only by this process) and loaded again when
-an item of theirs is asked for. An iteration's state is touched while its events are decided,
-which in a file's order moves forward (the CPU sections, then the GPU block, each in time
-order), so few pages come back more than once or twice.
+of ``PAGE_ITEMS`` (more where its family's first pages pickle small: ``paged_lists``); the
+``RESIDENT_PAGES`` used most recently stay in memory, the others are pickled to an unnamed
+temporary file (read back only by this process) and loaded again when an item of theirs is
+asked for. An iteration's state is touched while its events are decided, which in a file's
+order moves forward (the CPU sections, then the GPU block, each in time order), so few pages
+come back more than once or twice.
 
 The items are mutable and callers change them in place (``record.events += 1``): a page is
 written back whole when it leaves memory, and only ``trim()`` makes one leave, so an item got
@@ -59,10 +60,7 @@ def paged_lists(directory: str | None = None):
     family = _Family()
 
     def make() -> "PagedList":
-        paged = PagedList(directory)
-        paged._family = family
-        family.members.append(paged)
-        return paged
+        return PagedList(directory, family=family)
     return make
 
 
@@ -155,7 +153,7 @@ class PagedList:
     page that leaves memory."""
 
     def __init__(self, directory: str | None = None, *, page_items: int = PAGE_ITEMS,
-                 resident_pages: int = RESIDENT_PAGES):
+                 resident_pages: int = RESIDENT_PAGES, family: "_Family | None" = None):
         self._directory = directory
         self._page_items = page_items
         self._resident_pages = resident_pages
@@ -177,7 +175,9 @@ class PagedList:
         #: Pages written to the file and read back from it (for tests and benchmarks).
         self.pages_written = 0
         self.pages_read = 0
-        self._family = None  # its ``paged_lists`` family, if any
+        self._family = family  # its ``paged_lists`` family, if any
+        if family is not None:
+            family.members.append(self)
 
     def __len__(self) -> int:
         return self._len
