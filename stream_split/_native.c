@@ -3832,6 +3832,119 @@ done:
     return result;
 }
 
+/* ---- rec46: SlotMaker: new objects of a class with __slots__, its layout read once ---- */
+
+/* slot_maker(cls, names, defaults, factories, given): a callable that makes what
+   ``fresh_with_slots(cls, names, defaults, factories, given, *values)`` makes of its values
+   (``defaults`` None: what ``one_with_slots(cls, names, *values)`` makes, every slot given
+   in order), the slots' offsets and the indices ``given`` read once, here, and the values
+   passed on as they came: a ``functools.partial`` of either (``records.made_one``,
+   ``records.made_fresh``) allocated a copy of its arguments each call past 5, and each call
+   looked the offsets up again. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyTypeObject *type;
+    PyObject *defaults, *factories;  /* tuples, or NULL: every slot given */
+    Py_ssize_t n, given;
+    Py_ssize_t offsets[SLOTS_MAX];
+    Py_ssize_t at[SLOTS_MAX];  /* the slot of each value given (an index of ``offsets``) */
+} SlotMakerObject;
+
+static PyObject *slot_maker_call(SlotMakerObject *maker, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != maker->given || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_Format(kwnames != NULL && PyTuple_GET_SIZE(kwnames) ? PyExc_TypeError
+                     : PyExc_ValueError, "a maker of %s takes %zd values by position",
+                     maker->type->tp_name, maker->given);
+        return NULL;
+    }
+    if (maker->defaults == NULL) return slotted(maker->type, maker->offsets, args, nargs);
+    PyObject *obj = maker->type->tp_alloc(maker->type, 0);
+    if (obj == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < maker->n; i++) {
+        PyObject *factory = PyTuple_GET_ITEM(maker->factories, i), *value;
+        if (factory == Py_None) value = Py_NewRef(PyTuple_GET_ITEM(maker->defaults, i));
+        else if (factory == (PyObject *)&PyDict_Type) value = PyDict_New();
+        else if (factory == (PyObject *)&PyList_Type) value = PyList_New(0);
+        else value = PyObject_CallNoArgs(factory);
+        if (value == NULL) {
+            Py_DECREF(obj);
+            return NULL;
+        }
+        Py_XSETREF(*(PyObject **)((char *)obj + maker->offsets[i]), value);
+    }
+    for (Py_ssize_t j = 0; j < nargs; j++)
+        Py_XSETREF(*(PyObject **)((char *)obj + maker->offsets[maker->at[j]]),
+                   Py_NewRef(args[j]));
+    return obj;
+}
+
+static void slot_maker_dealloc(SlotMakerObject *maker) {
+    Py_XDECREF(maker->type);
+    Py_XDECREF(maker->defaults);
+    Py_XDECREF(maker->factories);
+    PyObject_Free(maker);
+}
+
+static PyTypeObject SlotMakerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "stream_split._native.SlotMaker",
+    .tp_basicsize = sizeof(SlotMakerObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A maker of objects of a class with __slots__ (slot_maker).",
+    .tp_vectorcall_offset = offsetof(SlotMakerObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_dealloc = (destructor)slot_maker_dealloc,
+};
+
+/* The indices ``given`` (a tuple of ints, each below ``n``) into ``at``: 0, or -1 (an error). */
+static int slot_maker_given(PyObject *given, Py_ssize_t n, Py_ssize_t *at) {
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(given); j++) {
+        PyObject *index = PyTuple_GET_ITEM(given, j);
+        at[j] = PyLong_Check(index) ? PyLong_AsSsize_t(index) : -1;
+        if (at[j] < 0 || at[j] >= n) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "slot_maker() given: slot indices");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *slot_maker(PyObject *self, PyObject *args) {
+    PyObject *cls, *names, *defaults, *factories, *given;
+    if (!PyArg_ParseTuple(args, "O!O!OOO", &PyType_Type, &cls, &PyTuple_Type, &names,
+                          &defaults, &factories, &given))
+        return NULL;
+    PyTypeObject *type = (PyTypeObject *)cls;
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    int every = defaults == Py_None;
+    if (!makes_slotted(type, n, "slot_maker")) return NULL;
+    if (!every && (!PyTuple_Check(defaults) || !PyTuple_Check(factories) || !PyTuple_Check(given)
+                   || PyTuple_GET_SIZE(defaults) != n || PyTuple_GET_SIZE(factories) != n
+                   || PyTuple_GET_SIZE(given) > n)) {
+        PyErr_SetString(PyExc_ValueError, "slot_maker() takes a default and a factory a slot, "
+                        "and the indices given (or None, None, None: every slot given)");
+        return NULL;
+    }
+    SlotMakerObject *maker = PyObject_New(SlotMakerObject, &SlotMakerType);
+    if (maker == NULL) return NULL;
+    maker->vectorcall = (vectorcallfunc)slot_maker_call;
+    maker->type = (PyTypeObject *)Py_NewRef(cls);
+    maker->defaults = every ? NULL : Py_NewRef(defaults);
+    maker->factories = every ? NULL : Py_NewRef(factories);
+    maker->n = n;
+    maker->given = every ? n : PyTuple_GET_SIZE(given);
+    if (slot_offsets_found(type, names, maker->offsets) < 0
+            || (!every && slot_maker_given(given, n, maker->at) < 0)) {
+        Py_DECREF(maker);
+        return NULL;
+    }
+    return (PyObject *)maker;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped[, carryless]) -> (brackets, depths, "
@@ -3965,6 +4078,10 @@ static PyMethodDef methods[] = {
      "record_lines(records, layouts) -> bytes, or None: json_lines([r.to_dict(shared=True) "
      "for r in records]), a record of a class of layouts (records.LINE_LAYOUTS) written from "
      "its slots, no dict made (serialize.record_lines)."},
+    {"slot_maker", slot_maker, METH_VARARGS,
+     "slot_maker(cls, names, defaults, factories, given) -> a callable of the values given: "
+     "fresh_with_slots(cls, names, defaults, factories, given, *values) (defaults None: "
+     "one_with_slots(cls, names, *values)), its layout read once (records.made_one)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -3978,7 +4095,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     crc_table_make();
-    if (PyType_Ready(&NodeType) < 0) return NULL;
+    if (PyType_Ready(&NodeType) < 0 || PyType_Ready(&SlotMakerType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Node", (PyObject *)&NodeType) < 0) {

@@ -410,11 +410,12 @@ def made_of(cls):
 def made_one(cls):
     """``made_of(cls)`` for one record: a function of every field's value, in the
     constructor's order, giving the record, as ``cls(*values)`` makes it
-    (``_native.one_with_slots`` where built: no list nor row made for one record, no
-    argument tuple parsed; 0.22 against 0.48 µs a ``Boundary`` through ``made_of``)."""
+    (``_native.slot_maker`` where built: no list nor row made for one record, no argument
+    tuple parsed, nor copied as a ``partial`` of ``_native.one_with_slots`` copied its 7;
+    0.22 against 0.48 µs a ``Boundary`` through ``made_of``)."""
     if _native is None:
         return cls
-    return partial(_native.one_with_slots, cls, _fields_of(cls)[0])
+    return _native.slot_maker(cls, _fields_of(cls)[0], None, None, None)
 
 
 def made_fresh(cls, given: tuple):
@@ -458,9 +459,9 @@ def fresh_with_slots(cls, names: tuple, defaults, factories, given: tuple):
     slots of ``cls``) giving a new object of ``cls`` (no ``__init__`` called) whose slots
     hold ``defaults`` (the objects themselves) or, where ``factories`` has a callable, what it
     gives (a new empty dict, list, ...), those at ``given`` the values:
-    ``_native.fresh_with_slots`` (call only where built), no frame of Python an object."""
-    return partial(_native.fresh_with_slots, cls, names, tuple(defaults), tuple(factories),
-                   given)
+    ``_native.fresh_with_slots`` (call only where built), no frame of Python an object,
+    made by ``_native.slot_maker`` (its layout read once, its values not copied)."""
+    return _native.slot_maker(cls, names, tuple(defaults), tuple(factories), given)
 
 
 #: Defaults written as literals in ``made_fresh``'s functions (``repr`` gives them back).
