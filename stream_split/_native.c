@@ -3057,6 +3057,35 @@ done:
     return node;
 }
 
+/* ---- rec46: fresh_slotted: a new object's slots, defaults then the values given ---- */
+
+/* A new object of ``type`` (its ``tp_alloc``) whose slots at ``offsets`` (as many as
+   ``defaults``) hold ``defaults`` (the objects themselves) or, where ``factories`` has a
+   callable, what it gives called with nothing (``dict`` and ``list``: a new empty one, no
+   call), then those at ``offsets[at[j]]`` ``values[j]`` (``g`` of them): what
+   ``fresh_with_slots`` and a ``slot_maker`` of defaults make. */
+static PyObject *fresh_slotted(PyTypeObject *type, const Py_ssize_t *offsets, PyObject *defaults,
+                               PyObject *factories, const Py_ssize_t *at,
+                               PyObject *const *values, Py_ssize_t g) {
+    PyObject *obj = type->tp_alloc(type, 0);
+    if (obj == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(defaults); i++) {
+        PyObject *factory = PyTuple_GET_ITEM(factories, i), *value;
+        if (factory == Py_None) value = Py_NewRef(PyTuple_GET_ITEM(defaults, i));
+        else if (factory == (PyObject *)&PyDict_Type) value = PyDict_New();
+        else if (factory == (PyObject *)&PyList_Type) value = PyList_New(0);
+        else value = PyObject_CallNoArgs(factory);
+        if (value == NULL) {
+            Py_DECREF(obj);
+            return NULL;
+        }
+        Py_XSETREF(*(PyObject **)((char *)obj + offsets[i]), value);
+    }
+    for (Py_ssize_t j = 0; j < g; j++)
+        Py_XSETREF(*(PyObject **)((char *)obj + offsets[at[j]]), Py_NewRef(values[j]));
+    return obj;
+}
+
 /* ---- eng45: a new object of a class with __slots__, given values and defaults ---- */
 
 /* fresh_with_slots(cls, names, defaults, factories, given, *values): a new object of ``cls``
@@ -3094,23 +3123,7 @@ static PyObject *fresh_with_slots(PyObject *self, PyObject *const *args, Py_ssiz
         }
     }
     if (slot_offsets(type, names, offsets) < 0) return NULL;
-    PyObject *obj = type->tp_alloc(type, 0);
-    if (obj == NULL) return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *factory = PyTuple_GET_ITEM(factories, i), *value;
-        if (factory == Py_None) value = Py_NewRef(PyTuple_GET_ITEM(defaults, i));
-        else if (factory == (PyObject *)&PyDict_Type) value = PyDict_New();
-        else if (factory == (PyObject *)&PyList_Type) value = PyList_New(0);
-        else value = PyObject_CallNoArgs(factory);
-        if (value == NULL) {
-            Py_DECREF(obj);
-            return NULL;
-        }
-        Py_XSETREF(*(PyObject **)((char *)obj + offsets[i]), value);
-    }
-    for (Py_ssize_t j = 0; j < g; j++)
-        Py_XSETREF(*(PyObject **)((char *)obj + offsets[at[j]]), Py_NewRef(args[5 + j]));
-    return obj;
+    return fresh_slotted(type, offsets, defaults, factories, at, args + 5, g);
 }
 
 /* ---- eng45: held ops of the iteration at hand, owned in one call (engine._own_each) ---- */
@@ -3846,7 +3859,7 @@ typedef struct {
     vectorcallfunc vectorcall;
     PyTypeObject *type;
     PyObject *defaults, *factories;  /* tuples, or NULL: every slot given */
-    Py_ssize_t n, given;
+    Py_ssize_t given;
     Py_ssize_t offsets[SLOTS_MAX];
     Py_ssize_t at[SLOTS_MAX];  /* the slot of each value given (an index of ``offsets``) */
 } SlotMakerObject;
@@ -3861,24 +3874,8 @@ static PyObject *slot_maker_call(SlotMakerObject *maker, PyObject *const *args, 
         return NULL;
     }
     if (maker->defaults == NULL) return slotted(maker->type, maker->offsets, args, nargs);
-    PyObject *obj = maker->type->tp_alloc(maker->type, 0);
-    if (obj == NULL) return NULL;
-    for (Py_ssize_t i = 0; i < maker->n; i++) {
-        PyObject *factory = PyTuple_GET_ITEM(maker->factories, i), *value;
-        if (factory == Py_None) value = Py_NewRef(PyTuple_GET_ITEM(maker->defaults, i));
-        else if (factory == (PyObject *)&PyDict_Type) value = PyDict_New();
-        else if (factory == (PyObject *)&PyList_Type) value = PyList_New(0);
-        else value = PyObject_CallNoArgs(factory);
-        if (value == NULL) {
-            Py_DECREF(obj);
-            return NULL;
-        }
-        Py_XSETREF(*(PyObject **)((char *)obj + maker->offsets[i]), value);
-    }
-    for (Py_ssize_t j = 0; j < nargs; j++)
-        Py_XSETREF(*(PyObject **)((char *)obj + maker->offsets[maker->at[j]]),
-                   Py_NewRef(args[j]));
-    return obj;
+    return fresh_slotted(maker->type, maker->offsets, maker->defaults, maker->factories,
+                         maker->at, args, nargs);
 }
 
 static void slot_maker_dealloc(SlotMakerObject *maker) {
@@ -3935,7 +3932,6 @@ static PyObject *slot_maker(PyObject *self, PyObject *args) {
     maker->type = (PyTypeObject *)Py_NewRef(cls);
     maker->defaults = every ? NULL : Py_NewRef(defaults);
     maker->factories = every ? NULL : Py_NewRef(factories);
-    maker->n = n;
     maker->given = every ? n : PyTuple_GET_SIZE(given);
     if (slot_offsets_found(type, names, maker->offsets) < 0
             || (!every && slot_maker_given(given, n, maker->at) < 0)) {
