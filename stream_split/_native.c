@@ -3057,6 +3057,35 @@ done:
     return node;
 }
 
+/* ---- rec46: fresh_slotted: a new object's slots, defaults then the values given ---- */
+
+/* A new object of ``type`` (its ``tp_alloc``) whose slots at ``offsets`` (as many as
+   ``defaults``) hold ``defaults`` (the objects themselves) or, where ``factories`` has a
+   callable, what it gives called with nothing (``dict`` and ``list``: a new empty one, no
+   call), then those at ``offsets[at[j]]`` ``values[j]`` (``g`` of them): what
+   ``fresh_with_slots`` and a ``slot_maker`` of defaults make. */
+static PyObject *fresh_slotted(PyTypeObject *type, const Py_ssize_t *offsets, PyObject *defaults,
+                               PyObject *factories, const Py_ssize_t *at,
+                               PyObject *const *values, Py_ssize_t g) {
+    PyObject *obj = type->tp_alloc(type, 0);
+    if (obj == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(defaults); i++) {
+        PyObject *factory = PyTuple_GET_ITEM(factories, i), *value;
+        if (factory == Py_None) value = Py_NewRef(PyTuple_GET_ITEM(defaults, i));
+        else if (factory == (PyObject *)&PyDict_Type) value = PyDict_New();
+        else if (factory == (PyObject *)&PyList_Type) value = PyList_New(0);
+        else value = PyObject_CallNoArgs(factory);
+        if (value == NULL) {
+            Py_DECREF(obj);
+            return NULL;
+        }
+        Py_XSETREF(*(PyObject **)((char *)obj + offsets[i]), value);
+    }
+    for (Py_ssize_t j = 0; j < g; j++)
+        Py_XSETREF(*(PyObject **)((char *)obj + offsets[at[j]]), Py_NewRef(values[j]));
+    return obj;
+}
+
 /* ---- eng45: a new object of a class with __slots__, given values and defaults ---- */
 
 /* fresh_with_slots(cls, names, defaults, factories, given, *values): a new object of ``cls``
@@ -3094,23 +3123,7 @@ static PyObject *fresh_with_slots(PyObject *self, PyObject *const *args, Py_ssiz
         }
     }
     if (slot_offsets(type, names, offsets) < 0) return NULL;
-    PyObject *obj = type->tp_alloc(type, 0);
-    if (obj == NULL) return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *factory = PyTuple_GET_ITEM(factories, i), *value;
-        if (factory == Py_None) value = Py_NewRef(PyTuple_GET_ITEM(defaults, i));
-        else if (factory == (PyObject *)&PyDict_Type) value = PyDict_New();
-        else if (factory == (PyObject *)&PyList_Type) value = PyList_New(0);
-        else value = PyObject_CallNoArgs(factory);
-        if (value == NULL) {
-            Py_DECREF(obj);
-            return NULL;
-        }
-        Py_XSETREF(*(PyObject **)((char *)obj + offsets[i]), value);
-    }
-    for (Py_ssize_t j = 0; j < g; j++)
-        Py_XSETREF(*(PyObject **)((char *)obj + offsets[at[j]]), Py_NewRef(args[5 + j]));
-    return obj;
+    return fresh_slotted(type, offsets, defaults, factories, at, args + 5, g);
 }
 
 /* ---- eng45: held ops of the iteration at hand, owned in one call (engine._own_each) ---- */
@@ -3650,6 +3663,284 @@ done:
     return result;
 }
 
+/* ---- rec46: record_lines: records as their JSON lines, from their slots (no dict) ---- */
+
+/* A class's ``records.line_layout``, read once a ``record_lines`` call: ``count`` items, each
+   a key (``keys``) and a kind (``kinds``: ``c`` the constant at the same place, ``v`` a slot
+   as it is, ``r`` one rounded (``rounded3``, truthy), ``d`` ``round(end - start, 3)`` of two,
+   ``w`` the ``d`` written before where a slot is None, else the property of the key's name),
+   ``offsets`` the slots read in order, ``extra`` the offset of the dict spread at the end
+   (-1: none). */
+#define LINE_LAYOUTS_MAX 4
+typedef struct {
+    PyTypeObject *type;
+    PyObject *keys, *constants;
+    const char *kinds;
+    Py_ssize_t count, extra;
+    Py_ssize_t offsets[SLOTS_MAX];
+} LineLayout;
+
+/* ``layout`` read from ``spec`` (a ``line_layout`` tuple) for ``type``: 0, or -1 (an error). */
+static int line_layout_read(LineLayout *layout, PyTypeObject *type, PyObject *spec) {
+    PyObject *keys, *kinds, *slots, *constants;
+    int spread;
+    if (!PyTuple_Check(spec) || !PyArg_ParseTuple(spec, "O!O!O!O!p", &PyTuple_Type, &keys,
+                                                  &PyBytes_Type, &kinds, &PyTuple_Type, &slots,
+                                                  &PyTuple_Type, &constants, &spread)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "record_lines(): a layout");
+        return -1;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(keys), reads = 0;
+    const char *k = PyBytes_AS_STRING(kinds);
+    if (PyBytes_GET_SIZE(kinds) != count || PyTuple_GET_SIZE(constants) != count) {
+        PyErr_SetString(PyExc_ValueError, "record_lines(): a kind and a constant a key");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(keys, i)) || !strchr("cvrdw", k[i]) || !k[i]) {
+            PyErr_SetString(PyExc_ValueError, "record_lines(): str keys, kinds of \"cvrdw\"");
+            return -1;
+        }
+        if (k[i] == 'w' && !memchr(k, 'd', (size_t)i)) {
+            PyErr_SetString(PyExc_ValueError, "record_lines(): a \"w\" after a \"d\"");
+            return -1;
+        }
+        reads += k[i] == 'c' ? 0 : k[i] == 'd' ? 2 : 1;
+    }
+    if (PyTuple_GET_SIZE(slots) != reads + spread || reads + spread > SLOTS_MAX) {
+        PyErr_SetString(PyExc_ValueError, "record_lines(): the slots its kinds read");
+        return -1;
+    }
+    if (!makes_slotted(type, reads + spread, "record_lines")
+            || slot_offsets(type, slots, layout->offsets) < 0)
+        return -1;
+    layout->type = type;
+    layout->keys = keys;
+    layout->constants = constants;
+    layout->kinds = k;
+    layout->count = count;
+    layout->extra = spread ? layout->offsets[reads] : -1;
+    return 0;
+}
+
+/* ``value`` (a new reference, or NULL: an error) written compact, then released: 0, -1 or 1
+   (``compact_value``'s answers). Floats and ints only (nothing remembered by its address). */
+static int compact_made(Text *text, PyObject *value) {
+    if (value == NULL) return -1;
+    int result = compact_value(text, value, 0);
+    Py_DECREF(value);
+    return result;
+}
+
+/* ``round(end - start, 3)`` written: two floats subtracted here where the difference is its
+   own rounding (0, whole, not finite: ``rounded3``'s rule), else as Python computes it. */
+static int line_duration(Text *text, PyObject *end, PyObject *start) {
+    if (PyFloat_CheckExact(end) && PyFloat_CheckExact(start)) {
+        double d = PyFloat_AS_DOUBLE(end) - PyFloat_AS_DOUBLE(start);
+        if (d == 0.0 || !isfinite(d) || d == floor(d)) return compact_float(text, d);
+    }
+    PyObject *difference = PyNumber_Subtract(end, start);
+    if (difference == NULL) return -1;
+    PyObject *value = rounded3(difference, 0);
+    Py_DECREF(difference);
+    return compact_made(text, value);
+}
+
+/* The JSON line of ``obj`` by ``layout`` (``compact_value``'s answers), or 2 where it is to be
+   written from its dict (a slot not set, an ``extra`` not an empty dict): nothing written. */
+static int record_line(Text *text, PyObject *obj, const LineLayout *layout) {
+    const Py_ssize_t *at = layout->offsets;
+    #define SLOT(offset) (*(PyObject **)((char *)obj + (offset)))
+    if (layout->extra >= 0) {
+        PyObject *extra = SLOT(layout->extra);
+        if (extra == NULL || !PyDict_CheckExact(extra) || PyDict_GET_SIZE(extra)) return 2;
+    }
+    Py_ssize_t begin = text->size, duration = 0, duration_end = 0;
+    int result = text_add(text, "{", 1);
+    for (Py_ssize_t i = 0; result == 0 && i < layout->count; i++) {
+        char kind = layout->kinds[i];
+        PyObject *value = kind == 'c' ? PyTuple_GET_ITEM(layout->constants, i) : SLOT(*at);
+        if (value == NULL || (kind == 'd' && SLOT(at[1]) == NULL)) {
+            text->size = begin;
+            return 2;
+        }
+        at += kind == 'c' ? 0 : kind == 'd' ? 2 : 1;
+        if ((result = compact_key(text, PyTuple_GET_ITEM(layout->keys, i), i == 0)) != 0) break;
+        if (kind == 'c' || kind == 'v') {
+            result = compact_value(text, value, 1);
+        } else if (kind == 'r') {
+            result = compact_made(text, rounded3(value, 1));
+        } else if (kind == 'd') {
+            duration = text->size;
+            result = line_duration(text, value, SLOT(at[-1]));
+            duration_end = text->size;
+        } else if (value != Py_None) {  /* 'w': the property */
+            result = compact_made(text, PyObject_GetAttr(obj, PyTuple_GET_ITEM(layout->keys, i)));
+        } else if ((result = text_room(text, duration_end - duration)) == 0) {
+            memcpy(text->at + text->size, text->at + duration, (size_t)(duration_end - duration));
+            text->size += duration_end - duration;
+        }
+    }
+    #undef SLOT
+    return result ? result : text_add(text, "}\n", 2);
+}
+
+/* The layout of ``obj``'s class among ``known`` (``*count`` of them), read from ``layouts``
+   where not yet; NULL: none there (or an error, set). */
+static const LineLayout *line_layout_of(PyObject *obj, PyObject *layouts, LineLayout *known,
+                                        int *count) {
+    PyTypeObject *type = Py_TYPE(obj);
+    for (int k = 0; k < *count; k++)
+        if (known[k].type == type) return &known[k];
+    PyObject *spec = PyDict_GetItemWithError(layouts, (PyObject *)type);
+    if (spec == NULL || *count == LINE_LAYOUTS_MAX) return NULL;
+    if (line_layout_read(&known[*count], type, spec) < 0) return NULL;
+    return &known[(*count)++];
+}
+
+/* The line of ``obj`` from its ``to_dict(True)``, which ``held`` keeps (the strs written are
+   remembered by their address for the rest of the call). */
+static int record_dict_line(Text *text, PyObject *obj, PyObject *held) {
+    PyObject *d = PyObject_CallMethod(obj, "to_dict", "O", Py_True);
+    if (d == NULL) return -1;
+    int kept = PyList_Append(held, d);
+    Py_DECREF(d);
+    if (kept < 0) return -1;
+    int result = compact_value(text, d, 0);
+    return result ? result : text_add(text, "\n", 1);
+}
+
+/* record_lines(records, layouts): ``json_lines([r.to_dict(shared=True) for r in records])``,
+   each record of a class of ``layouts`` (class -> ``records.line_layout``) written from its
+   slots (no dict made, no frame of Python), any other from its dict; None as json_lines. */
+static PyObject *record_lines(PyObject *self, PyObject *args) {
+    PyObject *records, *layouts;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &records, &PyDict_Type, &layouts))
+        return NULL;
+    Text text = {NULL, 0, 0, {NULL}, NULL};
+    LineLayout known[LINE_LAYOUTS_MAX];
+    int count = 0;
+    PyObject *result = NULL, *held = PyList_New(0);
+    Py_ssize_t n = PyList_GET_SIZE(records);
+    if (held == NULL || text_room(&text, JSON_LINE_BYTES * (n < JSON_LINES_AT_ONCE ? n
+                                                            : JSON_LINES_AT_ONCE) + 1) < 0)
+        goto done;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(records); k++) {
+        PyObject *obj = Py_NewRef(PyList_GET_ITEM(records, k));  /* (held: Python may run) */
+        const LineLayout *layout = line_layout_of(obj, layouts, known, &count);
+        int made = layout == NULL ? (PyErr_Occurred() ? -1 : 2) : record_line(&text, obj, layout);
+        if (made == 2) made = record_dict_line(&text, obj, held);
+        Py_DECREF(obj);
+        if (made < 0) goto done;
+        if (made > 0) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    result = PyBytes_FromStringAndSize(text.at, text.size);
+done:
+    Py_XDECREF(held);
+    PyMem_Free(text.at);
+    PyMem_Free(text.keys);
+    return result;
+}
+
+/* ---- rec46: SlotMaker: new objects of a class with __slots__, its layout read once ---- */
+
+/* slot_maker(cls, names, defaults, factories, given): a callable that makes what
+   ``fresh_with_slots(cls, names, defaults, factories, given, *values)`` makes of its values
+   (``defaults`` None: what ``one_with_slots(cls, names, *values)`` makes, every slot given
+   in order), the slots' offsets and the indices ``given`` read once, here, and the values
+   passed on as they came: a ``functools.partial`` of either (``records.made_one``,
+   ``records.made_fresh``) allocated a copy of its arguments each call past 5, and each call
+   looked the offsets up again. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyTypeObject *type;
+    PyObject *defaults, *factories;  /* tuples, or NULL: every slot given */
+    Py_ssize_t given;
+    Py_ssize_t offsets[SLOTS_MAX];
+    Py_ssize_t at[SLOTS_MAX];  /* the slot of each value given (an index of ``offsets``) */
+} SlotMakerObject;
+
+static PyObject *slot_maker_call(SlotMakerObject *maker, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != maker->given || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_Format(kwnames != NULL && PyTuple_GET_SIZE(kwnames) ? PyExc_TypeError
+                     : PyExc_ValueError, "a maker of %s takes %zd values by position",
+                     maker->type->tp_name, maker->given);
+        return NULL;
+    }
+    if (maker->defaults == NULL) return slotted(maker->type, maker->offsets, args, nargs);
+    return fresh_slotted(maker->type, maker->offsets, maker->defaults, maker->factories,
+                         maker->at, args, nargs);
+}
+
+static void slot_maker_dealloc(SlotMakerObject *maker) {
+    Py_XDECREF(maker->type);
+    Py_XDECREF(maker->defaults);
+    Py_XDECREF(maker->factories);
+    PyObject_Free(maker);
+}
+
+static PyTypeObject SlotMakerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "stream_split._native.SlotMaker",
+    .tp_basicsize = sizeof(SlotMakerObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A maker of objects of a class with __slots__ (slot_maker).",
+    .tp_vectorcall_offset = offsetof(SlotMakerObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_dealloc = (destructor)slot_maker_dealloc,
+};
+
+/* The indices ``given`` (a tuple of ints, each below ``n``) into ``at``: 0, or -1 (an error). */
+static int slot_maker_given(PyObject *given, Py_ssize_t n, Py_ssize_t *at) {
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(given); j++) {
+        PyObject *index = PyTuple_GET_ITEM(given, j);
+        at[j] = PyLong_Check(index) ? PyLong_AsSsize_t(index) : -1;
+        if (at[j] < 0 || at[j] >= n) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "slot_maker() given: slot indices");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *slot_maker(PyObject *self, PyObject *args) {
+    PyObject *cls, *names, *defaults, *factories, *given;
+    if (!PyArg_ParseTuple(args, "O!O!OOO", &PyType_Type, &cls, &PyTuple_Type, &names,
+                          &defaults, &factories, &given))
+        return NULL;
+    PyTypeObject *type = (PyTypeObject *)cls;
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    int every = defaults == Py_None;
+    if (!makes_slotted(type, n, "slot_maker")) return NULL;
+    if (!every && (!PyTuple_Check(defaults) || !PyTuple_Check(factories) || !PyTuple_Check(given)
+                   || PyTuple_GET_SIZE(defaults) != n || PyTuple_GET_SIZE(factories) != n
+                   || PyTuple_GET_SIZE(given) > n)) {
+        PyErr_SetString(PyExc_ValueError, "slot_maker() takes a default and a factory a slot, "
+                        "and the indices given (or None, None, None: every slot given)");
+        return NULL;
+    }
+    SlotMakerObject *maker = PyObject_New(SlotMakerObject, &SlotMakerType);
+    if (maker == NULL) return NULL;
+    maker->vectorcall = (vectorcallfunc)slot_maker_call;
+    maker->type = (PyTypeObject *)Py_NewRef(cls);
+    maker->defaults = every ? NULL : Py_NewRef(defaults);
+    maker->factories = every ? NULL : Py_NewRef(factories);
+    maker->given = every ? n : PyTuple_GET_SIZE(given);
+    if (slot_offsets_found(type, names, maker->offsets) < 0
+            || (!every && slot_maker_given(given, n, maker->at) < 0)) {
+        Py_DECREF(maker);
+        return NULL;
+    }
+    return (PyObject *)maker;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped[, carryless]) -> (brackets, depths, "
@@ -3778,6 +4069,15 @@ static PyMethodDef methods[] = {
      "json_lines(values) -> bytes, or None: each of values (a list) as orjson.dumps writes it "
      "(a float not finite as null), a line each; None where it may write one otherwise or "
      "refuse it (the caller encodes them: serialize.json_lines)."},
+    /* ---- rec46 ---- */
+    {"record_lines", record_lines, METH_VARARGS,
+     "record_lines(records, layouts) -> bytes, or None: json_lines([r.to_dict(shared=True) "
+     "for r in records]), a record of a class of layouts (records.LINE_LAYOUTS) written from "
+     "its slots, no dict made (serialize.record_lines)."},
+    {"slot_maker", slot_maker, METH_VARARGS,
+     "slot_maker(cls, names, defaults, factories, given) -> a callable of the values given: "
+     "fresh_with_slots(cls, names, defaults, factories, given, *values) (defaults None: "
+     "one_with_slots(cls, names, *values)), its layout read once (records.made_one)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -3791,7 +4091,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     crc_table_make();
-    if (PyType_Ready(&NodeType) < 0) return NULL;
+    if (PyType_Ready(&NodeType) < 0 || PyType_Ready(&SlotMakerType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Node", (PyObject *)&NodeType) < 0) {

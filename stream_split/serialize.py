@@ -16,6 +16,7 @@ import re
 
 import orjson
 
+from stream_split.core.records import LINE_LAYOUTS
 from stream_split.native import NATIVE as _native  # (None: the Python fallbacks)
 
 
@@ -58,6 +59,19 @@ def json_lines(values: list) -> bytes:
         if lines is not None:
             return lines
     return b"".join([strict_event_json(value) + b"\n" for value in values])
+
+
+def record_lines(records) -> bytes:
+    """``json_lines`` of each record's ``to_dict(shared=True)`` (the JSONL records of
+    ``boundaries``): by ``_native.record_lines`` where built, each record of a class of
+    ``records.LINE_LAYOUTS`` written from its slots, no dict made (callgrind, boundaries of
+    30 k one-op iterations: see ``write.JsonlRecordSink``); else from their dicts."""
+    if _native is not None:
+        lines = _native.record_lines(records if records.__class__ is list else list(records),
+                                     LINE_LAYOUTS)
+        if lines is not None:
+            return lines
+    return json_lines([record.to_dict(shared=True) for record in records])
 
 
 def spaced_json(value) -> bytes:

@@ -52,7 +52,7 @@ from isal import isal_zlib
 import stream_split
 from stream_split.errors import WriteInterrupted
 from stream_split.pages import reading
-from stream_split.serialize import (event_json, json_lines, spaced_json,
+from stream_split.serialize import (event_json, record_lines, spaced_json,
                                     walked_finite)
 from stream_split.trace_format import ANNOTATION_CAT, PROFILER_STEP_PREFIX
 from stream_split.core.records import (
@@ -1336,7 +1336,7 @@ class JsonlRecordSink:
         self.write_many((record,))
 
     def write_many(self, records) -> None:
-        self._stream.write(json_lines([record.to_dict(shared=True) for record in records]))
+        self._stream.write(record_lines(records))
         self._stream.flush()
 
     def close(self) -> None:

@@ -39,7 +39,7 @@ import re
 import sys
 from array import array
 from bisect import bisect_left
-from functools import lru_cache, partial
+from functools import lru_cache
 from itertools import chain, islice, repeat, starmap
 from operator import add, attrgetter, sub
 
@@ -325,10 +325,10 @@ def _union_of(state: tuple) -> IntervalUnion:
 
 
 #: A union whose slots hold these values, in the order of ``__slots__`` (``_native.
-#: one_with_slots`` where built: no frame of Python; a breakdown's first op of a thread, once
-#: an iteration on a trace of one-op iterations).
-union_with = (partial(_native.one_with_slots, IntervalUnion, IntervalUnion.__slots__)
-               if _native is not None else lambda *state: _union_of(state))
+#: slot_maker`` where built, ``one_with_slots``'s object: no frame of Python; a breakdown's
+#: first op of a thread, once an iteration on a trace of one-op iterations).
+union_with = (_native.slot_maker(IntervalUnion, IntervalUnion.__slots__, None, None, None)
+              if _native is not None else lambda *state: _union_of(state))
 
 
 def _breakdown_of(layers: list, kernels: dict, cpu_ops: dict, *rest) -> "IterationBreakdown":

@@ -119,6 +119,25 @@ def _scalar_fields(cls) -> tuple:
     return tuple(f.name for f in fields(cls) if f.name not in NESTED_FIELDS)
 
 
+#: The kinds of value of ``_record_items`` (a letter each: ``_native.record_lines`` reads them).
+_AS_IS, _ROUNDED, _DURATION, _WALL, _CONSTANT = "v", "r", "d", "w", "c"
+
+
+def _record_items(cls) -> list:
+    """``(key, kind)`` of each item of ``IterationRecord.to_dict``'s dict after ``type`` and
+    before ``extra``'s keys, in order, for the dataclass ``cls``: the one place that orders
+    them (``_dict_of`` writes its functions from them, ``line_layout`` its layout). Its
+    fields but ``NESTED_FIELDS`` as they are (``_AS_IS``; ``_ROUNDED_FIELDS``:
+    ``rounded_us``, ``_ROUNDED``), then ``duration_us`` (``_DURATION``: ``end_ts - start_ts``
+    rounded), ``wall_us`` (``_WALL``: ``duration_us`` where ``gpu_start_ts`` is None, else
+    the property) and ``breakdown``."""
+    scalars = _scalar_fields(cls)
+    if not all(map(str.isidentifier, scalars)):
+        raise ValueError(f"not field names: {scalars!r}")
+    return [(name, _ROUNDED if name in _ROUNDED_FIELDS else _AS_IS) for name in scalars] + [
+        ("duration_us", _DURATION), ("wall_us", _WALL), ("breakdown", _AS_IS)]
+
+
 def _dict_of(cls, record_type: str | None, method: bool = False):
     """A function of a record of ``cls`` (``IterationRecord``) and a file name giving
     ``to_dict(shared=True)``'s dict before ``extra`` is spread: ``{"type": record_type}``
@@ -138,22 +157,14 @@ def _dict_of(cls, record_type: str | None, method: bool = False):
     the same dict, its file the record's, ``breakdown`` copied unless ``shared``, and
     ``extra``'s keys spread at the end (one frame of Python a record, not two: a
     ``boundaries`` run writes every record so)."""
-    scalars = _scalar_fields(cls)
-    if not all(map(str.isidentifier, scalars)):
-        raise ValueError(f"not field names: {scalars!r}")
-    stores = []
-    for name in scalars:
-        value = f"r.{name}"
-        if name == "file":
-            value = "r.file" if method else "file"
-        elif name in _ROUNDED_FIELDS:  # ``rounded_us``, inline
-            value = f"round(r.{name}, 3) if r.{name} else r.{name}"
-        stores.append((name, value))
-    # ``duration_us``'s and ``wall_us``'s values, inline (without GPU work its wall span is
-    # its CPU window: no second ``round``, some 2,000 instructions)
-    stores += [("duration_us", "duration = round(r.end_ts - r.start_ts, 3)"),
-               ("wall_us", "duration if r.gpu_start_ts is None else r.wall_us"),
-               ("breakdown", "r.breakdown")]
+    expressions = {  # each kind of ``_record_items``' value (``rounded_us`` inline; without
+        # GPU work its wall span is its CPU window: no second ``round``, some 2,000
+        # instructions)
+        _AS_IS: "r.{}", _ROUNDED: "round(r.{0}, 3) if r.{0} else r.{0}",
+        _DURATION: "duration = round(r.end_ts - r.start_ts, 3)",
+        _WALL: "duration if r.gpu_start_ts is None else r.wall_us"}
+    stores = [(name, "file" if name == "file" and not method else expressions[how].format(name))
+              for name, how in _record_items(cls)]
     template = {} if record_type is None else {"type": record_type}
     template.update(dict.fromkeys(name for name, _ in stores))
     lines = ["def to_dict(r, shared=False):" if method else "def dict_of(r, file):",
@@ -399,11 +410,12 @@ def made_of(cls):
 def made_one(cls):
     """``made_of(cls)`` for one record: a function of every field's value, in the
     constructor's order, giving the record, as ``cls(*values)`` makes it
-    (``_native.one_with_slots`` where built: no list nor row made for one record, no
-    argument tuple parsed; 0.22 against 0.48 µs a ``Boundary`` through ``made_of``)."""
+    (``_native.slot_maker`` where built: no list nor row made for one record, no argument
+    tuple parsed, nor copied as a ``partial`` of ``_native.one_with_slots`` copied its 7;
+    0.22 against 0.48 µs a ``Boundary`` through ``made_of``)."""
     if _native is None:
         return cls
-    return partial(_native.one_with_slots, cls, _fields_of(cls)[0])
+    return _native.slot_maker(cls, _fields_of(cls)[0], None, None, None)
 
 
 def made_fresh(cls, given: tuple):
@@ -447,9 +459,9 @@ def fresh_with_slots(cls, names: tuple, defaults, factories, given: tuple):
     slots of ``cls``) giving a new object of ``cls`` (no ``__init__`` called) whose slots
     hold ``defaults`` (the objects themselves) or, where ``factories`` has a callable, what it
     gives (a new empty dict, list, ...), those at ``given`` the values:
-    ``_native.fresh_with_slots`` (call only where built), no frame of Python an object."""
-    return partial(_native.fresh_with_slots, cls, names, tuple(defaults), tuple(factories),
-                   given)
+    ``_native.fresh_with_slots`` (call only where built), no frame of Python an object,
+    made by ``_native.slot_maker`` (its layout read once, its values not copied)."""
+    return _native.slot_maker(cls, names, tuple(defaults), tuple(factories), given)
 
 
 #: Defaults written as literals in ``made_fresh``'s functions (``repr`` gives them back).
@@ -460,6 +472,33 @@ _INF = float("inf")
 IterationRecord.pack_page, IterationRecord.unpack_page = (
     (_record_values, _records_of) if _native is None
     else (_native_record_columns, _native_records_of))
+
+
+def line_layout(cls, record_type: str) -> tuple:
+    """How ``_native.record_lines`` writes a record of the dataclass ``cls`` as its
+    ``to_dict(shared=True)``'s JSON line, from its slots, no dict made: ``(keys, kinds,
+    slots, constants, spread)``, a key and a kind (an ASCII letter of ``_record_items``') an
+    item in order, ``type`` first (``_CONSTANT``: ``constants``' value at the same place);
+    ``slots``, the names of the slots read, in order: one an item ``_AS_IS`` or ``_ROUNDED``,
+    ``end_ts`` and ``start_ts`` for ``_DURATION``, ``gpu_start_ts`` for ``_WALL`` (its value
+    else the property of the key's name), then, where ``spread`` (``IterationRecord``),
+    ``extra``, whose dict, where not empty, is spread at the end (the record is then written
+    from its dict). A dataclass of scalars (``Boundary``): its fields in order, as they are."""
+    items = _record_items(cls) if cls is IterationRecord else [
+        (name, _AS_IS) for name in _fields_of(cls)[0]]
+    reads = {_AS_IS: None, _ROUNDED: None, _DURATION: ("end_ts", "start_ts"),
+             _WALL: ("gpu_start_ts",)}
+    spread = cls is IterationRecord
+    slots = tuple(name for key, how in items for name in (reads[how] or (key,)))
+    return (("type", *(key for key, _ in items)),
+            (_CONSTANT + "".join(how for _, how in items)).encode("ascii"),
+            slots + ("extra",) * spread, (record_type, *(None for _ in items)), spread)
+
+
+#: ``line_layout`` of each class of record that ``boundaries`` writes (``serialize.record_lines``).
+LINE_LAYOUTS = {Boundary: line_layout(Boundary, "boundary"),
+                Revision: line_layout(Revision, "revision"),
+                IterationRecord: line_layout(IterationRecord, "iteration")}
 
 
 def slots_reduce(obj) -> tuple:

@@ -1,5 +1,5 @@
-"""Records made and paged in native code (``_native.slot_rows``, ``with_slots`` and
-``one_with_slots``, where it is built) are those of their Python fallbacks
+"""Records made and paged in native code (``_native.slot_rows``, ``with_slots``,
+``one_with_slots`` and ``slot_maker``, where it is built) are those of their Python fallbacks
 (``records._record_values``, ``_records_of``, ``made_of``'s ``cls(*row)`` and ``made_one``'s
 ``cls(*values)``): the same values, of the same types, in the same fields."""
 import pytest
@@ -226,3 +226,37 @@ def test_a_new_breakdown_is_the_one_its_constructor_makes():
     assert all(a is not b for a, b in zip(breakdown._BREAKDOWN_STATE(made),
                                           breakdown._BREAKDOWN_STATE(other))
                if a.__class__ in (list, dict))  # each container anew
+
+
+@needs_native
+@given(st.lists(_scalars, min_size=4, max_size=4))
+@settings(max_examples=40, deadline=None)
+def test_a_slot_maker_makes_what_one_with_slots_and_fresh_with_slots_make(values):
+    """``_native.slot_maker`` (``made_one``, ``fresh_with_slots``, ``union_with``): the
+    object ``one_with_slots`` (every slot given) and ``fresh_with_slots`` (defaults) make."""
+    names = IntervalUnion.__slots__
+    every = _native.slot_maker(IntervalUnion, names, None, None, None)
+    assert _same_fields(every(*values), _native.one_with_slots(IntervalUnion, names, *values))
+    spec = (IntervalUnion, names, (None, None, 1.5, True), (list, None, None, None), (1, 3))
+    fresh = _native.slot_maker(*spec)
+    assert _same_fields(fresh(values[0], values[1]),
+                        _native.fresh_with_slots(*spec, values[0], values[1]))
+    assert made_one(Boundary).__class__.__name__ == "SlotMaker"
+
+
+@needs_native
+def test_a_slot_maker_refuses_what_it_cannot_make():
+    names = IntervalUnion.__slots__
+    every = _native.slot_maker(IntervalUnion, names, None, None, None)
+    with pytest.raises(ValueError):
+        every(1, 2, 3)  # a value short
+    with pytest.raises(TypeError):
+        every(1, 2, 3, starts=4)  # by keyword
+    with pytest.raises(ValueError):  # no such slot
+        _native.slot_maker(IntervalUnion, ("nope",), None, None, None)
+    with pytest.raises(ValueError):  # an index past the slots
+        _native.slot_maker(IntervalUnion, names, (None,) * 4, (None,) * 4, (4,))
+    with pytest.raises(ValueError):  # a default short
+        _native.slot_maker(IntervalUnion, names, (None,) * 3, (None,) * 4, ())
+    with pytest.raises(TypeError):  # not a class of Python
+        _native.slot_maker(int, (), None, None, None)

@@ -156,3 +156,75 @@ def test_the_records_sink_writes_each_record_as_its_strict_event_json_line():
     stream = io.BytesIO()
     JsonlRecordSink(stream).write_many(records)
     assert stream.getvalue() == _fallback_lines([r.to_dict(shared=True) for r in records])
+
+
+# ``record_lines``: ``_native.record_lines`` (a record written from its slots, no dict made)
+# against ``json_lines`` of each record's ``to_dict(shared=True)`` (its fallback)
+
+from stream_split.core.records import (LINE_LAYOUTS, Boundary, IterationRecord,  # noqa: E402
+                                       Revision, line_layout)
+from stream_split.serialize import record_lines  # noqa: E402
+
+_TIMES = st.one_of(st.integers(-(2 ** 40), 2 ** 40), _FLOATS)
+_NUMBERS = st.one_of(st.integers(0, 10 ** 6), _FLOATS)
+_TEXTS = st.one_of(st.text(max_size=12), st.sampled_from(["", "train_step", "a\\b\"c", "\x7f"]))
+_RECORDS = st.builds(
+    IterationRecord, index=st.integers(0, 10 ** 6), kind=_TEXTS, start_ts=_TIMES,
+    end_ts=_TIMES, first_op=_TEXTS, events=st.integers(0, 99), gpu_busy_us=_NUMBERS,
+    gpu_active_us=_NUMBERS, complete=st.booleans(), file=_TEXTS,
+    outlier_reason=st.one_of(st.none(), _TEXTS), step=st.one_of(st.none(), st.integers()),
+    phase=st.one_of(st.none(), _TEXTS),
+    breakdown=st.one_of(st.none(), st.dictionaries(st.text(max_size=8), _VALUES, max_size=4)),
+    extra=st.one_of(st.just({}), st.dictionaries(
+        st.sampled_from(["rank", "index", "type", "wall_us", "x"]), _SCALARS, max_size=2)))
+
+
+def _with_gpu_span(record: IterationRecord, span) -> IterationRecord:
+    """``record`` with its GPU work's start and end ``span`` (None: none)."""
+    record.gpu_start_ts, record.gpu_end_ts = span or (None, None)
+    return record
+
+
+_RECORDS = st.builds(_with_gpu_span, _RECORDS, st.one_of(st.none(), st.tuples(_TIMES, _TIMES)))
+_BOUNDARIES = st.builds(Boundary, index=st.integers(0, 99), start_ts=_TIMES,
+                        pid=st.one_of(st.integers(), _TEXTS), tid=st.integers(),
+                        first_op=_TEXTS)
+
+
+def _dict_lines(records: list) -> bytes:
+    return _fallback_lines([record.to_dict(shared=True) for record in records])
+
+
+@_native_only
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_RECORDS, _BOUNDARIES), max_size=6))
+def test_native_record_lines_are_the_lines_of_the_records_dicts(records):
+    """Byte for byte, where it writes them (a float orjson writes with an exponent, a lone
+    surrogate: None, as ``json_lines``); ``record_lines`` always."""
+    written = NATIVE.record_lines(records, LINE_LAYOUTS)
+    if written is not None:
+        assert written == _dict_lines(records)
+    assert record_lines(records) == _dict_lines(records)
+    assert record_lines(tuple(records)) == _dict_lines(records)
+
+
+@_native_only
+def test_native_record_lines_write_other_records_and_odd_slots_from_their_dicts():
+    """A record of a class without a layout (a subclass), one with a slot not set, one whose
+    ``extra`` is not empty (its keys spread, one of them over ``index``), a revision: each as
+    its dict writes it; a layout that is not one: an error."""
+    class Later(IterationRecord):
+        __slots__ = ()
+    unset = IterationRecord(3)
+    del unset.kind
+    records = [Later(1, gpu_start_ts=2.0, gpu_end_ts=9.5, end_ts=7.25),
+               IterationRecord(2, extra={"index": "x", "rank": 3}),
+               Revision(4, "move", 1.5, 1, 2, "op", "why"),
+               IterationRecord(5, start_ts=0.1, end_ts=0.4, gpu_busy_us=1.00049)]
+    assert NATIVE.record_lines(records, LINE_LAYOUTS) == _dict_lines(records)
+    with pytest.raises(AttributeError):
+        NATIVE.record_lines([unset], LINE_LAYOUTS)
+    layout = line_layout(IterationRecord, "iteration")
+    for bad in ((layout[0], b"w" * len(layout[0]), *layout[2:]), layout[:4], ("a",)):
+        with pytest.raises((TypeError, ValueError)):
+            NATIVE.record_lines([IterationRecord(0)], {IterationRecord: bad})
