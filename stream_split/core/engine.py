@@ -632,7 +632,7 @@ class Splitter:
                     return
             # pushed and read in one call where the detector's mode has one (a loop of
             # one-op iterations matched, the steps the loop: ``StructureDetector.fast_read``)
-            if (fast := getattr(detector, "fast_read", None)) is None or \
+            if (fast := detector.fast_read) is None or \
                     (found := fast[0](stacks, fast[1], thread, name, ts, end)) is None:
                 found = detector.observe(thread, stacks.push(thread, name, ts, end), ts, end,
                                          name, stacks.last_section)

@@ -151,6 +151,7 @@ class _ScriptedDetector:
     """A detector whose answers are given per event (the detector protocol, no heuristics)."""
     name = "scripted"
     wants_evidence = False
+    fast_read = None  # (the contract's: no op read in one call)
 
     def __init__(self, script):
         self.script = script
