@@ -3382,13 +3382,11 @@ static int takes_anchor(PyObject *matcher, const Py_ssize_t *at, PyObject *node)
     return PyObject_IsTrue(SLOT_AT(matcher, at[MATCH_RECENT]));  /* (an op read before it) */
 }
 
-/* anchor_after_alike(matcher, node, made) -> (boundary,) or None: see the method table. */
-static PyObject *anchor_after_alike(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    static PyObject *append_name;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "anchor_after_alike(matcher, node, made)");
-        return NULL;
-    }
+static PyObject *append_name;
+
+/* The matcher's slot names (``match_slot_names``) and "append", made at the first call: 0, or
+   -1 with an exception. */
+static int match_names_ready(void) {
     if (match_slot_names == NULL) {
         append_name = PyUnicode_InternFromString("append");
         match_slot_names = Py_BuildValue(
@@ -3397,9 +3395,22 @@ static PyObject *anchor_after_alike(PyObject *self, PyObject *const *args, Py_ss
             "thread", "names");
         if (append_name == NULL || match_slot_names == NULL) {
             Py_CLEAR(append_name); Py_CLEAR(match_slot_names);
-            return NULL;
+            return -1;
         }
     }
+    return 0;
+}
+
+static PyObject *anchor_taken(PyObject *matcher, const Py_ssize_t *at, PyObject *node,
+                              PyObject *made);
+
+/* anchor_after_alike(matcher, node, made) -> (boundary,) or None: see the method table. */
+static PyObject *anchor_after_alike(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "anchor_after_alike(matcher, node, made)");
+        return NULL;
+    }
+    if (match_names_ready() < 0) return NULL;
     PyObject *matcher = args[0], *node = args[1];
     if (Py_TYPE(node) != &NodeType) {
         PyErr_SetString(PyExc_TypeError, "anchor_after_alike takes a native Node");
@@ -3409,6 +3420,13 @@ static PyObject *anchor_after_alike(PyObject *self, PyObject *const *args, Py_ss
     if (slot_offsets(Py_TYPE(matcher), match_slot_names, at) < 0) return NULL;
     int takes = takes_anchor(matcher, at, node);
     if (takes <= 0) return takes < 0 ? NULL : Py_NewRef(Py_None);
+    return anchor_taken(matcher, at, node, args[2]);
+}
+
+/* ``anchor_after_alike``'s work where ``takes_anchor``: the answer, (boundary,) made by
+   ``made`` (a new reference), or NULL with an exception. */
+static PyObject *anchor_taken(PyObject *matcher, const Py_ssize_t *at, PyObject *node,
+                              PyObject *made) {
     /* taken: as the fallback does it, in its order */
     NodeObject *op = (NodeObject *)node;
     PyObject *recent = SLOT_AT(matcher, at[MATCH_RECENT]);
@@ -3438,7 +3456,7 @@ static PyObject *anchor_after_alike(PyObject *self, PyObject *const *args, Py_ss
     if (empty == NULL) { Py_DECREF(name); goto fail; }
     PyObject *values[] = {op->start, SLOT_AT(matcher, at[MATCH_THREAD]), name, Py_False,
                           empty, opens_after};
-    boundary = PyObject_Vectorcall(args[2], values, 6, NULL);
+    boundary = PyObject_Vectorcall(made, values, 6, NULL);
     Py_DECREF(empty);
     Py_DECREF(name);
 fail:
@@ -3447,6 +3465,328 @@ fail:
     PyObject *found = PyTuple_Pack(1, boundary);
     Py_DECREF(boundary);
     return found;
+}
+
+/* ---- det46: a top-level op of a loop of one-op instances, read in one call (structure.top_op_matched) ---- */
+
+/* The slots ``top_op_matched`` reads and sets: of the stacks (``stack.ThreadStacks``), of the
+   thread's open ops (``stack._Thread``) and of the row's skeleton (``skeleton.ThreadSkeleton``),
+   found by name once per class (``slot_offsets``). */
+enum { STACKS_LATEST, STACKS_LATEST_STATE, STACKS_TOLERANCE, STACKS_LAST_SECTION,
+       STACKS_SLOTS };
+enum { OPEN_ENDS, OPEN_NAMES, OPEN_LAST_START, OPEN_SLOTS };
+enum { ROW_KEY, ROW_SECTION, ROW_STACK, ROW_SLOTS };
+static PyObject *stacks_slot_names, *open_slot_names, *row_slot_names, *sym_of_name;
+
+/* The names above, made at the first call: 0, or -1 with an exception. */
+static int top_op_names_ready(void) {
+    if (sym_of_name != NULL) return match_names_ready();
+    stacks_slot_names = Py_BuildValue("(ssss)", "_latest", "_latest_state", "_tolerance",
+                                      "last_section");
+    open_slot_names = Py_BuildValue("(sss)", "ends", "names", "last_start");
+    row_slot_names = Py_BuildValue("(sss)", "key", "section", "stack");
+    sym_of_name = PyUnicode_InternFromString("sym_of");
+    if (stacks_slot_names == NULL || open_slot_names == NULL || row_slot_names == NULL ||
+            sym_of_name == NULL) {
+        Py_CLEAR(stacks_slot_names); Py_CLEAR(open_slot_names); Py_CLEAR(row_slot_names);
+        Py_CLEAR(sym_of_name);
+        return -1;
+    }
+    return match_names_ready();
+}
+
+/* The offsets of one class's slots that ``top_op_matched`` reads, kept here, not among
+   ``slot_layouts`` (eight shared by every caller, taken in turn: called at each op beside
+   the others' it would push theirs out, and they its). */
+typedef struct {
+    PyTypeObject *type;  /* (a strong reference) */
+    Py_ssize_t at[MATCH_SLOTS];
+} OwnLayout;
+static OwnLayout stacks_layout, open_layout, row_layout, matcher_layout;
+
+/* The offsets of ``names`` (at most ``MATCH_SLOTS``) in ``type``, into ``at``, from
+   ``layout`` (found anew where it was another type's): 0, or -1 with an exception. */
+static int own_offsets(OwnLayout *layout, PyTypeObject *type, PyObject *names, Py_ssize_t *at) {
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    if (layout->type != type) {
+        if (slot_offsets_found(type, names, layout->at) < 0) return -1;
+        Py_XSETREF(layout->type, (PyTypeObject *)Py_NewRef((PyObject *)type));
+    }
+    memcpy(at, layout->at, (size_t)n * sizeof(Py_ssize_t));
+    return 0;
+}
+
+/* Whether every slot of ``obj`` at ``at`` (``n`` of them) is set. */
+static int slots_set(PyObject *obj, const Py_ssize_t *at, int n) {
+    for (int i = 0; i < n; i++)
+        if (SLOT_AT(obj, at[i]) == NULL) return 0;
+    return 1;
+}
+
+/* Whether ``ThreadStacks.push`` pops the open op that ends at ``top_end`` for an op from
+   ``start`` to ``end``: it finished before it, or partially overlaps it (a sibling). 1, 0, or
+   -1 with an exception. */
+static int pops(PyObject *top_end, PyObject *start, PyObject *end, PyObject *tol) {
+    Py_INCREF(top_end);  /* (an item of the list, held while compared) */
+    int truth = PyObject_RichCompareBool(start, top_end, Py_GE);
+    if (truth == 0) {
+        PyObject *reach = PyNumber_Add(top_end, tol);
+        truth = reach == NULL ? -1 : PyObject_RichCompareBool(end, reach, Py_GT);
+        Py_XDECREF(reach);
+    }
+    Py_DECREF(top_end);
+    return truth;
+}
+
+/* ``ThreadStacks.alone_at_top`` of ``stacks`` (its slots at ``at``): 1 (``*open``: the
+   thread's open ops, borrowed; their slots at ``open_at``, both lists), 0, or -1 with an
+   exception. Reads, changes nothing. */
+static int alone_at_top(PyObject *stacks, const Py_ssize_t *at, PyObject *thread,
+                        PyObject *start, PyObject *end, PyObject **open, Py_ssize_t *open_at) {
+    int truth = equal(thread, SLOT_AT(stacks, at[STACKS_LATEST]));
+    if (truth != 1) return truth;
+    PyObject *state = SLOT_AT(stacks, at[STACKS_LATEST_STATE]);
+    if (own_offsets(&open_layout, Py_TYPE(state), open_slot_names, open_at) < 0) return -1;
+    if (!slots_set(state, open_at, OPEN_SLOTS)) return 0;
+    truth = PyObject_RichCompareBool(start, SLOT_AT(state, open_at[OPEN_LAST_START]), Py_GE);
+    if (truth != 1) return truth;
+    PyObject *ends = SLOT_AT(state, open_at[OPEN_ENDS]), *tol = SLOT_AT(stacks, at[STACKS_TOLERANCE]);
+    if (!PyList_CheckExact(ends) || !PyList_CheckExact(SLOT_AT(state, open_at[OPEN_NAMES])))
+        return 0;
+    for (Py_ssize_t i = PyList_GET_SIZE(ends) - 1; i >= 0 && i < PyList_GET_SIZE(ends); i--)
+        if ((truth = pops(PyList_GET_ITEM(ends, i), start, end, tol)) != 1) return truth;
+    *open = state;
+    return 1;
+}
+
+/* The symbol of ``name`` in ``symbols.sym_of`` (a new reference), or NULL: none (no
+   exception) or an exception. */
+static PyObject *symbol_of(PyObject *symbols, PyObject *name) {
+    PyObject *sym_of = PyObject_GetAttr(symbols, sym_of_name);
+    if (sym_of == NULL) return NULL;
+    PyObject *sym = PyDict_CheckExact(sym_of) ? PyDict_GetItemWithError(sym_of, name) : NULL;
+    Py_XINCREF(sym);
+    Py_DECREF(sym_of);
+    return sym;
+}
+
+/* The list ``list`` made ``[item]``: 0, or -1 with an exception. */
+static int only(PyObject *list, PyObject *item) {
+    if (PyList_SetSlice(list, 0, PyList_GET_SIZE(list), NULL) < 0) return -1;
+    return PyList_Append(list, item);
+}
+
+/* The node of the op, where ``top_op_matched`` takes it (a new reference; its thread's open
+   ops in ``*open``, borrowed, their slots at ``open_at``; the matcher's at ``match_at``), or NULL: not taken (no exception) or an exception. Reads,
+   changes nothing. */
+static PyObject *top_op_taken(PyObject *stacks, const Py_ssize_t *at, PyObject *matcher,
+                              PyObject *row, const Py_ssize_t *row_at, PyObject *symbols,
+                              PyObject *const *op, PyObject **open, Py_ssize_t *open_at,
+                              Py_ssize_t *match_at) {
+    PyObject *thread = op[0], *name = op[1], *start = op[2], *end = op[3];
+    int truth = alone_at_top(stacks, at, thread, start, end, open, open_at);
+    if (truth == 1)
+        truth = equal(SLOT_AT(stacks, at[STACKS_LAST_SECTION]), SLOT_AT(row, row_at[ROW_SECTION]));
+    if (truth == 1) truth = equal(thread, SLOT_AT(row, row_at[ROW_KEY]));
+    if (truth != 1) return NULL;
+    PyObject *sym = symbol_of(symbols, name);
+    if (sym == NULL) return NULL;
+    PyObject *zero = PyLong_FromLong(0);  /* (a small int) */
+    PyObject *values[] = {sym, start, end, zero};
+    PyObject *node = node_vectorcall((PyObject *)&NodeType, values, 4, NULL);
+    Py_DECREF(zero);
+    Py_DECREF(sym);
+    if (node == NULL) return NULL;
+    if (own_offsets(&matcher_layout, Py_TYPE(matcher), match_slot_names, match_at) < 0 ||
+            (truth = takes_anchor(matcher, match_at, node)) != 1)
+        Py_CLEAR(node);
+    return node;
+}
+
+/* top_op_matched(stacks, matching, thread, name, start, end) -> (boundary,) or None: see the
+   method table. */
+static PyObject *top_op_matched(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6 || !PyTuple_CheckExact(args[1]) || PyTuple_GET_SIZE(args[1]) != 4) {
+        PyErr_SetString(PyExc_TypeError, "top_op_matched(stacks, (matcher, row, symbols, "
+                        "made), thread, name, start, end)");
+        return NULL;
+    }
+    if (top_op_names_ready() < 0) return NULL;
+    PyObject *stacks = args[0], *matcher = PyTuple_GET_ITEM(args[1], 0);
+    PyObject *row = PyTuple_GET_ITEM(args[1], 1), *symbols = PyTuple_GET_ITEM(args[1], 2);
+    Py_ssize_t at[STACKS_SLOTS], open_at[OPEN_SLOTS], row_at[ROW_SLOTS], match_at[MATCH_SLOTS];
+    if (own_offsets(&stacks_layout, Py_TYPE(stacks), stacks_slot_names, at) < 0 ||
+            own_offsets(&row_layout, Py_TYPE(row), row_slot_names, row_at) < 0)
+        return NULL;
+    if (!slots_set(stacks, at, STACKS_SLOTS) || !slots_set(row, row_at, ROW_SLOTS) ||
+            !PyList_CheckExact(SLOT_AT(row, row_at[ROW_STACK])))
+        Py_RETURN_NONE;
+    PyObject *open = NULL;
+    PyObject *node = top_op_taken(stacks, at, matcher, row, row_at, symbols, args + 2, &open,
+                                  open_at, match_at);
+    if (node == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    /* taken: as the fallback does it, in its order (``ThreadStacks.push``, the row's op,
+       ``anchor_after_alike``) */
+    slot_set(open, open_at[OPEN_LAST_START], Py_NewRef(args[4]));
+    PyObject *found = NULL;
+    if (only(SLOT_AT(open, open_at[OPEN_ENDS]), args[5]) == 0 &&
+            only(SLOT_AT(open, open_at[OPEN_NAMES]), args[3]) == 0 &&
+            only(SLOT_AT(row, row_at[ROW_STACK]), node) == 0) {
+        found = anchor_taken(matcher, match_at, node, PyTuple_GET_ITEM(args[1], 3));
+    }
+    Py_DECREF(node);
+    return found;
+}
+
+/* ---- det46: an op read in one call once the steps are the loop (structure.step_op_read) ---- */
+
+static PyObject *online_thread_name, *step_runs_name, *online_count_name,
+    *online_last_end_name;
+
+/* The names ``step_op_read`` reads, made at the first call: 0, or -1 with an exception. */
+static int step_names_ready(void) {
+    if (online_last_end_name != NULL) return top_op_names_ready();
+    online_thread_name = PyUnicode_InternFromString("_online_thread");
+    step_runs_name = PyUnicode_InternFromString("_step_runs");
+    online_count_name = PyUnicode_InternFromString("_online_count");
+    online_last_end_name = PyUnicode_InternFromString("_online_last_end");
+    if (online_thread_name == NULL || step_runs_name == NULL ||
+            online_count_name == NULL || online_last_end_name == NULL) {
+        Py_CLEAR(online_thread_name); Py_CLEAR(step_runs_name);
+        Py_CLEAR(online_count_name); Py_CLEAR(online_last_end_name);
+        return -1;
+    }
+    return top_op_names_ready();
+}
+
+/* ``ThreadStacks.push``'s common case, where ``ThreadStacks.pushes_at_once`` (``open``: the
+   thread's open ops, their slots at ``open_at``): how many ops are open now, or -1 with an
+   exception. */
+static Py_ssize_t pushed(PyObject *open, const Py_ssize_t *open_at, PyObject *tol,
+                         PyObject *name, PyObject *start, PyObject *end) {
+    slot_set(open, open_at[OPEN_LAST_START], Py_NewRef(start));
+    PyObject *ends = SLOT_AT(open, open_at[OPEN_ENDS]), *names = SLOT_AT(open, open_at[OPEN_NAMES]);
+    Py_ssize_t n = PyList_GET_SIZE(ends);
+    for (int popped; n > 0; n--) {
+        if ((popped = pops(PyList_GET_ITEM(ends, n - 1), start, end, tol)) < 0) return -1;
+        if (popped == 0) break;
+    }
+    if (PyList_SetSlice(ends, n, PyList_GET_SIZE(ends), NULL) < 0 ||
+            PyList_SetSlice(names, n, PyList_GET_SIZE(names), NULL) < 0 ||
+            PyList_Append(ends, end) < 0 || PyList_Append(names, name) < 0)
+        return -1;
+    return PyList_GET_SIZE(names);
+}
+
+/* ``StructureDetector._observe_stepping``'s work on ``detector`` (``stepping``: it, the
+   boundary's maker, the steps' prefix) for an op (``op``: thread, name, start, end) with
+   ``depth`` ops open: its boundaries (a new reference), or NULL with an exception. */
+static PyObject *stepped(PyObject *stepping, PyObject *const *op, Py_ssize_t depth) {
+    PyObject *detector = PyTuple_GET_ITEM(stepping, 0), *made = PyTuple_GET_ITEM(stepping, 1);
+    PyObject *step_prefix = PyTuple_GET_ITEM(stepping, 2);
+    PyObject *thread = op[0], *name = op[1], *start = op[2], *end = op[3];
+    if (!PyUnicode_Check(name) || !PyUnicode_Check(step_prefix)) return PyTuple_New(0);
+    Py_ssize_t step = PyUnicode_Tailmatch(name, step_prefix, 0, PY_SSIZE_T_MAX, -1);
+    if (step <= 0) return step < 0 ? NULL : PyTuple_New(0);
+    PyObject *online = PyObject_GetAttr(detector, online_thread_name);
+    if (online == NULL) return NULL;
+    int truth = equal(thread, online);
+    Py_DECREF(online);
+    if (truth != 1) return truth < 0 ? NULL : PyTuple_New(0);
+    PyObject *runs = PyObject_GetAttr(detector, step_runs_name);
+    if (runs == NULL) return NULL;
+    PyObject *steps = PyDict_CheckExact(runs) ? PyDict_GetItemWithError(runs, thread) : NULL;
+    if (steps == NULL && (PyErr_Occurred() || !PyDict_CheckExact(runs))) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "_step_runs is a dict");
+        Py_DECREF(runs);
+        return NULL;
+    }
+    PyObject *entry = Py_BuildValue("(OOOO)", start, end, name, depth == 1 ? Py_True : Py_False);
+    int done = -1;
+    if (entry == NULL) goto fail;
+    if (steps != NULL && !PyList_CheckExact(steps)) {
+        PyErr_SetString(PyExc_TypeError, "a thread's steps are a list");
+    } else if (steps == NULL || PyList_GET_SIZE(steps) == 0) {
+        PyObject *kept = PyList_New(1);  /* (setdefault's, no list made an op) */
+        if (kept != NULL) {
+            PyList_SET_ITEM(kept, 0, Py_NewRef(entry));
+            done = PyDict_SetItem(runs, thread, kept);
+            Py_DECREF(kept);
+        }
+    } else {
+        PyObject *last = PyList_GET_ITEM(steps, PyList_GET_SIZE(steps) - 1);
+        PyObject *last_end = PySequence_GetItem(last, 1);
+        truth = last_end == NULL ? -1 : PyObject_RichCompareBool(start, last_end, Py_LT);
+        Py_XDECREF(last_end);
+        if (truth == 1) {  /* nested in (or overlapping) the previous step: not a new step */
+            Py_DECREF(entry);
+            Py_DECREF(runs);
+            return PyTuple_New(0);
+        }
+        if (truth == 0)  /* (the latest only is kept) */
+            done = PyList_SetItem(steps, PyList_GET_SIZE(steps) - 1, Py_NewRef(entry));
+    }
+fail:
+    Py_XDECREF(entry);
+    Py_DECREF(runs);
+    if (done < 0) return NULL;
+    PyObject *count = PyObject_GetAttr(detector, online_count_name), *more = NULL;
+    if (count != NULL) {
+        PyObject *one = PyLong_FromLong(1);  /* (a small int) */
+        more = PyNumber_Add(count, one);
+        Py_DECREF(one);
+        Py_DECREF(count);
+    }
+    if (more == NULL || PyObject_SetAttr(detector, online_count_name, more) < 0) {
+        Py_XDECREF(more);
+        return NULL;
+    }
+    Py_DECREF(more);
+    PyObject *latest = PyObject_GetAttr(detector, online_last_end_name);
+    truth = latest == NULL ? -1 : PyObject_RichCompareBool(end, latest, Py_GT);
+    Py_XDECREF(latest);
+    if (truth == 1) truth = PyObject_SetAttr(detector, online_last_end_name, end) < 0 ? -1 : 1;
+    if (truth < 0) return NULL;
+    PyObject *empty = PyUnicode_FromStringAndSize("", 0);
+    if (empty == NULL) return NULL;
+    PyObject *values[] = {start, thread, name, Py_False, empty, Py_None};
+    PyObject *boundary = PyObject_Vectorcall(made, values, 6, NULL);
+    Py_DECREF(empty);
+    if (boundary == NULL) return NULL;
+    PyObject *found = PyTuple_Pack(1, boundary);
+    Py_DECREF(boundary);
+    return found;
+}
+
+/* step_op_read(stacks, stepping, thread, name, start, end) -> its boundaries, or None: see
+   the method table. */
+static PyObject *step_op_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6 || !PyTuple_CheckExact(args[1]) || PyTuple_GET_SIZE(args[1]) != 3) {
+        PyErr_SetString(PyExc_TypeError, "step_op_read(stacks, (detector, made, prefix), "
+                        "thread, name, start, end)");
+        return NULL;
+    }
+    if (step_names_ready() < 0) return NULL;
+    PyObject *stacks = args[0];
+    Py_ssize_t at[STACKS_SLOTS], open_at[OPEN_SLOTS];
+    if (own_offsets(&stacks_layout, Py_TYPE(stacks), stacks_slot_names, at) < 0) return NULL;
+    if (!slots_set(stacks, at, STACKS_SLOTS)) Py_RETURN_NONE;
+    int truth = equal(args[2], SLOT_AT(stacks, at[STACKS_LATEST]));
+    if (truth != 1) return truth < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *open = SLOT_AT(stacks, at[STACKS_LATEST_STATE]);
+    if (own_offsets(&open_layout, Py_TYPE(open), open_slot_names, open_at) < 0) return NULL;
+    if (!slots_set(open, open_at, OPEN_SLOTS) ||
+            !PyList_CheckExact(SLOT_AT(open, open_at[OPEN_ENDS])) ||
+            !PyList_CheckExact(SLOT_AT(open, open_at[OPEN_NAMES])))
+        Py_RETURN_NONE;
+    truth = PyObject_RichCompareBool(args[4], SLOT_AT(open, open_at[OPEN_LAST_START]), Py_GE);
+    if (truth != 1) return truth < 0 ? NULL : Py_NewRef(Py_None);
+    /* taken: as the fallback does it, in its order (``ThreadStacks.push``, then
+       ``_observe_stepping``) */
+    Py_ssize_t depth = pushed(open, open_at, SLOT_AT(stacks, at[STACKS_TOLERANCE]), args[3],
+                              args[4], args[5]);
+    if (depth < 0) return NULL;
+    return stepped(args[1], args + 2, depth);
 }
 
 /* ---- rec45: json_lines: values as orjson writes them, a line each (the JSONL records) ---- */
@@ -4058,6 +4398,20 @@ static PyMethodDef methods[] = {
      "items at the head, ops held as their thread in the window found last, of the iteration "
      "at hand, it owned as engine.Splitter._own_each owns each (stops at the first other)."},
     /* ---- det45 ---- */
+    {"step_op_read", (PyCFunction)(void (*)(void))step_op_read, METH_FASTCALL,
+     "step_op_read(stacks, stepping, thread, name, start, end) -> its boundaries, or None: "
+     "an op read in one call once the steps are the loop (stepping: (detector, made, "
+     "prefix), "
+     "StructureDetector.fast_read's): pushed on its thread's stack where the push takes its "
+     "common case, then read as _observe_stepping reads it; None, nothing done, where the "
+     "engine reads it the general way (core.detect.structure.step_op_read)."},
+    {"top_op_matched", (PyCFunction)(void (*)(void))top_op_matched, METH_FASTCALL,
+     "top_op_matched(stacks, matching, thread, name, start, end) -> (boundary,), or None: "
+     "a top-level op of the row matched against a unit of one op (matching: "
+     "StructureDetector.matching), read in one call where it is the anchor that "
+     "anchor_after_alike takes: pushed alone on its thread's stack, the row's op, its "
+     "boundary; None, nothing done, where the engine reads it the general way "
+     "(core.detect.structure.top_op_matched)."},
     {"anchor_after_alike", (PyCFunction)(void (*)(void))anchor_after_alike, METH_FASTCALL,
      "anchor_after_alike(matcher, node, made) -> (boundary,), or None: node (a Node) read by "
      "the RootMatcher matcher, taken in one call where it is the unit's anchor right after "

@@ -614,9 +614,10 @@ class Splitter:
         taken: as the file has it (``cat``, its category, given: ``order.OpOrder`` may hold
         it until its thread's ops can be read in start order, or hand on others' first), or
         as the order hands it on (``_observe_ops``), in its thread's start order."""
-        stacks = self._stacks
+        stacks, detector = self._stacks, self._detector
         if not self._reads_stacks:  # (nor the order: each thread's ops as they come)
-            stack = stacks.note_start(thread, ts)
+            found = detector.observe(thread, stacks.note_start(thread, ts), ts, end, name,
+                                     stacks.last_section)
         else:
             if cat is not None:
                 # an op of the settled thread only noted (``OpOrder.settled``: ``arrive``'s
@@ -629,8 +630,13 @@ class Splitter:
                 elif (ops := order.arrive(thread, ts, end, name, cat)) is not None:
                     self._observe_ops(ops)  # (None: just this op, now: the common case)
                     return
-            stack = stacks.push(thread, name, ts, end)
-        if found := self._detector.observe(thread, stack, ts, end, name, stacks.last_section):
+            # pushed and read in one call where the detector's mode has one (a loop of
+            # one-op iterations matched, the steps the loop: ``StructureDetector.fast_read``)
+            if (fast := detector.fast_read) is None or \
+                    (found := fast[0](stacks, fast[1], thread, name, ts, end)) is None:
+                found = detector.observe(thread, stacks.push(thread, name, ts, end), ts, end,
+                                         name, stacks.last_section)
+        if found:
             for boundary in found:  # (``_add_boundaries``, inline: once an op)
                 self._add_boundary(boundary)
         if stacks.known > self._forget_at:

@@ -97,6 +97,24 @@ class ThreadStacks:
         names.append(name)
         return names
 
+    def pushes_at_once(self, thread, start: float) -> bool:
+        """Whether ``push`` of an op of ``thread`` from ``start`` takes its common case: an op
+        of the thread read last, starting no earlier than its previous one (an op read in
+        one call asks it before it pushes: ``structure.step_op_read``). Reads, changes
+        nothing."""
+        return thread == self._latest and start >= self._latest_state.last_start
+
+    def alone_at_top(self, thread, start: float, end: float) -> bool:
+        """Whether ``push`` of this op takes its common case (``pushes_at_once``) and leaves
+        it alone at the top (each open op finished before it, or partially overlapped): a
+        top-level op read in one call (``structure.top_op_matched``) asks it before it
+        pushes. Reads, changes nothing."""
+        if not self.pushes_at_once(thread, start):
+            return False
+        tol = self._tolerance
+        return all(start >= top_end or end > top_end + tol
+                   for top_end in self._latest_state.ends)
+
     def note_start(self, thread, start: float) -> list:
         """What ``push`` counts of an op (its thread's sections), for a reader that never
         looks at the stacks; returns an empty stack."""

@@ -2,7 +2,7 @@
 a provisional boundary that later events disprove is revised in the record stream, and a
 live replay (a real pipe, a growing file) ends with the split of the finished file."""
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from stream_split.core import Revision, Splitter, SplitOptions
 from stream_split.core.detect import DetectorResult, FoundBoundary, RetractLast, structure
@@ -151,6 +151,7 @@ class _ScriptedDetector:
     """A detector whose answers are given per event (the detector protocol, no heuristics)."""
     name = "scripted"
     wants_evidence = False
+    fast_read = None  # (the contract's: no op read in one call)
 
     def __init__(self, script):
         self.script = script
@@ -315,3 +316,103 @@ def test_a_native_one_op_anchor_is_matched_as_the_python_one(ops, opening):
     with pytest.MonkeyPatch.context() as monkeypatch:
         native = _pushed(ops, opening, NATIVE.anchor_after_alike, monkeypatch)
     assert native == python
+
+
+# ``structure.top_op_matched`` (a top-level op of a matched loop of one-op iterations read in
+# one call) and ``structure.step_op_read`` (an op read in one call once the steps are the
+# loop) against their ``_native`` twins and against the general way (each op through
+# ``ThreadStacks.push`` and ``StructureDetector.observe``): a splitter fed a loop learnt, then
+# ops of every kind (nested, overlapping, of another thread or name, back in time, longer, a
+# step) answers the same records
+
+
+#: The loop learnt before the ops drawn (the structure detector confirms it online by then).
+_LEARNT_OPS = 1300
+
+
+def _records_read(tail, reader: str, read, monkeypatch, steps: bool = False) -> list:
+    """The records of a splitter fed a loop learnt (``_LEARNT_OPS`` one-op iterations, or
+    ``steps``: ``ProfilerStep#N`` spans of one op each) and ``tail``, ``read`` its detector's
+    one call (``structure``'s ``reader``, ``read_top_op`` or ``read_step_op``)."""
+    monkeypatch.setattr(structure, reader, read)
+    splitter = Splitter(SplitOptions(keep_events=False))
+    records = []
+
+    def feed(name, ts, dur, tid=1, cat="cpu_op"):
+        splitter.feed({"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts,
+                       "dur": dur})
+        records.extend(r.to_dict() for r in splitter.pop_records())
+
+    t, numbers = 0.0, iter(range(10 ** 6))
+    loop = (lambda: f"ProfilerStep#{next(numbers)}") if steps else (lambda: "train_step")
+    for _ in range(40 if steps else _LEARNT_OPS):
+        feed(loop(), t, 5, cat="user_annotation" if steps else "cpu_op")
+        if steps:
+            feed("aten::mm", t + 1, 2)
+        t += 6
+    for kind, took in tail:
+        if kind == "nested":  # a child of the op before
+            feed("aten::mm", t - took - 0.5, min(took, 0.25))
+            continue
+        if kind == "overlapping":  # begins before the op before ends
+            t -= 1.5
+        elif kind == "back":  # back in time: a new section of the thread
+            t -= 40
+        name = {"other": "optimizer.step", "step": "ProfilerStep#7"}.get(kind) or loop()
+        feed(name, t, took, tid=2 if kind == "thread" else 1)
+        t += took + 1
+    splitter.close()
+    return records + [r.to_dict() for r in splitter.pop_records()]
+
+
+_TAIL = st.lists(st.tuples(
+    st.sampled_from(["loop"] * 8 + ["nested", "overlapping", "other", "thread", "back", "step"]),
+    st.sampled_from([5, 5, 5, 7, 0.5])), max_size=30)
+#: Three iterations of the loop, around each op of another kind in the examples.
+_LOOP = [("loop", 5)] * 3
+
+
+def _read_alike(tail, reader: str, python, native, steps: bool = False) -> None:
+    """The records of ``tail`` (``_records_read``) read the general way, by ``python`` and
+    by ``native`` (where built): the same."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        general = _records_read(tail, reader, lambda *op: None, monkeypatch, steps)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        assert _records_read(tail, reader, python, monkeypatch, steps) == general
+    if NATIVE is not None:
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            assert _records_read(tail, reader, getattr(NATIVE, native), monkeypatch,
+                                 steps) == general
+
+
+@settings(max_examples=25, deadline=None)
+@given(tail=_TAIL)
+@example(tail=_LOOP + [("overlapping", 0.5)] + _LOOP)  # a loop op nested in the one before
+@example(tail=_LOOP + [("back", 5)] + _LOOP)  # a new section of the thread
+@example(tail=_LOOP + [("thread", 5)] + _LOOP + [("nested", 5), ("loop", 7)] + _LOOP)
+def test_a_matched_top_level_op_read_in_one_call_answers_as_read_op_by_op(tail):
+    _read_alike(tail, "read_top_op", structure.top_op_matched, "top_op_matched")
+
+
+@settings(max_examples=40, deadline=None)
+@given(tail=_TAIL)
+@example(tail=_LOOP + [("overlapping", 7)] + _LOOP)  # a step overlapping the one before
+@example(tail=_LOOP + [("back", 5)] + _LOOP)  # a new section of the thread
+@example(tail=_LOOP + [("thread", 5), ("overlapping", 0.5), ("nested", 5)] + _LOOP)
+def test_an_op_read_in_one_call_once_the_steps_are_the_loop_answers_as_op_by_op(tail):
+    _read_alike(tail, "read_step_op", structure.step_op_read, "step_op_read", steps=True)
+
+
+@pytest.mark.parametrize("reader, steps", [("read_top_op", False), ("read_step_op", True)])
+def test_the_loops_are_read_in_one_call_an_op(reader, steps, monkeypatch):
+    """A loop of one-op iterations matched, and steps that are the loop, take the one call
+    (not only the general way)."""
+    taken, read = [], getattr(structure, reader)
+
+    def counted(*op):
+        found = read(*op)
+        taken.append(found is not None)
+        return found
+
+    _records_read([("loop", 5)] * 10, reader, counted, monkeypatch, steps)
+    assert sum(taken) >= 10 and all(taken[-10:])

@@ -12,6 +12,9 @@ never sees GPU events and never looks back at events: what it needs to remember 
 bounded summaries. ``close()`` returns the boundaries still undecided at the end of the input
 and where the last iteration ends. ``note_facts(TraceFacts)`` tells it, before the events, what
 the trace's header promises (no GPU work, no Python frames): evidence that will not come.
+``fast_read``, None or (reader, state), is an op pushed and read in one call in the
+detector's present mode (``structure.StructureDetector.fast_read``; the engine asks it at
+each op, a plain attribute: every detector that reads stacks has it).
 
 Detectors:
 - ``StepAnnotationDetector``: ``ProfilerStep#N`` spans (what HTA and tb-profiler rely on);
@@ -103,6 +106,8 @@ class StepAnnotationDetector:
     reads_stacks = False
     #: Whether the latest boundary found may still be revised (each step is final at once).
     revisable = False
+    #: No op is read in one call with its push (it reads no stacks).
+    fast_read = None
 
     def __init__(self):
         self.loop_thread = None

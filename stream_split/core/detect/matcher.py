@@ -387,6 +387,21 @@ class RootMatcher:
         return self.shapes, end, revisions
 
 
+def takes_anchor(matcher: RootMatcher, node: Node) -> bool:
+    """Whether ``anchor_after_alike`` takes ``node`` on ``matcher`` (see there). Reads,
+    changes nothing."""
+    current = matcher.current
+    sym = node.sym
+    if matcher.frames or not sym == matcher.anchor or len(current) != 1 or \
+            matcher.waiting or matcher.tentative or sym == matcher.trigger:
+        return False
+    ended, one = current[0], matcher._measured_one
+    if one is None or not (ended.sym == one[0] and ended.end - ended.start == one[1] and
+                           ended.gpu == one[2] and matcher.shortest == 1):
+        return False
+    return node.opener is None and not matcher.opening and bool(matcher.recent)
+
+
 def anchor_after_alike(matcher: RootMatcher, node: Node, made=found_boundary) -> tuple | None:
     """``RootMatcher.push``'s case of a loop of one-op instances, in one call: ``node`` is the
     unit's anchor (no trigger), read right after the one op of the instance before, which
@@ -398,24 +413,16 @@ def anchor_after_alike(matcher: RootMatcher, node: Node, made=found_boundary) ->
     takes it in place), and its boundary, made by ``made`` (``found_boundary``: ``_boundary``'s
     common case) is returned; else None, nothing done (``push`` reads it). The fallback of
     ``_native.anchor_after_alike`` (a test ties the two)."""
-    current = matcher.current
-    sym = node.sym
-    if matcher.frames or not sym == matcher.anchor or len(current) != 1 or \
-            matcher.waiting or matcher.tentative or sym == matcher.trigger:
+    if not takes_anchor(matcher, node):
         return None
-    ended, one = current[0], matcher._measured_one
-    if one is None or not (ended.sym == one[0] and ended.end - ended.start == one[1] and
-                           ended.gpu == one[2] and matcher.shortest == 1):
-        return None
-    recent = matcher.recent
-    if node.opener is not None or matcher.opening or not recent:
-        return None
+    current, recent = matcher.current, matcher.recent
     opens_after = recent[-1].end  # the op read before it
     recent.append(node)
     matcher._alike += 1
     matcher.starts.append(node)
     current[0] = node
-    return (made(node.start, matcher.thread, matcher.names[sym], False, "", opens_after),)
+    return (made(node.start, matcher.thread, matcher.names[node.sym], False, "",
+                 opens_after),)
 
 
 #: ``anchor_after_alike`` in native code where it is built.

@@ -68,7 +68,7 @@ from stream_split.core.detect.close import (
     LoopThread, decide, from_matcher, from_steps, leading_threads, loop_thread, no_loop,
     section_openers)
 from stream_split.core.detect.evidence import online_evidence
-from stream_split.core.detect.matcher import RootMatcher
+from stream_split.core.detect.matcher import RootMatcher, anchor_after_alike, takes_anchor
 from stream_split.core.detect.rules import REPEAT, RULES
 from stream_split.core.detect.search import RecentMemos, SearchBudget, Unit, find_unit
 from stream_split.core.detect.section import (
@@ -78,6 +78,8 @@ from stream_split.core.detect.skeleton import (
     top_level_op)
 from stream_split.core.detect.verdict import (
     confirmed_online, dominant, exact_needed, exact_possible, iteration_test, regular_steps)
+from stream_split.core.stack import ThreadStacks
+from stream_split.native import NATIVE as _native  # (None: the Python fallbacks)
 from stream_split.trace_format import PROFILER_STEP_PREFIX, is_main_thread
 
 #: ``Rules.min_instances`` and ``OnlineRules.eager_tries``, read once: the top level's test
@@ -157,6 +159,13 @@ class StructureDetector:
         # around it), what the manifest will say of the unit.
         self._matcher: RootMatcher | None = None
         self._matcher_path: tuple = ()
+        #: An op read in one call with its push on the stacks, in the modes that have one:
+        #: (``reader``, ``state``), ``reader(stacks, state, thread, name, start, end)``
+        #: returns the op's boundaries, or None, nothing done, where the op is to be read
+        #: the general way (``ThreadStacks.push``, then ``observe``). Once matching a unit of
+        #: one op ``read_top_op``, once the steps are the loop ``read_step_op``; else None
+        #: (the engine asks it at each op: ``core.engine.Splitter._read_op``).
+        self.fast_read: tuple | None = None
         self._online_evidence: dict = {}
         #: Python frames came before the ops they open (a file in time order, not Kineto's
         #: sections): the matcher keeps reading them.
@@ -411,6 +420,10 @@ class StructureDetector:
         self._matcher = RootMatcher(state.key, roots, unit, self._names, opening, minor)
         self._matcher_path = tuple(path)
         self._move(Event.UNIT_CONFIRMED)
+        if len(unit.pattern) == 1 and (self._use_annotations or not self._names[
+                anchor].startswith(PROFILER_STEP_PREFIX)):  # (its anchor no transparent step)
+            self.fast_read = read_top_op, (self._matcher, state, self._skeletons.symbols,
+                                           found_boundary)
         self._online_evidence = online_evidence(self.name, state.key, path, roots, unit, why,
                                                 self._names)
         self._skeletons.keep_only(state)  # the rest is no longer needed
@@ -459,6 +472,7 @@ class StructureDetector:
             return ()
         self._steps_why = why
         self._move(Event.STEPS_REPEAT)
+        self.fast_read = read_step_op, (self, found_boundary, PROFILER_STEP_PREFIX)
         self._online_thread = thread
         self._skeletons.drop()  # the skeleton is no longer needed
         self._forget_tries()
@@ -665,6 +679,50 @@ class StructureDetector:
         """The loop thread as the close decision reads it."""
         return LoopThread(thread, self._skeletons.sections(thread),
                           self._skeletons.modules_of(thread.key), self._names)
+
+
+def top_op_matched(stacks: ThreadStacks, matching: tuple, thread, name: str, start: float,
+                   end: float) -> tuple | None:
+    """A top-level op of the row matched against a unit of one op (``matching``: the state
+    of ``StructureDetector.fast_read``), read in one call where it is the anchor that
+    ``matcher.anchor_after_alike`` takes: pushed on its thread's stack (``stacks.push``'s
+    common case, the op alone at the top: ``ThreadStacks.alone_at_top``), the row's op
+    (``_observe_matching``) and its boundary (``anchor_after_alike``), returned. Else None,
+    nothing done: the engine reads it the general way. The fallback of
+    ``_native.top_op_matched`` (a test ties the two)."""
+    matcher, state, symbols, made = matching
+    if not stacks.alone_at_top(thread, start, end) or stacks.last_section != state.section \
+            or thread != state.key or (sym := symbols.sym_of.get(name)) is None:
+        return None
+    node = Node(sym, start, end, 0)
+    if not takes_anchor(matcher, node):
+        return None
+    stacks.push(thread, name, start, end)
+    row = state.stack
+    row.clear()
+    row.append(node)
+    return anchor_after_alike(matcher, node, made)
+
+
+def step_op_read(stacks: ThreadStacks, stepping: tuple, thread, name: str, start: float,
+                 end: float) -> tuple | None:
+    """An op read in one call once the steps are the loop (``Mode.STEPS``; ``stepping``: the
+    detector, ``found_boundary`` and the steps' prefix, the state of
+    ``StructureDetector.fast_read``): pushed (``ThreadStacks.push``) and read
+    (``_observe_stepping``) where the push takes its common case
+    (``ThreadStacks.pushes_at_once``), its boundaries returned. Else None, nothing done: the
+    engine reads it the general way. The fallback of ``_native.step_op_read`` (a test ties
+    the two)."""
+    if not stacks.pushes_at_once(thread, start):
+        return None
+    return stepping[0]._observe_stepping(thread, stacks.push(thread, name, start, end), start,
+                                         end, name, stacks.last_section)
+
+
+#: ``top_op_matched`` and ``step_op_read`` in native code where it is built (the engine's
+#: calls at each op: ``StructureDetector.fast_read``).
+read_top_op = top_op_matched if _native is None else _native.top_op_matched
+read_step_op = step_op_read if _native is None else _native.step_op_read
 
 
 def _read_nothing(thread, stack: list, start: float, end: float, name: str, section: int):
