@@ -488,9 +488,8 @@ class Splitter:
         # counted at once: only an untimed event's refusal reads the count before the end
         self.events_in += len(events)
         pairs = zip(events, raws)
-        for pair in pairs:
-            while pair is not None:
-                event, raw = pair
+        for event, raw in pairs:
+            while True:  # (an event the lane hands back, below, goes round again)
                 ph, ts = event.ph, event.ts
                 if ph == METADATA_PHASE:
                     self._own_metadata(event, raw)
@@ -521,8 +520,10 @@ class Splitter:
                                 event.pid, event.tid, event.args)
                     if route == _STRUCTURE:  # (its thread's ops most likely follow)
                         break
-                pair = None if lane is None else lane(pairs, self._hot, assigned, parts,
-                                                      _LANE_RULES, self._gpu_latest)
+                if lane is None or (pair := lane(pairs, self._hot, assigned, parts, _LANE_RULES,
+                                                 self._gpu_latest)) is None:
+                    break
+                event, raw = pair
 
     def _feed_fields(self, event: dict, raw, route: int, ph: str, ts, cat, name, dur, pid,
                      tid, args) -> None:
