@@ -3318,6 +3318,487 @@ static PyObject *own_held_ops(PyObject *self, PyObject *const *args, Py_ssize_t 
     return ours < 0 ? NULL : PyLong_FromSsize_t(done);
 }
 
+/* ---- feed46: the feed loop's common cases, a run of events in one call (engine._feed_checked) ---- */
+
+/* The slots ``feed_lane`` reads of an event (``validate.SlimEvent``), of an
+   ``IterationRecord`` beyond ``eng45_record``'s, of the launches' ``MonotonicOwnerMap`` and of
+   the ``LaunchTimes`` (found by name at the first object of a class: ``eng45_laid_out``). */
+static eng45_layout feed46_names = {"ph cat name"}, feed46_times = {"ts dur id"},
+    feed46_args = {"args"}, feed46_thread = {"pid tid"}, feed46_launched = {"launches graph_launches"},
+    feed46_ranges = {"_los _his _owners"}, feed46_hit = {"hit_lo hit_hi hit_owner"},
+    feed46_launch_ends = {"ends early"}, feed46_gpu_counts = {"gpu_events kernels gpu_busy_us"},
+    feed46_gpu_span = {"gpu_active_us gpu_start_ts gpu_end_ts"},
+    feed46_work = {"stream_work gpu_work"};
+static PyObject *feed46_zero, *feed46_no_time, *feed46_empty, *feed46_add_gpu, *feed46_add_delay;
+
+/* What one ``feed_lane`` call reads, borrowed: the iteration at hand (``hot``), where its
+   events go, the windows' cached window, the launches, the rules (``engine._LANE_RULES``). */
+typedef struct {
+    PyObject *owner, *record, *breakdown, *gpu_latest, *kernel_cats;
+    PyObject *assigned, *windows, *launches, *launch_times, *waiting;
+    PyObject *order, *detector, *routes, *flow_phases, *launch_names, *graph_names;
+    PyObject *frame_cat, *x_phase, *correlation;
+    PyObject *flush_below; /* ``order.flush_below``, NULL until read (a new reference) */
+    Py_ssize_t kept_launches;
+    long by_flow_id, by_window, by_correlation;
+    int wants_evidence; /* -2 until read (once a call: no code of Python runs meanwhile) */
+} feed46_state;
+
+/* Whether ``a`` compares ``op`` with ``b`` and with ``c`` (``a <= b <= c``-like chains are
+   two such calls); -1 with an error. */
+static int feed46_both(PyObject *a, PyObject *b, int op_ab, PyObject *c, int op_bc) {
+    int result = PyObject_RichCompareBool(a, b, op_ab);
+    return result == 1 ? PyObject_RichCompareBool(b, c, op_bc) : result;
+}
+
+/* ``(owner, raw, or event where raw is None)`` appended to the events handed out (none kept:
+   ``assigned`` None), and the record's ``events`` counted. 0, or -1 with an error. */
+static int feed46_count(feed46_state *s, PyObject *event, PyObject *raw) {
+    if (s->assigned != Py_None) {
+        PyObject *pair = PyTuple_Pack(2, s->owner, raw == Py_None ? event : raw);
+        int failed = pair == NULL ? -1 : PyList_Append(s->assigned, pair);
+        Py_XDECREF(pair);
+        if (failed < 0) return -1;
+    }
+    return eng45_count(s->record, &eng45_record, 0);
+}
+
+/* A launch flow (``ph`` a flow phase, its category routed by flow id) whose launch is in the
+   launches' range found last, owned by the iteration at hand: counted in (1), as
+   ``_feed_checked``'s inline case; else 0 (the engine routes it); -1 with an error. */
+static int feed46_flow(feed46_state *s, PyObject *event, PyObject *raw) {
+    PyObject *key = SLOT_AT(event, feed46_times.at[2]);
+    if (key == NULL || !PyLong_CheckExact(key)) return 0;
+    PyObject *lo = SLOT_AT(s->launches, feed46_hit.at[0]), *hi = SLOT_AT(s->launches, feed46_hit.at[1]);
+    PyObject *owner = SLOT_AT(s->launches, feed46_hit.at[2]);
+    if (lo == NULL || hi == NULL || owner == NULL || !PyLong_CheckExact(owner)) return 0;
+    int in = feed46_both(lo, key, Py_LE, hi, Py_LE);
+    in = in == 1 ? PyObject_RichCompareBool(owner, s->owner, Py_EQ) : in;
+    if (in != 1) return in;
+    return feed46_count(s, event, raw) < 0 ? -1 : 1;
+}
+
+/* Whether a runtime call with correlation id ``corr`` (an int) can be owned here without
+   ``_own_launch``'s rarer cases: no GPU work of it decided before it (``LaunchTimes.early``),
+   its id past every range (``MonotonicOwnerMap.add``'s first case), none of its GPU work
+   waiting for it. 1, 0, or -1 with an error. */
+static int feed46_plain_launch(feed46_state *s, PyObject *corr, int named) {
+    PyObject *early = SLOT_AT(s->launch_times, feed46_launch_ends.at[1]);
+    PyObject *his = SLOT_AT(s->launches, feed46_ranges.at[1]);
+    if (early == NULL || !PyDict_CheckExact(early) || his == NULL || !PyList_CheckExact(his)
+        || SLOT_AT(s->launches, feed46_ranges.at[0]) == NULL
+        || SLOT_AT(s->launches, feed46_ranges.at[2]) == NULL)
+        return 0;
+    int found = named && PyDict_GET_SIZE(early) ? PyDict_Contains(early, corr) : 0;
+    if (found == 0 && PyDict_GET_SIZE(s->waiting)) found = PyDict_Contains(s->waiting, corr);
+    if (found != 0) return found < 0 ? -1 : 0;
+    if (PyList_GET_SIZE(his) == 0) return 1;
+    return PyObject_RichCompareBool(corr, PyList_GET_ITEM(his, PyList_GET_SIZE(his) - 1), Py_GT);
+}
+
+/* The oldest key of ``table`` dropped where it holds more than ``kept`` (``breakdown``'s
+   ``_bounded_put``, once the key is put); 0, or -1 with an error. */
+static int feed46_bound(PyObject *table, Py_ssize_t kept) {
+    Py_ssize_t pos = 0;
+    PyObject *first, *value;
+    if (PyDict_GET_SIZE(table) <= kept || !PyDict_Next(table, &pos, &first, &value)) return 0;
+    Py_INCREF(first);
+    int failed = PyDict_DelItem(table, first);
+    Py_DECREF(first);
+    return failed;
+}
+
+/* ``_own_launch``'s common case (``feed46_plain_launch``): a launch's end kept for its delay
+   (``LaunchTimes.add``: at most ``kept_launches``, the oldest dropped) and counted, then its
+   id added to the launches (``MonotonicOwnerMap.add``, its first case). 0, or -1. */
+static int feed46_launch(feed46_state *s, PyObject *corr, PyObject *end, PyObject *name,
+                         int named) {
+    if (named) {
+        PyObject *ends = SLOT_AT(s->launch_times, feed46_launch_ends.at[0]);
+        if (ends == NULL || !PyDict_CheckExact(ends)) {
+            PyErr_SetString(PyExc_TypeError, "feed_lane: LaunchTimes.ends is a dict");
+            return -1;
+        }
+        if (PyDict_SetItem(ends, corr, end) < 0 || feed46_bound(ends, s->kept_launches) < 0)
+            return -1;
+        int graph = PySet_Contains(s->graph_names, name);
+        if (graph < 0 || eng45_count(s->record, &feed46_launched, 0) < 0
+            || (graph && eng45_count(s->record, &feed46_launched, 1) < 0))
+            return -1;
+    }
+    PyObject *los = SLOT_AT(s->launches, feed46_ranges.at[0]);
+    PyObject *his = SLOT_AT(s->launches, feed46_ranges.at[1]);
+    PyObject *owners = SLOT_AT(s->launches, feed46_ranges.at[2]);
+    if (!PyList_CheckExact(los) || !PyList_CheckExact(owners)) {
+        PyErr_SetString(PyExc_TypeError, "feed_lane: MonotonicOwnerMap's ranges are lists");
+        return -1;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(los);
+    int same = n && PyList_GET_SIZE(owners) == n && PyList_GET_SIZE(his) == n
+        ? PyObject_RichCompareBool(PyList_GET_ITEM(owners, n - 1), s->owner, Py_EQ) : 0;
+    if (same < 0) return -1;
+    if (!same)
+        return PyList_Append(los, corr) < 0 || PyList_Append(his, corr) < 0
+            || PyList_Append(owners, s->owner) < 0 ? -1 : 0;
+    PyObject *hit_lo = SLOT_AT(s->launches, feed46_hit.at[0]);
+    PyObject *hit_owner = SLOT_AT(s->launches, feed46_hit.at[2]);
+    int grows = hit_lo == NULL || hit_owner == NULL ? 0
+        : PyObject_RichCompareBool(hit_lo, PyList_GET_ITEM(los, n - 1), Py_EQ);
+    grows = grows == 1 ? PyObject_RichCompareBool(hit_owner, s->owner, Py_EQ) : grows;
+    if (grows < 0) return -1;
+    if (grows) slot_set(s->launches, feed46_hit.at[1], Py_NewRef(corr));
+    return PyList_SetItem(his, n - 1, Py_NewRef(corr));
+}
+
+/* Whether an event at ``ts`` can be fed here: for an ``X`` event (``flush``), no op held in
+   order ends its section (``order.flush_below``, ``_feed_fields``' first test) and, for one
+   the detector reads as evidence while it wants some (``evidence``), the detector wants none
+   (``wants_evidence``: read once a call, as ``flush_below``). 1, 0, or -1. */
+static int feed46_calm(feed46_state *s, PyObject *ts, int flush, int evidence) {
+    if (evidence) {
+        if (s->wants_evidence == -2) {
+            PyObject *wants = PyObject_GetAttrString(s->detector, "wants_evidence");
+            s->wants_evidence = wants == NULL ? -1 : PyObject_IsTrue(wants);
+            Py_XDECREF(wants);
+            if (s->wants_evidence < 0) return -1;
+        }
+        if (s->wants_evidence) return 0;
+    }
+    if (!flush) return 1;
+    if (s->flush_below == NULL
+        && (s->flush_below = PyObject_GetAttrString(s->order, "flush_below")) == NULL)
+        return -1;
+    int early = PyObject_RichCompareBool(ts, s->flush_below, Py_LT);
+    return early < 0 ? -1 : !early;
+}
+
+/* A CPU-side event (its category routed by its window) in the windows' cached window, owned
+   by the iteration at hand, that links nothing or is a runtime call (``feed46_plain_launch``)
+   and is no Python frame, read while the detector wants no evidence and before any op held
+   in order (``_feed_fields``'s inline case): counted in, its end the record's latest, a
+   runtime call owned as ``_own_launch`` owns it (1); else 0 (the engine feeds it); -1. */
+static int feed46_window(feed46_state *s, PyObject *event, PyObject *raw, PyObject *ph,
+                         PyObject *ts, PyObject *cat) {
+    int is_x = PyUnicode_CheckExact(ph) && PyUnicode_Compare(ph, s->x_phase) == 0;
+    if (is_x) {
+        int calm = feed46_calm(s, ts, 1, 1);
+        if (calm != 1) return calm;
+        int frame = cat == Py_None ? 0 : PyObject_RichCompareBool(cat, s->frame_cat, Py_EQ);
+        if (frame != 0) return frame < 0 ? -1 : 0;
+    }
+    PyObject *dur = SLOT_AT(event, feed46_times.at[1]), *args = SLOT_AT(event, feed46_args.at[0]);
+    PyObject *name = SLOT_AT(event, feed46_names.at[2]);
+    if (dur == NULL || args == NULL || name == NULL) return 0;
+    PyObject *corr = NULL;
+    int launch = 0;
+    if (args != Py_None) {
+        if (!PyDict_CheckExact(args)) return 0;
+        if (PyDict_GET_SIZE(args)) {
+            corr = PyDict_GetItemWithError(args, s->correlation);
+            if (corr == NULL && PyErr_Occurred()) return -1;
+            launch = corr != NULL && is_x ? PyObject_IsTrue(corr) : 0;
+            if (launch < 0) return -1;
+            if (corr != NULL && !launch) return 0; /* ``_own_cpu``: it may link */
+            if (launch && !PyLong_CheckExact(corr)) return 0;
+        }
+    }
+    int timed = is_x ? PyObject_IsTrue(dur) : 0;
+    if (timed < 0) return -1;
+    PyObject *end = timed ? PyNumber_Add(ts, dur) : Py_NewRef(ts);
+    if (end == NULL) return -1;
+    PyObject *lo = eng45_get(s->windows, &eng45_windows, 0);
+    PyObject *hi = lo == NULL ? NULL : eng45_get(s->windows, &eng45_windows, 1);
+    PyObject *owner = hi == NULL ? NULL : eng45_get(s->windows, &eng45_windows, 2);
+    int ours = owner == NULL ? -1 : feed46_both(lo, ts, Py_LE, end, Py_LE);
+    ours = ours == 1 ? PyObject_RichCompareBool(end, hi, Py_LT) : ours;
+    ours = ours == 1 ? PyObject_RichCompareBool(owner, s->owner, Py_EQ) : ours;
+    int named = 0;
+    if (ours == 1 && launch) {
+        named = PySet_Contains(s->launch_names, name);
+        ours = named < 0 ? -1 : feed46_plain_launch(s, corr, named);
+    }
+    if (ours == 1) {
+        PyObject *latest = eng45_get(s->record, &eng45_record, 2);
+        int later = latest == NULL ? -1 : PyObject_RichCompareBool(end, latest, Py_GT);
+        if (later < 0 || feed46_count(s, event, raw) < 0) ours = -1;
+        else if (later == 1) slot_set(s->record, eng45_record.at[2], Py_NewRef(end));
+        if (ours == 1 && launch && feed46_launch(s, corr, end, name, named) < 0) ours = -1;
+    }
+    Py_DECREF(end);
+    return ours;
+}
+
+/* ``engine._extend_union(seen, start, end)``: the new ``seen`` (a new reference), the time
+   it adds in ``*added`` (a new reference); NULL with an error. */
+static PyObject *feed46_union(PyObject *seen, PyObject *start, PyObject *end, PyObject **added) {
+    *added = NULL;
+    if (seen == NULL || seen == Py_None) {
+        *added = PyNumber_Subtract(end, start);
+        return *added == NULL ? NULL : PyTuple_Pack(2, start, end);
+    }
+    if (!PyTuple_CheckExact(seen) || PyTuple_GET_SIZE(seen) != 2) {
+        PyErr_SetString(PyExc_TypeError, "feed_lane: GPU work kept as (start, end)");
+        return NULL;
+    }
+    PyObject *first = PyTuple_GET_ITEM(seen, 0), *latest = PyTuple_GET_ITEM(seen, 1);
+    int ordered = PyObject_RichCompareBool(start, first, Py_GE);
+    if (ordered < 0) return NULL;
+    if (ordered) { /* in time order (``max``'s comparisons, ties and all) */
+        int past = PyObject_RichCompareBool(latest, start, Py_GT);
+        int longer = past < 0 ? -1 : PyObject_RichCompareBool(latest, end, Py_GT);
+        if (longer < 0) return NULL;
+        PyObject *gain = PyNumber_Subtract(end, past ? latest : start);
+        int some = gain == NULL ? -1 : PyObject_RichCompareBool(gain, feed46_no_time, Py_GT);
+        if (some < 0) {
+            Py_XDECREF(gain);
+            return NULL;
+        }
+        if (!some) Py_SETREF(gain, Py_NewRef(feed46_no_time));
+        *added = gain;
+        return PyTuple_Pack(2, start, longer ? latest : end);
+    }
+    int later = PyObject_RichCompareBool(end, latest, Py_GT);
+    *added = later < 0 ? NULL : PyNumber_Subtract(end, start);
+    if (*added == NULL) return NULL;
+    return later ? PyTuple_Pack(2, first, end) : Py_NewRef(seen);
+}
+
+/* The record's slot ``k`` of ``layout`` plus ``value`` (``+=``); 0, or -1 with an error. */
+static int feed46_add_to(PyObject *record, eng45_layout *layout, int k, PyObject *value) {
+    PyObject *was = eng45_get(record, layout, k);
+    PyObject *sum = was == NULL ? NULL : PyNumber_Add(was, value);
+    if (sum == NULL) return -1;
+    slot_set(record, layout->at[k], sum);
+    return 0;
+}
+
+/* The record's slot ``k`` of ``layout`` set to ``value`` where it is None or ``value``
+   compares ``op`` with it; 0, or -1 with an error. */
+static int feed46_extreme(PyObject *record, eng45_layout *layout, int k, PyObject *value,
+                          int op) {
+    PyObject *was = SLOT_AT(record, layout->at[k]);
+    int beyond = was == NULL || was == Py_None ? 1 : PyObject_RichCompareBool(value, was, op);
+    if (beyond == 1) slot_set(record, layout->at[k], Py_NewRef(value));
+    return beyond < 0 ? -1 : 0;
+}
+
+/* GPU work's times and launch: the busy time of its stream and the active time of all
+   (``feed46_union``), the record's GPU span, the breakdown's layers (``add_gpu``), a
+   kernel's launch delay (``LaunchTimes.delay``, then ``add_launch_delay``): the rest of
+   ``Splitter._own_gpu_work`` once it is counted. 0, or -1 with an error. */
+static int feed46_gpu_times(feed46_state *s, PyObject *event, PyObject *cat, PyObject *start,
+                            PyObject *end, PyObject *corr, int kernel) {
+    PyObject *streams = SLOT_AT(s->breakdown, feed46_work.at[0]);
+    PyObject *pid = SLOT_AT(event, feed46_thread.at[0]), *tid = SLOT_AT(event, feed46_thread.at[1]);
+    PyObject *stream = PyTuple_Pack(2, pid, tid), *added = NULL, *seen;
+    if (stream == NULL) return -1;
+    PyObject *was = PyDict_GetItemWithError(streams, stream);
+    seen = was == NULL && PyErr_Occurred() ? NULL : feed46_union(was, start, end, &added);
+    int failed = seen == NULL ? -1 : PyDict_SetItem(streams, stream, seen);
+    Py_DECREF(stream);
+    Py_XDECREF(seen);
+    failed = failed < 0 ? -1 : feed46_add_to(s->record, &feed46_gpu_counts, 2, added);
+    Py_XDECREF(added);
+    if (failed < 0) return -1;
+    seen = feed46_union(SLOT_AT(s->breakdown, feed46_work.at[1]), start, end, &added);
+    if (seen == NULL) return -1;
+    slot_set(s->breakdown, feed46_work.at[1], seen);
+    failed = feed46_add_to(s->record, &feed46_gpu_span, 0, added);
+    Py_DECREF(added);
+    if (failed < 0 || feed46_extreme(s->record, &feed46_gpu_span, 1, start, Py_LT) < 0
+        || feed46_extreme(s->record, &feed46_gpu_span, 2, end, Py_GT) < 0)
+        return -1;
+    PyObject *name = SLOT_AT(event, feed46_names.at[2]);
+    if (name == Py_None || (PyUnicode_Check(name) && PyUnicode_GET_LENGTH(name) == 0))
+        name = feed46_empty;
+    PyObject *done = PyObject_CallMethodObjArgs(s->breakdown, feed46_add_gpu, cat, name, start,
+                                                end, NULL);
+    if (done == NULL) return -1;
+    Py_DECREF(done);
+    if (!kernel) return 0;
+    /* ``LaunchTimes.delay(corr, start, owner)`` */
+    PyObject *ends = SLOT_AT(s->launch_times, feed46_launch_ends.at[0]);
+    PyObject *early = SLOT_AT(s->launch_times, feed46_launch_ends.at[1]);
+    PyObject *launched = PyDict_GetItemWithError(ends, corr);
+    if (launched == NULL) {
+        if (PyErr_Occurred()) return -1;
+        int known = PyDict_Contains(early, corr);
+        if (known) return known < 0 ? -1 : 0;
+        PyObject *first = PyTuple_Pack(2, s->owner, start);
+        failed = first == NULL ? -1 : PyDict_SetItem(early, corr, first);
+        Py_XDECREF(first);
+        return failed < 0 ? -1 : feed46_bound(early, s->kept_launches);
+    }
+    PyObject *delay = PyNumber_Subtract(start, launched);
+    failed = delay == NULL ? -1 : PyDict_DelItem(ends, corr);
+    done = failed < 0 ? NULL : PyObject_CallMethodOneArg(s->breakdown, feed46_add_delay, delay);
+    Py_XDECREF(delay);
+    Py_XDECREF(done);
+    return done == NULL ? -1 : 0;
+}
+
+/* GPU work (its category routed by correlation id) whose launch is in the launches' range
+   found last, owned by the iteration at hand, not after the latest whose GPU work came
+   (``_freeze_gpu_before``), read while the detector wants no evidence and before any op
+   held in order: owned as ``Splitter._own_gpu_work`` owns it (1); else 0; -1. */
+static int feed46_gpu(feed46_state *s, PyObject *event, PyObject *raw, PyObject *ph,
+                      PyObject *ts, PyObject *cat) {
+    int is_x = PyUnicode_CheckExact(ph) && PyUnicode_Compare(ph, s->x_phase) == 0;
+    int ready = feed46_calm(s, ts, is_x, 1);
+    PyObject *args = SLOT_AT(event, feed46_args.at[0]), *dur = SLOT_AT(event, feed46_times.at[1]);
+    if (ready != 1 || args == NULL || !PyDict_CheckExact(args) || dur == NULL
+        || SLOT_AT(event, feed46_names.at[2]) == NULL || SLOT_AT(event, feed46_thread.at[0]) == NULL
+        || SLOT_AT(event, feed46_thread.at[1]) == NULL)
+        return ready < 0 ? -1 : 0;
+    PyObject *corr = PyDict_GetItemWithError(args, s->correlation);
+    if (corr == NULL || !PyLong_CheckExact(corr)) return PyErr_Occurred() ? -1 : 0;
+    PyObject *lo = SLOT_AT(s->launches, feed46_hit.at[0]), *hi = SLOT_AT(s->launches, feed46_hit.at[1]);
+    PyObject *owner = SLOT_AT(s->launches, feed46_hit.at[2]);
+    if (lo == NULL || hi == NULL || owner == NULL || !PyLong_CheckExact(owner)) return 0;
+    int in = feed46_both(lo, corr, Py_LE, hi, Py_LE);
+    in = in == 1 ? PyObject_RichCompareBool(owner, s->owner, Py_EQ) : in;
+    in = in == 1 ? PyObject_RichCompareBool(owner, s->gpu_latest, Py_LE) : in;
+    if (in != 1) return in;
+    PyObject *streams = SLOT_AT(s->breakdown, feed46_work.at[0]);
+    PyObject *ends = SLOT_AT(s->launch_times, feed46_launch_ends.at[0]);
+    PyObject *early = SLOT_AT(s->launch_times, feed46_launch_ends.at[1]);
+    if (streams == NULL || !PyDict_CheckExact(streams) || SLOT_AT(s->breakdown, feed46_work.at[1]) == NULL
+        || ends == NULL || !PyDict_CheckExact(ends) || early == NULL || !PyDict_CheckExact(early))
+        return 0;
+    int kernel = PySet_Contains(s->kernel_cats, cat);
+    int timed = kernel < 0 ? -1 : PyObject_IsTrue(dur);
+    if (timed < 0) return -1;
+    PyObject *end = PyNumber_Add(ts, timed ? dur : feed46_zero);
+    if (end == NULL || feed46_count(s, event, raw) < 0
+        || eng45_count(s->record, &feed46_gpu_counts, 0) < 0
+        || (kernel && eng45_count(s->record, &feed46_gpu_counts, 1) < 0)
+        || feed46_gpu_times(s, event, cat, ts, end, corr, kernel) < 0) {
+        Py_XDECREF(end);
+        return -1;
+    }
+    Py_DECREF(end);
+    return 1;
+}
+
+/* One event of a checked batch: taken (1), not (0: the engine feeds it), -1 with an error. */
+static int feed46_take(feed46_state *s, PyObject *event, PyObject *raw) {
+    int ready = eng45_laid_out(&feed46_names, event);
+    ready = ready == 1 ? eng45_laid_out(&feed46_times, event) : ready;
+    ready = ready == 1 ? eng45_laid_out(&feed46_args, event) : ready;
+    ready = ready == 1 ? eng45_laid_out(&feed46_thread, event) : ready;
+    if (ready != 1) return ready;
+    PyObject *ph = SLOT_AT(event, feed46_names.at[0]), *cat = SLOT_AT(event, feed46_names.at[1]);
+    PyObject *ts = SLOT_AT(event, feed46_times.at[0]);
+    /* (metadata, and an event without a phase or a time: the engine's) */
+    if (ph == NULL || cat == NULL || ts == NULL || !PyUnicode_CheckExact(ph) || ts == Py_None
+        || PyUnicode_CompareWithASCIIString(ph, "M") == 0)
+        return 0;
+    PyObject *route = PyDict_GetItemWithError(s->routes, cat);
+    if (route == NULL && PyErr_Occurred()) return -1;
+    long way = route == NULL ? s->by_window : PyLong_AsLong(route);
+    if (way == -1 && PyErr_Occurred()) return -1;
+    if (way == s->by_flow_id) {
+        int flow = PySet_Contains(s->flow_phases, ph);
+        return flow == 1 ? feed46_flow(s, event, raw) : flow < 0 ? -1 : 0;
+    }
+    if (way == s->by_correlation) return feed46_gpu(s, event, raw, ph, ts, cat);
+    return way == s->by_window ? feed46_window(s, event, raw, ph, ts, cat) : 0;
+}
+
+/* feed_lane(pairs, hot, assigned, parts, rules, gpu_latest) -> (event, raw), or None: the
+   next events of ``pairs`` (an iterator of a checked batch's ``(event, raw)``,
+   ``validate.SlimEvent`` structs) taken in order, as ``engine.Splitter._feed_checked`` feeds
+   each, while each is one of its common cases whole (``feed46_take``), owned by the iteration
+   at hand (``hot``: ``(owner, record, breakdown, ...)``): a launch flow, or GPU work (not of
+   an iteration after ``gpu_latest``, ``Splitter._gpu_latest``), of the launches' range found
+   last; a CPU-side event in the windows' cached window that links nothing, or a runtime
+   call. The first it does not take is handed back (the engine feeds it), None once ``pairs``
+   is done. ``assigned``: the list of events handed out (None: nothing kept); ``parts``:
+   ``(windows, launches, launch_times, waiting_gpu, order, detector)``; ``rules``:
+   ``engine._LANE_RULES``. Where a class lacks a slot it reads, it takes nothing. */
+static PyObject *feed_lane(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6 || !PyTuple_Check(args[1]) || PyTuple_GET_SIZE(args[1]) < 3
+        || !PyTuple_Check(args[3]) || PyTuple_GET_SIZE(args[3]) != 6 || !PyTuple_Check(args[4])
+        || PyTuple_GET_SIZE(args[4]) != 10) {
+        PyErr_SetString(PyExc_TypeError,
+                        "feed_lane(pairs, hot, assigned, parts, rules, gpu_latest)");
+        return NULL;
+    }
+    if (feed46_add_delay == NULL) {
+        feed46_zero = PyLong_FromLong(0);
+        feed46_no_time = feed46_zero == NULL ? NULL : PyFloat_FromDouble(0.0);
+        feed46_empty = feed46_no_time == NULL ? NULL : PyUnicode_FromString("");
+        feed46_add_gpu = feed46_empty == NULL ? NULL : PyUnicode_InternFromString("add_gpu");
+        feed46_add_delay = feed46_add_gpu == NULL ? NULL
+            : PyUnicode_InternFromString("add_launch_delay");
+        if (feed46_add_delay == NULL) return NULL;
+    }
+    PyObject *parts = args[3], *rules = args[4];
+    feed46_state s = {
+        .owner = PyTuple_GET_ITEM(args[1], 0), .record = PyTuple_GET_ITEM(args[1], 1),
+        .breakdown = PyTuple_GET_ITEM(args[1], 2), .gpu_latest = args[5],
+        .kernel_cats = PyTuple_GET_ITEM(args[4], 9),
+        .assigned = args[2], .windows = PyTuple_GET_ITEM(parts, 0),
+        .launches = PyTuple_GET_ITEM(parts, 1), .launch_times = PyTuple_GET_ITEM(parts, 2),
+        .waiting = PyTuple_GET_ITEM(parts, 3), .order = PyTuple_GET_ITEM(parts, 4),
+        .detector = PyTuple_GET_ITEM(parts, 5), .routes = PyTuple_GET_ITEM(rules, 0),
+        .flow_phases = PyTuple_GET_ITEM(rules, 1), .launch_names = PyTuple_GET_ITEM(rules, 2),
+        .graph_names = PyTuple_GET_ITEM(rules, 3), .frame_cat = PyTuple_GET_ITEM(rules, 5),
+        .x_phase = PyTuple_GET_ITEM(rules, 6), .correlation = PyTuple_GET_ITEM(rules, 7),
+        .wants_evidence = -2};
+    s.kept_launches = PyLong_AsSsize_t(PyTuple_GET_ITEM(rules, 4));
+    PyObject *ways = PyTuple_GET_ITEM(rules, 8);
+    if (s.kept_launches == -1 && PyErr_Occurred()) return NULL;
+    if (!PyTuple_Check(ways) || PyTuple_GET_SIZE(ways) != 3 || !PyDict_CheckExact(s.routes)
+        || !PyAnySet_Check(s.kernel_cats)
+        || !PyAnySet_Check(s.flow_phases) || !PyAnySet_Check(s.launch_names)
+        || !PyAnySet_Check(s.graph_names) || !PyDict_CheckExact(s.waiting)
+        || !PyUnicode_Check(s.x_phase) || (s.assigned != Py_None && !PyList_Check(s.assigned))) {
+        PyErr_SetString(PyExc_TypeError, "feed_lane: parts or rules of other types");
+        return NULL;
+    }
+    s.by_flow_id = PyLong_AsLong(PyTuple_GET_ITEM(ways, 0));
+    s.by_window = PyLong_AsLong(PyTuple_GET_ITEM(ways, 1));
+    s.by_correlation = PyLong_AsLong(PyTuple_GET_ITEM(ways, 2));
+    if (PyErr_Occurred()) return NULL;
+    PyObject *pairs = args[0], *pair;
+    /* nothing taken where a class lacks a slot read (the engine feeds each) */
+    if (eng45_one == NULL && (eng45_one = PyLong_FromLong(1)) == NULL) return NULL;
+    int ready = PyLong_CheckExact(s.owner) && s.record != Py_None
+        && PyLong_AsLong(s.owner) >= 0;
+    ready = ready ? eng45_laid_out(&eng45_record, s.record) : 0;
+    ready = ready == 1 ? eng45_laid_out(&feed46_launched, s.record) : ready;
+    ready = ready == 1 ? eng45_laid_out(&feed46_gpu_counts, s.record) : ready;
+    ready = ready == 1 ? eng45_laid_out(&feed46_gpu_span, s.record) : ready;
+    ready = ready == 1 ? eng45_laid_out(&feed46_work, s.breakdown) : ready;
+    ready = ready == 1 ? eng45_laid_out(&eng45_windows, s.windows) : ready;
+    ready = ready == 1 ? eng45_laid_out(&feed46_ranges, s.launches) : ready;
+    ready = ready == 1 ? eng45_laid_out(&feed46_hit, s.launches) : ready;
+    ready = ready == 1 ? eng45_laid_out(&feed46_launch_ends, s.launch_times) : ready;
+    if (ready < 0) return NULL;
+    /* held here: the slots read may be replaced while the run is taken (``add_gpu`` is code
+       of Python) */
+    Py_INCREF(s.owner);
+    Py_INCREF(s.record);
+    Py_INCREF(s.breakdown);
+    while ((pair = PyIter_Next(pairs)) != NULL) {
+        int taken = 0;
+        if (ready && PyTuple_CheckExact(pair) && PyTuple_GET_SIZE(pair) == 2)
+            taken = feed46_take(&s, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1));
+        if (taken != 1) {
+            if (taken < 0) Py_CLEAR(pair);
+            break;
+        }
+        Py_DECREF(pair);
+    }
+    Py_DECREF(s.owner);
+    Py_DECREF(s.record);
+    Py_DECREF(s.breakdown);
+    Py_XDECREF(s.flush_below);
+    if (pair == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
+    return pair;
+}
+
 /* ---- det45: a one-op instance's anchor, matched (matcher.anchor_after_alike) ---- */
 
 /* The slots of a ``matcher.RootMatcher`` that ``anchor_after_alike`` reads and sets. */
@@ -4397,6 +4878,13 @@ static PyMethodDef methods[] = {
      "own_held_ops(items, windows, hot, assigned, union_with) -> int: how many of the held "
      "items at the head, ops held as their thread in the window found last, of the iteration "
      "at hand, it owned as engine.Splitter._own_each owns each (stops at the first other)."},
+    /* ---- feed46 ---- */
+    {"feed_lane", (PyCFunction)(void (*)(void))feed_lane, METH_FASTCALL,
+     "feed_lane(pairs, hot, assigned, parts, rules, gpu_latest) -> (event, raw), or None: the "
+     "events of the iterator pairs taken in order while each is one of "
+     "engine.Splitter._feed_checked's common cases whole (a launch flow or GPU work of a "
+     "known launch; a CPU-side event of the cached window that links nothing, or a runtime "
+     "call), of the iteration at hand; the first other one handed back, None at the end."},
     /* ---- det45 ---- */
     {"step_op_read", (PyCFunction)(void (*)(void))step_op_read, METH_FASTCALL,
      "step_op_read(stacks, stepping, thread, name, start, end) -> its boundaries, or None: "

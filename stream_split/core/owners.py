@@ -412,7 +412,9 @@ class MonotonicOwnerMap:
         los, his, owners = self._los, self._his, self._owners
         if not los or key > his[-1]:
             if los and owners[-1] == owner:
-                if self.hit_lo == los[-1]:  # the range found last is this one: it grows too
+                # the range found last is this one: it grows too (not the empty range of
+                # no look-up yet, whose low end may be a key: its owner is None)
+                if self.hit_lo == los[-1] and self.hit_owner == owner:
                     self.hit_hi = key
                 his[-1] = key
             else:

@@ -260,6 +260,19 @@ def test_gpu_work_is_owned_by_its_launch_s_iteration():
     assert [owners.lookup(c) for c in (100, 101, 102, 105, 110)] == [0, 0, 1, 1, 2]
 
 
+def test_the_range_found_last_grows_only_once_a_look_up_found_one():
+    # Before any look-up the range found last is empty, its low end 1: the launches 1 and 2
+    # of one iteration do not make it [1, 2] with no owner (a flow with id 2, tested against
+    # it inline by the engine, read None as its owner: a TypeError).
+    owners = MonotonicOwnerMap()
+    owners.add(1, 0)
+    owners.add(2, 0)
+    assert not owners.hit_lo <= 2 <= owners.hit_hi
+    assert owners.lookup(2) == 0 and (owners.hit_lo, owners.hit_hi, owners.hit_owner) == (1, 2, 0)
+    owners.add(3, 0)  # the range found last is the last one: it grows with it
+    assert owners.hit_hi == 3 and owners.lookup(3) == 0
+
+
 def test_a_correlation_never_launched_has_no_owner_yet():
     owners = MonotonicOwnerMap()
     assert owners.lookup(7) is None

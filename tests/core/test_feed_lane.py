@@ -1,0 +1,152 @@
+"""The feed loop's common cases taken a run of events at a time (``_native.feed_lane``, where
+built: ``engine.Splitter._feed_checked``) are fed as that method's loop feeds them, its
+fallback: the same owners, in the same order, the same records and evidence, on generated
+training runs and on random streams of runtime calls, launch flows, GPU work and CPU-side
+events read through the decoder (checked batches of slim structs)."""
+import json
+
+import msgspec
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from stream_split.core import SplitOptions, Splitter, engine
+from stream_split.core.validate import SlimEvent
+from stream_split.run import read_through
+from stream_split.testing.generate import generate, render
+
+needs_native = pytest.mark.skipif(engine._feed_lane is None,
+                                  reason="stream_split._native is not built")
+
+
+def _read(path, keep: bool, pending_limit: int) -> tuple:
+    """(each event's owner as handed out, in order; each record's dict; the evidence) of
+    ``path`` read through a splitter."""
+    splitter = Splitter(SplitOptions(keep_events=keep, pending_limit=pending_limit))
+    pairs = []
+    outcome = read_through(str(path), splitter, on_pairs=pairs.extend)
+    assert outcome.error is None
+    handed = [(owner, bytes(event)) for owner, event in pairs]
+    return handed, [record.to_dict() for record in splitter.iterations], splitter.evidence
+
+
+def _fed(events: list, cuts: list, keep: bool, pending_limit: int) -> tuple:
+    """``_read``'s answer for ``events`` (dicts) fed as checked batches of slim structs
+    (what the decoder hands the engine), cut before the indices ``cuts``."""
+    splitter = Splitter(SplitOptions(keep_events=keep, pending_limit=pending_limit))
+    texts = [json.dumps(event).encode() for event in events]
+    slim = msgspec.json.decode(b"[" + b",".join(texts) + b"]", type=list[SlimEvent])
+    pairs = []
+    for i, j in zip([0, *cuts], [*cuts, len(events)]):
+        splitter.feed_batch(slim[i:j], texts[i:j] if keep else None, checked=True)
+        pairs.extend(splitter.decided().pairs)
+    splitter.close()
+    pairs.extend(splitter.pop_assigned())
+    handed = [(owner, event if event.__class__ is bytes else msgspec.json.encode(event))
+              for owner, event in pairs]
+    return handed, [record.to_dict() for record in splitter.iterations], splitter.evidence
+
+
+def _both_ways(split, monkeypatch, *args) -> int:
+    """``split(*args)`` (``_read`` or ``_fed``) with and without ``feed_lane`` gives the same;
+    returns how many events the lane took."""
+    taken = []
+
+    def counted(pairs, *args):
+        seen = [0]
+
+        def counting():
+            for pair in pairs:
+                seen[0] += 1
+                yield pair
+
+        back = engine._native.feed_lane(counting(), *args)
+        taken.append(seen[0] - (back is not None))
+        return back
+
+    monkeypatch.setattr(engine, "_feed_lane", counted)
+    native = split(*args)
+    monkeypatch.setattr(engine, "_feed_lane", None)
+    assert native == split(*args)
+    return sum(taken)
+
+
+@needs_native
+@pytest.mark.parametrize("scenario, seed", [("training", 1), ("training", 7), ("serving", 3),
+                                            ("noisy_training", 5)])
+def test_a_generated_trace_is_split_alike_with_and_without_it(scenario, seed, tmp_path,
+                                                               monkeypatch):
+    path = tmp_path / "trace.json"
+    path.write_text(render(generate(scenario, seed=seed), "object", True))
+    assert _both_ways(_read, monkeypatch, path, True, 10_000) > 0
+
+
+def _stream(steps: list, name_pick: list, floats: bool) -> list:
+    """A Kineto-like stream: a loop of ``ProfilerStep#k`` annotations with ops inside, then
+    each step's runtime calls (launches, others, some named as graph launches) with their
+    flows, then the GPU work (kernels, and copies after a copy's call; on two streams) with
+    its flows; ``steps``: per step, what each of its launches
+    does (0: a kernel after it, 1: its kernel before it, 2: no kernel, 3: a second call
+    with the same correlation id, 4: a flow whose id names no launch), ``name_pick`` the
+    runtime names chosen in turn."""
+    names = ["cudaLaunchKernel", "cudaMemcpyAsync", "cudaGraphLaunch", "cudaEventRecord",
+             "cudaStreamSynchronize"]
+    ts = (lambda t: t + 0.5) if floats else (lambda t: t)
+    cpu, runtime, gpu = [], [], []
+    at, corr, pick = 1000, 1, 0
+    for k, launches in enumerate(steps):
+        span = 30 + 10 * len(launches)
+        cpu.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{k}",
+                    "pid": 1, "tid": 1, "ts": ts(at), "dur": span})
+        cpu.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1,
+                    "ts": ts(at + 1), "dur": span - 2})
+        for j, kind in enumerate(launches):
+            start = at + 2 + 10 * j
+            name = names[name_pick[pick % len(name_pick)] if name_pick else 0]
+            pick += 1
+            runtime.append({"ph": "X", "cat": "cuda_runtime", "name": name, "pid": 1,
+                            "tid": 1, "ts": ts(start), "dur": 5,
+                            "args": {"correlation": corr}})
+            runtime.append({"ph": "s", "cat": "ac2g", "id": corr if kind != 4 else corr + 10 ** 6,
+                            "pid": 1, "tid": 1, "ts": ts(start), "bp": "e", "name": "ac2g"})
+            runtime.append({"ph": "f", "cat": "fwdbwd", "id": corr, "pid": 1, "tid": 1,
+                            "ts": ts(start + 1), "bp": "e", "name": "fwdbwd"})
+            kernel = {"ph": "X", "cat": "gpu_memcpy" if name == "cudaMemcpyAsync" else "kernel",
+                      "name": f"k{j}", "pid": 0, "tid": 7 + j % 2, "ts": ts(start + 3),
+                      "dur": j % 3 * 2, "args": {"correlation": corr}}
+            flow = {"ph": "f", "cat": "ac2g", "id": corr, "pid": 0, "tid": 7,
+                    "ts": ts(start + 3), "bp": "e", "name": "ac2g"}
+            if kind == 1:
+                cpu.append(kernel)
+            elif kind != 2:
+                gpu.extend([kernel, flow])
+            if kind == 3:
+                runtime.append(dict(runtime[-3], ts=ts(start + 6), dur=1))
+            if j == 1:  # metadata and an instant among them (``M``: never the lane's)
+                runtime.append({"ph": "M", "name": "thread_name", "pid": 1, "tid": 1,
+                                "ts": ts(start + 2), "args": {"name": "python"}})
+                gpu.append({"ph": "M", "name": "process_name", "pid": 0, "tid": 0,
+                            "ts": ts(start + 3), "args": {"name": "gpu"}})
+                runtime.append({"ph": "i", "cat": "cuda_runtime", "name": "mark", "pid": 1,
+                                "tid": 1, "ts": ts(start + 2), "s": "t"})
+            corr += 1
+        at += span + 5
+    return cpu + runtime + gpu
+
+
+@needs_native
+@given(st.lists(st.lists(st.integers(0, 4), max_size=6), min_size=2, max_size=8),
+       st.lists(st.integers(0, 4), max_size=5), st.booleans(), st.booleans(),
+       st.sampled_from([10_000, 7]), st.lists(st.integers(1, 200), max_size=4))
+@settings(max_examples=80, deadline=None)
+def test_random_streams_are_fed_alike_with_and_without_it(steps, name_pick, floats, keep,
+                                                           pending_limit, cuts):
+    events = _stream(steps, name_pick, floats)
+    cuts = sorted({cut for cut in cuts if cut < len(events)})
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _both_ways(_fed, monkeypatch, events, cuts, keep, pending_limit)
+
+
+@needs_native
+def test_a_stream_of_launches_is_mostly_taken_by_it(monkeypatch):
+    events = _stream([[0, 0, 1, 3, 0], [0, 2, 4, 0, 0, 0], [0, 0, 0]], [0, 1, 2, 3], False)
+    assert _both_ways(_fed, monkeypatch, events, [], True, 10_000) > len(events) // 3
