@@ -352,13 +352,28 @@ class Decided:
     more: bool
 
 
+def _detector_for(options: SplitOptions, detector):
+    """``detector``, or the one ``options`` name where None. A detector of the caller's own
+    that predates ``fast_read`` (``detect.base``: an op pushed and read in one call, read by
+    ``Splitter._read_op`` at each op as a plain attribute) is given ``fast_read = None``: its
+    ops are pushed and observed as before."""
+    detector = detector if detector is not None else make_detector(options)
+    if not hasattr(detector, "fast_read"):
+        try:
+            detector.fast_read = None
+        except AttributeError:  # (slots without it)
+            raise TypeError(f"the detector {type(detector).__name__} has no attribute "
+                            f"fast_read (None where it reads no op in one call)") from None
+    return detector
+
+
 class Splitter:
     """One trace's splitting state. Not thread-safe; one instance per trace."""
 
     def __init__(self, options: SplitOptions | None = None, *, spill=None, detector=None,
                  per_iteration=list):
         self.options = options or SplitOptions()
-        self._detector = detector if detector is not None else make_detector(self.options)
+        self._detector = _detector_for(self.options, detector)
         self._stacks = ThreadStacks(self.options.stack_tolerance_us)
         # A detector that never reads the stack of open ops (step annotations) gets none,
         # and each thread's ops as they come (the nesting is not read).

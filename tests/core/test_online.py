@@ -174,6 +174,40 @@ class _ScriptedDetector:
         return DetectorResult(boundaries=self.script.get("close", []), last_end=100.0)
 
 
+def test_a_detector_of_the_callers_own_without_fast_read_still_splits():
+    """``fast_read`` joined the detector contract in session 46: a detector written before
+    it is given ``fast_read = None`` and its ops are observed as before."""
+    t = (1, 1)
+    script = {1: (FoundBoundary(0.0, t, "a"),), 3: (FoundBoundary(20.0, t, "a"),)}
+
+    class Plain:  # no fast_read at all
+        name, wants_evidence = "plain", False
+        observe = _ScriptedDetector.observe
+        observe_frame = observe_launch = observe_gpu_work = _ScriptedDetector.observe_frame
+        close = _ScriptedDetector.close
+
+        def __init__(self, script):
+            self.script, self.n = script, 0
+
+    detector = Plain(script)
+    splitter = Splitter(SplitOptions(), detector=detector)
+    records = []
+    for e in [_op(0, "a"), _op(10), _op(20, "a"), _op(30)]:
+        splitter.feed(e)
+        records += splitter.pop_records()
+    splitter.close()
+    records += splitter.pop_records()
+    assert detector.fast_read is None and detector.n == 4
+    assert [r.start_ts for r in splitter.iterations] == [0.0, 20.0]
+
+
+def test_a_detector_with_slots_and_no_fast_read_is_refused_by_name():
+    class Slotted:
+        __slots__ = ("n",)
+    with pytest.raises(TypeError, match="Slotted has no attribute fast_read"):
+        Splitter(SplitOptions(), detector=Slotted())
+
+
 def _op(ts, name="op"):
     return {"ph": "X", "cat": "cpu_op", "name": name, "ts": ts, "dur": 1, "pid": 1, "tid": 1}
 
