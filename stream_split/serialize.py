@@ -65,12 +65,12 @@ def record_lines(records) -> bytes:
     """``json_lines`` of each record's ``to_dict(shared=True)`` (the JSONL records of
     ``boundaries``): by ``_native.record_lines`` where built, each record of a class of
     ``records.LINE_LAYOUTS`` written from its slots, no dict made (callgrind, boundaries of
-    30 k one-op iterations: see ``write.JsonlRecordSink``); else from their dicts."""
-    if _native is not None:
-        lines = _native.record_lines(records if records.__class__ is list else list(records),
-                                     LINE_LAYOUTS)
-        if lines is not None:
-            return lines
+    30 k one-op iterations: see ``write.JsonlRecordSink``); else from their dicts. Any
+    iterable of records, read once (the native call takes a list)."""
+    if records.__class__ is not list:
+        records = list(records)
+    if _native is not None and (lines := _native.record_lines(records, LINE_LAYOUTS)) is not None:
+        return lines
     return json_lines([record.to_dict(shared=True) for record in records])
 
 
