@@ -3235,6 +3235,74 @@ static int eng45_add_op(PyObject *unions, PyObject *thread, PyObject *start, PyO
     return inside < 0 ? -1 : 0;
 }
 
+/* ---- iter47: a held step annotation owned with the held ops (own_held_ops) ---- */
+
+/* Whether a held event from ``start`` to ``end`` lies in the window ``lo``..``hi`` that
+   ``own_held_ops`` owns (``lo <= start <= end < hi``): 1, 0, or -1 with an error. */
+static int iter47_in_window(PyObject *lo, PyObject *start, PyObject *end, PyObject *hi) {
+    int in = PyObject_RichCompareBool(lo, start, Py_LE);
+    in = in == 1 ? PyObject_RichCompareBool(start, end, Py_LE) : in;
+    return in == 1 ? PyObject_RichCompareBool(end, hi, Py_LT) : in;
+}
+
+/* N of ``name`` where it is ``prefix`` then ASCII digits of a number up to 2**63 - 1
+   (``trace_format.profiler_step_number``), a new int; NULL where it is not (no error), or
+   with an error. */
+static PyObject *iter47_step_number(PyObject *name, PyObject *prefix) {
+    Py_ssize_t at = PyUnicode_GET_LENGTH(prefix), n = PyUnicode_GET_LENGTH(name) - at;
+    if (!PyUnicode_IS_ASCII(name) || n < 1 || n > 19 ||
+            PyUnicode_Tailmatch(name, prefix, 0, at, -1) != 1)
+        return NULL;
+    const char *digits = (const char *)PyUnicode_DATA(name) + at;
+    unsigned long long number = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (digits[i] < '0' || digits[i] > '9') return NULL;
+        number = number * 10 + (unsigned long long)(digits[i] - '0');  /* (19 digits fit) */
+    }
+    return number > (unsigned long long)PY_LLONG_MAX ? NULL : PyLong_FromUnsignedLongLong(number);
+}
+
+static eng45_layout iter47_record = {"step"};
+
+/* One held annotation ``item`` (``(end, seq, start, name, None, raw)``) of the window
+   ``lo``..``hi``, owned by ``owner`` as ``engine.Splitter._own_each`` owns it where it is
+   the first ``ProfilerStep#N`` of its iteration (``record.step`` None; ``prefix`` the
+   steps' prefix): ``(owner, raw or name)`` appended to ``assigned`` (None: not kept),
+   ``record.events`` counted, ``record.step`` its N, ``record.end_ts`` the later of it and
+   ``end``. 1, else 0 (not owned here: the engine owns it, what else its name tells), -1
+   with an error. */
+static int iter47_own_step(PyObject *item, PyObject *lo, PyObject *hi, PyObject *owner,
+                           PyObject *record, PyObject *assigned, PyObject *prefix) {
+    PyObject *end = PyTuple_GET_ITEM(item, 0), *start = PyTuple_GET_ITEM(item, 2);
+    PyObject *name = PyTuple_GET_ITEM(item, 3), *raw = PyTuple_GET_ITEM(item, 5);
+    int in = iter47_in_window(lo, start, end, hi);
+    if (in != 1) return in;
+    if ((in = eng45_laid_out(&iter47_record, record)) != 1) return in;
+    if (SLOT_AT(record, iter47_record.at[0]) != Py_None) return 0;  /* (its step known) */
+    PyObject *number = iter47_step_number(name, prefix);
+    if (number == NULL) return PyErr_Occurred() ? -1 : 0;
+    if (assigned != Py_None) {
+        PyObject *pair = PyTuple_Pack(2, owner, raw == Py_None ? name : raw);
+        int failed = pair == NULL ? -1 : PyList_Append(assigned, pair);
+        Py_XDECREF(pair);
+        if (failed < 0) {
+            Py_DECREF(number);
+            return -1;
+        }
+    }
+    if (eng45_count(record, &eng45_record, 0) < 0) {
+        Py_DECREF(number);
+        return -1;
+    }
+    slot_set(record, iter47_record.at[0], number);
+    PyObject *latest = eng45_get(record, &eng45_record, 2);
+    int later = latest == NULL ? -1 : PyObject_RichCompareBool(end, latest, Py_GT);
+    if (later == 1) slot_set(record, eng45_record.at[2], Py_NewRef(end));
+    return later < 0 ? -1 : 1;
+}
+
+/* ---- eng45 (continued) ---- */
+
 /* One held op ``item`` (``(end, seq, start, event, None, raw)``, ``event`` its thread) of the
    window ``lo``..``hi`` (1, else 0: not owned here), owned by ``owner`` (``own_held_ops``);
    -1 with an error. */
@@ -3243,9 +3311,7 @@ static int eng45_own(PyObject *item, PyObject *lo, PyObject *hi, PyObject *owner
                      PyObject *union_with) {
     PyObject *end = PyTuple_GET_ITEM(item, 0), *start = PyTuple_GET_ITEM(item, 2);
     PyObject *event = PyTuple_GET_ITEM(item, 3), *raw = PyTuple_GET_ITEM(item, 5);
-    int in = PyObject_RichCompareBool(lo, start, Py_LE);
-    in = in == 1 ? PyObject_RichCompareBool(start, end, Py_LE) : in;
-    in = in == 1 ? PyObject_RichCompareBool(end, hi, Py_LT) : in;
+    int in = iter47_in_window(lo, start, end, hi);
     if (in != 1) return in;
     if (assigned != Py_None) {
         PyObject *pair = PyTuple_Pack(2, owner, raw == Py_None ? event : raw);
@@ -3262,7 +3328,7 @@ static int eng45_own(PyObject *item, PyObject *lo, PyObject *hi, PyObject *owner
     return later < 0 ? -1 : 1;
 }
 
-/* own_held_ops(items, windows, hot, assigned, union_with) -> int: of the held items
+/* own_held_ops(items, windows, hot, assigned, union_with[, step_prefix]) -> int: of the held items
    ``(end, seq, start, event, None, raw)`` a boundary decides, in order, how many at the head
    it owned, as ``engine.Splitter._own_each`` owns each: an op held as its thread (``event``
    a pair) in the window found last (``windows.cached_lo <= start <= end < cached_hi``),
@@ -3271,14 +3337,17 @@ static int eng45_own(PyObject *item, PyObject *lo, PyObject *hi, PyObject *owner
    ``assigned`` (None: nothing kept), ``record.events`` and ``record.cpu_ops`` counted, the
    op in the breakdown (``eng45_add_op``), ``record.end_ts`` the later of it and ``end``. It
    stops at the first item that is not such (the engine owns it and the rest), and owns none
-   where a class lacks a slot it reads. */
+   where a class lacks a slot it reads. With ``step_prefix`` (iter47), an annotation held as
+   its name that is its iteration's first ``ProfilerStep#N`` is owned too
+   (``iter47_own_step``): a loop of annotated steps holds one a boundary. */
 static PyObject *own_held_ops(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5 || !PyList_Check(args[0]) || !PyTuple_Check(args[2])
-        || PyTuple_GET_SIZE(args[2]) < 3) {
+    if (nargs < 5 || nargs > 6 || !PyList_Check(args[0]) || !PyTuple_Check(args[2])
+        || PyTuple_GET_SIZE(args[2]) < 3 || (nargs == 6 && !PyUnicode_CheckExact(args[5]))) {
         PyErr_SetString(PyExc_TypeError,
-                        "own_held_ops(items, windows, hot, assigned, union_with)");
+                        "own_held_ops(items, windows, hot, assigned, union_with[, step_prefix])");
         return NULL;
     }
+    PyObject *prefix = nargs == 6 ? args[5] : NULL;
     if (eng45_no_time == NULL) {
         eng45_add = PyUnicode_InternFromString("add");
         eng45_one = PyLong_FromLong(1);
@@ -3306,12 +3375,15 @@ static PyObject *own_held_ops(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_ssize_t done = 0;
     for (; ours == 1 && done < PyList_GET_SIZE(items); done += ours) {
         PyObject *item = PyList_GET_ITEM(items, done), *event;
-        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 6
-            || !PyTuple_CheckExact(event = PyTuple_GET_ITEM(item, 3))
-            || PyTuple_GET_SIZE(event) != 2)
+        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 6)
+            break;
+        event = PyTuple_GET_ITEM(item, 3);
+        int op = PyTuple_CheckExact(event) && PyTuple_GET_SIZE(event) == 2;
+        if (!op && (prefix == NULL || !PyUnicode_CheckExact(event)))
             break;
         Py_INCREF(item);
-        ours = eng45_own(item, lo, hi, owner, record, unions, assigned, args[4]);
+        ours = op ? eng45_own(item, lo, hi, owner, record, unions, assigned, args[4])
+                  : iter47_own_step(item, lo, hi, owner, record, assigned, prefix);
         Py_DECREF(item);
     }
     for (int k = 0; k < 4; k++) Py_DECREF(held[k]);
@@ -4875,9 +4947,10 @@ static PyMethodDef methods[] = {
      "factories where not None (dict, list: empty), then those at the indices given the "
      "values, in order (records.made_fresh, core.breakdown.new_breakdown)."},
     {"own_held_ops", (PyCFunction)(void (*)(void))own_held_ops, METH_FASTCALL,
-     "own_held_ops(items, windows, hot, assigned, union_with) -> int: how many of the held "
-     "items at the head, ops held as their thread in the window found last, of the iteration "
-     "at hand, it owned as engine.Splitter._own_each owns each (stops at the first other)."},
+     "own_held_ops(items, windows, hot, assigned, union_with[, step_prefix]) -> int: how many "
+     "of the held items at the head, ops held as their thread in the window found last, of "
+     "the iteration at hand (with step_prefix, its first ProfilerStep#N annotation too), it "
+     "owned as engine.Splitter._own_each owns each (stops at the first other)."},
     /* ---- feed46 ---- */
     {"feed_lane", (PyCFunction)(void (*)(void))feed_lane, METH_FASTCALL,
      "feed_lane(pairs, hot, assigned, parts, rules, gpu_latest) -> (event, raw), or None: the "

@@ -157,7 +157,8 @@ _INTEGER_BULK_MIN = 32
 
 #: The category an op held named (``_hold_cpu``) is decided as: a CPU op's (``_own_cpu``).
 _NAMED_OP_CAT = "cpu_op"
-#: ``Splitter._own_each``'s common case, ops held as their thread, in one call where built
+#: ``Splitter._own_each``'s common cases, ops held as their thread and (given the steps'
+#: prefix) the first ``ProfilerStep#N`` annotation of an iteration, in one call where built
 #: (``_native.own_held_ops``; None: that method's loop owns every item).
 _own_held_ops = None if _native is None else _native.own_held_ops
 #: ``Splitter._feed_checked``'s common cases, a run of events in one call where built
@@ -1599,11 +1600,22 @@ class Splitter:
         if not self._cpu_held and len(items := rows.items) <= _FEW_HELD:  # a few, held one
             # by one: most often (a loop of tiny iterations: every boundary) each ends before
             # ``until`` and none is a frame, so all are taken as they lie
-            # (``_each_taken_whole``; a method of ``HeldRows`` cost two calls)
+            # (``_each_taken_whole``; a method of ``HeldRows`` cost two calls). Most often of
+            # all, they are ops of the iteration at hand in the window this boundary closed
+            # (``Windows.add`` caches it): owned at the head in one call, as ``_own_each``
+            # owns them (``_own_held_ops``), no call of either; the rest, if any, as below.
+            if not decided and items and _own_held_ops is not None and (done := _own_held_ops(
+                    items, self._windows, self._hot, self._assigned if self._keep else None,
+                    union_with, PROFILER_STEP_PREFIX)):
+                del items[:done]  # (``rows.items`` itself: those owned are held no longer)
+                if not items:
+                    rows.exact = False  # (``HeldRows``: emptied so)
             if not decided and items and _each_taken_whole(items, until):
                 rows.items, rows.exact = [], False  # (``HeldRows``: emptied so)
                 self._cpu_held_n = 0
                 self._own_each(items)
+            elif not items and not decided:
+                self._cpu_held_n = 0  # (``items_before``'s case of none, without the call)
             else:
                 items = rows.items_before(until, _HELD_FRAME)
                 self._cpu_held_n = len(rows.items)
@@ -1640,9 +1652,10 @@ class Splitter:
         ends before it), in the order they came (``_own_rows``)."""
         windows, keep = self._windows, self._keep
         if _own_held_ops is not None:  # those at the head that are ops held as their
-            # thread, of the iteration at hand, in one call (the case inline below)
+            # thread, or an iteration's step annotation, of the iteration at hand, in one call
+            # (the cases inline below)
             done = _own_held_ops(items, windows, self._hot, self._assigned if keep else None,
-                                 union_with)
+                                 union_with, PROFILER_STEP_PREFIX)
             if done:
                 if done == len(items):
                     return
