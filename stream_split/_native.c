@@ -3245,13 +3245,12 @@ static int iter47_in_window(PyObject *lo, PyObject *start, PyObject *end, PyObje
     return in == 1 ? PyObject_RichCompareBool(end, hi, Py_LT) : in;
 }
 
-/* N of ``name`` where it is ``prefix`` then ASCII digits of a number up to 2**63 - 1
-   (``trace_format.profiler_step_number``), a new int; NULL where it is not (no error), or
-   with an error. */
+/* N of ``name``, which begins with ``prefix`` (the caller tested it), where the rest is
+   ASCII digits of a number up to 2**63 - 1 (``trace_format.profiler_step_number``), a new
+   int; NULL where it is not (no error), or with an error. */
 static PyObject *iter47_step_number(PyObject *name, PyObject *prefix) {
     Py_ssize_t at = PyUnicode_GET_LENGTH(prefix), n = PyUnicode_GET_LENGTH(name) - at;
-    if (!PyUnicode_IS_ASCII(name) || n < 1 || n > 19 ||
-            PyUnicode_Tailmatch(name, prefix, 0, at, -1) != 1)
+    if (!PyUnicode_IS_ASCII(name) || n < 1 || n > 19)
         return NULL;
     const char *digits = (const char *)PyUnicode_DATA(name) + at;
     unsigned long long number = 0;
@@ -3275,7 +3274,9 @@ static int iter47_own_step(PyObject *item, PyObject *lo, PyObject *hi, PyObject 
                            PyObject *record, PyObject *assigned, PyObject *prefix) {
     PyObject *end = PyTuple_GET_ITEM(item, 0), *start = PyTuple_GET_ITEM(item, 2);
     PyObject *name = PyTuple_GET_ITEM(item, 3), *raw = PyTuple_GET_ITEM(item, 5);
-    int in = iter47_in_window(lo, start, end, hi);
+    int in = PyUnicode_Tailmatch(name, prefix, 0, PY_SSIZE_T_MAX, -1);  /* (first: most
+        annotations of a trace without steps are no step, and the engine owns them) */
+    if (in == 1) in = iter47_in_window(lo, start, end, hi);
     if (in != 1) return in;
     if ((in = eng45_laid_out(&iter47_record, record)) != 1) return in;
     if (SLOT_AT(record, iter47_record.at[0]) != Py_None) return 0;  /* (its step known) */
