@@ -4835,6 +4835,190 @@ static PyObject *slot_maker(PyObject *self, PyObject *args) {
     return (PyObject *)maker;
 }
 
+/* ---- man47: entry_texts: a manifest's entries laid out from their records' slots ---- */
+
+/* What ``entry_texts`` reads of each record: ``count`` items, each a key (``keys``) and a kind
+   (``kinds``: ``v`` a slot as it is, ``r`` one rounded (``rounded3``, truthy), ``d``
+   ``round(end - start, 3)`` of two, ``w`` the ``d`` before where a slot is None, else the
+   property of the key's name, ``n`` the record's name, of the list ``names``), ``offsets``
+   the slots read in order, ``extra`` the offset of the dict that must be empty; ``key_texts``
+   the text that begins each item (``text_key``'s, a comma first: ``entry_key_texts``; size -1:
+   too long, ``text_key`` writes it each time). */
+typedef struct {
+    PyObject *keys, *names;
+    const char *kinds;
+    Py_ssize_t count, extra;
+    Py_ssize_t offsets[SLOTS_MAX];
+    KeyText key_texts[SLOTS_MAX];
+} EntryLayout;
+
+/* ``layout->key_texts`` of its keys at ``level``, as ``text_key`` writes them into ``text``
+   (empty, and left so): made once a call, each then copied whole, with no look-up by the
+   key's address (``text_key``'s table of 512, whose collisions made it write some keys anew
+   in every entry: 1,000 a call). 0, or -1 (an error set). */
+static int entry_key_texts(EntryLayout *layout, Text *text, Py_ssize_t indent, int level) {
+    for (Py_ssize_t i = 0; i < layout->count; i++) {
+        KeyText *key = &layout->key_texts[i];
+        if (text_key(text, PyTuple_GET_ITEM(layout->keys, i), indent, level, 0) < 0) return -1;
+        key->size = text->size < KEY_TEXT_MAX ? (int)text->size : -1;
+        if (key->size >= 0) memcpy(key->text, text->at, (size_t)text->size);
+        text->size = 0;
+    }
+    return 0;
+}
+
+/* ``layout`` of the records of ``type`` from the arguments: 0, or -1 (an error set). */
+static int entry_layout_read(EntryLayout *layout, PyTypeObject *type, PyObject *keys,
+                             PyObject *kinds, PyObject *slots) {
+    Py_ssize_t count = PyTuple_GET_SIZE(keys), reads = 0;
+    const char *k = PyBytes_AS_STRING(kinds);
+    if (PyBytes_GET_SIZE(kinds) != count) {
+        PyErr_SetString(PyExc_ValueError, "entry_texts(): a kind a key");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(keys, i)) || !k[i] || !strchr("vrdwn", k[i])
+                || (k[i] == 'w' && !memchr(k, 'd', (size_t)i))) {
+            PyErr_SetString(PyExc_ValueError,
+                            "entry_texts(): str keys, kinds of \"vrdwn\", a \"w\" after a \"d\"");
+            return -1;
+        }
+        reads += k[i] == 'n' ? 0 : k[i] == 'd' ? 2 : 1;
+    }
+    if (PyTuple_GET_SIZE(slots) != reads + 1) {
+        PyErr_SetString(PyExc_ValueError, "entry_texts(): the slots its kinds read, then extra's");
+        return -1;
+    }
+    if (!makes_slotted(type, reads + 1, "entry_texts") || slot_offsets(type, slots, layout->offsets) < 0)
+        return -1;
+    layout->keys = keys;
+    layout->kinds = k;
+    layout->count = count;
+    layout->extra = layout->offsets[reads];
+    return 0;
+}
+
+/* ``value`` (a new reference, or NULL: an error) written at ``level`` as ``text_value`` writes
+   it, then released: 0, -1, or 1 (not written here: the caller answers None). */
+static int entry_value_made(Text *text, PyObject *value, Py_ssize_t indent, int level) {
+    if (value == NULL) return -1;
+    int result = text_value(text, value, indent, level);
+    Py_DECREF(value);
+    return result;
+}
+
+/* The entry of ``obj`` (the ``k``-th record) laid out at ``level`` as ``text_value`` writes
+   its dict (its first line begun): 0, -1, or 1 (a record whose entry is not made so, or a
+   value ``text_value`` does not write). */
+static int entry_text(Text *text, PyObject *obj, Py_ssize_t k, const EntryLayout *layout,
+                      Py_ssize_t indent, int level) {
+    #define SLOT(offset) (*(PyObject **)((char *)obj + (offset)))
+    PyObject *extra = SLOT(layout->extra);
+    if (extra == NULL || !PyDict_CheckExact(extra) || PyDict_GET_SIZE(extra)) return 1;
+    const Py_ssize_t *at = layout->offsets;
+    PyObject *duration = NULL;
+    int result = text_add(text, "{", 1);
+    for (Py_ssize_t i = 0; result == 0 && i < layout->count; i++) {
+        char kind = layout->kinds[i];
+        PyObject *key = PyTuple_GET_ITEM(layout->keys, i);
+        PyObject *value = kind == 'n' ? PyList_GET_ITEM(layout->names, k) : SLOT(*at);
+        if (value == NULL || (kind == 'd' && SLOT(at[1]) == NULL)) {
+            result = 1;
+            break;
+        }
+        at += kind == 'n' ? 0 : kind == 'd' ? 2 : 1;
+        const KeyText *made = &layout->key_texts[i];
+        if (made->size >= 0 && (result = text_room(text, KEY_TEXT_MAX)) == 0) {
+            /* (a copy of a size known here, made inline, as ``text_key``'s) */
+            memcpy(text->at + text->size, made->text + (i == 0), KEY_TEXT_MAX - 1);
+            text->size += made->size - (i == 0);
+        } else if (made->size < 0) {
+            result = text_key(text, key, indent, level + 1, i == 0);
+        }
+        if (result) break;
+        if (kind == 'v' || kind == 'n') {
+            result = text_scalar(text, value, Py_TYPE(value));
+            if (result == 2) result = text_value(text, value, indent, level + 1);
+        } else if (kind == 'r') {
+            result = entry_value_made(text, rounded3(value, 1), indent, level + 1);
+        } else if (kind == 'd') {
+            PyObject *difference = PyNumber_Subtract(value, SLOT(at[-1]));
+            Py_XSETREF(duration, difference == NULL ? NULL : rounded3(difference, 0));
+            Py_XDECREF(difference);
+            result = duration == NULL ? -1 : text_value(text, duration, indent, level + 1);
+        } else if (value != Py_None) {  /* 'w': the property */
+            result = entry_value_made(text, PyObject_GetAttr(obj, key), indent, level + 1);
+        } else {
+            result = duration == NULL ? 1 : text_value(text, duration, indent, level + 1);
+        }
+    }
+    #undef SLOT
+    Py_XDECREF(duration);
+    if (result) return result;
+    if (text_line(text, indent, level) < 0) return -1;
+    return text_add(text, "}", 1);
+}
+
+/* entry_texts(records, keys, kinds, slots, names, indent, level): the bytes that
+   ``laid_out(entries, indent, level, True)`` answers, ``entries`` the dicts that ``records``
+   (objects of the first one's class exactly) stand for, item for item as ``EntryLayout``
+   reads them (``slots``: what the kinds read, in order, then the dict that must be empty),
+   without the dicts. None where a record is not of that class, its dict to check is not
+   empty, a slot is not set, or a value is not one that ``laid_out`` writes (the caller makes
+   the dicts). */
+static PyObject *entry_texts(PyObject *self, PyObject *args) {
+    PyObject *records, *keys, *kinds, *slots, *names;
+    Py_ssize_t indent;
+    int level;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!ni", &PyList_Type, &records, &PyTuple_Type, &keys,
+                          &PyBytes_Type, &kinds, &PyTuple_Type, &slots, &PyList_Type, &names,
+                          &indent, &level))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(records);
+    if (indent < 0 || indent > 64 || level < 0 || level >= LAID_OUT_DEPTH
+            || PyList_GET_SIZE(names) != n) {
+        PyErr_SetString(PyExc_ValueError,
+                        "entry_texts(): indent 0 to 64, level 0 to 63, a name a record");
+        return NULL;
+    }
+    if (n == 0) return PyBytes_FromStringAndSize(NULL, 0);
+    PyTypeObject *type = Py_TYPE(PyList_GET_ITEM(records, 0));
+    EntryLayout layout;
+    if (entry_layout_read(&layout, type, keys, kinds, slots) < 0) return NULL;
+    layout.names = names;
+    Text text = {NULL, 0, 0, {NULL}, NULL, NULL};
+    PyObject *result = NULL;
+    if ((text.bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL) return NULL;
+    if (text_room(&text, LAID_OUT_ITEM_BYTES * n) < 0
+            || entry_key_texts(&layout, &text, indent, level + 1) < 0)
+        goto done;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(records) && k < n; k++) {
+        PyObject *obj = Py_NewRef(PyList_GET_ITEM(records, k));  /* (held: Python may run) */
+        int made = Py_TYPE(obj) != type;
+        if (!made && ((k && text_add(&text, ",", 1) < 0) || text_line(&text, indent, level) < 0))
+            made = -1;
+        if (!made) made = entry_text(&text, obj, k, &layout, indent, level);
+        Py_DECREF(obj);
+        if (made < 0) goto done;
+        if (made > 0) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    if (PyList_GET_SIZE(records) != n) {  /* (changed meanwhile) */
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (_PyBytes_Resize(&text.bytes, text.size) == 0) {
+        result = text.bytes;
+        text.bytes = NULL;
+    }
+done:
+    Py_XDECREF(text.bytes);
+    PyMem_Free(text.keys);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped[, carryless]) -> (brackets, depths, "
@@ -4986,6 +5170,10 @@ static PyMethodDef methods[] = {
      "(a float not finite as null), a line each; None where it may write one otherwise or "
      "refuse it (the caller encodes them: serialize.json_lines)."},
     /* ---- rec46 ---- */
+    {"entry_texts", entry_texts, METH_VARARGS,
+     "entry_texts(records, keys, kinds, slots, names, indent, level) -> bytes, or None: "
+     "laid_out(entries, indent, level, True) of the manifest's entries the records stand for, "
+     "written from their slots, no dict made (man47; manifest_entries._record_chunk_text)."},
     {"record_lines", record_lines, METH_VARARGS,
      "record_lines(records, layouts) -> bytes, or None: json_lines([r.to_dict(shared=True) "
      "for r in records]), a record of a class of layouts (records.LINE_LAYOUTS) written from "

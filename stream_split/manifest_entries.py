@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from itertools import chain
+from itertools import chain, repeat
 from operator import itemgetter, sub
 
 import msgspec
@@ -28,7 +28,7 @@ import msgspec
 import stream_split
 from stream_split.core.finish import record_columns
 from stream_split.core.records import (_ROUNDED_FIELDS, _SCALAR_FIELDS, IterationRecord,
-                                       untyped_dict)
+                                       entry_layout, rounded_us, untyped_dict)
 from stream_split.native import NATIVE as _native  # (None: the Python fallbacks)
 from stream_split.pages import read_pages, reading
 from stream_split.serialize import finite, strict_json
@@ -59,9 +59,7 @@ def _shared_entries(records: list, files: dict) -> list:
     (``to_dict``, its derived values, ``manifest_entry`` itself: some 3,000 instructions an
     entry of a manifest of 10 k one-op iterations)."""
     indices, extras, *spans = record_columns(records, _ENTRY_READS)
-    names_of = getattr(files, "names_of", None)  # (``write.PieceFiles``: a page's at once)
-    names = names_of(indices) if names_of is not None else list(map(files.get, indices))
-    entries = _entry_dicts(records, names, spans)
+    entries = _entry_dicts(records, _names(files, indices), spans)
     if any(extras):  # (rare) spread as ``to_dict`` spreads it, the file kept
         for entry, record in zip(entries, records):
             if record.extra:
@@ -69,6 +67,13 @@ def _shared_entries(records: list, files: dict) -> list:
                 entry.update(record.extra)
                 entry["file"] = file
     return entries
+
+
+def _names(files: dict, indices: list) -> list:
+    """The names of the pieces of the iterations ``indices`` (None: not written): ``files``
+    is ``{index: name}``, or a ``write.PieceFiles`` (a page's at once)."""
+    names_of = getattr(files, "names_of", None)
+    return names_of(indices) if names_of is not None else list(map(files.get, indices))
 
 
 _KIND = itemgetter("kind")
@@ -86,17 +91,29 @@ def _entry_dicts(records: list, names: list, spans: list | None = None) -> list:
     columns of ``end_ts``, ``start_ts`` and ``gpu_start_ts`` where read already."""
     if _native is None or not records or records[0].__class__ is not IterationRecord:
         return list(map(untyped_dict, records, names))
-    ends, starts, gpu_starts = spans or record_columns(records, _ENTRY_READS[2:])
-    durations = _native.rounded(list(map(sub, ends, starts)), False)
-    walls = durations if gpu_starts.count(None) == len(gpu_starts) else [
-        duration if gpu_start is None else record.wall_us
-        for record, duration, gpu_start in zip(records, durations, gpu_starts)]
+    durations, walls = _derived(records, spans)
     try:
         return _native.slot_dicts(records, _ENTRY_TEMPLATE, _ENTRY_SLOTS, _ROUNDED_FIELDS,
                                   (("file", names), ("duration_us", durations),
                                    ("wall_us", walls)))
     except TypeError:  # (a record of another class among them)
         return list(map(untyped_dict, records, names))
+
+
+def _derived(records: list, spans: list | None = None) -> tuple:
+    """``(duration_us, wall_us)`` of each of ``records`` (``IterationRecord``s), two lists, as
+    their entries hold them: a column at a time (``duration_us`` rounded by
+    ``_native.rounded`` where built; ``wall_us`` the same where a record has no GPU work,
+    else its property). ``spans``: their columns of ``end_ts``, ``start_ts`` and
+    ``gpu_start_ts`` where read already."""
+    ends, starts, gpu_starts = spans or record_columns(records, _ENTRY_READS[2:])
+    differences = list(map(sub, ends, starts))
+    durations = _native.rounded(differences, False) if _native is not None else list(
+        map(round, differences, repeat(3)))
+    walls = durations if gpu_starts.count(None) == len(gpu_starts) else [
+        duration if gpu_start is None else record.wall_us
+        for record, duration, gpu_start in zip(records, durations, gpu_starts)]
+    return durations, walls
 
 
 #: An entry's keys in order (``records.untyped_dict``'s: the one place that orders them).
@@ -168,33 +185,50 @@ class ManifestIterations(Sequence):
         list), in order, each as ``to_read`` makes it, once the chunk is encoded."""
         not_finite = set()
         kinds = Counter()
-        chunk, first = [], 0
-        for _, entries in self._shared_pages():
-            count_kinds(kinds, entries)
-            chunk += entries
-            while len(chunk) >= CHUNK_ENTRIES:
-                full, chunk = chunk[:CHUNK_ENTRIES], chunk[CHUNK_ENTRIES:]
-                yield _chunk_text(full, first, not_finite)
-                _hand_over(full, first, not_finite, read)
-                first += CHUNK_ENTRIES
-        if chunk:
-            yield _chunk_text(chunk, first, not_finite)
-            _hand_over(chunk, first, not_finite, read)
+        for first, records in _chunks(read_pages(self._records)):
+            text, entries = self._chunk(records, first, not_finite, kinds)
+            yield text
+            _hand_over(entries, first, not_finite, read)
         self._not_finite, self._kinds = not_finite, kinds
+
+    def _chunk(self, records: list, first: int, not_finite: set, kinds: Counter) -> tuple:
+        """(the text of the entries of ``records``, the position of the first ``first``, as
+        ``_chunk_text`` makes it; the entries, as ``to_read`` gives them), their kinds counted
+        into ``kinds``: written from the records' slots (``_record_chunk_text``) where none of
+        them was changed since, the entries then made only where read (``RecordEntries``:
+        callgrind, split of 30 k one-op iterations, ``dump_manifest`` with the table's
+        ``add_many`` 779 -> 607 M instructions); else from the entries
+        (``_shared_entries``)."""
+        changed = self._changed
+        if not changed or not any(map(changed.__contains__, range(first, first + len(records)))):
+            names = _names(self._files, record_columns(records, _INDEX)[0])
+            text = _record_chunk_text(records, names)
+            if text is not None:
+                entries = RecordEntries(records, names)
+                add_kinds(kinds, entries.columns(_KIND_KEY)[0])
+                return text, entries
+        entries = self._changed_applied(_shared_entries(records, self._files), first)
+        count_kinds(kinds, entries)
+        return _chunk_text(entries, first, not_finite), entries
 
     def _shared_pages(self):
         """(the position of the first, the entries) of each page of the records
         (``pages.read_pages``), each entry as ``manifest_entry(shared=True)`` makes it, with
         what was assigned since."""
-        changed, first = self._changed, 0
+        first = 0
         for records in read_pages(self._records):
-            entries = _shared_entries(records, self._files)
-            if changed:
-                for position in range(first, first + len(entries)):
-                    if position in changed:
-                        entries[position - first].update(changed[position])
+            entries = self._changed_applied(_shared_entries(records, self._files), first)
             yield first, entries
             first += len(entries)
+
+    def _changed_applied(self, entries: list, first: int) -> list:
+        """``entries`` (the position of the first ``first``) with what was assigned since."""
+        changed = self._changed
+        if changed:
+            for position in range(first, first + len(entries)):
+                if position in changed:
+                    entries[position - first].update(changed[position])
+        return entries
 
     def __setitem__(self, position: int, entry: dict) -> None:
         """Entry ``position`` is ``entry`` from now on (the keys that differ are kept)."""
@@ -215,6 +249,70 @@ class ManifestIterations(Sequence):
 
     def __reduce__(self):
         return list, (list(self),)
+
+
+def _chunks(pages):
+    """``(the position of the first, a list of ``CHUNK_ENTRIES`` items)`` of the items of
+    ``pages`` (lists), in order (the last list fewer)."""
+    chunk, first = [], 0
+    for page in pages:
+        chunk += page
+        while len(chunk) >= CHUNK_ENTRIES:
+            yield first, chunk[:CHUNK_ENTRIES]
+            chunk = chunk[CHUNK_ENTRIES:]
+            first += CHUNK_ENTRIES
+    if chunk:
+        yield first, chunk
+
+
+class RecordEntries(Sequence):
+    """The manifest's entries of ``records`` (``IterationRecord``s, a list; their pieces
+    named ``names``, a list) as ``_entry_dicts`` makes them, made when asked for: what
+    ``ManifestIterations.texts`` hands to its reader where it wrote their text from the
+    records (``_record_chunk_text``). A reader that reads a few of them (the table's rows:
+    ``summary.ShownRows``) and some columns (``columns``) makes no dict of the others."""
+
+    def __init__(self, records: list, names: list):
+        self._records, self._names = records, names
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __getitem__(self, position):
+        if isinstance(position, slice):
+            return _entry_dicts(self._records[position], self._names[position])
+        return _entry_dicts([self._records[position]], [self._names[position]])[0]
+
+    def __iter__(self):
+        return iter(_entry_dicts(self._records, self._names))
+
+    def columns(self, keys: tuple) -> list:
+        """A list a key of ``keys`` (a tuple, kept: ``record_columns``) of the entries'
+        values of it, read from the records (no entry made): ``file`` their names,
+        ``duration_us`` and ``wall_us`` as ``_derived`` makes them, the rounded fields
+        rounded as their entries hold them, the others as the records hold them."""
+        read = _COLUMN_READS.get(keys)
+        if read is None:
+            read = _COLUMN_READS[keys] = tuple(
+                key for key in keys if key not in _NOT_READ) + _ENTRY_READS[2:]
+        records = self._records
+        values = dict(zip(read, record_columns(records, read)))
+        if "duration_us" in keys or "wall_us" in keys:
+            values["duration_us"], values["wall_us"] = _derived(records, [
+                values[name] for name in _ENTRY_READS[2:]])
+        values["file"] = self._names
+        for name in _ROUNDED_FIELDS:
+            if name in keys:
+                values[name] = list(map(rounded_us, values[name]))
+        return [values[key] for key in keys]
+
+
+#: ``RecordEntries.columns``: the keys an entry holds that its record has no field of, and
+#: the fields read for each tuple of keys asked for.
+_NOT_READ = frozenset(("file", "duration_us", "wall_us"))
+_COLUMN_READS: dict = {}
+#: The fields ``ManifestIterations._chunk`` reads of the records.
+_INDEX, _KIND_KEY = ("index",), ("kind",)
 
 
 def count_kinds(counts: dict, entries: list) -> None:
@@ -341,6 +439,23 @@ def _chunk_text(entries: list, first: int = 0, not_finite: set | None = None) ->
         text = _laid_out(_finite_entries(entries, first, not_finite))
     # "[\n {...},\n {...}\n]": one level deeper, without the brackets
     return text[1:-2].replace("\n", _DEEPER).encode("ascii")
+
+
+def _record_chunk_text(records: list, names: list) -> bytes | None:
+    """``_chunk_text`` of the entries of ``records`` (their pieces named ``names``), written
+    from the records' slots by ``_native.entry_texts`` (no entry made: ``_entry_dicts`` and
+    ``laid_out``'s pass over each dict's items were some 7,000 instructions an entry of a
+    one-op iteration); None where not built, where they are not all ``IterationRecord``s,
+    or where an entry is not made so (an ``extra`` spread, a value ``laid_out`` does not
+    write, a number that is not finite): the caller makes the entries."""
+    native = stream_split.decode._native  # (read here: the tests switch it)
+    if native is None or not records or records[0].__class__ is not IterationRecord:
+        return None
+    return native.entry_texts(records, *_ENTRY_LAYOUT, names, INDENT, _ENTRY_LEVEL)
+
+
+#: ``records.entry_layout()``: the keys, kinds and slots of ``_native.entry_texts``.
+_ENTRY_LAYOUT = entry_layout()
 
 
 #: The level of an entry's text in the manifest (in its list of iterations).

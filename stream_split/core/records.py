@@ -495,6 +495,27 @@ def line_layout(cls, record_type: str) -> tuple:
             slots + ("extra",) * spread, (record_type, *(None for _ in items)), spread)
 
 
+#: The kind of an entry's item (``entry_layout``) whose value is its piece's name, given.
+_NAMED = "n"
+
+
+def entry_layout() -> tuple:
+    """How ``_native.entry_texts`` writes the manifest's entry of an ``IterationRecord``
+    (``untyped_dict``'s dict, laid out) from its slots, no dict made: ``(keys, kinds,
+    slots)``, a key and a kind (an ASCII letter of ``_record_items``', ``file`` ``_NAMED``:
+    the name given) an item in order; ``slots``, the names of the slots read, in order (as
+    ``line_layout``'s), then ``extra`` (its dict must be empty: the entry is else made as a
+    dict)."""
+    items = [(key, _NAMED if key == "file" else how)
+             for key, how in _record_items(IterationRecord)]
+    reads = {_AS_IS: None, _ROUNDED: None, _DURATION: ("end_ts", "start_ts"),
+             _WALL: ("gpu_start_ts",), _NAMED: ()}
+    slots = tuple(name for key, how in items for name in reads[how] or (
+        () if how == _NAMED else (key,)))
+    return (tuple(key for key, _ in items), "".join(how for _, how in items).encode("ascii"),
+            slots + ("extra",))
+
+
 #: ``line_layout`` of each class of record that ``boundaries`` writes (``serialize.record_lines``).
 LINE_LAYOUTS = {Boundary: line_layout(Boundary, "boundary"),
                 Revision: line_layout(Revision, "revision"),
