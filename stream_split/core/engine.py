@@ -174,7 +174,7 @@ _feed_lane = None if _native is None else _native.feed_lane
 _LANE_RULES = (_ROUTE, _FLOW_PHASES, LAUNCH_NAMES, GRAPH_LAUNCH_NAMES, KEPT_LAUNCHES,
                PYTHON_FRAME_CAT, "X", "correlation", (_BY_FLOW_ID, _BY_WINDOW, _BY_CORRELATION),
                KERNEL_CATS, (_STRUCTURE, _READ_STRUCTURE, CPU_OP_CATS, _PHASE_ROLES, _GEMM,
-                             DIMS_ARG, PROFILER_STEP_PREFIX))
+                             DIMS_ARG, PROFILER_STEP_PREFIX, _WAITING_IN_MEMORY))
 #: A new boundary record, made without a frame of Python (``records.made_one``).
 _new_boundary = made_one(Boundary)
 #: A new iteration's record: ``(index, start_ts, first_op)``, its kind an iteration, the rest
@@ -497,11 +497,11 @@ class Splitter:
         the common cases below whole (``_native.feed_lane``: launch flows and GPU work of the
         launches' range found last, and CPU-side events of the cached window that link
         nothing or are runtime calls, of the iteration at hand: on that tile 55 k flows, 25 k
-        GPU work and 30 k runtime calls of its 220 k events fed one by one; and structural
-        ops, each read by ``_read_op``, then held as ``_hold_cpu`` holds an op that keeps its
-        thread alone, else placed by ``_feed_fields`` as ``_READ_STRUCTURE``: 80 k there,
-        taken whatever the iteration at hand, but no case above after one of them); the
-        first it does not take comes back here."""
+        GPU work and 30 k runtime calls of its 220 k events fed one by one; whatever the
+        iteration at hand, structural ops, read by ``_read_op``, then held as ``_hold_cpu``
+        holds an op that keeps its thread alone, else placed by ``_feed_fields`` (80 k), and
+        GPU work and flows whose launch is not known yet, waiting as ``_wait_for_launch`` has
+        them wait (20 k); after an op, ops only); the first it does not take comes back here."""
         feed_fields, route_of = self._feed_fields, _ROUTE.get
         launches, keep = self._correlations, self._keep
         lane, assigned = _feed_lane, self._assigned if keep else None

@@ -35,7 +35,7 @@ def _fed(events: list, cuts: list, keep: bool, pending_limit: int, raws: bool = 
          detector: str = "auto") -> tuple:
     """``_read``'s answer for ``events`` (dicts) fed as checked batches of slim structs
     (what the decoder hands the engine), cut before the indices ``cuts``; ``raws``: each
-    event's bytes given with it where events are kept (else the events are handed out)."""
+    event's bytes given with it (else a kept event is handed out itself)."""
     splitter = Splitter(SplitOptions(keep_events=keep, pending_limit=pending_limit,
                                      detector=detector))
     texts = [json.dumps(event).encode() for event in events]
@@ -50,8 +50,7 @@ def _fed(events: list, cuts: list, keep: bool, pending_limit: int, raws: bool = 
     engine.infer_phases = seen
     try:
         for i, j in zip([0, *cuts], [*cuts, len(events)]):
-            splitter.feed_batch(slim[i:j], texts[i:j] if keep and raws else None,
-                                checked=True)
+            splitter.feed_batch(slim[i:j], texts[i:j] if raws else None, checked=True)
             pairs.extend(splitter.decided().pairs)
         splitter.close()
     finally:
@@ -98,11 +97,12 @@ def test_a_generated_trace_is_split_alike_with_and_without_it(scenario, seed, tm
     assert _both_ways(_read, monkeypatch, path, True, 10_000) > 0
 
 
-def _stream(steps: list, name_pick: list, floats: bool) -> list:
+def _stream(steps: list, name_pick: list, floats: bool, gpu_first: bool = False) -> list:
     """A Kineto-like stream: a loop of ``ProfilerStep#k`` annotations with ops inside, then
     each step's runtime calls (launches, others, some named as graph launches) with their
     flows, then the GPU work (kernels, and copies after a copy's call; on two streams) with
-    its flows; ``steps``: per step, what each of its launches
+    its flows (or the GPU work first, ``gpu_first``: before any iteration is known, it waits
+    held as links); ``steps``: per step, what each of its launches
     does (0: a kernel after it, 1: its kernel before it, 2: no kernel, 3: a second call
     with the same correlation id, 4: a flow whose id names no launch), ``name_pick`` the
     runtime names chosen in turn."""
@@ -148,20 +148,22 @@ def _stream(steps: list, name_pick: list, floats: bool) -> list:
                                 "tid": 1, "ts": ts(start + 2), "s": "t"})
             corr += 1
         at += span + 5
-    return cpu + runtime + gpu
+    return gpu + cpu + runtime if gpu_first else cpu + runtime + gpu
 
 
 @needs_native
 @given(st.lists(st.lists(st.integers(0, 4), max_size=6), min_size=2, max_size=8),
        st.lists(st.integers(0, 4), max_size=5), st.booleans(), st.booleans(),
-       st.sampled_from([10_000, 7]), st.lists(st.integers(1, 200), max_size=4))
+       st.sampled_from([10_000, 7]), st.lists(st.integers(1, 200), max_size=4), st.booleans(),
+       st.booleans(), st.sampled_from(["auto", "steps"]))
 @settings(max_examples=80, deadline=None)
 def test_random_streams_are_fed_alike_with_and_without_it(steps, name_pick, floats, keep,
-                                                           pending_limit, cuts):
-    events = _stream(steps, name_pick, floats)
+                                                           pending_limit, cuts, gpu_first,
+                                                           raws, detector):
+    events = _stream(steps, name_pick, floats, gpu_first)
     cuts = sorted({cut for cut in cuts if cut < len(events)})
     with pytest.MonkeyPatch.context() as monkeypatch:
-        _both_ways(_fed, monkeypatch, events, cuts, keep, pending_limit)
+        _both_ways(_fed, monkeypatch, events, cuts, keep, pending_limit, raws, detector)
 
 
 @needs_native
