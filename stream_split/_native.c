@@ -3415,6 +3415,14 @@ typedef struct {
     Py_ssize_t kept_launches;
     long by_flow_id, by_window, by_correlation;
     int wants_evidence; /* -2 until read (once a call: no code of Python runs meanwhile) */
+    int hot_ready; /* the iteration at hand is one, of the classes read: the cases above */
+    /* lane47: the structural ops of a run (``lane47_op``): whether they are taken, whether
+       one was read (the cases above are not taken after it), and what they read */
+    int ops_ready, read_ops;
+    PyObject *splitter, *read_op, *feed_fields, *bound_held, *read_route, *cpu_op_cats;
+    PyObject *roles, *dims, *step_prefix;
+    Py_ssize_t pending_limit;
+    long by_structure, gemm, waiting_limit;
 } feed46_state;
 
 /* Whether ``a`` compares ``op`` with ``b`` and with ``c`` (``a <= b <= c``-like chains are
@@ -3753,6 +3761,358 @@ static int feed46_gpu(feed46_state *s, PyObject *event, PyObject *raw, PyObject 
     return 1;
 }
 
+/* ---- lane47: a run's structural ops read, and held, in feed_lane (engine._feed_fields, _hold_cpu) ---- */
+
+/* What ``feed_lane`` reads of the windows beyond ``eng45_windows`` (whether the latest window
+   is decidable), of the held rows (``spill.HeldRows``) and of the held links
+   (``spill.HeldLinks``: their count), and the splitter's attributes it reads and sets. */
+static eng45_layout lane47_latest = {"closed latest_start starts"}, lane47_rows = {"items exact"},
+    lane47_links = {"raws keys"}, lane47_links_more = {"by_ext events"};
+static PyObject *lane47_seq, *lane47_thread, *lane47_rows_name, *lane47_held_n,
+    *lane47_pending, *lane47_links_name, *lane47_waiting, *lane47_closed;
+
+/* The names above, made at the first call; 0, or -1 with an error. */
+static int lane47_names_ready(void) {
+    if (lane47_links_name != NULL) return 0;
+    lane47_seq = PyUnicode_InternFromString("_seq");
+    lane47_thread = PyUnicode_InternFromString("_held_thread");
+    lane47_rows_name = PyUnicode_InternFromString("_cpu_rows");
+    lane47_held_n = PyUnicode_InternFromString("_cpu_held_n");
+    lane47_pending = PyUnicode_InternFromString("_pending");
+    if (lane47_seq == NULL || lane47_thread == NULL || lane47_rows_name == NULL
+        || lane47_held_n == NULL || lane47_pending == NULL)
+        return -1;
+    lane47_waiting = PyUnicode_InternFromString("_waiting_count");
+    lane47_closed = PyUnicode_InternFromString("closed");
+    if (lane47_waiting == NULL || lane47_closed == NULL) return -1;
+    lane47_links_name = PyUnicode_InternFromString("_pending_links");
+    return lane47_links_name == NULL ? -1 : 0;
+}
+
+/* What is held spilled once it reaches the bound (``Splitter._bound_held``), counted as
+   ``_held_in_memory`` counts it: the heap's items, the links held and the CPU-side events
+   held. 0, or -1 with an error. */
+static int lane47_bound(feed46_state *s) {
+    PyObject *pending = PyObject_GetAttr(s->splitter, lane47_pending);
+    PyObject *links = pending == NULL ? NULL : PyObject_GetAttr(s->splitter, lane47_links_name);
+    PyObject *n = links == NULL ? NULL : PyObject_GetAttr(s->splitter, lane47_held_n);
+    Py_ssize_t count = n == NULL ? -1 : PyObject_Length(pending);
+    PyObject *raws = count < 0 || eng45_laid_out(&lane47_links, links) != 1 ? NULL
+        : SLOT_AT(links, lane47_links.at[0]);
+    Py_ssize_t linked = raws == NULL ? -1 : PyObject_Length(raws);
+    Py_ssize_t held = linked < 0 ? -1 : PyLong_AsSsize_t(n);
+    Py_XDECREF(n);
+    Py_XDECREF(links);
+    Py_XDECREF(pending);
+    if (held < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "feed_lane: HeldLinks with raws");
+        return -1;
+    }
+    if (count + linked + held < s->pending_limit) return 0;
+    PyObject *done = PyObject_CallNoArgs(s->bound_held);
+    Py_XDECREF(done);
+    return done == NULL ? -1 : 0;
+}
+
+/* Whether a time a float column holds exactly (``engine._FLOAT_INTEGERS``): a float, or an
+   int within 2**53 (``*integer`` set); 1, 0, or -1 with an error. */
+static int lane47_float_time(PyObject *time, int *integer) {
+    if (PyFloat_CheckExact(time)) return 1;
+    if (!PyLong_CheckExact(time)) return 0;
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(time, &overflow);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    *integer = 1;
+    return !overflow && v >= -(1LL << 53) && v <= (1LL << 53);
+}
+
+/* Whether a held op keeps its thread alone (``Splitter._hold_cpu``'s common case): its name's
+   role is known (``serving.ROLES``) and tells nothing (none, or a GEMM's without its ``Input
+   Dims``), and it is no step number. 1, 0 (the engine holds it), or -1 with an error. */
+static int lane47_tells_nothing(feed46_state *s, PyObject *name, PyObject *args) {
+    PyObject *role = PyDict_GetItemWithError(s->roles, name);
+    if (role == NULL) return PyErr_Occurred() ? -1 : 0;
+    long kind = PyLong_AsLong(role);
+    if (kind == -1 && PyErr_Occurred()) return -1;
+    if (kind != 0) {
+        if (kind != s->gemm) return 0;
+        if (args != Py_None && PyDict_GET_SIZE(args)) {
+            int dims = PyDict_Contains(args, s->dims);
+            if (dims != 0) return dims < 0 ? -1 : 0;
+        }
+    }
+    Py_ssize_t step = PyUnicode_Tailmatch(name, s->step_prefix, 0, PY_SSIZE_T_MAX, -1);
+    return step < 0 ? -1 : !step;
+}
+
+/* ``(end, seq, start, held, None, raw)`` appended to the held rows as ``_hold_cpu`` appends
+   it (``held``: what the op keeps), the splitter's count of held events raised, and what is
+   held spilled once it reaches the bound (``_bound_held``). 0, or -1 with an error. */
+static int lane47_append(feed46_state *s, PyObject *end, PyObject *start, PyObject *held,
+                         PyObject *raw, int integer) {
+    PyObject *seq = PyObject_GetAttr(s->splitter, lane47_seq), *more = NULL, *item = NULL;
+    PyObject *rows = PyObject_GetAttr(s->splitter, lane47_rows_name);
+    int failed = seq == NULL || rows == NULL ? -1 : eng45_laid_out(&lane47_rows, rows) != 1;
+    PyObject *items = failed ? NULL : SLOT_AT(rows, lane47_rows.at[0]);
+    if (items == NULL || !PyList_CheckExact(items)) failed = -1;
+    if (!failed && (more = PyNumber_Add(seq, eng45_one)) != NULL
+        && PyObject_SetAttr(s->splitter, lane47_seq, more) == 0)
+        item = PyTuple_Pack(6, end, more, start, held, Py_None, raw);
+    failed = item == NULL || PyList_Append(items, item) < 0 ? -1 : 0;
+    if (!failed && integer) slot_set(rows, lane47_rows.at[1], Py_NewRef(Py_True));
+    Py_XDECREF(item);
+    Py_XDECREF(more);
+    Py_XDECREF(rows);
+    Py_XDECREF(seq);
+    if (failed) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "feed_lane: HeldRows with a list of items");
+        return -1;
+    }
+    PyObject *n = PyObject_GetAttr(s->splitter, lane47_held_n);
+    more = n == NULL ? NULL : PyNumber_Add(n, eng45_one);
+    Py_XDECREF(n);
+    failed = more == NULL ? -1 : PyObject_SetAttr(s->splitter, lane47_held_n, more);
+    Py_XDECREF(more);
+    return failed < 0 ? -1 : lane47_bound(s);
+}
+
+/* A CPU op that ``_read_op`` has read, held as ``_hold_cpu`` holds it where that is its
+   common case: its window not decidable yet (``Windows.decidable``, not the cached window)
+   and its times held by a float, it links nothing (no correlation id) and keeps its thread
+   alone (``lane47_tells_nothing``), or is handed out itself (kept, without its bytes). 1,
+   0 (``_feed_fields`` places it), or -1 with an error. */
+static int lane47_hold(feed46_state *s, PyObject *event, PyObject *raw, PyObject *ts,
+                       PyObject *end, PyObject *cat, PyObject *name, PyObject *thread,
+                       PyObject *args) {
+    PyObject *lo = eng45_get(s->windows, &eng45_windows, 0);
+    PyObject *hi = lo == NULL ? NULL : eng45_get(s->windows, &eng45_windows, 1);
+    PyObject *closed = SLOT_AT(s->windows, lane47_latest.at[0]);
+    PyObject *latest = SLOT_AT(s->windows, lane47_latest.at[1]);
+    if (hi == NULL) return -1;
+    if (closed != Py_False || latest == NULL) return 0;
+    int cached = feed46_both(lo, ts, Py_LE, end, Py_LE);
+    cached = cached == 1 ? PyObject_RichCompareBool(end, hi, Py_LT) : cached;
+    int decidable = cached != 0 ? cached : PyObject_RichCompareBool(end, latest, Py_LT);
+    if (decidable != 0) return decidable < 0 ? -1 : 0;
+    int integer = 0, exact = lane47_float_time(end, &integer);
+    exact = exact == 1 ? lane47_float_time(ts, &integer) : exact;
+    int ours = exact == 1 ? PySet_Contains(s->cpu_op_cats, cat) : exact;
+    if (ours != 1) return ours;
+    int kept = s->assigned != Py_None;
+    if (kept && raw == Py_None) /* handed out itself */
+        return lane47_append(s, end, ts, event, raw, integer) < 0 ? -1 : 1;
+    if (args != Py_None && PyDict_GET_SIZE(args)) {
+        int linking = PyDict_Contains(args, s->correlation);
+        if (linking != 0) return linking < 0 ? -1 : 0;
+    }
+    ours = lane47_tells_nothing(s, name, args);
+    if (ours != 1) return ours;
+    /* the ops of a thread that follow each other hold one tuple (``_hold_cpu``) */
+    PyObject *before = PyObject_GetAttr(s->splitter, lane47_thread);
+    int same = before == NULL ? -1 : PyObject_RichCompareBool(thread, before, Py_EQ);
+    if (same == 0 && PyObject_SetAttr(s->splitter, lane47_thread, thread) < 0) same = -1;
+    int failed = same < 0 ? -1
+        : lane47_append(s, end, ts, same ? before : thread, kept ? raw : Py_None, integer);
+    Py_XDECREF(before);
+    return failed < 0 ? -1 : 1;
+}
+
+/* A structural op (``ph`` ``X``, its category routed as structure): read (``read_op``,
+   ``Splitter._read_op``), then held (``lane47_hold``) or placed by ``_feed_fields`` (as
+   ``_READ_STRUCTURE``, read already), as ``_feed_fields`` feeds it (1); 0 where it is no
+   ``X`` (the engine feeds it); -1 with an error. What the run took of the iteration at
+   hand is stale once an op is read (its boundaries change it): what follows that is no
+   structural op goes back to the engine (``read_ops``). */
+static int lane47_op(feed46_state *s, PyObject *event, PyObject *raw, PyObject *ph,
+                     PyObject *ts, PyObject *cat) {
+    int is_x = PyUnicode_CheckExact(ph) && PyUnicode_Compare(ph, s->x_phase) == 0;
+    PyObject *dur = SLOT_AT(event, feed46_times.at[1]), *args = SLOT_AT(event, feed46_args.at[0]);
+    PyObject *name = SLOT_AT(event, feed46_names.at[2]);
+    PyObject *pid = SLOT_AT(event, feed46_thread.at[0]), *tid = SLOT_AT(event, feed46_thread.at[1]);
+    if (!is_x || dur == NULL || args == NULL || name == NULL || pid == NULL || tid == NULL
+        || (args != Py_None && !PyDict_CheckExact(args)) || (name != Py_None && !PyUnicode_CheckExact(name)))
+        return 0;
+    int timed = PyObject_IsTrue(dur);
+    if (timed < 0) return -1;
+    if (name == Py_None || PyUnicode_GET_LENGTH(name) == 0) name = feed46_empty;
+    PyObject *end = timed ? PyNumber_Add(ts, dur) : Py_NewRef(ts);
+    PyObject *thread = end == NULL ? NULL : PyTuple_Pack(2, pid, tid);
+    int done = -1;
+    if (thread != NULL) {
+        PyObject *call[5] = {thread, ts, end, name, cat};
+        PyObject *read = PyObject_Vectorcall(s->read_op, call, 5, NULL);
+        s->read_ops = 1;
+        done = read == NULL ? -1 : lane47_hold(s, event, raw, ts, end, cat, name, thread, args);
+        Py_XDECREF(read);
+    }
+    if (done == 0) {
+        PyObject *call[11] = {event, raw, s->read_route, ph, ts, cat, name, dur, pid, tid, args};
+        PyObject *placed = PyObject_Vectorcall(s->feed_fields, call, 11, NULL);
+        done = placed == NULL ? -1 : 1;
+        Py_XDECREF(placed);
+    }
+    Py_XDECREF(thread);
+    Py_XDECREF(end);
+    return done;
+}
+
+/* Whether the launches (``MonotonicOwnerMap``) know ``key`` (an int): in the range found
+   last, or in one of its ranges (``lookup``'s bisect, the range found not kept: the engine
+   looks up a key known). 1 (or where the ranges are not lists: the engine's), 0, or -1. */
+static int lane47_known(feed46_state *s, PyObject *key) {
+    PyObject *los = SLOT_AT(s->launches, feed46_ranges.at[0]);
+    PyObject *his = SLOT_AT(s->launches, feed46_ranges.at[1]);
+    PyObject *lo = SLOT_AT(s->launches, feed46_hit.at[0]), *hi = SLOT_AT(s->launches, feed46_hit.at[1]);
+    if (los == NULL || his == NULL || lo == NULL || hi == NULL || !PyList_CheckExact(los)
+        || !PyList_CheckExact(his) || PyList_GET_SIZE(his) != PyList_GET_SIZE(los))
+        return 1;
+    int hit = feed46_both(lo, key, Py_LE, hi, Py_LE);
+    if (hit != 0) return hit;
+    Py_ssize_t a = 0, b = PyList_GET_SIZE(los);
+    while (a < b) { /* ``bisect_right(los, key)`` */
+        Py_ssize_t mid = a + (b - a) / 2;
+        int below = PyObject_RichCompareBool(key, PyList_GET_ITEM(los, mid), Py_LT);
+        if (below < 0) return -1;
+        if (below) b = mid;
+        else a = mid + 1;
+    }
+    return a == 0 ? 0 : PyObject_RichCompareBool(key, PyList_GET_ITEM(his, a - 1), Py_LE);
+}
+
+/* ``held`` (what the engine keeps of an event waiting for its launch ``key``) and ``raw``
+   held as a link (``Splitter._hold_linked``: ``HeldLinks.add``), then what is held bounded
+   (``lane47_bound``). 0, or -1 with an error. */
+static int lane47_link(feed46_state *s, PyObject *key, PyObject *held, PyObject *raw) {
+    PyObject *links = PyObject_GetAttr(s->splitter, lane47_links_name);
+    int ready = links == NULL ? -1 : eng45_laid_out(&lane47_links, links);
+    ready = ready == 1 ? eng45_laid_out(&lane47_links_more, links) : ready;
+    PyObject *columns[4] = {NULL, NULL, NULL, NULL}, *values[4] = {key, Py_False, held, raw};
+    if (ready == 1) {
+        columns[0] = SLOT_AT(links, lane47_links.at[1]);
+        columns[1] = SLOT_AT(links, lane47_links_more.at[0]);
+        columns[2] = SLOT_AT(links, lane47_links_more.at[1]);
+        columns[3] = SLOT_AT(links, lane47_links.at[0]);
+    }
+    for (int k = 0; k < 4 && ready == 1; k++)
+        ready = columns[k] == NULL || !PyList_CheckExact(columns[k]) ? 0 : 1;
+    if (ready == 0)
+        PyErr_SetString(PyExc_TypeError, "feed_lane: HeldLinks with lists of its columns");
+    for (int k = 0; k < 4 && ready == 1; k++)
+        ready = PyList_Append(columns[k], values[k]) < 0 ? -1 : 1;
+    Py_XDECREF(links);
+    return ready != 1 ? -1 : lane47_bound(s);
+}
+
+/* GPU work (``work``: its fields, ``_gpu_work_fields``' tuple) or a launch flow (``work``
+   NULL) whose launch ``key`` (an int) the launches do not know yet (``lane47_known``):
+   waiting for it as ``Splitter._wait_for_launch`` has it wait, what it keeps as
+   ``_held_event``: held as a link (``lane47_link``) while no iteration is known, or many
+   wait, else among the waiting (``_waiting_gpu``). 1, 0 (the engine routes it), or -1. */
+static int lane47_wait(feed46_state *s, PyObject *event, PyObject *raw, PyObject *key,
+                       PyObject *work) {
+    int known = lane47_known(s, key);
+    PyObject *starts = SLOT_AT(s->windows, lane47_latest.at[2]);
+    if (known != 0 || starts == NULL) return known < 0 ? -1 : 0;
+    int some = PyObject_IsTrue(starts);
+    PyObject *count = some < 0 ? NULL : PyObject_GetAttr(s->splitter, lane47_waiting);
+    long waiting = count == NULL ? -1 : PyLong_AsLong(count);
+    int linked = waiting == -1 && PyErr_Occurred() ? -1 : waiting >= s->waiting_limit;
+    if (linked == 0 && !some) { /* no iteration yet: linked unless closed */
+        PyObject *closed = PyObject_GetAttr(s->splitter, lane47_closed);
+        int shut = closed == NULL ? -1 : PyObject_IsTrue(closed);
+        Py_XDECREF(closed);
+        linked = shut < 0 ? -1 : !shut;
+    }
+    int kept = s->assigned != Py_None;
+    PyObject *held = kept && raw == Py_None ? event : work != NULL ? work : Py_None;
+    int failed = linked;
+    if (linked == 1) failed = lane47_link(s, key, held, kept ? raw : Py_None);
+    else if (linked == 0) {
+        PyObject *more = PyNumber_Add(count, eng45_one), *list = NULL;
+        PyObject *pair = more == NULL ? NULL : PyTuple_Pack(2, held, raw);
+        if (pair != NULL && PyObject_SetAttr(s->splitter, lane47_waiting, more) == 0) {
+            list = PyDict_GetItemWithError(s->waiting, key);
+            if (list != NULL) Py_INCREF(list);
+            else if (!PyErr_Occurred() && (list = PyList_New(0)) != NULL
+                     && PyDict_SetItem(s->waiting, key, list) < 0)
+                Py_CLEAR(list);
+        }
+        failed = list == NULL || PyList_Append(list, pair) < 0 ? -1 : 0;
+        Py_XDECREF(list);
+        Py_XDECREF(pair);
+        Py_XDECREF(more);
+    }
+    Py_XDECREF(count);
+    return failed < 0 ? -1 : 1;
+}
+
+/* A launch flow that ``feed46_flow`` did not take, waiting (``lane47_wait``) where its id is
+   an int the launches do not know: 1, 0, or -1. */
+static int lane47_wait_flow(feed46_state *s, PyObject *event, PyObject *raw) {
+    PyObject *key = SLOT_AT(event, feed46_times.at[2]);
+    if (key == NULL || !PyLong_CheckExact(key)) return 0;
+    return lane47_wait(s, event, raw, key, NULL);
+}
+
+/* GPU work that ``feed46_gpu`` did not take, read as ``_feed_fields`` reads it (while the
+   detector wants no evidence and no op held in order ends its section), waiting
+   (``lane47_wait``, its fields as ``_gpu_work_fields`` has them) where its correlation id
+   is an int the launches do not know: 1, 0, or -1. */
+static int lane47_wait_gpu(feed46_state *s, PyObject *event, PyObject *raw, PyObject *ph,
+                           PyObject *ts, PyObject *cat) {
+    int is_x = PyUnicode_CheckExact(ph) && PyUnicode_Compare(ph, s->x_phase) == 0;
+    int ready = feed46_calm(s, ts, is_x, 1);
+    PyObject *args = SLOT_AT(event, feed46_args.at[0]), *dur = SLOT_AT(event, feed46_times.at[1]);
+    PyObject *name = SLOT_AT(event, feed46_names.at[2]);
+    PyObject *pid = SLOT_AT(event, feed46_thread.at[0]), *tid = SLOT_AT(event, feed46_thread.at[1]);
+    if (ready != 1 || args == NULL || !PyDict_CheckExact(args) || dur == NULL || name == NULL
+        || pid == NULL || tid == NULL)
+        return ready < 0 ? -1 : 0;
+    PyObject *corr = PyDict_GetItemWithError(args, s->correlation);
+    if (corr == NULL || !PyLong_CheckExact(corr)) return PyErr_Occurred() ? -1 : 0;
+    Py_INCREF(corr);
+    PyObject *work = PyTuple_Pack(7, cat, ts, dur, pid, tid, name, corr);
+    int waits = work == NULL ? -1 : lane47_wait(s, event, raw, corr, work);
+    Py_XDECREF(work);
+    Py_DECREF(corr);
+    return waits;
+}
+
+/* The splitter's parts (``(splitter, read_op, feed_fields, bound_held, pending_limit)``) and
+   the rules (``(structure route, read route, CPU op categories, serving.ROLES, GEMM, the
+   dims' key, the step prefix, engine._WAITING_IN_MEMORY)``) the ops of a run are read with,
+   and events held, into ``s``; 1, 0 where a class lacks a slot read (no op is taken, nothing
+   held), -1 with an error. */
+static int lane47_ready(feed46_state *s, PyObject *held, PyObject *rules) {
+    if (!PyTuple_Check(held) || PyTuple_GET_SIZE(held) != 5 || !PyTuple_Check(rules)
+        || PyTuple_GET_SIZE(rules) != 8 || !PyAnySet_Check(PyTuple_GET_ITEM(rules, 2))
+        || !PyDict_CheckExact(PyTuple_GET_ITEM(rules, 3))
+        || !PyUnicode_Check(PyTuple_GET_ITEM(rules, 6))) {
+        PyErr_SetString(PyExc_TypeError, "feed_lane: the ops' parts or rules of other types");
+        return -1;
+    }
+    s->splitter = PyTuple_GET_ITEM(held, 0);
+    s->read_op = PyTuple_GET_ITEM(held, 1);
+    s->feed_fields = PyTuple_GET_ITEM(held, 2);
+    s->bound_held = PyTuple_GET_ITEM(held, 3);
+    s->pending_limit = PyLong_AsSsize_t(PyTuple_GET_ITEM(held, 4));
+    s->by_structure = PyLong_AsLong(PyTuple_GET_ITEM(rules, 0));
+    s->read_route = PyTuple_GET_ITEM(rules, 1);
+    s->cpu_op_cats = PyTuple_GET_ITEM(rules, 2);
+    s->roles = PyTuple_GET_ITEM(rules, 3);
+    s->gemm = PyLong_AsLong(PyTuple_GET_ITEM(rules, 4));
+    s->dims = PyTuple_GET_ITEM(rules, 5);
+    s->step_prefix = PyTuple_GET_ITEM(rules, 6);
+    s->waiting_limit = PyLong_AsLong(PyTuple_GET_ITEM(rules, 7));
+    if (PyErr_Occurred() || lane47_names_ready() < 0) return -1;
+    int ready = eng45_laid_out(&eng45_windows, s->windows);
+    ready = ready == 1 ? eng45_laid_out(&feed46_ranges, s->launches) : ready;
+    ready = ready == 1 ? eng45_laid_out(&feed46_hit, s->launches) : ready;
+    return ready == 1 ? eng45_laid_out(&lane47_latest, s->windows) : ready;
+}
+
 /* One event of a checked batch: taken (1), not (0: the engine feeds it), -1 with an error. */
 static int feed46_take(feed46_state *s, PyObject *event, PyObject *raw) {
     int ready = eng45_laid_out(&feed46_names, event);
@@ -3770,12 +4130,20 @@ static int feed46_take(feed46_state *s, PyObject *event, PyObject *raw) {
     if (route == NULL && PyErr_Occurred()) return -1;
     long way = route == NULL ? s->by_window : PyLong_AsLong(route);
     if (way == -1 && PyErr_Occurred()) return -1;
+    if (way == s->by_structure) return s->ops_ready ? lane47_op(s, event, raw, ph, ts, cat) : 0;
+    if (s->read_ops) return 0;
+    /* (lane47: what the cases of the iteration at hand do not take may wait for its launch,
+       whatever the iteration at hand) */
     if (way == s->by_flow_id) {
         int flow = PySet_Contains(s->flow_phases, ph);
-        return flow == 1 ? feed46_flow(s, event, raw) : flow < 0 ? -1 : 0;
+        int taken = flow == 1 && s->hot_ready ? feed46_flow(s, event, raw) : flow < 0 ? -1 : 0;
+        return flow == 1 && taken == 0 && s->ops_ready ? lane47_wait_flow(s, event, raw) : taken;
     }
-    if (way == s->by_correlation) return feed46_gpu(s, event, raw, ph, ts, cat);
-    return way == s->by_window ? feed46_window(s, event, raw, ph, ts, cat) : 0;
+    if (way == s->by_correlation) {
+        int taken = s->hot_ready ? feed46_gpu(s, event, raw, ph, ts, cat) : 0;
+        return taken == 0 && s->ops_ready ? lane47_wait_gpu(s, event, raw, ph, ts, cat) : taken;
+    }
+    return way == s->by_window && s->hot_ready ? feed46_window(s, event, raw, ph, ts, cat) : 0;
 }
 
 /* feed_lane(pairs, hot, assigned, parts, rules, gpu_latest) -> (event, raw), or None: the
@@ -3787,12 +4155,15 @@ static int feed46_take(feed46_state *s, PyObject *event, PyObject *raw) {
    last; a CPU-side event in the windows' cached window that links nothing, or a runtime
    call. The first it does not take is handed back (the engine feeds it), None once ``pairs``
    is done. ``assigned``: the list of events handed out (None: nothing kept); ``parts``:
-   ``(windows, launches, launch_times, waiting_gpu, order, detector)``; ``rules``:
-   ``engine._LANE_RULES``. Where a class lacks a slot it reads, it takes nothing. */
+   ``(windows, launches, launch_times, waiting_gpu, order, detector, ops' parts)``;
+   ``rules``: ``engine._LANE_RULES``. Structural ops are taken too, and GPU work and launch
+   flows whose launch is not known yet, whatever the iteration at hand (``lane47_op``,
+   ``lane47_wait``; ``rules[10]``, ``parts[6]``: ``lane47_ready``). Where a class lacks a
+   slot it reads, it takes nothing. */
 static PyObject *feed_lane(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6 || !PyTuple_Check(args[1]) || PyTuple_GET_SIZE(args[1]) < 3
-        || !PyTuple_Check(args[3]) || PyTuple_GET_SIZE(args[3]) != 6 || !PyTuple_Check(args[4])
-        || PyTuple_GET_SIZE(args[4]) != 10) {
+        || !PyTuple_Check(args[3]) || PyTuple_GET_SIZE(args[3]) != 7 || !PyTuple_Check(args[4])
+        || PyTuple_GET_SIZE(args[4]) != 11) {
         PyErr_SetString(PyExc_TypeError,
                         "feed_lane(pairs, hot, assigned, parts, rules, gpu_latest)");
         return NULL;
@@ -3848,7 +4219,10 @@ static PyObject *feed_lane(PyObject *self, PyObject *const *args, Py_ssize_t nar
     ready = ready == 1 ? eng45_laid_out(&feed46_ranges, s.launches) : ready;
     ready = ready == 1 ? eng45_laid_out(&feed46_hit, s.launches) : ready;
     ready = ready == 1 ? eng45_laid_out(&feed46_launch_ends, s.launch_times) : ready;
-    if (ready < 0) return NULL;
+    s.hot_ready = ready == 1;
+    s.ops_ready = ready < 0 ? -1 : lane47_ready(&s, PyTuple_GET_ITEM(parts, 6),
+                                                PyTuple_GET_ITEM(rules, 10));
+    if (ready < 0 || s.ops_ready < 0) return NULL;
     /* held here: the slots read may be replaced while the run is taken (``add_gpu`` is code
        of Python) */
     Py_INCREF(s.owner);
@@ -3856,7 +4230,7 @@ static PyObject *feed_lane(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_INCREF(s.breakdown);
     while ((pair = PyIter_Next(pairs)) != NULL) {
         int taken = 0;
-        if (ready && PyTuple_CheckExact(pair) && PyTuple_GET_SIZE(pair) == 2)
+        if ((s.hot_ready || s.ops_ready) && PyTuple_CheckExact(pair) && PyTuple_GET_SIZE(pair) == 2)
             taken = feed46_take(&s, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1));
         if (taken != 1) {
             if (taken < 0) Py_CLEAR(pair);
@@ -5142,7 +5516,9 @@ static PyMethodDef methods[] = {
      "events of the iterator pairs taken in order while each is one of "
      "engine.Splitter._feed_checked's common cases whole (a launch flow or GPU work of a "
      "known launch; a CPU-side event of the cached window that links nothing, or a runtime "
-     "call), of the iteration at hand; the first other one handed back, None at the end."},
+     "call), of the iteration at hand; a structural op, read by the engine's _read_op, then "
+     "held or placed as _feed_fields does; GPU work or a launch flow whose launch is not "
+     "known, waiting for it; the first other one handed back, None at the end."},
     /* ---- det45 ---- */
     {"step_op_read", (PyCFunction)(void (*)(void))step_op_read, METH_FASTCALL,
      "step_op_read(stacks, stepping, thread, name, start, end) -> its boundaries, or None: "

@@ -118,8 +118,11 @@ class SplitOptions:
 
 
 # How an event's category routes it (absent: ``_BY_WINDOW``, a CPU-side event, owned by
-# its window). The linked ones are below ``_STRUCTURE`` (one comparison in ``_feed_fields``).
-_BY_CORRELATION, _BY_FLOW_ID, _BY_EXTERNAL_ID, _STRUCTURE, _BY_WINDOW = range(5)
+# its window). The linked ones are below ``_BY_WINDOW``, the structural ones from
+# ``_STRUCTURE`` (one comparison each in ``_feed_fields``). ``_READ_STRUCTURE`` is no
+# category's: a structural op that ``_read_op`` has read already, given to ``_feed_fields``
+# for the rest (``_native.feed_lane``, which reads the ops of a run itself).
+_BY_CORRELATION, _BY_FLOW_ID, _BY_EXTERNAL_ID, _BY_WINDOW, _STRUCTURE, _READ_STRUCTURE = range(6)
 _ROUTE = {**{cat: _BY_CORRELATION for cat in GPU_WORK_CATS},
           **{cat: _BY_FLOW_ID for cat in LAUNCH_FLOW_CATS}, GPU_ANNOTATION_CAT: _BY_EXTERNAL_ID,
           **{cat: _STRUCTURE for cat in STRUCTURE_CATS}}
@@ -165,12 +168,14 @@ _own_held_ops = None if _native is None else _native.own_held_ops
 #: (``_native.feed_lane``; None: that method's loop feeds each), and what it reads besides
 #: the engine's parts: the routes, the flow phases, the launch names (graph launches among
 #: them), ``LaunchTimes``' bound, the Python frames' category, the phase of a timed event, the
-#: key of a correlation id, the routes of a flow, of a CPU-side event and of GPU work, and the
-#: kernels' categories.
+#: key of a correlation id, the routes of a flow, of a CPU-side event and of GPU work, the
+#: kernels' categories, and what it reads structural ops with (their route, the route of one
+#: read already, and what ``_hold_cpu`` tells an op that keeps its thread alone by).
 _feed_lane = None if _native is None else _native.feed_lane
 _LANE_RULES = (_ROUTE, _FLOW_PHASES, LAUNCH_NAMES, GRAPH_LAUNCH_NAMES, KEPT_LAUNCHES,
                PYTHON_FRAME_CAT, "X", "correlation", (_BY_FLOW_ID, _BY_WINDOW, _BY_CORRELATION),
-               KERNEL_CATS)
+               KERNEL_CATS, (_STRUCTURE, _READ_STRUCTURE, CPU_OP_CATS, _PHASE_ROLES, _GEMM,
+                             DIMS_ARG, PROFILER_STEP_PREFIX, _WAITING_IN_MEMORY))
 #: A new boundary record, made without a frame of Python (``records.made_one``).
 _new_boundary = made_one(Boundary)
 #: A new iteration's record: ``(index, start_ts, first_op)``, its kind an iteration, the rest
@@ -489,18 +494,23 @@ class Splitter:
         read first: a launch flow reads its phase, time and id only (``_route``), the others
         every field ``feed`` reads, once, without its checks (``_feed_fields``). Kineto's GPU
         section is mostly flows (on the resnet 10x tile 67 k of its 135 k events).
-        After an event that is no structure, the events that follow are taken in one call
-        while each is one of the common cases below whole (``_native.feed_lane``: launch
-        flows and GPU work of the launches' range found last, and CPU-side events of the
-        cached window that link nothing or are runtime calls, of the iteration at hand: on
-        that tile 55 k flows, 25 k GPU work and 30 k runtime calls of its 220 k events fed
-        one by one); the first it does not take comes back here."""
+        After an event, the events that follow are taken in one call while each is one of
+        the common cases below whole (``_native.feed_lane``: launch flows and GPU work of the
+        launches' range found last, and CPU-side events of the cached window that link
+        nothing or are runtime calls, of the iteration at hand: on that tile 55 k flows, 25 k
+        GPU work and 30 k runtime calls of its 220 k events fed one by one; whatever the
+        iteration at hand, structural ops, read by ``_read_op``, then held as ``_hold_cpu``
+        holds an op that keeps its thread alone, else placed by ``_feed_fields`` (80 k), and
+        GPU work and flows whose launch is not known yet, waiting as ``_wait_for_launch`` has
+        them wait (20 k); after an op, ops only); the first it does not take comes back here."""
         feed_fields, route_of = self._feed_fields, _ROUTE.get
         launches, keep = self._correlations, self._keep
         lane, assigned = _feed_lane, self._assigned if keep else None
-        # what the lane reads and changes of the engine's parts
+        # what the lane reads and changes of the engine's parts (the last: what it reads
+        # structural ops, and holds them, with)
         parts = (self._windows, launches, self._launch_times, self._waiting_gpu, self._order,
-                 self._detector)
+                 self._detector, (self, self._read_op, feed_fields, self._bound_held,
+                                  self.options.pending_limit))
         # counted at once: only an untimed event's refusal reads the count before the end
         self.events_in += len(events)
         pairs = zip(events, raws)
@@ -534,8 +544,6 @@ class Splitter:
                 else:
                     feed_fields(event, raw, route, ph, ts, cat, event.name, event.dur,
                                 event.pid, event.tid, event.args)
-                    if route == _STRUCTURE:  # (its thread's ops most likely follow)
-                        break
                 if lane is None or (pair := lane(pairs, self._hot, assigned, parts, _LANE_RULES,
                                                  self._gpu_latest)) is None:
                     break
@@ -545,9 +553,9 @@ class Splitter:
                      tid, args) -> None:
         """``feed`` of an event whose fields are read and usable (``route``: its category's,
         ``_ROUTE``), counted in."""
-        if ts < self._order.flush_below and ph == "X" and route != _STRUCTURE:
+        if ts < self._order.flush_below and ph == "X" and route < _STRUCTURE:
             self._observe_ops(self._order.release_before(ts))  # held ops' section is over
-        if route < _STRUCTURE:
+        if route < _BY_WINDOW:
             if route == _BY_CORRELATION:  # GPU work: may end Kineto's CPU section
                 key = args.get("correlation") if args else None
                 if self._detector.wants_evidence:
@@ -569,7 +577,8 @@ class Splitter:
         if ph == "X":
             if route == _STRUCTURE:
                 self._read_op((pid, tid), ts, end, name := name or "", cat)
-            elif self._detector.wants_evidence:  # a launch or a frame may end the section
+            elif route < _STRUCTURE and self._detector.wants_evidence:
+                # a launch or a frame may end the section
                 self._add_boundaries(self._evidence_of(pid, tid, ts, end, name, cat, args))
             if cat == PYTHON_FRAME_CAT and self._python_frame(event, (pid, tid), ts, end, name,
                                                               raw):

@@ -2,7 +2,9 @@
 built: ``engine.Splitter._feed_checked``) are fed as that method's loop feeds them, its
 fallback: the same owners, in the same order, the same records and evidence, on generated
 training runs and on random streams of runtime calls, launch flows, GPU work and CPU-side
-events read through the decoder (checked batches of slim structs)."""
+events read through the decoder (checked batches of slim structs), and of structural ops of
+every kind that the engine holds apart (the records compared as JSON, each iteration's phase
+facts too)."""
 import json
 
 import msgspec
@@ -29,21 +31,36 @@ def _read(path, keep: bool, pending_limit: int) -> tuple:
     return handed, [record.to_dict() for record in splitter.iterations], splitter.evidence
 
 
-def _fed(events: list, cuts: list, keep: bool, pending_limit: int) -> tuple:
+def _fed(events: list, cuts: list, keep: bool, pending_limit: int, raws: bool = True,
+         detector: str = "auto") -> tuple:
     """``_read``'s answer for ``events`` (dicts) fed as checked batches of slim structs
-    (what the decoder hands the engine), cut before the indices ``cuts``."""
-    splitter = Splitter(SplitOptions(keep_events=keep, pending_limit=pending_limit))
+    (what the decoder hands the engine), cut before the indices ``cuts``; ``raws``: each
+    event's bytes given with it (else a kept event is handed out itself)."""
+    splitter = Splitter(SplitOptions(keep_events=keep, pending_limit=pending_limit,
+                                     detector=detector))
     texts = [json.dumps(event).encode() for event in events]
     slim = msgspec.json.decode(b"[" + b",".join(texts) + b"]", type=list[SlimEvent])
-    pairs = []
-    for i, j in zip([0, *cuts], [*cuts, len(events)]):
-        splitter.feed_batch(slim[i:j], texts[i:j] if keep else None, checked=True)
-        pairs.extend(splitter.decided().pairs)
-    splitter.close()
+    pairs, facts = [], []
+    infer = engine.infer_phases
+
+    def seen(kinds, phase_facts, *rest):  # each iteration's phase facts, read as they are
+        facts.extend(map(repr, phase_facts))
+        return infer(kinds, phase_facts, *rest)
+
+    engine.infer_phases = seen
+    try:
+        for i, j in zip([0, *cuts], [*cuts, len(events)]):
+            splitter.feed_batch(slim[i:j], texts[i:j] if raws else None, checked=True)
+            pairs.extend(splitter.decided().pairs)
+        splitter.close()
+    finally:
+        engine.infer_phases = infer
     pairs.extend(splitter.pop_assigned())
     handed = [(owner, event if event.__class__ is bytes else msgspec.json.encode(event))
               for owner, event in pairs]
-    return handed, [record.to_dict() for record in splitter.iterations], splitter.evidence
+    # (the records as JSON: a time given as an integer stays one)
+    return (handed, [json.dumps(record.to_dict()) for record in splitter.iterations],
+            splitter.evidence, facts)
 
 
 def _both_ways(split, monkeypatch, *args) -> int:
@@ -80,11 +97,12 @@ def test_a_generated_trace_is_split_alike_with_and_without_it(scenario, seed, tm
     assert _both_ways(_read, monkeypatch, path, True, 10_000) > 0
 
 
-def _stream(steps: list, name_pick: list, floats: bool) -> list:
+def _stream(steps: list, name_pick: list, floats: bool, gpu_first: bool = False) -> list:
     """A Kineto-like stream: a loop of ``ProfilerStep#k`` annotations with ops inside, then
     each step's runtime calls (launches, others, some named as graph launches) with their
     flows, then the GPU work (kernels, and copies after a copy's call; on two streams) with
-    its flows; ``steps``: per step, what each of its launches
+    its flows (or the GPU work first, ``gpu_first``: before any iteration is known, it waits
+    held as links); ``steps``: per step, what each of its launches
     does (0: a kernel after it, 1: its kernel before it, 2: no kernel, 3: a second call
     with the same correlation id, 4: a flow whose id names no launch), ``name_pick`` the
     runtime names chosen in turn."""
@@ -130,23 +148,96 @@ def _stream(steps: list, name_pick: list, floats: bool) -> list:
                                 "tid": 1, "ts": ts(start + 2), "s": "t"})
             corr += 1
         at += span + 5
-    return cpu + runtime + gpu
+    return gpu + cpu + runtime if gpu_first else cpu + runtime + gpu
 
 
 @needs_native
 @given(st.lists(st.lists(st.integers(0, 4), max_size=6), min_size=2, max_size=8),
        st.lists(st.integers(0, 4), max_size=5), st.booleans(), st.booleans(),
-       st.sampled_from([10_000, 7]), st.lists(st.integers(1, 200), max_size=4))
+       st.sampled_from([10_000, 7]), st.lists(st.integers(1, 200), max_size=4), st.booleans(),
+       st.booleans(), st.sampled_from(["auto", "steps"]))
 @settings(max_examples=80, deadline=None)
 def test_random_streams_are_fed_alike_with_and_without_it(steps, name_pick, floats, keep,
-                                                           pending_limit, cuts):
-    events = _stream(steps, name_pick, floats)
+                                                           pending_limit, cuts, gpu_first,
+                                                           raws, detector):
+    events = _stream(steps, name_pick, floats, gpu_first)
     cuts = sorted({cut for cut in cuts if cut < len(events)})
     with pytest.MonkeyPatch.context() as monkeypatch:
-        _both_ways(_fed, monkeypatch, events, cuts, keep, pending_limit)
+        _both_ways(_fed, monkeypatch, events, cuts, keep, pending_limit, raws, detector)
 
 
 @needs_native
 def test_a_stream_of_launches_is_mostly_taken_by_it(monkeypatch):
     events = _stream([[0, 0, 1, 3, 0], [0, 2, 4, 0, 0, 0], [0, 0, 0]], [0, 1, 2, 3], False)
     assert _both_ways(_fed, monkeypatch, events, [], True, 10_000) > len(events) // 3
+
+
+#: Op names of each kind ``_hold_cpu`` tells apart: none of a phase role, a GEMM (its ``Input
+#: Dims`` given or not), an attention's and a backward's (phase evidence), a step number, an
+#: empty name, None, and names never seen before (``serving.ROLES`` not filled yet).
+_OP_NAMES = ["aten::relu", "aten::mm", "aten::addmm", "flash_attention_fwd",
+             "autograd::engine::evaluate_function: MmBackward0", "ProfilerStep#9", "", None]
+
+
+def _op_stream(loops: list, floats: bool, big: bool) -> list:
+    """A training loop's CPU section as the structure detector reads it: per iteration a
+    top-level op over nested ones (``loops``: per iteration, per nested op, a pick of name,
+    ``args`` and thread), then a runtime call and its kernel per iteration, a metadata event
+    and a flow among the ops; times floats, integers, or integers beyond 2**53 (``big``)."""
+    base = 2 ** 53 + 8 if big else 1000
+    ts = (lambda t: base + t + 0.25) if floats else (lambda t: base + t)
+    cpu, gpu = [], []
+    at, corr = 0, 1
+    for k, ops in enumerate(loops):
+        span = 20 + 6 * len(ops)
+        cpu.append({"ph": "X", "cat": "cpu_op", "name": "Optimizer.step", "pid": 1, "tid": 1,
+                    "ts": ts(at), "dur": span})
+        for j, (pick, linked, thread) in enumerate(ops):
+            name = _OP_NAMES[pick % len(_OP_NAMES)] if pick < 100 else f"aten::op{pick}"
+            op = {"ph": "X", "cat": "user_annotation" if pick % 11 == 3 else "cpu_op",
+                  "name": name, "pid": 1, "tid": 1 + thread, "ts": ts(at + 1 + 6 * j),
+                  "dur": 4 if j % 4 else 0}
+            if linked == 1:
+                op["args"] = {"Input Dims": [[2, 1, 3], [3, 4]]}
+            elif linked == 2:
+                op["args"] = {"correlation": 10 ** 6 + corr}
+            elif linked == 3:
+                op["args"] = {}
+            cpu.append(op)
+            if j == 2:
+                cpu.append({"ph": "M", "name": "thread_name", "pid": 1, "tid": 1,
+                            "args": {"name": "python"}})
+                cpu.append({"ph": "s", "cat": "ac2g", "id": corr, "pid": 1, "tid": 1,
+                            "ts": ts(at + 2), "bp": "e", "name": "ac2g"})
+        cpu.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1,
+                    "tid": 1, "ts": ts(at + 2), "dur": 2, "args": {"correlation": corr}})
+        gpu.append({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,
+                    "ts": ts(at + 5), "dur": 3, "args": {"correlation": corr}})
+        at += span + 3
+        corr += 1
+    return cpu + gpu
+
+
+_OP = st.tuples(st.integers(0, 120), st.integers(0, 3), st.integers(0, 1))
+
+
+@needs_native
+@given(st.lists(st.lists(_OP, max_size=7), min_size=3, max_size=10), st.booleans(),
+       st.booleans(), st.booleans(), st.booleans(), st.sampled_from([10_000, 5]),
+       st.lists(st.integers(1, 150), max_size=4), st.sampled_from(["auto", "steps"]))
+@settings(max_examples=80, deadline=None)
+def test_random_ops_are_read_and_held_alike_with_and_without_it(loops, floats, big, keep, raws,
+                                                                 pending_limit, cuts, detector):
+    """Structural ops, read and held by the lane (``lane47_op``) or by ``_feed_fields``:
+    ops of every kind that ``_hold_cpu`` holds differently, kept with or without their bytes,
+    spilled often or never."""
+    events = _op_stream(loops, floats, big)
+    cuts = sorted({cut for cut in cuts if cut < len(events)})
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _both_ways(_fed, monkeypatch, events, cuts, keep, pending_limit, raws, detector)
+
+
+@needs_native
+def test_a_loop_of_plain_ops_is_mostly_taken_by_it(monkeypatch):
+    events = _op_stream([[(0, 0, 0)] * 6] * 12, True, False)
+    assert _both_ways(_fed, monkeypatch, events, [], False, 10_000) > len(events) // 2
