@@ -3420,7 +3420,7 @@ typedef struct {
        one was read (the cases above are not taken after it), and what they read */
     int ops_ready, read_ops;
     PyObject *splitter, *read_op, *feed_fields, *bound_held, *read_route, *cpu_op_cats;
-    PyObject *roles, *dims, *step_prefix;
+    PyObject *roles, *dims, *step_prefix, *gpu_rules;
     Py_ssize_t pending_limit;
     long by_structure, gemm, waiting_limit;
 } feed46_state;
@@ -3663,6 +3663,125 @@ static int feed46_extreme(PyObject *record, eng45_layout *layout, int k, PyObjec
     return beyond < 0 ? -1 : 0;
 }
 
+/* ---- lane47: a GPU event's layers and kernel counted in C (breakdown.IterationBreakdown.add_gpu) ---- */
+
+static eng45_layout lane47_gpu_parts = {"layers kernels"},
+    lane47_comm = {"comm_kernels comm_kernel_us"};
+static PyObject *lane47_made_layers;
+
+/* ``union.add(start, end)``'s most common case (``add_gpu`` inline): a new interval after the
+   latest, in lists, below ``kept`` intervals, appended (1); else ``add`` called (1); -1. */
+static int lane47_union_add(PyObject *unit, PyObject *start, PyObject *end, Py_ssize_t kept) {
+    int ready = eng45_laid_out(&eng45_union, unit);
+    PyObject *starts = ready == 1 ? SLOT_AT(unit, eng45_union.at[0]) : NULL;
+    PyObject *ends = ready == 1 ? SLOT_AT(unit, eng45_union.at[1]) : NULL;
+    int inline_case = ready < 0 ? -1 : 0;
+    if (starts != NULL && ends != NULL && PyList_CheckExact(starts) && PyList_CheckExact(ends)
+        && PyList_GET_SIZE(starts) && PyList_GET_SIZE(ends) && PyList_GET_SIZE(starts) < kept) {
+        inline_case = PyObject_RichCompareBool(start, PyList_GET_ITEM(ends, PyList_GET_SIZE(ends) - 1), Py_GT);
+        inline_case = inline_case == 1 ? PyObject_RichCompareBool(
+            start, PyList_GET_ITEM(starts, PyList_GET_SIZE(starts) - 1), Py_GE) : inline_case;
+    }
+    if (inline_case == 1)
+        return PyList_Append(starts, start) < 0 || PyList_Append(ends, end) < 0 ? -1 : 1;
+    if (inline_case < 0) return -1;
+    PyObject *done = PyObject_CallMethodObjArgs(unit, eng45_add, start, end, NULL);
+    Py_XDECREF(done);
+    return done == NULL ? -1 : 1;
+}
+
+/* ``breakdown.add_gpu(cat, name, start, end)`` (``rules``: ``breakdown.ADD_GPU_RULES``) where
+   its layers are a list of unions and its kernels a dict that has the name or room for it;
+   else the method called. 0, or -1 with an error. */
+static int lane47_add_gpu(PyObject *breakdown, PyObject *rules, PyObject *cat, PyObject *name,
+                          PyObject *start, PyObject *end) {
+    int ready = eng45_laid_out(&lane47_gpu_parts, breakdown);
+    ready = ready == 1 ? eng45_laid_out(&lane47_comm, breakdown) : ready;
+    if (ready < 0) return -1;
+    if (lane47_made_layers == NULL
+        && (lane47_made_layers = PyUnicode_InternFromString("_made_layers")) == NULL)
+        return -1;
+    if (eng45_add == NULL && (eng45_add = PyUnicode_InternFromString("add")) == NULL)
+        return -1;
+    PyObject *layers = ready ? SLOT_AT(breakdown, lane47_gpu_parts.at[0]) : NULL;
+    PyObject *kernels = ready ? SLOT_AT(breakdown, lane47_gpu_parts.at[1]) : NULL;
+    Py_ssize_t kept = PyLong_AsSsize_t(PyTuple_GET_ITEM(rules, 2));
+    Py_ssize_t most = PyLong_AsSsize_t(PyTuple_GET_ITEM(rules, 3));
+    if (PyErr_Occurred()) return -1;
+    int room = kernels != NULL && PyDict_CheckExact(kernels) && layers != NULL
+        && PyList_CheckExact(layers) && PyUnicode_CheckExact(name);
+    if (room && PyDict_GET_SIZE(kernels) >= most) {
+        room = PyDict_Contains(kernels, name);
+        if (room < 0) return -1;
+    }
+    if (!room) {
+        PyObject *done = PyObject_CallMethodObjArgs(breakdown, feed46_add_gpu, cat, name, start,
+                                                    end, NULL);
+        Py_XDECREF(done);
+        return done == NULL ? -1 : 0;
+    }
+    if (PyList_GET_SIZE(layers) == 0) {
+        PyObject *made = PyObject_CallMethodNoArgs(breakdown, lane47_made_layers);
+        Py_XDECREF(made);
+        if (made == NULL) return -1;
+        layers = SLOT_AT(breakdown, lane47_gpu_parts.at[0]);
+        if (layers == NULL || !PyList_CheckExact(layers)) {
+            PyErr_SetString(PyExc_TypeError, "feed_lane: IterationBreakdown's layers a list");
+            return -1;
+        }
+    }
+    PyObject *call[2] = {cat, name};
+    PyObject *found = PyObject_Vectorcall(PyTuple_GET_ITEM(rules, 0), call, 2, NULL);
+    long layer = found == NULL ? -1 : PyLong_AsLong(found);
+    Py_XDECREF(found);
+    if (layer < 0) return -1;
+    Py_INCREF(layers);
+    int failed = 0;
+    for (Py_ssize_t k = layer; k < PyList_GET_SIZE(layers) && !failed; k++) {
+        PyObject *unit = Py_NewRef(PyList_GET_ITEM(layers, k));
+        failed = lane47_union_add(unit, start, end, kept) < 0;
+        Py_DECREF(unit);
+    }
+    Py_DECREF(layers);
+    PyObject *span = failed ? NULL : PyNumber_Subtract(end, start);
+    if (span == NULL) return -1;
+    long comm = PyLong_AsLong(PyTuple_GET_ITEM(rules, 4));
+    if (layer == comm && (eng45_count(breakdown, &lane47_comm, 0) < 0
+                          || feed46_add_to(breakdown, &lane47_comm, 1, span) < 0))
+        failed = 1;
+    int copy = failed ? -1 : PySet_Contains(PyTuple_GET_ITEM(rules, 1), cat);
+    if (copy != 0) {
+        Py_DECREF(span);
+        return copy < 0 ? -1 : 0;
+    }
+    /* the kernel counted by name: ``[count, total µs]``, a new name kept interned */
+    PyObject *seen = PyDict_GetItemWithError(kernels, name);
+    if (seen == NULL && !PyErr_Occurred()) {
+        PyObject *shared = Py_NewRef(name);
+        PyUnicode_InternInPlace(&shared);
+        PyObject *row = PyList_New(2);
+        if (row != NULL) {
+            PyList_SET_ITEM(row, 0, Py_NewRef(eng45_one));
+            PyList_SET_ITEM(row, 1, Py_NewRef(span));
+            failed = PyDict_SetItem(kernels, shared, row) < 0;
+        }
+        failed = row == NULL || failed;
+        Py_XDECREF(row);
+        Py_DECREF(shared);
+    } else if (seen != NULL && PyList_CheckExact(seen) && PyList_GET_SIZE(seen) == 2) {
+        PyObject *count = PyNumber_Add(PyList_GET_ITEM(seen, 0), eng45_one);
+        PyObject *total = count == NULL ? NULL : PyNumber_Add(PyList_GET_ITEM(seen, 1), span);
+        failed = total == NULL || PyList_SetItem(seen, 0, count) < 0
+            || PyList_SetItem(seen, 1, total) < 0;
+        if (total == NULL) Py_XDECREF(count);
+    } else {
+        if (seen != NULL) PyErr_SetString(PyExc_TypeError, "feed_lane: a kernel's [count, µs]");
+        failed = 1;
+    }
+    Py_DECREF(span);
+    return failed ? -1 : 0;
+}
+
 /* GPU work's times and launch: the busy time of its stream and the active time of all
    (``feed46_union``), the record's GPU span, the breakdown's layers (``add_gpu``), a
    kernel's launch delay (``LaunchTimes.delay``, then ``add_launch_delay``): the rest of
@@ -3692,10 +3811,8 @@ static int feed46_gpu_times(feed46_state *s, PyObject *event, PyObject *cat, PyO
     PyObject *name = SLOT_AT(event, feed46_names.at[2]);
     if (name == Py_None || (PyUnicode_Check(name) && PyUnicode_GET_LENGTH(name) == 0))
         name = feed46_empty;
-    PyObject *done = PyObject_CallMethodObjArgs(s->breakdown, feed46_add_gpu, cat, name, start,
-                                                end, NULL);
-    if (done == NULL) return -1;
-    Py_DECREF(done);
+    PyObject *done;
+    if (lane47_add_gpu(s->breakdown, s->gpu_rules, cat, name, start, end) < 0) return -1;
     if (!kernel) return 0;
     /* ``LaunchTimes.delay(corr, start, owner)`` */
     PyObject *ends = SLOT_AT(s->launch_times, feed46_launch_ends.at[0]);
@@ -4082,12 +4199,15 @@ static int lane47_wait_gpu(feed46_state *s, PyObject *event, PyObject *raw, PyOb
 
 /* The splitter's parts (``(splitter, read_op, feed_fields, bound_held, pending_limit)``) and
    the rules (``(structure route, read route, CPU op categories, serving.ROLES, GEMM, the
-   dims' key, the step prefix, engine._WAITING_IN_MEMORY)``) the ops of a run are read with,
+   dims' key, the step prefix, engine._WAITING_IN_MEMORY, breakdown.ADD_GPU_RULES)``) the ops
+   of a run are read with,
    and events held, into ``s``; 1, 0 where a class lacks a slot read (no op is taken, nothing
    held), -1 with an error. */
 static int lane47_ready(feed46_state *s, PyObject *held, PyObject *rules) {
     if (!PyTuple_Check(held) || PyTuple_GET_SIZE(held) != 5 || !PyTuple_Check(rules)
-        || PyTuple_GET_SIZE(rules) != 8 || !PyAnySet_Check(PyTuple_GET_ITEM(rules, 2))
+        || PyTuple_GET_SIZE(rules) != 9 || !PyAnySet_Check(PyTuple_GET_ITEM(rules, 2))
+        || !PyTuple_Check(PyTuple_GET_ITEM(rules, 8)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(rules, 8)) != 5
+        || !PyAnySet_Check(PyTuple_GET_ITEM(PyTuple_GET_ITEM(rules, 8), 1))
         || !PyDict_CheckExact(PyTuple_GET_ITEM(rules, 3))
         || !PyUnicode_Check(PyTuple_GET_ITEM(rules, 6))) {
         PyErr_SetString(PyExc_TypeError, "feed_lane: the ops' parts or rules of other types");
@@ -4106,6 +4226,7 @@ static int lane47_ready(feed46_state *s, PyObject *held, PyObject *rules) {
     s->dims = PyTuple_GET_ITEM(rules, 5);
     s->step_prefix = PyTuple_GET_ITEM(rules, 6);
     s->waiting_limit = PyLong_AsLong(PyTuple_GET_ITEM(rules, 7));
+    s->gpu_rules = PyTuple_GET_ITEM(rules, 8);
     if (PyErr_Occurred() || lane47_names_ready() < 0) return -1;
     int ready = eng45_laid_out(&eng45_windows, s->windows);
     ready = ready == 1 ? eng45_laid_out(&feed46_ranges, s->launches) : ready;

@@ -313,6 +313,12 @@ def _shared(name: str) -> str:
     return sys.intern(name) if name.__class__ is str else name
 
 
+#: What ``_native.feed_lane`` adds GPU work to an ``IterationBreakdown`` with, as ``add_gpu``
+#: adds it: its layer, the copies' categories, the intervals kept, the kernel names kept, and
+#: the layer of collectives.
+ADD_GPU_RULES = (gpu_layer, _COPY_CATS, KEPT_INTERVALS, KEPT_KERNEL_NAMES, COMM)
+
+
 #: The state of an ``IntervalUnion`` (its slots' values, read in C), as ``_union_of`` takes it.
 _union_state = attrgetter(*IntervalUnion.__slots__)
 

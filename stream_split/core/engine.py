@@ -49,7 +49,7 @@ from operator import itemgetter, length_hint
 
 import numpy as np
 
-from stream_split.core.breakdown import (KEPT_LAUNCHES, IterationBreakdown, LaunchTimes,
+from stream_split.core.breakdown import (ADD_GPU_RULES, KEPT_LAUNCHES, IterationBreakdown, LaunchTimes,
                                          new_breakdown, union_with)
 from stream_split.core.detect import (
     StepAnnotationDetector, RetractLast, StructureDetector, TraceFacts, cycle_kinds)
@@ -175,7 +175,8 @@ _feed_lane = None if _native is None else _native.feed_lane
 _LANE_RULES = (_ROUTE, _FLOW_PHASES, LAUNCH_NAMES, GRAPH_LAUNCH_NAMES, KEPT_LAUNCHES,
                PYTHON_FRAME_CAT, "X", "correlation", (_BY_FLOW_ID, _BY_WINDOW, _BY_CORRELATION),
                KERNEL_CATS, (_STRUCTURE, _READ_STRUCTURE, CPU_OP_CATS, _PHASE_ROLES, _GEMM,
-                             DIMS_ARG, PROFILER_STEP_PREFIX, _WAITING_IN_MEMORY))
+                             DIMS_ARG, PROFILER_STEP_PREFIX, _WAITING_IN_MEMORY,
+                             ADD_GPU_RULES))
 #: A new boundary record, made without a frame of Python (``records.made_one``).
 _new_boundary = made_one(Boundary)
 #: A new iteration's record: ``(index, start_ts, first_op)``, its kind an iteration, the rest

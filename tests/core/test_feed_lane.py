@@ -129,7 +129,8 @@ def _stream(steps: list, name_pick: list, floats: bool, gpu_first: bool = False)
             runtime.append({"ph": "f", "cat": "fwdbwd", "id": corr, "pid": 1, "tid": 1,
                             "ts": ts(start + 1), "bp": "e", "name": "fwdbwd"})
             kernel = {"ph": "X", "cat": "gpu_memcpy" if name == "cudaMemcpyAsync" else "kernel",
-                      "name": f"k{j}", "pid": 0, "tid": 7 + j % 2, "ts": ts(start + 3),
+                      "name": f"k{j}" if j % 5 != 4 else f"ncclAllReduce{j}", "pid": 0,
+                      "tid": 7 + j % 2, "ts": ts(start + 3),
                       "dur": j % 3 * 2, "args": {"correlation": corr}}
             flow = {"ph": "f", "cat": "ac2g", "id": corr, "pid": 0, "tid": 7,
                     "ts": ts(start + 3), "bp": "e", "name": "ac2g"}
@@ -164,6 +165,14 @@ def test_random_streams_are_fed_alike_with_and_without_it(steps, name_pick, floa
     cuts = sorted({cut for cut in cuts if cut < len(events)})
     with pytest.MonkeyPatch.context() as monkeypatch:
         _both_ways(_fed, monkeypatch, events, cuts, keep, pending_limit, raws, detector)
+
+
+@needs_native
+def test_more_kernel_names_than_an_iteration_keeps_are_counted_alike(monkeypatch):
+    """An iteration of 80 kernels of as many names, collectives among them: its kernels'
+    names past ``breakdown.KEPT_KERNEL_NAMES`` are added by ``add_gpu`` itself."""
+    events = _stream([[0] * 80, [0] * 3, [0]], [0], True)
+    assert _both_ways(_fed, monkeypatch, events, [], True, 10_000) > len(events) // 3
 
 
 @needs_native
