@@ -49,8 +49,8 @@ from operator import itemgetter, length_hint
 
 import numpy as np
 
-from stream_split.core.breakdown import (ADD_GPU_RULES, KEPT_LAUNCHES, IterationBreakdown, LaunchTimes,
-                                         new_breakdown, union_with)
+from stream_split.core.breakdown import (ADD_GPU_RULES, KEPT_LAUNCHES, IterationBreakdown,
+                                         LaunchTimes, new_breakdown, union_with)
 from stream_split.core.detect import (
     StepAnnotationDetector, RetractLast, StructureDetector, TraceFacts, cycle_kinds)
 from stream_split.core.detect.evidence import at_outermost_frame
