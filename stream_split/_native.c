@@ -5514,6 +5514,165 @@ done:
     return result;
 }
 
+/* ---- page48: a page of breakdowns packed in one call (breakdown._breakdown_page) ---- */
+
+/* Item ``k`` of a column as ``slot_columns`` makes it: a list, or a 1-tuple of the one value
+   every object holds (borrowed). */
+static inline PyObject *page48_item(PyObject *column, Py_ssize_t k) {
+    return PyTuple_CheckExact(column) ? PyTuple_GET_ITEM(column, 0)
+                                      : PyList_GET_ITEM(column, k);
+}
+
+/* ``slot_columns(objects, names)`` called here (a new list, or NULL with an error set). */
+static PyObject *page48_columns(PyObject *objects, PyObject *names) {
+    PyObject *args = PyTuple_Pack(2, objects, names);
+    if (args == NULL) return NULL;
+    PyObject *columns = slot_columns(NULL, args);
+    Py_DECREF(args);
+    return columns;
+}
+
+/* The states of ``unions`` (``count`` of them, a list) as ``breakdown._flat_states`` gives
+   them: where every union's ``starts`` and ``ends`` (slots ``union_names[0]`` and ``[1]``)
+   are lists, ``(their counts, every start, every end, the frozen_us column, the frozen
+   column)``; else a list of each one's 4 slots' values as a tuple. New reference, or NULL
+   with an error set. */
+static PyObject *page48_flat_states(PyObject *unions, Py_ssize_t count, PyObject *union_names) {
+    if (count == 0) return PyList_New(0);
+    PyObject *columns = page48_columns(unions, union_names);
+    if (columns == NULL) return NULL;
+    PyObject *starts = PyList_GET_ITEM(columns, 0), *ends = PyList_GET_ITEM(columns, 1);
+    PyObject *frozen_us = PyList_GET_ITEM(columns, 2), *frozen = PyList_GET_ITEM(columns, 3);
+    Py_ssize_t total = 0, total_ends = 0;
+    int lists = 1;
+    for (Py_ssize_t k = 0; k < count && lists; k++) {
+        PyObject *lo = page48_item(starts, k), *hi = page48_item(ends, k);
+        lists = PyList_CheckExact(lo) && PyList_CheckExact(hi);
+        total += lists ? PyList_GET_SIZE(lo) : 0;
+        total_ends += lists ? PyList_GET_SIZE(hi) : 0;
+    }
+    PyObject *out = NULL;
+    if (!lists) {  /* (``zip``'s tuples) */
+        out = PyList_New(count);
+        for (Py_ssize_t k = 0; out != NULL && k < count; k++) {
+            PyObject *state = PyTuple_Pack(4, page48_item(starts, k), page48_item(ends, k),
+                                           page48_item(frozen_us, k), page48_item(frozen, k));
+            if (state == NULL) Py_CLEAR(out);
+            else PyList_SET_ITEM(out, k, state);
+        }
+        Py_DECREF(columns);
+        return out;
+    }
+    PyObject *counts = PyList_New(count), *all_starts = PyList_New(total);
+    PyObject *all_ends = PyList_New(total_ends);
+    if (counts == NULL || all_starts == NULL || all_ends == NULL) goto done;
+    Py_ssize_t at = 0, at_end = 0;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *lo = page48_item(starts, k), *hi = page48_item(ends, k);
+        PyObject *size = PyLong_FromSsize_t(PyList_GET_SIZE(lo));
+        if (size == NULL) goto done;
+        PyList_SET_ITEM(counts, k, size);
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lo); i++)
+            PyList_SET_ITEM(all_starts, at++, Py_NewRef(PyList_GET_ITEM(lo, i)));
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(hi); i++)
+            PyList_SET_ITEM(all_ends, at_end++, Py_NewRef(PyList_GET_ITEM(hi, i)));
+    }
+    out = PyTuple_Pack(5, counts, all_starts, all_ends, frozen_us, frozen);
+done:
+    Py_XDECREF(counts);
+    Py_XDECREF(all_starts);
+    Py_XDECREF(all_ends);
+    Py_DECREF(columns);
+    return out;
+}
+
+/* page48_breakdown_page(breakdowns, names, union_names, layers_at, threads_at, empties):
+   ``breakdown._breakdown_page(breakdowns)`` in one call: ``(columns, states)``, ``columns``
+   ``slot_columns(breakdowns, names)`` with column ``layers_at`` each one's count of layers
+   and ``threads_at`` the tuple of each one's threads (the keys of its dict), each column of
+   ``empties`` (a tuple of places) None where no value there is true; ``states``
+   ``page48_flat_states`` of their unions (each one's layers, then its threads' unions, one
+   breakdown after the other). None, nothing made, where a breakdown's layers are not a list
+   or its threads' unions not a dict (the caller packs the page the general way). */
+static PyObject *page48_breakdown_page(PyObject *self, PyObject *args) {
+    PyObject *breakdowns, *names, *union_names, *empties;
+    Py_ssize_t layers_at, threads_at;
+    if (!PyArg_ParseTuple(args, "O!O!O!nnO!", &PyList_Type, &breakdowns, &PyTuple_Type, &names,
+                          &PyTuple_Type, &union_names, &layers_at, &threads_at, &PyTuple_Type,
+                          &empties))
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(names), count = PyList_GET_SIZE(breakdowns);
+    if (PyTuple_GET_SIZE(union_names) != 4 || layers_at < 0 || layers_at >= n
+            || threads_at < 0 || threads_at >= n || layers_at == threads_at) {
+        PyErr_SetString(PyExc_ValueError, "page48_breakdown_page() takes 4 union slots, and "
+                                          "two distinct places among the names");
+        return NULL;
+    }
+    PyObject *columns = page48_columns(breakdowns, names);
+    if (columns == NULL) return NULL;
+    PyObject *layers = PyList_GET_ITEM(columns, layers_at);
+    PyObject *threads = PyList_GET_ITEM(columns, threads_at);
+    Py_ssize_t total = 0;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *its_layers = page48_item(layers, k), *its_threads = page48_item(threads, k);
+        if (!PyList_CheckExact(its_layers) || !PyDict_CheckExact(its_threads)) {
+            Py_DECREF(columns);
+            Py_RETURN_NONE;
+        }
+        total += PyList_GET_SIZE(its_layers) + PyDict_GET_SIZE(its_threads);
+    }
+    PyObject *unions = PyList_New(total), *counts = PyList_New(count);
+    PyObject *keys = PyList_New(count), *out = NULL, *states = NULL;
+    if (unions == NULL || counts == NULL || keys == NULL) goto done;
+    Py_ssize_t at = 0;
+    for (Py_ssize_t k = 0; k < count; k++) {  /* the layers first */
+        PyObject *its_layers = page48_item(layers, k);
+        Py_ssize_t m = PyList_GET_SIZE(its_layers);
+        PyObject *size = PyLong_FromSsize_t(m);
+        if (size == NULL) goto done;
+        PyList_SET_ITEM(counts, k, size);
+        for (Py_ssize_t i = 0; i < m; i++)
+            PyList_SET_ITEM(unions, at++, Py_NewRef(PyList_GET_ITEM(its_layers, i)));
+    }
+    for (Py_ssize_t k = 0; k < count; k++) {  /* then the threads' */
+        PyObject *its_threads = page48_item(threads, k), *key, *value;
+        PyObject *thread_keys = PyTuple_New(PyDict_GET_SIZE(its_threads));
+        if (thread_keys == NULL) goto done;
+        PyList_SET_ITEM(keys, k, thread_keys);
+        Py_ssize_t pos = 0, i = 0;
+        while (PyDict_Next(its_threads, &pos, &key, &value)) {
+            PyTuple_SET_ITEM(thread_keys, i++, Py_NewRef(key));
+            PyList_SET_ITEM(unions, at++, Py_NewRef(value));
+        }
+    }
+    PyList_SetItem(columns, layers_at, Py_NewRef(counts));  /* (steals: the old one let go) */
+    PyList_SetItem(columns, threads_at, Py_NewRef(keys));
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(empties); j++) {
+        Py_ssize_t place = PyLong_AsSsize_t(PyTuple_GET_ITEM(empties, j));
+        if (place < 0 || place >= n) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "empties: places");
+            goto done;
+        }
+        PyObject *column = PyList_GET_ITEM(columns, place);
+        Py_ssize_t size = PyTuple_CheckExact(column) ? 1 : PyList_GET_SIZE(column);
+        int some = 0;
+        for (Py_ssize_t k = 0; k < size && !some; k++) {
+            some = PyObject_IsTrue(page48_item(column, k));
+            if (some < 0) goto done;
+        }
+        if (!some) PyList_SetItem(columns, place, Py_NewRef(Py_None));
+    }
+    states = page48_flat_states(unions, total, union_names);
+    if (states != NULL) out = PyTuple_Pack(2, columns, states);
+done:
+    Py_XDECREF(states);
+    Py_XDECREF(unions);
+    Py_XDECREF(counts);
+    Py_XDECREF(keys);
+    Py_DECREF(columns);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped[, carryless]) -> (brackets, depths, "
@@ -5679,6 +5838,11 @@ static PyMethodDef methods[] = {
      "slot_maker(cls, names, defaults, factories, given) -> a callable of the values given: "
      "fresh_with_slots(cls, names, defaults, factories, given, *values) (defaults None: "
      "one_with_slots(cls, names, *values)), its layout read once (records.made_one)."},
+    /* ---- page48 ---- */
+    {"page48_breakdown_page", page48_breakdown_page, METH_VARARGS,
+     "page48_breakdown_page(breakdowns, names, union_names, layers_at, threads_at, empties) "
+     "-> (columns, states), or None: breakdown._breakdown_page(breakdowns) in one call; None "
+     "where a breakdown's layers are not a list or its threads not a dict."},
     {NULL, NULL, 0, NULL},
 };
 
