@@ -5673,6 +5673,119 @@ done:
     return out;
 }
 
+/* ---- page48: a folder's entries listed a batch at a time, no DirEntry made (output._files_under) ---- */
+
+#include <dirent.h>
+
+#define PAGE48_DIR "stream_split.page48_dir"
+
+/* What the capsule holds: the folder open, NULL once listed to its end. */
+typedef struct {
+    DIR *dir;
+} Page48Dir;
+
+static void page48_dir_close(PyObject *capsule) {
+    Page48Dir *opened = (Page48Dir *)PyCapsule_GetPointer(capsule, PAGE48_DIR);
+    if (opened == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    if (opened->dir != NULL) closedir(opened->dir);
+    PyMem_Free(opened);
+}
+
+/* page48_dir_open(path): the folder ``path`` (str or bytes) opened for ``page48_dir_batch``
+   (a capsule; closed when it is let go, or at its end); OSError where it cannot be. */
+static PyObject *page48_dir_open(PyObject *self, PyObject *args) {
+    PyObject *path;
+    if (!PyArg_ParseTuple(args, "O&", PyUnicode_FSConverter, &path)) return NULL;
+    DIR *dir = opendir(PyBytes_AS_STRING(path));
+    if (dir == NULL) {
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);
+        Py_DECREF(path);
+        return NULL;
+    }
+    Py_DECREF(path);
+    Page48Dir *opened = PyMem_Malloc(sizeof(Page48Dir));
+    PyObject *capsule = opened == NULL ? NULL
+                        : PyCapsule_New(opened, PAGE48_DIR, page48_dir_close);
+    if (capsule == NULL) {
+        closedir(dir);
+        PyMem_Free(opened);
+        return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+    }
+    opened->dir = dir;
+    return capsule;
+}
+
+/* page48_dir_batch(opened, most) -> (names, kinds): the names of the next ``most`` (at
+   least 1) entries of the folder ``page48_dir_open`` opened, in the order the file system
+   lists them (as ``os.scandir`` gives them: ``.`` and ``..`` left out, each decoded as
+   ``os.fsdecode`` does), and ``kinds``: None where every one is known to be neither a folder
+   nor a link (their type, as ``readdir`` gives it), else a bytes of one letter a name: ``d``
+   a folder, ``?`` a link or of a type not given (the caller looks: ``lstat``), ``f`` any
+   other. ``([], None)`` at the end (the folder then closed). */
+static PyObject *page48_dir_batch(PyObject *self, PyObject *args) {
+    PyObject *capsule;
+    Py_ssize_t most;
+    if (!PyArg_ParseTuple(args, "O!n", &PyCapsule_Type, &capsule, &most)) return NULL;
+    if (most < 1) {
+        PyErr_SetString(PyExc_ValueError, "page48_dir_batch() lists 1 entry at least");
+        return NULL;
+    }
+    Page48Dir *opened = (Page48Dir *)PyCapsule_GetPointer(capsule, PAGE48_DIR);
+    if (opened == NULL) return NULL;
+    DIR *dir = opened->dir;
+    if (dir == NULL) return Py_BuildValue("([]O)", Py_None);  /* listed to its end */
+    PyObject *names = PyList_New(0), *kinds = NULL;
+    char *letters = PyMem_Malloc((size_t)most);
+    if (names == NULL || letters == NULL) goto fail;
+    Py_ssize_t count = 0;
+    int plain = 1, ended = 0;
+    while (count < most) {
+        errno = 0;
+        struct dirent *entry = readdir(dir);
+        if (entry == NULL) {
+            if (errno) {
+                PyErr_SetFromErrno(PyExc_OSError);
+                goto fail;
+            }
+            ended = 1;
+            break;
+        }
+        const char *name = entry->d_name;
+        if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))
+            continue;
+        PyObject *text = PyUnicode_DecodeFSDefault(name);
+        if (text == NULL) goto fail;
+        int appended = PyList_Append(names, text);
+        Py_DECREF(text);
+        if (appended < 0) goto fail;
+        char kind = entry->d_type == DT_DIR ? 'd'
+                    : entry->d_type == DT_LNK || entry->d_type == DT_UNKNOWN ? '?' : 'f';
+        if (kind != 'f') plain = 0;
+        letters[count++] = kind;
+    }
+    if (ended) {  /* (closed now: the capsule holds nothing more) */
+        closedir(dir);
+        opened->dir = NULL;
+    }
+    kinds = plain ? Py_NewRef(Py_None) : PyBytes_FromStringAndSize(letters, count);
+    PyMem_Free(letters);
+    if (kinds == NULL) {
+        Py_DECREF(names);
+        return NULL;
+    }
+    PyObject *out = PyTuple_Pack(2, names, kinds);
+    Py_DECREF(names);
+    Py_DECREF(kinds);
+    return out;
+fail:
+    PyMem_Free(letters);
+    Py_XDECREF(names);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped[, carryless]) -> (brackets, depths, "
@@ -5843,6 +5956,13 @@ static PyMethodDef methods[] = {
      "page48_breakdown_page(breakdowns, names, union_names, layers_at, threads_at, empties) "
      "-> (columns, states), or None: breakdown._breakdown_page(breakdowns) in one call; None "
      "where a breakdown's layers are not a list or its threads not a dict."},
+    {"page48_dir_open", page48_dir_open, METH_VARARGS,
+     "page48_dir_open(path) -> the folder opened for page48_dir_batch (a capsule)."},
+    {"page48_dir_batch", page48_dir_batch, METH_VARARGS,
+     "page48_dir_batch(opened, most) -> (names, kinds): the names of the folder's next most "
+     "entries as os.scandir lists them, kinds None where none is a folder or a link (else a "
+     "letter a name: d a folder, ? a link or a type not given, f another); ([], None) at "
+     "the end (output._files_under)."},
     {NULL, NULL, 0, NULL},
 };
 

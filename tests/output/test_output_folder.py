@@ -19,6 +19,7 @@ import pytest
 
 from conftest import (PROCESS_WAIT, check_pieces, no_staging_leftovers, one_error_line, run_cli,
                       start_split, temp_prefix)
+from stream_split.native import NO_NATIVE_ENV
 from stream_split.output import FOLDER_MARKER, lock_path
 from stream_split.testing.generate import generate, render
 
@@ -264,3 +265,50 @@ def test_a_marker_lists_every_file_under_the_folder_as_json_dump_would(tmp_path,
         assert text == json.dumps({"format": output.MARKER_FORMAT,
                                    "version": output.MARKER_VERSION, "files": listed},
                                   indent=0) + "\n"
+
+
+def _a_folder_of_every_kind(tmp_path) -> Path:
+    """Files (a name of bytes not UTF-8 among them), the markers, subfolders two deep, a link
+    to a folder and one to nothing."""
+    from stream_split import output
+    folder = tmp_path / "out"
+    (folder / "sub" / "deeper").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    for k in range(11):
+        (folder / f"iteration_{k:05d}.json.gz").write_bytes(b"")
+    for name in ("caf\u00e9", os.fsdecode(b"bytes\xff"), output.FOLDER_MARKER,
+                 output.MARKER_BEING_WRITTEN, "sub/x.json", "sub/deeper/y.json"):
+        (folder / name).write_bytes(b"")
+    (folder / "link").symlink_to(tmp_path / "elsewhere")
+    (folder / "broken").symlink_to(tmp_path / "nowhere")
+    return folder
+
+
+@pytest.mark.parametrize("batch", [4096, 3, 1])
+def test_the_native_listing_gives_the_batches_of_the_scandir_one(tmp_path, monkeypatch, batch):
+    """``_native.page48_dir_batch`` (``output._listed``, where built) and ``os.scandir``'s
+    entries (the fallback) make the very same batches of paths, in the same order, a
+    subfolder's where it is, links not followed, the markers left out at the top only."""
+    from stream_split import output
+    if output._native is None:
+        pytest.skip("stream_split._native is not built")
+    folder = str(_a_folder_of_every_kind(tmp_path))
+    monkeypatch.setattr(output, "MARKER_BATCH", batch)
+    native = list(output._files_under(folder))
+    monkeypatch.setattr(output, "_native", None)
+    assert native == list(output._files_under(folder))
+    assert sorted(path for paths in native for path in paths) == sorted(
+        ["link", "broken", "sub/x.json", "sub/deeper/y.json", "caf\u00e9",
+         os.fsdecode(b"bytes\xff")] + [f"iteration_{k:05d}.json.gz" for k in range(11)])
+
+
+def test_the_native_listing_lists_alike_in_a_fresh_process(tmp_path):
+    """Its first call in a process that has called nothing else native (no name or state
+    set up by another entry point), against the fallback's, in another fresh process."""
+    folder = str(_a_folder_of_every_kind(tmp_path))
+    code = ("import sys; from stream_split import output; "
+            "print(repr(list(output._files_under(sys.argv[1]))))")
+    listed = [subprocess.run([sys.executable, "-c", code, folder], env={
+        **os.environ, **env}, capture_output=True, text=True, check=True).stdout
+        for env in ({}, {NO_NATIVE_ENV: "1"})]
+    assert listed[0] == listed[1] and "sub/deeper/y.json" in listed[0]
