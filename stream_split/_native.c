@@ -5697,15 +5697,13 @@ static void page48_dir_close(PyObject *capsule) {
 /* page48_dir_open(path): the folder ``path`` (str or bytes) opened for ``page48_dir_batch``
    (a capsule; closed when it is let go, or at its end); OSError where it cannot be. */
 static PyObject *page48_dir_open(PyObject *self, PyObject *args) {
-    PyObject *path;
-    if (!PyArg_ParseTuple(args, "O&", PyUnicode_FSConverter, &path)) return NULL;
-    DIR *dir = opendir(PyBytes_AS_STRING(path));
-    if (dir == NULL) {
-        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);
-        Py_DECREF(path);
+    PyObject *given, *path;
+    if (!PyArg_ParseTuple(args, "O", &given) || !PyUnicode_FSConverter(given, &path))
         return NULL;
-    }
+    DIR *dir = opendir(PyBytes_AS_STRING(path));
     Py_DECREF(path);
+    if (dir == NULL)  /* (as os.scandir's: the path as given) */
+        return PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, given);
     Page48Dir *opened = PyMem_Malloc(sizeof(Page48Dir));
     PyObject *capsule = opened == NULL ? NULL
                         : PyCapsule_New(opened, PAGE48_DIR, page48_dir_close);

@@ -312,3 +312,15 @@ def test_the_native_listing_lists_alike_in_a_fresh_process(tmp_path):
         **os.environ, **env}, capture_output=True, text=True, check=True).stdout
         for env in ({}, {NO_NATIVE_ENV: "1"})]
     assert listed[0] == listed[1] and "sub/deeper/y.json" in listed[0]
+
+
+def test_a_folder_the_native_listing_cannot_open_is_the_error_of_scandir(tmp_path):
+    from stream_split import output
+    if output._native is None:
+        pytest.skip("stream_split._native is not built")
+    missing = str(tmp_path / "gone")
+    with pytest.raises(FileNotFoundError) as native:
+        output._native.page48_dir_open(missing)
+    with pytest.raises(FileNotFoundError) as fallback:
+        os.scandir(missing)
+    assert str(native.value) == str(fallback.value) and native.value.filename == missing
