@@ -2469,7 +2469,7 @@ static PyObject *int_of(long long value, LastInt *last) {
 /* A number as ``number`` reads it, as msgspec makes it: an int where it has no fraction (at
    most MAX_INT_DIGITS digits: exact; ``int_of``, with ``last`` where not NULL), else a
    float. 1, 0 (not read here) or -1. ``whole``: only an integer is read. */
-static int number_value(Cursor *c, int whole, LastInt *last, PyObject **out) {
+static inline __attribute__((always_inline)) int number_value(Cursor *c, int whole, LastInt *last, PyObject **out) {
     double real;
     long long integer;
     int got = number_parts(c, &real, &integer);
@@ -2505,7 +2505,7 @@ static PyObject *arg_correlation, *arg_external_id, *arg_dims;
    is kept as its text (``raw_type``: ``msgspec.Raw``), the other keys' values checked and
    dropped; a dict of the keys kept, in their order. 1, 0 (not read here: another type, a key
    twice, a value ``value`` does not read) or -1. */
-static int args_value(Cursor *c, PyObject *raw_type, PyObject **out) {
+static inline __attribute__((always_inline)) int args_value(Cursor *c, PyObject *raw_type, PyObject **out) {
     if (null_value(c, out)) return 1;
     if (!EXACT(c, "{")) return 0;
     PyObject *d = PyDict_New();
@@ -2587,7 +2587,8 @@ static int field_of(const unsigned char *key, size_t n) {
 
 /* The value of field ``f``, of a type ``validate.SlimEvent`` takes there: 1, 0 or -1.
    ``threads``: the last pid and tid made (``LastInt``). */
-static int field_value(Cursor *c, int f, PyObject *raw_type, LastInt *threads, PyObject **out) {
+static inline __attribute__((always_inline)) int field_value(Cursor *c, int f, PyObject *raw_type,
+                                                       LastInt *threads, PyObject **out) {
     switch (f) {
     case F_PH:
         return str_value(c, out);
@@ -2724,6 +2725,41 @@ static int kineto_event(Cursor *c, Foresight *sight, LastInt *threads, PyObject 
     return got;
 }
 
+/* What ``kineto_event`` reads with made once: the keys' words, the ``args`` keys kept. 0, or
+   -1 with an error. */
+static int kineto_ready(void) {
+    if (arg_correlation != NULL) return 0;
+    key_words_make();
+    arg_correlation = PyUnicode_InternFromString("correlation");
+    arg_external_id = PyUnicode_InternFromString("External id");
+    arg_dims = PyUnicode_InternFromString("Input Dims");
+    if (arg_correlation == NULL || arg_external_id == NULL || arg_dims == NULL) {
+        Py_CLEAR(arg_correlation);
+        return -1;
+    }
+    return 0;
+}
+
+/* The list of events read, ``events``, as ``kineto_events`` answers, once the reading ended
+   at ``c`` (``got``: 1, 0 or -1 as ``kineto_event`` says): ``events`` where nothing but
+   whitespace follows, None where not read, NULL with an error; the buffer read released. */
+static PyObject *kineto_list_made(Cursor *c, int got, Py_buffer *view, LastInt *threads,
+                                  PyObject *events) {
+    if (got > 0) {
+        skip_ws(c);
+        if (c->p != c->end) got = 0;
+    }
+    PyBuffer_Release(view);
+    Py_XDECREF(threads[0].made);
+    Py_XDECREF(threads[1].made);
+    if (got <= 0) {
+        Py_XDECREF(events);
+        if (got < 0) return NULL;
+        Py_RETURN_NONE;
+    }
+    return events;
+}
+
 /* kineto_events(buf, start, end, event_type, raw_type): the events of ``buf[start:end]``
    (UTF-8; separated by commas, no brackets around them) as ``event_type`` (``SlimEvent``)
    made of what msgspec would read of each, or None where one is not read here (a key
@@ -2739,16 +2775,9 @@ static PyObject *kineto_events(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "kineto_events() takes 0 <= start <= end <= len(buf)");
         return NULL;
     }
-    if (arg_correlation == NULL) {
-        key_words_make();
-        arg_correlation = PyUnicode_InternFromString("correlation");
-        arg_external_id = PyUnicode_InternFromString("External id");
-        arg_dims = PyUnicode_InternFromString("Input Dims");
-        if (arg_correlation == NULL || arg_external_id == NULL || arg_dims == NULL) {
-            Py_CLEAR(arg_correlation);
-            PyBuffer_Release(&view);
-            return NULL;
-        }
+    if (kineto_ready() < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
     }
     const unsigned char *text = (const unsigned char *)view.buf;
     Cursor c = {text + start, text + end, NULL, 0, 0};
@@ -2765,19 +2794,67 @@ static PyObject *kineto_events(PyObject *self, PyObject *args) {
         Py_DECREF(event);
         if (!expect(&c, ",", 1)) break;
     }
+    return kineto_list_made(&c, got, &view, threads, events);
+}
+
+
+/* ---- par48: event_rows: the events split --workers' workers write (parallel.EventRow arrays), read as kineto_events reads ---- */
+
+/* One event written as a JSON array of its fields in ``event_type``'s order (``F_*``: a
+   ``parallel.EventRow``), each read as ``field_value`` reads it: 1 (``*out``), 0 (not read
+   here: msgspec then reads the events) or -1. */
+static int par48_row(Cursor *c, LastInt *threads, PyObject *event_type, PyObject *raw_type,
+                     PyObject **out) {
+    PyObject *fields[F_COUNT] = {NULL};
+    int got = expect(c, "[", 1);
+    for (int f = 0; got > 0 && f < F_COUNT; f++) {
+        if (f > 0 && !separator(c, ',')) got = 0;
+        if (got > 0) {
+            skip_ws(c);
+            got = field_value(c, f, raw_type, threads, &fields[f]);
+        }
+    }
+    if (got > 0 && !expect(c, "]", 1)) got = 0;
     if (got > 0) {
-        skip_ws(&c);
-        if (c.p != c.end) got = 0;
+        *out = PyObject_Vectorcall(event_type, fields, F_COUNT, NULL);
+        if (*out == NULL) got = -1;
     }
-    PyBuffer_Release(&view);
-    Py_XDECREF(threads[0].made);
-    Py_XDECREF(threads[1].made);
-    if (got <= 0) {
-        Py_XDECREF(events);
-        if (got < 0) return NULL;
-        Py_RETURN_NONE;
+    for (int k = 0; k < F_COUNT; k++) Py_XDECREF(fields[k]);
+    return got;
+}
+
+/* event_rows(buf, event_type, raw_type): the events of ``buf``, a JSON array of events
+   written as arrays of their fields (``parallel.EventRow``, msgspec's compact JSON) or null,
+   as ``event_type`` (``validate.SlimEvent``, the struct the one-stream decoder makes) or
+   None, each field read as ``kineto_events`` reads it (its strings from the cache of
+   strings: the engine's process hashes a name once, not once an event); None where one is
+   not read here (msgspec then reads them). */
+static PyObject *event_rows(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    PyObject *event_type, *raw_type;
+    if (!PyArg_ParseTuple(args, "y*OO", &view, &event_type, &raw_type)) return NULL;
+    if (kineto_ready() < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
     }
-    return events;
+    const unsigned char *text = (const unsigned char *)view.buf;
+    Cursor c = {text, text + view.len, NULL, 0, 0};
+    LastInt threads[2] = {{NULL, 0}, {NULL, 0}};  /* (the pid's, the tid's) */
+    PyObject *events = PyList_New(0);
+    int got = events == NULL ? -1 : expect(&c, "[", 1);
+    if (got > 0 && !expect(&c, "]", 1)) {
+        do {
+            PyObject *event = NULL;
+            if (literal_null(&c))
+                event = Py_NewRef(Py_None);
+            else
+                got = par48_row(&c, threads, event_type, raw_type, &event);
+            if (got > 0 && PyList_Append(events, event) < 0) got = -1;
+            Py_XDECREF(event);
+        } while (got > 0 && separator(&c, ','));
+        if (got > 0 && !expect(&c, "]", 1)) got = 0;
+    }
+    return kineto_list_made(&c, got, &view, threads, events);
 }
 
 
@@ -5872,6 +5949,11 @@ static PyMethodDef methods[] = {
      "decided (owner, place) pairs (a list), -1 for a place of bytes; None where a pair is "
      "not (int, int >= 0), nor (metadata, bytes), within 64 bits (parallel._pair_columns)."},
     /* ---- op42 ---- */
+    {"event_rows", event_rows, METH_VARARGS,
+     "event_rows(buf, event_type, raw_type) -> [event or None], or None: the events of a JSON "
+     "array of events written as arrays of their fields (parallel.EventRow) or null, as "
+     "event_type (validate.SlimEvent), read as kineto_events reads them; None where one is "
+     "not read here."},
     {"kineto_events", kineto_events, METH_VARARGS,
      "kineto_events(buf, start, end, event_type, raw_type) -> [event], or None: the events of "
      "buf[start:end] as msgspec decodes them into event_type (validate.SlimEvent, Input Dims "

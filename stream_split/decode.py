@@ -151,11 +151,11 @@ class FrameRun:
     ``events()`` parses them when the engine must look at each one. Otherwise ``starts`` is
     None and ``events()`` is the batch's dicts. ``threads_and_names()``: each frame's
     (pid, tid) and name (None as ""), what the detector reads of a frame, without a dict
-    per frame where the run was read in bulk. A run read in bulk may be sent to another
-    process without its bytes (``without_bytes``: ``split --workers``), to be decided there."""
+    per frame where the run was read in bulk. A run read in bulk may be pickled (``split
+    --workers`` sends its ranges' runs to the engine's process: ``__reduce__``)."""
 
     __slots__ = ("i", "j", "starts", "ends", "_text", "_events", "_frames", "_part_of",
-                 "_text_holds", "_packed", "_sent", "_places")
+                 "_text_holds", "_packed", "_places")
 
     def __init__(self, i: int, j: int, starts=None, ends=None, text: bytes = b"",
                  events: list | None = None, frames: list | None = None,
@@ -169,41 +169,28 @@ class FrameRun:
         # bytes -> whether ``_text`` holds them (``_holds``), shared by the run's shifted copies
         self._text_holds = {} if text_holds is None else text_holds
         self._packed = None  # ``_frames`` as MessagePack, after a pickle (``__reduce__``)
-        self._sent = False  # read in bulk, its bytes left behind (``without_bytes``)
         self._places = None  # where each frame lies in the bytes, once found (``_apart``)
 
     def __reduce__(self):
-        """Pickled (a worker of ``split --workers`` sends its ranges' runs) with each frame's
+        """Pickled (a worker of ``split --workers`` sends its ranges' runs) with its bytes, as
+        an array, and what ``_holds`` found in them, and, where they were made, each frame's
         ``_PlainFrame`` as MessagePack, read back only if the engine asks for them
         (``_plain_frames``): pickling the structs themselves cost more than decoding the
-        run did (10 ms against 0.6 for 4.5 k frames)."""
+        run did (10 ms against 0.6 for 4.5 k frames). The engine's process then decodes the
+        frames it asks for alone, from the bytes, as one stream does (``_apart``): on the 10x
+        stripped resnet tile, sent without their bytes and with every frame made and packed
+        instead, the workers' decoding made each frame (840 M instructions each) and the
+        engine unpacked whole runs (421 M; callgrind of ``split --workers 2``: 18,000.6 ->
+        15,221.4 M in all, the engine's process 8,974.1 -> 8,664.8)."""
         packed = None if self._frames is None else _FRAMES_PACKER.encode(self._frames)
         return _unpickled_run, (self.i, self.j, self.starts, self.ends,
                                 self._bytes() if self._text else self._text,
-                                self._events, packed, self._part_of, self._text_holds,
-                                self._sent)
-
-    def without_bytes(self, prefixes: tuple) -> "FrameRun":
-        """This run as sent to a process that decides it without handing its events out
-        (``parallel``: their bytes are written where they were read): a run read in bulk
-        without its bytes, which only ``events()`` and ``names_begin_with`` read; what the
-        latter asks of them for each of ``prefixes`` is looked up first. (On the resnet
-        tiles the runs' bytes were half of what the workers sent.) Any other run is itself."""
-        if not self._text:
-            return self
-        for prefix in prefixes:
-            self._holds(_quoted(prefix))
-        self._holds(b"\\")
-        self._plain_frames()  # (made from the bytes, if the native reader read only times)
-        run = FrameRun(self.i, self.j, self.starts, self.ends, b"", self._events, self._frames,
-                       self._part_of, self._text_holds)
-        run._sent = True
-        return run
+                                self._events, packed, self._part_of, self._text_holds)
 
     def shifted(self, by: int) -> "FrameRun":
         run = FrameRun(self.i + by, self.j + by, self.starts, self.ends, self._text,
                        self._events, self._frames, self._part_of, self._text_holds)
-        run._packed, run._sent, run._places = self._packed, self._sent, self._places
+        run._packed, run._places = self._packed, self._places
         return run
 
     def cut(self, k: int) -> tuple:
@@ -222,13 +209,11 @@ class FrameRun:
 
     def events(self) -> list:
         """The run's events: as the batch's (dicts or slim structs), or parsed now as dicts
-        for a run read in bulk (not one sent without its bytes: ``without_bytes``)."""
+        for a run read in bulk."""
         if self._events is None:
             if self._part_of is not None:
                 whole, a, b = self._part_of
                 self._events = whole.events()[a:b]
-            elif self._sent:
-                raise ValueError("a run of frames sent without its bytes has no events")
             else:
                 self._events = _parse_items(self._bytes())
         return self._events
@@ -237,15 +222,11 @@ class FrameRun:
         """Whether a frame's name begins with ``prefix``: looked for in the run's bytes when
         it was read in bulk (no name made), else in its frames' names."""
         quoted = _quoted(prefix)
-        if self._text or self._sent:
-            found = self._holds(quoted)
-            if found is not None:
-                return found
-        else:
-            whole = self._bulk_run()  # the run this one was cut from: when no name there
-            if whole is not None and whole._holds(b"\\") is False and \
-                    whole._holds(quoted) is False:
-                return False  # (every name as it is, no escape) begins so, none here does
+        if self._text:
+            return self._holds(quoted)
+        whole = self._bulk_run()  # the run this one was cut from: when no name there
+        if whole is not None and not whole._holds(b"\\") and not whole._holds(quoted):
+            return False  # (every name as it is, no escape) begins so, none here does
         frames = self._plain_frames()
         if frames is not None:
             return any(f.name and f.name.startswith(prefix) for f in frames)
@@ -255,9 +236,9 @@ class FrameRun:
     def _bulk_run(self) -> "FrameRun | None":
         """The run read in bulk that this one is, or was cut from (None: not read in bulk)."""
         run = self
-        while not (run._text or run._sent) and run._part_of is not None:
+        while not run._text and run._part_of is not None:
             run = run._part_of[0]
-        return run if run._text or run._sent else None
+        return run if run._text else None
 
     def _plain_frames(self) -> list | None:
         """Each frame's ``_PlainFrame`` (a run read in bulk, or a part of one), else None;
@@ -292,8 +273,7 @@ class FrameRun:
         if not picked:
             return []
         run, first = self, 0
-        while run._frames is None and not (run._text or run._sent) and \
-                run._part_of is not None:
+        while run._frames is None and not run._text and run._part_of is not None:
             run, first = run._part_of[0], first + run._part_of[1]
         if run._frames is not None:
             frames = run._frames
@@ -331,12 +311,11 @@ class FrameRun:
             text = self._text = text.made()
         return text
 
-    def _holds(self, needle: bytes) -> bool | None:
+    def _holds(self, needle: bytes) -> bool:
         """``needle`` is in the run's bytes: looked for once (each part of a run cut into
-        parts asks again, and the bytes are the whole run's); None: not known (a run sent
-        without its bytes, and not asked before: ``without_bytes``)."""
+        parts asks again, and the bytes are the whole run's)."""
         found = self._text_holds.get(needle)
-        if found is None and not self._sent:
+        if found is None:
             found = self._text_holds[needle] = contains(self._bytes(), needle)
         return found
 
@@ -367,12 +346,22 @@ class FrameRun:
         return threads, names
 
 
-def _unpickled_run(i, j, starts, ends, text, events, packed, part_of, text_holds,
-                   sent) -> FrameRun:
-    """A ``FrameRun`` from its pickle (``FrameRun.__reduce__``)."""
+def _unpickled_run(i, j, starts, ends, text, events, packed, part_of, text_holds) -> FrameRun:
+    """A ``FrameRun`` from its pickle (``FrameRun.__reduce__``), its times of numpy's own
+    float64 type (``_own_dtype``)."""
+    starts, ends = _own_dtype(starts), _own_dtype(ends)
     run = FrameRun(i, j, starts, ends, text, events, part_of=part_of, text_holds=text_holds)
-    run._packed, run._sent = packed, sent
+    run._packed = packed
     return run
+
+
+def _own_dtype(times):
+    """An unpickled float64 array (or None) viewed with numpy's own float64 type, not the equal
+    one its pickle made: numpy compares a dtype by identity for its fast paths (``np.maximum.at``
+    took its buffered way for the engine's frames, ``Splitter._count_cpu``: on the 10x stripped
+    resnet tile, ``split --workers 2``'s engine process spent 282 M instructions there where one
+    stream spent 39 M)."""
+    return times if times is None else times.view(np.float64)
 
 
 def _quoted(prefix: str) -> bytes:

@@ -57,7 +57,6 @@ from msgspec.structs import astuple, fields
 
 import stream_split.decode
 from stream_split.core.records import METADATA
-from stream_split.core.serving import DIFFUSION_CODE
 from stream_split.core.validate import SlimEvent
 from stream_split.decode import Decompressor, Events, TraceDecoder
 from stream_split.errors import TraceInputError
@@ -79,7 +78,7 @@ READ_CHUNK = 1 << 20
 #: Ranges dealt to each worker ahead of the engine (each in a slot of its own: ``_Slots``).
 AHEAD_PER_WORKER = 2
 #: A slot holds this many ``RANGE_BYTES`` (a range is a little longer than ``RANGE_BYTES``;
-#: what a worker makes of it, pickled, was at most 0.82x its text on the 10x resnet tile).
+#: what a worker makes of it, pickled, was at most 1.09x its text on the 10x resnet tile).
 _SLOT_RANGES = 2
 #: Decided events gathered before their segments are sent to the workers.
 ROUND_PAIRS = 1 << 16
@@ -103,8 +102,6 @@ _FIRST, _MIDDLE, _LAST, _ONLY = "first", "middle", "last", "only"
 #: neither is the ``},`` before it (an event's ``args`` may still hold one: see above).
 _CUT = b"},\n"
 _ENCODER = msgspec.json.Encoder()
-#: The prefixes of frame names that the engine looks for in a run (``names_begin_with``).
-_FRAME_NAME_PREFIXES = (DIFFUSION_CODE,)
 #: A checked slim event as it crosses to the engine's process: ``SlimEvent``'s fields, of its
 #: types (checked again as read back), its ``get``, written as a JSON array of its fields
 #: (``array_like``: read back without matching a key a field; see ``decode_for_engine``).
@@ -236,8 +233,8 @@ def decode_for_engine(document: bytes, place: str, form: str, max_event_bytes: i
     their ``Input Dims`` parsed, and the worker decodes in 0.8x the time, the dims not
     parsed; as arrays rather than objects, the engine's process read them in 228 M
     instructions fewer (callgrind, ``split --workers 2``: 10,492.8 -> 10,264.5 M), the
-    workers wrote them in 304 M more. Then its frame runs (without their bytes:
-    ``FrameRun.without_bytes``, which keeps what the engine asks of them), the bytes of its
+    workers wrote them in 304 M more. Then its frame runs (pickled with their bytes, from which
+    the engine decodes the frames it asks for: ``FrameRun.__reduce__``), the bytes of its
     metadata events by index (the engine hands them back themselves), the document's ending
     and whether the events are ``checked`` (``decode.Events``); ``raws``: the original bytes
     of the other events (None for metadata), which the events' pieces are written from
@@ -249,11 +246,10 @@ def decode_for_engine(document: bytes, place: str, form: str, max_event_bytes: i
                 if METADATA_PHASE in phases else {})
     for k in metadata:
         raws[k] = None
-    runs = [run.without_bytes(_FRAME_NAME_PREFIXES) for run in batch.frame_runs]
     events = batch.events
     if batch.checked:
         events = [None if event is None else astuple(event) for event in events]
-    return (_ENCODER.encode(events), runs, metadata, ending, batch.checked), raws
+    return (_ENCODER.encode(events), batch.frame_runs, metadata, ending, batch.checked), raws
 
 
 def _phases(batch: Events) -> list:
@@ -686,6 +682,21 @@ class ParallelSplit:
         self.close()
 
 
+def _events_read(encoded: bytes, checked: bool) -> list:
+    """The events of a range as ``decode_for_engine`` wrote them: a checked range's by
+    ``_native.event_rows`` where built, as ``validate.SlimEvent`` (the one-stream decoder's
+    structs; its strings from the native reader's cache, so the engine's process hashes a
+    name once, not once an event; callgrind of ``split --workers 2`` on the 10x stripped
+    resnet tile: the engine's process 8,664.8 -> 8,287.0 M instructions), else by msgspec (``EventRow``
+    or dicts: the same values)."""
+    native = stream_split.decode._native  # (read here: the tests switch it)
+    if checked and native is not None:
+        events = native.event_rows(encoded, SlimEvent, msgspec.Raw)
+        if events is not None:
+            return events
+    return _EVENTS[checked].decode(encoded)
+
+
 class DecodedRanges:
     """What ``run.drive`` reads of a trace whose ranges are decoded elsewhere
     (``decode_for_engine``): its batches in file order and the reader's account (``form``,
@@ -710,7 +721,7 @@ class DecodedRanges:
         is its place (``r << RANGE_SHIFT | index``), a metadata event's its bytes; the
         last range's ending completes the account."""
         encoded, frame_runs, metadata, ending, checked = decoded
-        batch = Events(_EVENTS[checked].decode(encoded), None, frame_runs, checked)
+        batch = Events(_events_read(encoded, checked), None, frame_runs, checked)
         places = list(range(r << RANGE_SHIFT, (r << RANGE_SHIFT) + len(batch.events)))
         for k, raw in metadata.items():
             places[k] = raw

@@ -6,6 +6,7 @@ and only where msgspec accepts it; each event's bytes the slices Python makes. C
 import gzip
 import json
 import os
+import pickle
 import re
 import struct
 
@@ -320,7 +321,7 @@ def test_a_run_read_natively_makes_its_frames_when_asked(tmp_path):
     assert run.starts is not None and run._frames is None  # read natively: no struct yet
     threads, names = run.threads_and_names()
     assert threads == [(542, 542)] * 12 and names == [f["name"] for f in frames]
-    sent = run.without_bytes(("ProfilerStep#",))  # to another process: the frames go along
+    sent = pickle.loads(pickle.dumps(run))  # to another process: its bytes go along
     assert sent.threads_and_names() == (threads, names)
 
 
@@ -515,6 +516,63 @@ def test_native_kineto_events_foresee_keys_yet_read_any_order_as_msgspec():
     escaped = (op + ", " + op.replace('"cat"', '"c\\u0061t"')).encode()  # not the word foreseen
     assert read(escaped, 0, len(escaped), decode_module.SlimEvent, msgspec.Raw) is None
 
+
+
+@needs_native
+@settings(max_examples=int(os.environ.get("FRAMING_EXAMPLES", 2000)), deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(events=_EVENTS, nones=st.lists(st.integers(0, 5), max_size=3))
+@example(events=[{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 542, "tid": 639,
+                  "ts": 3743411230047.485, "dur": 67.32,
+                  "args": {"External id": 1025, "Input Dims": [[10, 1000], []], "Ev Idx": 0}},
+                 {"ph": "s", "id": 5179, "pid": 542, "tid": 542, "ts": 3743411223546.042,
+                  "cat": "ac2g", "name": "ac2g"}], nones=[1])
+def test_native_event_rows_read_what_msgspec_reads_of_a_workers_events(events, nones):
+    """A worker of ``split --workers`` writes a checked range's events (``validate.SlimEvent``,
+    None in a frame run's place) as arrays of their fields (``parallel.EventRow``); the
+    engine's process reads them back by ``event_rows`` as the structs the slim decoder made
+    (each field of the same type and value, ``args`` with the same keys in the same order,
+    ``Input Dims`` the same text), or it says None, and msgspec reads them (``EventRow``)."""
+    from msgspec.structs import astuple
+    from stream_split import parallel
+    text = re.sub(r'"@@([^@]*)@@"', r"\1", json.dumps(events)).encode("utf-8", "surrogatepass")
+    try:
+        slim = _SLIM_EVENTS.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return  # (not a checked range)
+    rows = [astuple(e) for e in slim]
+    for at in nones:
+        rows.insert(min(at, len(rows)), None)
+    written = msgspec.json.encode(rows)
+    got = decode_module._built_native.event_rows(written, decode_module.SlimEvent, msgspec.Raw)
+    expected = parallel._EVENTS[True].decode(written)
+    event(f"native {'read' if got is not None else 'refused'}")
+    if got is not None:
+        assert [e if e is None else e.__class__ for e in got] == \
+            [e if e is None else decode_module.SlimEvent for e in expected]
+        assert [e and [_shape(getattr(e, f)) for f in e.__struct_fields__] for e in got] == \
+            [e and [_shape(getattr(e, f)) for f in e.__struct_fields__] for e in expected]
+    if all(e.get("ph") == "X" and e.get("cat") == "cpu_op" and isinstance(e.get("ts"), float)
+           and e.get("args") is None for e in events) and "\\" not in written.decode() \
+            and not re.search(rb"[0-9][eE]", written):
+        assert got is not None, written  # (plain ops, no exponent: read here)
+
+
+@needs_native
+def test_native_event_rows_leave_to_msgspec_what_they_do_not_read():
+    """Rows cut short, a row of another length, an exponent, an escape, or text after the
+    array: None (msgspec reads the range, or refuses it)."""
+    read = decode_module._built_native.event_rows
+    row = b'["X","cpu_op","aten::mm",1,2,1.5,2,null,{"External id":7,"Input Dims":[[1,2]]}]'
+    assert [e and e.name for e in read(b"[" + row + b",null," + row + b"]",
+                                       decode_module.SlimEvent, msgspec.Raw)] == \
+        ["aten::mm", None, "aten::mm"]
+    assert read(b"[]", decode_module.SlimEvent, msgspec.Raw) == []
+    for odd in (b"[" + row, row, b"[" + row.replace(b",null,", b",") + b"]",
+                b"[" + row.replace(b"1.5", b"1.5e0") + b"]",
+                b"[" + row.replace(b"aten", b"a\\u0074en") + b"]", b"[" + row + b"] x",
+                b"[" + row.replace(b'"X"', b"null") + b"]"):
+        assert read(odd, decode_module.SlimEvent, msgspec.Raw) is None, odd
 
 
 @needs_native

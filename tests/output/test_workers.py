@@ -98,6 +98,14 @@ def test_selected_plain_pieces_agree(tmp_path, small_ranges):
     assert_workers_agree(trace, tmp_path, small_ranges, iterations="2-5", compress=False)
 
 
+@given(raws=st.lists(st.binary(min_size=1, max_size=5), max_size=4), separated=st.booleans())
+def test_a_segment_is_its_events_joined_as_a_piece_holds_them(raws, separated):
+    """``write.segment_text``: the events' bytes joined by ``,\\n``, one more before them
+    when the segment is ``separated`` (what the piece holds before it)."""
+    from stream_split.write import segment_text
+    assert segment_text(raws, separated) == (b",\n" if separated else b"") + b",\n".join(raws)
+
+
 def test_a_cut_inside_an_event_falls_back_to_one_stream(tmp_path, small_ranges):
     """Events whose ``args`` hold objects on lines of their own: some cuts (``},`` before a
     line break) fall inside an event; the range is not a run of whole events and the trace is
