@@ -3663,6 +3663,34 @@ static int feed46_extreme(PyObject *record, eng45_layout *layout, int k, PyObjec
     return beyond < 0 ? -1 : 0;
 }
 
+/* ---- held48: a kernel's launch delay added in C (breakdown.IterationBreakdown.add_launch_delay) ---- */
+
+/* The slots ``add_launch_delay`` sets of an ``IterationBreakdown``. */
+static eng45_layout held48_delays = {"delay_sum_us delays delay_max_us"};
+
+/* ``breakdown.add_launch_delay(delay)``: clipped at 0 (a delay not above 0.0 is 0.0), added
+   to the sum, counted, and the largest kept; where the class lacks those slots the method is
+   called. 0, or -1 with an error. */
+static int held48_add_delay(PyObject *breakdown, PyObject *delay) {
+    int ready = eng45_laid_out(&held48_delays, breakdown);
+    if (ready != 1) {
+        PyObject *done = ready < 0 ? NULL
+            : PyObject_CallMethodOneArg(breakdown, feed46_add_delay, delay);
+        Py_XDECREF(done);
+        return done == NULL ? -1 : 0;
+    }
+    int some = PyObject_RichCompareBool(delay, feed46_no_time, Py_GT);
+    if (some < 0) return -1;
+    PyObject *kept = some ? delay : feed46_no_time;
+    if (feed46_add_to(breakdown, &held48_delays, 0, kept) < 0
+        || eng45_count(breakdown, &held48_delays, 1) < 0)
+        return -1;
+    PyObject *most = eng45_get(breakdown, &held48_delays, 2);
+    int beyond = most == NULL ? -1 : PyObject_RichCompareBool(kept, most, Py_GT);
+    if (beyond == 1) slot_set(breakdown, held48_delays.at[2], Py_NewRef(kept));
+    return beyond < 0 ? -1 : 0;
+}
+
 /* ---- lane47: a GPU event's layers and kernel counted in C (breakdown.IterationBreakdown.add_gpu) ---- */
 
 static eng45_layout lane47_gpu_parts = {"layers kernels"},
@@ -3784,7 +3812,7 @@ static int lane47_add_gpu(PyObject *breakdown, PyObject *rules, PyObject *cat, P
 
 /* GPU work's times and launch: the busy time of its stream and the active time of all
    (``feed46_union``), the record's GPU span, the breakdown's layers (``add_gpu``), a
-   kernel's launch delay (``LaunchTimes.delay``, then ``add_launch_delay``): the rest of
+   kernel's launch delay (``LaunchTimes.delay``, then ``held48_add_delay``): the rest of
    ``Splitter._own_gpu_work`` once it is counted. 0, or -1 with an error. */
 static int feed46_gpu_times(feed46_state *s, PyObject *event, PyObject *cat, PyObject *start,
                             PyObject *end, PyObject *corr, int kernel) {
@@ -3811,7 +3839,6 @@ static int feed46_gpu_times(feed46_state *s, PyObject *event, PyObject *cat, PyO
     PyObject *name = SLOT_AT(event, feed46_names.at[2]);
     if (name == Py_None || (PyUnicode_Check(name) && PyUnicode_GET_LENGTH(name) == 0))
         name = feed46_empty;
-    PyObject *done;
     if (lane47_add_gpu(s->breakdown, s->gpu_rules, cat, name, start, end) < 0) return -1;
     if (!kernel) return 0;
     /* ``LaunchTimes.delay(corr, start, owner)`` */
@@ -3829,10 +3856,9 @@ static int feed46_gpu_times(feed46_state *s, PyObject *event, PyObject *cat, PyO
     }
     PyObject *delay = PyNumber_Subtract(start, launched);
     failed = delay == NULL ? -1 : PyDict_DelItem(ends, corr);
-    done = failed < 0 ? NULL : PyObject_CallMethodOneArg(s->breakdown, feed46_add_delay, delay);
+    failed = failed < 0 ? -1 : held48_add_delay(s->breakdown, delay);
     Py_XDECREF(delay);
-    Py_XDECREF(done);
-    return done == NULL ? -1 : 0;
+    return failed;
 }
 
 /* GPU work (its category routed by correlation id) whose launch is in the launches' range
@@ -3886,7 +3912,7 @@ static int feed46_gpu(feed46_state *s, PyObject *event, PyObject *raw, PyObject 
 static eng45_layout lane47_latest = {"closed latest_start starts"}, lane47_rows = {"items exact"},
     lane47_links = {"raws keys"}, lane47_links_more = {"by_ext events"};
 static PyObject *lane47_seq, *lane47_thread, *lane47_rows_name, *lane47_held_n,
-    *lane47_pending, *lane47_links_name, *lane47_waiting, *lane47_closed;
+    *lane47_pending, *lane47_links_name, *lane47_waiting, *lane47_closed, *lane47_held_name;
 
 /* The names above, made at the first call; 0, or -1 with an error. */
 static int lane47_names_ready(void) {
@@ -3901,18 +3927,21 @@ static int lane47_names_ready(void) {
         return -1;
     lane47_waiting = PyUnicode_InternFromString("_waiting_count");
     lane47_closed = PyUnicode_InternFromString("closed");
-    if (lane47_waiting == NULL || lane47_closed == NULL) return -1;
+    lane47_held_name = PyUnicode_InternFromString("_held_name"); /* (held48) */
+    if (lane47_waiting == NULL || lane47_closed == NULL || lane47_held_name == NULL) return -1;
     lane47_links_name = PyUnicode_InternFromString("_pending_links");
     return lane47_links_name == NULL ? -1 : 0;
 }
 
 /* What is held spilled once it reaches the bound (``Splitter._bound_held``), counted as
    ``_held_in_memory`` counts it: the heap's items, the links held and the CPU-side events
-   held. 0, or -1 with an error. */
-static int lane47_bound(feed46_state *s) {
+   held (``held``: the splitter's ``_cpu_held_n``, as its caller has just set it; NULL: read
+   here). 0, or -1 with an error. */
+static int lane47_bound(feed46_state *s, PyObject *held_n) {
     PyObject *pending = PyObject_GetAttr(s->splitter, lane47_pending);
     PyObject *links = pending == NULL ? NULL : PyObject_GetAttr(s->splitter, lane47_links_name);
-    PyObject *n = links == NULL ? NULL : PyObject_GetAttr(s->splitter, lane47_held_n);
+    PyObject *n = links == NULL ? NULL : held_n != NULL ? Py_NewRef(held_n)
+        : PyObject_GetAttr(s->splitter, lane47_held_n);
     Py_ssize_t count = n == NULL ? -1 : PyObject_Length(pending);
     PyObject *raws = count < 0 || eng45_laid_out(&lane47_links, links) != 1 ? NULL
         : SLOT_AT(links, lane47_links.at[0]);
@@ -3944,23 +3973,37 @@ static int lane47_float_time(PyObject *time, int *integer) {
     return !overflow && v >= -(1LL << 53) && v <= (1LL << 53);
 }
 
-/* Whether a held op keeps its thread alone (``Splitter._hold_cpu``'s common case): its name's
-   role is known (``serving.ROLES``) and tells nothing (none, or a GEMM's without its ``Input
-   Dims``), and it is no step number. 1, 0 (the engine holds it), or -1 with an error. */
+/* What a held op keeps where its name's role is known (``serving.ROLES``), as
+   ``Splitter._hold_cpu`` tells it: its thread alone (1) where the role tells nothing (none,
+   or a GEMM's without its ``Input Dims``) and it is no step number; else, without ``Input
+   Dims`` (held48), its thread and name (2: phase evidence or a step number, an op held
+   named). 0 (the engine holds it: a role not known yet, or ``Input Dims`` to keep), or -1
+   with an error. */
 static int lane47_tells_nothing(feed46_state *s, PyObject *name, PyObject *args) {
     PyObject *role = PyDict_GetItemWithError(s->roles, name);
     if (role == NULL) return PyErr_Occurred() ? -1 : 0;
     long kind = PyLong_AsLong(role);
     if (kind == -1 && PyErr_Occurred()) return -1;
-    if (kind != 0) {
-        if (kind != s->gemm) return 0;
-        if (args != Py_None && PyDict_GET_SIZE(args)) {
-            int dims = PyDict_Contains(args, s->dims);
-            if (dims != 0) return dims < 0 ? -1 : 0;
-        }
-    }
-    Py_ssize_t step = PyUnicode_Tailmatch(name, s->step_prefix, 0, PY_SSIZE_T_MAX, -1);
-    return step < 0 ? -1 : !step;
+    int dims = args != Py_None && PyDict_GET_SIZE(args) ? PyDict_Contains(args, s->dims) : 0;
+    Py_ssize_t step = dims < 0 ? -1
+        : PyUnicode_Tailmatch(name, s->step_prefix, 0, PY_SSIZE_T_MAX, -1);
+    if (step < 0) return -1;
+    if ((kind == 0 || (kind == s->gemm && !dims)) && !step) return 1;
+    return dims ? 0 : 2;
+}
+
+/* held48: ``(pid, tid, name)`` of an op held named (``lane47_tells_nothing``'s 2), the name
+   the one held named last where equal (``Splitter._held_name``: held one after another with
+   one name, one string, pickled once in a batch), a new reference; NULL with an error. */
+static PyObject *held48_named(feed46_state *s, PyObject *thread, PyObject *name) {
+    PyObject *before = PyObject_GetAttr(s->splitter, lane47_held_name);
+    int same = before == NULL ? -1 : PyObject_RichCompareBool(name, before, Py_EQ);
+    if (same == 0 && PyObject_SetAttr(s->splitter, lane47_held_name, name) < 0) same = -1;
+    PyObject *held = same < 0 ? NULL : PyTuple_Pack(3, PyTuple_GET_ITEM(thread, 0),
+                                                    PyTuple_GET_ITEM(thread, 1),
+                                                    same ? before : name);
+    Py_XDECREF(before);
+    return held;
 }
 
 /* ``(end, seq, start, held, None, raw)`` appended to the held rows as ``_hold_cpu`` appends
@@ -3991,8 +4034,10 @@ static int lane47_append(feed46_state *s, PyObject *end, PyObject *start, PyObje
     more = n == NULL ? NULL : PyNumber_Add(n, eng45_one);
     Py_XDECREF(n);
     failed = more == NULL ? -1 : PyObject_SetAttr(s->splitter, lane47_held_n, more);
+    /* (held48: the count just set passed on, not read again) */
+    failed = failed < 0 ? -1 : lane47_bound(s, more);
     Py_XDECREF(more);
-    return failed < 0 ? -1 : lane47_bound(s);
+    return failed;
 }
 
 /* A CPU op that ``_read_op`` has read, held as ``_hold_cpu`` holds it where that is its
@@ -4025,6 +4070,13 @@ static int lane47_hold(feed46_state *s, PyObject *event, PyObject *raw, PyObject
         if (linking != 0) return linking < 0 ? -1 : 0;
     }
     ours = lane47_tells_nothing(s, name, args);
+    if (ours == 2) {
+        PyObject *named = held48_named(s, thread, name);
+        int failed = named == NULL ? -1 : lane47_append(s, end, ts, named, kept ? raw : Py_None,
+                                                        integer);
+        Py_XDECREF(named);
+        return failed < 0 ? -1 : 1;
+    }
     if (ours != 1) return ours;
     /* the ops of a thread that follow each other hold one tuple (``_hold_cpu``) */
     PyObject *before = PyObject_GetAttr(s->splitter, lane47_thread);
@@ -4119,7 +4171,7 @@ static int lane47_link(feed46_state *s, PyObject *key, PyObject *held, PyObject 
     for (int k = 0; k < 4 && ready == 1; k++)
         ready = PyList_Append(columns[k], values[k]) < 0 ? -1 : 1;
     Py_XDECREF(links);
-    return ready != 1 ? -1 : lane47_bound(s);
+    return ready != 1 ? -1 : lane47_bound(s, NULL);
 }
 
 /* GPU work (``work``: its fields, ``_gpu_work_fields``' tuple) or a launch flow (``work``

@@ -11,7 +11,7 @@ import msgspec
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from stream_split.core import SplitOptions, Splitter, engine
+from stream_split.core import SplitOptions, Splitter, engine, serving
 from stream_split.core.validate import SlimEvent
 from stream_split.run import read_through
 from stream_split.testing.generate import generate, render
@@ -250,3 +250,25 @@ def test_random_ops_are_read_and_held_alike_with_and_without_it(loops, floats, b
 def test_a_loop_of_plain_ops_is_mostly_taken_by_it(monkeypatch):
     events = _op_stream([[(0, 0, 0)] * 6] * 12, True, False)
     assert _both_ways(_fed, monkeypatch, events, [], False, 10_000) > len(events) // 2
+
+
+@needs_native
+def test_a_loop_of_ops_held_named_is_mostly_held_by_it(monkeypatch):
+    """Ops whose names are phase evidence (a backward's, an attention's) or a step number,
+    held as their thread and name (``lane47_hold``, held48): held by the lane once their
+    names' roles are known (``_hold_cpu`` holds the first of each name), handed out alike."""
+    events = _op_stream([[(4, 0, 0), (11, 0, 0), (5, 0, 0), (4, 3, 0)] * 2] * 12, True, False)
+    held, hold = [], engine.Splitter._hold_cpu
+    monkeypatch.setattr(engine.Splitter, "_hold_cpu",
+                        lambda self, *args: held.append(args[6]) or hold(self, *args))
+    roles = dict(serving.ROLES)  # (emptied: other tests may have filled it to its bound)
+    serving.ROLES.clear()
+    try:
+        for keep in (False, True):
+            _both_ways(_fed, monkeypatch, events, [], keep, 10_000)
+    finally:
+        serving.ROLES.clear()
+        serving.ROLES.update(roles)
+    # (each held by ``_hold_cpu`` without the lane, at most once a name with it)
+    for name, ops in (("flash_attention_fwd", 24), (_OP_NAMES[4], 48), ("ProfilerStep#9", 24)):
+        assert 2 * ops <= held.count(name) <= 2 * ops + 2
