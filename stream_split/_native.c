@@ -3422,6 +3422,10 @@ typedef struct {
     PyObject *splitter, *read_op, *feed_fields, *bound_held, *read_route, *cpu_op_cats;
     PyObject *roles, *dims, *step_prefix, *gpu_rules;
     Py_ssize_t pending_limit;
+    /* held48: what an op is read with in C (``held48_read``) */
+    PyObject *stacks, *add_boundary;
+    int reads_stacks;
+    Py_ssize_t live_threads;
     long by_structure, gemm, waiting_limit;
 } feed46_state;
 
@@ -4088,6 +4092,16 @@ static int lane47_hold(feed46_state *s, PyObject *event, PyObject *raw, PyObject
     return failed < 0 ? -1 : 1;
 }
 
+/* held48: an op read in C (below, after det46's ``pushed``), the names it reads with, and the
+   slots it reads of the stacks (``stack.ThreadStacks``), of a thread's stack
+   (``stack._Thread``) and of the thread the order has settled (``order._Thread``). */
+static eng45_layout held48_stacks = {"_latest _latest_state _tolerance"},
+    held48_stack_counts = {"known last_section"}, held48_stack = {"ends names last_start"},
+    held48_settled = {"last_start last_cat"};
+static int held48_names_ready(void);
+static int held48_read(feed46_state *s, PyObject *thread, PyObject *ts, PyObject *end,
+                       PyObject *name, PyObject *cat);
+
 /* A structural op (``ph`` ``X``, its category routed as structure): read (``read_op``,
    ``Splitter._read_op``), then held (``lane47_hold``) or placed by ``_feed_fields`` (as
    ``_READ_STRUCTURE``, read already), as ``_feed_fields`` feeds it (1); 0 where it is no
@@ -4110,11 +4124,9 @@ static int lane47_op(feed46_state *s, PyObject *event, PyObject *raw, PyObject *
     PyObject *thread = end == NULL ? NULL : PyTuple_Pack(2, pid, tid);
     int done = -1;
     if (thread != NULL) {
-        PyObject *call[5] = {thread, ts, end, name, cat};
-        PyObject *read = PyObject_Vectorcall(s->read_op, call, 5, NULL);
+        int read = held48_read(s, thread, ts, end, name, cat);
         s->read_ops = 1;
-        done = read == NULL ? -1 : lane47_hold(s, event, raw, ts, end, cat, name, thread, args);
-        Py_XDECREF(read);
+        done = read < 0 ? -1 : lane47_hold(s, event, raw, ts, end, cat, name, thread, args);
     }
     if (done == 0) {
         PyObject *call[11] = {event, raw, s->read_route, ph, ts, cat, name, dur, pid, tid, args};
@@ -4249,15 +4261,16 @@ static int lane47_wait_gpu(feed46_state *s, PyObject *event, PyObject *raw, PyOb
     return waits;
 }
 
-/* The splitter's parts (``(splitter, read_op, feed_fields, bound_held, pending_limit)``) and
-   the rules (``(structure route, read route, CPU op categories, serving.ROLES, GEMM, the
-   dims' key, the step prefix, engine._WAITING_IN_MEMORY, breakdown.ADD_GPU_RULES)``) the ops
-   of a run are read with,
+/* The splitter's parts (``(splitter, read_op, feed_fields, bound_held, pending_limit, stacks,
+   reads_stacks, add_boundary)``) and the rules (``(structure route, read route, CPU op
+   categories, serving.ROLES, GEMM, the dims' key, the step prefix,
+   engine._WAITING_IN_MEMORY, breakdown.ADD_GPU_RULES, stack.LIVE_THREADS)``) the ops of a
+   run are read with (held48: the last three parts and the last rule, ``held48_read``),
    and events held, into ``s``; 1, 0 where a class lacks a slot read (no op is taken, nothing
    held), -1 with an error. */
 static int lane47_ready(feed46_state *s, PyObject *held, PyObject *rules) {
-    if (!PyTuple_Check(held) || PyTuple_GET_SIZE(held) != 5 || !PyTuple_Check(rules)
-        || PyTuple_GET_SIZE(rules) != 9 || !PyAnySet_Check(PyTuple_GET_ITEM(rules, 2))
+    if (!PyTuple_Check(held) || PyTuple_GET_SIZE(held) != 8 || !PyTuple_Check(rules)
+        || PyTuple_GET_SIZE(rules) != 10 || !PyAnySet_Check(PyTuple_GET_ITEM(rules, 2))
         || !PyTuple_Check(PyTuple_GET_ITEM(rules, 8)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(rules, 8)) != 5
         || !PyAnySet_Check(PyTuple_GET_ITEM(PyTuple_GET_ITEM(rules, 8), 1))
         || !PyDict_CheckExact(PyTuple_GET_ITEM(rules, 3))
@@ -4279,8 +4292,15 @@ static int lane47_ready(feed46_state *s, PyObject *held, PyObject *rules) {
     s->step_prefix = PyTuple_GET_ITEM(rules, 6);
     s->waiting_limit = PyLong_AsLong(PyTuple_GET_ITEM(rules, 7));
     s->gpu_rules = PyTuple_GET_ITEM(rules, 8);
-    if (PyErr_Occurred() || lane47_names_ready() < 0) return -1;
-    int ready = eng45_laid_out(&eng45_windows, s->windows);
+    /* (held48: ``held48_read``'s parts, and ``stack.LIVE_THREADS``) */
+    s->stacks = PyTuple_GET_ITEM(held, 5);
+    s->reads_stacks = PyObject_IsTrue(PyTuple_GET_ITEM(held, 6));
+    s->add_boundary = PyTuple_GET_ITEM(held, 7);
+    s->live_threads = PyLong_AsSsize_t(PyTuple_GET_ITEM(rules, 9));
+    if (PyErr_Occurred() || lane47_names_ready() < 0 || held48_names_ready() < 0) return -1;
+    int ready = eng45_laid_out(&held48_stacks, s->stacks);
+    ready = ready == 1 ? eng45_laid_out(&held48_stack_counts, s->stacks) : ready;
+    ready = ready == 1 ? eng45_laid_out(&eng45_windows, s->windows) : ready;
     ready = ready == 1 ? eng45_laid_out(&feed46_ranges, s->launches) : ready;
     ready = ready == 1 ? eng45_laid_out(&feed46_hit, s->launches) : ready;
     return ready == 1 ? eng45_laid_out(&lane47_latest, s->windows) : ready;
@@ -4888,6 +4908,152 @@ static PyObject *step_op_read(PyObject *self, PyObject *const *args, Py_ssize_t 
                               args[4], args[5]);
     if (depth < 0) return NULL;
     return stepped(args[1], args + 2, depth);
+}
+
+/* ---- held48: a structural op read in C (engine.Splitter._read_op, stack.ThreadStacks.push) ---- */
+
+static PyObject *held48_settled_thread, *held48_settled_name, *held48_flush_below,
+    *held48_fast_read, *held48_observe, *held48_push, *held48_forget_at, *held48_forget;
+
+/* The names above, made at the first call (``lane47_ready``); 0, or -1 with an error. */
+static int held48_names_ready(void) {
+    static PyObject **const made[] = {&held48_settled_thread, &held48_settled_name,
+        &held48_flush_below, &held48_fast_read, &held48_observe, &held48_push, &held48_forget_at,
+        &held48_forget};
+    static const char *const names[] = {"settled_thread", "settled", "flush_below", "fast_read",
+        "observe", "push", "_forget_at", "_forget_idle_threads"};
+    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+        if (*made[k] == NULL && (*made[k] = PyUnicode_InternFromString(names[k])) == NULL)
+            return -1;
+    return 0;
+}
+
+/* Whether the order only notes this op (``OpOrder.arrive``'s common case, as
+   ``_read_op`` asks it): an op of the settled thread starting no earlier than its last, nor
+   than ``flush_below``; then noted (its start and category). 1, 0, or -1 with an error. */
+static int held48_noted(feed46_state *s, PyObject *thread, PyObject *ts, PyObject *cat) {
+    PyObject *settled_thread = PyObject_GetAttr(s->order, held48_settled_thread);
+    int noted = settled_thread == NULL ? -1
+        : PyObject_RichCompareBool(thread, settled_thread, Py_EQ);
+    Py_XDECREF(settled_thread);
+    PyObject *settled = noted == 1 ? PyObject_GetAttr(s->order, held48_settled_name) : NULL;
+    if (settled == NULL) return noted == 1 ? -1 : noted;
+    noted = eng45_laid_out(&held48_settled, settled);
+    PyObject *last = noted == 1 ? SLOT_AT(settled, held48_settled.at[0]) : NULL;
+    noted = noted == 1 && last == NULL ? 0 : noted;
+    noted = noted == 1 ? PyObject_RichCompareBool(ts, last, Py_GE) : noted;
+    PyObject *flush = noted == 1 ? PyObject_GetAttr(s->order, held48_flush_below) : NULL;
+    noted = noted == 1 ? (flush == NULL ? -1 : PyObject_RichCompareBool(ts, flush, Py_GE)) : noted;
+    Py_XDECREF(flush);
+    if (noted == 1) {
+        slot_set(settled, held48_settled.at[0], Py_NewRef(ts));
+        slot_set(settled, held48_settled.at[1], Py_NewRef(cat));
+    }
+    Py_DECREF(settled);
+    return noted;
+}
+
+/* ``stacks.push(thread, name, start, end)``: its common case here (an op of the thread read
+   last, starting no earlier than its last: det46's ``pushed``), else the method. The names of
+   the thread's open ops (a new reference), NULL with an error. */
+static PyObject *held48_pushed(feed46_state *s, PyObject *thread, PyObject *name,
+                               PyObject *start, PyObject *end) {
+    PyObject *latest = SLOT_AT(s->stacks, held48_stacks.at[0]);
+    PyObject *state = SLOT_AT(s->stacks, held48_stacks.at[1]);
+    PyObject *tolerance = SLOT_AT(s->stacks, held48_stacks.at[2]);
+    int common = latest == NULL || state == NULL || tolerance == NULL ? 0 : equal(thread, latest);
+    common = common == 1 ? eng45_laid_out(&held48_stack, state) : common;
+    Py_ssize_t open_at[OPEN_SLOTS] = {0};
+    open_at[OPEN_ENDS] = held48_stack.at[0];
+    open_at[OPEN_NAMES] = held48_stack.at[1];
+    open_at[OPEN_LAST_START] = held48_stack.at[2];
+    if (common == 1 && (!slots_set(state, open_at, OPEN_SLOTS)
+                        || !PyList_CheckExact(SLOT_AT(state, open_at[OPEN_ENDS]))
+                        || !PyList_CheckExact(SLOT_AT(state, open_at[OPEN_NAMES]))))
+        common = 0;
+    common = common == 1
+        ? PyObject_RichCompareBool(start, SLOT_AT(state, open_at[OPEN_LAST_START]), Py_GE) : common;
+    if (common < 0) return NULL;
+    if (!common) {
+        PyObject *call[5] = {s->stacks, thread, name, start, end};
+        return PyObject_VectorcallMethod(held48_push, call, 5 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                         NULL);
+    }
+    Py_INCREF(state); /* (held: a comparison may run code of Python) */
+    PyObject *names = pushed(state, open_at, tolerance, name, start, end) < 0 ? NULL
+        : Py_NewRef(SLOT_AT(state, open_at[OPEN_NAMES]));
+    Py_DECREF(state);
+    return names;
+}
+
+/* ``Splitter._read_op(thread, ts, end, name, cat)`` where the order only notes the op
+   (``held48_noted``) and the detector reads stacks: read in one call where its mode has one
+   (``fast_read``), else pushed (``held48_pushed``) and observed; its boundaries taken
+   (``_add_boundary``), and the idle threads forgotten once too many are known. Elsewhere,
+   the method. 0, or -1 with an error. */
+static int held48_read(feed46_state *s, PyObject *thread, PyObject *ts, PyObject *end,
+                       PyObject *name, PyObject *cat) {
+    int noted = s->reads_stacks ? held48_noted(s, thread, ts, cat) : 0;
+    if (noted == 0) {
+        PyObject *call[5] = {thread, ts, end, name, cat};
+        PyObject *read = PyObject_Vectorcall(s->read_op, call, 5, NULL);
+        Py_XDECREF(read);
+        return read == NULL ? -1 : 0;
+    }
+    if (noted < 0) return -1;
+    PyObject *fast = PyObject_GetAttr(s->detector, held48_fast_read), *found = NULL;
+    if (fast != NULL && fast != Py_None) {
+        if (!PyTuple_CheckExact(fast) || PyTuple_GET_SIZE(fast) != 2)
+            PyErr_SetString(PyExc_TypeError, "feed_lane: a detector's fast_read (reader, state)");
+        else {
+            PyObject *call[6] = {s->stacks, PyTuple_GET_ITEM(fast, 1), thread, name, ts, end};
+            found = PyObject_Vectorcall(PyTuple_GET_ITEM(fast, 0), call, 6, NULL);
+        }
+        if (found == Py_None) Py_CLEAR(found);
+        else if (found == NULL) Py_CLEAR(fast);
+    }
+    if (fast != NULL && found == NULL) {
+        PyObject *names = held48_pushed(s, thread, name, ts, end);
+        PyObject *section = names == NULL ? NULL : SLOT_AT(s->stacks, held48_stack_counts.at[1]);
+        Py_XINCREF(section);
+        PyObject *observe = section == NULL ? NULL : PyObject_GetAttr(s->detector, held48_observe);
+        if (observe != NULL) {
+            PyObject *call[6] = {thread, names, ts, end, name, section};
+            found = PyObject_Vectorcall(observe, call, 6, NULL);
+        } else if (names != NULL && section == NULL && !PyErr_Occurred())
+            PyErr_SetString(PyExc_AttributeError, "ThreadStacks.last_section");
+        Py_XDECREF(observe);
+        Py_XDECREF(section);
+        Py_XDECREF(names);
+    }
+    Py_XDECREF(fast);
+    int some = found == NULL ? -1 : PyObject_IsTrue(found);
+    PyObject *each = some == 1 ? PyObject_GetIter(found) : NULL, *boundary;
+    if (some == 1 && each == NULL) some = -1;
+    while (each != NULL && (boundary = PyIter_Next(each)) != NULL) {
+        PyObject *added = PyObject_CallOneArg(s->add_boundary, boundary);
+        Py_DECREF(boundary);
+        Py_XDECREF(added);
+        if (added == NULL) break;
+    }
+    Py_XDECREF(each);
+    Py_XDECREF(found);
+    if (some < 0 || PyErr_Occurred()) return -1;
+    /* ``stacks.known > self._forget_at``: never while ``live_threads`` or fewer are known
+       (``_forget_at`` is never below it) */
+    PyObject *known = SLOT_AT(s->stacks, held48_stack_counts.at[0]);
+    Py_ssize_t count = known == NULL ? -1 : PyLong_AsSsize_t(known);
+    if (count < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_AttributeError, "ThreadStacks.known");
+        return -1;
+    }
+    if (count <= s->live_threads) return 0;
+    PyObject *bound = PyObject_GetAttr(s->splitter, held48_forget_at);
+    int beyond = bound == NULL ? -1 : PyObject_RichCompareBool(known, bound, Py_GT);
+    Py_XDECREF(bound);
+    PyObject *forgot = beyond == 1 ? PyObject_CallMethodNoArgs(s->splitter, held48_forget) : NULL;
+    Py_XDECREF(forgot);
+    return beyond < 0 || (beyond == 1 && forgot == NULL) ? -1 : 0;
 }
 
 /* ---- rec45: json_lines: values as orjson writes them, a line each (the JSONL records) ---- */
