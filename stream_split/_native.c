@@ -3499,6 +3499,10 @@ typedef struct {
     PyObject *splitter, *read_op, *feed_fields, *bound_held, *read_route, *cpu_op_cats;
     PyObject *roles, *dims, *step_prefix, *gpu_rules;
     Py_ssize_t pending_limit;
+    /* held48: what an op is read with in C (``held48_read``) */
+    PyObject *stacks, *add_boundary;
+    int reads_stacks;
+    Py_ssize_t live_threads;
     long by_structure, gemm, waiting_limit;
 } feed46_state;
 
@@ -3740,6 +3744,34 @@ static int feed46_extreme(PyObject *record, eng45_layout *layout, int k, PyObjec
     return beyond < 0 ? -1 : 0;
 }
 
+/* ---- held48: a kernel's launch delay added in C (breakdown.IterationBreakdown.add_launch_delay) ---- */
+
+/* The slots ``add_launch_delay`` sets of an ``IterationBreakdown``. */
+static eng45_layout held48_delays = {"delay_sum_us delays delay_max_us"};
+
+/* ``breakdown.add_launch_delay(delay)``: clipped at 0 (a delay not above 0.0 is 0.0), added
+   to the sum, counted, and the largest kept; where the class lacks those slots the method is
+   called. 0, or -1 with an error. */
+static int held48_add_delay(PyObject *breakdown, PyObject *delay) {
+    int ready = eng45_laid_out(&held48_delays, breakdown);
+    if (ready != 1) {
+        PyObject *done = ready < 0 ? NULL
+            : PyObject_CallMethodOneArg(breakdown, feed46_add_delay, delay);
+        Py_XDECREF(done);
+        return done == NULL ? -1 : 0;
+    }
+    int some = PyObject_RichCompareBool(delay, feed46_no_time, Py_GT);
+    if (some < 0) return -1;
+    PyObject *kept = some ? delay : feed46_no_time;
+    if (feed46_add_to(breakdown, &held48_delays, 0, kept) < 0
+        || eng45_count(breakdown, &held48_delays, 1) < 0)
+        return -1;
+    PyObject *most = eng45_get(breakdown, &held48_delays, 2);
+    int beyond = most == NULL ? -1 : PyObject_RichCompareBool(kept, most, Py_GT);
+    if (beyond == 1) slot_set(breakdown, held48_delays.at[2], Py_NewRef(kept));
+    return beyond < 0 ? -1 : 0;
+}
+
 /* ---- lane47: a GPU event's layers and kernel counted in C (breakdown.IterationBreakdown.add_gpu) ---- */
 
 static eng45_layout lane47_gpu_parts = {"layers kernels"},
@@ -3861,7 +3893,7 @@ static int lane47_add_gpu(PyObject *breakdown, PyObject *rules, PyObject *cat, P
 
 /* GPU work's times and launch: the busy time of its stream and the active time of all
    (``feed46_union``), the record's GPU span, the breakdown's layers (``add_gpu``), a
-   kernel's launch delay (``LaunchTimes.delay``, then ``add_launch_delay``): the rest of
+   kernel's launch delay (``LaunchTimes.delay``, then ``held48_add_delay``): the rest of
    ``Splitter._own_gpu_work`` once it is counted. 0, or -1 with an error. */
 static int feed46_gpu_times(feed46_state *s, PyObject *event, PyObject *cat, PyObject *start,
                             PyObject *end, PyObject *corr, int kernel) {
@@ -3888,7 +3920,6 @@ static int feed46_gpu_times(feed46_state *s, PyObject *event, PyObject *cat, PyO
     PyObject *name = SLOT_AT(event, feed46_names.at[2]);
     if (name == Py_None || (PyUnicode_Check(name) && PyUnicode_GET_LENGTH(name) == 0))
         name = feed46_empty;
-    PyObject *done;
     if (lane47_add_gpu(s->breakdown, s->gpu_rules, cat, name, start, end) < 0) return -1;
     if (!kernel) return 0;
     /* ``LaunchTimes.delay(corr, start, owner)`` */
@@ -3906,10 +3937,9 @@ static int feed46_gpu_times(feed46_state *s, PyObject *event, PyObject *cat, PyO
     }
     PyObject *delay = PyNumber_Subtract(start, launched);
     failed = delay == NULL ? -1 : PyDict_DelItem(ends, corr);
-    done = failed < 0 ? NULL : PyObject_CallMethodOneArg(s->breakdown, feed46_add_delay, delay);
+    failed = failed < 0 ? -1 : held48_add_delay(s->breakdown, delay);
     Py_XDECREF(delay);
-    Py_XDECREF(done);
-    return done == NULL ? -1 : 0;
+    return failed;
 }
 
 /* GPU work (its category routed by correlation id) whose launch is in the launches' range
@@ -3963,7 +3993,7 @@ static int feed46_gpu(feed46_state *s, PyObject *event, PyObject *raw, PyObject 
 static eng45_layout lane47_latest = {"closed latest_start starts"}, lane47_rows = {"items exact"},
     lane47_links = {"raws keys"}, lane47_links_more = {"by_ext events"};
 static PyObject *lane47_seq, *lane47_thread, *lane47_rows_name, *lane47_held_n,
-    *lane47_pending, *lane47_links_name, *lane47_waiting, *lane47_closed;
+    *lane47_pending, *lane47_links_name, *lane47_waiting, *lane47_closed, *lane47_held_name;
 
 /* The names above, made at the first call; 0, or -1 with an error. */
 static int lane47_names_ready(void) {
@@ -3978,18 +4008,21 @@ static int lane47_names_ready(void) {
         return -1;
     lane47_waiting = PyUnicode_InternFromString("_waiting_count");
     lane47_closed = PyUnicode_InternFromString("closed");
-    if (lane47_waiting == NULL || lane47_closed == NULL) return -1;
+    lane47_held_name = PyUnicode_InternFromString("_held_name"); /* (held48) */
+    if (lane47_waiting == NULL || lane47_closed == NULL || lane47_held_name == NULL) return -1;
     lane47_links_name = PyUnicode_InternFromString("_pending_links");
     return lane47_links_name == NULL ? -1 : 0;
 }
 
 /* What is held spilled once it reaches the bound (``Splitter._bound_held``), counted as
    ``_held_in_memory`` counts it: the heap's items, the links held and the CPU-side events
-   held. 0, or -1 with an error. */
-static int lane47_bound(feed46_state *s) {
+   held (``held``: the splitter's ``_cpu_held_n``, as its caller has just set it; NULL: read
+   here). 0, or -1 with an error. */
+static int lane47_bound(feed46_state *s, PyObject *held_n) {
     PyObject *pending = PyObject_GetAttr(s->splitter, lane47_pending);
     PyObject *links = pending == NULL ? NULL : PyObject_GetAttr(s->splitter, lane47_links_name);
-    PyObject *n = links == NULL ? NULL : PyObject_GetAttr(s->splitter, lane47_held_n);
+    PyObject *n = links == NULL ? NULL : held_n != NULL ? Py_NewRef(held_n)
+        : PyObject_GetAttr(s->splitter, lane47_held_n);
     Py_ssize_t count = n == NULL ? -1 : PyObject_Length(pending);
     PyObject *raws = count < 0 || eng45_laid_out(&lane47_links, links) != 1 ? NULL
         : SLOT_AT(links, lane47_links.at[0]);
@@ -4021,23 +4054,37 @@ static int lane47_float_time(PyObject *time, int *integer) {
     return !overflow && v >= -(1LL << 53) && v <= (1LL << 53);
 }
 
-/* Whether a held op keeps its thread alone (``Splitter._hold_cpu``'s common case): its name's
-   role is known (``serving.ROLES``) and tells nothing (none, or a GEMM's without its ``Input
-   Dims``), and it is no step number. 1, 0 (the engine holds it), or -1 with an error. */
+/* What a held op keeps where its name's role is known (``serving.ROLES``), as
+   ``Splitter._hold_cpu`` tells it: its thread alone (1) where the role tells nothing (none,
+   or a GEMM's without its ``Input Dims``) and it is no step number; else, without ``Input
+   Dims`` (held48), its thread and name (2: phase evidence or a step number, an op held
+   named). 0 (the engine holds it: a role not known yet, or ``Input Dims`` to keep), or -1
+   with an error. */
 static int lane47_tells_nothing(feed46_state *s, PyObject *name, PyObject *args) {
     PyObject *role = PyDict_GetItemWithError(s->roles, name);
     if (role == NULL) return PyErr_Occurred() ? -1 : 0;
     long kind = PyLong_AsLong(role);
     if (kind == -1 && PyErr_Occurred()) return -1;
-    if (kind != 0) {
-        if (kind != s->gemm) return 0;
-        if (args != Py_None && PyDict_GET_SIZE(args)) {
-            int dims = PyDict_Contains(args, s->dims);
-            if (dims != 0) return dims < 0 ? -1 : 0;
-        }
-    }
-    Py_ssize_t step = PyUnicode_Tailmatch(name, s->step_prefix, 0, PY_SSIZE_T_MAX, -1);
-    return step < 0 ? -1 : !step;
+    int dims = args != Py_None && PyDict_GET_SIZE(args) ? PyDict_Contains(args, s->dims) : 0;
+    Py_ssize_t step = dims < 0 ? -1
+        : PyUnicode_Tailmatch(name, s->step_prefix, 0, PY_SSIZE_T_MAX, -1);
+    if (step < 0) return -1;
+    if ((kind == 0 || (kind == s->gemm && !dims)) && !step) return 1;
+    return dims ? 0 : 2;
+}
+
+/* held48: ``(pid, tid, name)`` of an op held named (``lane47_tells_nothing``'s 2), the name
+   the one held named last where equal (``Splitter._held_name``: held one after another with
+   one name, one string, pickled once in a batch), a new reference; NULL with an error. */
+static PyObject *held48_named(feed46_state *s, PyObject *thread, PyObject *name) {
+    PyObject *before = PyObject_GetAttr(s->splitter, lane47_held_name);
+    int same = before == NULL ? -1 : PyObject_RichCompareBool(name, before, Py_EQ);
+    if (same == 0 && PyObject_SetAttr(s->splitter, lane47_held_name, name) < 0) same = -1;
+    PyObject *held = same < 0 ? NULL : PyTuple_Pack(3, PyTuple_GET_ITEM(thread, 0),
+                                                    PyTuple_GET_ITEM(thread, 1),
+                                                    same ? before : name);
+    Py_XDECREF(before);
+    return held;
 }
 
 /* ``(end, seq, start, held, None, raw)`` appended to the held rows as ``_hold_cpu`` appends
@@ -4068,8 +4115,10 @@ static int lane47_append(feed46_state *s, PyObject *end, PyObject *start, PyObje
     more = n == NULL ? NULL : PyNumber_Add(n, eng45_one);
     Py_XDECREF(n);
     failed = more == NULL ? -1 : PyObject_SetAttr(s->splitter, lane47_held_n, more);
+    /* (held48: the count just set passed on, not read again) */
+    failed = failed < 0 ? -1 : lane47_bound(s, more);
     Py_XDECREF(more);
-    return failed < 0 ? -1 : lane47_bound(s);
+    return failed;
 }
 
 /* A CPU op that ``_read_op`` has read, held as ``_hold_cpu`` holds it where that is its
@@ -4102,6 +4151,13 @@ static int lane47_hold(feed46_state *s, PyObject *event, PyObject *raw, PyObject
         if (linking != 0) return linking < 0 ? -1 : 0;
     }
     ours = lane47_tells_nothing(s, name, args);
+    if (ours == 2) {
+        PyObject *named = held48_named(s, thread, name);
+        int failed = named == NULL ? -1 : lane47_append(s, end, ts, named, kept ? raw : Py_None,
+                                                        integer);
+        Py_XDECREF(named);
+        return failed < 0 ? -1 : 1;
+    }
     if (ours != 1) return ours;
     /* the ops of a thread that follow each other hold one tuple (``_hold_cpu``) */
     PyObject *before = PyObject_GetAttr(s->splitter, lane47_thread);
@@ -4112,6 +4168,16 @@ static int lane47_hold(feed46_state *s, PyObject *event, PyObject *raw, PyObject
     Py_XDECREF(before);
     return failed < 0 ? -1 : 1;
 }
+
+/* held48: an op read in C (below, after det46's ``pushed``), the names it reads with, and the
+   slots it reads of the stacks (``stack.ThreadStacks``), of a thread's stack
+   (``stack._Thread``) and of the thread the order has settled (``order._Thread``). */
+static eng45_layout held48_stacks = {"_latest _latest_state _tolerance"},
+    held48_stack_counts = {"known last_section"}, held48_stack = {"ends names last_start"},
+    held48_settled = {"last_start last_cat"};
+static int held48_names_ready(void);
+static int held48_read(feed46_state *s, PyObject *thread, PyObject *ts, PyObject *end,
+                       PyObject *name, PyObject *cat);
 
 /* A structural op (``ph`` ``X``, its category routed as structure): read (``read_op``,
    ``Splitter._read_op``), then held (``lane47_hold``) or placed by ``_feed_fields`` (as
@@ -4135,11 +4201,9 @@ static int lane47_op(feed46_state *s, PyObject *event, PyObject *raw, PyObject *
     PyObject *thread = end == NULL ? NULL : PyTuple_Pack(2, pid, tid);
     int done = -1;
     if (thread != NULL) {
-        PyObject *call[5] = {thread, ts, end, name, cat};
-        PyObject *read = PyObject_Vectorcall(s->read_op, call, 5, NULL);
+        int read = held48_read(s, thread, ts, end, name, cat);
         s->read_ops = 1;
-        done = read == NULL ? -1 : lane47_hold(s, event, raw, ts, end, cat, name, thread, args);
-        Py_XDECREF(read);
+        done = read < 0 ? -1 : lane47_hold(s, event, raw, ts, end, cat, name, thread, args);
     }
     if (done == 0) {
         PyObject *call[11] = {event, raw, s->read_route, ph, ts, cat, name, dur, pid, tid, args};
@@ -4196,7 +4260,7 @@ static int lane47_link(feed46_state *s, PyObject *key, PyObject *held, PyObject 
     for (int k = 0; k < 4 && ready == 1; k++)
         ready = PyList_Append(columns[k], values[k]) < 0 ? -1 : 1;
     Py_XDECREF(links);
-    return ready != 1 ? -1 : lane47_bound(s);
+    return ready != 1 ? -1 : lane47_bound(s, NULL);
 }
 
 /* GPU work (``work``: its fields, ``_gpu_work_fields``' tuple) or a launch flow (``work``
@@ -4274,15 +4338,16 @@ static int lane47_wait_gpu(feed46_state *s, PyObject *event, PyObject *raw, PyOb
     return waits;
 }
 
-/* The splitter's parts (``(splitter, read_op, feed_fields, bound_held, pending_limit)``) and
-   the rules (``(structure route, read route, CPU op categories, serving.ROLES, GEMM, the
-   dims' key, the step prefix, engine._WAITING_IN_MEMORY, breakdown.ADD_GPU_RULES)``) the ops
-   of a run are read with,
+/* The splitter's parts (``(splitter, read_op, feed_fields, bound_held, pending_limit, stacks,
+   reads_stacks, add_boundary)``) and the rules (``(structure route, read route, CPU op
+   categories, serving.ROLES, GEMM, the dims' key, the step prefix,
+   engine._WAITING_IN_MEMORY, breakdown.ADD_GPU_RULES, stack.LIVE_THREADS)``) the ops of a
+   run are read with (held48: the last three parts and the last rule, ``held48_read``),
    and events held, into ``s``; 1, 0 where a class lacks a slot read (no op is taken, nothing
    held), -1 with an error. */
 static int lane47_ready(feed46_state *s, PyObject *held, PyObject *rules) {
-    if (!PyTuple_Check(held) || PyTuple_GET_SIZE(held) != 5 || !PyTuple_Check(rules)
-        || PyTuple_GET_SIZE(rules) != 9 || !PyAnySet_Check(PyTuple_GET_ITEM(rules, 2))
+    if (!PyTuple_Check(held) || PyTuple_GET_SIZE(held) != 8 || !PyTuple_Check(rules)
+        || PyTuple_GET_SIZE(rules) != 10 || !PyAnySet_Check(PyTuple_GET_ITEM(rules, 2))
         || !PyTuple_Check(PyTuple_GET_ITEM(rules, 8)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(rules, 8)) != 5
         || !PyAnySet_Check(PyTuple_GET_ITEM(PyTuple_GET_ITEM(rules, 8), 1))
         || !PyDict_CheckExact(PyTuple_GET_ITEM(rules, 3))
@@ -4304,8 +4369,15 @@ static int lane47_ready(feed46_state *s, PyObject *held, PyObject *rules) {
     s->step_prefix = PyTuple_GET_ITEM(rules, 6);
     s->waiting_limit = PyLong_AsLong(PyTuple_GET_ITEM(rules, 7));
     s->gpu_rules = PyTuple_GET_ITEM(rules, 8);
-    if (PyErr_Occurred() || lane47_names_ready() < 0) return -1;
-    int ready = eng45_laid_out(&eng45_windows, s->windows);
+    /* (held48: ``held48_read``'s parts, and ``stack.LIVE_THREADS``) */
+    s->stacks = PyTuple_GET_ITEM(held, 5);
+    s->reads_stacks = PyObject_IsTrue(PyTuple_GET_ITEM(held, 6));
+    s->add_boundary = PyTuple_GET_ITEM(held, 7);
+    s->live_threads = PyLong_AsSsize_t(PyTuple_GET_ITEM(rules, 9));
+    if (PyErr_Occurred() || lane47_names_ready() < 0 || held48_names_ready() < 0) return -1;
+    int ready = eng45_laid_out(&held48_stacks, s->stacks);
+    ready = ready == 1 ? eng45_laid_out(&held48_stack_counts, s->stacks) : ready;
+    ready = ready == 1 ? eng45_laid_out(&eng45_windows, s->windows) : ready;
     ready = ready == 1 ? eng45_laid_out(&feed46_ranges, s->launches) : ready;
     ready = ready == 1 ? eng45_laid_out(&feed46_hit, s->launches) : ready;
     return ready == 1 ? eng45_laid_out(&lane47_latest, s->windows) : ready;
@@ -4913,6 +4985,152 @@ static PyObject *step_op_read(PyObject *self, PyObject *const *args, Py_ssize_t 
                               args[4], args[5]);
     if (depth < 0) return NULL;
     return stepped(args[1], args + 2, depth);
+}
+
+/* ---- held48: a structural op read in C (engine.Splitter._read_op, stack.ThreadStacks.push) ---- */
+
+static PyObject *held48_settled_thread, *held48_settled_name, *held48_flush_below,
+    *held48_fast_read, *held48_observe, *held48_push, *held48_forget_at, *held48_forget;
+
+/* The names above, made at the first call (``lane47_ready``); 0, or -1 with an error. */
+static int held48_names_ready(void) {
+    static PyObject **const made[] = {&held48_settled_thread, &held48_settled_name,
+        &held48_flush_below, &held48_fast_read, &held48_observe, &held48_push, &held48_forget_at,
+        &held48_forget};
+    static const char *const names[] = {"settled_thread", "settled", "flush_below", "fast_read",
+        "observe", "push", "_forget_at", "_forget_idle_threads"};
+    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+        if (*made[k] == NULL && (*made[k] = PyUnicode_InternFromString(names[k])) == NULL)
+            return -1;
+    return 0;
+}
+
+/* Whether the order only notes this op (``OpOrder.arrive``'s common case, as
+   ``_read_op`` asks it): an op of the settled thread starting no earlier than its last, nor
+   than ``flush_below``; then noted (its start and category). 1, 0, or -1 with an error. */
+static int held48_noted(feed46_state *s, PyObject *thread, PyObject *ts, PyObject *cat) {
+    PyObject *settled_thread = PyObject_GetAttr(s->order, held48_settled_thread);
+    int noted = settled_thread == NULL ? -1
+        : PyObject_RichCompareBool(thread, settled_thread, Py_EQ);
+    Py_XDECREF(settled_thread);
+    PyObject *settled = noted == 1 ? PyObject_GetAttr(s->order, held48_settled_name) : NULL;
+    if (settled == NULL) return noted == 1 ? -1 : noted;
+    noted = eng45_laid_out(&held48_settled, settled);
+    PyObject *last = noted == 1 ? SLOT_AT(settled, held48_settled.at[0]) : NULL;
+    noted = noted == 1 && last == NULL ? 0 : noted;
+    noted = noted == 1 ? PyObject_RichCompareBool(ts, last, Py_GE) : noted;
+    PyObject *flush = noted == 1 ? PyObject_GetAttr(s->order, held48_flush_below) : NULL;
+    noted = noted == 1 ? (flush == NULL ? -1 : PyObject_RichCompareBool(ts, flush, Py_GE)) : noted;
+    Py_XDECREF(flush);
+    if (noted == 1) {
+        slot_set(settled, held48_settled.at[0], Py_NewRef(ts));
+        slot_set(settled, held48_settled.at[1], Py_NewRef(cat));
+    }
+    Py_DECREF(settled);
+    return noted;
+}
+
+/* ``stacks.push(thread, name, start, end)``: its common case here (an op of the thread read
+   last, starting no earlier than its last: det46's ``pushed``), else the method. The names of
+   the thread's open ops (a new reference), NULL with an error. */
+static PyObject *held48_pushed(feed46_state *s, PyObject *thread, PyObject *name,
+                               PyObject *start, PyObject *end) {
+    PyObject *latest = SLOT_AT(s->stacks, held48_stacks.at[0]);
+    PyObject *state = SLOT_AT(s->stacks, held48_stacks.at[1]);
+    PyObject *tolerance = SLOT_AT(s->stacks, held48_stacks.at[2]);
+    int common = latest == NULL || state == NULL || tolerance == NULL ? 0 : equal(thread, latest);
+    common = common == 1 ? eng45_laid_out(&held48_stack, state) : common;
+    Py_ssize_t open_at[OPEN_SLOTS] = {0};
+    open_at[OPEN_ENDS] = held48_stack.at[0];
+    open_at[OPEN_NAMES] = held48_stack.at[1];
+    open_at[OPEN_LAST_START] = held48_stack.at[2];
+    if (common == 1 && (!slots_set(state, open_at, OPEN_SLOTS)
+                        || !PyList_CheckExact(SLOT_AT(state, open_at[OPEN_ENDS]))
+                        || !PyList_CheckExact(SLOT_AT(state, open_at[OPEN_NAMES]))))
+        common = 0;
+    common = common == 1
+        ? PyObject_RichCompareBool(start, SLOT_AT(state, open_at[OPEN_LAST_START]), Py_GE) : common;
+    if (common < 0) return NULL;
+    if (!common) {
+        PyObject *call[5] = {s->stacks, thread, name, start, end};
+        return PyObject_VectorcallMethod(held48_push, call, 5 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                         NULL);
+    }
+    Py_INCREF(state); /* (held: a comparison may run code of Python) */
+    PyObject *names = pushed(state, open_at, tolerance, name, start, end) < 0 ? NULL
+        : Py_NewRef(SLOT_AT(state, open_at[OPEN_NAMES]));
+    Py_DECREF(state);
+    return names;
+}
+
+/* ``Splitter._read_op(thread, ts, end, name, cat)`` where the order only notes the op
+   (``held48_noted``) and the detector reads stacks: read in one call where its mode has one
+   (``fast_read``), else pushed (``held48_pushed``) and observed; its boundaries taken
+   (``_add_boundary``), and the idle threads forgotten once too many are known. Elsewhere,
+   the method. 0, or -1 with an error. */
+static int held48_read(feed46_state *s, PyObject *thread, PyObject *ts, PyObject *end,
+                       PyObject *name, PyObject *cat) {
+    int noted = s->reads_stacks ? held48_noted(s, thread, ts, cat) : 0;
+    if (noted == 0) {
+        PyObject *call[5] = {thread, ts, end, name, cat};
+        PyObject *read = PyObject_Vectorcall(s->read_op, call, 5, NULL);
+        Py_XDECREF(read);
+        return read == NULL ? -1 : 0;
+    }
+    if (noted < 0) return -1;
+    PyObject *fast = PyObject_GetAttr(s->detector, held48_fast_read), *found = NULL;
+    if (fast != NULL && fast != Py_None) {
+        if (!PyTuple_CheckExact(fast) || PyTuple_GET_SIZE(fast) != 2)
+            PyErr_SetString(PyExc_TypeError, "feed_lane: a detector's fast_read (reader, state)");
+        else {
+            PyObject *call[6] = {s->stacks, PyTuple_GET_ITEM(fast, 1), thread, name, ts, end};
+            found = PyObject_Vectorcall(PyTuple_GET_ITEM(fast, 0), call, 6, NULL);
+        }
+        if (found == Py_None) Py_CLEAR(found);
+        else if (found == NULL) Py_CLEAR(fast);
+    }
+    if (fast != NULL && found == NULL) {
+        PyObject *names = held48_pushed(s, thread, name, ts, end);
+        PyObject *section = names == NULL ? NULL : SLOT_AT(s->stacks, held48_stack_counts.at[1]);
+        Py_XINCREF(section);
+        PyObject *observe = section == NULL ? NULL : PyObject_GetAttr(s->detector, held48_observe);
+        if (observe != NULL) {
+            PyObject *call[6] = {thread, names, ts, end, name, section};
+            found = PyObject_Vectorcall(observe, call, 6, NULL);
+        } else if (names != NULL && section == NULL && !PyErr_Occurred())
+            PyErr_SetString(PyExc_AttributeError, "ThreadStacks.last_section");
+        Py_XDECREF(observe);
+        Py_XDECREF(section);
+        Py_XDECREF(names);
+    }
+    Py_XDECREF(fast);
+    int some = found == NULL ? -1 : PyObject_IsTrue(found);
+    PyObject *each = some == 1 ? PyObject_GetIter(found) : NULL, *boundary;
+    if (some == 1 && each == NULL) some = -1;
+    while (each != NULL && (boundary = PyIter_Next(each)) != NULL) {
+        PyObject *added = PyObject_CallOneArg(s->add_boundary, boundary);
+        Py_DECREF(boundary);
+        Py_XDECREF(added);
+        if (added == NULL) break;
+    }
+    Py_XDECREF(each);
+    Py_XDECREF(found);
+    if (some < 0 || PyErr_Occurred()) return -1;
+    /* ``stacks.known > self._forget_at``: never while ``live_threads`` or fewer are known
+       (``_forget_at`` is never below it) */
+    PyObject *known = SLOT_AT(s->stacks, held48_stack_counts.at[0]);
+    Py_ssize_t count = known == NULL ? -1 : PyLong_AsSsize_t(known);
+    if (count < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_AttributeError, "ThreadStacks.known");
+        return -1;
+    }
+    if (count <= s->live_threads) return 0;
+    PyObject *bound = PyObject_GetAttr(s->splitter, held48_forget_at);
+    int beyond = bound == NULL ? -1 : PyObject_RichCompareBool(known, bound, Py_GT);
+    Py_XDECREF(bound);
+    PyObject *forgot = beyond == 1 ? PyObject_CallMethodNoArgs(s->splitter, held48_forget) : NULL;
+    Py_XDECREF(forgot);
+    return beyond < 0 || (beyond == 1 && forgot == NULL) ? -1 : 0;
 }
 
 /* ---- rec45: json_lines: values as orjson writes them, a line each (the JSONL records) ---- */

@@ -170,13 +170,15 @@ _own_held_ops = None if _native is None else _native.own_held_ops
 #: them), ``LaunchTimes``' bound, the Python frames' category, the phase of a timed event, the
 #: key of a correlation id, the routes of a flow, of a CPU-side event and of GPU work, the
 #: kernels' categories, and what it reads structural ops with (their route, the route of one
-#: read already, and what ``_hold_cpu`` tells an op that keeps its thread alone by).
+#: read already, what ``_hold_cpu`` tells an op that keeps its thread alone by, and, as
+#: ``_read_op`` reads an op in C, the threads known before any is forgotten:
+#: ``_forget_at`` is never below ``LIVE_THREADS``).
 _feed_lane = None if _native is None else _native.feed_lane
 _LANE_RULES = (_ROUTE, _FLOW_PHASES, LAUNCH_NAMES, GRAPH_LAUNCH_NAMES, KEPT_LAUNCHES,
                PYTHON_FRAME_CAT, "X", "correlation", (_BY_FLOW_ID, _BY_WINDOW, _BY_CORRELATION),
                KERNEL_CATS, (_STRUCTURE, _READ_STRUCTURE, CPU_OP_CATS, _PHASE_ROLES, _GEMM,
                              DIMS_ARG, PROFILER_STEP_PREFIX, _WAITING_IN_MEMORY,
-                             ADD_GPU_RULES))
+                             ADD_GPU_RULES, LIVE_THREADS))
 #: A new boundary record, made without a frame of Python (``records.made_one``).
 _new_boundary = made_one(Boundary)
 #: A new iteration's record: ``(index, start_ts, first_op)``, its kind an iteration, the rest
@@ -500,18 +502,16 @@ class Splitter:
         launches' range found last, and CPU-side events of the cached window that link
         nothing or are runtime calls, of the iteration at hand: on that tile 55 k flows, 25 k
         GPU work and 30 k runtime calls of its 220 k events fed one by one; whatever the
-        iteration at hand, structural ops, read by ``_read_op``, then held as ``_hold_cpu``
-        holds an op that keeps its thread alone, else placed by ``_feed_fields`` (80 k), and
+        iteration at hand, structural ops, read as ``_read_op`` reads them (in C where the
+        order only notes them: -2.3 % of that tile's instructions), then held as
+        ``_hold_cpu`` holds an op that keeps its thread alone or its name (phase evidence),
+        else placed by ``_feed_fields`` (80 k), and
         GPU work and flows whose launch is not known yet, waiting as ``_wait_for_launch`` has
         them wait (20 k); after an op, ops only); the first it does not take comes back here."""
         feed_fields, route_of = self._feed_fields, _ROUTE.get
         launches, keep = self._correlations, self._keep
         lane, assigned = _feed_lane, self._assigned if keep else None
-        # what the lane reads and changes of the engine's parts (the last: what it reads
-        # structural ops, and holds them, with)
-        parts = (self._windows, launches, self._launch_times, self._waiting_gpu, self._order,
-                 self._detector, (self, self._read_op, feed_fields, self._bound_held,
-                                  self.options.pending_limit))
+        parts = self._lane_parts()
         # counted at once: only an untimed event's refusal reads the count before the end
         self.events_in += len(events)
         pairs = zip(events, raws)
@@ -549,6 +549,15 @@ class Splitter:
                                                  self._gpu_latest)) is None:
                     break
                 event, raw = pair
+
+    def _lane_parts(self) -> tuple:
+        """What the feed lane reads and changes of the engine's parts (``_native.feed_lane``'s
+        ``parts``; the last: what it reads structural ops, and holds them, with)."""
+        return (self._windows, self._correlations, self._launch_times, self._waiting_gpu,
+                self._order, self._detector,
+                (self, self._read_op, self._feed_fields, self._bound_held,
+                 self.options.pending_limit, self._stacks, self._reads_stacks,
+                 self._add_boundary))
 
     def _feed_fields(self, event: dict, raw, route: int, ph: str, ts, cat, name, dur, pid,
                      tid, args) -> None:
@@ -669,7 +678,9 @@ class Splitter:
         """A structural op through its thread's stack to the detector, whose boundaries are
         taken: as the file has it (``cat``, its category, given: ``order.OpOrder`` may hold
         it until its thread's ops can be read in start order, or hand on others' first), or
-        as the order hands it on (``_observe_ops``), in its thread's start order."""
+        as the order hands it on (``_observe_ops``), in its thread's start order. The feed
+        lane reads an op of the settled thread the order only notes in C, as here
+        (``_native.feed_lane``'s ``held48_read``; this method elsewhere)."""
         stacks, detector = self._stacks, self._detector
         if not self._reads_stacks:  # (nor the order: each thread's ops as they come)
             found = detector.observe(thread, stacks.note_start(thread, ts), ts, end, name,

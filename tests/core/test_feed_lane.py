@@ -5,13 +5,14 @@ training runs and on random streams of runtime calls, launch flows, GPU work and
 events read through the decoder (checked batches of slim structs), and of structural ops of
 every kind that the engine holds apart (the records compared as JSON, each iteration's phase
 facts too)."""
+import functools
 import json
 
 import msgspec
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from stream_split.core import SplitOptions, Splitter, engine
+from stream_split.core import SplitOptions, Splitter, engine, serving
 from stream_split.core.validate import SlimEvent
 from stream_split.run import read_through
 from stream_split.testing.generate import generate, render
@@ -58,9 +59,12 @@ def _fed(events: list, cuts: list, keep: bool, pending_limit: int, raws: bool = 
     pairs.extend(splitter.pop_assigned())
     handed = [(owner, event if event.__class__ is bytes else msgspec.json.encode(event))
               for owner, event in pairs]
-    # (the records as JSON: a time given as an integer stays one)
+    # (the records as JSON: a time given as an integer stays one; how the ops were read:
+    # the threads' sections, the order's reordered threads and late ops)
+    order = splitter._order
     return (handed, [json.dumps(record.to_dict()) for record in splitter.iterations],
-            splitter.evidence, facts)
+            splitter.evidence, facts, splitter._stacks.sections_started,
+            order.reordered_threads, order.late_ops)
 
 
 def _both_ways(split, monkeypatch, *args) -> int:
@@ -250,3 +254,100 @@ def test_random_ops_are_read_and_held_alike_with_and_without_it(loops, floats, b
 def test_a_loop_of_plain_ops_is_mostly_taken_by_it(monkeypatch):
     events = _op_stream([[(0, 0, 0)] * 6] * 12, True, False)
     assert _both_ways(_fed, monkeypatch, events, [], False, 10_000) > len(events) // 2
+
+
+@needs_native
+def test_a_loop_of_ops_held_named_is_mostly_held_by_it(monkeypatch):
+    """Ops whose names are phase evidence (a backward's, an attention's) or a step number,
+    held as their thread and name (``lane47_hold``, held48): held by the lane once their
+    names' roles are known (``_hold_cpu`` holds the first of each name), handed out alike."""
+    events = _op_stream([[(4, 0, 0), (11, 0, 0), (5, 0, 0), (4, 3, 0)] * 2] * 12, True, False)
+    held, hold = [], engine.Splitter._hold_cpu
+    monkeypatch.setattr(engine.Splitter, "_hold_cpu",
+                        lambda self, *args: held.append(args[6]) or hold(self, *args))
+    roles = dict(serving.ROLES)  # (emptied: other tests may have filled it to its bound)
+    serving.ROLES.clear()
+    try:
+        for keep in (False, True):
+            _both_ways(_fed, monkeypatch, events, [], keep, 10_000)
+    finally:
+        serving.ROLES.clear()
+        serving.ROLES.update(roles)
+    # (each held by ``_hold_cpu`` without the lane, at most once a name with it)
+    for name, ops in (("flash_attention_fwd", 24), (_OP_NAMES[4], 48), ("ProfilerStep#9", 24)):
+        assert 2 * ops <= held.count(name) <= 2 * ops + 2
+
+
+def _threads_stream(ops: list, floats: bool) -> list:
+    """Structural ops of a few threads, as ``_read_op`` meets them in files not in Kineto's
+    order: per op (its thread, or the one before's from 4 on: runs of a thread; how far back
+    from the clock it starts; its duration; a pick of name); every ninth a
+    ``ProfilerStep#N`` of its thread (the detector's steps). An op that starts back in time
+    is held by the order (``OpOrder``) until its thread's ops can be read in start order,
+    or, the first of another category (``back`` over 100: an annotation), begins a new
+    section of its thread."""
+    ts = (lambda t: t + 0.5) if floats else (lambda t: t)
+    events, at, thread = [], 1000, 0
+    for k, (pick_thread, back, dur, pick) in enumerate(ops):
+        at += 3
+        thread = pick_thread if pick_thread < 4 else thread
+        name = f"ProfilerStep#{k}" if k % 9 == 0 else \
+            (_OP_NAMES[pick % len(_OP_NAMES)] if pick < 20 else f"aten::op{pick % 5}")
+        events.append({"ph": "X", "cat": "user_annotation" if k % 9 == 0 or back > 100
+                       else "cpu_op", "name": name, "pid": 1, "tid": 1 + thread,
+                       "ts": ts(at - back % 100), "dur": dur})
+    return events
+
+
+@needs_native
+@given(st.lists(st.tuples(st.integers(0, 15), st.sampled_from([0] * 30 + [1, 5, 160]),
+                          st.integers(0, 12), st.integers(0, 40)), min_size=5, max_size=120),
+       st.booleans(), st.booleans(), st.sampled_from([10_000, 6]),
+       st.lists(st.integers(1, 100), max_size=3), st.sampled_from(["auto", "steps"]))
+@settings(max_examples=80, deadline=None)
+def test_ops_of_threads_in_any_order_are_read_alike_with_and_without_it(ops, floats, keep,
+                                                                         pending_limit, cuts,
+                                                                         detector):
+    """Ops read by the lane in C (``held48_read``: noted by the order, pushed, observed,
+    their boundaries taken) or by ``_read_op``: the same boundaries and records whatever the
+    threads' order, sections and nesting."""
+    events = _threads_stream(ops, floats)
+    cuts = sorted({cut for cut in cuts if cut < len(events)})
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        # (a thread's first 2 ops remembered, not ``order.HISTORY``: its ops soon settled)
+        monkeypatch.setattr(engine, "OpOrder", functools.partial(engine.OpOrder, history=2))
+        _both_ways(_fed, monkeypatch, events, cuts, keep, pending_limit, True, detector)
+
+
+@needs_native
+@pytest.mark.parametrize("threads", [1, 5000])
+def test_a_loop_of_one_op_iterations_is_read_alike_with_and_without_it(threads, monkeypatch):
+    """A loop of one-op iterations (the detector reads each op in one call once the loop is
+    matched: ``fast_read``), on one thread or on many (more than ``stack.LIVE_THREADS``:
+    the idle ones forgotten)."""
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1,
+               "tid": 1 + k // 5 % threads, "ts": 1000 + 10 * k, "dur": 6}
+              for k in range(5 * 5000)]  # (5 ops a thread in a row: it settles in the order)
+    forgot, forget = [], engine.Splitter._forget_idle_threads
+    monkeypatch.setattr(engine.Splitter, "_forget_idle_threads",
+                        lambda self: forgot.append(len(self._stacks)) or forget(self))
+    monkeypatch.setattr(engine, "OpOrder", functools.partial(engine.OpOrder, history=2))
+    assert _both_ways(_fed, monkeypatch, events, [100, 3000], True, 10_000) > 20_000
+    assert forgot[:len(forgot) // 2] == forgot[len(forgot) // 2:]  # (with it, then without)
+    assert (threads > 4096) == bool(forgot)
+
+
+@needs_native
+@pytest.mark.parametrize("tail", [
+    [("cpu_op", 1085)], [("user_annotation", 1095), ("cpu_op", 1040)],
+    [("cpu_op", 1095), ("user_annotation", 1040), ("cpu_op", 1094)]])
+def test_an_op_back_in_time_after_ops_read_in_c_is_read_alike(tail, monkeypatch):
+    """Ops of a thread that the order has settled, read in C (``held48_noted``: their start
+    and category noted), then an op that starts back in time: reordered (of the same
+    category as the latest), or the thread's one jump back (of another), as ``_read_op``
+    reads it."""
+    events = [{"ph": "X", "cat": cat, "name": f"aten::op{k % 3}", "pid": 1, "tid": 1,
+               "ts": ts, "dur": 3} for k, (cat, ts) in
+              enumerate([("cpu_op", 1000 + 10 * k) for k in range(10)] + tail)]
+    monkeypatch.setattr(engine, "OpOrder", functools.partial(engine.OpOrder, history=2))
+    _both_ways(_fed, monkeypatch, events, [], True, 10_000)
