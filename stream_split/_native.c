@@ -5974,9 +5974,11 @@ done:
 
 #define PAGE48_DIR "stream_split.page48_dir"
 
-/* What the capsule holds: the folder open, NULL once listed to its end. */
+/* What the capsule holds: the folder open, NULL once listed to its end, and its path as
+   given (for the errors, as os.scandir's name it). */
 typedef struct {
     DIR *dir;
+    PyObject *given;
 } Page48Dir;
 
 static void page48_dir_close(PyObject *capsule) {
@@ -5986,6 +5988,7 @@ static void page48_dir_close(PyObject *capsule) {
         return;
     }
     if (opened->dir != NULL) closedir(opened->dir);
+    Py_XDECREF(opened->given);
     PyMem_Free(opened);
 }
 
@@ -6008,6 +6011,7 @@ static PyObject *page48_dir_open(PyObject *self, PyObject *args) {
         return PyErr_Occurred() ? NULL : PyErr_NoMemory();
     }
     opened->dir = dir;
+    opened->given = Py_NewRef(given);
     return capsule;
 }
 
@@ -6032,7 +6036,11 @@ static PyObject *page48_dir_batch(PyObject *self, PyObject *args) {
     if (dir == NULL) return Py_BuildValue("([]O)", Py_None);  /* listed to its end */
     PyObject *names = PyList_New(0), *kinds = NULL;
     char *letters = PyMem_Malloc((size_t)most);
-    if (names == NULL || letters == NULL) goto fail;
+    if (names == NULL) goto fail;
+    if (letters == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
     Py_ssize_t count = 0;
     int plain = 1, ended = 0;
     while (count < most) {
@@ -6040,7 +6048,7 @@ static PyObject *page48_dir_batch(PyObject *self, PyObject *args) {
         struct dirent *entry = readdir(dir);
         if (entry == NULL) {
             if (errno) {
-                PyErr_SetFromErrno(PyExc_OSError);
+                PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, opened->given);
                 goto fail;
             }
             ended = 1;

@@ -444,10 +444,10 @@ def _listed(folder: str):
     looked at without following it, ``_is_folder``; any other a file). By
     ``_native.page48_dir_batch`` where built: ``readdir``'s names and types, no ``DirEntry``
     made (callgrind, split of 30 k one-op iterations: 4,706.2 -> 4,646.8 M instructions,
-    the commit's listing of its pieces); else from ``os.scandir``'s entries, a look for a folder among
-    them first with links followed (``DirEntry.is_dir`` called without a keyword: 1,800
-    against 500 instructions an entry; where one is, maybe a link to a folder, they are
-    looked at again, not followed)."""
+    the commit's listing of its pieces); else from ``os.scandir``'s entries, a look for a
+    folder among them first with links followed (``DirEntry.is_dir`` called without a
+    keyword: 1,800 against 500 instructions an entry; where one is, maybe a link to a
+    folder, they are looked at again, not followed)."""
     if _native is not None:
         opened = _native.page48_dir_open(folder)
         while (batch := _native.page48_dir_batch(opened, MARKER_BATCH))[0]:

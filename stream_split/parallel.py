@@ -687,8 +687,8 @@ def _events_read(encoded: bytes, checked: bool) -> list:
     ``_native.event_rows`` where built, as ``validate.SlimEvent`` (the one-stream decoder's
     structs; its strings from the native reader's cache, so the engine's process hashes a
     name once, not once an event; callgrind of ``split --workers 2`` on the 10x stripped
-    resnet tile: the engine's process 8,664.8 -> 8,287.0 M instructions), else by msgspec (``EventRow``
-    or dicts: the same values)."""
+    resnet tile: the engine's process 8,664.8 -> 8,287.0 M instructions), else by msgspec
+    (``EventRow`` or dicts: the same values)."""
     native = stream_split.decode._native  # (read here: the tests switch it)
     if checked and native is not None:
         events = native.event_rows(encoded, SlimEvent, msgspec.Raw)

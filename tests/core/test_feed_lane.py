@@ -332,9 +332,23 @@ def test_a_loop_of_one_op_iterations_is_read_alike_with_and_without_it(threads, 
     monkeypatch.setattr(engine.Splitter, "_forget_idle_threads",
                         lambda self: forgot.append(len(self._stacks)) or forget(self))
     monkeypatch.setattr(engine, "OpOrder", functools.partial(engine.OpOrder, history=2))
-    assert _both_ways(_fed, monkeypatch, events, [100, 3000], True, 10_000) > 20_000
+    reads, read_op = [], engine.Splitter._read_op
+    monkeypatch.setattr(engine.Splitter, "_read_op",
+                        lambda self, *args: reads.append(1) or read_op(self, *args))
+    after_each = []
+
+    def fed(*args):
+        out = _fed(*args)
+        after_each.append(len(reads))
+        return out
+
+    assert _both_ways(fed, monkeypatch, events, [100, 3000], True, 10_000) > 20_000
     assert forgot[:len(forgot) // 2] == forgot[len(forgot) // 2:]  # (with it, then without)
     assert (threads > 4096) == bool(forgot)
+    with_lane, without = after_each[0], after_each[1] - after_each[0]
+    # (the C read the ops of a settled thread: on 5,000 threads, a thread's first two ops
+    # are read by ``_read_op``, and again after it was forgotten)
+    assert without == len(events) and with_lane * (10 if threads == 1 else 1.2) < without
 
 
 @needs_native

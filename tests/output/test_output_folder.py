@@ -324,3 +324,16 @@ def test_a_folder_the_native_listing_cannot_open_is_the_error_of_scandir(tmp_pat
     with pytest.raises(FileNotFoundError) as fallback:
         os.scandir(missing)
     assert str(native.value) == str(fallback.value) and native.value.filename == missing
+
+
+def test_a_native_listing_batch_too_big_for_memory_is_a_memory_error(tmp_path):
+    """A batch whose letters cannot be allocated raises ``MemoryError`` (not a
+    ``SystemError`` of a NULL returned with no error set)."""
+    from stream_split import output
+    if output._native is None:
+        pytest.skip("stream_split._native is not built")
+    (tmp_path / "a.json").write_text("{}")
+    opened = output._native.page48_dir_open(str(tmp_path))
+    with pytest.raises(MemoryError):
+        output._native.page48_dir_batch(opened, 1 << 62)
+    assert output._native.page48_dir_batch(opened, 8) == (["a.json"], None)
