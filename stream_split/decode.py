@@ -264,9 +264,9 @@ class FrameRun:
         has its frames, else decoded apart from its other frames, from its bytes (where each
         frame lies found once by framing them again: ``_native.frame``, 2 instructions a
         byte, where msgspec takes some 25 to decode them). None: not so (a pickled run
-        whose frames came packed, or no native reader), for the caller to decode the run. ``run.drive`` feeds
-        the engine parts of 1,024 events, so most runs are cut, and the engine asks for the
-        frames of a part (``Splitter._feed_frames``) or a few of them
+        whose frames came packed, or no native reader), for the caller to decode the run.
+        ``run.drive`` feeds the engine parts of 1,024 events, so most runs are cut, and the
+        engine asks for the frames of a part (``Splitter._feed_frames``) or a few of them
         (``_frames_opening_steps``): on the 10x stripped resnet tile, 5.8 k frames decoded
         where their whole runs made 63 k (``boundaries`` 10,929.7 -> 10,674.5 M
         instructions)."""
