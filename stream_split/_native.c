@@ -6087,6 +6087,135 @@ fail:
     return NULL;
 }
 
+/* ---- search49: the unit search's weighted Jaccard index and an instance's bag (search.similarity, search._bag) ---- */
+
+/* ``search49_similarity(a, b)``: ``search.similarity`` of two compositions (dicts of exact
+   floats), the same sums in the same order: the keys of ``a.keys() | b.keys()`` as that set
+   holds them (a set of ``a``'s keys, ``b``'s added one by one, as the view's ``|`` makes it),
+   each one's lesser weight added to one sum and its greater to the other. None where a value
+   is not a float (``similarity`` then sums them itself). */
+static PyObject *search49_similarity(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (n != 2) {
+        PyErr_SetString(PyExc_TypeError, "search49_similarity() takes 2 arguments (a, b)");
+        return NULL;
+    }
+    PyObject *a = args[0], *b = args[1];
+    if (!PyDict_CheckExact(a) || !PyDict_CheckExact(b)) Py_RETURN_NONE;
+    PyObject *keys = PySet_New(a);
+    if (keys == NULL) return NULL;
+    Py_ssize_t at = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(b, &at, &key, &value)) {
+        if (PySet_Add(keys, key) < 0) { Py_DECREF(keys); return NULL; }
+    }
+    double lo = 0.0, hi = 0.0;
+    Py_hash_t hash;
+    at = 0;
+    while (_PySet_NextEntry(keys, &at, &key, &hash)) {
+        PyObject *in_a = _PyDict_GetItem_KnownHash(a, key, hash);
+        PyObject *in_b = in_a == NULL && PyErr_Occurred() ? NULL
+            : _PyDict_GetItem_KnownHash(b, key, hash);
+        if (PyErr_Occurred()) { Py_DECREF(keys); return NULL; }
+        if ((in_a != NULL && !PyFloat_CheckExact(in_a)) ||
+                (in_b != NULL && !PyFloat_CheckExact(in_b))) {
+            Py_DECREF(keys);
+            Py_RETURN_NONE;
+        }
+        double x = in_a ? PyFloat_AS_DOUBLE(in_a) : 0.0, y = in_b ? PyFloat_AS_DOUBLE(in_b) : 0.0;
+        if (x < y) { lo += x; hi += y; } else { lo += y; hi += x; }
+    }
+    Py_DECREF(keys);
+    return PyFloat_FromDouble(hi > 0 ? lo / hi : 1.0);
+}
+
+/* The cell of ``search49_bag`` for one symbol: its time, kernels and ops. */
+typedef struct { double time, kernels; Py_ssize_t count; } Search49Cell;
+
+/* ``search49_bag``'s bag made from its cells: ``symbols[i]`` -> ``[time, kernels, count]``,
+   in the order the symbols first came (each reference of ``symbols`` taken). */
+static PyObject *search49_bag_of(PyObject **symbols, Search49Cell *cells, Py_ssize_t kinds) {
+    PyObject *bag = PyDict_New();
+    for (Py_ssize_t i = 0; bag != NULL && i < kinds; i++) {
+        PyObject *cell = Py_BuildValue("[ddn]", cells[i].time, cells[i].kernels,
+                                       cells[i].count);
+        if (cell == NULL || PyDict_SetItem(bag, symbols[i], cell) < 0) Py_CLEAR(bag);
+        Py_XDECREF(cell);
+    }
+    for (Py_ssize_t i = 0; i < kinds; i++) Py_DECREF(symbols[i]);
+    return bag;
+}
+
+/* ``search49_bag(row, a, b)``: ``search._bag(row, a, b)``, the same sums in the same order:
+   ``(bag, time, kernels, b - a)``, the bag a dict of symbol -> ``[time, kernels, ops]`` in
+   the order the symbols first come. None where ``row`` is not a list holding ``a`` to ``b``
+   (0 <= a <= b <= its length), or an op of them is not a ``Node`` whose start and end are
+   floats and whose kernels an int within a C long long (``_bag`` then reads them itself). */
+static PyObject *search49_bag(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    Py_ssize_t a, b;
+    if (n != 3) {
+        PyErr_SetString(PyExc_TypeError, "search49_bag() takes 3 arguments (row, a, b)");
+        return NULL;
+    }
+    PyObject *row = args[0];
+    a = PyLong_AsSsize_t(args[1]);
+    if (a == -1 && PyErr_Occurred()) return NULL;
+    b = PyLong_AsSsize_t(args[2]);
+    if (b == -1 && PyErr_Occurred()) return NULL;
+    if (!PyList_CheckExact(row) || a < 0 || b < a || b > PyList_GET_SIZE(row)) Py_RETURN_NONE;
+    for (Py_ssize_t i = a; i < b; i++) {
+        NodeObject *node = (NodeObject *)PyList_GET_ITEM(row, i);
+        if (Py_TYPE(node) != &NodeType || !PyFloat_CheckExact(node->start) ||
+                !PyFloat_CheckExact(node->end) || !PyLong_CheckExact(node->gpu)) Py_RETURN_NONE;
+        int overflow;
+        (void)PyLong_AsLongLongAndOverflow(node->gpu, &overflow);
+        if (overflow) Py_RETURN_NONE;
+    }
+    PyObject *where = PyDict_New();  /* symbol -> its cell's index */
+    PyObject **symbols = PyMem_Malloc(sizeof(PyObject *) * (size_t)(b - a + 1));
+    Search49Cell *cells = PyMem_Malloc(sizeof(Search49Cell) * (size_t)(b - a + 1));
+    if (where == NULL || symbols == NULL || cells == NULL) {
+        Py_XDECREF(where); PyMem_Free(symbols); PyMem_Free(cells);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t kinds = 0;
+    double time = 0.0, gpu = 0.0;
+    int failed = 0;
+    for (Py_ssize_t i = a; i < b && !failed; i++) {
+        NodeObject *node = (NodeObject *)PyList_GET_ITEM(row, i);
+        double dt = PyFloat_AS_DOUBLE(node->end) - PyFloat_AS_DOUBLE(node->start);
+        double kernels = (double)PyLong_AsLongLong(node->gpu);
+        PyObject *index = PyDict_GetItemWithError(where, node->sym);
+        if (index == NULL) {
+            if (PyErr_Occurred()) { failed = 1; break; }
+            PyObject *made = PyLong_FromSsize_t(kinds);
+            if (made == NULL || PyDict_SetItem(where, node->sym, made) < 0) {
+                Py_XDECREF(made);
+                failed = 1;
+                break;
+            }
+            Py_DECREF(made);
+            symbols[kinds] = Py_NewRef(node->sym);
+            cells[kinds] = (Search49Cell){0.0 + dt, 0.0 + kernels, 1};
+            kinds++;
+        } else {
+            Search49Cell *cell = &cells[PyLong_AsSsize_t(index)];
+            cell->time += dt;
+            cell->kernels += kernels;
+            cell->count++;
+        }
+        time += dt;
+        gpu += kernels;
+    }
+    Py_DECREF(where);
+    PyObject *bag = search49_bag_of(symbols, cells, kinds);  /* (the symbols let go) */
+    PyMem_Free(symbols);
+    PyMem_Free(cells);
+    if (failed) { Py_XDECREF(bag); return NULL; }
+    if (bag == NULL) return NULL;
+    return Py_BuildValue("(Nddn)", bag, time, gpu, b - a);
+}
+
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped[, carryless]) -> (brackets, depths, "
@@ -6269,6 +6398,14 @@ static PyMethodDef methods[] = {
      "entries as os.scandir lists them, kinds None where none is a folder or a link (else a "
      "letter a name: d a folder, ? a link or a type not given, f another); ([], None) at "
      "the end (output._files_under)."},
+    /* ---- search49 ---- */
+    {"search49_similarity", (PyCFunction)(void (*)(void))search49_similarity, METH_FASTCALL,
+     "search49_similarity(a, b) -> float, or None: search.similarity(a, b) of two dicts of "
+     "floats, the same sums in the same order; None where a value is not a float."},
+    {"search49_bag", (PyCFunction)(void (*)(void))search49_bag, METH_FASTCALL,
+     "search49_bag(row, a, b) -> (bag, time, kernels, ops), or None: search._bag(row, a, b), "
+     "the same sums in the same order; None where row is not a list holding a to b or an op "
+     "is not a Node of float start and end and int kernels (_bag reads them itself)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -167,6 +167,9 @@ def ascii_without(name: str, words: tuple) -> bool:
 
 #: ``ascii_without``, in native code where it is built.
 _ascii_without = ascii_without if _native is None else _native.ascii_without
+#: ``similarity``'s and ``_bag``'s sums in native code where it is built (None: in Python).
+_native_similarity = None if _native is None else _native.search49_similarity
+_native_bag = None if _native is None else _native.search49_bag
 
 
 _TURN_END = re.compile(TURN_END_PATTERN)
@@ -283,7 +286,18 @@ class Unit:
 
 
 def _bag(row: list, a: int, b: int) -> tuple[dict, float, float, int]:
-    """Symbol -> [time, kernels, count] of ``row[a:b]``, and the three totals."""
+    """Symbol -> [time, kernels, count] of ``row[a:b]``, and the three totals (in C where
+    the ops are native ``Node`` objects of float times: ``_native.search49_bag``, the same
+    sums in the same order; else ``_bag_read``)."""
+    if _native_bag is not None:
+        made = _native_bag(row, a, b)
+        if made is not None:
+            return made
+    return _bag_read(row, a, b)
+
+
+def _bag_read(row: list, a: int, b: int) -> tuple[dict, float, float, int]:
+    """``_bag`` in Python: each op of ``row[a:b]`` read in turn."""
     bag: dict = {}
     cell_of = bag.get
     time = gpu = 0.0
@@ -329,7 +343,19 @@ def _component_weights(active: tuple, rules: Rules) -> tuple:
 
 
 def similarity(a: dict, b: dict) -> float:
-    """Weighted Jaccard index of two compositions."""
+    """Weighted Jaccard index of two compositions (in C where their weights are floats:
+    ``_native.search49_similarity``, the same sums in the same order; else
+    ``_similarity_summed``)."""
+    if _native_similarity is not None:
+        made = _native_similarity(a, b)
+        if made is not None:
+            return made
+    return _similarity_summed(a, b)
+
+
+def _similarity_summed(a: dict, b: dict) -> float:
+    """``similarity`` in Python: each symbol of either, in the order of ``a.keys() |
+    b.keys()``, its lesser weight added to one sum, its greater to the other."""
     lo = hi = 0.0
     in_a, in_b = a.get, b.get
     for s in a.keys() | b.keys():
