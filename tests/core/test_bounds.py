@@ -219,20 +219,24 @@ def test_the_exact_instances_a_cut_could_have_are_those_counted_anew_as_its_row_
         monkeypatch):
     # ``_most_exact`` keeps the shapes of a cut's inner instances with the cut (the row's
     # growth changes only its last instance): each answer is the one counted anew from the
-    # ops, on rows grown one op at a time with one memo, as the online tries grow them
+    # ops, on rows grown one op at a time with one memo, as the online tries grow them; or,
+    # where the inner instances alone leave fewer than the least asked, a count below it
+    # too (the last instance not read)
     kept = search._most_exact
-    reused = []
+    reused, bounded = [], []
 
-    def counted_anew(cut, row, syms, rules, memo):
+    def counted_anew(cut, row, syms, rules, memo, least=0):
         reused.append(cut.alike is not None)
-        answer = kept(cut, row, syms, rules, memo)
+        answer = kept(cut, row, syms, rules, memo, least)
         a, b = search._segments(cut, row, rules, memo)[-1]
         last = tuple(syms[a:b])
         lengths = Counter(b - a for a, b in cut.spans)
         alike = Counter(tuple(syms[a:b]) for a, b in cut.spans
                         if lengths[b - a] > 1 or b - a == len(last))
         most = max(n + (shape == last) for shape, n in alike.items()) if alike else 1
-        assert answer == (most if cut.spans else 0)
+        most = most if cut.spans else 0
+        bounded.append(answer != most)
+        assert answer == most or most < least and answer < least
         return answer
     monkeypatch.setattr(search, "_most_exact", counted_anew)
     for names in _ROWS_GROWN:
@@ -242,6 +246,7 @@ def test_the_exact_instances_a_cut_could_have_are_those_counted_anew_as_its_row_
             grown.append(node)
             find_unit(grown, names=symbols, whole=False, least_exact=3, memo=memo)
     assert True in reused and False in reused
+    assert True in bounded and False in bounded
 
 
 def test_a_search_of_names_drawn_at_random_compares_fewer_instances_than_it_would_in_full(

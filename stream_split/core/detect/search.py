@@ -829,8 +829,11 @@ class _Cut:
     spine: frozenset | None = None
     #: ... the instances tried as the representative (``_trials``) ...
     trials: list | None = None
-    #: ... and those that count for its coverage (``_covered``).
+    #: ... and those that count for its coverage (``_covered``). The last instance's span
+    #: on a row of so many ops, ``(ops, span)`` (``_last_segment``): each search asks it
+    #: twice (``_most_exact``, ``_evaluate``), the row's growth changes it.
     covered: _Covered | None = None
+    last: tuple | None = None
 
 
 @dataclass(slots=True)
@@ -879,12 +882,15 @@ def _last_segment(cut: _Cut, row: list, rules: Rules, memo: SearchMemo) -> tuple
     ops = cut.ops
     if not rules.weigh:
         return last, min(m, last + ops)
+    if cut.last is not None and cut.last[0] == m:  # (its ops' times never change)
+        return cut.last[1]
     durations = memo.durations()
     end = min(m, last + ops)  # its ops first, then until it has its share of the time
     done = reduce(add, durations[last:end], 0.0)  # added one by one, in order
     while end < m and done < rules.last_time_share * cut.time:
         done += durations[end]
         end += 1
+    cut.last = m, (last, end)
     return last, end
 
 
@@ -1597,7 +1603,7 @@ def _exact_candidate(anchors: list, units: dict, least: int, row: list, syms: li
     shape that recurs, alike, ``least`` times among the instances)."""
     for k, (sym, pos) in enumerate(anchors):
         cut = memo.cut(tuple(pos))
-        if _most_exact(cut, row, syms, rules, memo) >= least and (
+        if _most_exact(cut, row, syms, rules, memo, least) >= least and (
                 wide is None or any(wide(width) for width in _exact_widths(cut, least))):
             unit = units[k] = _evaluate(pos, sym, row, syms, rules, memo)
             if _qualifies(unit, rules) and unit.exact >= least:
@@ -1605,22 +1611,29 @@ def _exact_candidate(anchors: list, units: dict, least: int, row: list, syms: li
     return False
 
 
-def _most_exact(cut: _Cut, row: list, syms: list, rules: Rules, memo: SearchMemo) -> int:
+def _most_exact(cut: _Cut, row: list, syms: list, rules: Rules, memo: SearchMemo,
+                least: int = 0) -> int:
     """The most exact instances a unit of ``cut`` can have (``Unit.exact``: those whose ops
     are exactly the representative's, which is one of its inner instances), from the ops
     alone: the most inner instances alike, and the last one if it is like them too. Only
     instances of one length can be alike: the ops are compared where lengths recur, and
     the last one with the inner one of its length (``_cut_shapes``, kept with the cut:
-    the row's growth changes the last instance only)."""
+    the row's growth changes the last instance only). Where the inner instances alone
+    leave fewer than ``least`` (``_cut_shapes``' bound: the last instance alike the most of
+    them), that bound, below ``least`` as the answer is: the last instance is not read."""
     if not cut.spans:
         return 0
-    a, b = _last_segment(cut, row, rules, memo)
-    last = tuple(syms[a:b])
     if cut.alike is None:
         cut.alike = _cut_shapes(cut.spans, syms)
-    alike, lone = cut.alike
-    most = max([n + (shape == last) for shape, n in alike.items()], default=0)
-    shape = lone.get(len(last))  # the inner instance of the last one's length, if alone
+    alike, lone, bound = cut.alike
+    if bound < least:
+        return bound
+    a, b = _last_segment(cut, row, rules, memo)
+    width = b - a  # (only a shape of its length can be the last one's)
+    shape = lone.get(width)  # the inner instance of the last one's length, if alone
+    last = tuple(syms[a:b]) if shape is not None or any(len(s) == width for s in alike) \
+        else None
+    most = max([n + (ops == last) for ops, n in alike.items()], default=0)
     if shape is not None:
         return max(most, 1 + (shape == last))
     return most or 1
@@ -1630,7 +1643,7 @@ def _exact_widths(cut: _Cut, least: int) -> set:
     """The op counts of the representatives of a unit of ``cut`` with ``least`` exact
     instances (inner instances alike, ``least`` - 1 at least, or one alone where that is
     enough: ``_cut_shapes``, asked once ``_most_exact`` has counted them)."""
-    alike, lone = cut.alike
+    alike, lone, _ = cut.alike
     return {len(shape) for shape, n in alike.items() if n + 1 >= least} | \
         (set(lone) if least <= REPEAT else set())
 
@@ -1638,11 +1651,13 @@ def _exact_widths(cut: _Cut, least: int) -> set:
 def _cut_shapes(spans: list, syms: list) -> tuple:
     """The ops of the inner instances ``spans`` (their symbols, a tuple each), for
     ``_most_exact``: how many instances have each one among those of a length that recurs
-    (a ``Counter``), and for each length of one instance alone, its ops."""
+    (a ``Counter``), and for each length of one instance alone, its ops; and the most exact
+    instances a unit of the cut can have whatever its last instance holds (the most alike
+    and the last one, one alone and the last one, or the last one alone)."""
     lengths = Counter(b - a for a, b in spans)
     alike = Counter(tuple(syms[a:b]) for a, b in spans if lengths[b - a] > 1)
     lone = {b - a: tuple(syms[a:b]) for a, b in spans if lengths[b - a] == 1}
-    return alike, lone
+    return alike, lone, max(max(alike.values(), default=0), bool(lone)) + 1
 
 
 class _Positions(dict):
