@@ -295,6 +295,28 @@ def test_a_remembered_search_finds_what_a_fresh_one_finds_as_the_level_grows(see
         assert remembered == fresh
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_a_remembered_rows_positions_are_those_read_anew_as_it_grows(seed):
+    # ``SearchMemo.positions``: from the row's second search on, each symbol's positions are
+    # kept and extended by the ops added since; the same candidates, in the same order, as
+    # ``_Positions`` finds sorting the row anew (by one op or several at a time, on rows of
+    # few kinds and of many)
+    rng = random.Random(seed)
+    memo, level = SearchMemo(), []
+    kinds = (3, 40, 400)[seed]
+    while len(level) < 600:
+        for _ in range(rng.choice([1, 1, 2, 7])):
+            level.append(Op(rng.randrange(kinds) if rng.random() < 0.9 else 1000 + len(level),
+                            0.0, 1.0))
+        memo.begin(level, RULES)
+        syms = [op.sym for op in level]
+        kept, anew = memo.positions(syms), search._Positions(syms)
+        assert list(kept.items()) == list(anew.items())
+        assert kept[-1] == anew[-1] == []  # a symbol not in the row: found when asked
+    memo.begin(list(level), RULES)  # another row: sorted anew, and kept from its next search
+    assert memo.positions(syms) == search._Positions(syms)
+
+
 def test_the_memo_holds_one_search_worth_not_the_history_of_the_level():
     ops = _noisy_training(7, 20)
     memo = SearchMemo()

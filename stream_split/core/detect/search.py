@@ -504,7 +504,7 @@ class SearchMemo:
 
     __slots__ = ("row", "rules", "_gpu", "_current", "_previous", "_gpu_total",
                  "_row_end", "_size", "markers", "compared", "_durations", "fresh",
-                 "_columns")
+                 "_columns", "_occurrences")
 
     def __init__(self):
         self.row: list | None = None
@@ -524,6 +524,10 @@ class SearchMemo:
         #: The search begun holds nothing of an earlier one (``_ruled_out``).
         self.fresh = True
         self._columns = None  # the row as arrays, once a search asks (``columns``)
+        #: (n, symbol -> where it occurs among the row's first n ops, every symbol in the
+        #: order they first occur): ``positions``, from the row's second search on; None
+        #: until then.
+        self._occurrences: tuple | None = None
 
     def begin(self, row: list, rules: Rules) -> None:
         """A search on ``row`` with ``rules`` begins: drop what can have changed."""
@@ -533,6 +537,7 @@ class SearchMemo:
             self.row, self.rules = row, rules
             self._previous = {}
             self._durations = array("d")
+            self._occurrences = None
         else:
             old = self._gpu
             self._previous = self._current
@@ -624,6 +629,28 @@ class SearchMemo:
             return _Cut(positions, spans, ops, 0.0)
         durations = self.durations()
         return _Cut(positions, spans, ops, upper_median(sum(durations[a:b]) for a, b in spans))
+
+    def positions(self, syms: list) -> _Positions:
+        """``_Positions`` of the row searched (``syms``: each op's symbol). A fresh search
+        makes it at once (``_Positions``, by numpy: a row of a million ops may be searched
+        once); the next searches of the row make it from where each symbol occurs, kept
+        and extended by the ops added since the last one (a row only grows at its end, and
+        an op's symbol never changes): the same positions, the same order, without sorting
+        the row again at each try."""
+        if self.fresh:
+            self._occurrences = None
+            return _Positions(syms)
+        if self._occurrences is None or self._occurrences[0] > len(syms):
+            self._occurrences = 0, {}
+        done, occurrences = self._occurrences
+        for i in range(done, len(syms)):
+            where = occurrences.get(syms[i])
+            if where is None:
+                occurrences[syms[i]] = [i]
+            else:
+                where.append(i)
+        self._occurrences = len(syms), occurrences
+        return _Positions(syms, occurrences)
 
     def durations(self) -> array:
         """Each op's time (end - start) of the row, as float64: those added since the last
@@ -1525,7 +1552,7 @@ def find_unit(row: list, rules: Rules = RULES, names: list | None = None,
         memo = SearchMemo()
     memo.begin(row, rules)
     syms = list(map(_SYMBOL, row))
-    positions = _Positions(syms)
+    positions = memo.positions(syms)
     # (A marker seen once in the row is in no spine and never twice in an instance: of no
     # use to the rules that read markers.)
     markers = frozenset(s for s in positions if names and loop_marker(names[s]))
@@ -1669,9 +1696,16 @@ class _Positions(dict):
 
     __slots__ = ("_syms",)
 
-    def __init__(self, syms: list):
+    def __init__(self, syms: list, occurrences: dict | None = None):
+        """``occurrences``: where each symbol of ``syms`` occurs, every symbol in the order
+        they first occur (``SearchMemo.positions``), if known; else read from ``syms``."""
         super().__init__()
         self._syms = syms
+        if occurrences is not None:
+            for sym, where in occurrences.items():
+                if len(where) >= REPEAT:
+                    self[sym] = where[:]  # (the caller's own list: the kept one grows)
+            return
         if len(syms) < REPEAT:
             return
         values = np.asarray(syms, dtype=np.int64)
