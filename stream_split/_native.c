@@ -5137,10 +5137,11 @@ static int held48_read(feed46_state *s, PyObject *thread, PyObject *ts, PyObject
 /* ---- learn49: an op read in one call while the detector learns or matches (structure.learning_op_read, matching_op_read) ---- */
 
 /* The slots of a ``skeleton.ThreadSkeleton`` that ``learning_op_read`` reads. */
-enum { LEARN49_KEY, LEARN49_SECTION, LEARN49_MAIN, LEARN49_STACK, LEARN49_SLOTS };
+enum { LEARN49_KEY, LEARN49_SECTION, LEARN49_MAIN, LEARN49_STACK, LEARN49_ROOTS, LEARN49_BUSY,
+       LEARN49_SEEN, LEARN49_FRAMES, LEARN49_SLOTS };
 static PyObject *learn49_skeleton_slots, *learn49_loop_name, *learn49_skeletons_name,
     *learn49_since_name, *learn49_thread_name, *learn49_latest_name, *learn49_ended_by_name,
-    *learn49_matcher_path_name;
+    *learn49_matcher_path_name, *learn49_symbols_name;
 static OwnLayout learn49_skeleton_layout;
 
 /* The names above, made at the first call (and ``held48_read``'s): 0, or -1 with an
@@ -5148,17 +5149,18 @@ static OwnLayout learn49_skeleton_layout;
 static int learn49_names_ready(void) {
     static PyObject **const made[] = {&learn49_loop_name, &learn49_skeletons_name,
         &learn49_since_name, &learn49_thread_name, &learn49_latest_name, &learn49_ended_by_name,
-        &learn49_matcher_path_name};
+        &learn49_matcher_path_name, &learn49_symbols_name};
     static const char *const names[] = {"_section", "_skeletons", "since", "thread", "latest",
-                                        "ended_by", "_matcher_path"};
+                                        "ended_by", "_matcher_path", "symbols"};
     for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
         if (*made[k] == NULL && (*made[k] = PyUnicode_InternFromString(names[k])) == NULL)
             return -1;
     if (learn49_skeleton_slots == NULL &&
-            (learn49_skeleton_slots = Py_BuildValue("(ssss)", "key", "section", "main",
-                                                    "stack")) == NULL)
+            (learn49_skeleton_slots = Py_BuildValue("(ssssssss)", "key", "section", "main",
+                                                    "stack", "roots", "busy", "seen",
+                                                    "frames")) == NULL)
         return -1;
-    return held48_names_ready();
+    return held48_names_ready() < 0 ? -1 : top_op_names_ready();
 }
 
 /* Whether the op of ``thread`` at ``start`` may end the loop thread's CPU section (``loop``:
@@ -5231,17 +5233,66 @@ static int learn49_step(PyObject *name, PyObject *prefix) {
     return step < 0 ? -1 : step != 0;
 }
 
-/* ``StructureDetector._observe_learning``'s case that ends at ``ThreadSkeleton.skips_below``
-   (an op of a side thread under its top-level op, no ``ProfilerStep``, read at ``depth`` of
-   ``section``, that cannot end the loop thread's section), answered here: 1 (the op pushed
-   as not kept, as ``skips_below`` pushes it), 0 (nothing done: ``_observe_learning`` reads
-   it), or -1 with an exception. ``learning``: the detector, the steps' prefix and
-   ``SKIPPED``; ``op``: thread, name, start. */
+/* A side thread's top-level op whose name has a symbol already (``op``: thread, name, start,
+   end), read into its skeleton ``state`` (its slots at ``at``) as ``Skeletons.add`` reads it
+   there, where no Python frame waits for it: a new node on its top level, its time added to
+   ``busy``, its symbol to ``seen``, while it holds fewer than ``bound`` top-level ops
+   (``MemoryRules.side_thread_roots``), else ``skipped``; the thread's open ops that node
+   alone. 1, 0 (nothing done: ``_observe_learning`` reads it), or -1 with an exception. */
+static int learn49_side_root(PyObject *detector, PyObject *state, const Py_ssize_t *at,
+                             PyObject *const *op, PyObject *bound, PyObject *skipped) {
+    PyObject *roots = SLOT_AT(state, at[LEARN49_ROOTS]), *seen = SLOT_AT(state, at[LEARN49_SEEN]);
+    PyObject *stack = SLOT_AT(state, at[LEARN49_STACK]);
+    Py_ssize_t most = PyLong_AsSsize_t(bound);
+    int waits = PyObject_IsTrue(SLOT_AT(state, at[LEARN49_FRAMES]));
+    if (most < 0 || waits < 0) return -1;
+    if (waits || !PyList_CheckExact(roots) || !PySet_CheckExact(seen) || !PyList_CheckExact(stack))
+        return 0;
+    PyObject *skeletons = PyObject_GetAttr(detector, learn49_skeletons_name);
+    PyObject *symbols = skeletons == NULL ? NULL : PyObject_GetAttr(skeletons, learn49_symbols_name);
+    Py_XDECREF(skeletons);
+    PyObject *sym = symbols == NULL ? NULL : symbol_of(symbols, op[1]), *node = NULL;
+    Py_XDECREF(symbols);
+    if (sym == NULL) return PyErr_Occurred() ? -1 : 0;  /* (a new symbol: ``Symbols.new``) */
+    Py_INCREF(state);  /* (held: a comparison or a hash may run code of Python) */
+    int done = -1;
+    if (PyList_GET_SIZE(roots) < most) {
+        PyObject *zero = PyLong_FromLong(0);  /* (a small int) */
+        PyObject *values[] = {sym, op[2], op[3], zero};
+        node = node_vectorcall((PyObject *)&NodeType, values, 4, NULL);
+        Py_DECREF(zero);
+        PyObject *took = node == NULL ? NULL : PyNumber_Subtract(op[3], op[2]);
+        PyObject *busy = took == NULL ? NULL
+            : PyNumber_InPlaceAdd(SLOT_AT(state, at[LEARN49_BUSY]), took);
+        Py_XDECREF(took);
+        if (busy != NULL) slot_set(state, at[LEARN49_BUSY], busy);
+        if (busy != NULL && PyList_Append(roots, node) == 0 && PySet_Add(seen, sym) == 0)
+            done = 1;
+    } else {
+        node = Py_NewRef(skipped);
+        done = 1;
+    }
+    if (done == 1 && (PyList_SetSlice(stack, 0, PyList_GET_SIZE(stack), NULL) < 0 ||
+                      PyList_Append(stack, node) < 0))
+        done = -1;
+    Py_XDECREF(node);
+    Py_DECREF(sym);
+    Py_DECREF(state);
+    return done;
+}
+
+/* ``StructureDetector._observe_learning``'s cases of a side thread's op (no ``ProfilerStep``,
+   read at ``depth`` of ``section``, that cannot end the loop thread's section) whose skeleton
+   is the latest: under its top-level op, the case that ends at
+   ``ThreadSkeleton.skips_below`` (the op pushed as not kept, as it pushes it); at its top
+   level, ``learn49_side_root``'s. Answered here: 1, 0 (nothing done: ``_observe_learning``
+   reads it), or -1 with an exception. ``learning``: the detector, the steps' prefix,
+   ``SKIPPED`` and ``MemoryRules.side_thread_roots``; ``op``: thread, name, start, end. */
 static int learn49_skipped(PyObject *learning, PyObject *const *op, Py_ssize_t depth,
                            PyObject *section) {
-    PyObject *detector = PyTuple_GET_ITEM(learning, 0);
+    PyObject *detector = PyTuple_GET_ITEM(learning, 0), *skipped = PyTuple_GET_ITEM(learning, 2);
     PyObject *thread = op[0], *start = op[2];
-    int truth = depth <= 0 ? 1 : learn49_step(op[1], PyTuple_GET_ITEM(learning, 1));
+    int truth = learn49_step(op[1], PyTuple_GET_ITEM(learning, 1));
     if (truth != 0) return truth < 0 ? -1 : 0;
     PyObject *loop = PyObject_GetAttr(detector, learn49_loop_name), *state;
     truth = loop == NULL ? -1 : learn49_from_the_past(loop, thread, start);
@@ -5256,9 +5307,12 @@ static int learn49_skipped(PyObject *learning, PyObject *const *op, Py_ssize_t d
     int main = truth == 1 ? PyObject_IsTrue(SLOT_AT(state, at[LEARN49_MAIN])) : 0;
     truth = main < 0 ? -1 : main ? 0 : truth;
     PyObject *stack = SLOT_AT(state, at[LEARN49_STACK]);
-    if (truth == 1 && PyList_CheckExact(stack) && PyList_GET_SIZE(stack) &&
-            PyList_GET_ITEM(stack, 0) != Py_None)
-        truth = learn49_push_skipped(state, at, depth, PyTuple_GET_ITEM(learning, 2));
+    if (truth == 1 && depth <= 0)
+        truth = learn49_side_root(detector, state, at, op, PyTuple_GET_ITEM(learning, 3),
+                                  skipped);
+    else if (truth == 1 && PyList_CheckExact(stack) && PyList_GET_SIZE(stack) &&
+             PyList_GET_ITEM(stack, 0) != Py_None)
+        truth = learn49_push_skipped(state, at, depth, skipped);
     else if (truth == 1)
         truth = 0;
     Py_DECREF(state);
@@ -5307,12 +5361,13 @@ static int learn49_off_row(PyObject *matching, PyObject *const *op, Py_ssize_t d
 
 /* An op pushed on its thread's stack (``held48_pushed``), then answered by ``answered`` (with
    no boundary: ``()``) or read by the detector's ``observe``: ``learning_op_read`` and
-   ``matching_op_read`` (``args``: theirs), its boundaries (a new reference), or NULL with an
+   ``matching_op_read`` (``args``: theirs, their state of ``parts`` items), its boundaries (a new reference), or NULL with an
    exception. */
-static PyObject *learn49_read(PyObject *const *args, Py_ssize_t nargs, const char *usage,
+static PyObject *learn49_read(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t parts,
+                              const char *usage,
                               int (*answered)(PyObject *, PyObject *const *, Py_ssize_t,
                                               PyObject *)) {
-    if (nargs != 6 || !PyTuple_CheckExact(args[1]) || PyTuple_GET_SIZE(args[1]) != 3) {
+    if (nargs != 6 || !PyTuple_CheckExact(args[1]) || PyTuple_GET_SIZE(args[1]) != parts) {
         PyErr_SetString(PyExc_TypeError, usage);
         return NULL;
     }
@@ -5353,14 +5408,14 @@ static PyObject *learn49_read(PyObject *const *args, Py_ssize_t nargs, const cha
 /* learning_op_read(stacks, learning, thread, name, start, end) -> its boundaries: see the
    method table. */
 static PyObject *learning_op_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    return learn49_read(args, nargs, "learning_op_read(stacks, (detector, prefix, skipped), "
-                        "thread, name, start, end)", learn49_skipped);
+    return learn49_read(args, nargs, 4, "learning_op_read(stacks, (detector, prefix, skipped, "
+                        "side_thread_roots), thread, name, start, end)", learn49_skipped);
 }
 
 /* matching_op_read(stacks, matching, thread, name, start, end) -> its boundaries: see the
    method table. */
 static PyObject *matching_op_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    return learn49_read(args, nargs, "matching_op_read(stacks, (detector, prefix, skipped), "
+    return learn49_read(args, nargs, 3, "matching_op_read(stacks, (detector, prefix, skipped), "
                         "thread, name, start, end)", learn49_off_row);
 }
 
@@ -6461,9 +6516,10 @@ static PyMethodDef methods[] = {
     {"learning_op_read", (PyCFunction)(void (*)(void))learning_op_read, METH_FASTCALL,
      "learning_op_read(stacks, learning, thread, name, start, end) -> its boundaries: an op "
      "read in one call while the structure detector learns (learning: (detector, the steps' "
-     "prefix, SKIPPED), StructureDetector.fast_read's): pushed on its thread's stack, then "
-     "read as _observe_learning reads it; an op of a side thread under its top-level op "
-     "(ThreadSkeleton.skips_below's case) without a call of Python "
+     "prefix, SKIPPED, MemoryRules.side_thread_roots), StructureDetector.fast_read's): "
+     "pushed on its thread's stack, then read as _observe_learning reads it; an op of a side "
+     "thread under its top-level op (ThreadSkeleton.skips_below's case), or at its top level "
+     "(Skeletons.add's case, its name known), without a call of Python "
      "(core.detect.structure.learning_op_read)."},
     {"matching_op_read", (PyCFunction)(void (*)(void))matching_op_read, METH_FASTCALL,
      "matching_op_read(stacks, matching, thread, name, start, end) -> its boundaries: an op "

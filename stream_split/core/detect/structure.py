@@ -209,12 +209,13 @@ class StructureDetector:
     def _fast_reader(self, mode: Mode) -> tuple | None:
         """What ``fast_read`` is in ``mode``, unless the move sets its own (a unit of one op
         matched: ``read_top_op``; the steps the loop: ``read_step_op``). While learning, and
-        once matching, each op read as ``observe`` reads it, but the ops that join neither
-        the skeleton nor the row (a side thread's op under its top-level op, an op under
-        one of the row) answered without a call of Python where the native part is built
-        (``read_learning_op``, ``read_matching_op``)."""
+        once matching, each op read as ``observe`` reads it, but the common ops of a side
+        thread while learning and the ops under one of the row once matching answered
+        without a call of Python where the native part is built (``read_learning_op``,
+        ``read_matching_op``)."""
         if mode is Mode.LEARNING:
-            return read_learning_op, (self, PROFILER_STEP_PREFIX, SKIPPED)
+            return read_learning_op, (self, PROFILER_STEP_PREFIX, SKIPPED,
+                                      RULES.memory.side_thread_roots)
         if mode is Mode.MATCHING:
             return read_matching_op, (self, PROFILER_STEP_PREFIX, SKIPPED)
         return None
@@ -736,14 +737,16 @@ def step_op_read(stacks: ThreadStacks, stepping: tuple, thread, name: str, start
 def learning_op_read(stacks: ThreadStacks, learning: tuple, thread, name: str, start: float,
                      end: float) -> tuple:
     """An op read in one call while the detector learns (``Mode.LEARNING``; ``learning``: the
-    detector, the steps' prefix and ``skeleton.SKIPPED``, the state of
-    ``StructureDetector.fast_read``): pushed (``ThreadStacks.push``) and read
+    detector, the steps' prefix, ``skeleton.SKIPPED`` and ``MemoryRules.side_thread_roots``,
+    the state of ``StructureDetector.fast_read``): pushed (``ThreadStacks.push``) and read
     (``_observe_learning``), its boundaries returned. The fallback of
-    ``_native.learning_op_read``, which answers ``_observe_learning``'s case that ends at
-    ``ThreadSkeleton.skips_below`` (an op of a side thread under its top-level op: most ops
-    of a trace's autograd thread) without calling it: the op is pushed as not kept, as
-    ``skips_below`` pushes it; every other op it reads through ``observe`` (a test ties the
-    two)."""
+    ``_native.learning_op_read``, which answers an op of a side thread (no ``ProfilerStep``,
+    nor from before the loop thread's latest ops while its section may end there) without
+    calling it: under its top-level op, ``ThreadSkeleton.skips_below``'s case (most ops of a
+    trace's autograd thread: pushed as not kept, as it pushes them); at its top level, where
+    its name has a symbol and no Python frame waits, ``Skeletons.add``'s (a node on the top
+    level, or not kept past ``side_thread_roots``). Every other op it reads through
+    ``observe`` (a test ties the two)."""
     return learning[0]._observe_learning(thread, stacks.push(thread, name, start, end), start,
                                          end, name, stacks.last_section)
 
