@@ -5139,19 +5139,18 @@ static int held48_read(feed46_state *s, PyObject *thread, PyObject *ts, PyObject
 /* The slots of a ``skeleton.ThreadSkeleton`` that ``learning_op_read`` reads. */
 enum { LEARN49_KEY, LEARN49_SECTION, LEARN49_MAIN, LEARN49_STACK, LEARN49_ROOTS, LEARN49_BUSY,
        LEARN49_SEEN, LEARN49_FRAMES, LEARN49_SLOTS };
-static PyObject *learn49_skeleton_slots, *learn49_loop_name, *learn49_skeletons_name,
-    *learn49_since_name, *learn49_thread_name, *learn49_latest_name, *learn49_ended_by_name,
-    *learn49_matcher_path_name, *learn49_symbols_name;
+static PyObject *learn49_skeleton_slots, *learn49_since_name, *learn49_thread_name,
+    *learn49_ended_by_name, *learn49_matcher_path_name;
 static OwnLayout learn49_skeleton_layout;
+/* The slots of the detector's ``skeleton.Skeletons`` that they read. */
+static eng45_layout learn49_skeletons = {"latest symbols"};
 
 /* The names above, made at the first call (and ``held48_read``'s): 0, or -1 with an
    exception. */
 static int learn49_names_ready(void) {
-    static PyObject **const made[] = {&learn49_loop_name, &learn49_skeletons_name,
-        &learn49_since_name, &learn49_thread_name, &learn49_latest_name, &learn49_ended_by_name,
-        &learn49_matcher_path_name, &learn49_symbols_name};
-    static const char *const names[] = {"_section", "_skeletons", "since", "thread", "latest",
-                                        "ended_by", "_matcher_path", "symbols"};
+    static PyObject **const made[] = {&learn49_since_name, &learn49_thread_name,
+        &learn49_ended_by_name, &learn49_matcher_path_name};
+    static const char *const names[] = {"since", "thread", "ended_by", "_matcher_path"};
     for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
         if (*made[k] == NULL && (*made[k] = PyUnicode_InternFromString(names[k])) == NULL)
             return -1;
@@ -5185,13 +5184,21 @@ static int learn49_from_the_past(PyObject *loop, PyObject *thread, PyObject *sta
     return truth;
 }
 
-/* The skeleton of the thread read last (``detector._skeletons.latest``, a new reference;
-   None where there is none), its slots at ``at``: 1, 0 where it is of another class or a slot
-   read is unset (no exception), -1 with an exception. */
-static int learn49_latest(PyObject *detector, PyObject **state, Py_ssize_t *at) {
-    PyObject *skeletons = PyObject_GetAttr(detector, learn49_skeletons_name);
-    *state = skeletons == NULL ? NULL : PyObject_GetAttr(skeletons, learn49_latest_name);
-    Py_XDECREF(skeletons);
+/* Slot ``k`` (``latest``, ``symbols``) of the detector's skeletons (``skeleton.Skeletons``:
+   ``reading``'s fifth item), a new reference; NULL with an exception. */
+static PyObject *learn49_skeletons_get(PyObject *reading, int k) {
+    PyObject *skeletons = PyTuple_GET_ITEM(reading, 4);
+    int laid_out = eng45_laid_out(&learn49_skeletons, skeletons);
+    if (laid_out < 0) return NULL;
+    return laid_out ? Py_XNewRef(eng45_get(skeletons, &learn49_skeletons, k))
+        : PyObject_GetAttr(skeletons, PyTuple_GET_ITEM(learn49_skeletons.names_tuple, k));
+}
+
+/* The skeleton of the thread read last (``Skeletons.latest``, a new reference; None where
+   there is none), its slots at ``at``: 1, 0 where it is of another class or a slot read is
+   unset (no exception), -1 with an exception. ``reading``: the reader's state. */
+static int learn49_latest(PyObject *reading, PyObject **state, Py_ssize_t *at) {
+    *state = learn49_skeletons_get(reading, 0);
     if (*state == NULL) return -1;
     if (*state == Py_None) return 1;
     if (own_offsets(&learn49_skeleton_layout, Py_TYPE(*state), learn49_skeleton_slots, at) < 0) {
@@ -5239,7 +5246,7 @@ static int learn49_step(PyObject *name, PyObject *prefix) {
    ``busy``, its symbol to ``seen``, while it holds fewer than ``bound`` top-level ops
    (``MemoryRules.side_thread_roots``), else ``skipped``; the thread's open ops that node
    alone. 1, 0 (nothing done: ``_observe_learning`` reads it), or -1 with an exception. */
-static int learn49_side_root(PyObject *detector, PyObject *state, const Py_ssize_t *at,
+static int learn49_side_root(PyObject *reading, PyObject *state, const Py_ssize_t *at,
                              PyObject *const *op, PyObject *bound, PyObject *skipped) {
     PyObject *roots = SLOT_AT(state, at[LEARN49_ROOTS]), *seen = SLOT_AT(state, at[LEARN49_SEEN]);
     PyObject *stack = SLOT_AT(state, at[LEARN49_STACK]);
@@ -5248,9 +5255,7 @@ static int learn49_side_root(PyObject *detector, PyObject *state, const Py_ssize
     if (most < 0 || waits < 0) return -1;
     if (waits || !PyList_CheckExact(roots) || !PySet_CheckExact(seen) || !PyList_CheckExact(stack))
         return 0;
-    PyObject *skeletons = PyObject_GetAttr(detector, learn49_skeletons_name);
-    PyObject *symbols = skeletons == NULL ? NULL : PyObject_GetAttr(skeletons, learn49_symbols_name);
-    Py_XDECREF(skeletons);
+    PyObject *symbols = learn49_skeletons_get(reading, 1);
     PyObject *sym = symbols == NULL ? NULL : symbol_of(symbols, op[1]), *node = NULL;
     Py_XDECREF(symbols);
     if (sym == NULL) return PyErr_Occurred() ? -1 : 0;  /* (a new symbol: ``Symbols.new``) */
@@ -5290,25 +5295,25 @@ static int learn49_side_root(PyObject *detector, PyObject *state, const Py_ssize
    ``SKIPPED`` and ``MemoryRules.side_thread_roots``; ``op``: thread, name, start, end. */
 static int learn49_skipped(PyObject *learning, PyObject *const *op, Py_ssize_t depth,
                            PyObject *section) {
-    PyObject *detector = PyTuple_GET_ITEM(learning, 0), *skipped = PyTuple_GET_ITEM(learning, 2);
-    PyObject *thread = op[0], *start = op[2];
+    PyObject *skipped = PyTuple_GET_ITEM(learning, 2);
+    PyObject *thread = op[0], *state;
     int truth = learn49_step(op[1], PyTuple_GET_ITEM(learning, 1));
     if (truth != 0) return truth < 0 ? -1 : 0;
-    PyObject *loop = PyObject_GetAttr(detector, learn49_loop_name), *state;
-    truth = loop == NULL ? -1 : learn49_from_the_past(loop, thread, start);
-    Py_XDECREF(loop);
-    if (truth != 0) return truth < 0 ? -1 : 0;
     Py_ssize_t at[LEARN49_SLOTS];
-    if ((truth = learn49_latest(detector, &state, at)) != 1 || state == Py_None) {
+    if ((truth = learn49_latest(learning, &state, at)) != 1 || state == Py_None) {
         Py_XDECREF(state);
         return truth < 0 ? -1 : 0;
     }
     truth = learn49_of(state, at, thread, section);
     int main = truth == 1 ? PyObject_IsTrue(SLOT_AT(state, at[LEARN49_MAIN])) : 0;
     truth = main < 0 ? -1 : main ? 0 : truth;
+    /* (asked last: a main thread's op, the most common one read by Python, asks no more) */
+    int past = truth == 1 ? learn49_from_the_past(PyTuple_GET_ITEM(learning, 5), thread, op[2])
+        : 0;
+    truth = past < 0 ? -1 : past ? 0 : truth;
     PyObject *stack = SLOT_AT(state, at[LEARN49_STACK]);
     if (truth == 1 && depth <= 0)
-        truth = learn49_side_root(detector, state, at, op, PyTuple_GET_ITEM(learning, 3),
+        truth = learn49_side_root(learning, state, at, op, PyTuple_GET_ITEM(learning, 3),
                                   skipped);
     else if (truth == 1 && PyList_CheckExact(stack) && PyList_GET_SIZE(stack) &&
              PyList_GET_ITEM(stack, 0) != Py_None)
@@ -5328,7 +5333,7 @@ static int learn49_off_row(PyObject *matching, PyObject *const *op, Py_ssize_t d
                            PyObject *section) {
     PyObject *detector = PyTuple_GET_ITEM(matching, 0), *state, *path = NULL;
     Py_ssize_t at[LEARN49_SLOTS];
-    int truth = learn49_latest(detector, &state, at);
+    int truth = learn49_latest(matching, &state, at);
     if (truth != 1 || state == Py_None) {
         Py_XDECREF(state);
         return truth < 0 ? -1 : 0;
@@ -5408,14 +5413,16 @@ static PyObject *learn49_read(PyObject *const *args, Py_ssize_t nargs, Py_ssize_
 /* learning_op_read(stacks, learning, thread, name, start, end) -> its boundaries: see the
    method table. */
 static PyObject *learning_op_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    return learn49_read(args, nargs, 4, "learning_op_read(stacks, (detector, prefix, skipped, "
-                        "side_thread_roots), thread, name, start, end)", learn49_skipped);
+    return learn49_read(args, nargs, 6, "learning_op_read(stacks, (detector, prefix, skipped, "
+                        "side_thread_roots, skeletons, loop_section), thread, name, start, end)",
+                        learn49_skipped);
 }
 
 /* matching_op_read(stacks, matching, thread, name, start, end) -> its boundaries: see the
    method table. */
 static PyObject *matching_op_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    return learn49_read(args, nargs, 3, "matching_op_read(stacks, (detector, prefix, skipped), "
+    return learn49_read(args, nargs, 6, "matching_op_read(stacks, (detector, prefix, skipped, "
+                        "side_thread_roots, skeletons, loop_section), "
                         "thread, name, start, end)", learn49_off_row);
 }
 

@@ -159,6 +159,12 @@ class StructureDetector:
         # around it), what the manifest will say of the unit.
         self._matcher: RootMatcher | None = None
         self._matcher_path: tuple = ()
+        self._online_evidence: dict = {}
+        #: Python frames came before the ops they open (a file in time order, not Kineto's
+        #: sections): the matcher keeps reading them.
+        self._frames_before_ops = False
+        self._facts = TraceFacts()  # what the header says will (not) follow
+        self._section = LoopSection()  # how far the loop thread's CPU section is read
         #: An op read in one call with its push on the stacks: (``reader``, ``state``),
         #: ``reader(stacks, state, thread, name, start, end)`` returns the op's boundaries,
         #: or None, nothing done, where it is read the general way (``ThreadStacks.push``,
@@ -166,12 +172,6 @@ class StructureDetector:
         #: of the mode (``_fast_reader``), or of the unit: ``read_top_op`` for one of one
         #: op, ``read_step_op`` once the steps are the loop.
         self.fast_read: tuple | None = self._fast_reader(self.mode)
-        self._online_evidence: dict = {}
-        #: Python frames came before the ops they open (a file in time order, not Kineto's
-        #: sections): the matcher keeps reading them.
-        self._frames_before_ops = False
-        self._facts = TraceFacts()  # what the header says will (not) follow
-        self._section = LoopSection()  # how far the loop thread's CPU section is read
         self._tried_at_end = False  # the online confirmation was tried on the whole section
         self._waited = ""  # why the decision could not be made at the section end
         self._early: DetectorResult | None = None  # the close decision, made at Mode.SECTION_END
@@ -213,12 +213,11 @@ class StructureDetector:
         thread while learning and the ops under one of the row once matching answered
         without a call of Python where the native part is built (``read_learning_op``,
         ``read_matching_op``)."""
-        if mode is Mode.LEARNING:
-            return read_learning_op, (self, PROFILER_STEP_PREFIX, SKIPPED,
-                                      RULES.memory.side_thread_roots)
-        if mode is Mode.MATCHING:
-            return read_matching_op, (self, PROFILER_STEP_PREFIX, SKIPPED)
-        return None
+        if mode is not Mode.LEARNING and mode is not Mode.MATCHING:
+            return None
+        return (read_learning_op if mode is Mode.LEARNING else read_matching_op), (
+            self, PROFILER_STEP_PREFIX, SKIPPED, RULES.memory.side_thread_roots,
+            self._skeletons, self._section)
 
     @property
     def revisable(self) -> bool:
@@ -737,8 +736,9 @@ def step_op_read(stacks: ThreadStacks, stepping: tuple, thread, name: str, start
 def learning_op_read(stacks: ThreadStacks, learning: tuple, thread, name: str, start: float,
                      end: float) -> tuple:
     """An op read in one call while the detector learns (``Mode.LEARNING``; ``learning``: the
-    detector, the steps' prefix, ``skeleton.SKIPPED`` and ``MemoryRules.side_thread_roots``,
-    the state of ``StructureDetector.fast_read``): pushed (``ThreadStacks.push``) and read
+    detector, the steps' prefix, ``skeleton.SKIPPED``, ``MemoryRules.side_thread_roots``, and
+    the detector's skeletons and loop section, the state of ``StructureDetector.fast_read``,
+    its parts that the native reader reads): pushed (``ThreadStacks.push``) and read
     (``_observe_learning``), its boundaries returned. The fallback of
     ``_native.learning_op_read``, which answers an op of a side thread (no ``ProfilerStep``,
     nor from before the loop thread's latest ops while its section may end there) without
