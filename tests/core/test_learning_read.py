@@ -8,6 +8,9 @@ threads that come and go), read through the decoder and the feed lane (``held48_
 the reader) and op by op (``Splitter._read_op`` calls it); and the native reader does take
 that case (``_observe_learning`` is called for a small part of the ops)."""
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from hypothesis import example, given, settings, strategies as st
@@ -15,6 +18,7 @@ from hypothesis import example, given, settings, strategies as st
 from stream_split.core import SplitOptions, Splitter
 from stream_split.core.detect import skeleton, structure
 from stream_split.core.detect.rules import RULES
+from stream_split import native
 from stream_split.native import NATIVE
 from stream_split.run import read_through
 from stream_split.testing.generate import generate, render
@@ -199,3 +203,36 @@ def test_random_streams_are_read_alike_by_each_reader(ops, batches, side_roots,
     general = _fed(events, _READERS["general"], batches, side_roots, tmp_path)
     for name in ("python", "native")[:len(_READERS) - 1]:
         assert _fed(events, _READERS[name], batches, side_roots, tmp_path) == general, name
+
+
+#: A fresh process feeds the events on stdin one by one (``Splitter.feed``: ``_read_op`` calls
+#: the readers before the feed lane ever runs) and prints the records, which readers it took.
+_FRESH = """
+import json, sys
+from stream_split.core import SplitOptions, Splitter
+from stream_split.core.detect import structure
+splitter = Splitter(SplitOptions(keep_events=False))
+for event in json.loads(sys.stdin.read())["traceEvents"]:
+    splitter.feed(event)
+splitter.close()
+print(json.dumps([structure.read_learning_op.__module__, structure.read_matching_op.__module__,
+                  [r.to_dict() for r in splitter.iterations]]))
+"""
+
+
+@needs_native
+@pytest.mark.parametrize("scenario", ["training", "sample"])
+def test_a_fresh_process_reads_alike_with_the_native_readers_and_without(scenario):
+    """Each native reader sets up the names and layouts it reads itself: its first call, in
+    a fresh process, before any other native part read an op, reads as the fallbacks do."""
+    params = {"annotate_steps": False} if scenario == "training" else {}
+    text = render(generate(scenario, **params), "object", True)
+    out = []
+    for value in ("", "1"):
+        env = {**os.environ, native.NO_NATIVE_ENV: value}
+        done = subprocess.run([sys.executable, "-c", _FRESH], input=text, env=env,
+                              capture_output=True, text=True, check=True)
+        out.append(json.loads(done.stdout))
+    (native_module, _, native_records), (fallback_module, _, fallback_records) = out
+    assert native_module != fallback_module == structure.__name__
+    assert native_records and native_records == fallback_records
