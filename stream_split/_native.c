@@ -4989,37 +4989,48 @@ static PyObject *step_op_read(PyObject *self, PyObject *const *args, Py_ssize_t 
 
 /* ---- held48: a structural op read in C (engine.Splitter._read_op, stack.ThreadStacks.push) ---- */
 
-static PyObject *held48_settled_thread, *held48_settled_name, *held48_flush_below,
-    *held48_fast_read, *held48_observe, *held48_push, *held48_forget_at, *held48_forget;
+static PyObject *held48_fast_read, *held48_observe, *held48_push, *held48_forget_at,
+    *held48_forget;
 
 /* The names above, made at the first call (``lane47_ready``); 0, or -1 with an error. */
 static int held48_names_ready(void) {
-    static PyObject **const made[] = {&held48_settled_thread, &held48_settled_name,
-        &held48_flush_below, &held48_fast_read, &held48_observe, &held48_push, &held48_forget_at,
-        &held48_forget};
-    static const char *const names[] = {"settled_thread", "settled", "flush_below", "fast_read",
-        "observe", "push", "_forget_at", "_forget_idle_threads"};
+    static PyObject **const made[] = {&held48_fast_read, &held48_observe, &held48_push,
+        &held48_forget_at, &held48_forget};
+    static const char *const names[] = {"fast_read", "observe", "push", "_forget_at",
+        "_forget_idle_threads"};
     for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
         if (*made[k] == NULL && (*made[k] = PyUnicode_InternFromString(names[k])) == NULL)
             return -1;
     return 0;
 }
 
+/* The slots of the order (``order.OpOrder``) that ``held48_noted`` reads. */
+static eng45_layout held48_order = {"settled_thread settled flush_below"};
+
+/* Slot ``k`` of ``held48_order`` of ``order`` (a new reference), read at its offset (or, an
+   order of another class, by name); NULL with an error. */
+static PyObject *held48_order_get(PyObject *order, int k) {
+    int laid_out = eng45_laid_out(&held48_order, order);
+    if (laid_out < 0) return NULL;
+    return laid_out ? Py_XNewRef(eng45_get(order, &held48_order, k))
+        : PyObject_GetAttr(order, PyTuple_GET_ITEM(held48_order.names_tuple, k));
+}
+
 /* Whether the order only notes this op (``OpOrder.arrive``'s common case, as
    ``_read_op`` asks it): an op of the settled thread starting no earlier than its last, nor
    than ``flush_below``; then noted (its start and category). 1, 0, or -1 with an error. */
 static int held48_noted(feed46_state *s, PyObject *thread, PyObject *ts, PyObject *cat) {
-    PyObject *settled_thread = PyObject_GetAttr(s->order, held48_settled_thread);
+    PyObject *settled_thread = held48_order_get(s->order, 0);
     int noted = settled_thread == NULL ? -1
         : PyObject_RichCompareBool(thread, settled_thread, Py_EQ);
     Py_XDECREF(settled_thread);
-    PyObject *settled = noted == 1 ? PyObject_GetAttr(s->order, held48_settled_name) : NULL;
+    PyObject *settled = noted == 1 ? held48_order_get(s->order, 1) : NULL;
     if (settled == NULL) return noted == 1 ? -1 : noted;
     noted = eng45_laid_out(&held48_settled, settled);
     PyObject *last = noted == 1 ? SLOT_AT(settled, held48_settled.at[0]) : NULL;
     noted = noted == 1 && last == NULL ? 0 : noted;
     noted = noted == 1 ? PyObject_RichCompareBool(ts, last, Py_GE) : noted;
-    PyObject *flush = noted == 1 ? PyObject_GetAttr(s->order, held48_flush_below) : NULL;
+    PyObject *flush = noted == 1 ? held48_order_get(s->order, 2) : NULL;
     noted = noted == 1 ? (flush == NULL ? -1 : PyObject_RichCompareBool(ts, flush, Py_GE)) : noted;
     Py_XDECREF(flush);
     if (noted == 1) {
