@@ -1,12 +1,15 @@
-"""An op read in one call while the structure detector learns (``structure.learning_op_read``,
-``StructureDetector.fast_read`` in ``Mode.LEARNING``) reads as the general way (each op through
-``ThreadStacks.push`` and ``StructureDetector.observe``), and so does its native twin, which
-answers a side thread's op under its top-level op (``ThreadSkeleton.skips_below``'s case)
-without calling ``_observe_learning``: the same records and evidence on generated training
-runs and on random streams of nested ops of a main thread and side threads (sections, steps,
-threads that come and go), read through the decoder and the feed lane (``held48_read`` calls
-the reader) and op by op (``Splitter._read_op`` calls it); and the native reader does take
-that case (``_observe_learning`` is called for a small part of the ops)."""
+"""An op read in one call while the structure detector learns, or once it matches a unit of more
+than one op (``structure.learning_op_read``, ``matching_op_read``: ``StructureDetector.fast_read``
+in those modes) reads as the general way (each op through ``ThreadStacks.push`` and
+``StructureDetector.observe``), and so do their native twins, which answer a side thread's ops
+while learning (under its top-level op: ``ThreadSkeleton.skips_below``'s case; at its top level:
+``Skeletons.add``'s) and the ops under an op of the row matched (``Skeletons.on_row``'s case)
+without calling ``_observe_learning`` or ``_observe_matching``: the same records and evidence
+on generated training runs and on random streams of nested ops of a main thread and side
+threads (sections, steps, a side thread's top level full or not), read through the decoder and
+the feed lane (``held48_read`` calls the readers) and op by op (``Splitter._read_op`` calls
+them), and in a fresh process; and the native readers do take those cases (the Python
+methods are called for a small part of the ops)."""
 import json
 import os
 import subprocess
