@@ -4989,37 +4989,48 @@ static PyObject *step_op_read(PyObject *self, PyObject *const *args, Py_ssize_t 
 
 /* ---- held48: a structural op read in C (engine.Splitter._read_op, stack.ThreadStacks.push) ---- */
 
-static PyObject *held48_settled_thread, *held48_settled_name, *held48_flush_below,
-    *held48_fast_read, *held48_observe, *held48_push, *held48_forget_at, *held48_forget;
+static PyObject *held48_fast_read, *held48_observe, *held48_push, *held48_forget_at,
+    *held48_forget;
 
 /* The names above, made at the first call (``lane47_ready``); 0, or -1 with an error. */
 static int held48_names_ready(void) {
-    static PyObject **const made[] = {&held48_settled_thread, &held48_settled_name,
-        &held48_flush_below, &held48_fast_read, &held48_observe, &held48_push, &held48_forget_at,
-        &held48_forget};
-    static const char *const names[] = {"settled_thread", "settled", "flush_below", "fast_read",
-        "observe", "push", "_forget_at", "_forget_idle_threads"};
+    static PyObject **const made[] = {&held48_fast_read, &held48_observe, &held48_push,
+        &held48_forget_at, &held48_forget};
+    static const char *const names[] = {"fast_read", "observe", "push", "_forget_at",
+        "_forget_idle_threads"};
     for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
         if (*made[k] == NULL && (*made[k] = PyUnicode_InternFromString(names[k])) == NULL)
             return -1;
     return 0;
 }
 
+/* The slots of the order (``order.OpOrder``) that ``held48_noted`` reads. */
+static eng45_layout held48_order = {"settled_thread settled flush_below"};
+
+/* Slot ``k`` of ``held48_order`` of ``order`` (a new reference), read at its offset (or, an
+   order of another class, by name); NULL with an error. */
+static PyObject *held48_order_get(PyObject *order, int k) {
+    int laid_out = eng45_laid_out(&held48_order, order);
+    if (laid_out < 0) return NULL;
+    return laid_out ? Py_XNewRef(eng45_get(order, &held48_order, k))
+        : PyObject_GetAttr(order, PyTuple_GET_ITEM(held48_order.names_tuple, k));
+}
+
 /* Whether the order only notes this op (``OpOrder.arrive``'s common case, as
    ``_read_op`` asks it): an op of the settled thread starting no earlier than its last, nor
    than ``flush_below``; then noted (its start and category). 1, 0, or -1 with an error. */
 static int held48_noted(feed46_state *s, PyObject *thread, PyObject *ts, PyObject *cat) {
-    PyObject *settled_thread = PyObject_GetAttr(s->order, held48_settled_thread);
+    PyObject *settled_thread = held48_order_get(s->order, 0);
     int noted = settled_thread == NULL ? -1
         : PyObject_RichCompareBool(thread, settled_thread, Py_EQ);
     Py_XDECREF(settled_thread);
-    PyObject *settled = noted == 1 ? PyObject_GetAttr(s->order, held48_settled_name) : NULL;
+    PyObject *settled = noted == 1 ? held48_order_get(s->order, 1) : NULL;
     if (settled == NULL) return noted == 1 ? -1 : noted;
     noted = eng45_laid_out(&held48_settled, settled);
     PyObject *last = noted == 1 ? SLOT_AT(settled, held48_settled.at[0]) : NULL;
     noted = noted == 1 && last == NULL ? 0 : noted;
     noted = noted == 1 ? PyObject_RichCompareBool(ts, last, Py_GE) : noted;
-    PyObject *flush = noted == 1 ? PyObject_GetAttr(s->order, held48_flush_below) : NULL;
+    PyObject *flush = noted == 1 ? held48_order_get(s->order, 2) : NULL;
     noted = noted == 1 ? (flush == NULL ? -1 : PyObject_RichCompareBool(ts, flush, Py_GE)) : noted;
     Py_XDECREF(flush);
     if (noted == 1) {
@@ -5032,12 +5043,13 @@ static int held48_noted(feed46_state *s, PyObject *thread, PyObject *ts, PyObjec
 
 /* ``stacks.push(thread, name, start, end)``: its common case here (an op of the thread read
    last, starting no earlier than its last: det46's ``pushed``), else the method. The names of
-   the thread's open ops (a new reference), NULL with an error. */
-static PyObject *held48_pushed(feed46_state *s, PyObject *thread, PyObject *name,
+   the thread's open ops (a new reference), NULL with an error. ``stacks``' slots are
+   ``held48_stacks``' (``eng45_laid_out``). */
+static PyObject *held48_pushed(PyObject *stacks, PyObject *thread, PyObject *name,
                                PyObject *start, PyObject *end) {
-    PyObject *latest = SLOT_AT(s->stacks, held48_stacks.at[0]);
-    PyObject *state = SLOT_AT(s->stacks, held48_stacks.at[1]);
-    PyObject *tolerance = SLOT_AT(s->stacks, held48_stacks.at[2]);
+    PyObject *latest = SLOT_AT(stacks, held48_stacks.at[0]);
+    PyObject *state = SLOT_AT(stacks, held48_stacks.at[1]);
+    PyObject *tolerance = SLOT_AT(stacks, held48_stacks.at[2]);
     int common = latest == NULL || state == NULL || tolerance == NULL ? 0 : equal(thread, latest);
     common = common == 1 ? eng45_laid_out(&held48_stack, state) : common;
     Py_ssize_t open_at[OPEN_SLOTS] = {0};
@@ -5052,7 +5064,7 @@ static PyObject *held48_pushed(feed46_state *s, PyObject *thread, PyObject *name
         ? PyObject_RichCompareBool(start, SLOT_AT(state, open_at[OPEN_LAST_START]), Py_GE) : common;
     if (common < 0) return NULL;
     if (!common) {
-        PyObject *call[5] = {s->stacks, thread, name, start, end};
+        PyObject *call[5] = {stacks, thread, name, start, end};
         return PyObject_VectorcallMethod(held48_push, call, 5 | PY_VECTORCALL_ARGUMENTS_OFFSET,
                                          NULL);
     }
@@ -5090,7 +5102,7 @@ static int held48_read(feed46_state *s, PyObject *thread, PyObject *ts, PyObject
         else if (found == NULL) Py_CLEAR(fast);
     }
     if (fast != NULL && found == NULL) {
-        PyObject *names = held48_pushed(s, thread, name, ts, end);
+        PyObject *names = held48_pushed(s->stacks, thread, name, ts, end);
         PyObject *section = names == NULL ? NULL : SLOT_AT(s->stacks, held48_stack_counts.at[1]);
         Py_XINCREF(section);
         PyObject *observe = section == NULL ? NULL : PyObject_GetAttr(s->detector, held48_observe);
@@ -5131,6 +5143,298 @@ static int held48_read(feed46_state *s, PyObject *thread, PyObject *ts, PyObject
     PyObject *forgot = beyond == 1 ? PyObject_CallMethodNoArgs(s->splitter, held48_forget) : NULL;
     Py_XDECREF(forgot);
     return beyond < 0 || (beyond == 1 && forgot == NULL) ? -1 : 0;
+}
+
+/* ---- learn49: an op read in one call while the detector learns or matches (structure.learning_op_read, matching_op_read) ---- */
+
+/* The slots of a ``skeleton.ThreadSkeleton`` that ``learning_op_read`` reads. */
+enum { LEARN49_KEY, LEARN49_SECTION, LEARN49_MAIN, LEARN49_STACK, LEARN49_ROOTS, LEARN49_BUSY,
+       LEARN49_SEEN, LEARN49_FRAMES, LEARN49_SLOTS };
+static PyObject *learn49_skeleton_slots, *learn49_since_name, *learn49_thread_name,
+    *learn49_ended_by_name, *learn49_matcher_path_name;
+static OwnLayout learn49_skeleton_layout;
+/* The slots of the detector's ``skeleton.Skeletons`` that they read. */
+static eng45_layout learn49_skeletons = {"latest symbols"};
+
+/* The names above, made at the first call (and ``held48_read``'s): 0, or -1 with an
+   exception. */
+static int learn49_names_ready(void) {
+    static PyObject **const made[] = {&learn49_since_name, &learn49_thread_name,
+        &learn49_ended_by_name, &learn49_matcher_path_name};
+    static const char *const names[] = {"since", "thread", "ended_by", "_matcher_path"};
+    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+        if (*made[k] == NULL && (*made[k] = PyUnicode_InternFromString(names[k])) == NULL)
+            return -1;
+    if (learn49_skeleton_slots == NULL &&
+            (learn49_skeleton_slots = Py_BuildValue("(ssssssss)", "key", "section", "main",
+                                                    "stack", "roots", "busy", "seen",
+                                                    "frames")) == NULL)
+        return -1;
+    return held48_names_ready() < 0 ? -1 : top_op_names_ready();
+}
+
+/* Whether the op of ``thread`` at ``start`` may end the loop thread's CPU section (``loop``:
+   ``LoopSection``), where ``_observe_learning`` asks ``_from_the_past``: from before its
+   latest ops, of another thread, and ``loop.ended_by(start, False)`` (a section that has
+   ended already is not ended again: then the op is read on). 1, 0, or -1 with an
+   exception. */
+static int learn49_from_the_past(PyObject *loop, PyObject *thread, PyObject *start) {
+    PyObject *since = PyObject_GetAttr(loop, learn49_since_name);
+    int truth = since == NULL ? -1 : PyObject_RichCompareBool(start, since, Py_LT);
+    Py_XDECREF(since);
+    if (truth != 1) return truth;
+    PyObject *loop_thread = PyObject_GetAttr(loop, learn49_thread_name);
+    truth = loop_thread == NULL ? -1 : PyObject_RichCompareBool(thread, loop_thread, Py_NE);
+    Py_XDECREF(loop_thread);
+    if (truth != 1) return truth;
+    PyObject *call[3] = {loop, start, Py_False};
+    PyObject *ends = PyObject_VectorcallMethod(learn49_ended_by_name, call,
+                                               3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    truth = ends == NULL ? -1 : PyObject_IsTrue(ends);
+    Py_XDECREF(ends);
+    return truth;
+}
+
+/* Slot ``k`` (``latest``, ``symbols``) of the detector's skeletons (``skeleton.Skeletons``:
+   ``reading``'s fifth item), a new reference; NULL with an exception. */
+static PyObject *learn49_skeletons_get(PyObject *reading, int k) {
+    PyObject *skeletons = PyTuple_GET_ITEM(reading, 4);
+    int laid_out = eng45_laid_out(&learn49_skeletons, skeletons);
+    if (laid_out < 0) return NULL;
+    return laid_out ? Py_XNewRef(eng45_get(skeletons, &learn49_skeletons, k))
+        : PyObject_GetAttr(skeletons, PyTuple_GET_ITEM(learn49_skeletons.names_tuple, k));
+}
+
+/* The skeleton of the thread read last (``Skeletons.latest``, a new reference; None where
+   there is none), its slots at ``at``: 1, 0 where it is of another class or a slot read is
+   unset (no exception), -1 with an exception. ``reading``: the reader's state. */
+static int learn49_latest(PyObject *reading, PyObject **state, Py_ssize_t *at) {
+    *state = learn49_skeletons_get(reading, 0);
+    if (*state == NULL) return -1;
+    if (*state == Py_None) return 1;
+    if (own_offsets(&learn49_skeleton_layout, Py_TYPE(*state), learn49_skeleton_slots, at) < 0) {
+        PyErr_Clear();
+        Py_CLEAR(*state);
+        return 0;
+    }
+    if (slots_set(*state, at, LEARN49_SLOTS)) return 1;
+    Py_CLEAR(*state);
+    return 0;
+}
+
+/* Whether ``state`` (its slots at ``at``) is the skeleton of ``thread``'s ``section``: 1, 0,
+   or -1 with an exception. */
+static int learn49_of(PyObject *state, const Py_ssize_t *at, PyObject *thread,
+                      PyObject *section) {
+    int other = PyObject_RichCompareBool(SLOT_AT(state, at[LEARN49_SECTION]), section, Py_NE);
+    if (other == 0) other = PyObject_RichCompareBool(SLOT_AT(state, at[LEARN49_KEY]), thread, Py_NE);
+    return other < 0 ? -1 : !other;
+}
+
+/* ``state``'s open ops (a list, its slots at ``at``) cut to ``depth``, then ``skipped``
+   pushed: 1, or -1 with an exception. */
+static int learn49_push_skipped(PyObject *state, const Py_ssize_t *at, Py_ssize_t depth,
+                                PyObject *skipped) {
+    PyObject *stack = Py_NewRef(SLOT_AT(state, at[LEARN49_STACK]));
+    /* (held: the ops cut may hold the last references to objects) */
+    int done = PyList_SetSlice(stack, depth, PY_SSIZE_T_MAX, NULL) < 0 ||
+        PyList_Append(stack, skipped) < 0 ? -1 : 1;
+    Py_DECREF(stack);
+    return done;
+}
+
+/* Whether ``name`` begins with the steps' ``prefix`` (a ``ProfilerStep``): 1, 0, or -1 with an
+   exception; 1 where either is no str (read by Python). */
+static int learn49_step(PyObject *name, PyObject *prefix) {
+    if (!PyUnicode_Check(name) || !PyUnicode_Check(prefix)) return 1;
+    Py_ssize_t step = PyUnicode_Tailmatch(name, prefix, 0, PY_SSIZE_T_MAX, -1);
+    return step < 0 ? -1 : step != 0;
+}
+
+/* A side thread's top-level op whose name has a symbol already (``op``: thread, name, start,
+   end), read into its skeleton ``state`` (its slots at ``at``) as ``Skeletons.add`` reads it
+   there, where no Python frame waits for it: a new node on its top level, its time added to
+   ``busy``, its symbol to ``seen``, while it holds fewer than ``bound`` top-level ops
+   (``MemoryRules.side_thread_roots``), else ``skipped``; the thread's open ops that node
+   alone. 1, 0 (nothing done: ``_observe_learning`` reads it), or -1 with an exception. */
+static int learn49_side_root(PyObject *reading, PyObject *state, const Py_ssize_t *at,
+                             PyObject *const *op, PyObject *bound, PyObject *skipped) {
+    PyObject *roots = SLOT_AT(state, at[LEARN49_ROOTS]), *seen = SLOT_AT(state, at[LEARN49_SEEN]);
+    PyObject *stack = SLOT_AT(state, at[LEARN49_STACK]);
+    Py_ssize_t most = PyLong_AsSsize_t(bound);
+    int waits = PyObject_IsTrue(SLOT_AT(state, at[LEARN49_FRAMES]));
+    if (most < 0 || waits < 0) return -1;
+    if (waits || !PyList_CheckExact(roots) || !PySet_CheckExact(seen) || !PyList_CheckExact(stack))
+        return 0;
+    PyObject *symbols = learn49_skeletons_get(reading, 1);
+    PyObject *sym = symbols == NULL ? NULL : symbol_of(symbols, op[1]), *node = NULL;
+    Py_XDECREF(symbols);
+    if (sym == NULL) return PyErr_Occurred() ? -1 : 0;  /* (a new symbol: ``Symbols.new``) */
+    Py_INCREF(state);  /* (held: a comparison or a hash may run code of Python) */
+    int done = -1;
+    if (PyList_GET_SIZE(roots) < most) {
+        PyObject *zero = PyLong_FromLong(0);  /* (a small int) */
+        PyObject *values[] = {sym, op[2], op[3], zero};
+        node = node_vectorcall((PyObject *)&NodeType, values, 4, NULL);
+        Py_DECREF(zero);
+        PyObject *took = node == NULL ? NULL : PyNumber_Subtract(op[3], op[2]);
+        PyObject *busy = took == NULL ? NULL
+            : PyNumber_InPlaceAdd(SLOT_AT(state, at[LEARN49_BUSY]), took);
+        Py_XDECREF(took);
+        if (busy != NULL) slot_set(state, at[LEARN49_BUSY], busy);
+        if (busy != NULL && PyList_Append(roots, node) == 0 && PySet_Add(seen, sym) == 0)
+            done = 1;
+    } else {
+        node = Py_NewRef(skipped);
+        done = 1;
+    }
+    if (done == 1 && (PyList_SetSlice(stack, 0, PyList_GET_SIZE(stack), NULL) < 0 ||
+                      PyList_Append(stack, node) < 0))
+        done = -1;
+    Py_XDECREF(node);
+    Py_DECREF(sym);
+    Py_DECREF(state);
+    return done;
+}
+
+/* ``StructureDetector._observe_learning``'s cases of a side thread's op (no ``ProfilerStep``,
+   read at ``depth`` of ``section``, that cannot end the loop thread's section) whose skeleton
+   is the latest: under its top-level op, the case that ends at
+   ``ThreadSkeleton.skips_below`` (the op pushed as not kept, as it pushes it); at its top
+   level, ``learn49_side_root``'s. Answered here: 1, 0 (nothing done: ``_observe_learning``
+   reads it), or -1 with an exception. ``learning``: the detector, the steps' prefix,
+   ``SKIPPED`` and ``MemoryRules.side_thread_roots``; ``op``: thread, name, start, end. */
+static int learn49_skipped(PyObject *learning, PyObject *const *op, Py_ssize_t depth,
+                           PyObject *section) {
+    PyObject *skipped = PyTuple_GET_ITEM(learning, 2);
+    PyObject *thread = op[0], *state;
+    int truth = learn49_step(op[1], PyTuple_GET_ITEM(learning, 1));
+    if (truth != 0) return truth < 0 ? -1 : 0;
+    Py_ssize_t at[LEARN49_SLOTS];
+    if ((truth = learn49_latest(learning, &state, at)) != 1 || state == Py_None) {
+        Py_XDECREF(state);
+        return truth < 0 ? -1 : 0;
+    }
+    truth = learn49_of(state, at, thread, section);
+    int main = truth == 1 ? PyObject_IsTrue(SLOT_AT(state, at[LEARN49_MAIN])) : 0;
+    truth = main < 0 ? -1 : main ? 0 : truth;
+    /* (asked last: a main thread's op, the most common one read by Python, asks no more) */
+    int past = truth == 1 ? learn49_from_the_past(PyTuple_GET_ITEM(learning, 5), thread, op[2])
+        : 0;
+    truth = past < 0 ? -1 : past ? 0 : truth;
+    PyObject *stack = SLOT_AT(state, at[LEARN49_STACK]);
+    if (truth == 1 && depth <= 0)
+        truth = learn49_side_root(learning, state, at, op, PyTuple_GET_ITEM(learning, 3),
+                                  skipped);
+    else if (truth == 1 && PyList_CheckExact(stack) && PyList_GET_SIZE(stack) &&
+             PyList_GET_ITEM(stack, 0) != Py_None)
+        truth = learn49_push_skipped(state, at, depth, skipped);
+    else if (truth == 1)
+        truth = 0;
+    Py_DECREF(state);
+    return truth;
+}
+
+/* ``StructureDetector._observe_matching``'s cases that read no op of the row matched: an op
+   of another thread or section, or (no ``ProfilerStep``) one under an open op that is not
+   among the containers around the row (``detector._matcher_path``), then pushed as not kept
+   (``Skeletons.on_row``'s case). 1 (answered: no boundary), 0 (nothing done: it reads the
+   op), or -1 with an exception. ``matching``, ``op`` and ``depth``: as ``learn49_skipped``'s. */
+static int learn49_off_row(PyObject *matching, PyObject *const *op, Py_ssize_t depth,
+                           PyObject *section) {
+    PyObject *detector = PyTuple_GET_ITEM(matching, 0), *state, *path = NULL;
+    Py_ssize_t at[LEARN49_SLOTS];
+    int truth = learn49_latest(matching, &state, at);
+    if (truth != 1 || state == Py_None) {
+        Py_XDECREF(state);
+        return truth < 0 ? -1 : 0;
+    }
+    truth = learn49_of(state, at, op[0], section);
+    if (truth == 0) truth = 1;  /* another thread's, or section's: not on the row */
+    else if (truth == 1) {
+        truth = depth <= 0 ? 1 : learn49_step(op[1], PyTuple_GET_ITEM(matching, 1));
+        PyObject *stack = SLOT_AT(state, at[LEARN49_STACK]);
+        if (truth == 0 && PyList_CheckExact(stack)) {
+            path = PyObject_GetAttr(detector, learn49_matcher_path_name);
+            truth = path == NULL ? -1 : 0;
+        }
+        int inside = 0;
+        for (Py_ssize_t i = 0; path != NULL && truth == 0 && !inside &&
+                 i < depth && i < PyList_GET_SIZE(stack); i++) {
+            PyObject *node = Py_NewRef(PyList_GET_ITEM(stack, i));
+            int in_path = node == Py_None ? 1 : PySequence_Contains(path, node);
+            Py_DECREF(node);
+            if (in_path < 0) truth = -1;
+            inside = in_path == 0;
+        }
+        truth = truth < 0 ? -1 : !inside ? 0
+            : learn49_push_skipped(state, at, depth, PyTuple_GET_ITEM(matching, 2));
+    }
+    Py_XDECREF(path);
+    Py_DECREF(state);
+    return truth;
+}
+
+/* An op pushed on its thread's stack (``held48_pushed``), then answered by ``answered`` (with
+   no boundary: ``()``) or read by the detector's ``observe``: ``learning_op_read`` and
+   ``matching_op_read`` (``args``: theirs, their state of ``parts`` items), its boundaries (a new reference), or NULL with an
+   exception. */
+static PyObject *learn49_read(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t parts,
+                              const char *usage,
+                              int (*answered)(PyObject *, PyObject *const *, Py_ssize_t,
+                                              PyObject *)) {
+    if (nargs != 6 || !PyTuple_CheckExact(args[1]) || PyTuple_GET_SIZE(args[1]) != parts) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return NULL;
+    }
+    if (learn49_names_ready() < 0) return NULL;
+    PyObject *stacks = args[0], *thread = args[2], *name = args[3];
+    int ready = eng45_laid_out(&held48_stacks, stacks);
+    ready = ready == 1 ? eng45_laid_out(&held48_stack_counts, stacks) : ready;
+    if (ready != 1) {
+        if (ready == 0) PyErr_SetString(PyExc_TypeError, usage);
+        return NULL;
+    }
+    PyObject *names = held48_pushed(stacks, thread, name, args[4], args[5]);
+    PyObject *section = names == NULL ? NULL : SLOT_AT(stacks, held48_stack_counts.at[1]);
+    if (section == NULL) {
+        if (names != NULL)
+            PyErr_SetString(PyExc_AttributeError, "ThreadStacks.last_section");
+        Py_XDECREF(names);
+        return NULL;
+    }
+    Py_INCREF(section);
+    PyObject *found = NULL;
+    int done = PyList_Check(names)
+        ? answered(args[1], args + 2, PyList_GET_SIZE(names) - 1, section) : 0;
+    if (done == 1) found = PyTuple_New(0);
+    else if (done == 0) {
+        PyObject *observe = PyObject_GetAttr(PyTuple_GET_ITEM(args[1], 0), held48_observe);
+        if (observe != NULL) {
+            PyObject *call[6] = {thread, names, args[4], args[5], name, section};
+            found = PyObject_Vectorcall(observe, call, 6, NULL);
+            Py_DECREF(observe);
+        }
+    }
+    Py_DECREF(section);
+    Py_DECREF(names);
+    return found;
+}
+
+/* learning_op_read(stacks, learning, thread, name, start, end) -> its boundaries: see the
+   method table. */
+static PyObject *learning_op_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    return learn49_read(args, nargs, 6, "learning_op_read(stacks, (detector, prefix, skipped, "
+                        "side_thread_roots, skeletons, loop_section), thread, name, start, end)",
+                        learn49_skipped);
+}
+
+/* matching_op_read(stacks, matching, thread, name, start, end) -> its boundaries: see the
+   method table. */
+static PyObject *matching_op_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    return learn49_read(args, nargs, 6, "matching_op_read(stacks, (detector, prefix, skipped, "
+                        "side_thread_roots, skeletons, loop_section), "
+                        "thread, name, start, end)", learn49_off_row);
 }
 
 /* ---- rec45: json_lines: values as orjson writes them, a line each (the JSONL records) ---- */
@@ -6355,6 +6659,22 @@ static PyMethodDef methods[] = {
      "StructureDetector.fast_read's): pushed on its thread's stack where the push takes its "
      "common case, then read as _observe_stepping reads it; None, nothing done, where the "
      "engine reads it the general way (core.detect.structure.step_op_read)."},
+    /* ---- learn49 ---- */
+    {"learning_op_read", (PyCFunction)(void (*)(void))learning_op_read, METH_FASTCALL,
+     "learning_op_read(stacks, learning, thread, name, start, end) -> its boundaries: an op "
+     "read in one call while the structure detector learns (learning: (detector, the steps' "
+     "prefix, SKIPPED, MemoryRules.side_thread_roots), StructureDetector.fast_read's): "
+     "pushed on its thread's stack, then read as _observe_learning reads it; an op of a side "
+     "thread under its top-level op (ThreadSkeleton.skips_below's case), or at its top level "
+     "(Skeletons.add's case, its name known), without a call of Python "
+     "(core.detect.structure.learning_op_read)."},
+    {"matching_op_read", (PyCFunction)(void (*)(void))matching_op_read, METH_FASTCALL,
+     "matching_op_read(stacks, matching, thread, name, start, end) -> its boundaries: an op "
+     "read in one call once the structure detector matches a unit (matching: (detector, the "
+     "steps' prefix, SKIPPED), StructureDetector.fast_read's): pushed on its thread's stack, "
+     "then read as _observe_matching reads it; an op of another thread or section, or under "
+     "an op of the row (Skeletons.on_row's case), without a call of Python "
+     "(core.detect.structure.matching_op_read)."},
     {"top_op_matched", (PyCFunction)(void (*)(void))top_op_matched, METH_FASTCALL,
      "top_op_matched(stacks, matching, thread, name, start, end) -> (boundary,), or None: "
      "a top-level op of the row matched against a unit of one op (matching: "

@@ -113,6 +113,11 @@ class OpOrder:
     takes each op in file order; ``release_before`` and ``release_all`` hand on what the
     evidence frees. Each returns the ops to read now as (thread, start, end, name), in order;
     ``arrive`` returns None for "just this op, now" (start order: the common case)."""
+    # (slots: the feed lane reads ``settled_thread``, ``settled`` and ``flush_below`` at each
+    # op, ``_native.feed_lane``'s ``held48_noted``)
+    __slots__ = ("_tolerance", "_limit", "_history_length", "_threads", "_holding",
+                 "flush_below", "reordered_threads", "late_ops", "most_held", "settled_thread",
+                 "settled")
 
     def __init__(self, tolerance_us: float = 1.0, hold_limit: int = HOLD_LIMIT,
                  history: int = HISTORY):

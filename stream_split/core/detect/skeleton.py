@@ -456,6 +456,9 @@ class Skeletons:
     (layer evidence). Below the top level only main threads (pid == tid) keep ops, at most
     ``max_nodes`` of them, ``max_depth`` deep; a side thread keeps at most
     ``MemoryRules.side_thread_roots`` top-level ops."""
+    # (slots: ``_native.learning_op_read`` reads ``latest`` and ``symbols`` at each op)
+    __slots__ = ("_max_nodes", "_max_depth", "_nodes", "symbols", "names", "threads", "_reads",
+                 "_sections_of", "_early_frames", "_graph_launches", "_modules", "latest")
 
     def __init__(self, max_nodes: int, max_depth: int):
         self._max_nodes = max_nodes

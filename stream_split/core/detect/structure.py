@@ -159,19 +159,19 @@ class StructureDetector:
         # around it), what the manifest will say of the unit.
         self._matcher: RootMatcher | None = None
         self._matcher_path: tuple = ()
-        #: An op read in one call with its push on the stacks, in the modes that have one:
-        #: (``reader``, ``state``), ``reader(stacks, state, thread, name, start, end)``
-        #: returns the op's boundaries, or None, nothing done, where the op is to be read
-        #: the general way (``ThreadStacks.push``, then ``observe``). Once matching a unit of
-        #: one op ``read_top_op``, once the steps are the loop ``read_step_op``; else None
-        #: (the engine asks it at each op: ``core.engine.Splitter._read_op``).
-        self.fast_read: tuple | None = None
         self._online_evidence: dict = {}
         #: Python frames came before the ops they open (a file in time order, not Kineto's
         #: sections): the matcher keeps reading them.
         self._frames_before_ops = False
         self._facts = TraceFacts()  # what the header says will (not) follow
         self._section = LoopSection()  # how far the loop thread's CPU section is read
+        #: An op read in one call with its push on the stacks: (``reader``, ``state``),
+        #: ``reader(stacks, state, thread, name, start, end)`` returns the op's boundaries,
+        #: or None, nothing done, where it is read the general way (``ThreadStacks.push``,
+        #: then ``observe``); the engine asks it at each op (``Splitter._read_op``). A fact
+        #: of the mode (``_fast_reader``), or of the unit: ``read_top_op`` for one of one
+        #: op, ``read_step_op`` once the steps are the loop.
+        self.fast_read: tuple | None = self._fast_reader(self.mode)
         self._tried_at_end = False  # the online confirmation was tried on the whole section
         self._waited = ""  # why the decision could not be made at the section end
         self._early: DetectorResult | None = None  # the close decision, made at Mode.SECTION_END
@@ -194,6 +194,7 @@ class StructureDetector:
         self.mode = TRANSITIONS[(self.mode, event)]
         self.wants_evidence = self.mode is Mode.MATCHING and self._frames_before_ops
         self.observe = self._reader(self.mode)
+        self.fast_read = self._fast_reader(self.mode)  # (a unit of one op or the steps: theirs)
 
     def _reader(self, mode: Mode):
         """What ``observe`` is in ``mode``."""
@@ -204,6 +205,19 @@ class StructureDetector:
         if mode is Mode.MATCHING:
             return self._observe_matching
         return _read_nothing  # Mode.SECTION_END: decided
+
+    def _fast_reader(self, mode: Mode) -> tuple | None:
+        """What ``fast_read`` is in ``mode``, unless the move sets its own (a unit of one op
+        matched: ``read_top_op``; the steps the loop: ``read_step_op``). While learning, and
+        once matching, each op read as ``observe`` reads it, but the common ops of a side
+        thread while learning and the ops under one of the row once matching answered
+        without a call of Python where the native part is built (``read_learning_op``,
+        ``read_matching_op``)."""
+        if mode is not Mode.LEARNING and mode is not Mode.MATCHING:
+            return None
+        return (read_learning_op if mode is Mode.LEARNING else read_matching_op), (
+            self, PROFILER_STEP_PREFIX, SKIPPED, RULES.memory.side_thread_roots,
+            self._skeletons, self._section)
 
     @property
     def revisable(self) -> bool:
@@ -719,10 +733,45 @@ def step_op_read(stacks: ThreadStacks, stepping: tuple, thread, name: str, start
                                          end, name, stacks.last_section)
 
 
+def learning_op_read(stacks: ThreadStacks, learning: tuple, thread, name: str, start: float,
+                     end: float) -> tuple:
+    """An op read in one call while the detector learns (``Mode.LEARNING``; ``learning``: the
+    detector, the steps' prefix, ``skeleton.SKIPPED``, ``MemoryRules.side_thread_roots``, and
+    the detector's skeletons and loop section, the state of ``StructureDetector.fast_read``,
+    its parts that the native reader reads): pushed (``ThreadStacks.push``) and read
+    (``_observe_learning``), its boundaries returned. The fallback of
+    ``_native.learning_op_read``, which answers an op of a side thread (no ``ProfilerStep``,
+    nor from before the loop thread's latest ops while its section may end there) without
+    calling it: under its top-level op, ``ThreadSkeleton.skips_below``'s case (most ops of a
+    trace's autograd thread: pushed as not kept, as it pushes them); at its top level, where
+    its name has a symbol and no Python frame waits, ``Skeletons.add``'s (a node on the top
+    level, or not kept past ``side_thread_roots``). Every other op it reads through
+    ``observe`` (a test ties the two)."""
+    return learning[0]._observe_learning(thread, stacks.push(thread, name, start, end), start,
+                                         end, name, stacks.last_section)
+
+
+def matching_op_read(stacks: ThreadStacks, matching: tuple, thread, name: str, start: float,
+                     end: float) -> tuple:
+    """An op read in one call once the detector matches a unit of more than one op
+    (``Mode.MATCHING``; ``matching``: as ``learning_op_read``'s): pushed and read
+    (``_observe_matching``), its boundaries returned. The fallback of
+    ``_native.matching_op_read``, which answers the ops that are not on the row matched
+    without calling it: an op of another thread or section, and one under an op of the row
+    (no ``ProfilerStep``: ``Skeletons.on_row``'s case, the op pushed as not kept as it pushes
+    it); every other op it reads through ``observe`` (a test ties the two)."""
+    return matching[0]._observe_matching(thread, stacks.push(thread, name, start, end), start,
+                                         end, name, stacks.last_section)
+
+
 #: ``top_op_matched`` and ``step_op_read`` in native code where it is built (the engine's
 #: calls at each op: ``StructureDetector.fast_read``).
 read_top_op = top_op_matched if _native is None else _native.top_op_matched
 read_step_op = step_op_read if _native is None else _native.step_op_read
+#: ``learning_op_read`` and ``matching_op_read`` in native code where it is built
+#: (``StructureDetector.fast_read`` while it learns, and once it matches a unit of more ops).
+read_learning_op = learning_op_read if _native is None else _native.learning_op_read
+read_matching_op = matching_op_read if _native is None else _native.matching_op_read
 
 
 def _read_nothing(thread, stack: list, start: float, end: float, name: str, section: int):
