@@ -6089,44 +6089,15 @@ fail:
 
 /* ---- tiny49: a boundary's window added in one call (core.owners.Windows.add) ---- */
 
-/* The slots of ``Windows`` and of its ``StepOpeners`` that ``add_window`` reads and sets, by
-   name (``slot_offsets_found`` at the first object of a class: read at their offsets). */
-typedef struct {
-    const char *names;
-    PyObject *names_tuple;
-    PyTypeObject *type;
-    Py_ssize_t at[6];
-} tiny49_layout;
-
-enum { WIN_STARTS, WIN_LATEST, WIN_OPENERS, WIN_LO, WIN_HI, WIN_OWNER };
-enum { OPEN_ANY, OPEN_RUN, OPEN_FLOORS };
-static tiny49_layout tiny49_windows = {"starts latest_start openers cached_lo cached_hi cached_owner"},
+/* The slots of ``Windows`` (with ``eng45_windows``: its cached window) and of its
+   ``StepOpeners`` that ``add_window`` reads (``eng45_laid_out``: found by name once a class). */
+static eng45_layout tiny49_windows = {"starts latest_start openers"},
     tiny49_openers = {"any run_thread _floors"};
+enum { WIN_STARTS, WIN_LATEST, WIN_OPENERS };
+enum { OPEN_ANY, OPEN_RUN, OPEN_FLOORS };
 static PyObject *tiny49_add, *tiny49_append;
 /* Integers up to this size a float holds exactly (``owners._EXACT_IN_FLOAT``). */
 #define TINY49_EXACT_IN_FLOAT (1LL << 53)
-
-/* Whether ``obj``'s class has the slots of ``layout``: 1, 0 where not (no error: the method
-   adds the window then), -1 with an error. */
-static int tiny49_laid_out(tiny49_layout *layout, PyObject *obj) {
-    if (Py_TYPE(obj) == layout->type) return 1;
-    if (layout->names_tuple == NULL) {
-        PyObject *text = PyUnicode_FromString(layout->names);
-        PyObject *list = text == NULL ? NULL : PyUnicode_Split(text, NULL, -1);
-        Py_XDECREF(text);
-        layout->names_tuple = list == NULL ? NULL : PyList_AsTuple(list);
-        Py_XDECREF(list);
-        if (layout->names_tuple == NULL) return -1;
-    }
-    Py_ssize_t at[6];
-    if (slot_offsets_found(Py_TYPE(obj), layout->names_tuple, at) < 0) {
-        PyErr_Clear();
-        return 0;
-    }
-    Py_XSETREF(layout->type, (PyTypeObject *)Py_NewRef((PyObject *)Py_TYPE(obj)));
-    memcpy(layout->at, at, sizeof(at));
-    return 1;
-}
 
 /* ``obj.append(value)``: 0, or -1 with an error. */
 static int tiny49_appended(PyObject *obj, PyObject *value) {
@@ -6137,10 +6108,9 @@ static int tiny49_appended(PyObject *obj, PyObject *value) {
 
 /* Whether ``Windows.add(ts, opens, thread)`` on ``windows`` is its common case: ``ts`` a
    float (or an integer a float holds exactly) at or after the latest start (a float), some
-   start before it, and the gap kept as
-   the method keeps it inline (none, and no boundary has one: nothing kept; or one in the
-   latest run of ``thread``: its floor appended). 1 (``*floors`` the floors to append to,
-   or NULL: none), 0, or -1 with an error. */
+   start before it, and the gap kept as the method keeps it inline (none, and no boundary
+   has one: nothing kept; or one in the latest run of ``thread``: its floor appended). 1
+   (``*floors`` the floors to append to, or NULL: none), 0, or -1 with an error. */
 static int tiny49_common_window(PyObject *windows, PyObject *ts, PyObject *opens,
                                 PyObject *thread, PyObject **floors) {
     *floors = NULL;
@@ -6151,7 +6121,8 @@ static int tiny49_common_window(PyObject *windows, PyObject *ts, PyObject *opens
         if (value == -1 && PyErr_Occurred()) return -1;
         ready = !overflow && value >= -TINY49_EXACT_IN_FLOAT && value <= TINY49_EXACT_IN_FLOAT;
     }
-    ready = ready ? tiny49_laid_out(&tiny49_windows, windows) : 0;
+    ready = ready ? eng45_laid_out(&tiny49_windows, windows) : 0;
+    ready = ready == 1 ? eng45_laid_out(&eng45_windows, windows) : ready;
     if (ready != 1) return ready;
     const Py_ssize_t *at = tiny49_windows.at;
     PyObject *starts = SLOT_AT(windows, at[WIN_STARTS]), *before = SLOT_AT(windows, at[WIN_LATEST]);
@@ -6162,7 +6133,7 @@ static int tiny49_common_window(PyObject *windows, PyObject *ts, PyObject *opens
     if (count < 0) return -1;
     if (count == 0) return 0;
     if ((ready = PyObject_RichCompareBool(ts, before, Py_GE)) != 1) return ready;
-    if ((ready = tiny49_laid_out(&tiny49_openers, openers)) != 1) return ready;
+    if ((ready = eng45_laid_out(&tiny49_openers, openers)) != 1) return ready;
     PyObject *any = SLOT_AT(openers, tiny49_openers.at[OPEN_ANY]);
     PyObject *run = SLOT_AT(openers, tiny49_openers.at[OPEN_RUN]);
     PyObject *kept = SLOT_AT(openers, tiny49_openers.at[OPEN_FLOORS]);
@@ -6175,8 +6146,9 @@ static int tiny49_common_window(PyObject *windows, PyObject *ts, PyObject *opens
 
 /* add_window(windows, ts, opens_after, thread) -> int: ``windows.add(ts, opens_after,
    thread)`` (``core.owners.Windows``), its common case (``tiny49_common_window``) in C: the
-   start appended, the latest start ``ts``, the gap's floor appended where kept, the window
-   it closes cached; the method elsewhere. The new boundary's index. */
+   start appended, the latest start its value as the starts hold it (a float), the gap's
+   floor appended where kept, the window it closes cached; the method elsewhere. The new
+   boundary's index. */
 static PyObject *add_window(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 4) {
         PyErr_SetString(PyExc_TypeError, "add_window(windows, ts, opens_after, thread)");
@@ -6202,9 +6174,9 @@ static PyObject *add_window(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (last != NULL && (floors == NULL || tiny49_appended(floors, args[2]) == 0)
         && (owner = PyLong_FromSsize_t(latest - 1)) != NULL) {
         slot_set(windows, at[WIN_LATEST], Py_NewRef(last));
-        slot_set(windows, at[WIN_LO], Py_NewRef(before));
-        slot_set(windows, at[WIN_HI], Py_NewRef(ts));
-        slot_set(windows, at[WIN_OWNER], owner);
+        slot_set(windows, eng45_windows.at[0], Py_NewRef(before));  /* the window it closes */
+        slot_set(windows, eng45_windows.at[1], Py_NewRef(ts));
+        slot_set(windows, eng45_windows.at[2], owner);
     }
     Py_XDECREF(last);
     Py_DECREF(starts);
