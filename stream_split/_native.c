@@ -6519,6 +6519,103 @@ static PyObject *search49_bag(PyObject *self, PyObject *const *args, Py_ssize_t 
     return Py_BuildValue("(Nddn)", bag, time, gpu, b - a);
 }
 
+/* ---- tiny49: a boundary's window added in one call (core.owners.Windows.add) ---- */
+
+/* The slots of ``Windows`` (with ``eng45_windows``: its cached window) and of its
+   ``StepOpeners`` that ``add_window`` reads (``eng45_laid_out``: found by name once a class). */
+static eng45_layout tiny49_windows = {"starts latest_start openers"},
+    tiny49_openers = {"any run_thread _floors"};
+enum { WIN_STARTS, WIN_LATEST, WIN_OPENERS };
+enum { OPEN_ANY, OPEN_RUN, OPEN_FLOORS };
+static PyObject *tiny49_add, *tiny49_append;
+/* Integers up to this size a float holds exactly (``owners._EXACT_IN_FLOAT``). */
+#define TINY49_EXACT_IN_FLOAT (1LL << 53)
+
+/* ``obj.append(value)``: 0, or -1 with an error. */
+static int tiny49_appended(PyObject *obj, PyObject *value) {
+    PyObject *done = PyObject_CallMethodOneArg(obj, tiny49_append, value);
+    Py_XDECREF(done);
+    return done == NULL ? -1 : 0;
+}
+
+/* Whether ``Windows.add(ts, opens, thread)`` on ``windows`` is its common case: ``ts`` a
+   float (or an integer a float holds exactly) at or after the latest start (a float), some
+   start before it, and the gap kept as the method keeps it inline (none, and no boundary
+   has one: nothing kept; or one in the latest run of ``thread``: its floor appended). 1
+   (``*floors`` the floors to append to, or NULL: none), 0, or -1 with an error. */
+static int tiny49_common_window(PyObject *windows, PyObject *ts, PyObject *opens,
+                                PyObject *thread, PyObject **floors) {
+    *floors = NULL;
+    int ready = PyFloat_CheckExact(ts);
+    if (!ready && PyLong_CheckExact(ts)) {  /* an integer a float holds exactly */
+        int overflow;
+        long long value = PyLong_AsLongLongAndOverflow(ts, &overflow);
+        if (value == -1 && PyErr_Occurred()) return -1;
+        ready = !overflow && value >= -TINY49_EXACT_IN_FLOAT && value <= TINY49_EXACT_IN_FLOAT;
+    }
+    ready = ready ? eng45_laid_out(&tiny49_windows, windows) : 0;
+    ready = ready == 1 ? eng45_laid_out(&eng45_windows, windows) : ready;
+    if (ready != 1) return ready;
+    const Py_ssize_t *at = tiny49_windows.at;
+    PyObject *starts = SLOT_AT(windows, at[WIN_STARTS]), *before = SLOT_AT(windows, at[WIN_LATEST]);
+    PyObject *openers = SLOT_AT(windows, at[WIN_OPENERS]);
+    if (starts == NULL || before == NULL || openers == NULL || !PyFloat_CheckExact(before))
+        return 0;
+    Py_ssize_t count = PyObject_Length(starts);
+    if (count < 0) return -1;
+    if (count == 0) return 0;
+    if ((ready = PyObject_RichCompareBool(ts, before, Py_GE)) != 1) return ready;
+    if ((ready = eng45_laid_out(&tiny49_openers, openers)) != 1) return ready;
+    PyObject *any = SLOT_AT(openers, tiny49_openers.at[OPEN_ANY]);
+    PyObject *run = SLOT_AT(openers, tiny49_openers.at[OPEN_RUN]);
+    PyObject *kept = SLOT_AT(openers, tiny49_openers.at[OPEN_FLOORS]);
+    if (any == NULL || run == NULL || kept == NULL) return 0;
+    if (opens == Py_None) return any == Py_False;
+    int same = kept == Py_None ? 0 : PyObject_RichCompareBool(run, thread, Py_EQ);
+    if (same == 1) *floors = kept;
+    return same;
+}
+
+/* add_window(windows, ts, opens_after, thread) -> int: ``windows.add(ts, opens_after,
+   thread)`` (``core.owners.Windows``), its common case (``tiny49_common_window``) in C: the
+   start appended, the latest start its value as the starts hold it (a float), the gap's
+   floor appended where kept, the window it closes cached; the method elsewhere. The new
+   boundary's index. */
+static PyObject *add_window(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "add_window(windows, ts, opens_after, thread)");
+        return NULL;
+    }
+    if (tiny49_append == NULL) {
+        tiny49_add = PyUnicode_InternFromString("add");
+        tiny49_append = tiny49_add == NULL ? NULL : PyUnicode_InternFromString("append");
+        if (tiny49_append == NULL) return NULL;
+    }
+    PyObject *windows = args[0], *ts = args[1], *floors;
+    int common = tiny49_common_window(windows, ts, args[2], args[3], &floors);
+    if (common < 0) return NULL;
+    if (common == 0)
+        return PyObject_CallMethodObjArgs(windows, tiny49_add, ts, args[2], args[3], NULL);
+    const Py_ssize_t *at = tiny49_windows.at;
+    PyObject *starts = Py_NewRef(SLOT_AT(windows, at[WIN_STARTS]));
+    PyObject *before = Py_NewRef(SLOT_AT(windows, at[WIN_LATEST]));
+    Py_XINCREF(floors);
+    PyObject *owner = NULL;
+    Py_ssize_t latest = tiny49_appended(starts, ts) < 0 ? -1 : PyObject_Length(starts) - 1;
+    PyObject *last = latest > 0 ? PySequence_GetItem(starts, latest) : NULL;  /* (a float) */
+    if (last != NULL && (floors == NULL || tiny49_appended(floors, args[2]) == 0)
+        && (owner = PyLong_FromSsize_t(latest - 1)) != NULL) {
+        slot_set(windows, at[WIN_LATEST], Py_NewRef(last));
+        slot_set(windows, eng45_windows.at[0], Py_NewRef(before));  /* the window it closes */
+        slot_set(windows, eng45_windows.at[1], Py_NewRef(ts));
+        slot_set(windows, eng45_windows.at[2], owner);
+    }
+    Py_XDECREF(last);
+    Py_DECREF(starts);
+    Py_DECREF(before);
+    Py_XDECREF(floors);
+    return owner == NULL ? NULL : PyLong_FromSsize_t(latest);
+}
 
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
@@ -6642,6 +6739,11 @@ static PyMethodDef methods[] = {
      "of the held items at the head, ops held as their thread in the window found last, of "
      "the iteration at hand (with step_prefix, its first ProfilerStep#N annotation too), it "
      "owned as engine.Splitter._own_each owns each (stops at the first other)."},
+    /* ---- tiny49 ---- */
+    {"add_window", (PyCFunction)(void (*)(void))add_window, METH_FASTCALL,
+     "add_window(windows, ts, opens_after, thread) -> int: windows.add(ts, opens_after, "
+     "thread) (core.owners.Windows), in one call where ts is a float at or after the latest "
+     "start and the gap is kept as that method keeps it inline; the method elsewhere."},
     /* ---- feed46 ---- */
     {"feed_lane", (PyCFunction)(void (*)(void))feed_lane, METH_FASTCALL,
      "feed_lane(pairs, hot, assigned, parts, rules, gpu_latest) -> (event, raw), or None: the "

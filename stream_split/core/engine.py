@@ -55,7 +55,7 @@ from stream_split.core.detect import (
     StepAnnotationDetector, RetractLast, StructureDetector, TraceFacts, cycle_kinds)
 from stream_split.core.detect.evidence import at_outermost_frame
 from stream_split.core.finish import FinalRecords
-from stream_split.core.owners import AnnotationOwners, MonotonicOwnerMap, Windows
+from stream_split.core.owners import AnnotationOwners, MonotonicOwnerMap, Windows, add_window
 from stream_split.core.serving import (
     DIFFUSION_CODE, GEMM as _GEMM, NONE as _NO_ROLE, NOTHING_SEEN, ROLES as _PHASE_ROLES,
     PhaseFacts, SeenFacts, infer_phases, input_dims, loop_containers, role_of)
@@ -1148,7 +1148,7 @@ class Splitter:
                 self._hot = _NO_HOT
                 paged.trim()
         start = found.start_ts
-        index = windows.add(start, found.opens_after, found.thread)
+        index = add_window(windows, start, found.opens_after, found.thread)
         pid, tid = self._last_thread = found.thread
         record = _new_iteration(index, start, found.first_op)
         breakdown = new_breakdown()
