@@ -4706,9 +4706,11 @@ static OwnLayout stacks_layout, open_layout, row_layout, matcher_layout;
    ``layout`` (found anew where it was another type's): 0, or -1 with an exception. */
 static int own_offsets(OwnLayout *layout, PyTypeObject *type, PyObject *names, Py_ssize_t *at) {
     Py_ssize_t n = PyTuple_GET_SIZE(names);
-    if (layout->type != type) {
-        if (slot_offsets_found(type, names, layout->at) < 0) return -1;
+    if (layout->type != type) {  /* found into ``at`` first: a failure leaves the cache whole */
+        if (slot_offsets_found(type, names, at) < 0) return -1;
+        memcpy(layout->at, at, (size_t)n * sizeof(Py_ssize_t));
         Py_XSETREF(layout->type, (PyTypeObject *)Py_NewRef((PyObject *)type));
+        return 0;
     }
     memcpy(at, layout->at, (size_t)n * sizeof(Py_ssize_t));
     return 0;
@@ -5263,7 +5265,7 @@ static int learn49_side_root(PyObject *reading, PyObject *state, const Py_ssize_
     PyObject *stack = SLOT_AT(state, at[LEARN49_STACK]);
     Py_ssize_t most = PyLong_AsSsize_t(bound);
     int waits = PyObject_IsTrue(SLOT_AT(state, at[LEARN49_FRAMES]));
-    if (most < 0 || waits < 0) return -1;
+    if ((most == -1 && PyErr_Occurred()) || waits < 0) return -1;  /* (below 0: none kept) */
     if (waits || !PyList_CheckExact(roots) || !PySet_CheckExact(seen) || !PyList_CheckExact(stack))
         return 0;
     PyObject *symbols = learn49_skeletons_get(reading, 1);
@@ -5303,7 +5305,8 @@ static int learn49_side_root(PyObject *reading, PyObject *state, const Py_ssize_
    ``ThreadSkeleton.skips_below`` (the op pushed as not kept, as it pushes it); at its top
    level, ``learn49_side_root``'s. Answered here: 1, 0 (nothing done: ``_observe_learning``
    reads it), or -1 with an exception. ``learning``: the detector, the steps' prefix,
-   ``SKIPPED`` and ``MemoryRules.side_thread_roots``; ``op``: thread, name, start, end. */
+   ``SKIPPED``, ``MemoryRules.side_thread_roots``, the detector's skeletons and its loop
+   section (``StructureDetector._fast_reader``'s); ``op``: thread, name, start, end. */
 static int learn49_skipped(PyObject *learning, PyObject *const *op, Py_ssize_t depth,
                            PyObject *section) {
     PyObject *skipped = PyTuple_GET_ITEM(learning, 2);
@@ -5391,10 +5394,8 @@ static PyObject *learn49_read(PyObject *const *args, Py_ssize_t nargs, Py_ssize_
     PyObject *stacks = args[0], *thread = args[2], *name = args[3];
     int ready = eng45_laid_out(&held48_stacks, stacks);
     ready = ready == 1 ? eng45_laid_out(&held48_stack_counts, stacks) : ready;
-    if (ready != 1) {
-        if (ready == 0) PyErr_SetString(PyExc_TypeError, usage);
-        return NULL;
-    }
+    if (ready != 1)  /* stacks of another class: nothing done, read the general way */
+        return ready == 0 ? Py_NewRef(Py_None) : NULL;
     PyObject *names = held48_pushed(stacks, thread, name, args[4], args[5]);
     PyObject *section = names == NULL ? NULL : SLOT_AT(stacks, held48_stack_counts.at[1]);
     if (section == NULL) {
@@ -6393,14 +6394,14 @@ fail:
 
 /* ---- search49: the unit search's weighted Jaccard index and an instance's bag (search.similarity, search._bag) ---- */
 
-/* ``search49_similarity(a, b)``: ``search.similarity`` of two compositions (dicts of exact
+/* ``weighted_jaccard(a, b)``: ``search.similarity`` of two compositions (dicts of exact
    floats), the same sums in the same order: the keys of ``a.keys() | b.keys()`` as that set
    holds them (a set of ``a``'s keys, ``b``'s added one by one, as the view's ``|`` makes it),
-   each one's lesser weight added to one sum and its greater to the other. None where a value
-   is not a float (``similarity`` then sums them itself). */
-static PyObject *search49_similarity(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+   each one's lesser weight added to one sum and its greater to the other. None where a key
+   is not an int or a value not a float (``similarity`` then sums them itself). */
+static PyObject *weighted_jaccard(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     if (n != 2) {
-        PyErr_SetString(PyExc_TypeError, "search49_similarity() takes 2 arguments (a, b)");
+        PyErr_SetString(PyExc_TypeError, "weighted_jaccard() takes 2 arguments (a, b)");
         return NULL;
     }
     PyObject *a = args[0], *b = args[1];
@@ -6413,31 +6414,38 @@ static PyObject *search49_similarity(PyObject *self, PyObject *const *args, Py_s
         if (PySet_Add(keys, key) < 0) { Py_DECREF(keys); return NULL; }
     }
     double lo = 0.0, hi = 0.0;
-    Py_hash_t hash;
-    at = 0;
-    while (_PySet_NextEntry(keys, &at, &key, &hash)) {
-        PyObject *in_a = _PyDict_GetItem_KnownHash(a, key, hash);
-        PyObject *in_b = in_a == NULL && PyErr_Occurred() ? NULL
-            : _PyDict_GetItem_KnownHash(b, key, hash);
-        if (PyErr_Occurred()) { Py_DECREF(keys); return NULL; }
-        if ((in_a != NULL && !PyFloat_CheckExact(in_a)) ||
-                (in_b != NULL && !PyFloat_CheckExact(in_b))) {
-            Py_DECREF(keys);
-            Py_RETURN_NONE;
+    PyObject *walk = PyObject_GetIter(keys);  /* (the set's order; public API on any CPython) */
+    Py_DECREF(keys);
+    if (walk == NULL) return NULL;
+    int plain = 1;
+    while (plain && (key = PyIter_Next(walk)) != NULL) {
+        if (!PyLong_CheckExact(key)) {  /* (symbols are ints: no code of Python runs while */
+            Py_DECREF(key);               /* the weights below are borrowed) */
+            plain = 0;
+            break;
         }
+        PyObject *in_a = PyDict_GetItemWithError(a, key);
+        PyObject *in_b = in_a == NULL && PyErr_Occurred() ? NULL
+            : PyDict_GetItemWithError(b, key);
+        plain = !PyErr_Occurred() && (in_a == NULL || PyFloat_CheckExact(in_a)) &&
+            (in_b == NULL || PyFloat_CheckExact(in_b));
+        Py_DECREF(key);
+        if (!plain) break;
         double x = in_a ? PyFloat_AS_DOUBLE(in_a) : 0.0, y = in_b ? PyFloat_AS_DOUBLE(in_b) : 0.0;
         if (x < y) { lo += x; hi += y; } else { lo += y; hi += x; }
     }
-    Py_DECREF(keys);
+    Py_DECREF(walk);
+    if (PyErr_Occurred()) return NULL;
+    if (!plain) Py_RETURN_NONE;
     return PyFloat_FromDouble(hi > 0 ? lo / hi : 1.0);
 }
 
-/* The cell of ``search49_bag`` for one symbol: its time, kernels and ops. */
+/* The cell of ``instance_bag`` for one symbol: its time, kernels and ops. */
 typedef struct { double time, kernels; Py_ssize_t count; } Search49Cell;
 
-/* ``search49_bag``'s bag made from its cells: ``symbols[i]`` -> ``[time, kernels, count]``,
+/* ``instance_bag``'s bag made from its cells: ``symbols[i]`` -> ``[time, kernels, count]``,
    in the order the symbols first came (each reference of ``symbols`` taken). */
-static PyObject *search49_bag_of(PyObject **symbols, Search49Cell *cells, Py_ssize_t kinds) {
+static PyObject *instance_bag_of(PyObject **symbols, Search49Cell *cells, Py_ssize_t kinds) {
     PyObject *bag = PyDict_New();
     for (Py_ssize_t i = 0; bag != NULL && i < kinds; i++) {
         PyObject *cell = Py_BuildValue("[ddn]", cells[i].time, cells[i].kernels,
@@ -6449,15 +6457,15 @@ static PyObject *search49_bag_of(PyObject **symbols, Search49Cell *cells, Py_ssi
     return bag;
 }
 
-/* ``search49_bag(row, a, b)``: ``search._bag(row, a, b)``, the same sums in the same order:
+/* ``instance_bag(row, a, b)``: ``search._bag(row, a, b)``, the same sums in the same order:
    ``(bag, time, kernels, b - a)``, the bag a dict of symbol -> ``[time, kernels, ops]`` in
    the order the symbols first come. None where ``row`` is not a list holding ``a`` to ``b``
-   (0 <= a <= b <= its length), or an op of them is not a ``Node`` whose start and end are
+   (0 <= a <= b <= its length), or an op of them is not a ``Node`` with an int symbol, whose start and end are
    floats and whose kernels an int within a C long long (``_bag`` then reads them itself). */
-static PyObject *search49_bag(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+static PyObject *instance_bag(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     Py_ssize_t a, b;
     if (n != 3) {
-        PyErr_SetString(PyExc_TypeError, "search49_bag() takes 3 arguments (row, a, b)");
+        PyErr_SetString(PyExc_TypeError, "instance_bag() takes 3 arguments (row, a, b)");
         return NULL;
     }
     PyObject *row = args[0];
@@ -6468,8 +6476,10 @@ static PyObject *search49_bag(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (!PyList_CheckExact(row) || a < 0 || b < a || b > PyList_GET_SIZE(row)) Py_RETURN_NONE;
     for (Py_ssize_t i = a; i < b; i++) {
         NodeObject *node = (NodeObject *)PyList_GET_ITEM(row, i);
-        if (Py_TYPE(node) != &NodeType || !PyFloat_CheckExact(node->start) ||
-                !PyFloat_CheckExact(node->end) || !PyLong_CheckExact(node->gpu)) Py_RETURN_NONE;
+        if (Py_TYPE(node) != &NodeType || !PyLong_CheckExact(node->sym) ||
+                !PyFloat_CheckExact(node->start) || !PyFloat_CheckExact(node->end) ||
+                !PyLong_CheckExact(node->gpu)) Py_RETURN_NONE;  /* (an int symbol: no code
+                                                     of Python runs while ``node`` is borrowed) */
         int overflow;
         (void)PyLong_AsLongLongAndOverflow(node->gpu, &overflow);
         if (overflow) Py_RETURN_NONE;
@@ -6511,7 +6521,7 @@ static PyObject *search49_bag(PyObject *self, PyObject *const *args, Py_ssize_t 
         gpu += kernels;
     }
     Py_DECREF(where);
-    PyObject *bag = search49_bag_of(symbols, cells, kinds);  /* (the symbols let go) */
+    PyObject *bag = instance_bag_of(symbols, cells, kinds);  /* (the symbols let go) */
     PyMem_Free(symbols);
     PyMem_Free(cells);
     if (failed) { Py_XDECREF(bag); return NULL; }
@@ -6742,7 +6752,7 @@ static PyMethodDef methods[] = {
     /* ---- tiny49 ---- */
     {"add_window", (PyCFunction)(void (*)(void))add_window, METH_FASTCALL,
      "add_window(windows, ts, opens_after, thread) -> int: windows.add(ts, opens_after, "
-     "thread) (core.owners.Windows), in one call where ts is a float at or after the latest "
+     "thread) (core.owners.Windows), in one call where ts is a float (or an int a float holds exactly) at or after the latest "
      "start and the gap is kept as that method keeps it inline; the method elsewhere."},
     /* ---- feed46 ---- */
     {"feed_lane", (PyCFunction)(void (*)(void))feed_lane, METH_FASTCALL,
@@ -6765,15 +6775,16 @@ static PyMethodDef methods[] = {
     {"learning_op_read", (PyCFunction)(void (*)(void))learning_op_read, METH_FASTCALL,
      "learning_op_read(stacks, learning, thread, name, start, end) -> its boundaries: an op "
      "read in one call while the structure detector learns (learning: (detector, the steps' "
-     "prefix, SKIPPED, MemoryRules.side_thread_roots), StructureDetector.fast_read's): "
+     "prefix, SKIPPED, MemoryRules.side_thread_roots, the detector's skeletons, its loop "
+     "section), StructureDetector.fast_read's): "
      "pushed on its thread's stack, then read as _observe_learning reads it; an op of a side "
      "thread under its top-level op (ThreadSkeleton.skips_below's case), or at its top level "
      "(Skeletons.add's case, its name known), without a call of Python "
      "(core.detect.structure.learning_op_read)."},
     {"matching_op_read", (PyCFunction)(void (*)(void))matching_op_read, METH_FASTCALL,
      "matching_op_read(stacks, matching, thread, name, start, end) -> its boundaries: an op "
-     "read in one call once the structure detector matches a unit (matching: (detector, the "
-     "steps' prefix, SKIPPED), StructureDetector.fast_read's): pushed on its thread's stack, "
+     "read in one call once the structure detector matches a unit (matching: as "
+     "learning_op_read's, StructureDetector.fast_read's): pushed on its thread's stack, "
      "then read as _observe_matching reads it; an op of another thread or section, or under "
      "an op of the row (Skeletons.on_row's case), without a call of Python "
      "(core.detect.structure.matching_op_read)."},
@@ -6821,11 +6832,11 @@ static PyMethodDef methods[] = {
      "letter a name: d a folder, ? a link or a type not given, f another); ([], None) at "
      "the end (output._files_under)."},
     /* ---- search49 ---- */
-    {"search49_similarity", (PyCFunction)(void (*)(void))search49_similarity, METH_FASTCALL,
-     "search49_similarity(a, b) -> float, or None: search.similarity(a, b) of two dicts of "
+    {"weighted_jaccard", (PyCFunction)(void (*)(void))weighted_jaccard, METH_FASTCALL,
+     "weighted_jaccard(a, b) -> float, or None: search.similarity(a, b) of two dicts of "
      "floats, the same sums in the same order; None where a value is not a float."},
-    {"search49_bag", (PyCFunction)(void (*)(void))search49_bag, METH_FASTCALL,
-     "search49_bag(row, a, b) -> (bag, time, kernels, ops), or None: search._bag(row, a, b), "
+    {"instance_bag", (PyCFunction)(void (*)(void))instance_bag, METH_FASTCALL,
+     "instance_bag(row, a, b) -> (bag, time, kernels, ops), or None: search._bag(row, a, b), "
      "the same sums in the same order; None where row is not a list holding a to b or an op "
      "is not a Node of float start and end and int kernels (_bag reads them itself)."},
     {NULL, NULL, 0, NULL},

@@ -21,6 +21,7 @@ from hypothesis import example, given, settings, strategies as st
 from stream_split.core import SplitOptions, Splitter
 from stream_split.core.detect import skeleton, structure
 from stream_split.core.detect.rules import RULES
+from stream_split.core.stack import ThreadStacks
 from stream_split import native
 from stream_split.native import NATIVE
 from stream_split.run import read_through
@@ -239,3 +240,71 @@ def test_a_fresh_process_reads_alike_with_the_native_readers_and_without(scenari
     (native_module, _, native_records), (fallback_module, _, fallback_records) = out
     assert native_module != fallback_module == structure.__name__
     assert native_records and native_records == fallback_records
+
+
+#: A child that reads a side thread's ops natively, gives the reader once a skeleton of
+#: another class (a subclass with a slot of its own: its layout cannot be read), then the real
+#: one again, and prints what the last reads answered.
+_ANOTHER_CLASS = """
+from stream_split.core.detect import skeleton
+from stream_split.core.detect.structure import StructureDetector
+from stream_split.core.stack import ThreadStacks
+detector, stacks = StructureDetector(), ThreadStacks()
+reader, state = detector.fast_read
+for k in range(3):
+    reader(stacks, state, (1, 7), "top", 100.0 * k, 100.0 * k + 50)
+    reader(stacks, state, (1, 7), "kid", 100.0 * k + 1, 100.0 * k + 2)
+latest = detector._skeletons.latest
+class Other(skeleton.ThreadSkeleton):
+    __slots__ = ("more",)
+detector._skeletons.latest = Other.__new__(Other)
+try:
+    reader(stacks, state, (1, 9), "kid", 301.0, 302.0)
+except AttributeError:
+    pass
+detector._skeletons.latest = latest
+print(reader(stacks, state, (1, 7), "top", 300.0, 350.0),
+      reader(stacks, state, (1, 7), "kid", 301.0, 302.0), len(latest.roots))
+"""
+
+
+@needs_native
+def test_a_skeleton_of_another_class_leaves_the_native_readers_layouts_whole():
+    """A layout not found for one object is not kept half-found: the next real skeleton is
+    read at its own offsets (a failed look-up once left an offset of -1 behind, and the next
+    op read the object at it: a crash)."""
+    done = subprocess.run([sys.executable, "-c", _ANOTHER_CLASS], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["()", "()", "4"]
+
+
+@needs_native
+def test_a_bound_below_zero_keeps_no_side_roots_as_the_fallback_does(monkeypatch):
+    """``MemoryRules.side_thread_roots`` below 0: a side thread's top-level ops are read
+    natively as in Python (it was a ``SystemError``: the bound's -1 taken for an error)."""
+    rules = RULES._replace(memory=RULES.memory._replace(side_thread_roots=-2))
+    monkeypatch.setattr(skeleton, "RULES", rules)
+    monkeypatch.setattr(structure, "RULES", rules)
+    answers = {}
+    for name, read in (("python", structure.learning_op_read),
+                       ("native", NATIVE.learning_op_read)):
+        detector, stacks = structure.StructureDetector(), ThreadStacks()
+        state = detector.fast_read[1]
+        assert state[3] == -2
+        answers[name] = [read(stacks, state, (1, 7), "top", 100.0 * k, 100.0 * k + 50)
+                         for k in range(4)] + [len(detector._skeletons.latest.roots)]
+    assert answers["native"] == answers["python"]
+
+
+@needs_native
+def test_stacks_of_another_class_are_left_to_the_general_way():
+    """The native readers read only ``ThreadStacks`` itself: other stacks get None (nothing
+    done: the engine pushes the op and calls ``observe``), not an error."""
+    class OtherStacks(ThreadStacks):
+        pass
+
+    detector = structure.StructureDetector()
+    state = detector.fast_read[1]
+    for read in (NATIVE.learning_op_read, NATIVE.matching_op_read):
+        assert read(OtherStacks(), state, (1, 7), "op", 0.0, 1.0) is None

@@ -1,5 +1,5 @@
-"""The unit search's two hottest sums in native code (``_native.search49_similarity``,
-``_native.search49_bag``, where it is built) against their Python fallbacks
+"""The unit search's two hottest sums in native code (``_native.weighted_jaccard``,
+``_native.instance_bag``, where it is built) against their Python fallbacks
 (``search._similarity_summed``, ``search._bag_read``): the same values, bit for bit (the same
 sums in the same order, so that no likeness near a rule's threshold falls on the other side),
 the same bag in the same order, and None (the caller's cue to sum in Python) where the values
@@ -24,24 +24,24 @@ _COMPOSITIONS = st.integers(min_value=0, max_value=3).flatmap(
 
 def test_the_search_sums_in_native_code_where_it_is_built():
     assert search._native_similarity is (None if _native is None
-                                         else _native.search49_similarity)
-    assert search._native_bag is (None if _native is None else _native.search49_bag)
+                                         else _native.weighted_jaccard)
+    assert search._native_bag is (None if _native is None else _native.instance_bag)
 
 
 @needs_native
 @settings(max_examples=3000, deadline=None)
 @given(_COMPOSITIONS, _COMPOSITIONS)
 def test_similarity_is_the_same_native_or_not(a, b):
-    native = _native.search49_similarity(a, b)
+    native = _native.weighted_jaccard(a, b)
     assert native == search._similarity_summed(a, b) == search.similarity(a, b)
-    assert native == _native.search49_similarity(dict(a), dict(b))  # (no dict changed)
+    assert native == _native.weighted_jaccard(dict(a), dict(b))  # (no dict changed)
 
 
 @needs_native
 @pytest.mark.parametrize("a, b", [({1: 1}, {1: 0.5}), ({1: 0.5}, {2: 2}), ([], {}),
                                   ({1: 0.5}, {1: True})])
 def test_similarity_of_weights_not_floats_is_left_to_python(a, b):
-    assert _native.search49_similarity(a, b) is None
+    assert _native.weighted_jaccard(a, b) is None
 
 
 def test_similarity_of_weights_not_floats_is_summed_in_python():
@@ -72,7 +72,7 @@ def test_a_bag_is_the_same_native_or_not(ops, data):
     row = _row(ops, _native.Node)
     a = data.draw(st.integers(min_value=0, max_value=len(row)))
     b = data.draw(st.integers(min_value=a, max_value=len(row)))
-    native, python = _native.search49_bag(row, a, b), search._bag_read(row, a, b)
+    native, python = _native.instance_bag(row, a, b), search._bag_read(row, a, b)
     assert native == python == search._bag(row, a, b)
     assert list(native[0].items()) == list(python[0].items())  # first come, first
     assert [type(x) for x in native[1:]] == [type(x) for x in python[1:]] == [float, float, int]
@@ -99,5 +99,5 @@ def test_a_bag_of_ops_the_native_code_does_not_read_is_left_to_python(case):
         a, b = 2, 1
     else:
         row = tuple(row)
-    assert _native.search49_bag(row, a, b) is None
+    assert _native.instance_bag(row, a, b) is None
     assert search._bag(row, a, b) == search._bag_read(row, a, b)

@@ -168,8 +168,8 @@ def ascii_without(name: str, words: tuple) -> bool:
 #: ``ascii_without``, in native code where it is built.
 _ascii_without = ascii_without if _native is None else _native.ascii_without
 #: ``similarity``'s and ``_bag``'s sums in native code where it is built (None: in Python).
-_native_similarity = None if _native is None else _native.search49_similarity
-_native_bag = None if _native is None else _native.search49_bag
+_native_similarity = None if _native is None else _native.weighted_jaccard
+_native_bag = None if _native is None else _native.instance_bag
 
 
 _TURN_END = re.compile(TURN_END_PATTERN)
@@ -287,7 +287,7 @@ class Unit:
 
 def _bag(row: list, a: int, b: int) -> tuple[dict, float, float, int]:
     """Symbol -> [time, kernels, count] of ``row[a:b]``, and the three totals (in C where
-    the ops are native ``Node`` objects of float times: ``_native.search49_bag``, the same
+    the ops are native ``Node`` objects of float times: ``_native.instance_bag``, the same
     sums in the same order; else ``_bag_read``)."""
     if _native_bag is not None:
         made = _native_bag(row, a, b)
@@ -344,7 +344,7 @@ def _component_weights(active: tuple, rules: Rules) -> tuple:
 
 def similarity(a: dict, b: dict) -> float:
     """Weighted Jaccard index of two compositions (in C where their weights are floats:
-    ``_native.search49_similarity``, the same sums in the same order; else
+    ``_native.weighted_jaccard``, the same sums in the same order; else
     ``_similarity_summed``)."""
     if _native_similarity is not None:
         made = _native_similarity(a, b)
