@@ -379,6 +379,22 @@ def _detector_for(options: SplitOptions, detector):
 class Splitter:
     """One trace's splitting state. Not thread-safe; one instance per trace."""
 
+    # Every attribute of a splitter (each said in ``__init__``): slots, so that C reads them
+    # at offsets (``_native``'s ``eng45_laid_out``) and Python's reads stay specialised.
+    __slots__ = (
+        "options", "_detector", "_stacks", "_reads_stacks", "_order", "_forget_at",
+        "forgotten_threads", "_windows", "_correlations", "_annotations", "_pending",
+        "_pending_links", "_cpu_held", "_cpu_rows", "_cpu_held_n", "_seq", "_held_thread",
+        "_held_name", "_spill", "_needs_drain", "_due", "_final_pass", "_result",
+        "_waiting_gpu", "_waiting_count", "_waiting_annotations", "_diffusion_code",
+        "_gpu_latest", "_launch_times", "_hot", "_assigned", "_records", "boundary_records",
+        "_keep", "events_in", "metadata_events", "outside_events", "outside_kernels",
+        "frames_at_once", "invalid_events", "invalid_examples", "max_pending", "closed",
+        "_input_complete", "evidence", "_last_thread", "_ignored_last",
+        # ``_per_iteration``
+        "_iterations", "_phase_facts", "_breakdowns", "_paged", "_records_done",
+        "_visit_final", "events_in_iterations", "kinds")
+
     def __init__(self, options: SplitOptions | None = None, *, spill=None, detector=None,
                  per_iteration=list):
         self.options = options or SplitOptions()
