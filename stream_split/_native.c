@@ -6627,6 +6627,285 @@ static PyObject *add_window(PyObject *self, PyObject *const *args, Py_ssize_t na
     return owner == NULL ? NULL : PyLong_FromSsize_t(latest);
 }
 
+/* ---- slots50: a boundary's iteration opened in one call (engine.Splitter._add_boundary) ---- */
+
+/* The slots ``open_iteration`` reads and sets of a ``Splitter``, of its ``FoundBoundary`` and
+   of a ``pages.PagedList`` it appends to (``eng45_laid_out``: found by name once a class). */
+static eng45_layout slots50_lists = {"_windows _iterations _breakdowns"},
+    slots50_state = {"_hot _records boundary_records"},
+    slots50_thread = {"_last_thread _paged _ignored_last"},
+    slots50_found = {"start_ts thread first_op"}, slots50_found_more = {"moves_last opens_after"},
+    slots50_paged = {"_len _page_items _hot"}, slots50_paged_items = {"_hot_items needs_trim"};
+enum { SP_WINDOWS, SP_ITERATIONS, SP_BREAKDOWNS };
+enum { SP_HOT, SP_RECORDS, SP_BOUNDARY_RECORDS };
+enum { SP_LAST_THREAD, SP_PAGED, SP_IGNORED };
+enum { FOUND_START, FOUND_THREAD, FOUND_FIRST_OP };
+enum { FOUND_MOVES, FOUND_OPENS };
+enum { PAGED_LEN, PAGED_PAGE_ITEMS, PAGED_HOT };
+enum { PAGED_HOT_ITEMS, PAGED_NEEDS_TRIM };
+/* The held events: ``Splitter._resolve_pending``'s (``slots50_resolved``). */
+static eng45_layout slots50_held = {"_pending _cpu_held _cpu_rows"},
+    slots50_held_more = {"_pending_links _spill _cpu_held_n"},
+    slots50_kept = {"max_pending _keep _assigned"};
+enum { SP_PENDING, SP_CPU_HELD, SP_CPU_ROWS };
+enum { SP_LINKS, SP_SPILL, SP_CPU_HELD_N };
+enum { SP_MAX_PENDING, SP_KEEP, SP_ASSIGNED };
+/* What ``open_iteration``'s ``rules`` hold. */
+enum { RULE_ITERATION, RULE_BREAKDOWN, RULE_BOUNDARY, RULE_ARRAY_MIN, RULE_FEW_HELD,
+       RULE_UNION_WITH, RULE_STEP_PREFIX, RULES };
+static PyObject *slots50_compact_host_name, *slots50_count_name;
+
+/* ``items.append(item)``: a list's, or a ``PagedList``'s first case (its page used last is the
+   last page: the item appended to it, its length counted) at offsets; else the method. 0, or
+   -1 with an error. */
+static int slots50_append(PyObject *items, PyObject *item) {
+    if (PyList_CheckExact(items)) return PyList_Append(items, item);
+    int ready = eng45_laid_out(&slots50_paged, items);
+    ready = ready == 1 ? eng45_laid_out(&slots50_paged_items, items) : ready;
+    if (ready < 0) return -1;
+    PyObject *n = ready ? SLOT_AT(items, slots50_paged.at[PAGED_LEN]) : NULL;
+    PyObject *per = ready ? SLOT_AT(items, slots50_paged.at[PAGED_PAGE_ITEMS]) : NULL;
+    PyObject *hot = ready ? SLOT_AT(items, slots50_paged.at[PAGED_HOT]) : NULL;
+    PyObject *page = ready ? SLOT_AT(items, slots50_paged_items.at[PAGED_HOT_ITEMS]) : NULL;
+    if (n != NULL && per != NULL && hot != NULL && page != NULL && PyLong_CheckExact(n)
+            && PyLong_CheckExact(per) && PyLong_CheckExact(hot) && PyList_CheckExact(page)) {
+        Py_ssize_t count = PyLong_AsSsize_t(n), size = PyLong_AsSsize_t(per);
+        Py_ssize_t number = PyLong_AsSsize_t(hot);
+        if (PyErr_Occurred()) return -1;
+        if (count >= 0 && size > 0 && number >= 0 && count / size == number) {
+            PyObject *more = PyLong_FromSsize_t(count + 1);
+            if (more == NULL || PyList_Append(page, item) < 0) {
+                Py_XDECREF(more);
+                return -1;
+            }
+            slot_set(items, slots50_paged.at[PAGED_LEN], more);
+            return 0;
+        }
+    }
+    return tiny49_appended(items, item);
+}
+
+/* ``breakdown.compact_host()`` (``core.breakdown.IterationBreakdown``): nothing where each
+   union of its ``cpu_ops`` (a dict) holds fewer than ``least`` intervals in a list (most
+   often: the method's loop, without its frame), else the method. 0, or -1 with an error. */
+static int slots50_compact_host(PyObject *breakdown, Py_ssize_t least) {
+    int ready = eng45_laid_out(&eng45_breakdown, breakdown);
+    if (ready < 0) return -1;
+    PyObject *unions = ready ? SLOT_AT(breakdown, eng45_breakdown.at[0]) : NULL;
+    int short_lists = unions != NULL && PyDict_CheckExact(unions);
+    Py_ssize_t pos = 0;
+    PyObject *thread, *unit;
+    while (short_lists && PyDict_Next(unions, &pos, &thread, &unit)) {
+        int inside = eng45_laid_out(&eng45_union, unit);
+        if (inside < 0) return -1;
+        PyObject *starts = inside ? SLOT_AT(unit, eng45_union.at[0]) : NULL;
+        short_lists = starts != NULL && PyList_CheckExact(starts)
+            && PyList_GET_SIZE(starts) < least;
+    }
+    if (short_lists) return 0;
+    PyObject *done = PyObject_CallMethodNoArgs(breakdown, slots50_compact_host_name);
+    Py_XDECREF(done);
+    return done == NULL ? -1 : 0;
+}
+
+/* Whether ``_add_boundary`` of ``found`` on ``splitter`` is ``open_iteration``'s case (read
+   at offsets into ``at``: the splitter's slots, then the boundary's): a ``FoundBoundary``
+   that moves nothing, after the latest start, its thread a pair, the splitter's ``_hot`` a
+   4-tuple and no list of its ``_paged`` (a tuple) to trim. 1, 0, or -1 with an error. */
+static int slots50_common(PyObject *splitter, PyObject *found, PyObject **at) {
+    int ready = eng45_laid_out(&slots50_lists, splitter);
+    ready = ready == 1 ? eng45_laid_out(&slots50_state, splitter) : ready;
+    ready = ready == 1 ? eng45_laid_out(&slots50_thread, splitter) : ready;
+    ready = ready == 1 ? eng45_laid_out(&slots50_found, found) : ready;
+    ready = ready == 1 ? eng45_laid_out(&slots50_found_more, found) : ready;
+    if (ready != 1) return ready;
+    const eng45_layout *layouts[] = {&slots50_lists, &slots50_state, &slots50_thread};
+    for (int k = 0; k < 9; k++) {
+        if ((at[k] = SLOT_AT(splitter, layouts[k / 3]->at[k % 3])) == NULL) return 0;
+    }
+    for (int k = 0; k < 5; k++) {
+        const eng45_layout *layout = k < 3 ? &slots50_found : &slots50_found_more;
+        if ((at[9 + k] = SLOT_AT(found, layout->at[k % 3])) == NULL) return 0;
+    }
+    PyObject *hot = at[SP_HOT + 3], *paged = at[SP_PAGED + 6], *thread = at[9 + FOUND_THREAD];
+    if (at[9 + 3 + FOUND_MOVES] != Py_False || !PyTuple_CheckExact(thread)
+            || PyTuple_GET_SIZE(thread) != 2 || !PyTuple_CheckExact(hot)
+            || PyTuple_GET_SIZE(hot) != 4 || !PyTuple_CheckExact(paged))
+        return 0;
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(paged); j++) {
+        PyObject *list = PyTuple_GET_ITEM(paged, j);
+        if ((ready = eng45_laid_out(&slots50_paged_items, list)) != 1) return ready;
+        if (SLOT_AT(list, slots50_paged_items.at[PAGED_NEEDS_TRIM]) != Py_False) return 0;
+    }
+    PyObject *windows = at[SP_WINDOWS];
+    if ((ready = eng45_laid_out(&tiny49_windows, windows)) != 1) return ready;
+    PyObject *latest = SLOT_AT(windows, tiny49_windows.at[WIN_LATEST]);
+    return latest == NULL ? 0 : PyObject_RichCompareBool(at[9 + FOUND_START], latest, Py_GT);
+}
+
+/* The breakdown ``index`` - 2 (``older``, or from ``breakdowns`` where None) compacted. */
+static int slots50_compact_older(PyObject *breakdowns, Py_ssize_t index, PyObject *older,
+                                 Py_ssize_t least) {
+    if (older != Py_None) return slots50_compact_host(older, least);
+    PyObject *number = PyLong_FromSsize_t(index - 2);
+    older = number == NULL ? NULL : PyObject_GetItem(breakdowns, number);
+    Py_XDECREF(number);
+    int done = older == NULL ? -1 : slots50_compact_host(older, least);
+    Py_XDECREF(older);
+    return done;
+}
+
+/* The held events a boundary decides, ``Splitter._resolve_pending``'s common case at
+   offsets: none waits in the heap, as columns, for a launch or in the spill, and those held
+   one at a time (``_FEW_HELD`` or fewer) are all ops (or steps) of the iteration at hand in
+   the window the boundary closed: owned by ``own_held_ops`` with the splitter's ``hot``
+   (before the boundary's), the count of the most held noted. 1: all decided; 0: the
+   method's code decides the rest (what this did it does alike); -1 with an error. */
+static int slots50_resolved(PyObject *splitter, PyObject *hot, PyObject *rules) {
+    int ready = eng45_laid_out(&slots50_held, splitter);
+    ready = ready == 1 ? eng45_laid_out(&slots50_held_more, splitter) : ready;
+    ready = ready == 1 ? eng45_laid_out(&slots50_kept, splitter) : ready;
+    if (ready != 1) return ready;
+    PyObject *at[9];
+    const eng45_layout *layouts[] = {&slots50_held, &slots50_held_more, &slots50_kept};
+    for (int k = 0; k < 9; k++) {
+        if ((at[k] = SLOT_AT(splitter, layouts[k / 3]->at[k % 3])) == NULL) return 0;
+    }
+    PyObject *pending = at[SP_PENDING], *columns = at[SP_CPU_HELD], *rows = at[SP_CPU_ROWS];
+    PyObject *links = at[3 + SP_LINKS], *counted = at[3 + SP_CPU_HELD_N];
+    if (!PyList_CheckExact(pending) || PyList_GET_SIZE(pending) || !PyList_CheckExact(columns)
+            || PyList_GET_SIZE(columns) || !PyLong_CheckExact(counted))
+        return 0;
+    if ((ready = eng45_laid_out(&lane47_links, links)) != 1
+            || (ready = eng45_laid_out(&lane47_rows, rows)) != 1)
+        return ready;
+    PyObject *raws = SLOT_AT(links, lane47_links.at[0]), *items = SLOT_AT(rows, lane47_rows.at[0]);
+    PyObject *spilled = PyObject_GetAttr(at[3 + SP_SPILL], slots50_count_name);
+    if (spilled == NULL) return -1;
+    long in_spill = PyLong_CheckExact(spilled) ? PyLong_AsLong(spilled) : -1;
+    Py_DECREF(spilled);
+    if (in_spill == -1 && PyErr_Occurred()) return -1;
+    if (in_spill != 0 || raws == NULL || !PyList_CheckExact(raws) || PyList_GET_SIZE(raws)
+            || items == NULL || !PyList_CheckExact(items)
+            || PyList_GET_SIZE(items) > PyLong_AsSsize_t(PyTuple_GET_ITEM(rules, RULE_FEW_HELD)))
+        return PyErr_Occurred() ? -1 : 0;
+    int most = PyObject_RichCompareBool(counted, at[6 + SP_MAX_PENDING], Py_GT);
+    if (most == 1) slot_set(splitter, slots50_kept.at[SP_MAX_PENDING], Py_NewRef(counted));
+    int keep = most < 0 ? -1 : PyObject_IsTrue(at[6 + SP_KEEP]);
+    if (keep < 0) return -1;
+    if (PyList_GET_SIZE(items)) {
+        Py_INCREF(items);
+        PyObject *given[] = {items, SLOT_AT(splitter, slots50_lists.at[SP_WINDOWS]), hot,
+            keep ? at[6 + SP_ASSIGNED] : Py_None, PyTuple_GET_ITEM(rules, RULE_UNION_WITH),
+            PyTuple_GET_ITEM(rules, RULE_STEP_PREFIX)};
+        PyObject *owned = own_held_ops(NULL, given, 6);
+        Py_ssize_t done = owned == NULL ? -1 : PyLong_AsSsize_t(owned);
+        Py_XDECREF(owned);
+        int failed = done < 0 || (done > 0 && PyList_SetSlice(items, 0, done, NULL) < 0);
+        int left = failed ? 1 : PyList_GET_SIZE(items) > 0;
+        Py_DECREF(items);
+        if (failed) return -1;
+        if (left) return 0;
+        slot_set(rows, lane47_rows.at[1], Py_NewRef(Py_False));
+    }
+    PyObject *zero = PyLong_FromLong(0);
+    if (zero == NULL) return -1;
+    slot_set(splitter, slots50_held_more.at[SP_CPU_HELD_N], zero);
+    return 1;
+}
+
+/* open_iteration(splitter, found, rules) -> True, (index, record, breakdown, before), or
+   None: ``engine.Splitter._add_boundary`` of ``found``, its common case (``slots50_common``)
+   in one call, ``rules`` (new_iteration, new_breakdown, new_boundary, ARRAY_MIN_INTERVALS,
+   _FEW_HELD, union_with, PROFILER_STEP_PREFIX): the window added (``add_window``), the new
+   iteration's record and breakdown appended, the breakdown two before compacted, a
+   ``Boundary`` record where they are made, then the held events it decides where
+   ``slots50_resolved`` decides them all (True: all done). A tuple: the splitter's next
+   ``_hot``, for the caller to set once it decided the held events. None: nothing done (the
+   method's other cases). */
+static PyObject *open_iteration(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyTuple_CheckExact(args[2]) || PyTuple_GET_SIZE(args[2]) != RULES
+            || !PyLong_CheckExact(PyTuple_GET_ITEM(args[2], RULE_ARRAY_MIN))
+            || !PyLong_CheckExact(PyTuple_GET_ITEM(args[2], RULE_FEW_HELD))
+            || !PyUnicode_CheckExact(PyTuple_GET_ITEM(args[2], RULE_STEP_PREFIX))) {
+        PyErr_SetString(PyExc_TypeError, "open_iteration(splitter, found, (new_iteration, "
+                        "new_breakdown, new_boundary, ARRAY_MIN_INTERVALS, _FEW_HELD, "
+                        "union_with, PROFILER_STEP_PREFIX))");
+        return NULL;
+    }
+    if (slots50_count_name == NULL) {
+        slots50_compact_host_name = PyUnicode_InternFromString("compact_host");
+        slots50_count_name = slots50_compact_host_name == NULL ? NULL
+            : PyUnicode_InternFromString("count");
+        if (slots50_count_name == NULL) return NULL;
+    }
+    if (eng45_no_time == NULL) {  /* (``own_held_ops``' names) */
+        eng45_add = PyUnicode_InternFromString("add");
+        eng45_one = PyLong_FromLong(1);
+        eng45_no_time = eng45_add == NULL || eng45_one == NULL ? NULL : PyFloat_FromDouble(0.0);
+        if (eng45_no_time == NULL) return NULL;
+    }
+    if (tiny49_append == NULL) {
+        tiny49_add = PyUnicode_InternFromString("add");
+        tiny49_append = tiny49_add == NULL ? NULL : PyUnicode_InternFromString("append");
+        if (tiny49_append == NULL) return NULL;
+    }
+    PyObject *splitter = args[0], *found = args[1], *rules = args[2], *at[14];
+    Py_ssize_t least = PyLong_AsSsize_t(PyTuple_GET_ITEM(rules, RULE_ARRAY_MIN));
+    if (least == -1 && PyErr_Occurred()) return NULL;
+    int common = slots50_common(splitter, found, at);
+    if (common <= 0) return common < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *start = at[9 + FOUND_START], *thread = at[9 + FOUND_THREAD];
+    PyObject *first_op = at[9 + FOUND_FIRST_OP];
+    PyObject *hot = Py_NewRef(at[3 + SP_HOT]), *held[] = {at[SP_WINDOWS], start,
+        at[9 + 3 + FOUND_OPENS], thread};
+    Py_INCREF(start); Py_INCREF(thread); Py_INCREF(first_op);
+    slot_set(splitter, slots50_thread.at[SP_IGNORED], Py_NewRef(Py_False));
+    PyObject *index = add_window(self, held, 4), *record = NULL, *breakdown = NULL, *made = NULL;
+    Py_ssize_t number = index == NULL ? -1 : PyLong_AsSsize_t(index);
+    if (number < 0 && !PyErr_Occurred())
+        PyErr_SetString(PyExc_ValueError, "open_iteration(): a window's index below 0");
+    if (number >= 0) {
+        slot_set(splitter, slots50_thread.at[SP_LAST_THREAD], Py_NewRef(thread));
+        PyObject *values[] = {index, start, first_op};
+        record = PyObject_Vectorcall(PyTuple_GET_ITEM(rules, RULE_ITERATION), values, 3, NULL);
+        breakdown = record == NULL ? NULL : PyObject_CallNoArgs(
+            PyTuple_GET_ITEM(rules, RULE_BREAKDOWN));
+    }
+    PyObject *before = Py_None, *older = Py_None, *hot_index = PyTuple_GET_ITEM(hot, 0);
+    int failed = breakdown == NULL
+        || slots50_append(SLOT_AT(splitter, slots50_lists.at[SP_ITERATIONS]), record) < 0
+        || slots50_append(SLOT_AT(splitter, slots50_lists.at[SP_BREAKDOWNS]), breakdown) < 0;
+    if (!failed && PyLong_CheckExact(hot_index) && PyLong_AsSsize_t(hot_index) == number - 1) {
+        before = PyTuple_GET_ITEM(hot, 2);
+        older = PyTuple_GET_ITEM(hot, 3);
+    }
+    failed = failed || PyErr_Occurred() || (number >= 2 && slots50_compact_older(
+        SLOT_AT(splitter, slots50_lists.at[SP_BREAKDOWNS]), number, older, least) < 0);
+    int wanted = failed ? -1 : PyObject_IsTrue(
+        SLOT_AT(splitter, slots50_state.at[SP_BOUNDARY_RECORDS]));
+    if (wanted == 1) {
+        PyObject *values[] = {index, start, PyTuple_GET_ITEM(thread, 0),
+                              PyTuple_GET_ITEM(thread, 1), first_op};
+        PyObject *boundary = PyObject_Vectorcall(PyTuple_GET_ITEM(rules, RULE_BOUNDARY), values,
+                                                 5, NULL);
+        PyObject *records = SLOT_AT(splitter, slots50_state.at[SP_RECORDS]);
+        wanted = boundary == NULL || records == NULL ? -1 : slots50_append(records, boundary);
+        Py_XDECREF(boundary);
+    }
+    if (wanted >= 0) made = PyTuple_Pack(4, index, record, breakdown, before);
+    int resolved = made == NULL ? -1 : slots50_resolved(splitter, hot, rules);
+    if (resolved == 1) {  /* the held events decided: the splitter's next ``_hot`` set */
+        slot_set(splitter, slots50_state.at[SP_HOT], made);
+        made = Py_NewRef(Py_True);
+    } else if (resolved < 0) {
+        Py_CLEAR(made);
+    }
+    Py_XDECREF(index); Py_XDECREF(record); Py_XDECREF(breakdown);
+    Py_DECREF(hot); Py_DECREF(start); Py_DECREF(thread); Py_DECREF(first_op);
+    return made;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, start, in_string, depth, escaped[, carryless]) -> (brackets, depths, "
@@ -6754,6 +7033,14 @@ static PyMethodDef methods[] = {
      "add_window(windows, ts, opens_after, thread) -> int: windows.add(ts, opens_after, "
      "thread) (core.owners.Windows), in one call where ts is a float (or an int a float holds exactly) at or after the latest "
      "start and the gap is kept as that method keeps it inline; the method elsewhere."},
+    {"open_iteration", (PyCFunction)(void (*)(void))open_iteration, METH_FASTCALL,
+     "open_iteration(splitter, found, (new_iteration, new_breakdown, new_boundary, "
+     "ARRAY_MIN_INTERVALS, _FEW_HELD, union_with, PROFILER_STEP_PREFIX)) -> True, (index, "
+     "record, breakdown, before), or None (nothing done): engine.Splitter._add_boundary's "
+     "common case in one call: the window added, the iteration's record and breakdown "
+     "appended, the breakdown two before compacted, its Boundary record, and its held events "
+     "decided where all are ops of the iteration at hand (True); else the splitter's next "
+     "_hot, for the caller to set once it decided them."},
     /* ---- feed46 ---- */
     {"feed_lane", (PyCFunction)(void (*)(void))feed_lane, METH_FASTCALL,
      "feed_lane(pairs, hot, assigned, parts, rules, gpu_latest) -> (event, raw), or None: the "

@@ -152,6 +152,11 @@ class PagedList:
     others in a temporary file in ``directory`` (the system's by default), made at the first
     page that leaves memory."""
 
+    # (slots: ``_native.open_iteration`` appends at offsets, as ``append``'s first case)
+    __slots__ = ("_directory", "_page_items", "_resident_pages", "_resident", "_stored", "_file",
+                 "_len", "_sealed", "_clean", "needs_trim", "_hot", "_hot_items", "_unfinished",
+                 "_finish", "pages_written", "pages_read", "_family")
+
     def __init__(self, directory: str | None = None, *, page_items: int = PAGE_ITEMS,
                  resident_pages: int = RESIDENT_PAGES, family: "_Family | None" = None):
         self._directory = directory

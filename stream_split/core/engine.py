@@ -49,8 +49,9 @@ from operator import itemgetter, length_hint
 
 import numpy as np
 
-from stream_split.core.breakdown import (ADD_GPU_RULES, KEPT_LAUNCHES, IterationBreakdown,
-                                         LaunchTimes, new_breakdown, union_with)
+from stream_split.core.breakdown import (ADD_GPU_RULES, ARRAY_MIN_INTERVALS, KEPT_LAUNCHES,
+                                         IterationBreakdown, LaunchTimes, new_breakdown,
+                                         union_with)
 from stream_split.core.detect import (
     StepAnnotationDetector, RetractLast, StructureDetector, TraceFacts, cycle_kinds)
 from stream_split.core.detect.evidence import at_outermost_frame
@@ -184,6 +185,11 @@ _new_boundary = made_one(Boundary)
 #: A new iteration's record: ``(index, start_ts, first_op)``, its kind an iteration, the rest
 #: its fields' defaults (``records.made_fresh``).
 _new_iteration = made_fresh(IterationRecord, ("index", "start_ts", "first_op"))
+#: ``_add_boundary``'s common case in one call (None: the method's code), and what it makes
+#: the new iteration's state with and decides the held events by (``_resolve_pending``).
+_open_iteration = None if _native is None else _native.open_iteration
+_OPENING = (_new_iteration, new_breakdown, _new_boundary, ARRAY_MIN_INTERVALS, _FEW_HELD,
+            union_with, PROFILER_STEP_PREFIX)
 
 #: The fields of an op's view (``_held_view``), and its ``args``: an event with no other
 #: field is copied, ``args`` left out (3x as fast as made field by field; a field it lacks
@@ -1147,6 +1153,14 @@ class Splitter:
                 self._add_boundary(boundary)
 
     def _add_boundary(self, found) -> None:
+        # A boundary after the latest, no paged list to trim (a loop: most boundaries): all
+        # below in one call (``_native.open_iteration``), its held events too where each is
+        # an op of the iteration at hand (True), else the caller decides them
+        if _open_iteration is not None and (hot := _open_iteration(self, found, _OPENING)):
+            if hot is not True:
+                self._resolve_pending(found.start_ts)
+                self._hot = hot
+            return
         windows = self._windows
         if found.__class__ is RetractLast or found.moves_last:
             if not self._ignored_last:  # a revision of an ignored boundary is ignored too

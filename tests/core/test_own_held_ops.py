@@ -35,6 +35,8 @@ def _both_ways(events: list, monkeypatch, raws: bool = False, keep: bool = True)
         owned.append(engine._native.own_held_ops(*args))
         return owned[-1]
 
+    # (counted where ``_resolve_pending`` calls it: not inside ``_native.open_iteration``)
+    monkeypatch.setattr(engine, "_open_iteration", None)
     monkeypatch.setattr(engine, "_own_held_ops", counted)
     native = _split(events, raws, keep)
     monkeypatch.setattr(engine, "_own_held_ops", None)
@@ -129,6 +131,7 @@ def test_a_boundary_owns_the_head_in_one_call_and_the_rest_the_general_way(monke
         calls.append((sys._getframe(1).f_code.co_name, len(items), done))
         return done
 
+    monkeypatch.setattr(engine, "_open_iteration", None)  # (as ``_both_ways``)
     monkeypatch.setattr(engine, "_own_held_ops", counted)
     _split(_mixed_loop(_ONLINE, ["annotation", "op"]), raws=True)
     assert any(caller == "_resolve_pending" and 0 < done < held
