@@ -4516,6 +4516,49 @@ static PyObject *feed_lane(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return pair;
 }
 
+/* ---- tries50: two keys compared without a call where they are ints, floats or tuples of them (equal) ---- */
+
+/* ``a == b`` where Python's answer follows from the values alone, without running code of
+   Python: the same object (``PyObject_RichCompareBool``'s own shortcut), two exact ints that
+   fit a long long, two exact floats (their doubles, as ``float.__eq__`` compares them), or two
+   exact tuples of one length whose items pairwise are such (a thread's key: (pid, tid); the
+   tuple's ``==`` compares its items in order and answers False at the first that differs, as
+   this does). 1, 0, or -2 where it does not follow (the caller asks Python). */
+static int tries50_plain_equal(PyObject *a, PyObject *b, int nested) {
+    if (a == b) return 1;
+    if (PyLong_CheckExact(a) && PyLong_CheckExact(b)) {
+        int over_a, over_b;
+        long long x = PyLong_AsLongLongAndOverflow(a, &over_a);
+        long long y = PyLong_AsLongLongAndOverflow(b, &over_b);
+        return over_a || over_b ? -2 : x == y;
+    }
+    if (PyFloat_CheckExact(a) && PyFloat_CheckExact(b))
+        return PyFloat_AS_DOUBLE(a) == PyFloat_AS_DOUBLE(b);
+    if (nested || !PyTuple_CheckExact(a) || !PyTuple_CheckExact(b) ||
+            PyTuple_GET_SIZE(a) != PyTuple_GET_SIZE(b))
+        return -2;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a); i++) {
+        int same = tries50_plain_equal(PyTuple_GET_ITEM(a, i), PyTuple_GET_ITEM(b, i), 1);
+        if (same != 1) return same;
+    }
+    return 1;
+}
+
+/* Whether ``a == b`` (1), not (0), or -1 with an exception: ``tries50_plain_equal``, else
+   ``PyObject_RichCompareBool``. */
+static int tries50_equal(PyObject *a, PyObject *b) {
+    int same = tries50_plain_equal(a, b, 0);
+    return same != -2 ? same : PyObject_RichCompareBool(a, b, Py_EQ);
+}
+
+/* Whether ``a != b`` (1), not (0), or -1 with an exception: ``tries50_plain_equal``'s answer
+   negated (``!=`` of ints, floats and tuples of them is ``==`` negated), else
+   ``PyObject_RichCompareBool``. */
+static int tries50_differ(PyObject *a, PyObject *b) {
+    int same = tries50_plain_equal(a, b, 0);
+    return same != -2 ? !same : PyObject_RichCompareBool(a, b, Py_NE);
+}
+
 /* ---- det45: a one-op instance's anchor, matched (matcher.anchor_after_alike) ---- */
 
 /* The slots of a ``matcher.RootMatcher`` that ``anchor_after_alike`` reads and sets. */
@@ -4527,7 +4570,7 @@ static PyObject *match_slot_names;
 /* Whether ``a == b`` (1), not (0), or -1 with an exception (an object is equal to itself, as
    Python's ``==`` finds every symbol, time and count a matcher compares). */
 static int equal(PyObject *a, PyObject *b) {
-    return PyObject_RichCompareBool(a, b, Py_EQ);
+    return tries50_equal(a, b);  /* (without a call where the values tell: tries50) */
 }
 
 /* Whether the matched one-op instance ``ended`` measures alike the one measured before
@@ -4723,10 +4766,45 @@ static int slots_set(PyObject *obj, const Py_ssize_t *at, int n) {
     return 1;
 }
 
+/* ---- tries50: an open op's end compared as doubles where all four times are floats (pops) ---- */
+
+/* ``pops``' answer where ``top_end``, ``start``, ``end`` and ``tol`` are exact floats (the
+   times of a trace with fractions of a microsecond, the tolerance a float): Python compares and
+   adds two floats as these doubles do (IEEE 754, no rounding of its own; a NaN compares
+   false both ways), without a float made for ``top_end + tol``. -1 where one is not. */
+static inline int tries50_float_pops(PyObject *top_end, PyObject *start, PyObject *end,
+                                     PyObject *tol) {
+    if (!PyFloat_CheckExact(top_end) || !PyFloat_CheckExact(start) ||
+            !PyFloat_CheckExact(end) || !PyFloat_CheckExact(tol))
+        return -1;
+    double top = PyFloat_AS_DOUBLE(top_end);
+    return PyFloat_AS_DOUBLE(start) >= top ||
+        PyFloat_AS_DOUBLE(end) > top + PyFloat_AS_DOUBLE(tol);
+}
+
+/* ``a >= b`` (``PyObject_RichCompareBool``'s answer), compared as doubles where both are exact
+   floats (as Python compares them), without the call. 1, 0, or -1 with an exception. */
+static inline int tries50_at_least(PyObject *a, PyObject *b) {
+    if (PyFloat_CheckExact(a) && PyFloat_CheckExact(b))
+        return PyFloat_AS_DOUBLE(a) >= PyFloat_AS_DOUBLE(b);
+    return PyObject_RichCompareBool(a, b, Py_GE);
+}
+
+/* ``a < b`` as ``tries50_at_least`` compares: as doubles where both are exact floats. */
+static inline int tries50_below(PyObject *a, PyObject *b) {
+    if (PyFloat_CheckExact(a) && PyFloat_CheckExact(b))
+        return PyFloat_AS_DOUBLE(a) < PyFloat_AS_DOUBLE(b);
+    return PyObject_RichCompareBool(a, b, Py_LT);
+}
+
+/* ---- (det46, continued) ---- */
+
 /* Whether ``ThreadStacks.push`` pops the open op that ends at ``top_end`` for an op from
    ``start`` to ``end``: it finished before it, or partially overlaps it (a sibling). 1, 0, or
    -1 with an exception. */
 static int pops(PyObject *top_end, PyObject *start, PyObject *end, PyObject *tol) {
+    int floats = tries50_float_pops(top_end, start, end, tol);
+    if (floats >= 0) return floats;
     Py_INCREF(top_end);  /* (an item of the list, held while compared) */
     int truth = PyObject_RichCompareBool(start, top_end, Py_GE);
     if (truth == 0) {
@@ -4748,7 +4826,7 @@ static int alone_at_top(PyObject *stacks, const Py_ssize_t *at, PyObject *thread
     PyObject *state = SLOT_AT(stacks, at[STACKS_LATEST_STATE]);
     if (own_offsets(&open_layout, Py_TYPE(state), open_slot_names, open_at) < 0) return -1;
     if (!slots_set(state, open_at, OPEN_SLOTS)) return 0;
-    truth = PyObject_RichCompareBool(start, SLOT_AT(state, open_at[OPEN_LAST_START]), Py_GE);
+    truth = tries50_at_least(start, SLOT_AT(state, open_at[OPEN_LAST_START]));
     if (truth != 1) return truth;
     PyObject *ends = SLOT_AT(state, open_at[OPEN_ENDS]), *tol = SLOT_AT(stacks, at[STACKS_TOLERANCE]);
     if (!PyList_CheckExact(ends) || !PyList_CheckExact(SLOT_AT(state, open_at[OPEN_NAMES])))
@@ -4871,8 +4949,9 @@ static Py_ssize_t pushed(PyObject *open, const Py_ssize_t *open_at, PyObject *to
         if ((popped = pops(PyList_GET_ITEM(ends, n - 1), start, end, tol)) < 0) return -1;
         if (popped == 0) break;
     }
-    if (PyList_SetSlice(ends, n, PyList_GET_SIZE(ends), NULL) < 0 ||
-            PyList_SetSlice(names, n, PyList_GET_SIZE(names), NULL) < 0 ||
+    if ((n < PyList_GET_SIZE(ends) &&  /* (none popped: no slice to delete, tries50) */
+         (PyList_SetSlice(ends, n, PyList_GET_SIZE(ends), NULL) < 0 ||
+          PyList_SetSlice(names, n, PyList_GET_SIZE(names), NULL) < 0)) ||
             PyList_Append(ends, end) < 0 || PyList_Append(names, name) < 0)
         return -1;
     return PyList_GET_SIZE(names);
@@ -4979,7 +5058,7 @@ static PyObject *step_op_read(PyObject *self, PyObject *const *args, Py_ssize_t 
             !PyList_CheckExact(SLOT_AT(open, open_at[OPEN_ENDS])) ||
             !PyList_CheckExact(SLOT_AT(open, open_at[OPEN_NAMES])))
         Py_RETURN_NONE;
-    truth = PyObject_RichCompareBool(args[4], SLOT_AT(open, open_at[OPEN_LAST_START]), Py_GE);
+    truth = tries50_at_least(args[4], SLOT_AT(open, open_at[OPEN_LAST_START]));
     if (truth != 1) return truth < 0 ? NULL : Py_NewRef(Py_None);
     /* taken: as the fallback does it, in its order (``ThreadStacks.push``, then
        ``_observe_stepping``) */
@@ -5024,16 +5103,16 @@ static PyObject *held48_order_get(PyObject *order, int k) {
 static int held48_noted(feed46_state *s, PyObject *thread, PyObject *ts, PyObject *cat) {
     PyObject *settled_thread = held48_order_get(s->order, 0);
     int noted = settled_thread == NULL ? -1
-        : PyObject_RichCompareBool(thread, settled_thread, Py_EQ);
+        : tries50_equal(thread, settled_thread);
     Py_XDECREF(settled_thread);
     PyObject *settled = noted == 1 ? held48_order_get(s->order, 1) : NULL;
     if (settled == NULL) return noted == 1 ? -1 : noted;
     noted = eng45_laid_out(&held48_settled, settled);
     PyObject *last = noted == 1 ? SLOT_AT(settled, held48_settled.at[0]) : NULL;
     noted = noted == 1 && last == NULL ? 0 : noted;
-    noted = noted == 1 ? PyObject_RichCompareBool(ts, last, Py_GE) : noted;
+    noted = noted == 1 ? tries50_at_least(ts, last) : noted;
     PyObject *flush = noted == 1 ? held48_order_get(s->order, 2) : NULL;
-    noted = noted == 1 ? (flush == NULL ? -1 : PyObject_RichCompareBool(ts, flush, Py_GE)) : noted;
+    noted = noted == 1 ? (flush == NULL ? -1 : tries50_at_least(ts, flush)) : noted;
     Py_XDECREF(flush);
     if (noted == 1) {
         slot_set(settled, held48_settled.at[0], Py_NewRef(ts));
@@ -5063,7 +5142,7 @@ static PyObject *held48_pushed(PyObject *stacks, PyObject *thread, PyObject *nam
                         || !PyList_CheckExact(SLOT_AT(state, open_at[OPEN_NAMES]))))
         common = 0;
     common = common == 1
-        ? PyObject_RichCompareBool(start, SLOT_AT(state, open_at[OPEN_LAST_START]), Py_GE) : common;
+        ? tries50_at_least(start, SLOT_AT(state, open_at[OPEN_LAST_START])) : common;
     if (common < 0) return NULL;
     if (!common) {
         PyObject *call[5] = {stacks, thread, name, start, end};
@@ -5182,11 +5261,11 @@ static int learn49_names_ready(void) {
    exception. */
 static int learn49_from_the_past(PyObject *loop, PyObject *thread, PyObject *start) {
     PyObject *since = PyObject_GetAttr(loop, learn49_since_name);
-    int truth = since == NULL ? -1 : PyObject_RichCompareBool(start, since, Py_LT);
+    int truth = since == NULL ? -1 : tries50_below(start, since);
     Py_XDECREF(since);
     if (truth != 1) return truth;
     PyObject *loop_thread = PyObject_GetAttr(loop, learn49_thread_name);
-    truth = loop_thread == NULL ? -1 : PyObject_RichCompareBool(thread, loop_thread, Py_NE);
+    truth = loop_thread == NULL ? -1 : tries50_differ(thread, loop_thread);
     Py_XDECREF(loop_thread);
     if (truth != 1) return truth;
     PyObject *call[3] = {loop, start, Py_False};
@@ -5228,8 +5307,8 @@ static int learn49_latest(PyObject *reading, PyObject **state, Py_ssize_t *at) {
    or -1 with an exception. */
 static int learn49_of(PyObject *state, const Py_ssize_t *at, PyObject *thread,
                       PyObject *section) {
-    int other = PyObject_RichCompareBool(SLOT_AT(state, at[LEARN49_SECTION]), section, Py_NE);
-    if (other == 0) other = PyObject_RichCompareBool(SLOT_AT(state, at[LEARN49_KEY]), thread, Py_NE);
+    int other = tries50_differ(SLOT_AT(state, at[LEARN49_SECTION]), section);
+    if (other == 0) other = tries50_differ(SLOT_AT(state, at[LEARN49_KEY]), thread);
     return other < 0 ? -1 : !other;
 }
 
@@ -5239,7 +5318,8 @@ static int learn49_push_skipped(PyObject *state, const Py_ssize_t *at, Py_ssize_
                                 PyObject *skipped) {
     PyObject *stack = Py_NewRef(SLOT_AT(state, at[LEARN49_STACK]));
     /* (held: the ops cut may hold the last references to objects) */
-    int done = PyList_SetSlice(stack, depth, PY_SSIZE_T_MAX, NULL) < 0 ||
+    int done = (depth < PyList_GET_SIZE(stack) &&  /* (none cut: no slice to delete, tries50) */
+                PyList_SetSlice(stack, depth, PY_SSIZE_T_MAX, NULL) < 0) ||
         PyList_Append(stack, skipped) < 0 ? -1 : 1;
     Py_DECREF(stack);
     return done;
@@ -5290,7 +5370,8 @@ static int learn49_side_root(PyObject *reading, PyObject *state, const Py_ssize_
         node = Py_NewRef(skipped);
         done = 1;
     }
-    if (done == 1 && (PyList_SetSlice(stack, 0, PyList_GET_SIZE(stack), NULL) < 0 ||
+    if (done == 1 && ((PyList_GET_SIZE(stack) &&  /* (an empty stack: none cut, tries50) */
+                       PyList_SetSlice(stack, 0, PyList_GET_SIZE(stack), NULL) < 0) ||
                       PyList_Append(stack, node) < 0))
         done = -1;
     Py_XDECREF(node);
