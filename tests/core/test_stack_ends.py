@@ -6,7 +6,13 @@ just above an open op's end plus the tolerance, of ints, floats and both, and a 
 either kind (the case where no float is made for the end plus the tolerance, and the cases
 where Python's comparisons are called); and for threads whose keys are equal without being
 the same object (``equal`` in C compares ints, floats and tuples of them itself, and asks
-Python for the rest: a float equal to an int, a string, an int past a long long)."""
+Python for the rest: a float equal to an int, a string, an int past a long long); and each
+comparison the feed lane and the pushes make without a call (``_native.compared``) answers as
+Python's operator does, for floats (NaN, infinities, -0.0), ints past a long long, bools,
+strings, and tuples of them."""
+import math
+import operator
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -107,3 +113,28 @@ def _state(kept) -> tuple:
     """A thread's stack as kept: its first op's tuple, or its open ops, start and section."""
     return kept if kept.__class__ is tuple else (kept.ends, kept.names, kept.last_start,
                                                  kept.section)
+
+
+_VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(),
+                    st.integers(-2 ** 70, 2 ** 70), st.sampled_from([0.0, -0.0, 1, 1.0, True,
+                                                                     math.nan, "a", None]))
+_KEY_VALUES = st.one_of(_VALUES, st.tuples(_VALUES, _VALUES), st.tuples(_VALUES))
+#: ``_native.compared``'s ops: the six comparisons, then a thread key's ``==`` and ``!=``.
+_OPS = (operator.lt, operator.le, operator.eq, operator.ne, operator.gt, operator.ge,
+        operator.eq, operator.ne)
+
+
+@pytest.mark.skipif(NATIVE is None, reason="stream_split._native is not built")
+@settings(max_examples=400, deadline=None)
+@given(a=_KEY_VALUES, b=_KEY_VALUES, op=st.integers(0, 7), same=st.booleans())
+def test_a_comparison_without_a_call_answers_as_python(a, b, op, same):
+    """(``same``: ``b`` is ``a``, the object itself: ``==`` of a NaN to itself is True.)"""
+    b = a if same else b
+    try:
+        expected = bool(_OPS[op](a, b)) if not same or op not in (2, 3, 6, 7) else \
+            op in (2, 6)
+    except TypeError:  # (no order between them: the call raises it too)
+        with pytest.raises(TypeError):
+            NATIVE.compared(a, b, op)
+        return
+    assert NATIVE.compared(a, b, op) is expected
