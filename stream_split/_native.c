@@ -3468,6 +3468,85 @@ static PyObject *own_held_ops(PyObject *self, PyObject *const *args, Py_ssize_t 
     return ours < 0 ? NULL : PyLong_FromSsize_t(done);
 }
 
+/* ---- tries50: two times or counts compared without a call where both are exact floats or ints (tries50_compare) ---- */
+
+/* ``PyObject_RichCompareBool(a, b, op)``'s answer where it follows from the values alone,
+   without running code of Python: ``==`` and ``!=`` of one object (answered first, as
+   ``PyObject_RichCompareBool`` does: a NaN is equal to itself there), two exact floats
+   compared as their doubles (as ``float``'s comparisons do: IEEE 754, a NaN unordered), two
+   exact ints that fit a long long as those. 1, 0, or -2 where it does not follow. */
+static inline int tries50_plain_compare(PyObject *a, PyObject *b, int op) {
+    if (a == b && (op == Py_EQ || op == Py_NE)) return op == Py_EQ;
+    if (PyFloat_CheckExact(a) && PyFloat_CheckExact(b)) {
+        double x = PyFloat_AS_DOUBLE(a), y = PyFloat_AS_DOUBLE(b);
+        return op == Py_LT ? x < y : op == Py_LE ? x <= y : op == Py_EQ ? x == y
+            : op == Py_NE ? x != y : op == Py_GT ? x > y : x >= y;
+    }
+    if (!PyLong_CheckExact(a) || !PyLong_CheckExact(b)) return -2;
+    int over_a, over_b;
+    long long i = PyLong_AsLongLongAndOverflow(a, &over_a);
+    long long j = PyLong_AsLongLongAndOverflow(b, &over_b);
+    if (over_a || over_b) return -2;
+    return op == Py_LT ? i < j : op == Py_LE ? i <= j : op == Py_EQ ? i == j
+        : op == Py_NE ? i != j : op == Py_GT ? i > j : i >= j;
+}
+
+/* ``PyObject_RichCompareBool(a, b, op)``: ``tries50_plain_compare``, else the call. 1, 0, or
+   -1 with an exception. */
+static inline int tries50_compare(PyObject *a, PyObject *b, int op) {
+    int answer = tries50_plain_compare(a, b, op);
+    return answer != -2 ? answer : PyObject_RichCompareBool(a, b, op);
+}
+
+/* ---- tries50: two keys compared without a call where they are ints, floats or tuples of them (equal) ---- */
+
+/* ``a == b`` where Python's answer follows from the values alone, without running code of
+   Python: ``tries50_plain_compare``'s, or two exact tuples of one length whose items pairwise
+   are its cases (a thread's key: (pid, tid); the tuple's ``==`` compares its items in order
+   and answers False at the first that differs, as this does). 1, 0, or -2 where it does not
+   follow (the caller asks Python). */
+static int tries50_plain_equal(PyObject *a, PyObject *b) {
+    int same = tries50_plain_compare(a, b, Py_EQ);
+    if (same != -2 || !PyTuple_CheckExact(a) || !PyTuple_CheckExact(b) ||
+            PyTuple_GET_SIZE(a) != PyTuple_GET_SIZE(b))
+        return same;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a); i++)
+        if ((same = tries50_plain_compare(PyTuple_GET_ITEM(a, i), PyTuple_GET_ITEM(b, i),
+                                          Py_EQ)) != 1)
+            return same;
+    return 1;
+}
+
+/* Whether ``a == b`` (1), not (0), or -1 with an exception: ``tries50_plain_equal``, else
+   ``PyObject_RichCompareBool``. */
+static int tries50_equal(PyObject *a, PyObject *b) {
+    int same = tries50_plain_equal(a, b);
+    return same != -2 ? same : PyObject_RichCompareBool(a, b, Py_EQ);
+}
+
+/* Whether ``a != b`` (1), not (0), or -1 with an exception: ``tries50_plain_equal``'s answer
+   negated (``!=`` of ints, floats and tuples of them is ``==`` negated), else
+   ``PyObject_RichCompareBool``. */
+static int tries50_differ(PyObject *a, PyObject *b) {
+    int same = tries50_plain_equal(a, b);
+    return same != -2 ? !same : PyObject_RichCompareBool(a, b, Py_NE);
+}
+
+/* ``compared(a, b, op)``: what the feed lane and the readers' pushes find of ``a op b``
+   (``op``: 0 to 5, ``Py_LT`` to ``Py_GE``; 6: ``tries50_equal``, 7: ``tries50_differ``), for the
+   tests that tie them to Python's comparisons. */
+static PyObject *tries50_compared(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    long op = n == 3 ? PyLong_AsLong(args[2]) : -1;
+    if (n != 3 || op < 0 || op > 7) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "compared(a, b, op): op from 0 to 7");
+        return NULL;
+    }
+    int truth = op == 6 ? tries50_equal(args[0], args[1]) : op == 7
+        ? tries50_differ(args[0], args[1]) : tries50_compare(args[0], args[1], (int)op);
+    return truth < 0 ? NULL : PyBool_FromLong(truth);
+}
+
 /* ---- feed46: the feed loop's common cases, a run of events in one call (engine._feed_checked) ---- */
 
 /* The slots ``feed_lane`` reads of an event (``validate.SlimEvent``), of an
@@ -3509,8 +3588,8 @@ typedef struct {
 /* Whether ``a`` compares ``op`` with ``b`` and with ``c`` (``a <= b <= c``-like chains are
    two such calls); -1 with an error. */
 static int feed46_both(PyObject *a, PyObject *b, int op_ab, PyObject *c, int op_bc) {
-    int result = PyObject_RichCompareBool(a, b, op_ab);
-    return result == 1 ? PyObject_RichCompareBool(b, c, op_bc) : result;
+    int result = tries50_compare(a, b, op_ab);
+    return result == 1 ? tries50_compare(b, c, op_bc) : result;
 }
 
 /* ``(owner, raw, or event where raw is None)`` appended to the events handed out (none kept:
@@ -3535,7 +3614,7 @@ static int feed46_flow(feed46_state *s, PyObject *event, PyObject *raw) {
     PyObject *owner = SLOT_AT(s->launches, feed46_hit.at[2]);
     if (lo == NULL || hi == NULL || owner == NULL || !PyLong_CheckExact(owner)) return 0;
     int in = feed46_both(lo, key, Py_LE, hi, Py_LE);
-    in = in == 1 ? PyObject_RichCompareBool(owner, s->owner, Py_EQ) : in;
+    in = in == 1 ? tries50_compare(owner, s->owner, Py_EQ) : in;
     if (in != 1) return in;
     return feed46_count(s, event, raw) < 0 ? -1 : 1;
 }
@@ -3555,7 +3634,7 @@ static int feed46_plain_launch(feed46_state *s, PyObject *corr, int named) {
     if (found == 0 && PyDict_GET_SIZE(s->waiting)) found = PyDict_Contains(s->waiting, corr);
     if (found != 0) return found < 0 ? -1 : 0;
     if (PyList_GET_SIZE(his) == 0) return 1;
-    return PyObject_RichCompareBool(corr, PyList_GET_ITEM(his, PyList_GET_SIZE(his) - 1), Py_GT);
+    return tries50_compare(corr, PyList_GET_ITEM(his, PyList_GET_SIZE(his) - 1), Py_GT);
 }
 
 /* The oldest key of ``table`` dropped where it holds more than ``kept`` (``breakdown``'s
@@ -3597,7 +3676,7 @@ static int feed46_launch(feed46_state *s, PyObject *corr, PyObject *end, PyObjec
     }
     Py_ssize_t n = PyList_GET_SIZE(los);
     int same = n && PyList_GET_SIZE(owners) == n && PyList_GET_SIZE(his) == n
-        ? PyObject_RichCompareBool(PyList_GET_ITEM(owners, n - 1), s->owner, Py_EQ) : 0;
+        ? tries50_compare(PyList_GET_ITEM(owners, n - 1), s->owner, Py_EQ) : 0;
     if (same < 0) return -1;
     if (!same)
         return PyList_Append(los, corr) < 0 || PyList_Append(his, corr) < 0
@@ -3605,8 +3684,8 @@ static int feed46_launch(feed46_state *s, PyObject *corr, PyObject *end, PyObjec
     PyObject *hit_lo = SLOT_AT(s->launches, feed46_hit.at[0]);
     PyObject *hit_owner = SLOT_AT(s->launches, feed46_hit.at[2]);
     int grows = hit_lo == NULL || hit_owner == NULL ? 0
-        : PyObject_RichCompareBool(hit_lo, PyList_GET_ITEM(los, n - 1), Py_EQ);
-    grows = grows == 1 ? PyObject_RichCompareBool(hit_owner, s->owner, Py_EQ) : grows;
+        : tries50_compare(hit_lo, PyList_GET_ITEM(los, n - 1), Py_EQ);
+    grows = grows == 1 ? tries50_compare(hit_owner, s->owner, Py_EQ) : grows;
     if (grows < 0) return -1;
     if (grows) slot_set(s->launches, feed46_hit.at[1], Py_NewRef(corr));
     return PyList_SetItem(his, n - 1, Py_NewRef(corr));
@@ -3630,7 +3709,7 @@ static int feed46_calm(feed46_state *s, PyObject *ts, int flush, int evidence) {
     if (s->flush_below == NULL
         && (s->flush_below = PyObject_GetAttrString(s->order, "flush_below")) == NULL)
         return -1;
-    int early = PyObject_RichCompareBool(ts, s->flush_below, Py_LT);
+    int early = tries50_compare(ts, s->flush_below, Py_LT);
     return early < 0 ? -1 : !early;
 }
 
@@ -3645,7 +3724,7 @@ static int feed46_window(feed46_state *s, PyObject *event, PyObject *raw, PyObje
     if (is_x) {
         int calm = feed46_calm(s, ts, 1, 1);
         if (calm != 1) return calm;
-        int frame = cat == Py_None ? 0 : PyObject_RichCompareBool(cat, s->frame_cat, Py_EQ);
+        int frame = cat == Py_None ? 0 : tries50_compare(cat, s->frame_cat, Py_EQ);
         if (frame != 0) return frame < 0 ? -1 : 0;
     }
     PyObject *dur = SLOT_AT(event, feed46_times.at[1]), *args = SLOT_AT(event, feed46_args.at[0]);
@@ -3672,8 +3751,8 @@ static int feed46_window(feed46_state *s, PyObject *event, PyObject *raw, PyObje
     PyObject *hi = lo == NULL ? NULL : eng45_get(s->windows, &eng45_windows, 1);
     PyObject *owner = hi == NULL ? NULL : eng45_get(s->windows, &eng45_windows, 2);
     int ours = owner == NULL ? -1 : feed46_both(lo, ts, Py_LE, end, Py_LE);
-    ours = ours == 1 ? PyObject_RichCompareBool(end, hi, Py_LT) : ours;
-    ours = ours == 1 ? PyObject_RichCompareBool(owner, s->owner, Py_EQ) : ours;
+    ours = ours == 1 ? tries50_compare(end, hi, Py_LT) : ours;
+    ours = ours == 1 ? tries50_compare(owner, s->owner, Py_EQ) : ours;
     int named = 0;
     if (ours == 1 && launch) {
         named = PySet_Contains(s->launch_names, name);
@@ -3681,7 +3760,7 @@ static int feed46_window(feed46_state *s, PyObject *event, PyObject *raw, PyObje
     }
     if (ours == 1) {
         PyObject *latest = eng45_get(s->record, &eng45_record, 2);
-        int later = latest == NULL ? -1 : PyObject_RichCompareBool(end, latest, Py_GT);
+        int later = latest == NULL ? -1 : tries50_compare(end, latest, Py_GT);
         if (later < 0 || feed46_count(s, event, raw) < 0) ours = -1;
         else if (later == 1) slot_set(s->record, eng45_record.at[2], Py_NewRef(end));
         if (ours == 1 && launch && feed46_launch(s, corr, end, name, named) < 0) ours = -1;
@@ -3703,14 +3782,14 @@ static PyObject *feed46_union(PyObject *seen, PyObject *start, PyObject *end, Py
         return NULL;
     }
     PyObject *first = PyTuple_GET_ITEM(seen, 0), *latest = PyTuple_GET_ITEM(seen, 1);
-    int ordered = PyObject_RichCompareBool(start, first, Py_GE);
+    int ordered = tries50_compare(start, first, Py_GE);
     if (ordered < 0) return NULL;
     if (ordered) { /* in time order (``max``'s comparisons, ties and all) */
-        int past = PyObject_RichCompareBool(latest, start, Py_GT);
-        int longer = past < 0 ? -1 : PyObject_RichCompareBool(latest, end, Py_GT);
+        int past = tries50_compare(latest, start, Py_GT);
+        int longer = past < 0 ? -1 : tries50_compare(latest, end, Py_GT);
         if (longer < 0) return NULL;
         PyObject *gain = PyNumber_Subtract(end, past ? latest : start);
-        int some = gain == NULL ? -1 : PyObject_RichCompareBool(gain, feed46_no_time, Py_GT);
+        int some = gain == NULL ? -1 : tries50_compare(gain, feed46_no_time, Py_GT);
         if (some < 0) {
             Py_XDECREF(gain);
             return NULL;
@@ -3719,7 +3798,7 @@ static PyObject *feed46_union(PyObject *seen, PyObject *start, PyObject *end, Py
         *added = gain;
         return PyTuple_Pack(2, start, longer ? latest : end);
     }
-    int later = PyObject_RichCompareBool(end, latest, Py_GT);
+    int later = tries50_compare(end, latest, Py_GT);
     *added = later < 0 ? NULL : PyNumber_Subtract(end, start);
     if (*added == NULL) return NULL;
     return later ? PyTuple_Pack(2, first, end) : Py_NewRef(seen);
@@ -3739,7 +3818,7 @@ static int feed46_add_to(PyObject *record, eng45_layout *layout, int k, PyObject
 static int feed46_extreme(PyObject *record, eng45_layout *layout, int k, PyObject *value,
                           int op) {
     PyObject *was = SLOT_AT(record, layout->at[k]);
-    int beyond = was == NULL || was == Py_None ? 1 : PyObject_RichCompareBool(value, was, op);
+    int beyond = was == NULL || was == Py_None ? 1 : tries50_compare(value, was, op);
     if (beyond == 1) slot_set(record, layout->at[k], Py_NewRef(value));
     return beyond < 0 ? -1 : 0;
 }
@@ -3760,14 +3839,14 @@ static int held48_add_delay(PyObject *breakdown, PyObject *delay) {
         Py_XDECREF(done);
         return done == NULL ? -1 : 0;
     }
-    int some = PyObject_RichCompareBool(delay, feed46_no_time, Py_GT);
+    int some = tries50_compare(delay, feed46_no_time, Py_GT);
     if (some < 0) return -1;
     PyObject *kept = some ? delay : feed46_no_time;
     if (feed46_add_to(breakdown, &held48_delays, 0, kept) < 0
         || eng45_count(breakdown, &held48_delays, 1) < 0)
         return -1;
     PyObject *most = eng45_get(breakdown, &held48_delays, 2);
-    int beyond = most == NULL ? -1 : PyObject_RichCompareBool(kept, most, Py_GT);
+    int beyond = most == NULL ? -1 : tries50_compare(kept, most, Py_GT);
     if (beyond == 1) slot_set(breakdown, held48_delays.at[2], Py_NewRef(kept));
     return beyond < 0 ? -1 : 0;
 }
@@ -3787,8 +3866,8 @@ static int lane47_union_add(PyObject *unit, PyObject *start, PyObject *end, Py_s
     int inline_case = ready < 0 ? -1 : 0;
     if (starts != NULL && ends != NULL && PyList_CheckExact(starts) && PyList_CheckExact(ends)
         && PyList_GET_SIZE(starts) && PyList_GET_SIZE(ends) && PyList_GET_SIZE(starts) < kept) {
-        inline_case = PyObject_RichCompareBool(start, PyList_GET_ITEM(ends, PyList_GET_SIZE(ends) - 1), Py_GT);
-        inline_case = inline_case == 1 ? PyObject_RichCompareBool(
+        inline_case = tries50_compare(start, PyList_GET_ITEM(ends, PyList_GET_SIZE(ends) - 1), Py_GT);
+        inline_case = inline_case == 1 ? tries50_compare(
             start, PyList_GET_ITEM(starts, PyList_GET_SIZE(starts) - 1), Py_GE) : inline_case;
     }
     if (inline_case == 1)
@@ -3961,8 +4040,8 @@ static int feed46_gpu(feed46_state *s, PyObject *event, PyObject *raw, PyObject 
     PyObject *owner = SLOT_AT(s->launches, feed46_hit.at[2]);
     if (lo == NULL || hi == NULL || owner == NULL || !PyLong_CheckExact(owner)) return 0;
     int in = feed46_both(lo, corr, Py_LE, hi, Py_LE);
-    in = in == 1 ? PyObject_RichCompareBool(owner, s->owner, Py_EQ) : in;
-    in = in == 1 ? PyObject_RichCompareBool(owner, s->gpu_latest, Py_LE) : in;
+    in = in == 1 ? tries50_compare(owner, s->owner, Py_EQ) : in;
+    in = in == 1 ? tries50_compare(owner, s->gpu_latest, Py_LE) : in;
     if (in != 1) return in;
     PyObject *streams = SLOT_AT(s->breakdown, feed46_work.at[0]);
     PyObject *ends = SLOT_AT(s->launch_times, feed46_launch_ends.at[0]);
@@ -4078,7 +4157,7 @@ static int lane47_tells_nothing(feed46_state *s, PyObject *name, PyObject *args)
    one name, one string, pickled once in a batch), a new reference; NULL with an error. */
 static PyObject *held48_named(feed46_state *s, PyObject *thread, PyObject *name) {
     PyObject *before = PyObject_GetAttr(s->splitter, lane47_held_name);
-    int same = before == NULL ? -1 : PyObject_RichCompareBool(name, before, Py_EQ);
+    int same = before == NULL ? -1 : tries50_compare(name, before, Py_EQ);
     if (same == 0 && PyObject_SetAttr(s->splitter, lane47_held_name, name) < 0) same = -1;
     PyObject *held = same < 0 ? NULL : PyTuple_Pack(3, PyTuple_GET_ITEM(thread, 0),
                                                     PyTuple_GET_ITEM(thread, 1),
@@ -4136,8 +4215,8 @@ static int lane47_hold(feed46_state *s, PyObject *event, PyObject *raw, PyObject
     if (hi == NULL) return -1;
     if (closed != Py_False || latest == NULL) return 0;
     int cached = feed46_both(lo, ts, Py_LE, end, Py_LE);
-    cached = cached == 1 ? PyObject_RichCompareBool(end, hi, Py_LT) : cached;
-    int decidable = cached != 0 ? cached : PyObject_RichCompareBool(end, latest, Py_LT);
+    cached = cached == 1 ? tries50_compare(end, hi, Py_LT) : cached;
+    int decidable = cached != 0 ? cached : tries50_compare(end, latest, Py_LT);
     if (decidable != 0) return decidable < 0 ? -1 : 0;
     int integer = 0, exact = lane47_float_time(end, &integer);
     exact = exact == 1 ? lane47_float_time(ts, &integer) : exact;
@@ -4161,7 +4240,7 @@ static int lane47_hold(feed46_state *s, PyObject *event, PyObject *raw, PyObject
     if (ours != 1) return ours;
     /* the ops of a thread that follow each other hold one tuple (``_hold_cpu``) */
     PyObject *before = PyObject_GetAttr(s->splitter, lane47_thread);
-    int same = before == NULL ? -1 : PyObject_RichCompareBool(thread, before, Py_EQ);
+    int same = before == NULL ? -1 : tries50_equal(thread, before);
     if (same == 0 && PyObject_SetAttr(s->splitter, lane47_thread, thread) < 0) same = -1;
     int failed = same < 0 ? -1
         : lane47_append(s, end, ts, same ? before : thread, kept ? raw : Py_None, integer);
@@ -4231,12 +4310,12 @@ static int lane47_known(feed46_state *s, PyObject *key) {
     Py_ssize_t a = 0, b = PyList_GET_SIZE(los);
     while (a < b) { /* ``bisect_right(los, key)`` */
         Py_ssize_t mid = a + (b - a) / 2;
-        int below = PyObject_RichCompareBool(key, PyList_GET_ITEM(los, mid), Py_LT);
+        int below = tries50_compare(key, PyList_GET_ITEM(los, mid), Py_LT);
         if (below < 0) return -1;
         if (below) b = mid;
         else a = mid + 1;
     }
-    return a == 0 ? 0 : PyObject_RichCompareBool(key, PyList_GET_ITEM(his, a - 1), Py_LE);
+    return a == 0 ? 0 : tries50_compare(key, PyList_GET_ITEM(his, a - 1), Py_LE);
 }
 
 /* ``held`` (what the engine keeps of an event waiting for its launch ``key``) and ``raw``
@@ -4527,7 +4606,7 @@ static PyObject *match_slot_names;
 /* Whether ``a == b`` (1), not (0), or -1 with an exception (an object is equal to itself, as
    Python's ``==`` finds every symbol, time and count a matcher compares). */
 static int equal(PyObject *a, PyObject *b) {
-    return PyObject_RichCompareBool(a, b, Py_EQ);
+    return tries50_equal(a, b);  /* (without a call where the values tell: tries50) */
 }
 
 /* Whether the matched one-op instance ``ended`` measures alike the one measured before
@@ -4723,10 +4802,30 @@ static int slots_set(PyObject *obj, const Py_ssize_t *at, int n) {
     return 1;
 }
 
+/* ---- tries50: an open op's end compared as doubles where all four times are floats (pops) ---- */
+
+/* ``pops``' answer where ``top_end``, ``start``, ``end`` and ``tol`` are exact floats (the
+   times of a trace with fractions of a microsecond, the tolerance a float): Python compares and
+   adds two floats as these doubles do (IEEE 754, no rounding of its own; a NaN compares
+   false both ways), without a float made for ``top_end + tol``. -1 where one is not. */
+static inline int tries50_float_pops(PyObject *top_end, PyObject *start, PyObject *end,
+                                     PyObject *tol) {
+    if (!PyFloat_CheckExact(top_end) || !PyFloat_CheckExact(start) ||
+            !PyFloat_CheckExact(end) || !PyFloat_CheckExact(tol))
+        return -1;
+    double top = PyFloat_AS_DOUBLE(top_end);
+    return PyFloat_AS_DOUBLE(start) >= top ||
+        PyFloat_AS_DOUBLE(end) > top + PyFloat_AS_DOUBLE(tol);
+}
+
+/* ---- (det46, continued) ---- */
+
 /* Whether ``ThreadStacks.push`` pops the open op that ends at ``top_end`` for an op from
    ``start`` to ``end``: it finished before it, or partially overlaps it (a sibling). 1, 0, or
    -1 with an exception. */
 static int pops(PyObject *top_end, PyObject *start, PyObject *end, PyObject *tol) {
+    int floats = tries50_float_pops(top_end, start, end, tol);
+    if (floats >= 0) return floats;
     Py_INCREF(top_end);  /* (an item of the list, held while compared) */
     int truth = PyObject_RichCompareBool(start, top_end, Py_GE);
     if (truth == 0) {
@@ -4748,7 +4847,7 @@ static int alone_at_top(PyObject *stacks, const Py_ssize_t *at, PyObject *thread
     PyObject *state = SLOT_AT(stacks, at[STACKS_LATEST_STATE]);
     if (own_offsets(&open_layout, Py_TYPE(state), open_slot_names, open_at) < 0) return -1;
     if (!slots_set(state, open_at, OPEN_SLOTS)) return 0;
-    truth = PyObject_RichCompareBool(start, SLOT_AT(state, open_at[OPEN_LAST_START]), Py_GE);
+    truth = tries50_compare(start, SLOT_AT(state, open_at[OPEN_LAST_START]), Py_GE);
     if (truth != 1) return truth;
     PyObject *ends = SLOT_AT(state, open_at[OPEN_ENDS]), *tol = SLOT_AT(stacks, at[STACKS_TOLERANCE]);
     if (!PyList_CheckExact(ends) || !PyList_CheckExact(SLOT_AT(state, open_at[OPEN_NAMES])))
@@ -4871,8 +4970,9 @@ static Py_ssize_t pushed(PyObject *open, const Py_ssize_t *open_at, PyObject *to
         if ((popped = pops(PyList_GET_ITEM(ends, n - 1), start, end, tol)) < 0) return -1;
         if (popped == 0) break;
     }
-    if (PyList_SetSlice(ends, n, PyList_GET_SIZE(ends), NULL) < 0 ||
-            PyList_SetSlice(names, n, PyList_GET_SIZE(names), NULL) < 0 ||
+    if ((n < PyList_GET_SIZE(ends) &&  /* (none popped: no slice to delete, tries50) */
+         (PyList_SetSlice(ends, n, PyList_GET_SIZE(ends), NULL) < 0 ||
+          PyList_SetSlice(names, n, PyList_GET_SIZE(names), NULL) < 0)) ||
             PyList_Append(ends, end) < 0 || PyList_Append(names, name) < 0)
         return -1;
     return PyList_GET_SIZE(names);
@@ -4979,7 +5079,7 @@ static PyObject *step_op_read(PyObject *self, PyObject *const *args, Py_ssize_t 
             !PyList_CheckExact(SLOT_AT(open, open_at[OPEN_ENDS])) ||
             !PyList_CheckExact(SLOT_AT(open, open_at[OPEN_NAMES])))
         Py_RETURN_NONE;
-    truth = PyObject_RichCompareBool(args[4], SLOT_AT(open, open_at[OPEN_LAST_START]), Py_GE);
+    truth = tries50_compare(args[4], SLOT_AT(open, open_at[OPEN_LAST_START]), Py_GE);
     if (truth != 1) return truth < 0 ? NULL : Py_NewRef(Py_None);
     /* taken: as the fallback does it, in its order (``ThreadStacks.push``, then
        ``_observe_stepping``) */
@@ -5024,16 +5124,16 @@ static PyObject *held48_order_get(PyObject *order, int k) {
 static int held48_noted(feed46_state *s, PyObject *thread, PyObject *ts, PyObject *cat) {
     PyObject *settled_thread = held48_order_get(s->order, 0);
     int noted = settled_thread == NULL ? -1
-        : PyObject_RichCompareBool(thread, settled_thread, Py_EQ);
+        : tries50_equal(thread, settled_thread);
     Py_XDECREF(settled_thread);
     PyObject *settled = noted == 1 ? held48_order_get(s->order, 1) : NULL;
     if (settled == NULL) return noted == 1 ? -1 : noted;
     noted = eng45_laid_out(&held48_settled, settled);
     PyObject *last = noted == 1 ? SLOT_AT(settled, held48_settled.at[0]) : NULL;
     noted = noted == 1 && last == NULL ? 0 : noted;
-    noted = noted == 1 ? PyObject_RichCompareBool(ts, last, Py_GE) : noted;
+    noted = noted == 1 ? tries50_compare(ts, last, Py_GE) : noted;
     PyObject *flush = noted == 1 ? held48_order_get(s->order, 2) : NULL;
-    noted = noted == 1 ? (flush == NULL ? -1 : PyObject_RichCompareBool(ts, flush, Py_GE)) : noted;
+    noted = noted == 1 ? (flush == NULL ? -1 : tries50_compare(ts, flush, Py_GE)) : noted;
     Py_XDECREF(flush);
     if (noted == 1) {
         slot_set(settled, held48_settled.at[0], Py_NewRef(ts));
@@ -5063,7 +5163,7 @@ static PyObject *held48_pushed(PyObject *stacks, PyObject *thread, PyObject *nam
                         || !PyList_CheckExact(SLOT_AT(state, open_at[OPEN_NAMES]))))
         common = 0;
     common = common == 1
-        ? PyObject_RichCompareBool(start, SLOT_AT(state, open_at[OPEN_LAST_START]), Py_GE) : common;
+        ? tries50_compare(start, SLOT_AT(state, open_at[OPEN_LAST_START]), Py_GE) : common;
     if (common < 0) return NULL;
     if (!common) {
         PyObject *call[5] = {stacks, thread, name, start, end};
@@ -5182,11 +5282,11 @@ static int learn49_names_ready(void) {
    exception. */
 static int learn49_from_the_past(PyObject *loop, PyObject *thread, PyObject *start) {
     PyObject *since = PyObject_GetAttr(loop, learn49_since_name);
-    int truth = since == NULL ? -1 : PyObject_RichCompareBool(start, since, Py_LT);
+    int truth = since == NULL ? -1 : tries50_compare(start, since, Py_LT);
     Py_XDECREF(since);
     if (truth != 1) return truth;
     PyObject *loop_thread = PyObject_GetAttr(loop, learn49_thread_name);
-    truth = loop_thread == NULL ? -1 : PyObject_RichCompareBool(thread, loop_thread, Py_NE);
+    truth = loop_thread == NULL ? -1 : tries50_differ(thread, loop_thread);
     Py_XDECREF(loop_thread);
     if (truth != 1) return truth;
     PyObject *call[3] = {loop, start, Py_False};
@@ -5228,8 +5328,8 @@ static int learn49_latest(PyObject *reading, PyObject **state, Py_ssize_t *at) {
    or -1 with an exception. */
 static int learn49_of(PyObject *state, const Py_ssize_t *at, PyObject *thread,
                       PyObject *section) {
-    int other = PyObject_RichCompareBool(SLOT_AT(state, at[LEARN49_SECTION]), section, Py_NE);
-    if (other == 0) other = PyObject_RichCompareBool(SLOT_AT(state, at[LEARN49_KEY]), thread, Py_NE);
+    int other = tries50_differ(SLOT_AT(state, at[LEARN49_SECTION]), section);
+    if (other == 0) other = tries50_differ(SLOT_AT(state, at[LEARN49_KEY]), thread);
     return other < 0 ? -1 : !other;
 }
 
@@ -5239,7 +5339,8 @@ static int learn49_push_skipped(PyObject *state, const Py_ssize_t *at, Py_ssize_
                                 PyObject *skipped) {
     PyObject *stack = Py_NewRef(SLOT_AT(state, at[LEARN49_STACK]));
     /* (held: the ops cut may hold the last references to objects) */
-    int done = PyList_SetSlice(stack, depth, PY_SSIZE_T_MAX, NULL) < 0 ||
+    int done = (depth < PyList_GET_SIZE(stack) &&  /* (none cut: no slice to delete, tries50) */
+                PyList_SetSlice(stack, depth, PY_SSIZE_T_MAX, NULL) < 0) ||
         PyList_Append(stack, skipped) < 0 ? -1 : 1;
     Py_DECREF(stack);
     return done;
@@ -5290,7 +5391,8 @@ static int learn49_side_root(PyObject *reading, PyObject *state, const Py_ssize_
         node = Py_NewRef(skipped);
         done = 1;
     }
-    if (done == 1 && (PyList_SetSlice(stack, 0, PyList_GET_SIZE(stack), NULL) < 0 ||
+    if (done == 1 && ((PyList_GET_SIZE(stack) &&  /* (an empty stack: none cut, tries50) */
+                       PyList_SetSlice(stack, 0, PyList_GET_SIZE(stack), NULL) < 0) ||
                       PyList_Append(stack, node) < 0))
         done = -1;
     Py_XDECREF(node);
@@ -7119,6 +7221,10 @@ static PyMethodDef methods[] = {
      "letter a name: d a folder, ? a link or a type not given, f another); ([], None) at "
      "the end (output._files_under)."},
     /* ---- search49 ---- */
+    {"compared", (PyCFunction)(void (*)(void))tries50_compared, METH_FASTCALL,
+     "compared(a, b, op) -> bool: a op b as the feed lane and the readers' pushes compare it "
+     "(op 0 to 5: <, <=, ==, !=, >, >=; 6: ==, 7: != of thread keys), without a call where "
+     "both are exact floats, ints of a long long, or tuples of them (6, 7); for the tests."},
     {"weighted_jaccard", (PyCFunction)(void (*)(void))weighted_jaccard, METH_FASTCALL,
      "weighted_jaccard(a, b) -> float, or None: search.similarity(a, b) of two dicts of "
      "floats, the same sums in the same order; None where a value is not a float."},
