@@ -3418,6 +3418,16 @@ static int eng45_own(PyObject *item, PyObject *lo, PyObject *hi, PyObject *owner
    where a class lacks a slot it reads. With ``step_prefix`` (iter47), an annotation held as
    its name that is its iteration's first ``ProfilerStep#N`` is owned too
    (``iter47_own_step``): a loop of annotated steps holds one a boundary. */
+/* ``own_held_ops``' names made (once a process): 0, or -1 with an error. */
+static int eng45_names_ready(void) {
+    if (eng45_no_time == NULL) {
+        eng45_add = PyUnicode_InternFromString("add");
+        eng45_one = PyLong_FromLong(1);
+        eng45_no_time = eng45_add == NULL || eng45_one == NULL ? NULL : PyFloat_FromDouble(0.0);
+    }
+    return eng45_no_time == NULL ? -1 : 0;
+}
+
 static PyObject *own_held_ops(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs < 5 || nargs > 6 || !PyList_Check(args[0]) || !PyTuple_Check(args[2])
         || PyTuple_GET_SIZE(args[2]) < 3 || (nargs == 6 && !PyUnicode_CheckExact(args[5]))) {
@@ -3426,12 +3436,7 @@ static PyObject *own_held_ops(PyObject *self, PyObject *const *args, Py_ssize_t 
         return NULL;
     }
     PyObject *prefix = nargs == 6 ? args[5] : NULL;
-    if (eng45_no_time == NULL) {
-        eng45_add = PyUnicode_InternFromString("add");
-        eng45_one = PyLong_FromLong(1);
-        eng45_no_time = eng45_add == NULL || eng45_one == NULL ? NULL : PyFloat_FromDouble(0.0);
-        if (eng45_no_time == NULL) return NULL;
-    }
+    if (eng45_names_ready() < 0) return NULL;
     PyObject *items = args[0], *windows = args[1], *hot = args[2], *assigned = args[3];
     PyObject *record = PyTuple_GET_ITEM(hot, 1), *breakdown = PyTuple_GET_ITEM(hot, 2);
     int ready = eng45_laid_out(&eng45_windows, windows);
@@ -6644,6 +6649,15 @@ static PyObject *tiny49_add, *tiny49_append;
 #define TINY49_EXACT_IN_FLOAT (1LL << 53)
 
 /* ``obj.append(value)``: 0, or -1 with an error. */
+/* ``add_window``'s names made (once a process): 0, or -1 with an error. */
+static int tiny49_names_ready(void) {
+    if (tiny49_append == NULL) {
+        tiny49_add = PyUnicode_InternFromString("add");
+        tiny49_append = tiny49_add == NULL ? NULL : PyUnicode_InternFromString("append");
+    }
+    return tiny49_append == NULL ? -1 : 0;
+}
+
 static int tiny49_appended(PyObject *obj, PyObject *value) {
     PyObject *done = PyObject_CallMethodOneArg(obj, tiny49_append, value);
     Py_XDECREF(done);
@@ -6698,11 +6712,7 @@ static PyObject *add_window(PyObject *self, PyObject *const *args, Py_ssize_t na
         PyErr_SetString(PyExc_TypeError, "add_window(windows, ts, opens_after, thread)");
         return NULL;
     }
-    if (tiny49_append == NULL) {
-        tiny49_add = PyUnicode_InternFromString("add");
-        tiny49_append = tiny49_add == NULL ? NULL : PyUnicode_InternFromString("append");
-        if (tiny49_append == NULL) return NULL;
-    }
+    if (tiny49_names_ready() < 0) return NULL;
     PyObject *windows = args[0], *ts = args[1], *floors;
     int common = tiny49_common_window(windows, ts, args[2], args[3], &floors);
     if (common < 0) return NULL;
@@ -6941,17 +6951,7 @@ static PyObject *open_iteration(PyObject *self, PyObject *const *args, Py_ssize_
             : PyUnicode_InternFromString("count");
         if (slots50_count_name == NULL) return NULL;
     }
-    if (eng45_no_time == NULL) {  /* (``own_held_ops``' names) */
-        eng45_add = PyUnicode_InternFromString("add");
-        eng45_one = PyLong_FromLong(1);
-        eng45_no_time = eng45_add == NULL || eng45_one == NULL ? NULL : PyFloat_FromDouble(0.0);
-        if (eng45_no_time == NULL) return NULL;
-    }
-    if (tiny49_append == NULL) {
-        tiny49_add = PyUnicode_InternFromString("add");
-        tiny49_append = tiny49_add == NULL ? NULL : PyUnicode_InternFromString("append");
-        if (tiny49_append == NULL) return NULL;
-    }
+    if (eng45_names_ready() < 0 || tiny49_names_ready() < 0) return NULL;
     PyObject *splitter = args[0], *found = args[1], *rules = args[2], *at[14];
     Py_ssize_t least = PyLong_AsSsize_t(PyTuple_GET_ITEM(rules, RULE_ARRAY_MIN));
     if (least == -1 && PyErr_Occurred()) return NULL;
@@ -7220,11 +7220,12 @@ static PyMethodDef methods[] = {
      "entries as os.scandir lists them, kinds None where none is a folder or a link (else a "
      "letter a name: d a folder, ? a link or a type not given, f another); ([], None) at "
      "the end (output._files_under)."},
-    /* ---- search49 ---- */
+    /* ---- tries50 ---- */
     {"compared", (PyCFunction)(void (*)(void))tries50_compared, METH_FASTCALL,
      "compared(a, b, op) -> bool: a op b as the feed lane and the readers' pushes compare it "
      "(op 0 to 5: <, <=, ==, !=, >, >=; 6: ==, 7: != of thread keys), without a call where "
      "both are exact floats, ints of a long long, or tuples of them (6, 7); for the tests."},
+    /* ---- search49 ---- */
     {"weighted_jaccard", (PyCFunction)(void (*)(void))weighted_jaccard, METH_FASTCALL,
      "weighted_jaccard(a, b) -> float, or None: search.similarity(a, b) of two dicts of "
      "floats, the same sums in the same order; None where a value is not a float."},
