@@ -847,6 +847,61 @@ done:
 
 /* ---- prefixed_runs: where runs of Python frames are ---- */
 
+static inline int json_space(unsigned char b) {
+    return b == ' ' || b == '\n' || b == '\r' || b == '\t';
+}
+
+/* runs51: whether ``b[i:end]`` begins with ``p`` (``n`` bytes: JSON text without escapes) up
+   to the whitespace between its tokens: outside ``p``'s strings any run of JSON whitespace,
+   in ``b`` or in ``p``, is passed over (``{"ph": "X", `` begins ``{\n    "ph": "X",\n``, as
+   libkineto and torch write events, and ``{"ph":"X",``), and something follows it in ``b``.
+   ``decode._frame_prefix_pattern`` is the same test as a regular expression. */
+static int spaced_prefix(const unsigned char *b, Py_ssize_t i, Py_ssize_t end,
+                         const unsigned char *p, Py_ssize_t n) {
+    int in_string = 0;
+    for (Py_ssize_t j = 0; j < n; i++, j++) {
+        if (!in_string) {
+            while (j < n && json_space(p[j])) j++;
+            if (j == n) break;
+            while (i < end && json_space(b[i])) i++;
+        }
+        if (i >= end || b[i] != p[j]) return 0;
+        if (p[j] == '"') in_string = !in_string;
+    }
+    return i < end;
+}
+
+/* Where ``a`` and ``b`` (``n`` bytes each) first differ (``n``: nowhere). */
+static Py_ssize_t first_difference(const unsigned char *a, const unsigned char *b, Py_ssize_t n) {
+    Py_ssize_t k = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    for (; k + 8 <= n; k += 8) {
+        uint64_t x, y;
+        memcpy(&x, a + k, 8);
+        memcpy(&y, b + k, 8);
+        if (x != y) return k + (__builtin_ctzll(x ^ y) >> 3);
+    }
+#endif
+    for (; k < n; k++)
+        if (a[k] != b[k]) return k;
+    return n;
+}
+
+/* Whether the event ``b[start:end]`` begins with ``prefix`` (``spaced_prefix``). Most often
+   its bytes are the prefix's as they are (a file written one event a line); where they
+   differ first at a byte that is whitespace in neither, they differ so whatever the
+   whitespace (the two read alike up to there), and the event is no frame without the walk
+   of ``spaced_prefix`` (the ops and GPU work of such a file: they differ at their category). */
+static int prefixed(const unsigned char *b, Py_ssize_t len, int64_t start, int64_t end,
+                    const unsigned char *prefix, Py_ssize_t width) {
+    if (start < 0 || end > len || start >= end) return 0;
+    Py_ssize_t room = (Py_ssize_t)(end - start) < width ? (Py_ssize_t)(end - start) : width;
+    Py_ssize_t at = first_difference(b + start, prefix, room);
+    if (at == width) return end - start > width;
+    if (at < room && !json_space(b[start + at]) && !json_space(prefix[at])) return 0;
+    return spaced_prefix(b, start, end, prefix, width);
+}
+
 static PyObject *prefixed_runs(PyObject *self, PyObject *args) {
     Py_buffer buf, starts, ends, prefix;
     Py_ssize_t min_run;
@@ -864,8 +919,7 @@ static PyObject *prefixed_runs(PyObject *self, PyObject *args) {
     const unsigned char *b = buf.buf;
     Py_ssize_t first = -1;
     for (Py_ssize_t k = 0; k <= n; k++) {
-        int hit = k < n && e[k] - s[k] > width && s[k] >= 0 && s[k] + width <= buf.len &&
-                  memcmp(b + s[k], prefix.buf, (size_t)width) == 0;
+        int hit = k < n && prefixed(b, buf.len, s[k], e[k], prefix.buf, width);
         if (hit && first < 0) first = k;
         if (!hit && first >= 0) {
             if (k - first >= min_run) {
@@ -7022,7 +7076,8 @@ static PyMethodDef methods[] = {
      "each event's original bytes."},
     {"prefixed_runs", prefixed_runs, METH_VARARGS,
      "prefixed_runs(buf, starts, ends, prefix, min_run) -> [(i, j)]: the runs of min_run or "
-     "more events in a row longer than prefix and beginning with it (decode._frame_runs)."},
+     "more events in a row beginning with prefix, up to the whitespace between its tokens, "
+     "and longer than it (decode._frame_runs)."},
     {"laid_out", laid_out, METH_VARARGS,
      "laid_out(items, indent, level, as_bytes=False) -> str (its ASCII bytes where as_bytes), "
      "or None: each of items (a list) after a line "

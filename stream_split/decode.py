@@ -45,6 +45,7 @@ from __future__ import annotations
 import bisect
 import ctypes
 import json
+import re
 from itertools import repeat
 from operator import attrgetter
 from typing import Any, Iterator, Literal, TypedDict, Union
@@ -139,7 +140,8 @@ class _RunText:
 
 class FrameRun:
     """Events ``i`` to ``j`` (excluded) of a batch begin as Kineto writes a Python frame
-    (``FRAME_PREFIX``), at least ``MIN_FRAME_RUN`` of them in a row: a hint for the engine,
+    (``FRAME_PREFIX``, however spaced: ``_frame_runs``), at least ``MIN_FRAME_RUN`` of them in
+    a row: a hint for the engine,
     which checks them (``Splitter.feed_batch``).
 
     In a slim batch (``TraceDecoder.slim``) the decoder may have read the run's times in bulk
@@ -1061,13 +1063,39 @@ def _escaped_quotes(a: np.ndarray, slashes: np.ndarray) -> np.ndarray:
     return after[a[after] == 34]
 
 
+def _frame_prefix_pattern(prefix: bytes) -> re.Pattern:
+    """``prefix`` (JSON text without escapes) as a pattern that any run of JSON whitespace
+    may come before each of its tokens' bytes outside its strings, and whose whitespace there
+    may be missing: what ``_native.prefixed_runs`` tests (``spaced_prefix``)."""
+    parts, in_string = [], False
+    for byte in prefix:
+        char = bytes([byte])
+        if not in_string:
+            if char in _WHITESPACE:
+                continue
+            parts.append(rb"[ \t\n\r]*")
+        parts.append(re.escape(char))
+        if char == b'"':
+            in_string = not in_string
+    return re.compile(b"".join(parts))
+
+
+#: ``FRAME_PREFIX`` however the writer spaces it (``_frame_runs``).
+_FRAME_PREFIX_SPACED = _frame_prefix_pattern(FRAME_PREFIX)
+
+
 def _frame_runs(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> list:
     """(i, j) slices of the framed events ``buf[starts[k]:ends[k]]`` that begin with
-    ``FRAME_PREFIX``, ``MIN_FRAME_RUN`` or more in a row."""
+    ``FRAME_PREFIX`` however the whitespace between its tokens is written, something after
+    it, ``MIN_FRAME_RUN`` or more in a row. Kineto's files come so spaced, and files remade
+    one event a line as the prefix is (``../shared/tools/tile_trace.py``). In the first, each
+    event's keys over lines (libkineto: ``{\n    "ph": "X", "cat": ...``; torch 2.13: a key a
+    line), the prefix as it is found no run, and every frame went through the engine one by
+    one (``xdit_flux.1``'s capture trace in ``../shared``: 162 k of its 193 k events)."""
     width = len(FRAME_PREFIX)
     if starts.size < MIN_FRAME_RUN or len(buf) < width:
         return []
-    if _native is not None:  # one memcmp an event, no array per prefix word
+    if _native is not None:  # one memcmp an event, whitespace walked only where it differs
         return _native.prefixed_runs(buf, starts, ends, FRAME_PREFIX, MIN_FRAME_RUN)
     # Every 8 bytes of the buffer as a little-endian word, one word per offset (a view).
     words = np.ndarray((len(buf) - 7,), "<u8", buf, strides=(1,))
@@ -1075,6 +1103,12 @@ def _frame_runs(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> list:
     frame = ends - starts > width
     for offset, word in zip(_FRAME_PREFIX_OFFSETS, _FRAME_PREFIX_WORDS):
         frame &= words[heads + offset] == word  # (not ``take``: it copies a strided array)
+    # the others, as their writer spaced them
+    match = _FRAME_PREFIX_SPACED.match
+    for k in np.flatnonzero(~frame).tolist():
+        start, end = int(starts[k]), int(ends[k])
+        found = match(buf, start, end)
+        frame[k] = found is not None and found.end() < end
     if not frame.any():
         return []
     edges = np.flatnonzero(np.diff(frame.view(np.int8), prepend=0, append=0))

@@ -108,6 +108,14 @@ def kineto_text(events: list) -> bytes:
     return ('{\n  "traceEvents": [\n' + body + "\n  ]\n}\n").encode()
 
 
+def spaced_text(events: list) -> bytes:
+    """``kineto_text`` with each event's keys over lines, as libkineto and torch write their
+    files (``json.dumps(indent=4)``: a key a line, torch 2.13's layout): the runs of frames
+    are found however spaced (``decode._frame_runs``)."""
+    body = ",\n".join("  " + json.dumps(e, indent=4).replace("\n", "\n  ") for e in events)
+    return ('{\n  "traceEvents": [\n' + body + "\n  ]\n}\n").encode()
+
+
 def assert_same(one_by_one: dict, batched: dict) -> None:
     assert batched["pairs"] == one_by_one["pairs"]
     assert batched["records"] == one_by_one["records"]
@@ -146,6 +154,33 @@ def test_a_trace_with_many_frame_runs_splits_the_same_decided_at_once(keep, pend
     slim = decoded_batches(text, 4096, slim=True)
     assert any(run.starts is not None for batch in slim for run in batch.frame_runs)
     from_slim = run_both_ways(batches, options, slim)[1]
+    assert from_slim["at_once"] >= 80
+    assert_same(one_by_one, from_slim)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), runs=st.integers(1, 12),
+       detector=st.sampled_from(["steps", "auto"]), keep=st.booleans(),
+       pending_limit=st.sampled_from([3, 20_000]), chunk=st.sampled_from([700, 1 << 20]))
+def test_frame_runs_of_a_file_spaced_as_kineto_writes_it_equal_feeding_them_one_by_one(
+        seed, runs, detector, keep, pending_limit, chunk):
+    trace = generate("training", seed=seed % 50, steps=4)
+    text = spaced_text(with_frame_runs(trace.events, seed, runs))
+    batches = decoded_batches(text, chunk)
+    options = SplitOptions(detector=detector, keep_events=keep, pending_limit=pending_limit)
+    one_by_one, batched = run_both_ways(batches, options)
+    assert_same(one_by_one, batched)
+    assert_same(one_by_one, run_both_ways(batches, options, decoded_batches(text, chunk, True))[1])
+
+
+def test_a_file_spaced_as_kineto_writes_it_has_its_frames_read_in_bulk():
+    trace = generate("training", seed=11, steps=5)
+    text = spaced_text(with_frame_runs(trace.events, 5, 30))
+    slim = decoded_batches(text, 1 << 20, slim=True)
+    assert sum(run.j - run.i for batch in slim for run in batch.frame_runs
+               if run.starts is not None) >= 80  # ten runs of 8 or more, their times in bulk
+    options = SplitOptions(detector="auto", keep_events=True, pending_limit=20_000)
+    one_by_one, from_slim = run_both_ways(decoded_batches(text, 4096), options, slim)
     assert from_slim["at_once"] >= 80
     assert_same(one_by_one, from_slim)
 

@@ -1,12 +1,15 @@
 """The verdicts of the structural detector (stream_split.core.detect.verdict), asked of small
 skeletons and units built directly: no engine, no trace."""
-from stream_split.core.detect.rules import RULES
+from hypothesis import given, settings, strategies as st
+
+import stream_split.core.detect.verdict as verdict
+from stream_split.core.detect.rules import INNER_RULES, ONLINE_INNER_RULES, RULES
 from stream_split.core.detect.search import (
     OPENS_AFTER_SYNC, OPENS_AT_INPUT_FETCH, Unit, find_unit)
 from stream_split.core.detect.skeleton import Node
 from stream_split.core.detect.verdict import (
-    LOOP_INSIDE, STEPS_AT_THE_TOP, STEPS_NESTED, confirmed_online, dominant, every_fetch_opens,
-    exact_needed, exact_possible, inner_repeat, iteration_test, loop_inside,
+    LOOP_INSIDE, STEPS_AT_THE_TOP, STEPS_NESTED, InnerAnswers, confirmed_online, dominant,
+    every_fetch_opens, exact_needed, exact_possible, inner_repeat, iteration_test, loop_inside,
     module_holding_several, not_a_layer, exact_row, opens_with_copy, regular_steps)
 
 NAMES = ["get_next_batch", "forward", "backward", "Optimizer.step#SGD.step", "aten::item", "layer",
@@ -168,6 +171,116 @@ def test_an_instance_without_a_repeated_block_is_a_layer():
     layer = with_kids(Node(LAYER, 0.0, 100.0, 0), [6, 7, 8, 9, 10, 11, 2, 3])
     verdict, why = inner_repeat([layer], unit_at([0], [LAYER], LAYER))
     assert not verdict and why == "an instance contains no repeated sub-unit"
+
+
+# -- InnerAnswers: the online tries' answers of inner_repeat, given again ----------------------
+
+BLOCK = [6, 7, 8, 9, 10, 11, 2, 3]  # a block of work (eight ops)
+
+
+def _counting_searches(monkeypatch) -> list:
+    """``verdict.find_unit`` counted: the list holds one entry per search made."""
+    made = []
+    search = verdict.find_unit
+
+    def counted(*args, **kwargs):
+        made.append(args[0])
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(verdict, "find_unit", counted)
+    return made
+
+
+def test_an_inner_answer_is_given_again_while_the_instance_is_the_same(monkeypatch):
+    model = with_kids(Node(FWD, 0.0, 1000.0, 0), BLOCK * 4)
+    unit = unit_at([0], [FWD], FWD)
+    fresh = inner_repeat([model], unit)
+    searches = _counting_searches(monkeypatch)
+    answers = InnerAnswers()
+    assert [inner_repeat([model], unit, answers=answers) for _ in range(3)] == [fresh] * 3
+    assert len(searches) == 1
+
+
+def test_a_block_read_since_makes_the_inner_search_again_and_changes_the_answer(monkeypatch):
+    # three blocks are no model to INNER_RULES (four alike are): the fourth block, read
+    # after the first answer, must not be answered from what was kept
+    model = with_kids(Node(FWD, 0.0, 1000.0, 0), BLOCK * 3)
+    unit = unit_at([0], [FWD], FWD)
+    searches = _counting_searches(monkeypatch)
+    answers = InnerAnswers()
+    assert inner_repeat([model], unit, answers=answers)[0] is False
+    t = model.kids[-1].end
+    model.kids += [Node(s, t + i, t + i + 1.0, 1) for i, s in enumerate(BLOCK)]
+    assert inner_repeat([model], unit, answers=answers) == inner_repeat([model], unit)
+    assert inner_repeat([model], unit, answers=answers)[0] is True
+    assert len(searches) == 3  # the kept answer, then the new one (and the one to compare)
+
+
+def test_kernels_or_syncs_credited_to_an_op_of_the_instance_make_the_inner_search_again(
+        monkeypatch):
+    model = with_kids(Node(FWD, 0.0, 1000.0, 0), BLOCK * 4)
+    unit = unit_at([0], [FWD], FWD)
+    searches = _counting_searches(monkeypatch)
+    answers = InnerAnswers()
+    inner_repeat([model], unit, answers=answers)
+    model.kids[5].gpu += 1
+    inner_repeat([model], unit, answers=answers)
+    model.kids[9].syncs += 1
+    inner_repeat([model], unit, answers=answers)
+    inner_repeat([model], unit, answers=answers)
+    assert len(searches) == 3
+
+
+def test_inner_answers_are_kept_apart_by_the_rules_asked_with(monkeypatch):
+    model = with_kids(Node(FWD, 0.0, 1000.0, 0), BLOCK * 3)
+    unit = unit_at([0], [FWD], FWD)
+    answers = InnerAnswers()
+    for _ in range(2):
+        assert inner_repeat([model], unit, INNER_RULES, answers)[0] is False
+        assert inner_repeat([model], unit, ONLINE_INNER_RULES, answers)[0] is True
+
+
+def test_inner_answers_keep_only_the_latest(monkeypatch):
+    models = [with_kids(Node(FWD, 0.0, 1000.0, 0), BLOCK * 4) for _ in range(InnerAnswers.KEPT + 1)]
+    searches = _counting_searches(monkeypatch)
+    answers = InnerAnswers()
+    for model in models:
+        inner_repeat([model], unit_at([0], [FWD], FWD), answers=answers)
+    inner_repeat([models[-1]], unit_at([0], [FWD], FWD), answers=answers)  # kept
+    inner_repeat([models[0]], unit_at([0], [FWD], FWD), answers=answers)  # gone: again
+    assert len(searches) == len(models) + 1
+    answers.clear()
+    inner_repeat([models[-1]], unit_at([0], [FWD], FWD), answers=answers)
+    assert len(searches) == len(models) + 2
+
+
+#: What happens to a first instance between two questions: a child read (of a symbol), a
+#: kernel or a host sync credited to one of its ops (at an index), or nothing.
+_CHANGES = st.lists(st.one_of(
+    st.tuples(st.just("kid"), st.sampled_from(BLOCK + [FWD, LAYER])),
+    st.tuples(st.sampled_from(["gpu", "syncs"]), st.integers(0, 200)),
+    st.tuples(st.just("ask"), st.sampled_from([INNER_RULES, ONLINE_INNER_RULES]))),
+    max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(blocks=st.integers(1, 5), changes=_CHANGES)
+def test_inner_answers_are_the_search_s_whatever_the_instance_gains_between_questions(
+        blocks, changes):
+    model = with_kids(Node(FWD, 0.0, 1000.0, 0), BLOCK * blocks)
+    unit = unit_at([0], [FWD], FWD)
+    answers = InnerAnswers()
+    for change, value in changes:
+        if change == "kid":
+            t = model.kids[-1].end
+            model.kids.append(Node(value, t, t + 1.0, 1))
+        elif change == "ask":
+            assert inner_repeat([model], unit, value, answers) == \
+                inner_repeat([model], unit, value)
+        else:
+            op = ([model] + model.kids)[value % (len(model.kids) + 1)]
+            setattr(op, change, getattr(op, change) + 1)
+    assert inner_repeat([model], unit, answers=answers) == inner_repeat([model], unit)
 
 
 # -- dominant: where to look inside ----------------------------------------------------------

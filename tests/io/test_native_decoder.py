@@ -608,25 +608,72 @@ def test_native_slices_are_the_events_bytes():
         decode_module._built_native.slices(buf, starts, ends + 100)
 
 
-@needs_native
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-@given(kinds=st.lists(st.sampled_from(["frame", "frame", "frame", "op", "short"]), max_size=40))
-def test_native_frame_runs_are_where_numpy_finds_them(kinds):
-    """``decode._frame_runs``: runs of ``MIN_FRAME_RUN`` or more events that begin as Kineto
-    writes a Python frame; the same natively (``prefixed_runs``) as with numpy."""
-    texts = {"frame": decode_module.FRAME_PREFIX + b'"name": "f"}',
-             "op": b'{"ph": "X", "cat": "cpu_op", "name": "o"}',
-             "short": decode_module.FRAME_PREFIX[:-3] + b"}"}
+#: Events as writers space them: a Python frame one event a line (as ``FRAME_PREFIX``), as
+#: libkineto writes it (keys over lines), as torch 2.13 does (a key a line), with no space
+#: at all, with tabs and CRLF; and what is no frame: an op spaced alike, a frame whose
+#: strings hold the spaces (``"X "``), a frame no longer than the prefix.
+_SPACED_EVENTS = {
+    "frame": decode_module.FRAME_PREFIX + b'"name": "f"}',
+    "libkineto": b'{\n    "ph": "X", "cat": "python_function", "name": "f", "pid": 1, '
+                 b'"tid": 1,\n    "ts": 2.5, "dur": 1.0,\n    "args": {\n      "Python id": 1'
+                 b'\n    }\n  }',
+    "torch": b'{\n    "ph": "X",\n    "cat": "python_function",\n    "name": "f",\n    '
+             b'"pid": 1,\n    "tid": 1,\n    "ts": 2.5,\n    "dur": 1.0\n  }',
+    "compact": b'{"ph":"X","cat":"python_function","name":"f"}',
+    "tabs": b'{\r\n\t"ph"\t:\t"X"\t,\r\n\t"cat" :"python_function" ,"name": "f"}',
+    "op": b'{"ph": "X", "cat": "cpu_op", "name": "o"}',
+    "spaced op": b'{\n    "ph": "X", "cat": "cpu_op", "name": "o"\n  }',
+    "spaced strings": b'{"ph": "X ", "cat": "python_function", "name": "f"}',
+    "short": decode_module.FRAME_PREFIX[:-3] + b"}",
+    "bare": b'{\n  "ph": "X", "cat": "python_function",',
+}
+
+
+def _events_text(kinds: list) -> tuple:
+    """(buf, starts, ends) of the events ``kinds`` (``_SPACED_EVENTS``) in a JSON array."""
     buf, starts, ends = b"[", [], []
     for kind in kinds:
         starts.append(len(buf))
-        buf += texts[kind]
+        buf += _SPACED_EVENTS[kind]
         ends.append(len(buf))
-        buf += b", "
-    starts, ends = np.array(starts, np.int64), np.array(ends, np.int64)
+        buf += b",\n  "
+    return buf, np.array(starts, np.int64), np.array(ends, np.int64)
+
+
+@needs_native
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(kinds=st.lists(st.sampled_from(["frame", "frame", "frame", "op", "short", "libkineto",
+                                       "torch", "compact", "tabs", "spaced op",
+                                       "spaced strings", "bare"]), max_size=40))
+def test_native_frame_runs_are_where_numpy_finds_them(kinds):
+    """``decode._frame_runs``: runs of ``MIN_FRAME_RUN`` or more events that begin as Kineto
+    writes a Python frame, however spaced; the same natively (``prefixed_runs``) as with
+    numpy and the pattern."""
+    buf, starts, ends = _events_text(kinds)
     native = decode_module._frame_runs(buf, starts, ends)
     with decoder_passes("numpy"):
         assert native == decode_module._frame_runs(buf, starts, ends)
+
+
+@pytest.mark.parametrize("passes", ["native", "numpy"])
+@pytest.mark.parametrize("kind", ["frame", "libkineto", "torch", "compact", "tabs"])
+def test_frames_however_their_writer_spaced_them_make_runs(kind, passes):
+    if passes == "native" and decode_module._built_native is None:
+        pytest.skip("the native passes are not built")
+    n = decode_module.MIN_FRAME_RUN
+    kinds = ["op"] + [kind] * n + ["spaced op"] + [kind] * (n - 1) + ["op"]
+    with decoder_passes(passes):
+        assert decode_module._frame_runs(*_events_text(kinds)) == [(1, 1 + n)]
+
+
+@pytest.mark.parametrize("passes", ["native", "numpy"])
+@pytest.mark.parametrize("kind", ["op", "spaced op", "spaced strings", "short", "bare"])
+def test_events_that_are_no_frame_however_spaced_make_no_run(kind, passes):
+    if passes == "native" and decode_module._built_native is None:
+        pytest.skip("the native passes are not built")
+    kinds = [kind] * (2 * decode_module.MIN_FRAME_RUN)
+    with decoder_passes(passes):
+        assert decode_module._frame_runs(*_events_text(kinds)) == []
 
 
 # ---- laid_out: the manifest's entries as json.dumps(indent=1) writes them ----

@@ -172,9 +172,12 @@ class MemoryRules(NamedTuple):
     memos: int = 5
     #: What a ``SearchMemo`` keeps per search, in ops covered by its values (a bag or
     #: composition of an instance of 40 ops counts 40): about 90 bytes each (measured), some
-    #: 3 MB. The searches of the resnet trace's top level (600 ops, 19 anchors) keep under
-    #: 30 000.
-    memo_budget: int = 1 << 15
+    #: 6 MB. The searches of the resnet trace's top level (600 ops, 19 anchors) keep under
+    #: 30 000; those of the denoising loop of ``xdit_flux.1``'s capture trace (../shared)
+    #: need some 50 000: with half this budget their online tries weighed 70.7 k instances
+    #: against representatives, not 46.8 k, and searched 1.4 s, not 0.7 (twice this budget:
+    #: 44.8 k, as with no bound).
+    memo_budget: int = 1 << 16
     #: Op names whose loop-marker and input-fetch tests are remembered (``search.loop_marker``,
     #: ``search.input_fetch``): the rows searched hold a few dozen names (the resnet trace's
     #: top level 58); about 150 bytes each, and the name kept.

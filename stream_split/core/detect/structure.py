@@ -38,7 +38,8 @@ its ops of names of their own only the latest ``MemoryRules.single_roots`` (abou
 each: node, times, name, symbol and count; ``Skeletons.forget_singles``), and of all its ops
 at most ``MemoryRules.max_roots``: there the close decision's search is made at once, and
 what it finds is believed, or the oldest ops are forgotten (``_at_the_bound``). The online
-tries keep the last search of the rows they try (``search.RecentMemos``).
+tries keep the last search of the rows they try (``search.RecentMemos``), and the last few
+answers of whether a unit's first instance repeats a sub-unit (``verdict.InnerAnswers``).
 
 Time: the online tries search only as much as the ops read pay for (``search.SearchBudget``),
 and not at all a top level where no unit found could be believed
@@ -77,7 +78,8 @@ from stream_split.core.detect.skeleton import (
     SKIPPED, Node, RowExtremes, Skeletons, ThreadSkeleton, after_containers, before_containers,
     top_level_op)
 from stream_split.core.detect.verdict import (
-    confirmed_online, dominant, exact_needed, exact_possible, iteration_test, regular_steps)
+    InnerAnswers, confirmed_online, dominant, exact_needed, exact_possible, iteration_test,
+    regular_steps)
 from stream_split.core.stack import ThreadStacks
 from stream_split.native import NATIVE as _native  # (None: the Python fallbacks)
 from stream_split.trace_format import PROFILER_STEP_PREFIX, is_main_thread
@@ -177,6 +179,9 @@ class StructureDetector:
         self._early: DetectorResult | None = None  # the close decision, made at Mode.SECTION_END
         #: The last search on each row tried online lately (``search.RecentMemos``).
         self._memos = RecentMemos()
+        #: Whether the first instances asked about lately repeat a sub-unit
+        #: (``verdict.InnerAnswers``: ``confirmed_online`` asks again at each try).
+        self._inner = InnerAnswers()
         #: The latest end and longest op of the rows ``_try_container`` asked about lately.
         self._extremes = RowExtremes()
         #: The unit search the online tries may still do (``search.SearchBudget``).
@@ -418,7 +423,8 @@ class StructureDetector:
                                       self._skeletons.modules_of(state.key))
         if not verdict:
             return ()
-        believed = confirmed_online(roots, unit, path, self._names, section_read)
+        believed = confirmed_online(roots, unit, path, self._names, section_read,
+                                    answers=self._inner)
         if believed is None:
             return ()
         return self._start_matching(state, roots, unit, path, f"{why}; {believed}")
@@ -448,6 +454,7 @@ class StructureDetector:
         """The unit is decided (or the top level was sifted: ``Skeletons.forget_singles``):
         what the online tries kept of the rows is no longer needed."""
         self._memos.clear()
+        self._inner.clear()
         self._extremes.clear()
         self._budget.forget_row()
 

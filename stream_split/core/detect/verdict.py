@@ -19,14 +19,16 @@ Which file a new rule goes in:
   ``close.py``;
 - the thresholds of all of them: ``rules.py``.
 
-Nothing here keeps state or reads events: a row is a list of sibling ops (``skeleton.Node``),
-``roots`` the loop thread's top-level ops, ``path`` the containers around the row, outermost
-first, and ``modules`` the thread's outermost ``nn.Module`` calls as (start, end) (or None
-when Python frames were not recorded).
+Nothing here reads events, and nothing keeps state but ``InnerAnswers``, the online tries'
+memo of ``inner_repeat`` (held by the detector, ``structure.py``): a row is a list of sibling
+ops (``skeleton.Node``), ``roots`` the loop thread's top-level ops, ``path`` the containers
+around the row, outermost first, and ``modules`` the thread's outermost ``nn.Module`` calls as
+(start, end) (or None when Python frames were not recorded).
 """
 from __future__ import annotations
 
 import math
+from operator import attrgetter
 
 from stream_split.core.detect.rules import INNER_RULES, ONLINE_INNER_RULES, RULES, Rules
 from stream_split.core.detect.search import (
@@ -134,12 +136,21 @@ def first_instance(row: list, unit: Unit) -> list:
     return row[unit.first:unit.first + len(unit.pattern)]
 
 
-def inner_repeat(row: list, unit: Unit, rules: Rules = INNER_RULES) -> tuple[bool, str]:
+def inner_repeat(row: list, unit: Unit, rules: Rules = INNER_RULES,
+                 answers: InnerAnswers | None = None) -> tuple[bool, str]:
     """Is one instance a whole piece of work (it repeats a sub-unit inside: a model's
-    layers) rather than a layer?"""
+    layers) rather than a layer? ``answers``: those given lately (``InnerAnswers``), to give
+    again where the instance's ops are the same."""
     flat: list = []
     for node in first_instance(row, unit):
         flatten(node, flat, rules.verdict.inner_flat_ops)
+    if answers is not None:
+        return answers.answer(flat, rules)
+    return _inner_answer(flat, rules)
+
+
+def _inner_answer(flat: list, rules: Rules) -> tuple[bool, str]:
+    """``inner_repeat``'s answer on the first instance's ops, flattened (``flat``)."""
     # Blocks of a real model differ a little (a downsampling block, a checkpointed
     # one): a quarter of them alike, covering a third of the ops, is a model.
     inner = find_unit(flat, rules)
@@ -149,6 +160,58 @@ def inner_repeat(row: list, unit: Unit, rules: Rules = INNER_RULES) -> tuple[boo
         return True, (f"an instance contains a repeated sub-unit "
                       f"({inner.exact} x {len(inner.pattern)} ops)")
     return False, "an instance contains no repeated sub-unit"
+
+
+#: What an op's ``inner_repeat`` answer can change by once the op is read: its kernels and
+#: its host syncs, credited as its launches and syncs arrive (``skeleton.Skeletons.credit``,
+#: ``credit_sync``), each a count that only grows.
+_KERNELS, _SYNCS = attrgetter("gpu"), attrgetter("syncs")
+
+
+class InnerAnswers:
+    """``inner_repeat``'s answers on the first instances asked about lately, given again
+    while the instance's ops are the same.
+
+    The online tries ask ``confirmed_online`` again each time their row grows, most often
+    of the same unit, whose first instance is then the same ops; where no way believes the
+    unit before the end, each asks ``inner_repeat``, a unit search on the instance's ops
+    flattened. On the real traces of ``../shared``: 139 questions on 5 first instances
+    (``xdit_flux.1``'s capture trace, 0.32 of its 2.3 s), 46 on one (``torch_cpu``'s
+    ``s6_varlen_unannotated``: 0.19 of 0.53 s), 26 on one (``s2_no_schedule``).
+
+    The search reads of each op its symbol, its times, its kernels and its host syncs
+    (``search.find_unit``; ``names`` are not passed). An answer is kept with the ops
+    themselves (the very objects, held) and their kernels and syncs summed: an op's symbol
+    and times never change once it is read, its children are in the flattened ops (a child
+    read since makes other ops), and its kernels and syncs only grow, so equal sums over the
+    same ops mean the same counts on each: the search would read the same, and answer the
+    same. Else it is made again. At most ``KEPT`` answers are kept (the latest)."""
+
+    __slots__ = ("_kept",)
+
+    #: Answers kept, the latest: the online tries alternate between a few rows (the top
+    #: level, a container's children) and units.
+    KEPT = 4
+
+    def __init__(self):
+        self._kept: list = []  # (rules, ops, kernels, syncs, answer), the latest last
+
+    def answer(self, flat: list, rules: Rules) -> tuple[bool, str]:
+        """``inner_repeat``'s answer on ``flat`` (the first instance's ops, flattened)."""
+        ops = tuple(flat)
+        kernels, syncs = sum(map(_KERNELS, ops)), sum(map(_SYNCS, ops))
+        for kept_rules, kept_ops, kept_kernels, kept_syncs, answer in self._kept:
+            if kept_rules is rules and kept_kernels == kernels and kept_syncs == syncs \
+                    and kept_ops == ops:
+                return answer
+        answer = _inner_answer(flat, rules)
+        self._kept.append((rules, ops, kernels, syncs, answer))
+        del self._kept[:-self.KEPT]
+        return answer
+
+    def clear(self) -> None:
+        """Forget every answer (the unit is decided: no more online tries)."""
+        self._kept = []
 
 
 def module_holding_several(row: list, unit: Unit, modules: list | None,
@@ -213,7 +276,7 @@ def dominant(row: list, rules: Rules = RULES, extremes: tuple | None = None) -> 
 
 
 def confirmed_online(row: list, unit: Unit, path: list, names: list, section_read: bool,
-                     rules: Rules = RULES) -> str | None:
+                     rules: Rules = RULES, answers: InnerAnswers | None = None) -> str | None:
     """Can ``unit``, found on ``row`` of the loop thread before the end of the input and
     passing ``iteration_test``, be believed now? Either three cycles of the loop (like the
     unit, or idle) open with the loop's input fetch (inside a container: a copy of each
@@ -247,7 +310,7 @@ def confirmed_online(row: list, unit: Unit, path: list, names: list, section_rea
                 "like the unit and turns the loop")
     if exact_row(row, unit, rules):
         return f"{unit.n} instances, every one exact, make the whole row"
-    return _whole_exact_instances(row, unit, alike, rules)
+    return _whole_exact_instances(row, unit, alike, rules, answers)
 
 
 def exact_needed(row: list, path: list, names: list, section_read: bool,
@@ -319,7 +382,8 @@ def exact_row(row: list, unit: Unit, rules: Rules = RULES) -> bool:
         unit.positions[-1] == (unit.n - 1) * width
 
 
-def _whole_exact_instances(row: list, unit: Unit, alike: bool, rules: Rules) -> str | None:
+def _whole_exact_instances(row: list, unit: Unit, alike: bool, rules: Rules,
+                           answers: InnerAnswers | None = None) -> str | None:
     """``confirmed_online``'s last way: three instances exact, each a whole piece of work
     (it repeats a sub-unit: ``inner_repeat``)."""
     if unit.exact < rules.min_instances:
@@ -332,7 +396,8 @@ def _whole_exact_instances(row: list, unit: Unit, alike: bool, rules: Rules) -> 
         # come tells apart from a step of micro-batches. It waits for that work (at close
         # in a Kineto file).
         return None
-    whole, inner = inner_repeat(row, unit, ONLINE_INNER_RULES if alike else INNER_RULES)
+    whole, inner = inner_repeat(row, unit, ONLINE_INNER_RULES if alike else INNER_RULES,
+                                answers)
     return inner if whole else None
 
 
