@@ -231,6 +231,23 @@ def test_kernels_or_syncs_credited_to_an_op_of_the_instance_make_the_inner_searc
     assert len(searches) == 3
 
 
+def test_the_iteration_test_inside_a_container_gives_its_inner_answer_again(monkeypatch):
+    # three instances inside a container, each a model of four blocks: no module call, no
+    # copy, no minor root; the iteration test asks inner_repeat, once for the three tries
+    steps = [with_kids(Node(FWD, 1000.0 * k, 1000.0 * k + 900.0, 1), BLOCK * 4) for k in range(3)]
+    container = Node(11, 0.0, 3000.0, 0)
+    container.kids = steps
+    unit = unit_at([0, 1, 2], [FWD], FWD)
+    fresh = iteration_test([container], steps, unit, [container], None)
+    assert fresh[0] and fresh[1].startswith("an instance contains a repeated sub-unit")
+    searches = _counting_searches(monkeypatch)
+    answers = InnerAnswers()
+    for _ in range(3):
+        assert iteration_test([container], steps, unit, [container], None,
+                              answers=answers) == fresh
+    assert len(searches) == 1
+
+
 def test_inner_answers_are_kept_apart_by_the_rules_asked_with(monkeypatch):
     model = with_kids(Node(FWD, 0.0, 1000.0, 0), BLOCK * 3)
     unit = unit_at([0], [FWD], FWD)

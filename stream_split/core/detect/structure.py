@@ -420,7 +420,8 @@ class StructureDetector:
         if unit is None:
             return ()
         verdict, why = iteration_test(state.roots, roots, unit, path,
-                                      self._skeletons.modules_of(state.key))
+                                      self._skeletons.modules_of(state.key),
+                                      answers=self._inner)
         if not verdict:
             return ()
         believed = confirmed_online(roots, unit, path, self._names, section_read,

@@ -69,13 +69,14 @@ def regular_steps(steps: list, rules: Rules = RULES) -> tuple[bool, str]:
 
 
 def iteration_test(roots: list, row: list, unit: Unit, path: list, modules: list | None,
-                   rules: Rules = RULES) -> tuple[bool, str]:
+                   rules: Rules = RULES, answers: InnerAnswers | None = None) -> tuple[bool, str]:
     """The one test of both decision paths (online and at close): are the instances of
     ``unit``, found on ``row`` (inside the containers ``path``), iterations? At the top of
     the loop thread they are, unless one ``nn.Module`` call holds several of them (layers);
-    inside a container see ``not_a_layer``. Returns (verdict, why)."""
+    inside a container see ``not_a_layer``. Returns (verdict, why). ``answers``: the online
+    tries' answers of ``inner_repeat`` (``InnerAnswers``)."""
     if path:
-        return not_a_layer(roots, row, unit, path, modules, rules)
+        return not_a_layer(roots, row, unit, path, modules, rules, answers)
     if loop_inside(row, unit, rules):
         return False, LOOP_INSIDE
     held = module_holding_several(row, unit, modules, rules)
@@ -105,7 +106,7 @@ def loop_inside(row: list, unit: Unit, rules: Rules = RULES) -> bool:
 
 
 def not_a_layer(roots: list, row: list, unit: Unit, path: list, modules: list | None,
-                rules: Rules = RULES) -> tuple[bool, str]:
+                rules: Rules = RULES, answers: InnerAnswers | None = None) -> tuple[bool, str]:
     """A unit found inside a container is an iteration only if it is not a layer: it recurs
     outside the container (failure mode 3: minor roots at the top level), or no single
     ``nn.Module`` call holds two instances (when Python frames were recorded), or each
@@ -128,7 +129,7 @@ def not_a_layer(roots: list, row: list, unit: Unit, path: list, modules: list | 
         return True, "no nn.Module call holds two instances"
     if opens_with_copy(row, unit, rules):
         return True, "each instance opens by copying its input to the device"
-    return inner_repeat(row, unit)
+    return inner_repeat(row, unit, answers=answers)
 
 
 def first_instance(row: list, unit: Unit) -> list:
@@ -172,12 +173,14 @@ class InnerAnswers:
     """``inner_repeat``'s answers on the first instances asked about lately, given again
     while the instance's ops are the same.
 
-    The online tries ask ``confirmed_online`` again each time their row grows, most often
-    of the same unit, whose first instance is then the same ops; where no way believes the
-    unit before the end, each asks ``inner_repeat``, a unit search on the instance's ops
-    flattened. On the real traces of ``../shared``: 139 questions on 5 first instances
-    (``xdit_flux.1``'s capture trace, 0.32 of its 2.3 s), 46 on one (``torch_cpu``'s
-    ``s6_varlen_unannotated``: 0.19 of 0.53 s), 26 on one (``s2_no_schedule``).
+    The online tries ask ``confirmed_online`` (and, inside a container, ``iteration_test``)
+    again each time their row grows, most often of the same unit, whose first instance is
+    then the same ops; where no way believes the unit before the end, each asks
+    ``inner_repeat``, a unit search on the instance's ops flattened. On the real traces of
+    ``../shared``: 139 questions on 5 first instances (``xdit_flux.1``'s capture trace,
+    0.32 of its 2.3 s), 46 on one (``torch_cpu``'s ``s6_varlen_unannotated``: 0.19 of
+    0.53 s), 26 on one (``s2_no_schedule``), 27 on one (``b200/eager_trace``, asked by
+    ``iteration_test``).
 
     The search reads of each op its symbol, its times, its kernels and its host syncs
     (``search.find_unit``; ``names`` are not passed). An answer is kept with the ops
