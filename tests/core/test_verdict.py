@@ -258,7 +258,7 @@ def test_inner_answers_are_kept_apart_by_the_rules_asked_with(monkeypatch):
 
 
 def test_inner_answers_keep_only_the_latest(monkeypatch):
-    models = [with_kids(Node(FWD, 0.0, 1000.0, 0), BLOCK * 4) for _ in range(InnerAnswers.KEPT + 1)]
+    models = [with_kids(Node(FWD, 0.0, 1000.0, 0), BLOCK * 4) for _ in range(RULES.memory.inner_answers + 1)]
     searches = _counting_searches(monkeypatch)
     answers = InnerAnswers()
     for model in models:

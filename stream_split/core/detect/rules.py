@@ -178,6 +178,11 @@ class MemoryRules(NamedTuple):
     #: against representatives, not 46.8 k, and searched 1.4 s, not 0.7 (twice this budget:
     #: 44.8 k, as with no bound).
     memo_budget: int = 1 << 16
+    #: ``verdict.inner_repeat``'s answers the online tries keep (``verdict.InnerAnswers``):
+    #: they alternate between a few rows (the top level, a container's children) and units.
+    #: Each holds its first instance's ops flattened (at most ``VerdictRules.inner_flat_ops``
+    #: references: 400 KB at most, some 10 KB on the real traces of ../shared).
+    inner_answers: int = 4
     #: Op names whose loop-marker and input-fetch tests are remembered (``search.loop_marker``,
     #: ``search.input_fetch``): the rows searched hold a few dozen names (the resnet trace's
     #: top level 58); about 150 bytes each, and the name kept.

@@ -179,9 +179,7 @@ class StructureDetector:
         self._early: DetectorResult | None = None  # the close decision, made at Mode.SECTION_END
         #: The last search on each row tried online lately (``search.RecentMemos``).
         self._memos = RecentMemos()
-        #: Whether the first instances asked about lately repeat a sub-unit
-        #: (``verdict.InnerAnswers``: ``confirmed_online`` asks again at each try).
-        self._inner = InnerAnswers()
+        self._inner = InnerAnswers()  # the latest of ``verdict.inner_repeat``'s answers
         #: The latest end and longest op of the rows ``_try_container`` asked about lately.
         self._extremes = RowExtremes()
         #: The unit search the online tries may still do (``search.SearchBudget``).

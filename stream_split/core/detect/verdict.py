@@ -188,13 +188,10 @@ class InnerAnswers:
     and times never change once it is read, its children are in the flattened ops (a child
     read since makes other ops), and its kernels and syncs only grow, so equal sums over the
     same ops mean the same counts on each: the search would read the same, and answer the
-    same. Else it is made again. At most ``KEPT`` answers are kept (the latest)."""
+    same. Else it is made again. At most ``MemoryRules.inner_answers`` answers are kept (the
+    latest)."""
 
     __slots__ = ("_kept",)
-
-    #: Answers kept, the latest: the online tries alternate between a few rows (the top
-    #: level, a container's children) and units.
-    KEPT = 4
 
     def __init__(self):
         self._kept: list = []  # (rules, ops, kernels, syncs, answer), the latest last
@@ -209,7 +206,7 @@ class InnerAnswers:
                 return answer
         answer = _inner_answer(flat, rules)
         self._kept.append((rules, ops, kernels, syncs, answer))
-        del self._kept[:-self.KEPT]
+        del self._kept[:-RULES.memory.inner_answers]
         return answer
 
     def clear(self) -> None:
