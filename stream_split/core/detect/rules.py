@@ -172,16 +172,16 @@ class MemoryRules(NamedTuple):
     memos: int = 5
     #: What a ``SearchMemo`` keeps per search, in ops covered by its values (a bag or
     #: composition of an instance of 40 ops counts 40): about 90 bytes each (measured), some
-    #: 6 MB. The searches of the resnet trace's top level (600 ops, 19 anchors) keep under
-    #: 30 000; those of the denoising loop of ``xdit_flux.1``'s capture trace (../shared)
-    #: need some 50 000: with half this budget their online tries weighed 70.7 k instances
-    #: against representatives, not 46.8 k, and searched 1.4 s, not 0.7 (twice this budget:
-    #: 44.8 k, as with no bound).
-    memo_budget: int = 1 << 16
+    #: 3 MB. The searches of the resnet trace's top level (600 ops, 19 anchors) keep under
+    #: 30 000. (Those of the denoising loop of ``xdit_flux.1``'s capture trace, ../shared,
+    #: need some 50 000: twice this budget weighed 45.1 k instances against representatives
+    #: there, not 69.0 k, but its split's CPU time moved within the noise, 1.15-1.16 s against
+    #: 1.15-1.19: kept as it was, session 51.)
+    memo_budget: int = 1 << 15
     #: ``verdict.inner_repeat``'s answers the online tries keep (``verdict.InnerAnswers``):
     #: they alternate between a few rows (the top level, a container's children) and units.
     #: Each holds its first instance's ops flattened (at most ``VerdictRules.inner_flat_ops``
-    #: references: 400 KB at most, some 10 KB on the real traces of ../shared).
+    #: references, 400 KB; on the real traces of ../shared at most 170 ops, 1.4 KB).
     inner_answers: int = 4
     #: Op names whose loop-marker and input-fetch tests are remembered (``search.loop_marker``,
     #: ``search.input_fetch``): the rows searched hold a few dozen names (the resnet trace's
