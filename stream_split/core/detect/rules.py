@@ -172,12 +172,12 @@ class MemoryRules(NamedTuple):
     memos: int = 5
     #: What a ``SearchMemo`` keeps per search, in ops covered by its values (a bag or
     #: composition of an instance of 40 ops counts 40): about 90 bytes each (measured), some
-    #: 3 MB. The searches of the resnet trace's top level (600 ops, 19 anchors) keep under
-    #: 30 000. (Those of the denoising loop of ``xdit_flux.1``'s capture trace, ../shared,
-    #: need some 50 000: twice this budget weighed 45.1 k instances against representatives
-    #: there, not 69.0 k, but its split's CPU time moved within the noise, 1.15-1.16 s against
-    #: 1.15-1.19: kept as it was, session 51.)
-    memo_budget: int = 1 << 15
+    #: 6 MB. The searches of the resnet trace's top level (600 ops, 19 anchors) keep under
+    #: 30 000; those of the denoising loop of ``xdit_flux.1``'s capture trace (../shared) some
+    #: 50 000: with half this budget its online tries weighed 69.0 k instances against
+    #: representatives, not 45.1 k, and its split took @HALF@ s of CPU, not @FULL@ (twice this
+    #: budget: as with no bound).
+    memo_budget: int = 1 << 16
     #: ``verdict.inner_repeat``'s answers the online tries keep (``verdict.InnerAnswers``):
     #: they alternate between a few rows (the top level, a container's children) and units.
     #: Each holds its first instance's ops flattened (at most ``VerdictRules.inner_flat_ops``
