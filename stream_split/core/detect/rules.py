@@ -175,8 +175,8 @@ class MemoryRules(NamedTuple):
     #: 6 MB. The searches of the resnet trace's top level (600 ops, 19 anchors) keep under
     #: 30 000; those of the denoising loop of ``xdit_flux.1``'s capture trace (../shared) some
     #: 50 000: with half this budget its online tries weighed 69.0 k instances against
-    #: representatives, not 45.1 k, and its split took 1.40-1.46 s of CPU, not 1.17-1.21 (twice this
-    #: budget: as with no bound).
+    #: representatives, not 45.1 k, and its split took 1.40-1.46 s of CPU, not 1.17-1.21
+    #: (twice this budget: as with no bound).
     memo_budget: int = 1 << 16
     #: ``verdict.inner_repeat``'s answers the online tries keep (``verdict.InnerAnswers``):
     #: they alternate between a few rows (the top level, a container's children) and units.
