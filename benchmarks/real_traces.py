@@ -26,7 +26,6 @@ Never asserts on time; ``test_real_traces.py`` checks the bookkeeping on the pac
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import shutil
 import statistics
@@ -41,6 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import stream_split  # noqa: E402
+from decoder import count_ijson  # noqa: E402  (the bare parse, counting the events)
 from scripts import SAMPLE  # noqa: E402
 
 DEFAULT_TRACES = HERE.parent.parent / "shared" / "traces"
@@ -55,12 +55,6 @@ def traces_under(paths: list) -> list:
         else:
             found.append(path)
     return sorted(found)
-
-
-def bare_parse(path: Path) -> int:
-    """The events of ``path`` as the reference parses them (their count)."""
-    with (gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")) as f:
-        return sum(1 for _ in ijson.items(f, "traceEvents.item", use_float=True))
 
 
 def split_once(path: Path, work: Path) -> dict:
@@ -89,7 +83,7 @@ def measure(path: Path, repeat: int, work: Path) -> dict:
     """The row of one trace: its events, and each repeat's bare parse and split times."""
     row = {"trace": str(path), "bare_s": [], "split_s": []}
     for _ in range(repeat):
-        parsed, bare_s = cpu_seconds(bare_parse, path)
+        parsed, bare_s = cpu_seconds(count_ijson, str(path))
         made, split_s = cpu_seconds(split_once, path, work)
         row["bare_s"].append(None if isinstance(parsed, Exception) else bare_s)
         row["split_s"].append(None if isinstance(made, Exception) else split_s)

@@ -26,7 +26,7 @@ def test_each_trace_is_split_and_counted_as_ijson_counts_it(tmp_path, capsys):
     written = json.loads(out.read_text())
     rows = written["rows"]
     assert [r["trace"].rsplit("/", 1)[-1] for r in rows] == ["a.json.gz", "b.json"]
-    events = real.bare_parse(SAMPLE)
+    events = real.count_ijson(str(SAMPLE))
     for row in rows:
         assert row["events"] == events == row["split"]["events"]
         assert len(row["bare_s"]) == len(row["split_s"]) == 2 and row["vs_bare"] > 0

@@ -326,9 +326,14 @@ typedef struct {
     int prefixed;
 } Cursor;
 
+/* JSON's whitespace. */
+static inline int json_space(unsigned char b) {
+    return b == ' ' || b == '\n' || b == '\r' || b == '\t';
+}
+
 static inline void skip_ws(Cursor *c) {
     if (c->p < c->end && *c->p > ' ') return;  /* (most often: no whitespace at all) */
-    while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t'))
+    while (c->p < c->end && json_space(*c->p))
         c->p++;
 }
 
@@ -846,10 +851,6 @@ done:
 }
 
 /* ---- prefixed_runs: where runs of Python frames are ---- */
-
-static inline int json_space(unsigned char b) {
-    return b == ' ' || b == '\n' || b == '\r' || b == '\t';
-}
 
 /* runs51: whether ``b[i:end]`` begins with ``p`` (``n`` bytes: JSON text without escapes) up
    to the whitespace between its tokens: outside ``p``'s strings any run of JSON whitespace,

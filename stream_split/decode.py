@@ -109,10 +109,6 @@ _BLANK_BYTES = (b" ", b"\n", b"\r", b"\t")
 _EVENTS_KEY_BYTES = b'"' + EVENTS_KEY.encode() + b'"'
 #: How Kineto begins a Python frame event, and the shortest run of them worth a batch.
 FRAME_PREFIX = b'{"ph": "X", "cat": "' + PYTHON_FRAME_CAT.encode() + b'", '
-# The prefix as 8-byte words at these offsets (the last one overlaps): compared a word at a time.
-_FRAME_PREFIX_OFFSETS = (*range(0, len(FRAME_PREFIX) - 8, 8), len(FRAME_PREFIX) - 8)
-_FRAME_PREFIX_WORDS = [int.from_bytes(FRAME_PREFIX[k:k + 8], "little")
-                       for k in _FRAME_PREFIX_OFFSETS]
 MIN_FRAME_RUN = 8
 #: How much of the first line of an object is read to tell JSON Lines from the object form.
 _FORM_LINE_LIMIT = 1 << 20
@@ -1100,30 +1096,26 @@ def _frame_runs(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> list:
         return []
     if _native is not None:  # one memcmp an event, whitespace walked only where it differs
         return _native.prefixed_runs(buf, starts, ends, FRAME_PREFIX, MIN_FRAME_RUN)
-    # Every 8 bytes of the buffer as a little-endian word, one word per offset (a view).
-    words = np.ndarray((len(buf) - 7,), "<u8", buf, strides=(1,))
-    heads = np.minimum(starts, len(buf) - width)
-    frame = ends - starts > width
-    for offset, word in zip(_FRAME_PREFIX_OFFSETS, _FRAME_PREFIX_WORDS):
-        frame &= words[heads + offset] == word  # (not ``take``: it copies a strided array)
-    # The others, as their writer spaced them: where an event's bytes first differ from the
-    # prefix's at a byte that is whitespace in neither, within the event, it does not begin
-    # with it however spaced (the two read alike up to there: ``_native.prefixed``); the
-    # pattern is asked of the rest (a tile's ops and GPU work differ at their category).
-    others = np.flatnonzero(~frame)
-    if others.size:
-        room = np.minimum(ends[others] - starts[others], width)
-        heads = np.minimum(starts[others][:, None] + np.arange(width), len(buf) - 1)
-        got, want = np.frombuffer(buf, np.uint8)[heads], np.frombuffer(FRAME_PREFIX, np.uint8)
-        differ = got != want
-        at = differ.argmax(axis=1)
-        apart = differ.any(axis=1) & (at < room) & ~_JSON_SPACE[got[np.arange(at.size), at]] \
-            & ~_JSON_SPACE[want[at]]
-        match = _FRAME_PREFIX_SPACED.match
-        for k in others[~apart].tolist():
-            start, end = int(starts[k]), int(ends[k])
-            found = match(buf, start, end)
-            frame[k] = found is not None and found.end() < end
+    # Each event's first ``width`` bytes against the prefix's (an array of n by width), as
+    # ``_native.prefixed``: the same bytes (and more after them) begin with it; where they
+    # first differ at a byte that is whitespace in neither, within the event, they do not,
+    # however spaced (the two read alike up to there); the pattern is asked of the rest (a
+    # tile's ops and GPU work differ at their category, a Kineto file's events at once).
+    room = np.minimum(ends - starts, width)
+    heads = np.minimum(starts[:, None] + np.arange(width), len(buf) - 1)
+    got = np.frombuffer(buf, np.uint8)[heads]
+    want = np.frombuffer(FRAME_PREFIX, np.uint8)
+    differ = got != want
+    at = differ.argmax(axis=1)
+    same = ~differ.any(axis=1)
+    frame = same & (ends - starts > width)
+    apart = ~same & (at < room) & ~_JSON_SPACE[got[np.arange(at.size), at]] & \
+        ~_JSON_SPACE[want[at]]
+    match = _FRAME_PREFIX_SPACED.match
+    for k in np.flatnonzero(~frame & ~apart).tolist():
+        start, end = int(starts[k]), int(ends[k])
+        found = match(buf, start, end)
+        frame[k] = found is not None and found.end() < end
     if not frame.any():
         return []
     edges = np.flatnonzero(np.diff(frame.view(np.int8), prepend=0, append=0))
