@@ -654,15 +654,51 @@ static int frame_args(Cursor *c) {
     return expect(c, "}", 1);
 }
 
+/* fields52: where a value of a frame lies in its text (``frame_fields``): ``kind`` 'n'
+   (null), 's' (a string: its text, without the quotes) or '0' (a number: its text). */
+typedef struct {
+    const unsigned char *at;
+    size_t len;
+    char kind;
+} Span;
+
+/* Where a frame's name, pid and tid lie (``frame_fields``). */
+typedef struct {
+    Span name, pid, tid;
+} FrameFields;
+
 /* ``pid`` or ``tid``: a number, a string or null (``decode._PlainFrame``). A number is
    checked where it begins (dec44: ``number_here``, where ``number`` and ``skip_number`` were
-   two calls more and whitespace looked for again: 80 instructions a frame's pid). */
-static int thread_id(Cursor *c) {
+   two calls more and whitespace looked for again: 80 instructions a frame's pid). Where
+   ``s`` is not NULL, where it lies. */
+static int thread_id(Cursor *c, Span *s) {
     skip_ws(c);
     if (c->p >= c->end) return 0;
-    if (*c->p == '"') return string(c, NULL, NULL);
-    if (*c->p == 'n') return literal_null(c);
-    return number_here(c);
+    const unsigned char *at = c->p;
+    if (*at == '"') {
+        if (s == NULL) return string(c, NULL, NULL);
+        s->kind = 's';
+        return string(c, &s->at, &s->len);
+    }
+    int ok = *at == 'n' ? literal_null(c) : number_here(c);
+    if (s != NULL) {
+        s->kind = *at == 'n' ? 'n' : '0';
+        s->at = at;
+        s->len = (size_t)(c->p - at);
+    }
+    return ok;
+}
+
+/* A frame's ``name``: a string or null (where ``s`` is not NULL, where it lies). */
+static inline int frame_name(Cursor *c, Span *s) {
+    skip_ws(c);
+    if (c->p < c->end && *c->p == 'n') {
+        if (s != NULL) s->kind = 'n';
+        return literal_null(c);
+    }
+    if (s == NULL) return string(c, NULL, NULL);
+    s->kind = 's';
+    return string(c, &s->at, &s->len);
 }
 
 #define KEY(c, k) (expect((c), "\"" k "\"", sizeof(k) + 1) && expect((c), ":", 1))
@@ -698,11 +734,12 @@ static int kineto_args(Cursor *c) {
    makes faster what that one accepts, to the same numbers. On the 10x stripped resnet
    tile's 344 k frames: 2,590 -> 1,760 instructions a frame (its ``boundaries``: 11,238.6 ->
    10,954.3 M). */
-static int kineto_frame(Cursor *c, double *ts, double *dur) {
+static int kineto_frame(Cursor *c, double *ts, double *dur, FrameFields *f) {
     skip_ws(c);
     if (!EXACT(c, "{\"ph\": \"X\", \"cat\": \"python_function\", \"name\": ")) return 0;
-    if (!(EXACT(c, "null") || string(c, NULL, NULL))) return 0;
-    if (!(EXACT(c, ", \"pid\": ") && thread_id(c) && EXACT(c, ", \"tid\": ") && thread_id(c) &&
+    if (!frame_name(c, f ? &f->name : NULL)) return 0;
+    if (!(EXACT(c, ", \"pid\": ") && thread_id(c, f ? &f->pid : NULL) &&
+          EXACT(c, ", \"tid\": ") && thread_id(c, f ? &f->tid : NULL) &&
           EXACT(c, ", \"ts\": ") && number(c, ts)))
         return 0;
     *dur = 0.0;
@@ -714,19 +751,19 @@ static int kineto_frame(Cursor *c, double *ts, double *dur) {
     return EXACT(c, ", \"args\": ") && kineto_args(c) && EXACT(c, "}");
 }
 
-/* One frame, its ``ts`` and ``dur`` out. */
-static int one_frame(Cursor *c, double *ts, double *dur) {
+/* One frame, its ``ts`` and ``dur`` out (and where ``f`` is not NULL, where its name, pid
+   and tid lie). */
+static int one_frame(Cursor *c, double *ts, double *dur, FrameFields *f) {
     const unsigned char *start = c->p;
-    if (kineto_frame(c, ts, dur)) return 1;
+    if (kineto_frame(c, ts, dur, f)) return 1;
     c->p = start;
     if (!expect(c, "{", 1)) return 0;
     if (!(KEY(c, "ph") && expect(c, "\"X\"", 3))) return 0;
     if (!(expect(c, ",", 1) && KEY(c, "cat") && expect(c, "\"python_function\"", 17))) return 0;
     if (!(expect(c, ",", 1) && KEY(c, "name"))) return 0;
-    skip_ws(c);
-    if (!(c->p < c->end && *c->p == 'n' ? literal_null(c) : string(c, NULL, NULL))) return 0;
-    if (!(expect(c, ",", 1) && KEY(c, "pid") && thread_id(c))) return 0;
-    if (!(expect(c, ",", 1) && KEY(c, "tid") && thread_id(c))) return 0;
+    if (!frame_name(c, f ? &f->name : NULL)) return 0;
+    if (!(expect(c, ",", 1) && KEY(c, "pid") && thread_id(c, f ? &f->pid : NULL))) return 0;
+    if (!(expect(c, ",", 1) && KEY(c, "tid") && thread_id(c, f ? &f->tid : NULL))) return 0;
     if (!(expect(c, ",", 1) && KEY(c, "ts") && number(c, ts))) return 0;
     *dur = 0.0;
     if (expect(c, "}", 1)) return 1;
@@ -762,7 +799,7 @@ static int more_times(Times *t) {
 static int scan_items(Cursor *c, Times *out) {
     do {
         if (out->size == out->cap && more_times(out) < 0) return -1;
-        if (!one_frame(c, out->ts + out->size, out->dur + out->size)) return 0;
+        if (!one_frame(c, out->ts + out->size, out->dur + out->size, NULL)) return 0;
         out->size++;
     } while (expect(c, ",", 1));
     return 1;
@@ -1649,6 +1686,134 @@ static PyObject *frame_items(PyObject *self, PyObject *args) {
     PyBuffer_Release(&view);
     PyBuffer_Release(&prefix);
     return times_result(got, &out, got > 0 ? PyBool_FromLong(c.prefixed) : NULL);
+}
+
+/* ---- frame_fields: each frame's thread and name ---- */
+
+/* fields52: ``frame_fields(buf, start, end)`` reads the run of frames ``buf[start:end]`` as
+   ``frame_items`` reads it (the same frames accepted, UTF-8 checked by the caller) and gives
+   ``(threads, names)``: each frame's ``(pid, tid)`` and its name ("" for null), the values
+   ``decode._PLAIN_FRAMES`` (msgspec) makes of them: an integer an int, a number with a
+   fraction a float (correctly rounded, as ``number_parts`` reads it), a string a str, null
+   None. None where the run is not read so, or a value is one this reader does not make as
+   msgspec would (a negative zero, a string that is not UTF-8): the caller then decodes the
+   frames with msgspec (``FrameRun._apart``). A thread like the frame's before is that
+   frame's tuple, and a name seen lately in the run is the str made for it then
+   (``NAME_CACHE`` slots): a run's frames share a few threads and repeat their names, and a
+   name given again has its hash kept for the detector's lookups. */
+#define NAME_CACHE 1024
+
+typedef struct {
+    const unsigned char *at;
+    size_t len;
+    PyObject *name;  /* borrowed: held by the list of names */
+} CachedName;
+
+static inline int same_span(const Span *a, const Span *b) {
+    return a->kind == b->kind && a->len == b->len && memcmp(a->at, b->at, a->len) == 0;
+}
+
+/* A value of ``span`` ('n', 's' or '0'): a new reference; NULL with no error set where it
+   is one that msgspec may make otherwise (the caller then refuses the run). */
+static PyObject *span_value(const Span *span) {
+    if (span->kind == 'n') return Py_NewRef(Py_None);
+    if (span->kind == 's') {
+        PyObject *text = PyUnicode_DecodeUTF8((const char *)span->at, (Py_ssize_t)span->len,
+                                              NULL);
+        if (text == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) PyErr_Clear();
+        return text;
+    }
+    Cursor c = {span->at, span->at + span->len, NULL, 0, 0};
+    double value;
+    long long integer;
+    int got = number_parts(&c, &value, &integer);
+    if (got == 0 || c.p != c.end) return NULL;  /* (a negative zero: msgspec's own way) */
+    return got == 2 ? PyLong_FromLongLong(integer) : PyFloat_FromDouble(value);
+}
+
+static inline size_t name_slot(const unsigned char *at, size_t len) {
+    uint64_t head = 0, tail = 0;
+    memcpy(&head, at, len < 8 ? len : 8);
+    if (len > 8) memcpy(&tail, at + len - 8, 8);
+    uint64_t h = (head * 0x9E3779B97F4A7C15ull) ^ (tail * 0xC2B2AE3D27D4EB4Full) ^ len;
+    return (size_t)(h ^ (h >> 29)) & (NAME_CACHE - 1);
+}
+
+/* The name of ``span`` (a string): the one made for the same text lately, or a new one,
+   remembered. A new reference; NULL with no error set where it is not UTF-8. */
+static PyObject *frame_name_value(const Span *span, CachedName *cache, PyObject *empty) {
+    if (span->kind == 'n') return Py_NewRef(empty);
+    CachedName *slot = cache + name_slot(span->at, span->len);
+    if (slot->name != NULL && slot->len == span->len &&
+        memcmp(slot->at, span->at, span->len) == 0)
+        return Py_NewRef(slot->name);
+    PyObject *name = span_value(span);
+    if (name != NULL) {
+        slot->at = span->at;
+        slot->len = span->len;
+        slot->name = name;
+    }
+    return name;
+}
+
+static PyObject *frame_fields(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t start, end;
+    if (!PyArg_ParseTuple(args, "y*nn", &view, &start, &end)) return NULL;
+    if (start < 0 || end < start || end > view.len) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "frame_fields() takes 0 <= start <= end <= len(buf)");
+        return NULL;
+    }
+    const unsigned char *text = (const unsigned char *)view.buf;
+    Cursor c = {text + start, text + end, NULL, 0, 0};
+    PyObject *threads = PyList_New(0), *names = PyList_New(0), *result = NULL;
+    PyObject *empty = PyUnicode_FromStringAndSize("", 0);
+    CachedName *cache = PyMem_Calloc(NAME_CACHE, sizeof(CachedName));
+    FrameFields f, before;
+    memset(&f, 0, sizeof f);
+    memset(&before, 0, sizeof before);
+    PyObject *thread = NULL;  /* borrowed: the frame before's, held by ``threads`` */
+    double ts, dur;
+    if (threads == NULL || names == NULL || empty == NULL || cache == NULL) {
+        if (cache == NULL) PyErr_NoMemory();
+        goto done;
+    }
+    do {
+        if (!one_frame(&c, &ts, &dur, &f)) goto refused;
+        if (thread != NULL && same_span(&f.pid, &before.pid) && same_span(&f.tid, &before.tid)) {
+            if (PyList_Append(threads, thread) < 0) goto done;
+        } else {
+            PyObject *pid = span_value(&f.pid), *tid = pid ? span_value(&f.tid) : NULL;
+            PyObject *pair = tid ? PyTuple_Pack(2, pid, tid) : NULL;
+            Py_XDECREF(pid);
+            Py_XDECREF(tid);
+            if (pair == NULL) goto refused;
+            int appended = PyList_Append(threads, pair);
+            Py_DECREF(pair);
+            if (appended < 0) goto done;
+            thread = pair;
+            before = f;
+        }
+        PyObject *name = frame_name_value(&f.name, cache, empty);
+        if (name == NULL) goto refused;
+        int appended = PyList_Append(names, name);
+        Py_DECREF(name);
+        if (appended < 0) goto done;
+    } while (expect(&c, ",", 1));
+    skip_ws(&c);
+    if (c.p != c.end) goto refused;
+    result = PyTuple_Pack(2, threads, names);
+    goto done;
+refused:
+    if (!PyErr_Occurred()) result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(cache);
+    Py_XDECREF(empty);
+    Py_XDECREF(threads);
+    Py_XDECREF(names);
+    PyBuffer_Release(&view);
+    return result;
 }
 
 /* ---- slot_rows / with_slots: objects of a class with __slots__ to and from their values ---- */
@@ -7105,6 +7270,10 @@ static PyMethodDef methods[] = {
      "frame_items(buf, start, end, prefix) -> (ts, dur, prefixed), or None: frame_times of "
      "the frames buf[start:end] holds, read in place, and whether one of its strings begins "
      "with prefix (see decode._frame_columns)."},
+    {"frame_fields", frame_fields, METH_VARARGS,
+     "frame_fields(buf, start, end) -> (threads, names), or None: each frame's (pid, tid) "
+     "and name (\"\" for null) of the run of frames buf[start:end] that frame_items reads, "
+     "as msgspec makes them (see decode.FrameRun.threads_and_names)."},
     {"slot_rows", slot_rows, METH_VARARGS,
      "slot_rows(objects, names) -> [tuple]: each object's slots names (a tuple of str), in "
      "order; every object of the first one's class exactly (records.IterationRecord.pack_page)."},

@@ -153,7 +153,7 @@ class FrameRun:
     --workers`` sends its ranges' runs to the engine's process: ``__reduce__``)."""
 
     __slots__ = ("i", "j", "starts", "ends", "_text", "_events", "_frames", "_part_of",
-                 "_text_holds", "_packed", "_places")
+                 "_text_holds", "_packed", "_places", "_fields")
 
     def __init__(self, i: int, j: int, starts=None, ends=None, text: bytes = b"",
                  events: list | None = None, frames: list | None = None,
@@ -168,6 +168,9 @@ class FrameRun:
         self._text_holds = {} if text_holds is None else text_holds
         self._packed = None  # ``_frames`` as MessagePack, after a pickle (``__reduce__``)
         self._places = None  # where each frame lies in the bytes, once found (``_apart``)
+        # Each frame's threads and names read natively, once asked (``_fields_read``); ()
+        # where the native reader does not read them
+        self._fields = None
 
     def __reduce__(self):
         """Pickled (a worker of ``split --workers`` sends its ranges' runs) with its bytes, as
@@ -188,7 +191,7 @@ class FrameRun:
     def shifted(self, by: int) -> "FrameRun":
         run = FrameRun(self.i + by, self.j + by, self.starts, self.ends, self._text,
                        self._events, self._frames, self._part_of, self._text_holds)
-        run._packed, run._places = self._packed, self._places
+        run._packed, run._places, run._fields = self._packed, self._places, self._fields
         return run
 
     def cut(self, k: int) -> tuple:
@@ -278,12 +281,7 @@ class FrameRun:
             return [frames[first + k] for k in picked]
         if not run._text or run._packed is not None or _native is None:
             return None
-        text = run._text
-        if text.__class__ is _RunText and text.text is None:  # read in place: not copied
-            buf, start, end = text.buf, text.start, text.end
-        else:
-            buf = run._bytes()
-            start, end = 1, len(buf) - 1
+        buf, start, end = run._in_place()
         if run._places is None:
             at, depths, *_ = _native.frame(memoryview(buf)[start:end], 0, False, 0, False)
             brackets, depth = np.frombuffer(at, np.int64), np.frombuffer(depths, np.int32)
@@ -300,6 +298,41 @@ class FrameRun:
                  (picked if first == 0 else [first + k for k in picked])]))
         except (msgspec.DecodeError, msgspec.ValidationError):
             return None
+
+    def _in_place(self) -> tuple:
+        """``(buf, start, end)``: where the frames of a run read in bulk lie, the commas
+        between them included, not the brackets (in the batch's text where the native reader
+        read them in place, else in the run's own array)."""
+        text = self._text
+        if text.__class__ is _RunText and text.text is None:  # read in place: not copied
+            return text.buf, text.start, text.end
+        buf = self._bytes()
+        return buf, 1, len(buf) - 1
+
+    def _fields_read(self, made_only: bool = False) -> tuple | None:
+        """Each frame's (pid, tid) and name ("" for null), as lists, read by the native
+        reader (``_native.frame_fields``) from the bytes of the run read in bulk that this one
+        is or was cut from, and kept there for its every part; None where a run on the way
+        has its frames made (``_plain_frames``: read from them), where the run was not read
+        in bulk or came packed, and where the native reader does not read them (then
+        msgspec does). ``made_only``: None unless they were read already (a few frames
+        asked for: decoded apart, ``_apart``). On ``xdit_flux.1``'s capture trace, whose
+        162 k frames the detector reads as evidence to the end, msgspec's structs of them
+        took 8 % of the split's time."""
+        run, first = self, 0
+        while run._frames is None and run._fields is None and not run._text and \
+                run._part_of is not None:
+            run, first = run._part_of[0], first + run._part_of[1]
+        if run._fields is None:
+            if made_only or run._frames is not None or not run._text or \
+                    run._packed is not None or _native is None:
+                return None
+            run._fields = _native.frame_fields(*run._in_place()) or ()
+        if not run._fields:
+            return None
+        threads, names = run._fields
+        n = self.j - self.i
+        return threads[first:first + n], names[first:first + n]
 
     def _bytes(self) -> bytes:
         """The run's bytes as a JSON array (a run read in bulk), made the first time they are
@@ -320,9 +353,15 @@ class FrameRun:
     def threads_and_names(self, picked: list | None = None) -> tuple[list, list]:
         """Each frame's (pid, tid), and its name (None as ""); of the frames ``picked`` (their
         indices in the run) only, when given."""
+        few = picked is not None and len(picked) <= (self.j - self.i) * _PICKED_SHARE
+        fields = self._fields_read(made_only=few)
+        if fields is not None:
+            threads, names = fields
+            if picked is None:
+                return threads, names
+            return [threads[k] for k in picked], [names[k] for k in picked]
         frames = None
-        if picked is not None and self._frames is None and \
-                len(picked) <= (self.j - self.i) * _PICKED_SHARE:
+        if few and self._frames is None:
             frames = self._apart(picked)
         if frames is None:
             frames = self._plain_frames()

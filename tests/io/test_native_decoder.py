@@ -243,6 +243,92 @@ def test_native_frame_items_refuse_a_prefix_it_cannot_answer_for():
         native.frame_items(text, 0, len(text) + 1, b"a")
 
 
+# A frame's pid or tid: an int, a number with a fraction (its text), a string, null, and
+# rarely a negative zero (which msgspec makes otherwise than ``frame_fields`` would).
+_THREAD_VALUE = st.one_of(
+    st.integers(-5, 5), st.integers(-10 ** 18, 10 ** 18), _PLAIN_TEXT, st.none(),
+    st.from_regex(r"-?(0|[1-9][0-9]{0,8})\.[0-9]{1,20}", fullmatch=True).map(
+        lambda text: "@@" + text + "@@"),
+    st.sampled_from(["@@-0@@", "@@-0.0@@", "-0"]))
+
+
+def msgspec_fields(text: bytes):
+    """Each frame's (pid, tid) and name ("" for null) as ``decode._PLAIN_FRAMES`` makes them,
+    each value with its type (a float by its bits), or None where msgspec refuses the run."""
+    try:
+        frames = decode_module._PLAIN_FRAMES.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return [(_typed(f.pid), _typed(f.tid)) for f in frames], [f.name or "" for f in frames]
+
+
+def _typed(value):
+    return (type(value).__name__, struct.pack("<d", value) if isinstance(value, float) else value)
+
+
+@needs_native
+@settings(max_examples=int(os.environ.get("FRAMING_EXAMPLES", 2000)) // 2, deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(frames=st.lists(st.integers(0, 9).map(_kineto_frame), min_size=1, max_size=5)
+       | st.lists(_PLAIN_FRAME, min_size=1, max_size=4) | _FRAMES,
+       indent=st.sampled_from([None, 1]), ascii_only=st.booleans(),
+       threads=st.lists(st.tuples(_THREAD_VALUE, _THREAD_VALUE), max_size=5),
+       names=st.lists(st.none() | _PLAIN_TEXT | st.sampled_from(["é€😀", "a" * 40, ""]),
+                      max_size=5))
+@example(frames=[_kineto_frame(0), _kineto_frame(1)], indent=None, ascii_only=True, threads=[],
+         names=[])
+def test_native_frame_fields_make_the_threads_and_names_msgspec_makes(frames, indent,
+                                                                    ascii_only, threads, names):
+    """``frame_fields`` reads the frames that ``frame_items`` reads, and makes each one's
+    (pid, tid) and name as msgspec does: the same values of the same types (an int, a float
+    to the bit, a str, None; a null name as ""). It may refuse a run ``frame_items`` reads
+    only where a value is one it does not make (a negative zero), never one msgspec refuses.
+    Threads drawn of every kind (one frame's like the one before's, or not) and names that
+    repeat exercise its reuse of the thread before and of names made lately."""
+    frames = [dict(frame) for frame in frames]
+    for frame, (pid, tid) in zip(frames, threads):
+        frame["pid"], frame["tid"] = pid, tid
+    for frame, name in zip(frames, names):
+        frame["name"] = name
+    text = re.sub(r'"@@([^@]*)@@"', r"\1", json.dumps(frames + frames[::-1], indent=indent,
+                                                      ensure_ascii=ascii_only))
+    inner = text.encode("utf-8", "surrogatepass").strip()[1:-1]
+    try:
+        inner.decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    native = decode_module._built_native
+    got = native.frame_fields(b"{}, " + inner + b" ]", 4, 4 + len(inner))
+    expected = msgspec_fields(b"[" + inner + b"]")
+    read = native.frame_items(inner, 0, len(inner), b"diffusers/") is not None
+    event(f"frame_fields {'read' if got is not None else 'refused'}, frame_items "
+          f"{'read' if read else 'refused'}")
+    if got is None:
+        assert not read or b"-0" in inner
+        return
+    assert read and expected is not None
+    assert ([(_typed(p), _typed(t)) for p, t in got[0]], got[1]) == expected
+
+
+@needs_native
+def test_native_frame_fields_refuse_what_they_cannot_make_as_msgspec_does():
+    """A negative zero pid (msgspec makes the int 0 of ``-0``, and ``-0.0``), a name that is
+    not UTF-8 (the caller checks it first) and bytes beyond the frames are refused, and bounds
+    outside the buffer are an error."""
+    native = decode_module._built_native
+    for frame in (dict(_kineto_frame(0), pid="@@-0@@"), dict(_kineto_frame(0), tid="@@-0.0@@")):
+        text = re.sub(r'"@@([^@]*)@@"', r"\1", json.dumps(frame)).encode()
+        assert native.frame_items(text, 0, len(text), b"diffusers/") is not None
+        assert native.frame_fields(text, 0, len(text)) is None
+    text = json.dumps(_kineto_frame(0)).encode().replace(b"train", b"tr\xe9in")
+    assert native.frame_fields(text, 0, len(text)) is None
+    text = json.dumps(_kineto_frame(0)).encode()
+    assert native.frame_fields(text + b" x", 0, len(text) + 2) is None
+    assert native.frame_fields(text, 0, len(text)) == ([(542, 542)], ["train.py(0): step"])
+    with pytest.raises(ValueError):
+        native.frame_fields(text, 0, len(text) + 1)
+
+
 @needs_native
 def test_native_frame_times_read_kineto_frames():
     frames = [_kineto_frame(i) for i in range(20)]
@@ -330,7 +416,8 @@ def test_a_run_read_natively_decodes_only_the_frames_asked_for():
     """A few frames of a run read in bulk, or those of a part of it (``FrameRun.cut``), are
     decoded apart from the others (``FrameRun._apart``): their threads and names are those
     of the run decoded whole, read in place or made an array, and the run keeps no frame of
-    its own (it decodes them all when asked for all, or for more than ``_PICKED_SHARE``)."""
+    its own (asked for all, or for more than ``_PICKED_SHARE``, it reads every frame's thread
+    and name natively, ``_native.frame_fields``, and keeps them for its parts)."""
     frames = [_kineto_frame(i) for i in range(12)]
     frames[3]["args"]["Ev Idx"] = {"nested": [1, {"deep": "{[}]"}]}  # brackets in strings
     frames[5]["pid"], frames[6]["name"] = "host", None
@@ -353,7 +440,10 @@ def test_a_run_read_natively_decodes_only_the_frames_asked_for():
             run = run_read(made)
             assert run.threads_and_names(picked) == ([threads[k] for k in picked],
                                                      [names[k] for k in picked])
-            assert (run._frames is None) == (len(picked) <= 12 * decode_module._PICKED_SHARE)
+            # (beyond that share, each frame's thread and name are read natively, all of
+            # the run's at once, and kept: still no struct)
+            assert run._frames is None
+            assert (run._fields is None) == (len(picked) <= 12 * decode_module._PICKED_SHARE)
         run = run_read(made)
         first, rest = run.cut(5)
         middle, last = rest.cut(4)
