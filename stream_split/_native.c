@@ -6726,24 +6726,21 @@ fail:
    holds them (a set of ``a``'s keys, ``b``'s added one by one, as the view's ``|`` makes it),
    each one's lesser weight added to one sum and its greater to the other. None where a key
    is not an int or a value not a float (``similarity`` then sums them itself). */
-static PyObject *weighted_jaccard(PyObject *self, PyObject *const *args, Py_ssize_t n) {
-    if (n != 2) {
-        PyErr_SetString(PyExc_TypeError, "weighted_jaccard() takes 2 arguments (a, b)");
-        return NULL;
-    }
-    PyObject *a = args[0], *b = args[1];
-    if (!PyDict_CheckExact(a) || !PyDict_CheckExact(b)) Py_RETURN_NONE;
+/* ``weighted_jaccard``'s index of ``a`` and ``b`` (dicts) in ``*out``: 1; 0 where a key is
+   not an int or a value not a float (the caller then answers None); -1, an error set. */
+static int jaccard_of(PyObject *a, PyObject *b, double *out) {
+    if (!PyDict_CheckExact(a) || !PyDict_CheckExact(b)) return 0;
     PyObject *keys = PySet_New(a);
-    if (keys == NULL) return NULL;
+    if (keys == NULL) return -1;
     Py_ssize_t at = 0;
     PyObject *key, *value;
     while (PyDict_Next(b, &at, &key, &value)) {
-        if (PySet_Add(keys, key) < 0) { Py_DECREF(keys); return NULL; }
+        if (PySet_Add(keys, key) < 0) { Py_DECREF(keys); return -1; }
     }
     double lo = 0.0, hi = 0.0;
     PyObject *walk = PyObject_GetIter(keys);  /* (the set's order; public API on any CPython) */
     Py_DECREF(keys);
-    if (walk == NULL) return NULL;
+    if (walk == NULL) return -1;
     int plain = 1;
     while (plain && (key = PyIter_Next(walk)) != NULL) {
         if (!PyLong_CheckExact(key)) {  /* (symbols are ints: no code of Python runs while */
@@ -6762,9 +6759,103 @@ static PyObject *weighted_jaccard(PyObject *self, PyObject *const *args, Py_ssiz
         if (x < y) { lo += x; hi += y; } else { lo += y; hi += x; }
     }
     Py_DECREF(walk);
-    if (PyErr_Occurred()) return NULL;
-    if (!plain) Py_RETURN_NONE;
-    return PyFloat_FromDouble(hi > 0 ? lo / hi : 1.0);
+    if (PyErr_Occurred()) return -1;
+    if (!plain) return 0;
+    *out = hi > 0 ? lo / hi : 1.0;
+    return 1;
+}
+
+static PyObject *weighted_jaccard(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (n != 2) {
+        PyErr_SetString(PyExc_TypeError, "weighted_jaccard() takes 2 arguments (a, b)");
+        return NULL;
+    }
+    double index;
+    int got = jaccard_of(args[0], args[1], &index);
+    if (got < 0) return NULL;
+    if (got == 0) Py_RETURN_NONE;
+    return PyFloat_FromDouble(index);
+}
+
+/* likeness52: ``likeness(w, totals, reference, parts, slack)``: ``search._likeness_of`` of an
+   instance (its composition ``w``, its ``(time, kernels, ops)`` ``totals``) to the
+   representative's ``reference`` (``(composition, time, kernels, ops)``), ``parts`` its
+   ``_size_parts`` (a list of ``(index, weight)``) and ``slack`` ``Rules.length_slack``: the
+   lesser of their ``weighted_jaccard`` and the size factor of ``_size_ratio``, each step
+   the same operation on the same doubles in the same order as the Python (sums left to
+   right from 0, ``max``/``min`` keeping the first of equals, ``** 2`` as libm's ``pow``).
+   None where a value is not a float (an op count, an int below 2**53) or a key not an int:
+   ``_likeness_of`` then computes it. One call where the Python made five (the unit search
+   asks it of every instance against every representative tried). */
+#define LIKENESS_EXACT_INT 9007199254740992.0  /* 2**53: an int is a double exactly below */
+
+static int likeness_number(PyObject *value, double *out) {
+    if (PyFloat_CheckExact(value)) {
+        *out = PyFloat_AS_DOUBLE(value);
+        return 1;
+    }
+    if (!PyLong_CheckExact(value)) return 0;
+    double v = PyLong_AsDouble(value);
+    if (v == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (fabs(v) >= LIKENESS_EXACT_INT) return 0;
+    *out = v;
+    return 1;
+}
+
+static PyObject *likeness(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (n != 5) {
+        PyErr_SetString(PyExc_TypeError,
+                        "likeness() takes 5 arguments (w, totals, reference, parts, slack)");
+        return NULL;
+    }
+    PyObject *w = args[0], *totals = args[1], *reference = args[2], *parts = args[3];
+    double slack, sizes[3], ref_sizes[3];
+    if (!PyTuple_CheckExact(totals) || PyTuple_GET_SIZE(totals) != 3 ||
+        !PyTuple_CheckExact(reference) || PyTuple_GET_SIZE(reference) != 4 ||
+        !PyList_CheckExact(parts) || !PyFloat_CheckExact(args[4]))
+        Py_RETURN_NONE;
+    slack = PyFloat_AS_DOUBLE(args[4]);
+    for (int k = 0; k < 3; k++) {
+        if (!likeness_number(PyTuple_GET_ITEM(totals, k), sizes + k) ||
+            !likeness_number(PyTuple_GET_ITEM(reference, k + 1), ref_sizes + k))
+            Py_RETURN_NONE;
+    }
+    /* _size_ratio: the weights summed, then each part's weighed share, left to right. */
+    Py_ssize_t count = PyList_GET_SIZE(parts);
+    double weight = 0.0, share = 0.0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *part = PyList_GET_ITEM(parts, i);
+        if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) != 2 ||
+            !PyLong_CheckExact(PyTuple_GET_ITEM(part, 0)) ||
+            !PyFloat_CheckExact(PyTuple_GET_ITEM(part, 1)))
+            Py_RETURN_NONE;
+        weight += PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(part, 1));
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *part = PyList_GET_ITEM(parts, i);
+        long k = PyLong_AsLong(PyTuple_GET_ITEM(part, 0));
+        if (k < 0 || k > 2 || ref_sizes[k] == 0.0) {  /* (never: ``_size_parts`` makes them) */
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        share += PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(part, 1)) * (sizes[k] / ref_sizes[k]);
+    }
+    double ratio = weight != 0.0 ? share / weight : 0.0;
+    /* _size_factor */
+    double factor = 0.0;
+    if (!(ratio <= 0)) {
+        double inverse = 1 / ratio, larger = inverse > ratio ? inverse : ratio;
+        double within = slack / larger;
+        factor = pow(within < 1.0 ? within : 1.0, 2.0);
+    }
+    double index;
+    int got = jaccard_of(w, PyTuple_GET_ITEM(reference, 0), &index);
+    if (got < 0) return NULL;
+    if (got == 0) Py_RETURN_NONE;
+    return PyFloat_FromDouble(factor < index ? factor : index);
 }
 
 /* The cell of ``instance_bag`` for one symbol: its time, kernels and ops. */
@@ -7454,6 +7545,10 @@ static PyMethodDef methods[] = {
     {"weighted_jaccard", (PyCFunction)(void (*)(void))weighted_jaccard, METH_FASTCALL,
      "weighted_jaccard(a, b) -> float, or None: search.similarity(a, b) of two dicts of "
      "floats, the same sums in the same order; None where a value is not a float."},
+    {"likeness", (PyCFunction)(void (*)(void))likeness, METH_FASTCALL,
+     "likeness(w, totals, reference, parts, slack) -> float, or None: search._likeness_of "
+     "of an instance (composition w, (time, kernels, ops) totals) to reference, parts its "
+     "_size_parts, slack Rules.length_slack; the same doubles as the Python."},
     {"instance_bag", (PyCFunction)(void (*)(void))instance_bag, METH_FASTCALL,
      "instance_bag(row, a, b) -> (bag, time, kernels, ops), or None: search._bag(row, a, b), "
      "the same sums in the same order; None where row is not a list holding a to b or an op "

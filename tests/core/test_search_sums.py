@@ -1,9 +1,12 @@
-"""The unit search's two hottest sums in native code (``_native.weighted_jaccard``,
-``_native.instance_bag``, where it is built) against their Python fallbacks
-(``search._similarity_summed``, ``search._bag_read``): the same values, bit for bit (the same
-sums in the same order, so that no likeness near a rule's threshold falls on the other side),
-the same bag in the same order, and None (the caller's cue to sum in Python) where the values
-are of another type than the native code reads."""
+"""The unit search's hottest sums in native code (``_native.weighted_jaccard``,
+``_native.instance_bag``, ``_native.likeness``, where it is built) against their Python
+fallbacks (``search._similarity_summed``, ``search._bag_read``, ``search._likeness_summed``):
+the same values, bit for bit (the same sums in the same order, so that no likeness near a
+rule's threshold falls on the other side), the same bag in the same order, and None (the
+caller's cue to sum in Python) where the values are of another type than the native code
+reads."""
+import struct
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -25,6 +28,7 @@ _COMPOSITIONS = st.integers(min_value=0, max_value=3).flatmap(
 def test_the_search_sums_in_native_code_where_it_is_built():
     assert search._native_similarity is (None if _native is None
                                          else _native.weighted_jaccard)
+    assert search._native_likeness is (None if _native is None else _native.likeness)
     assert search._native_bag is (None if _native is None else _native.instance_bag)
 
 
@@ -101,3 +105,58 @@ def test_a_bag_of_ops_the_native_code_does_not_read_is_left_to_python(case):
         row = tuple(row)
     assert _native.instance_bag(row, a, b) is None
     assert search._bag(row, a, b) == search._bag_read(row, a, b)
+
+
+# An instance's totals and a reference's: times and kernels from none to huge (sizes far
+# apart: the size factor's both sides, and 0), op counts as ints.
+_TOTALS = st.tuples(st.floats(min_value=0.0, max_value=1e12, allow_nan=False)
+                    | st.sampled_from([0.0, 1e-9, 0.1, 3.0]),
+                    st.floats(min_value=0.0, max_value=1e6, allow_nan=False)
+                    | st.sampled_from([0.0, 1.0, 7.0]),
+                    st.integers(min_value=0, max_value=10 ** 6))
+
+
+def bits(value: float) -> bytes:
+    return struct.pack("<d", value)
+
+
+@needs_native
+@settings(max_examples=3000, deadline=None)
+@given(_COMPOSITIONS, _COMPOSITIONS, _TOTALS, _TOTALS, st.booleans(),
+       st.sampled_from([1.3, 1.0, 2.0, 1e-3]))
+def test_likeness_is_the_same_native_or_not(w, ref_w, totals, ref_totals, weigh, slack):
+    """``_native.likeness`` answers ``search._likeness_summed`` (the size ratio of the parts
+    the reference has, the size factor, the lesser of it and the similarity) to the bit,
+    whatever the sizes, for the rules that weigh work and those that count ops."""
+    rules = search.Rules(weigh=weigh, length_slack=slack)
+    reference = (ref_w, *ref_totals)
+    parts = search._size_parts(reference, rules)
+    native = _native.likeness(w, totals, reference, parts, slack)
+    python = search._likeness_summed(w, totals, reference, rules, parts)
+    assert native is not None and bits(native) == bits(python)
+    assert bits(search._likeness_of(w, totals, reference, rules, parts)) == bits(python)
+
+
+@needs_native
+@pytest.mark.parametrize("case", ["int weight", "key not int", "huge count", "short totals",
+                                  "parts a tuple", "int slack"])
+def test_likeness_of_values_the_native_code_does_not_read_is_left_to_python(case):
+    rules = search.Rules()
+    w, totals, reference = {1: 0.5, 2: 0.5}, (2.0, 1.0, 3), ({1: 0.25, 2: 0.75}, 4.0, 2.0, 6)
+    parts, slack = search._size_parts(reference, rules), rules.length_slack
+    if case == "int weight":
+        w = {1: 1, 2: 0.5}
+    elif case == "key not int":
+        w = {"a": 0.5}
+    elif case == "huge count":
+        totals = (2.0, 1.0, 2 ** 60)
+    elif case == "short totals":
+        totals = (2.0, 1.0)
+    elif case == "parts a tuple":
+        parts = tuple(parts)
+    else:
+        slack = 1
+    assert _native.likeness(w, totals, reference, parts, slack) is None
+    if case in ("int weight", "key not int", "huge count"):
+        assert search._likeness_of(w, totals, reference, rules, list(parts)) == \
+            search._likeness_summed(w, totals, reference, rules, list(parts))

@@ -170,6 +170,8 @@ _ascii_without = ascii_without if _native is None else _native.ascii_without
 #: ``similarity``'s and ``_bag``'s sums in native code where it is built (None: in Python).
 _native_similarity = None if _native is None else _native.weighted_jaccard
 _native_bag = None if _native is None else _native.instance_bag
+#: ``_likeness_of`` in native code where it is built (None: in Python).
+_native_likeness = None if _native is None else _native.likeness
 
 
 _TURN_END = re.compile(TURN_END_PATTERN)
@@ -372,10 +374,15 @@ def _similarity_summed(a: dict, b: dict) -> float:
 def _size_ratio(totals: tuple, reference: tuple, parts: list) -> float:
     """How much work an instance does against the reference: its time and kernels, and a
     little its op count (tiny noise ops add count, not work), as ``parts`` weighs them
-    (``_size_parts`` of the reference: made once for all the instances compared to it)."""
-    weight = sum([w for _, w in parts])
-    return sum([w * (totals[k] / reference[k + 1]) for k, w in parts]) / weight \
-        if weight else 0.0
+    (``_size_parts`` of the reference: made once for all the instances compared to it).
+    Summed left to right from 0, as ``_native.likeness`` sums (``sum`` of floats is so up
+    to Python 3.11, compensated from 3.12: the last bit could differ)."""
+    weight = share = 0.0
+    for _, w in parts:
+        weight += w
+    for k, w in parts:
+        share += w * (totals[k] / reference[k + 1])
+    return share / weight if weight else 0.0
 
 
 def _size_parts(reference: tuple, rules: Rules) -> list:
@@ -432,7 +439,18 @@ def _active(reference: tuple) -> tuple:
 
 def _likeness_of(w: dict, totals: tuple, reference: tuple, rules: Rules, parts: list) -> float:
     """The similarity of an instance (its composition ``w``, its totals) to ``reference``
-    (``parts``: its ``_size_parts``)."""
+    (``parts``: its ``_size_parts``): in one native call where it is built
+    (``_native.likeness``, the same doubles), else here."""
+    if _native_likeness is not None:
+        made = _native_likeness(w, totals, reference, parts, rules.length_slack)
+        if made is not None:
+            return made
+    return _likeness_summed(w, totals, reference, rules, parts)
+
+
+def _likeness_summed(w: dict, totals: tuple, reference: tuple, rules: Rules,
+                     parts: list) -> float:
+    """``_likeness_of`` in Python."""
     # The lesser of the two: an eval step is unlike a plain one by what it adds, not twice.
     ratio = _size_ratio(totals, reference, parts)
     return min(similarity(w, reference[0]), _size_factor(ratio, rules))
