@@ -33,7 +33,8 @@
    ``correlation`` or ``External id`` in ``args``, nesting deeper than 32).
    ``frame_items(buf, start, end, prefix)`` reads the frames of ``buf[start:end]`` so, in
    place (no brackets around them, no copy), and says whether one of their strings begins
-   with ``prefix`` (see its comment below). ``kineto_events(buf, start, end, event_type,
+   with ``prefix`` (see its comment below); ``frame_fields(buf, start, end)`` makes each of
+   those frames' (pid, tid) and name as msgspec would. ``kineto_events(buf, start, end, event_type,
    raw_type)`` reads the other events of ``buf[start:end]`` (ops, runtime calls, kernels,
    flows) into the structs ``decode``'s checked slim decoder (msgspec) makes of them, or says
    None, and msgspec reads them, at anything it does not read exactly as msgspec would.
@@ -6783,11 +6784,18 @@ static PyObject *weighted_jaccard(PyObject *self, PyObject *const *args, Py_ssiz
    ``_size_parts`` (a list of ``(index, weight)``) and ``slack`` ``Rules.length_slack``: the
    lesser of their ``weighted_jaccard`` and the size factor of ``_size_ratio``, each step
    the same operation on the same doubles in the same order as the Python (sums left to
-   right from 0, ``max``/``min`` keeping the first of equals, ``** 2`` as libm's ``pow``).
+   right from 0, ``max``/``min`` keeping the first of equals, ``** 2`` as libm's ``pow``:
+   ``likeness_two``).
    None where a value is not a float (an op count, an int below 2**53) or a key not an int:
    ``_likeness_of`` then computes it. One call where the Python made five (the unit search
    asks it of every instance against every representative tried). */
 #define LIKENESS_EXACT_INT 9007199254740992.0  /* 2**53: an int is a double exactly below */
+
+/* The exponent of the size factor, through a volatile: Python's ``x ** 2`` is libm's
+   ``pow(x, 2.0)``, which may differ from ``x * x`` in the last bit (0.0007898382029692984:
+   6.238443868697706e-07 against ...707e-07 here), and a compiler turns ``pow(x, 2.0)``
+   with a constant 2.0 into ``x * x``. */
+static volatile double likeness_two = 2.0;
 
 static int likeness_number(PyObject *value, double *out) {
     if (PyFloat_CheckExact(value)) {
@@ -6849,7 +6857,7 @@ static PyObject *likeness(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     if (!(ratio <= 0)) {
         double inverse = 1 / ratio, larger = inverse > ratio ? inverse : ratio;
         double within = slack / larger;
-        factor = pow(within < 1.0 ? within : 1.0, 2.0);
+        factor = pow(within < 1.0 ? within : 1.0, likeness_two);
     }
     double index;
     int got = jaccard_of(w, PyTuple_GET_ITEM(reference, 0), &index);

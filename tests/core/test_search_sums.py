@@ -8,7 +8,7 @@ reads."""
 import struct
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from stream_split.core.detect import search, skeleton
 from stream_split.core.detect.skeleton import PyNode
@@ -124,6 +124,7 @@ def bits(value: float) -> bytes:
 @settings(max_examples=3000, deadline=None)
 @given(_COMPOSITIONS, _COMPOSITIONS, _TOTALS, _TOTALS, st.booleans(),
        st.sampled_from([1.3, 1.0, 2.0, 1e-3]))
+@example({}, {}, (0.0, 0.0, 231049), (0.0, 0.0, 292527), False, 1e-3)  # pow(x, 2) != x * x
 def test_likeness_is_the_same_native_or_not(w, ref_w, totals, ref_totals, weigh, slack):
     """``_native.likeness`` answers ``search._likeness_summed`` (the size ratio of the parts
     the reference has, the size factor, the lesser of it and the similarity) to the bit,
@@ -135,6 +136,27 @@ def test_likeness_is_the_same_native_or_not(w, ref_w, totals, ref_totals, weigh,
     python = search._likeness_summed(w, totals, reference, rules, parts)
     assert native is not None and bits(native) == bits(python)
     assert bits(search._likeness_of(w, totals, reference, rules, parts)) == bits(python)
+
+
+@needs_native
+def test_likeness_squares_the_size_factor_as_python_does():
+    """The size factor is squared as Python's ``** 2`` squares it (libm's ``pow``), which is
+    not always ``x * x`` (a compiler makes ``pow(x, 2.0)`` that): over many sizes of an
+    instance against its reference, with a slack that leaves the factor below 1, the native
+    likeness is Python's to the bit, and some of them are cases where the two squares
+    differ."""
+    rules = search.Rules(weigh=False, length_slack=1e-3)
+    reference = ({}, 0.0, 0.0, 292527)
+    parts = search._size_parts(reference, rules)
+    squares_differ = 0
+    for count in range(200_000, 400_000, 97):
+        totals = (0.0, 0.0, count)
+        python = search._likeness_summed({}, totals, reference, rules, parts)
+        assert bits(_native.likeness({}, totals, reference, parts, 1e-3)) == bits(python)
+        ratio = count / 292527
+        x = min(1.0, 1e-3 / max(ratio, 1 / ratio))
+        squares_differ += x * x != x ** 2
+    assert squares_differ  # (the cases the test is for are among them)
 
 
 @needs_native

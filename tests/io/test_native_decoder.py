@@ -204,6 +204,20 @@ def test_native_frame_times_read_what_msgspec_reads_and_nothing_it_refuses(frame
         assert bits(ts) == bits(expected[0]) and bits(dur) == bits(expected[1])
 
 
+def run_text(frames: list, indent, ascii_only: bool) -> bytes | None:
+    """The frames as a run's bytes (``json.dumps``' array without its brackets, the numbers
+    given as text written as they are), or None where they are not UTF-8 (a lone surrogate:
+    the caller reads only UTF-8 here, ``_ascii`` or ``_utf8`` first)."""
+    text = re.sub(r'"@@([^@]*)@@"', r"\1", json.dumps(frames, indent=indent,
+                                                     ensure_ascii=ascii_only))
+    inner = text.encode("utf-8", "surrogatepass").strip()[1:-1]
+    try:
+        inner.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return inner
+
+
 @needs_native
 @settings(max_examples=int(os.environ.get("FRAMING_EXAMPLES", 2000)) // 4, deadline=None,
           suppress_health_check=list(HealthCheck))
@@ -216,12 +230,8 @@ def test_native_frame_items_read_a_run_in_place_as_frame_times_reads_it(frames, 
     """``frame_items`` reads the frames of ``buf[start:end]`` (no brackets, bytes around
     them) as ``frame_times`` reads them made an array, and says whether the array's text
     holds ``'"' + prefix`` (what ``FrameRun._holds`` would look for)."""
-    text = re.sub(r'"@@([^@]*)@@"', r"\1", json.dumps(frames, indent=indent,
-                                                     ensure_ascii=ascii_only))
-    inner = text.encode("utf-8", "surrogatepass").strip()[1:-1]
-    try:
-        inner.decode("utf-8")
-    except UnicodeDecodeError:
+    inner = run_text(frames, indent, ascii_only)
+    if inner is None:
         return
     array = b"[" + inner + b"]"
     native = decode_module._built_native
@@ -290,12 +300,8 @@ def test_native_frame_fields_make_the_threads_and_names_msgspec_makes(frames, in
         frame["pid"], frame["tid"] = pid, tid
     for frame, name in zip(frames, names):
         frame["name"] = name
-    text = re.sub(r'"@@([^@]*)@@"', r"\1", json.dumps(frames + frames[::-1], indent=indent,
-                                                      ensure_ascii=ascii_only))
-    inner = text.encode("utf-8", "surrogatepass").strip()[1:-1]
-    try:
-        inner.decode("utf-8")
-    except UnicodeDecodeError:
+    inner = run_text(frames + frames[::-1], indent, ascii_only)
+    if inner is None:
         return
     native = decode_module._built_native
     got = native.frame_fields(b"{}, " + inner + b" ]", 4, 4 + len(inner))
