@@ -6722,11 +6722,6 @@ fail:
 
 /* ---- search49: the unit search's weighted Jaccard index and an instance's bag (search.similarity, search._bag) ---- */
 
-/* ``weighted_jaccard(a, b)``: ``search.similarity`` of two compositions (dicts of exact
-   floats), the same sums in the same order: the keys of ``a.keys() | b.keys()`` as that set
-   holds them (a set of ``a``'s keys, ``b``'s added one by one, as the view's ``|`` makes it),
-   each one's lesser weight added to one sum and its greater to the other. None where a key
-   is not an int or a value not a float (``similarity`` then sums them itself). */
 /* ``weighted_jaccard``'s index of ``a`` and ``b`` (dicts) in ``*out``: 1; 0 where a key is
    not an int or a value not a float (the caller then answers None); -1, an error set. */
 static int jaccard_of(PyObject *a, PyObject *b, double *out) {
@@ -6766,6 +6761,11 @@ static int jaccard_of(PyObject *a, PyObject *b, double *out) {
     return 1;
 }
 
+/* ``weighted_jaccard(a, b)``: ``search.similarity`` of two compositions (dicts of exact
+   floats), the same sums in the same order: the keys of ``a.keys() | b.keys()`` as that set
+   holds them (a set of ``a``'s keys, ``b``'s added one by one, as the view's ``|`` makes it),
+   each one's lesser weight added to one sum and its greater to the other. None where a key
+   is not an int or a value not a float (``similarity`` then sums them itself). */
 static PyObject *weighted_jaccard(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     if (n != 2) {
         PyErr_SetString(PyExc_TypeError, "weighted_jaccard() takes 2 arguments (a, b)");
@@ -6831,7 +6831,7 @@ static PyObject *likeness(PyObject *self, PyObject *const *args, Py_ssize_t n) {
             !likeness_number(PyTuple_GET_ITEM(reference, k + 1), ref_sizes + k))
             Py_RETURN_NONE;
     }
-    /* _size_ratio: the weights summed, then each part's weighed share, left to right. */
+    /* _size_ratio: the weights and each part's weighed share, each summed left to right. */
     Py_ssize_t count = PyList_GET_SIZE(parts);
     double weight = 0.0, share = 0.0;
     for (Py_ssize_t i = 0; i < count; i++) {
@@ -6840,16 +6840,14 @@ static PyObject *likeness(PyObject *self, PyObject *const *args, Py_ssize_t n) {
             !PyLong_CheckExact(PyTuple_GET_ITEM(part, 0)) ||
             !PyFloat_CheckExact(PyTuple_GET_ITEM(part, 1)))
             Py_RETURN_NONE;
-        weight += PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(part, 1));
-    }
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *part = PyList_GET_ITEM(parts, i);
         long k = PyLong_AsLong(PyTuple_GET_ITEM(part, 0));
         if (k < 0 || k > 2 || ref_sizes[k] == 0.0) {  /* (never: ``_size_parts`` makes them) */
             PyErr_Clear();
             Py_RETURN_NONE;
         }
-        share += PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(part, 1)) * (sizes[k] / ref_sizes[k]);
+        double w = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(part, 1));
+        weight += w;
+        share += w * (sizes[k] / ref_sizes[k]);
     }
     double ratio = weight != 0.0 ? share / weight : 0.0;
     /* _size_factor */

@@ -378,9 +378,8 @@ def _size_ratio(totals: tuple, reference: tuple, parts: list) -> float:
     Summed left to right from 0, as ``_native.likeness`` sums (``sum`` of floats is so up
     to Python 3.11, compensated from 3.12: the last bit could differ)."""
     weight = share = 0.0
-    for _, w in parts:
-        weight += w
     for k, w in parts:
+        weight += w
         share += w * (totals[k] / reference[k + 1])
     return share / weight if weight else 0.0
 
