@@ -1615,17 +1615,26 @@ static PyObject *family(PyObject *self, PyObject *name) {
 /* ``ascii_without(name, words)``: whether ``name`` is ASCII and holds none of ``words`` (a
    tuple of lowercase ASCII ``str``) once lowered (``core.detect.search.ascii_without``, whose
    Python fallback says what it is for). */
+static int without_words(PyObject *name, PyObject *words);
+
 static PyObject *ascii_without(PyObject *self, PyObject *args) {
     PyObject *name, *words;
     if (!PyArg_ParseTuple(args, "UO!", &name, &PyTuple_Type, &words)) return NULL;
-    if (!PyUnicode_IS_ASCII(name)) Py_RETURN_FALSE;
+    int without = without_words(name, words);
+    return without < 0 ? NULL : PyBool_FromLong(without);
+}
+
+/* ``ascii_without``'s answer for a ``str`` ``name`` and a tuple ``words``: 1, 0, or -1 with
+   an error (also read by ``sym53_new``). */
+static int without_words(PyObject *name, PyObject *words) {
+    if (!PyUnicode_IS_ASCII(name)) return 0;
     const unsigned char *text = PyUnicode_1BYTE_DATA(name);
     Py_ssize_t n = PyUnicode_GET_LENGTH(name);
     for (Py_ssize_t w = 0; w < PyTuple_GET_SIZE(words); w++) {
         PyObject *word = PyTuple_GET_ITEM(words, w);
         if (!PyUnicode_Check(word) || !PyUnicode_IS_ASCII(word)) {
             PyErr_SetString(PyExc_TypeError, "ascii_without() takes ASCII words");
-            return NULL;
+            return -1;
         }
         const unsigned char *sought = PyUnicode_1BYTE_DATA(word);
         Py_ssize_t m = PyUnicode_GET_LENGTH(word);
@@ -1637,10 +1646,10 @@ static PyObject *ascii_without(PyObject *self, PyObject *args) {
                 if (c != sought[j]) break;
                 j++;
             }
-            if (j == m) Py_RETURN_FALSE;
+            if (j == m) return 0;
         }
     }
-    Py_RETURN_TRUE;
+    return 1;
 }
 
 /* ``frame_items(buf, start, end, prefix)``: ``frame_times`` of the run of frames that
@@ -3284,13 +3293,69 @@ static PyObject *add_root(PyObject *self, PyObject *const *args, Py_ssize_t narg
     return root_added(state, at, count_at, node, marker, least, args[4]);
 }
 
-/* root_op(skeletons, state, start, end, name, least, repeat) -> Node: see the method table. */
+/* sym53: the symbol of ``name``, not in ``sym_of`` (``Symbols.sym_of``; ``names``, its
+   ``names``), that makes a family of its own (``Symbols.new``'s common case: a name without
+   digits, or whose family is not known yet), made here as ``new`` makes it: its family (as
+   ``family``) appended to ``names``, entered in ``sym_of``, and where it may be a loop
+   marker (``marks``: ``(LOOP_MARKER_SHORTEST, LOOP_MARKER_WORDS, marker_match)``; no
+   ``ascii_without`` answer first) asked of ``marker_match``, added to ``markers`` if it is.
+   A name whose family is known (it joins the table: ``Symbols._digit_names``), or not a
+   ``str``, is ``symbols.new``'s (``new_name``). A new reference, or NULL with an error.
+   (200 k ops of names of their own: ``new`` took 5.8 k instructions each.) */
+static PyObject *sym53_new(PyObject *symbols, PyObject *name, PyObject *sym_of,
+                           PyObject *markers, PyObject *marks, PyObject *new_name) {
+    static PyObject *names_name;
+    if (names_name == NULL && (names_name = PyUnicode_InternFromString("names")) == NULL)
+        return NULL;
+    if (!PyUnicode_Check(name) || !PyTuple_Check(marks) || PyTuple_GET_SIZE(marks) != 3
+        || !PyTuple_Check(PyTuple_GET_ITEM(marks, 1)))
+        return PyObject_CallMethodOneArg(symbols, new_name, name);
+    PyObject *fam = family(NULL, name);
+    if (fam == NULL) return NULL;
+    if (fam != name) {  /* it has digits: its family may be known */
+        int known = PyDict_Contains(sym_of, fam);
+        if (known != 0) {
+            Py_DECREF(fam);
+            return known < 0 ? NULL : PyObject_CallMethodOneArg(symbols, new_name, name);
+        }
+    }
+    PyObject *names = PyObject_GetAttr(symbols, names_name), *sym = NULL;
+    if (names == NULL || !PyList_CheckExact(names)) {
+        if (names != NULL) PyErr_SetString(PyExc_TypeError, "root_op: names is a list");
+        goto done;
+    }
+    sym = PyLong_FromSsize_t(PyList_GET_SIZE(names));
+    if (sym == NULL || PyList_Append(names, fam) < 0 || PyDict_SetItem(sym_of, fam, sym) < 0)
+        goto failed;
+    Py_ssize_t shortest = PyLong_AsSsize_t(PyTuple_GET_ITEM(marks, 0));
+    if (shortest == -1 && PyErr_Occurred()) goto failed;
+    if (PyUnicode_GET_LENGTH(fam) >= shortest) {
+        int without = without_words(fam, PyTuple_GET_ITEM(marks, 1));
+        if (without < 0) goto failed;
+        if (!without) {  /* maybe a marker: the pattern's search */
+            PyObject *found = PyObject_CallOneArg(PyTuple_GET_ITEM(marks, 2), fam);
+            int marker = found == NULL ? -1 : PyObject_IsTrue(found);
+            Py_XDECREF(found);
+            if (marker < 0 || (marker && PySet_Add(markers, sym) < 0)) goto failed;
+        }
+    }
+    goto done;
+failed:
+    Py_CLEAR(sym);
+done:
+    Py_XDECREF(names);
+    Py_DECREF(fam);
+    return sym;
+}
+
+/* root_op(skeletons, state, start, end, name, least, repeat[, marks]) -> Node: see the
+   method table. */
 static PyObject *root_op(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     static PyObject *add_name, *symbols_name, *sym_of_name, *markers_name, *new_name,
         *sift_name;
-    if (nargs != 7) {
+    if (nargs != 7 && nargs != 8) {
         PyErr_SetString(PyExc_TypeError,
-                        "root_op(skeletons, state, start, end, name, least, repeat)");
+                        "root_op(skeletons, state, start, end, name, least, repeat[, marks])");
         return NULL;
     }
     if (add_name == NULL) {
@@ -3328,7 +3393,8 @@ static PyObject *root_op(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     sym = Py_XNewRef(PyDict_GetItemWithError(sym_of, name));
     if (sym == NULL) {
         if (PyErr_Occurred()) goto done;
-        sym = PyObject_CallMethodOneArg(symbols, new_name, name);
+        sym = nargs == 8 ? sym53_new(symbols, name, sym_of, markers, args[7], new_name)
+            : PyObject_CallMethodOneArg(symbols, new_name, name);
         if (sym == NULL) goto done;
     }
     int marker = PySet_Contains(markers, sym);
@@ -3802,7 +3868,7 @@ typedef struct {
        one was read (the cases above are not taken after it), and what they read */
     int ops_ready, read_ops;
     PyObject *splitter, *read_op, *feed_fields, *bound_held, *read_route, *cpu_op_cats;
-    PyObject *roles, *dims, *step_prefix, *gpu_rules;
+    PyObject *roles, *role_of, *dims, *step_prefix, *gpu_rules;
     Py_ssize_t pending_limit;
     /* held48: what an op is read with in C (``held48_read``) */
     PyObject *stacks, *add_boundary;
@@ -4359,16 +4425,24 @@ static int lane47_float_time(PyObject *time, int *integer) {
     return !overflow && v >= -(1LL << 53) && v <= (1LL << 53);
 }
 
-/* What a held op keeps where its name's role is known (``serving.ROLES``), as
-   ``Splitter._hold_cpu`` tells it: its thread alone (1) where the role tells nothing (none,
-   or a GEMM's without its ``Input Dims``) and it is no step number; else, without ``Input
-   Dims`` (held48), its thread and name (2: phase evidence or a step number, an op held
-   named). 0 (the engine holds it: a role not known yet, or ``Input Dims`` to keep), or -1
-   with an error. */
+/* What a held op keeps, by its name's role (``serving.ROLES``, or where not remembered
+   there, ``serving.role_of``: what ``Splitter._hold_cpu`` asks at the same point, so the
+   table is filled as there), as ``_hold_cpu`` tells it: its thread alone (1) where the role
+   tells nothing (none, or a GEMM's without its ``Input Dims``) and it is no step number;
+   else, without ``Input Dims`` (held48), its thread and name (2: phase evidence or a step
+   number, an op held named). 0 (the engine holds it: ``Input Dims`` to keep), or -1 with an
+   error. (role53: a name not remembered, a million names of their own once the table is
+   full, went to the engine's ``_feed_fields`` and ``_hold_cpu``, each op through two
+   frames of Python more.) */
 static int lane47_tells_nothing(feed46_state *s, PyObject *name, PyObject *args) {
-    PyObject *role = PyDict_GetItemWithError(s->roles, name);
-    if (role == NULL) return PyErr_Occurred() ? -1 : 0;
+    PyObject *role = Py_XNewRef(PyDict_GetItemWithError(s->roles, name));
+    if (role == NULL) {
+        if (PyErr_Occurred()) return -1;
+        role = PyObject_CallOneArg(s->role_of, name);
+        if (role == NULL) return -1;
+    }
     long kind = PyLong_AsLong(role);
+    Py_DECREF(role);
     if (kind == -1 && PyErr_Occurred()) return -1;
     int dims = args != Py_None && PyDict_GET_SIZE(args) ? PyDict_Contains(args, s->dims) : 0;
     Py_ssize_t step = dims < 0 ? -1
@@ -4646,17 +4720,19 @@ static int lane47_wait_gpu(feed46_state *s, PyObject *event, PyObject *raw, PyOb
 /* The splitter's parts (``(splitter, read_op, feed_fields, bound_held, pending_limit, stacks,
    reads_stacks, add_boundary)``) and the rules (``(structure route, read route, CPU op
    categories, serving.ROLES, GEMM, the dims' key, the step prefix,
-   engine._WAITING_IN_MEMORY, breakdown.ADD_GPU_RULES, stack.LIVE_THREADS)``) the ops of a
-   run are read with (held48: the last three parts and the last rule, ``held48_read``),
+   engine._WAITING_IN_MEMORY, breakdown.ADD_GPU_RULES, stack.LIVE_THREADS,
+   serving.role_of)``) the ops of a run are read with (held48: the last three parts and the
+   rule before the last, ``held48_read``),
    and events held, into ``s``; 1, 0 where a class lacks a slot read (no op is taken, nothing
    held), -1 with an error. */
 static int lane47_ready(feed46_state *s, PyObject *held, PyObject *rules) {
     if (!PyTuple_Check(held) || PyTuple_GET_SIZE(held) != 8 || !PyTuple_Check(rules)
-        || PyTuple_GET_SIZE(rules) != 10 || !PyAnySet_Check(PyTuple_GET_ITEM(rules, 2))
+        || PyTuple_GET_SIZE(rules) != 11 || !PyAnySet_Check(PyTuple_GET_ITEM(rules, 2))
         || !PyTuple_Check(PyTuple_GET_ITEM(rules, 8)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(rules, 8)) != 5
         || !PyAnySet_Check(PyTuple_GET_ITEM(PyTuple_GET_ITEM(rules, 8), 1))
         || !PyDict_CheckExact(PyTuple_GET_ITEM(rules, 3))
-        || !PyUnicode_Check(PyTuple_GET_ITEM(rules, 6))) {
+        || !PyUnicode_Check(PyTuple_GET_ITEM(rules, 6))
+        || !PyCallable_Check(PyTuple_GET_ITEM(rules, 10))) {
         PyErr_SetString(PyExc_TypeError, "feed_lane: the ops' parts or rules of other types");
         return -1;
     }
@@ -4669,6 +4745,7 @@ static int lane47_ready(feed46_state *s, PyObject *held, PyObject *rules) {
     s->read_route = PyTuple_GET_ITEM(rules, 1);
     s->cpu_op_cats = PyTuple_GET_ITEM(rules, 2);
     s->roles = PyTuple_GET_ITEM(rules, 3);
+    s->role_of = PyTuple_GET_ITEM(rules, 10);
     s->gemm = PyLong_AsLong(PyTuple_GET_ITEM(rules, 4));
     s->dims = PyTuple_GET_ITEM(rules, 5);
     s->step_prefix = PyTuple_GET_ITEM(rules, 6);
@@ -7436,11 +7513,13 @@ static PyMethodDef methods[] = {
      "kid_seen cleared; whether the kinds seen once now outnumber its sift_at "
      "(core.detect.skeleton.add_root)."},
     {"root_op", (PyCFunction)(void (*)(void))root_op, METH_FASTCALL,
-     "root_op(skeletons, state, start, end, name, least, repeat) -> Node: "
+     "root_op(skeletons, state, start, end, name, least, repeat[, marks]) -> Node: "
      "skeletons.add(state, None, start, end, name) (core.detect.skeleton.Skeletons.add: a "
      "top-level op read), in one call where state is a main thread's skeleton with no Python "
      "frame waiting (its symbol, its Node, add_root, forget_singles where due, its push); "
-     "least, repeat as add_root reads them (core.detect.skeleton.root_op)."},
+     "least, repeat as add_root reads them; with marks (skeleton.NEW_FAMILY_MARKS), a name "
+     "that makes a new family gets its symbol here, as Symbols.new gives it "
+     "(core.detect.skeleton.root_op)."},
     /* ---- eng45 ---- */
     {"fresh_with_slots", (PyCFunction)(void (*)(void))fresh_with_slots, METH_FASTCALL,
      "fresh_with_slots(cls, names, defaults, factories, given, *values) -> object: a new "

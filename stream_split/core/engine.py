@@ -173,13 +173,14 @@ _own_held_ops = None if _native is None else _native.own_held_ops
 #: kernels' categories, and what it reads structural ops with (their route, the route of one
 #: read already, what ``_hold_cpu`` tells an op that keeps its thread alone by, and, as
 #: ``_read_op`` reads an op in C, the threads known before any is forgotten:
-#: ``_forget_at`` is never below ``LIVE_THREADS``).
+#: ``_forget_at`` is never below ``LIVE_THREADS``; and what tells the role of a name not in
+#: ``ROLES``, as ``_hold_cpu`` asks it).
 _feed_lane = None if _native is None else _native.feed_lane
 _LANE_RULES = (_ROUTE, _FLOW_PHASES, LAUNCH_NAMES, GRAPH_LAUNCH_NAMES, KEPT_LAUNCHES,
                PYTHON_FRAME_CAT, "X", "correlation", (_BY_FLOW_ID, _BY_WINDOW, _BY_CORRELATION),
                KERNEL_CATS, (_STRUCTURE, _READ_STRUCTURE, CPU_OP_CATS, _PHASE_ROLES, _GEMM,
                              DIMS_ARG, PROFILER_STEP_PREFIX, _WAITING_IN_MEMORY,
-                             ADD_GPU_RULES, LIVE_THREADS))
+                             ADD_GPU_RULES, LIVE_THREADS, role_of))
 #: A new boundary record, made without a frame of Python (``records.made_one``).
 _new_boundary = made_one(Boundary)
 #: A new iteration's record: ``(index, start_ts, first_op)``, its kind an iteration, the rest

@@ -259,8 +259,9 @@ def test_a_loop_of_plain_ops_is_mostly_taken_by_it(monkeypatch):
 @needs_native
 def test_a_loop_of_ops_held_named_is_mostly_held_by_it(monkeypatch):
     """Ops whose names are phase evidence (a backward's, an attention's) or a step number,
-    held as their thread and name (``lane47_hold``, held48): held by the lane once their
-    names' roles are known (``_hold_cpu`` holds the first of each name), handed out alike."""
+    held as their thread and name (``lane47_hold``, held48): held by the lane, the first of
+    each name too (the lane asks ``serving.role_of`` where ``ROLES`` does not know it, as
+    ``_hold_cpu`` does: role53), handed out alike."""
     events = _op_stream([[(4, 0, 0), (11, 0, 0), (5, 0, 0), (4, 3, 0)] * 2] * 12, True, False)
     held, hold = [], engine.Splitter._hold_cpu
     monkeypatch.setattr(engine.Splitter, "_hold_cpu",
@@ -273,9 +274,46 @@ def test_a_loop_of_ops_held_named_is_mostly_held_by_it(monkeypatch):
     finally:
         serving.ROLES.clear()
         serving.ROLES.update(roles)
-    # (each held by ``_hold_cpu`` without the lane, at most once a name with it)
+    # (each held by ``_hold_cpu`` without the lane, never with it)
     for name, ops in (("flash_attention_fwd", 24), (_OP_NAMES[4], 48), ("ProfilerStep#9", 24)):
-        assert 2 * ops <= held.count(name) <= 2 * ops + 2
+        assert held.count(name) == 2 * ops
+
+
+@needs_native
+@pytest.mark.parametrize("remembered", [0, 10_000])
+def test_ops_of_names_of_their_own_are_held_by_it_as_without_it(monkeypatch, remembered):
+    """Ops of names never seen before (``testing.attacks.unique_names``: no loop, all held),
+    whose roles ``serving.ROLES`` has room for or not (full: a million names of their own),
+    some of them phase evidence: held by the lane (not by ``_hold_cpu``, as before role53),
+    handed out and recorded alike, held in memory or spilled; ``ROLES`` is left as without
+    the lane."""
+    names = [f"op_{k}_{'attention' if k % 5 == 0 else 'mm'}_x{k * 7919 % 1000}"
+             for k in range(300)]
+    events = [{"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": 6 * k,
+               "dur": 5} for k, name in enumerate(names)]
+    held, hold = [], engine.Splitter._hold_cpu
+    monkeypatch.setattr(engine.Splitter, "_hold_cpu",
+                        lambda self, *args: held.append(args[6]) or hold(self, *args))
+    monkeypatch.setattr(serving, "_CACHE_LIMIT", remembered)
+    roles = dict(serving.ROLES)
+    runs = []  # (ops held by ``_hold_cpu``, ``ROLES`` after) with the lane, then without
+
+    def split(*args):
+        held.clear()
+        serving.ROLES.clear()
+        made = _fed(*args)
+        runs.append((len(held), dict(serving.ROLES)))
+        return made
+    try:
+        for pending_limit in (10_000, 7):
+            taken = _both_ways(split, monkeypatch, events, [100], True, pending_limit)
+            assert taken >= len(events) - 5
+    finally:
+        serving.ROLES.clear()
+        serving.ROLES.update(roles)
+    for (with_lane, table), (without, table_without) in (runs[0:2], runs[2:4]):
+        assert with_lane <= 5 and without == len(events)
+        assert table == table_without and len(table) == min(remembered, len(names))
 
 
 def _threads_stream(ops: list, floats: bool) -> list:

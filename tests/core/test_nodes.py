@@ -148,9 +148,11 @@ def test_native_add_root_arguments_are_checked():
         _native.add_root(object(), _native.Node(1, 0.0, 1.0, 0), False, 3, 2)
 
 
-# ``skeleton.root_op`` (a top-level op read: ``Skeletons.add``) against ``_native.root_op``:
+# ``skeleton.root_op`` (a top-level op read: ``Skeletons.add``) against ``_native.root_op``,
+# without and with ``NEW_FAMILY_MARKS`` (a new family's symbol made in C, ``sym53_new``):
 # skeletons fed the same ops, main thread or not, Python frames waiting or not, names new,
-# seen, numbered or loop markers, sifted where due, hold the same
+# seen, numbered (of a family known or not), long, not ASCII, or loop markers (the pattern's
+# search asked or not), sifted where due, hold the same
 
 
 def _skeletons_state(skeletons) -> list:
@@ -168,11 +170,15 @@ def _skeletons_state(skeletons) -> list:
 @needs_native
 @settings(max_examples=150, deadline=None)
 @given(ops=st.lists(st.tuples(st.sampled_from([(1, 1), (1, 2)]),
-                              st.sampled_from(["a", "b", "c_1", "c_2", "d", "get_batch", "e"]),
+                              st.sampled_from(["a", "b", "c_1", "c_2", "d", "get_batch", "e",
+                                               "get_batch_7", "load_next_request_12",
+                                               "aten::linear_backward", "op_ſ_get_batch",
+                                               "Optimizer.step#SGD.step", "x1y2", "7"]),
                               st.booleans()), max_size=50))
 def test_a_native_top_level_op_is_read_as_the_python_one(ops):
     runs = []
-    for add in (skeleton.root_op, _native.root_op):
+    for add, marks in ((skeleton.root_op, ()), (_native.root_op, None),
+                       (_native.root_op, skeleton.NEW_FAMILY_MARKS)):
         skeletons = skeleton.Skeletons(100, 8)
         for k, (thread, name, frame) in enumerate(ops):
             state = skeletons.of(thread, 0)
@@ -180,7 +186,30 @@ def test_a_native_top_level_op_is_read_as_the_python_one(ops):
             if frame:
                 state.frames = [(6.0 * k - 0.5, 6.0 * k + 5.5, "frame")]
             state.stack.clear()
-            add(skeletons, state, 6.0 * k, 6.0 * k + 5, name, skeleton._MIN_INSTANCES,
-                skeleton.REPEAT)
+            args = (skeletons, state, 6.0 * k, 6.0 * k + 5, name, skeleton._MIN_INSTANCES,
+                    skeleton.REPEAT)
+            add(*args) if marks is None else add(*args, marks)
         runs.append(_skeletons_state(skeletons))
-    assert runs[0] == runs[1]
+    assert runs[0] == runs[1] == runs[2]
+
+
+@needs_native
+def test_a_new_familys_loop_marker_is_asked_of_the_pattern_only_where_it_may_be_one(
+        monkeypatch):
+    # ``sym53_new`` asks ``marker_match`` of a new family that is long enough and, if ASCII,
+    # holds one of the words; the answers are the pattern's (the symbols it marks).
+    asked = []
+    marks = (skeleton.NEW_FAMILY_MARKS[0], skeleton.NEW_FAMILY_MARKS[1],
+             lambda family: asked.append(family) or skeleton.NEW_FAMILY_MARKS[2](family))
+    skeletons = skeleton.Skeletons(100, 8)
+    state = skeletons.of((1, 1), 0)
+    names = ["get_batch_3", "short", "no_words_here_at_all", "fetch_request", "é_long_name",
+             "get_batch_4"]
+    for k, name in enumerate(names):
+        _native.root_op(skeletons, state, 6.0 * k, 6.0 * k + 5, name, skeleton._MIN_INSTANCES,
+                        skeleton.REPEAT, marks)
+    assert asked == ["get_batch_N", "fetch_request", "é_long_name"]
+    symbols = skeletons.symbols
+    assert {symbols.names[sym] for sym in symbols.markers} == \
+        {family for family in asked if search.marker_match(family)}
+    assert symbols.sym_of["get_batch_4"] == symbols.sym_of["get_batch_N"]  # (joined: ``new``)

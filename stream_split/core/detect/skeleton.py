@@ -40,7 +40,8 @@ import numpy as np
 from stream_split.native import NATIVE as _native  # (None: the Python class)
 from stream_split.core.detect.rules import REPEAT, RULES
 from stream_split.core.detect.search import marker_match
-from stream_split.trace_format import LOOP_MARKER_SHORTEST, is_main_thread
+from stream_split.trace_format import (
+    LOOP_MARKER_SHORTEST, LOOP_MARKER_WORDS, is_main_thread)
 
 _DIGITS = re.compile(r"\d+")
 #: A digit: where a name has none it is its own family, found with no ``_DIGITS.sub`` (a
@@ -437,7 +438,7 @@ def add_root(state: ThreadSkeleton, node: Node, marker: bool, least: int = _MIN_
 
 
 def root_op(skeletons: "Skeletons", state: ThreadSkeleton, start: float, end: float, name: str,
-            least: int = _MIN_INSTANCES, repeat: int = REPEAT) -> Node:
+            least: int = _MIN_INSTANCES, repeat: int = REPEAT, marks: tuple = ()) -> Node:
     """A top-level op read into ``state``: ``skeletons.add(state, None, start, end, name)``. The
     Python fallback of ``_native.root_op``, which does it in one call where ``state`` is a
     main thread's skeleton with no Python frame waiting (the symbol, the node, ``add_root``,
@@ -445,7 +446,10 @@ def root_op(skeletons: "Skeletons", state: ThreadSkeleton, start: float, end: fl
     the detector reads most while it learns (``StructureDetector._observe_learning``): 0.75 k
     instructions an op less than ``add`` with ``add_root`` on 200 k ops drawn at random from
     40 k names (callgrind of the detector's calls alone; ``least`` and ``repeat`` as
-    ``add_root`` reads them; a test ties the two, op by op)."""
+    ``add_root`` reads them; a test ties the two, op by op). Given ``marks``
+    (``NEW_FAMILY_MARKS``), the native code makes the symbol of a name that makes a family of
+    its own itself, as ``Symbols.new`` makes it (a million names of their own: 5.8 k
+    instructions less each, callgrind); here ``new`` reads them itself."""
     return skeletons.add(state, None, start, end, name)
 
 
@@ -954,6 +958,9 @@ _family = family if _native is None else _native.family
 _add_root = add_root if _native is None else _native.add_root
 #: A top-level op read, in native code where it is built (``root_op``).
 top_level_op = root_op if _native is None else _native.root_op
+#: What ``top_level_op`` tells a new family's loop marker by (``Symbols.new``'s test), its
+#: ``marks``.
+NEW_FAMILY_MARKS = (LOOP_MARKER_SHORTEST, LOOP_MARKER_WORDS, marker_match)
 
 #: Times beyond this may not be exact in float64 (an integer ``ts``): compared one by one.
 _EXACT_IN_FLOAT = 2.0 ** 53

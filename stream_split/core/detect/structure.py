@@ -75,8 +75,8 @@ from stream_split.core.detect.search import RecentMemos, SearchBudget, Unit, fin
 from stream_split.core.detect.section import (
     DECIDED_AT_SECTION_END, WAITED_FOR_FRAMES, WAITED_FOR_GPU, WHY_AT_SECTION_END, LoopSection)
 from stream_split.core.detect.skeleton import (
-    SKIPPED, Node, RowExtremes, Skeletons, ThreadSkeleton, after_containers, before_containers,
-    top_level_op)
+    NEW_FAMILY_MARKS, SKIPPED, Node, RowExtremes, Skeletons, ThreadSkeleton, after_containers,
+    before_containers, top_level_op)
 from stream_split.core.detect.verdict import (
     InnerAnswers, confirmed_online, dominant, exact_needed, exact_possible, iteration_test,
     regular_steps)
@@ -292,7 +292,8 @@ class StructureDetector:
         if is_step:
             state.add_step(start, end, name)  # the loop thread's rank at close
         roots = state.roots  # (a top-level op through ``skeleton.root_op``: one native call)
-        node = top_level_op(self._skeletons, state, start, end, name, _MIN_INSTANCES, REPEAT) \
+        node = top_level_op(self._skeletons, state, start, end, name, _MIN_INSTANCES, REPEAT,
+                            NEW_FAMILY_MARKS) \
             if parent is None else self._skeletons.add(state, parent, start, end, name)
         if (main := state.main) and len(state.roots) > RULES.memory.max_roots:  # (top level)
             found = self._at_the_bound(state)
