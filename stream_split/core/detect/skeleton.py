@@ -448,8 +448,8 @@ def root_op(skeletons: "Skeletons", state: ThreadSkeleton, start: float, end: fl
     40 k names (callgrind of the detector's calls alone; ``least`` and ``repeat`` as
     ``add_root`` reads them; a test ties the two, op by op). Given ``marks``
     (``NEW_FAMILY_MARKS``), the native code makes the symbol of a name that makes a family of
-    its own itself, as ``Symbols.new`` makes it (a million names of their own: 5.8 k
-    instructions less each, callgrind); here ``new`` reads them itself."""
+    its own itself, as ``Symbols.new`` makes it (``new`` took 5.8 k instructions a name of
+    100 k numbered names each its own family, callgrind); here ``new`` reads them itself."""
     return skeletons.add(state, None, start, end, name)
 
 
