@@ -5705,6 +5705,147 @@ static int learn49_side_root(PyObject *reading, PyObject *state, const Py_ssize_
     return done;
 }
 
+/* ---- learn53: a main thread's top-level op read in C while the detector learns ---- */
+
+static PyObject *learn53_names[9];
+enum { LEARN53_THREAD, LEARN53_SINCE, LEARN53_LATEST, LEARN53_AT_THE_BOUND, LEARN53_FORGET_TRIES,
+       LEARN53_LEVEL, LEARN53_BUDGET, LEARN53_CREDIT, LEARN53_TRY_ONLINE };
+
+/* The names above, made at the first call: 0, or -1 with an exception. */
+static int learn53_names_ready(void) {
+    static const char *const names[] = {"thread", "since", "latest", "_at_the_bound",
+        "_forget_tries", "_level", "_budget", "credit", "_try_online"};
+    for (int k = 0; k < 9; k++)
+        if (learn53_names[k] == NULL &&
+                (learn53_names[k] = PyUnicode_InternFromString(names[k])) == NULL)
+            return -1;
+    return 0;
+}
+
+/* Whether the online tries are due on ``state``'s top level of ``roots`` ops
+   (``_observe_learning``'s last test: grown to ``state.next_try``, or the kind just read seen
+   ``least`` to ``eager`` times (``RootCounts.last_count``) where a unit may be believed
+   (``may_confirm``)): 1, 0, or -1 with an exception. */
+static int learn53_try_due(PyObject *state, PyObject *seen, Py_ssize_t roots, PyObject *least,
+                           PyObject *eager) {
+    static PyObject *next_try_name, *last_count_name, *may_confirm_name;
+    if (next_try_name == NULL && ((next_try_name = PyUnicode_InternFromString("next_try")) == NULL
+            || (last_count_name = PyUnicode_InternFromString("last_count")) == NULL
+            || (may_confirm_name = PyUnicode_InternFromString("may_confirm")) == NULL))
+        return -1;
+    PyObject *next_try = PyObject_GetAttr(state, next_try_name);
+    PyObject *size = next_try == NULL ? NULL : PyLong_FromSsize_t(roots);
+    int due = size == NULL ? -1 : PyObject_RichCompareBool(size, next_try, Py_GE);
+    Py_XDECREF(size);
+    Py_XDECREF(next_try);
+    if (due != 0) return due;
+    PyObject *last = PyObject_GetAttr(seen, last_count_name);
+    due = last == NULL ? -1 : PyObject_RichCompareBool(least, last, Py_LE);
+    if (due == 1) due = PyObject_RichCompareBool(last, eager, Py_LE);
+    Py_XDECREF(last);
+    if (due != 1) return due;
+    PyObject *may = PyObject_GetAttr(seen, may_confirm_name);
+    due = may == NULL ? -1 : PyObject_IsTrue(may);
+    Py_XDECREF(may);
+    return due;
+}
+
+/* ``StructureDetector._observe_learning``'s case of a main thread's op at its top level (no
+   ``ProfilerStep``; its skeleton the latest, ``state``, its slots at ``at``; not from before
+   the loop thread's latest ops where that may end its section), read as it reads it: the
+   loop section follows the thread (``loop.thread``, ``since``, ``latest``), the open ops are
+   cut, the op read by ``root_op`` (with ``rules``' marks), then what may follow in Python
+   asked of the detector where due: ``_at_the_bound`` past ``max_roots`` (its boundaries, if
+   any, in ``*found``), ``_forget_tries`` where the top level was sifted, and, once the op has
+   earned the tries ``search_work_per_op`` (``SearchBudget.credit``; none under ``--level``),
+   ``_try_online`` (its answer in ``*found``). ``learning``'s last item, ``rules``:
+   ``(max_roots, search_work_per_op, eager, least, repeat, marks)``
+   (``StructureDetector._fast_reader``: ``structure._ROOT_RULES`` the last three). 1 (``*found`` NULL: no boundary), or -1 with an
+   exception. (A million top-level ops of names of their own: the method took some 7 k
+   instructions an op besides ``root_op``.) */
+static int learn53_main_root(PyObject *learning, PyObject *state, const Py_ssize_t *at,
+                             PyObject *const *op, PyObject **found) {
+    PyObject *detector = PyTuple_GET_ITEM(learning, 0), *skipped = PyTuple_GET_ITEM(learning, 2);
+    PyObject *loop = PyTuple_GET_ITEM(learning, 5), *rules = PyTuple_GET_ITEM(learning, 6);
+    PyObject *thread = op[0], *name = op[1], *start = op[2], *end = op[3];
+    PyObject **names = learn53_names;
+    Py_ssize_t max_roots = PyLong_AsSsize_t(PyTuple_GET_ITEM(rules, 0));
+    if ((max_roots == -1 && PyErr_Occurred()) || learn53_names_ready() < 0) return -1;
+    /* the loop section follows the thread (``LoopSection.follow``, as the method inlines it) */
+    PyObject *loop_thread = PyObject_GetAttr(loop, names[LEARN53_THREAD]);
+    int follow = loop_thread == NULL ? -1
+        : loop_thread == Py_None ? 1 : tries50_equal(loop_thread, thread);
+    Py_XDECREF(loop_thread);
+    if (follow == 1) {
+        PyObject *latest = PyObject_GetAttr(loop, names[LEARN53_LATEST]);
+        follow = latest == NULL || PyObject_SetAttr(loop, names[LEARN53_THREAD], thread) < 0
+            || PyObject_SetAttr(loop, names[LEARN53_SINCE], latest) < 0
+            || PyObject_SetAttr(loop, names[LEARN53_LATEST], start) < 0 ? -1 : 1;
+        Py_XDECREF(latest);
+    }
+    if (follow < 0) return -1;
+    PyObject *stack = SLOT_AT(state, at[LEARN49_STACK]);
+    if (!PyList_CheckExact(stack)) {
+        PyErr_SetString(PyExc_TypeError, "learning_op_read: a skeleton's stack is a list");
+        return -1;
+    }
+    if (PyList_GET_SIZE(stack) && PyList_SetSlice(stack, 0, PyList_GET_SIZE(stack), NULL) < 0)
+        return -1;
+    PyObject *roots = Py_NewRef(SLOT_AT(state, at[LEARN49_ROOTS]));
+    PyObject *call[8] = {PyTuple_GET_ITEM(learning, 4), state, start, end, name,
+                         PyTuple_GET_ITEM(rules, 3), PyTuple_GET_ITEM(rules, 4),
+                         PyTuple_GET_ITEM(rules, 5)};
+    PyObject *node = root_op(NULL, call, 8), *now = NULL;
+    int done = node == NULL ? -1 : PyObject_IsTrue(SLOT_AT(state, at[LEARN49_MAIN]));
+    int main = done;
+    if (done == 1 && PyObject_Length(SLOT_AT(state, at[LEARN49_ROOTS])) > max_roots) {
+        now = PyObject_CallMethodOneArg(detector, names[LEARN53_AT_THE_BOUND], state);
+        if (now == NULL) done = -1;
+        else if (now != Py_None) {
+            *found = now;  /* its boundaries */
+            now = NULL;
+            done = 2;
+        }
+        Py_CLEAR(now);
+    }
+    if (done >= 0 && done != 2 && SLOT_AT(state, at[LEARN49_ROOTS]) != roots) {
+        now = PyObject_CallMethodNoArgs(detector, names[LEARN53_FORGET_TRIES]);
+        done = now == NULL ? -1 : done;
+        Py_CLEAR(now);
+    }
+    Py_DECREF(roots);
+    int tried = done >= 0 && done != 2 && node != skipped && main == 1;
+    if (tried) {  /* (``_online_allowed``, asked without a call: not under ``--level``) */
+        PyObject *level = PyObject_GetAttr(detector, names[LEARN53_LEVEL]);
+        int leveled = level == NULL ? -1 : PyObject_IsTrue(level);
+        Py_XDECREF(level);
+        tried = leveled == 0;
+        if (leveled < 0) done = -1;
+    }
+    if (tried) {  /* the op earns the tries (``SearchBudget.earn``, inline) */
+        PyObject *budget = PyObject_GetAttr(detector, names[LEARN53_BUDGET]);
+        PyObject *credit = budget == NULL ? NULL : PyObject_GetAttr(budget, names[LEARN53_CREDIT]);
+        PyObject *more = credit == NULL ? NULL
+            : PyNumber_InPlaceAdd(credit, PyTuple_GET_ITEM(rules, 1));
+        if (more == NULL || PyObject_SetAttr(budget, names[LEARN53_CREDIT], more) < 0) done = -1;
+        Py_XDECREF(more);
+        Py_XDECREF(credit);
+        Py_XDECREF(budget);
+        int due = done < 0 ? -1 : learn53_try_due(state, SLOT_AT(state, at[LEARN49_SEEN]),
+            PyObject_Length(SLOT_AT(state, at[LEARN49_ROOTS])), PyTuple_GET_ITEM(rules, 3),
+            PyTuple_GET_ITEM(rules, 2));
+        if (due == 1) {
+            *found = PyObject_CallMethodOneArg(detector, names[LEARN53_TRY_ONLINE], state);
+            if (*found == NULL) done = -1;
+        } else if (due < 0) {
+            done = -1;
+        }
+    }
+    Py_XDECREF(node);
+    if (done < 0) Py_CLEAR(*found);
+    return done < 0 ? -1 : 1;
+}
+
 /* ``StructureDetector._observe_learning``'s cases of a side thread's op (no ``ProfilerStep``,
    read at ``depth`` of ``section``, that cannot end the loop thread's section) whose skeleton
    is the latest: under its top-level op, the case that ends at
@@ -5714,7 +5855,7 @@ static int learn49_side_root(PyObject *reading, PyObject *state, const Py_ssize_
    ``SKIPPED``, ``MemoryRules.side_thread_roots``, the detector's skeletons and its loop
    section (``StructureDetector._fast_reader``'s); ``op``: thread, name, start, end. */
 static int learn49_skipped(PyObject *learning, PyObject *const *op, Py_ssize_t depth,
-                           PyObject *section) {
+                           PyObject *section, PyObject **found) {
     PyObject *skipped = PyTuple_GET_ITEM(learning, 2);
     PyObject *thread = op[0], *state;
     int truth = learn49_step(op[1], PyTuple_GET_ITEM(learning, 1));
@@ -5726,13 +5867,15 @@ static int learn49_skipped(PyObject *learning, PyObject *const *op, Py_ssize_t d
     }
     truth = learn49_of(state, at, thread, section);
     int main = truth == 1 ? PyObject_IsTrue(SLOT_AT(state, at[LEARN49_MAIN])) : 0;
-    truth = main < 0 ? -1 : main ? 0 : truth;
-    /* (asked last: a main thread's op, the most common one read by Python, asks no more) */
+    /* (a main thread's op below its top level: read by Python) */
+    truth = main < 0 ? -1 : main && depth > 0 ? 0 : truth;
     int past = truth == 1 ? learn49_from_the_past(PyTuple_GET_ITEM(learning, 5), thread, op[2])
         : 0;
     truth = past < 0 ? -1 : past ? 0 : truth;
     PyObject *stack = SLOT_AT(state, at[LEARN49_STACK]);
-    if (truth == 1 && depth <= 0)
+    if (truth == 1 && main)  /* at its top level (learn53) */
+        truth = learn53_main_root(learning, state, at, op, found);
+    else if (truth == 1 && depth <= 0)
         truth = learn49_side_root(learning, state, at, op, PyTuple_GET_ITEM(learning, 3),
                                   skipped);
     else if (truth == 1 && PyList_CheckExact(stack) && PyList_GET_SIZE(stack) &&
@@ -5750,7 +5893,7 @@ static int learn49_skipped(PyObject *learning, PyObject *const *op, Py_ssize_t d
    (``Skeletons.on_row``'s case). 1 (answered: no boundary), 0 (nothing done: it reads the
    op), or -1 with an exception. ``matching``, ``op`` and ``depth``: as ``learn49_skipped``'s. */
 static int learn49_off_row(PyObject *matching, PyObject *const *op, Py_ssize_t depth,
-                           PyObject *section) {
+                           PyObject *section, PyObject **found) {
     PyObject *detector = PyTuple_GET_ITEM(matching, 0), *state, *path = NULL;
     Py_ssize_t at[LEARN49_SLOTS];
     int truth = learn49_latest(matching, &state, at);
@@ -5791,7 +5934,7 @@ static int learn49_off_row(PyObject *matching, PyObject *const *op, Py_ssize_t d
 static PyObject *learn49_read(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t parts,
                               const char *usage,
                               int (*answered)(PyObject *, PyObject *const *, Py_ssize_t,
-                                              PyObject *)) {
+                                              PyObject *, PyObject **)) {
     if (nargs != 6 || !PyTuple_CheckExact(args[1]) || PyTuple_GET_SIZE(args[1]) != parts) {
         PyErr_SetString(PyExc_TypeError, usage);
         return NULL;
@@ -5813,8 +5956,8 @@ static PyObject *learn49_read(PyObject *const *args, Py_ssize_t nargs, Py_ssize_
     Py_INCREF(section);
     PyObject *found = NULL;
     int done = PyList_Check(names)
-        ? answered(args[1], args + 2, PyList_GET_SIZE(names) - 1, section) : 0;
-    if (done == 1) found = PyTuple_New(0);
+        ? answered(args[1], args + 2, PyList_GET_SIZE(names) - 1, section, &found) : 0;
+    if (done == 1 && found == NULL) found = PyTuple_New(0);
     else if (done == 0) {
         PyObject *observe = PyObject_GetAttr(PyTuple_GET_ITEM(args[1], 0), held48_observe);
         if (observe != NULL) {
@@ -5831,16 +5974,16 @@ static PyObject *learn49_read(PyObject *const *args, Py_ssize_t nargs, Py_ssize_
 /* learning_op_read(stacks, learning, thread, name, start, end) -> its boundaries: see the
    method table. */
 static PyObject *learning_op_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    return learn49_read(args, nargs, 6, "learning_op_read(stacks, (detector, prefix, skipped, "
-                        "side_thread_roots, skeletons, loop_section), thread, name, start, end)",
-                        learn49_skipped);
+    return learn49_read(args, nargs, 7, "learning_op_read(stacks, (detector, prefix, skipped, "
+                        "side_thread_roots, skeletons, loop_section, main_rules), thread, name, "
+                        "start, end)", learn49_skipped);
 }
 
 /* matching_op_read(stacks, matching, thread, name, start, end) -> its boundaries: see the
    method table. */
 static PyObject *matching_op_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    return learn49_read(args, nargs, 6, "matching_op_read(stacks, (detector, prefix, skipped, "
-                        "side_thread_roots, skeletons, loop_section), "
+    return learn49_read(args, nargs, 7, "matching_op_read(stacks, (detector, prefix, skipped, "
+                        "side_thread_roots, skeletons, loop_section, main_rules), "
                         "thread, name, start, end)", learn49_off_row);
 }
 
@@ -7567,10 +7710,11 @@ static PyMethodDef methods[] = {
      "learning_op_read(stacks, learning, thread, name, start, end) -> its boundaries: an op "
      "read in one call while the structure detector learns (learning: (detector, the steps' "
      "prefix, SKIPPED, MemoryRules.side_thread_roots, the detector's skeletons, its loop "
-     "section), StructureDetector.fast_read's): "
+     "section, the rules of a main thread's top-level op), StructureDetector.fast_read's): "
      "pushed on its thread's stack, then read as _observe_learning reads it; an op of a side "
      "thread under its top-level op (ThreadSkeleton.skips_below's case), or at its top level "
-     "(Skeletons.add's case, its name known), without a call of Python "
+     "(Skeletons.add's case, its name known), without a call of Python; a main thread's "
+     "top-level op through root_op, the detector's methods called where due "
      "(core.detect.structure.learning_op_read)."},
     {"matching_op_read", (PyCFunction)(void (*)(void))matching_op_read, METH_FASTCALL,
      "matching_op_read(stacks, matching, thread, name, start, end) -> its boundaries: an op "

@@ -125,6 +125,39 @@ def test_the_native_reader_answers_the_ops_under_the_row_matched_itself(scenario
     assert matched > 2000 and native[2]["_observe_matching"] * 3 < matched
 
 
+@needs_native
+@pytest.mark.parametrize("max_roots", [None, 256])
+@pytest.mark.parametrize("kinds", [300, 3000])
+def test_the_native_reader_reads_a_main_threads_top_level_ops_itself(max_roots, kinds,
+                                                                      tmp_path):
+    """A main thread's top-level ops while the detector learns: names drawn at random
+    (``testing.attacks.random_names``: online tries due, none believed; a few names a
+    marker), or each name its own (``kinds`` as many as the ops), the top level past
+    ``max_roots`` (searched there, then its oldest ops forgotten) or not; then a loop, found
+    online. Read in C (learn53: ``root_op``, and the detector's methods only where due), not
+    by ``_observe_learning``; the records and the evidence as the general way's."""
+    import random
+    rnd = random.Random(kinds)
+    names = [f"op_{j}" if j % 97 else f"get_batch_{j}" for j in range(kinds)]
+    drawn = [rnd.choice(names) for _ in range(3000)]
+    loop = ["fetch_batch", "forward", "backward", "Optimizer.step#SGD.step"] * 40
+    events = [{"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1,
+               "ts": 10.0 * k, "dur": 8} for k, name in enumerate(drawn + loop)]
+    path = tmp_path / "trace.json"
+    path.write_text(render_events(events))
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        if max_roots is not None:
+            rules = RULES._replace(memory=RULES.memory._replace(max_roots=max_roots))
+            monkeypatch.setattr(skeleton, "RULES", rules)
+            monkeypatch.setattr(structure, "RULES", rules)
+        general = _read_file(path, _READERS["general"])
+        native = _read_file(path, _READERS["native"])
+    assert native[:2] == general[:2] and len(general[0]) > 30  # (the loop's iterations)
+    # (the general way reads every op while learning: all of them, or up to the search at
+    # ``max_roots`` where that believes a unit)
+    assert native[2]["_observe_learning"] <= 5 and general[2]["_observe_learning"] > 250
+
+
 # Random streams: ops of a main thread (pid == tid) and two side threads, each op nested in
 # its thread's open ops or not, some back in time (a new section of the thread, or an op
 # the order holds), some ``ProfilerStep#N``; fed event by event (``Splitter.feed``: the

@@ -87,6 +87,9 @@ from stream_split.trace_format import PROFILER_STEP_PREFIX, is_main_thread
 #: ``Rules.min_instances`` and ``OnlineRules.eager_tries``, read once: the top level's test
 #: for a moment to try (``StructureDetector._observe_learning``) asks them at each op.
 _MIN_INSTANCES, _EAGER_TRIES = RULES.min_instances, RULES.online.eager_tries
+#: What a top-level op is read with besides itself (``top_level_op``'s last arguments: as
+#: ``add_root`` counts it, and a new family's loop-marker test).
+_ROOT_RULES = (_MIN_INSTANCES, REPEAT, NEW_FAMILY_MARKS)
 
 
 class Mode(enum.Enum):
@@ -220,7 +223,8 @@ class StructureDetector:
             return None
         return (read_learning_op if mode is Mode.LEARNING else read_matching_op), (
             self, PROFILER_STEP_PREFIX, SKIPPED, RULES.memory.side_thread_roots,
-            self._skeletons, self._section)
+            self._skeletons, self._section,
+            (RULES.memory.max_roots, RULES.online.search_work_per_op, _EAGER_TRIES) + _ROOT_RULES)
 
     @property
     def revisable(self) -> bool:
@@ -292,8 +296,7 @@ class StructureDetector:
         if is_step:
             state.add_step(start, end, name)  # the loop thread's rank at close
         roots = state.roots  # (a top-level op through ``skeleton.root_op``: one native call)
-        node = top_level_op(self._skeletons, state, start, end, name, _MIN_INSTANCES, REPEAT,
-                            NEW_FAMILY_MARKS) \
+        node = top_level_op(self._skeletons, state, start, end, name, *_ROOT_RULES) \
             if parent is None else self._skeletons.add(state, parent, start, end, name)
         if (main := state.main) and len(state.roots) > RULES.memory.max_roots:  # (top level)
             found = self._at_the_bound(state)
@@ -743,17 +746,22 @@ def step_op_read(stacks: ThreadStacks, stepping: tuple, thread, name: str, start
 def learning_op_read(stacks: ThreadStacks, learning: tuple, thread, name: str, start: float,
                      end: float) -> tuple:
     """An op read in one call while the detector learns (``Mode.LEARNING``; ``learning``: the
-    detector, the steps' prefix, ``skeleton.SKIPPED``, ``MemoryRules.side_thread_roots``, and
-    the detector's skeletons and loop section, the state of ``StructureDetector.fast_read``,
-    its parts that the native reader reads): pushed (``ThreadStacks.push``) and read
+    detector, the steps' prefix, ``skeleton.SKIPPED``, ``MemoryRules.side_thread_roots``,
+    the detector's skeletons and loop section, and what a main thread's top-level op is read
+    with (``max_roots``, ``search_work_per_op``, ``eager_tries``, then ``_ROOT_RULES``: as
+    ``top_level_op`` takes them): the state of ``StructureDetector.fast_read``, its parts
+    that the native reader reads): pushed (``ThreadStacks.push``) and read
     (``_observe_learning``), its boundaries returned. The fallback of
     ``_native.learning_op_read``, which answers an op of a side thread (no ``ProfilerStep``,
     nor from before the loop thread's latest ops while its section may end there) without
     calling it: under its top-level op, ``ThreadSkeleton.skips_below``'s case (most ops of a
     trace's autograd thread: pushed as not kept, as it pushes them); at its top level, where
     its name has a symbol and no Python frame waits, ``Skeletons.add``'s (a node on the top
-    level, or not kept past ``side_thread_roots``). Every other op it reads through
-    ``observe`` (a test ties the two)."""
+    level, or not kept past ``side_thread_roots``). A main thread's top-level op (the same
+    cases, its skeleton the latest) it reads as ``_observe_learning`` reads it, calling the
+    detector's methods only where due (``_at_the_bound``, ``_forget_tries``,
+    ``_try_online``; learn53). Every other op it reads through ``observe`` (a test ties the
+    two)."""
     return learning[0]._observe_learning(thread, stacks.push(thread, name, start, end), start,
                                          end, name, stacks.last_section)
 
