@@ -5850,8 +5850,9 @@ static int learn53_main_root(PyObject *learning, PyObject *state, const Py_ssize
    read at ``depth`` of ``section``, that cannot end the loop thread's section) whose skeleton
    is the latest: under its top-level op, the case that ends at
    ``ThreadSkeleton.skips_below`` (the op pushed as not kept, as it pushes it); at its top
-   level, ``learn49_side_root``'s. Answered here: 1, 0 (nothing done: ``_observe_learning``
-   reads it), or -1 with an exception. ``learning``: the detector, the steps' prefix,
+   level, ``learn49_side_root``'s; and a main thread's op at its top level, the same way
+   (``learn53_main_root``: its boundaries, if any, in ``*found``). Answered here: 1, 0
+   (nothing done: ``_observe_learning`` reads it), or -1 with an exception. ``learning``: the detector, the steps' prefix,
    ``SKIPPED``, ``MemoryRules.side_thread_roots``, the detector's skeletons and its loop
    section (``StructureDetector._fast_reader``'s); ``op``: thread, name, start, end. */
 static int learn49_skipped(PyObject *learning, PyObject *const *op, Py_ssize_t depth,
