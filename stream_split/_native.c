@@ -5760,9 +5760,9 @@ static int learn53_try_due(PyObject *state, PyObject *seen, Py_ssize_t roots, Py
    earned the tries ``search_work_per_op`` (``SearchBudget.credit``; none under ``--level``),
    ``_try_online`` (its answer in ``*found``). ``learning``'s last item, ``rules``:
    ``(max_roots, search_work_per_op, eager, least, repeat, marks)``
-   (``StructureDetector._fast_reader``: ``structure._ROOT_RULES`` the last three). 1 (``*found`` NULL: no boundary), or -1 with an
-   exception. (A million top-level ops of names of their own: the method took some 7 k
-   instructions an op besides ``root_op``.) */
+   (``StructureDetector._fast_reader``: ``structure._ROOT_RULES`` the last three). 1
+   (``*found`` NULL: no boundary), or -1 with an exception. (100 k numbered names, each its
+   own family: the method took some 7 k instructions an op besides ``root_op``, callgrind.) */
 static int learn53_main_root(PyObject *learning, PyObject *state, const Py_ssize_t *at,
                              PyObject *const *op, PyObject **found) {
     PyObject *detector = PyTuple_GET_ITEM(learning, 0), *skipped = PyTuple_GET_ITEM(learning, 2);
@@ -5798,7 +5798,9 @@ static int learn53_main_root(PyObject *learning, PyObject *state, const Py_ssize
     PyObject *node = root_op(NULL, call, 8), *now = NULL;
     int done = node == NULL ? -1 : PyObject_IsTrue(SLOT_AT(state, at[LEARN49_MAIN]));
     int main = done;
-    if (done == 1 && PyObject_Length(SLOT_AT(state, at[LEARN49_ROOTS])) > max_roots) {
+    Py_ssize_t held = done == 1 ? PyObject_Length(SLOT_AT(state, at[LEARN49_ROOTS])) : 0;
+    if (held < 0) done = -1;
+    if (done == 1 && held > max_roots) {
         now = PyObject_CallMethodOneArg(detector, names[LEARN53_AT_THE_BOUND], state);
         if (now == NULL) done = -1;
         else if (now != Py_None) {
@@ -5831,9 +5833,10 @@ static int learn53_main_root(PyObject *learning, PyObject *state, const Py_ssize
         Py_XDECREF(more);
         Py_XDECREF(credit);
         Py_XDECREF(budget);
-        int due = done < 0 ? -1 : learn53_try_due(state, SLOT_AT(state, at[LEARN49_SEEN]),
-            PyObject_Length(SLOT_AT(state, at[LEARN49_ROOTS])), PyTuple_GET_ITEM(rules, 3),
-            PyTuple_GET_ITEM(rules, 2));
+        held = done < 0 ? -1 : PyObject_Length(SLOT_AT(state, at[LEARN49_ROOTS]));
+        int due = held < 0 ? -1 : learn53_try_due(state, SLOT_AT(state, at[LEARN49_SEEN]), held,
+                                                  PyTuple_GET_ITEM(rules, 3),
+                                                  PyTuple_GET_ITEM(rules, 2));
         if (due == 1) {
             *found = PyObject_CallMethodOneArg(detector, names[LEARN53_TRY_ONLINE], state);
             if (*found == NULL) done = -1;
@@ -5852,7 +5855,8 @@ static int learn53_main_root(PyObject *learning, PyObject *state, const Py_ssize
    ``ThreadSkeleton.skips_below`` (the op pushed as not kept, as it pushes it); at its top
    level, ``learn49_side_root``'s; and a main thread's op at its top level, the same way
    (``learn53_main_root``: its boundaries, if any, in ``*found``). Answered here: 1, 0
-   (nothing done: ``_observe_learning`` reads it), or -1 with an exception. ``learning``: the detector, the steps' prefix,
+   (nothing done: ``_observe_learning`` reads it), or -1 with an exception. ``learning``:
+   the detector, the steps' prefix,
    ``SKIPPED``, ``MemoryRules.side_thread_roots``, the detector's skeletons and its loop
    section (``StructureDetector._fast_reader``'s); ``op``: thread, name, start, end. */
 static int learn49_skipped(PyObject *learning, PyObject *const *op, Py_ssize_t depth,

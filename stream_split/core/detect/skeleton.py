@@ -40,8 +40,7 @@ import numpy as np
 from stream_split.native import NATIVE as _native  # (None: the Python class)
 from stream_split.core.detect.rules import REPEAT, RULES
 from stream_split.core.detect.search import marker_match
-from stream_split.trace_format import (
-    LOOP_MARKER_SHORTEST, LOOP_MARKER_WORDS, is_main_thread)
+from stream_split.trace_format import LOOP_MARKER_SHORTEST, LOOP_MARKER_WORDS, is_main_thread
 
 _DIGITS = re.compile(r"\d+")
 #: A digit: where a name has none it is its own family, found with no ``_DIGITS.sub`` (a
